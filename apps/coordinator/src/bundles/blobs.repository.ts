@@ -1,0 +1,39 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.js';
+
+const CHUNK = 1000;
+
+export async function blobSizes(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>();
+  const unique = [...new Set(digests)];
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where('sha256', 'in', unique.slice(i, i + CHUNK)).execute();
+    for (const r of rows) sizes.set(r.sha256, r.size);
+  }
+  return sizes;
+}
+
+export async function missingBlobs(db: Kysely<Database>, digests: readonly string[]): Promise<string[]> {
+  const present = await blobSizes(db, digests);
+  return [...new Set(digests)].filter((d) => !present.has(d)).sort();
+}
+
+/** Stores a blob; returns false when it was already there. Content-addressed, so a race is harmless. */
+export async function putBlob(db: Kysely<Database>, sha256: string, content: Uint8Array): Promise<boolean> {
+  const result = await db
+    .insertInto('blobs')
+    .values({ sha256, size: content.byteLength, content })
+    .onConflict((oc) => oc.column('sha256').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export async function readBlobs(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
+  const unique = [...new Set(digests)];
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', unique.slice(i, i + CHUNK)).execute();
+    for (const r of rows) out.set(r.sha256, r.content);
+  }
+  return out;
+}

@@ -1,0 +1,32 @@
+/** Every failure a user or a node can cause carries one of these codes; HTTP status is mapped at the edge. */
+export type DomainErrorCode =
+  | 'invalid_body'
+  | 'invalid_query'
+  | 'invalid_name'
+  | 'missing_blobs'
+  | 'digest_mismatch'
+  | 'stale_position'
+  | 'unknown_node'
+  | 'unknown_version'
+  | 'unknown_publish'
+  | 'node_retired'
+  | 'invalid_rollback_target'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'invalid_enrolment_token'
+  | 'not_found'
+  | 'body_too_large'
+  | 'unsupported_media_type'
+  | 'ledger_busy';
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DomainError';
+  }
+}

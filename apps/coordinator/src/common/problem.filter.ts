@@ -1,0 +1,89 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import { DomainError, type DomainErrorCode } from './domain-error.js';
+
+const STATUS: Record<DomainErrorCode, number> = {
+  invalid_body: 422,
+  invalid_query: 422,
+  invalid_name: 422,
+  missing_blobs: 422,
+  digest_mismatch: 422,
+  invalid_rollback_target: 422,
+  stale_position: 409,
+  node_retired: 409,
+  unknown_node: 404,
+  unknown_version: 404,
+  unknown_publish: 404,
+  not_found: 404,
+  unauthenticated: 401,
+  invalid_enrolment_token: 401,
+  forbidden: 403,
+  body_too_large: 413,
+  unsupported_media_type: 415,
+  ledger_busy: 503,
+};
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  [extra: string]: unknown;
+}
+
+/** Maps anything thrown to application/problem+json. Nothing reaches a client as a stack trace. */
+export function toProblem(error: unknown, log?: Logger): ProblemBody {
+  if (error instanceof DomainError) {
+    const status = STATUS[error.code];
+    return { type: `https://florete.dev/problems/${error.code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code: error.code, ...(error.details ?? {}) };
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : `http_${status}`;
+    const detail = status === 404 ? 'no such route' : error.message;
+    return { type: `https://florete.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
+  }
+  const fastifyCode = (error as { code?: string } | null)?.code;
+  const statusCode = (error as { statusCode?: number } | null)?.statusCode;
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    const code =
+      fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'body_too_large'
+      : fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'unsupported_media_type'
+      : fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'invalid_body'
+      : error instanceof SyntaxError || fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'malformed_json'
+      : `http_${statusCode}`;
+    const detail = code === 'malformed_json' ? `request body is not valid JSON: ${(error as Error).message}` : (error as Error).message;
+    return { type: `https://florete.dev/problems/${code}`, title: TITLES[statusCode] ?? 'Error', status: statusCode, detail, code };
+  }
+  log?.error({ err: error }, 'unhandled error');
+  return { type: 'https://florete.dev/problems/internal', title: TITLES[500], status: 500, detail: 'internal error; the coordinator log has the details', code: 'internal' };
+}
+
+export function sendProblem(reply: FastifyReply, problem: ProblemBody): void {
+  void reply.status(problem.status).header('content-type', 'application/problem+json').send(JSON.stringify(problem));
+}
+
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  constructor(private readonly log: Logger) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    sendProblem(host.switchToHttp().getResponse<FastifyReply>(), toProblem(exception, this.log));
+  }
+}

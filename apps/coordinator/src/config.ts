@@ -1,0 +1,50 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const Env = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('127.0.0.1'),
+  FLORETE_DATA: z.string().default('./.florete'),
+  DATABASE_URL: z.string().url().optional(),
+  FLORETE_SIGNING_KEYS_FILE: z.string().optional(),
+  FLORETE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
+  FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
+  FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
+});
+
+export interface CoordinatorConfig {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseUrl?: string;
+  readonly signingKeysFile: string;
+  readonly logLevel: string;
+  readonly bodyLimit: number;
+  readonly blobLimit: number;
+  readonly dbPoolSize: number;
+}
+
+export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
+
+/** Parses the environment once at start; a bad value stops the process with the variable's name. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid environment: ${lines.join('; ')}`);
+  }
+  const e = parsed.data;
+  const dataDir = resolve(e.FLORETE_DATA);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseUrl: e.DATABASE_URL,
+    signingKeysFile: resolve(e.FLORETE_SIGNING_KEYS_FILE ?? `${dataDir}/keys/signing-keys.json`),
+    logLevel: e.FLORETE_LOG_LEVEL,
+    bodyLimit: e.FLORETE_BODY_LIMIT,
+    blobLimit: e.FLORETE_BLOB_LIMIT,
+    dbPoolSize: e.FLORETE_DB_POOL,
+  };
+}

@@ -1,0 +1,49 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, Migrator, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { migrations } from '../../../../migrations/index.js';
+import type { Database } from './database.js';
+
+export type DatabaseKind = 'postgres' | 'pglite';
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly kind: DatabaseKind;
+  close(): Promise<void>;
+}
+
+// int8 as text by default: positions stay exact and are normalised to numbers at the repository boundary.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+
+/** PostgreSQL when a URL is given, otherwise the embedded PGlite database under dataDir/db. */
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number }): Promise<Db> {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { kysely, kind: 'postgres', close: () => kysely.destroy() };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGliteDialect } = await import('kysely-pglite-dialect');
+  const dir = join(options.dataDir, 'db');
+  mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return { kysely, kind: 'pglite', close: () => kysely.destroy() };
+}
+
+/** In-memory PGlite, for tests that need a real database but no files. */
+export async function openMemoryDatabase(): Promise<Db> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGliteDialect } = await import('kysely-pglite-dialect');
+  const pglite = await PGlite.create();
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return { kysely, kind: 'pglite', close: () => kysely.destroy() };
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

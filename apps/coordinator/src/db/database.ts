@@ -1,0 +1,120 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** int8 comes back as a string from pg and as a number or bigint from PGlite; repositories normalise it. */
+type BigIntColumn = ColumnType<string | number | bigint, number, number>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface LedgerTable {
+  position: BigIntColumn;
+  stream: string;
+  revision: number;
+  type: string;
+  data: Json<Record<string, unknown>>;
+  meta: Json<Record<string, unknown>>;
+  recorded_at: Timestamp;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface BlobsTable {
+  sha256: string;
+  size: number;
+  content: Uint8Array;
+  created_at: Generated<Date>;
+}
+
+export interface StoredArtifact {
+  name: string;
+  sha256: string;
+  size: number;
+}
+
+export interface NodeHeadsTable {
+  node: string;
+  version: number;
+  set_digest: string;
+  retired: boolean;
+  artifacts: Json<StoredArtifact[]>;
+  jws: string;
+  etag: string;
+  position: BigIntColumn;
+  publish_id: string;
+  updated_at: Timestamp;
+}
+
+export interface NodeVersionsTable {
+  node: string;
+  version: number;
+  set_digest: string;
+  retired: boolean;
+  artifacts: Json<StoredArtifact[]>;
+  publish_id: string;
+  actor: string;
+  message: string;
+  recorded_at: Timestamp;
+  position: BigIntColumn;
+}
+
+export interface PublishesTable {
+  publish_id: string;
+  position: BigIntColumn;
+  kind: string;
+  actor: string;
+  message: string;
+  changed: Json<{ node: string; from: number; to: number }[]>;
+  unchanged: number;
+  recorded_at: Timestamp;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  name: string;
+  role: string;
+  secret_hash: string;
+  created_at: Generated<Date>;
+  revoked_at: Timestamp | null;
+}
+
+export interface EnrolmentTokensTable {
+  id: string;
+  node: string;
+  secret_hash: string;
+  thumbprint: string;
+  created_by: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+}
+
+export interface NodeCredentialsTable {
+  id: string;
+  node: string;
+  secret_hash: string;
+  created_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface NodeStatusTable {
+  node: string;
+  enrolled_at: Timestamp | null;
+  last_contact: Timestamp | null;
+  applied_version: number | null;
+  last_result: string | null;
+  last_error: string | null;
+  installed: Json<string[]> | null;
+  profile: Json<Record<string, unknown>> | null;
+  inventory: Json<Record<string, unknown>> | null;
+}
+
+export interface Database {
+  ledger: LedgerTable;
+  blobs: BlobsTable;
+  node_heads: NodeHeadsTable;
+  node_versions: NodeVersionsTable;
+  publishes: PublishesTable;
+  api_tokens: ApiTokensTable;
+  enrolment_tokens: EnrolmentTokensTable;
+  node_credentials: NodeCredentialsTable;
+  node_status: NodeStatusTable;
+}

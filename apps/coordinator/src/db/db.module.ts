@@ -1,0 +1,25 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import type { Logger } from 'pino';
+import type { CoordinatorConfig } from '../config.js';
+import { COORDINATOR_CONFIG } from '../config.js';
+import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import type { Db } from './connect.js';
+
+export const DB = Symbol('DB');
+export const KEYS = Symbol('KEYS');
+export const LOG = Symbol('LOG');
+
+/** The process-wide resources, opened before Nest starts so failures are reported plainly. */
+@Global()
+@Module({})
+export class CoreModule {
+  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger }): DynamicModule {
+    const providers = [
+      { provide: DB, useValue: resources.db },
+      { provide: KEYS, useValue: resources.keys },
+      { provide: COORDINATOR_CONFIG, useValue: resources.config },
+      { provide: LOG, useValue: resources.log },
+    ];
+    return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
+  }
+}

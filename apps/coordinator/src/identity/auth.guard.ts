@@ -1,0 +1,35 @@
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '../common/domain-error.js';
+import { ACCESS_KEY, type Access } from './auth.decorators.js';
+import { AuthService } from './auth.service.js';
+import { roleAllows } from './principal.js';
+
+/** Every route states its access; the guard authenticates the bearer and checks the role or node. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly auth: AuthService,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]);
+    if (access === undefined) throw new DomainError('forbidden', 'route has no declared access');
+    if (access === 'public') return true;
+    const req = ctx.switchToHttp().getRequest<FastifyRequest & { principal?: unknown; params: Record<string, string> }>();
+    const principal = await this.auth.authenticate(req.headers.authorization);
+    req.principal = principal;
+    if (access === 'node') {
+      if (principal.kind !== 'node') throw new DomainError('forbidden', 'this route is for node credentials');
+      if (req.params.node !== undefined && req.params.node !== principal.node) {
+        throw new DomainError('forbidden', `node credential of ${principal.node} may not act for ${req.params.node}`);
+      }
+      return true;
+    }
+    if (principal.kind !== 'api') throw new DomainError('forbidden', 'node credentials may only fetch their bundle and send reports');
+    if (!roleAllows(principal.role, access)) throw new DomainError('forbidden', `role ${principal.role} may not do this; it needs ${access}`);
+    return true;
+  }
+}

@@ -1,0 +1,108 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName } from '#contracts';
+import { DB, KEYS } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import { DomainError } from '../common/domain-error.js';
+import { parseInput } from '../common/parse.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { Access, CurrentPrincipal } from './auth.decorators.js';
+import { actorOf, type Principal } from './principal.js';
+import { issueSecret, parseSecret, secretMatches } from './secrets.js';
+import { createApiToken } from './api-tokens.js';
+import { briefingFor } from './briefing.js';
+
+const DEFAULT_ENROLMENT_TTL = 3600;
+
+@Controller('v1')
+export class IdentityController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(KEYS) private readonly keys: SigningKeyStore,
+    private readonly ledger: LedgerWriter,
+  ) {}
+
+  @Post('enrolment-tokens')
+  @Access('admin')
+  async createEnrolmentToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
+    const req = parseInput(EnrolmentTokenRequest, body, 'body');
+    await this.keys.reloadIfChanged();
+    const thumbprint = await this.keys.activeThumbprint();
+    const s = issueSecret('fle');
+    const now = new Date();
+    const expires = new Date(now.getTime() + (req.ttl_seconds ?? DEFAULT_ENROLMENT_TTL) * 1000);
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('enrolment_tokens')
+        .values({ id: s.id, node: req.node, secret_hash: s.hash, thumbprint, created_by: actorOf(who), created_at: now, expires_at: expires })
+        .execute();
+      await this.ledger.recordIdentity(trx, req.node, 'enrolment_token_issued', { node: req.node, token_id: s.id, expires_at: expires.toISOString() }, actorOf(who));
+    });
+    return { token: `${s.token}.${thumbprint}`, node: req.node, expires_at: expires.toISOString() };
+  }
+
+  /** The enrolment token is the authentication: single use, unexpired, compared in constant time. */
+  @Post('enrol')
+  @Access('public')
+  async enrol(@Body() body: unknown) {
+    const req = parseInput(EnrolRequest, body, 'body');
+    const parsed = parseSecret(req.token);
+    if (!parsed || parsed.kind !== 'fle') throw new DomainError('invalid_enrolment_token', 'enrolment token is malformed');
+    const now = new Date();
+    const credential = issueSecret('fln');
+    const node = await this.db.kysely.transaction().execute(async (trx) => {
+      // Row lock: two agents racing with one token cannot both enrol.
+      const row = await trx.selectFrom('enrolment_tokens').selectAll().where('id', '=', parsed.id).forUpdate().executeTakeFirst();
+      const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
+      if (!row || !ok) throw new DomainError('invalid_enrolment_token', 'enrolment token is unknown');
+      if (row.used_at) throw new DomainError('invalid_enrolment_token', 'enrolment token was already used');
+      if (new Date(row.expires_at) <= now) throw new DomainError('invalid_enrolment_token', `enrolment token expired at ${new Date(row.expires_at).toISOString()}`);
+      if (row.thumbprint !== parsed.thumbprint) throw new DomainError('invalid_enrolment_token', 'enrolment token carries the wrong key thumbprint');
+      await trx.updateTable('enrolment_tokens').set({ used_at: now }).where('id', '=', row.id).execute();
+      // Enrolling again revokes what the node held before: one live credential per node.
+      await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', row.node).where('revoked_at', 'is', null).execute();
+      await trx.insertInto('node_credentials').values({ id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now }).execute();
+      await trx
+        .insertInto('node_status')
+        .values({ node: row.node, enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory) })
+        .onConflict((oc) => oc.column('node').doUpdateSet({ enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory) }))
+        .execute();
+      await this.ledger.recordIdentity(trx, row.node, 'node_enrolled', { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname }, `node:${row.node}`);
+      return row.node;
+    });
+    await this.keys.reloadIfChanged();
+    return { node, credential: credential.token, jwks: this.keys.jwks(), briefing: briefingFor(req.profile, now) };
+  }
+
+  @Delete('nodes/:node/credential')
+  @HttpCode(200)
+  @Access('admin')
+  async revoke(@Param('node') node: string, @CurrentPrincipal() who: Principal) {
+    const name = parseInput(NodeName, node, 'path');
+    const revoked = await this.db.kysely.transaction().execute(async (trx) => {
+      const rows = await trx.updateTable('node_credentials').set({ revoked_at: new Date() }).where('node', '=', name).where('revoked_at', 'is', null).returning('id').execute();
+      if (rows.length > 0) await this.ledger.recordIdentity(trx, name, 'credential_revoked', { node: name, credential_ids: rows.map((r) => r.id) }, actorOf(who));
+      return rows.length;
+    });
+    if (revoked === 0) throw new DomainError('not_found', `node ${name} holds no live credential`, { node: name });
+    return { node: name, revoked };
+  }
+
+  @Post('api-tokens')
+  @Access('admin')
+  async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
+    const req = parseInput(ApiTokenRequest, body, 'body');
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const created = await createApiToken(trx, req.name, req.role);
+      await this.ledger.recordIdentity(trx, 'api', 'api_token_created', { id: created.id, name: req.name, role: req.role }, actorOf(who));
+      return created;
+    });
+  }
+
+  @Get('api-tokens')
+  @Access('admin')
+  async listApiTokens() {
+    const rows = await this.db.kysely.selectFrom('api_tokens').select(['id', 'name', 'role', 'created_at', 'revoked_at']).orderBy('created_at').execute();
+    return { items: rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString(), revoked_at: r.revoked_at ? new Date(r.revoked_at).toISOString() : null })) };
+  }
+}

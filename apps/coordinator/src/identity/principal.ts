@@ -1,0 +1,16 @@
+import type { Role } from '#contracts';
+
+export type Principal =
+  | { readonly kind: 'api'; readonly id: string; readonly name: string; readonly role: Role }
+  | { readonly kind: 'node'; readonly node: string; readonly credentialId: string };
+
+const RANK: Record<Role, number> = { reader: 1, publisher: 2, admin: 3 };
+
+/** Roles nest: an admin may do what a publisher may, a publisher what a reader may. */
+export function roleAllows(held: Role, needed: Role): boolean {
+  return RANK[held] >= RANK[needed];
+}
+
+export function actorOf(p: Principal): string {
+  return p.kind === 'api' ? p.name : `node:${p.node}`;
+}

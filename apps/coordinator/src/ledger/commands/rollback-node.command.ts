@@ -1,0 +1,14 @@
+import { Command } from '@nestjs/cqrs';
+import type { PublishResponse } from '#contracts';
+
+export class RollbackNodeCommand extends Command<PublishResponse> {
+  constructor(
+    readonly node: string,
+    readonly toVersion: number,
+    readonly message: string,
+    readonly actor: string,
+    readonly expectedPosition?: number,
+  ) {
+    super();
+  }
+}

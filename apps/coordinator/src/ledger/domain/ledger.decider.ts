@@ -1,0 +1,179 @@
+import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
+import { DomainError } from '../../common/domain-error.js';
+import type { LedgerEvent, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
+
+/** The decider's view of one node: its head in the ledger. Absent = never published. */
+export interface NodeHead {
+  readonly version: number;
+  readonly setDigest: string;
+  readonly retired: boolean;
+  readonly artifacts: readonly StampedArtifact[];
+}
+export type Heads = ReadonlyMap<string, NodeHead>;
+
+export interface ArtifactRef {
+  readonly name: string;
+  readonly sha256: string;
+}
+
+export type LedgerCommand =
+  | {
+      readonly type: 'publish_tree';
+      readonly message: string;
+      readonly prune: boolean;
+      readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      /** Sizes of the blobs the changed nodes reference; a digest missing here is a missing blob. */
+      readonly blobSizes: ReadonlyMap<string, number>;
+    }
+  | {
+      readonly type: 'rollback_node';
+      readonly message: string;
+      readonly node: string;
+      readonly toVersion: number;
+      /** The node's set at toVersion as the ledger recorded it, or undefined when there is no such version. */
+      readonly target: NodeHead | undefined;
+    }
+  | { readonly type: 'retire_node'; readonly message: string; readonly node: string };
+
+/** Ids and time come from outside so decisions are reproducible. */
+export interface DecisionContext {
+  readonly publishId: string;
+}
+
+export interface Decision {
+  readonly events: readonly LedgerEvent[];
+  readonly changed: readonly { node: string; from: number; to: number }[];
+  readonly unchanged: number;
+}
+
+const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged });
+
+/** Nodes of a tree whose set digest differs from their head: the only ones a publish touches. */
+export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads): string[] {
+  const changed: string[] = [];
+  for (const [node, artifacts] of nodes) {
+    const head = heads.get(node);
+    if (!head || head.retired || head.setDigest !== setDigest(artifacts)) changed.push(node);
+  }
+  return changed;
+}
+
+export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContext): Decision {
+  switch (command.type) {
+    case 'publish_tree':
+      return decidePublish(command, heads, ctx);
+    case 'rollback_node':
+      return decideRollback(command, heads, ctx);
+    case 'retire_node':
+      return decideRetire(command, heads, ctx);
+    default: {
+      const unreachable: never = command;
+      throw new TypeError(`unknown command ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
+  const changedNodes = changedNodesOf(command.nodes, heads);
+  const missing = new Set<string>();
+  for (const node of changedNodes) {
+    for (const a of command.nodes.get(node) ?? []) if (!command.blobSizes.has(a.sha256)) missing.add(a.sha256);
+  }
+  if (missing.size > 0) {
+    const list = [...missing].sort();
+    throw new DomainError('missing_blobs', `${list.length} blob(s) referenced by the tree were never uploaded: ${list.slice(0, 10).join(', ')}${list.length > 10 ? ', …' : ''}`, { missing: list });
+  }
+
+  const stamps: NodeSetStamped[] = [];
+  for (const node of [...changedNodes].sort()) {
+    const artifacts = [...(command.nodes.get(node) ?? [])]
+      .map((a) => ({ name: a.name, sha256: a.sha256, size: command.blobSizes.get(a.sha256) as number }))
+      .sort(byName);
+    stamps.push(stamp(node, heads.get(node), artifacts, false, ctx));
+  }
+  if (command.prune) {
+    for (const [node, head] of [...heads].sort(([a], [b]) => compare(a, b))) {
+      if (!head.retired && !command.nodes.has(node)) stamps.push(stamp(node, head, [], true, ctx));
+    }
+  }
+  const unchanged = command.nodes.size - changedNodes.length;
+  if (stamps.length === 0) return NO_CHANGE(unchanged);
+  return withRecord('publish', command.message, stamps, unchanged, ctx);
+}
+
+function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' }>, heads: Heads, ctx: DecisionContext): Decision {
+  const head = heads.get(command.node);
+  if (!head) throw new DomainError('unknown_node', `node ${command.node} has never been published`, { node: command.node });
+  if (!command.target) {
+    throw new DomainError('unknown_version', `node ${command.node} has no version ${command.toVersion} (head is ${head.version})`, { node: command.node, version: command.toVersion });
+  }
+  if (command.toVersion >= head.version) {
+    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} is not older than the head ${head.version} of ${command.node}`, { node: command.node });
+  }
+  if (command.target.retired) {
+    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} of ${command.node} is a retirement; retire the node instead`, { node: command.node });
+  }
+  if (!head.retired && head.setDigest === command.target.setDigest) return NO_CHANGE(1);
+  const event = stamp(command.node, head, command.target.artifacts, false, ctx, command.toVersion);
+  return withRecord('rollback', command.message, [event], 0, ctx);
+}
+
+function decideRetire(command: Extract<LedgerCommand, { type: 'retire_node' }>, heads: Heads, ctx: DecisionContext): Decision {
+  const head = heads.get(command.node);
+  if (!head) throw new DomainError('unknown_node', `node ${command.node} has never been published`, { node: command.node });
+  if (head.retired) throw new DomainError('node_retired', `node ${command.node} is already retired at version ${head.version}`, { node: command.node });
+  return withRecord('retire', command.message, [stamp(command.node, head, [], true, ctx)], 0, ctx);
+}
+
+function stamp(
+  node: string,
+  head: NodeHead | undefined,
+  artifacts: readonly StampedArtifact[],
+  retired: boolean,
+  ctx: DecisionContext,
+  restoredFrom?: number,
+): NodeSetStamped {
+  // Versions continue across retire and re-add: a name's stream never restarts (rule 1).
+  const version = (head?.version ?? 0) + 1;
+  return {
+    type: 'node_set_stamped',
+    stream: `node:${node}`,
+    revision: version,
+    data: {
+      node,
+      version,
+      set_digest: retired ? EMPTY_SET_DIGEST : setDigest(artifacts),
+      retired,
+      artifacts: retired ? [] : artifacts,
+      publish_id: ctx.publishId,
+      ...(restoredFrom === undefined ? {} : { restored_from: restoredFrom }),
+    },
+  };
+}
+
+function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext): Decision {
+  const changed = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, to: s.data.version }));
+  const record: PublishRecorded = {
+    type: 'publish_recorded',
+    stream: `publish:${ctx.publishId}`,
+    revision: 1,
+    data: { publish_id: ctx.publishId, kind, message, changed, unchanged },
+  };
+  return { events: [...stamps, record], changed, unchanged };
+}
+
+/** Folds a stamped set into the heads: the state a later decision sees. */
+export function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, NodeHead> {
+  if (event.type === 'node_set_stamped') {
+    heads.set(event.data.node, {
+      version: event.data.version,
+      setDigest: event.data.set_digest,
+      retired: event.data.retired,
+      artifacts: event.data.artifacts,
+    });
+  }
+  return heads;
+}
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const byName = (a: { name: string }, b: { name: string }): number => compare(a.name, b.name);

@@ -1,0 +1,52 @@
+/** Ledger event types. Each is appended to one stream; node streams' revisions are node versions. */
+export interface StampedArtifact {
+  readonly name: string;
+  readonly sha256: string;
+  readonly size: number;
+}
+
+export type PublishKind = 'publish' | 'rollback' | 'retire';
+
+export interface NodeSetStamped {
+  readonly type: 'node_set_stamped';
+  readonly stream: `node:${string}`;
+  readonly revision: number;
+  readonly data: {
+    readonly node: string;
+    readonly version: number;
+    readonly set_digest: string;
+    readonly retired: boolean;
+    readonly artifacts: readonly StampedArtifact[];
+    readonly publish_id: string;
+    readonly restored_from?: number;
+  };
+}
+
+export interface PublishRecorded {
+  readonly type: 'publish_recorded';
+  readonly stream: `publish:${string}`;
+  readonly revision: 1;
+  readonly data: {
+    readonly publish_id: string;
+    readonly kind: PublishKind;
+    readonly message: string;
+    readonly changed: readonly { node: string; from: number; to: number }[];
+    readonly unchanged: number;
+  };
+}
+
+export interface IdentityRecorded {
+  readonly type: 'enrolment_token_issued' | 'node_enrolled' | 'credential_revoked' | 'api_token_created' | 'signing_key_rotated';
+  readonly stream: `identity:${string}`;
+  readonly revision: number;
+  readonly data: Record<string, unknown>;
+}
+
+export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded;
+
+/** What every appended event carries besides its data: who, when, and with which key its bundle was signed. */
+export interface EventMeta {
+  readonly actor: string;
+  readonly kid?: string;
+  readonly [key: string]: unknown;
+}

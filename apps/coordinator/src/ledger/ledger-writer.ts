@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Transaction } from 'kysely';
+import type { PublishResponse } from '#contracts';
+import { DB, KEYS } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import type { Database } from '../db/database.js';
+import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import { DomainError } from '../common/domain-error.js';
+import { project } from '../projections/project.js';
+import { decide, type Heads, type LedgerCommand } from './domain/ledger.decider.js';
+import type { IdentityRecorded } from './domain/ledger.events.js';
+import { appendEvents } from './store/append.js';
+import { lockLedger } from './store/lock.js';
+import { readLedgerHead, readStreamRevision } from './store/read-head.js';
+
+export interface WriteOptions {
+  readonly actor: string;
+  readonly expectedPosition?: number;
+}
+
+/**
+ * The one place that appends to the ledger: lock, check the expected position, decide, append,
+ * project, all in one transaction (rules 3 and 4). A thrown error rolls everything back.
+ */
+@Injectable()
+export class LedgerWriter {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(KEYS) private readonly keys: SigningKeyStore,
+  ) {}
+
+  async write(
+    options: WriteOptions,
+    prepare: (trx: Transaction<Database>) => Promise<{ command: LedgerCommand; heads: Heads }>,
+  ): Promise<PublishResponse> {
+    await this.keys.reloadIfChanged();
+    const kid = this.keys.activeKid();
+    const publishId = randomUUID();
+    return this.db.kysely.transaction().execute(async (trx) => {
+      await lockLedger(trx);
+      const head = await readLedgerHead(trx);
+      if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
+        throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
+      }
+      const { command, heads } = await prepare(trx);
+      const decision = decide(command, heads, { publishId });
+      if (decision.events.length === 0) return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
+      const stored = await appendEvents(
+        trx,
+        head,
+        decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
+        new Date(),
+      );
+      await project(trx, stored, this.keys);
+      return { publish_id: publishId, position: stored[stored.length - 1].position, changed: [...decision.changed], unchanged: decision.unchanged };
+    });
+  }
+
+  /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */
+  async recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+    await lockLedger(trx);
+    const head = await readLedgerHead(trx);
+    const stream = `identity:${subject}` as const;
+    const revision = (await readStreamRevision(trx, stream)) + 1;
+    await appendEvents(trx, head, [{ event: { type, stream, revision, data }, meta: { actor } }], new Date());
+  }
+}

@@ -1,0 +1,92 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { FastifyReply } from 'fastify';
+import { LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type PublishResponse } from '#contracts';
+import { z } from 'zod';
+import { DB, KEYS } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import { parseInput } from '../common/parse.js';
+import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
+import { actorOf, type Principal } from '../identity/principal.js';
+import { Metrics } from '../health/metrics.js';
+import { rebuildProjections } from '../projections/rebuild.js';
+import { PublishTreeCommand } from './commands/publish-tree.command.js';
+import { RetireNodeCommand } from './commands/retire-node.command.js';
+import { RollbackNodeCommand } from './commands/rollback-node.command.js';
+import { readEvents } from './store/read-events.js';
+import { readLedgerHead } from './store/read-head.js';
+import { verifyLedger } from './store/verify.js';
+
+const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
+
+@Controller()
+export class LedgerController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly metrics: Metrics,
+    @Inject(DB) private readonly db: Db,
+    @Inject(KEYS) private readonly keys: SigningKeyStore,
+  ) {}
+
+  @Post('v1/publishes')
+  @Access('publisher')
+  async publish(@Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
+    const request = parseInput(PublishRequest, body, 'body');
+    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who))));
+  }
+
+  @Post('v1/nodes/:node/rollback')
+  @Access('publisher')
+  async rollback(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
+    const name = parseInput(NodeName, node, 'path');
+    const req = parseInput(RollbackRequest, body, 'body');
+    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position)));
+  }
+
+  @Post('v1/nodes/:node/retire')
+  @Access('publisher')
+  async retire(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
+    const name = parseInput(NodeName, node, 'path');
+    const req = parseInput(RetireRequest, body ?? {}, 'body');
+    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position)));
+  }
+
+  @Get('v1/ledger/head')
+  @Access('reader')
+  head() {
+    return readLedgerHead(this.db.kysely);
+  }
+
+  @Get('v1/ledger/events')
+  @Access('reader')
+  async events(@Query() query: unknown) {
+    const q = parseInput(LedgerEventsQuery, query, 'query');
+    const items = await readEvents(this.db.kysely, q.after, q.limit);
+    return { items, next_after: items.length === q.limit ? items[items.length - 1].position : null };
+  }
+
+  @Post('v1/ledger/verify')
+  @HttpCode(200)
+  @Access('reader')
+  verify(@Query() query: unknown) {
+    parseInput(VerifyQuery, query, 'query');
+    return verifyLedger(this.db.kysely);
+  }
+
+  /** Drops and replays every projection from the ledger: recovery for a damaged read model. */
+  @Post('v1/projections/rebuild')
+  @HttpCode(200)
+  @Access('admin')
+  async rebuild() {
+    await this.keys.reloadIfChanged();
+    const events = await rebuildProjections(this.db.kysely, this.keys);
+    return { events, head: await readLedgerHead(this.db.kysely) };
+  }
+
+  /** 201 when something was stamped; 200 with `changed: []` when the tree was identical (rule 2). */
+  private answer(reply: FastifyReply, result: PublishResponse): void {
+    if (result.publish_id) this.metrics.publishes++;
+    void reply.status(result.publish_id ? 201 : 200).send(result);
+  }
+}

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import * as C from '#contracts';
+
+interface Route {
+  method: 'get' | 'post' | 'put' | 'delete';
+  path: string;
+  summary: string;
+  access: string;
+  body?: z.ZodType;
+  query?: z.ZodObject;
+  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
+}
+
+const problem = (description: string) => ({ description, schema: C.Problem, contentType: 'application/problem+json' });
+const std = { 401: problem('missing, unknown or revoked credential'), 403: problem('role or node not allowed'), 422: problem('invalid input') };
+
+/** Every route with the contract schemas it parses and answers: the OpenAPI document is generated from these. */
+const ROUTES: Route[] = [
+  { method: 'post', path: '/v1/blobs/missing', summary: 'Which of these blobs the coordinator lacks', access: 'publisher', body: C.BlobsMissingRequest, responses: { 200: { description: 'missing digests', schema: C.BlobsMissingResponse }, ...std } },
+  { method: 'put', path: '/v1/blobs/{sha256}', summary: 'Upload a content-addressed blob (application/octet-stream)', access: 'publisher', responses: { 200: { description: 'already stored' }, 201: { description: 'stored' }, ...std } },
+  { method: 'post', path: '/v1/publishes', summary: 'Publish a tree of node artifact sets', access: 'publisher', body: C.PublishRequest, responses: { 200: { description: 'nothing changed', schema: C.PublishResponse }, 201: { description: 'stamped', schema: C.PublishResponse }, 409: problem('stale expected_position'), ...std } },
+  { method: 'post', path: '/v1/nodes/{node}/rollback', summary: 'Stamp a new version carrying an older version\'s content', access: 'publisher', body: C.RollbackRequest, responses: { 201: { description: 'stamped', schema: C.PublishResponse }, 404: problem('unknown node or version'), ...std } },
+  { method: 'post', path: '/v1/nodes/{node}/retire', summary: 'Stamp the final empty set', access: 'publisher', body: C.RetireRequest, responses: { 201: { description: 'retired', schema: C.PublishResponse }, 409: problem('already retired'), ...std } },
+  { method: 'get', path: '/v1/nodes/{node}/bundle', summary: 'The node\'s signed bundle (compact JWS)', access: 'node', responses: { 200: { description: 'bundle', contentType: 'application/jose', schema: z.string() }, 304: { description: 'If-None-Match matched' }, ...std } },
+  { method: 'post', path: '/v1/nodes/{node}/reports', summary: 'An agent reports what it applied', access: 'node', body: C.ReportRequest, responses: { 204: { description: 'recorded' }, ...std } },
+  { method: 'get', path: '/v1/nodes', summary: 'Every node\'s head', access: 'reader', responses: { 200: { description: 'nodes', schema: C.NodeList }, ...std } },
+  { method: 'get', path: '/v1/nodes/{node}/versions', summary: 'A node\'s version history, newest first', access: 'reader', query: C.PageQuery, responses: { 200: { description: 'a page', schema: C.VersionPage }, ...std } },
+  { method: 'get', path: '/v1/nodes/{node}/versions/{version}', summary: 'One version\'s artifacts', access: 'reader', responses: { 200: { description: 'the set', schema: C.VersionDetail }, 404: problem('unknown'), ...std } },
+  { method: 'get', path: '/v1/nodes/{node}/diff', summary: 'Changed artifacts between two versions, each with a unified diff', access: 'reader', query: C.DiffQuery, responses: { 200: { description: 'diff', schema: C.DiffResponse }, ...std } },
+  { method: 'get', path: '/v1/publishes', summary: 'Publishes, newest first', access: 'reader', query: C.PageQuery, responses: { 200: { description: 'a page', schema: C.PublishList }, ...std } },
+  { method: 'get', path: '/v1/publishes/{id}', summary: 'One publish', access: 'reader', responses: { 200: { description: 'publish', schema: C.PublishSummary }, 404: problem('unknown'), ...std } },
+  { method: 'get', path: '/v1/ledger/head', summary: 'The ledger head', access: 'reader', responses: { 200: { description: 'head', schema: C.LedgerHead }, ...std } },
+  { method: 'get', path: '/v1/ledger/events', summary: 'Ledger events after a position', access: 'reader', query: C.LedgerEventsQuery, responses: { 200: { description: 'events', schema: C.LedgerEventPage }, ...std } },
+  { method: 'post', path: '/v1/ledger/verify', summary: 'Recompute the hash chain', access: 'reader', responses: { 200: { description: 'verdict', schema: C.LedgerVerifyResponse }, ...std } },
+  { method: 'post', path: '/v1/enrolment-tokens', summary: 'Issue a single-use enrolment token', access: 'admin', body: C.EnrolmentTokenRequest, responses: { 201: { description: 'token, shown once', schema: C.EnrolmentTokenResponse }, ...std } },
+  { method: 'post', path: '/v1/enrol', summary: 'Enrol a node with its token', access: 'enrolment token', body: C.EnrolRequest, responses: { 201: { description: 'credential, shown once', schema: C.EnrolResponse }, 401: problem('bad token') } },
+  { method: 'delete', path: '/v1/nodes/{node}/credential', summary: 'Revoke the node\'s credential', access: 'admin', responses: { 200: { description: 'revoked' }, ...std } },
+  { method: 'post', path: '/v1/api-tokens', summary: 'Create an API token', access: 'admin', body: C.ApiTokenRequest, responses: { 201: { description: 'token, shown once', schema: C.ApiTokenResponse }, ...std } },
+];
+
+export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of ROUTES) {
+    const params = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const queryParams = r.query
+      ? Object.entries(r.query.shape).map(([name, s]) => ({ name, in: 'query', required: !(s as z.ZodType).safeParse(undefined).success, schema: jsonSchema(s as z.ZodType, 'input') }))
+      : [];
+    (paths[r.path] ??= {})[r.method] = {
+      summary: r.summary,
+      description: `Access: ${r.access}`,
+      security: r.access === 'enrolment token' ? [] : [{ bearer: [] }],
+      parameters: [...params, ...queryParams],
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } } } : {}),
+      responses: Object.fromEntries(
+        Object.entries(r.responses).map(([status, res]) => [
+          status,
+          { description: res.description, ...(res.schema ? { content: { [res.contentType ?? 'application/json']: { schema: jsonSchema(res.schema, 'output') } } } : {}) },
+        ]),
+      ),
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Florete coordinator', version: '1', description: 'Event-sourced ledger of per-node configuration sets, served as signed bundles.' },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    paths,
+  };
+}
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _s, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+}

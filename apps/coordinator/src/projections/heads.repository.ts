@@ -1,0 +1,29 @@
+import type { Kysely } from 'kysely';
+import type { Database, StoredArtifact } from '../db/database.js';
+import type { NodeHead } from '../ledger/domain/ledger.decider.js';
+
+const CHUNK = 1000;
+
+/** The decider's state for the given nodes (or every node), read from the node_heads projection. */
+export async function loadHeads(db: Kysely<Database>, nodes: readonly string[] | 'all'): Promise<Map<string, NodeHead>> {
+  const heads = new Map<string, NodeHead>();
+  const base = db.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']);
+  const batches = nodes === 'all' ? [null] : chunk(nodes);
+  for (const batch of batches) {
+    if (batch && batch.length === 0) continue;
+    const rows = await (batch ? base.where('node', 'in', batch) : base).execute();
+    for (const r of rows) heads.set(r.node, { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts });
+  }
+  return heads;
+}
+
+export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeHead | undefined> {
+  const r = await db.selectFrom('node_versions').select(['version', 'set_digest', 'retired', 'artifacts']).where('node', '=', node).where('version', '=', version).executeTakeFirst();
+  return r ? { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts as StoredArtifact[] } : undefined;
+}
+
+function chunk<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}

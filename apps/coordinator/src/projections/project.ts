@@ -1,0 +1,93 @@
+import { sql, type Transaction } from 'kysely';
+import { signBundle, type SigningKey } from '#bundle';
+import type { Database } from '../db/database.js';
+import type { StoredEvent } from '../ledger/store/ledger-row.js';
+import type { NodeSetStamped, PublishRecorded } from '../ledger/domain/ledger.events.js';
+import { bundlePayloadBytes, etagOf } from '../bundles/bundle-payload.js';
+
+const CHUNK = 1000;
+
+export interface Signer {
+  byKid(kid: string): SigningKey;
+}
+
+/**
+ * Applies appended events to the read models inside the appending transaction (rule 3), or during
+ * a rebuild. Events of one publish must arrive together: a node version row takes its message from
+ * the publish record that closes the group.
+ */
+export async function project(trx: Transaction<Database>, events: readonly StoredEvent[], signer: Signer): Promise<void> {
+  const records = new Map<string, PublishRecorded['data']>();
+  for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
+  const stamps = events.filter((e) => e.type === 'node_set_stamped');
+  if (stamps.length === 0 && records.size === 0) return;
+
+  const digests = [...new Set(stamps.flatMap((e) => (e.data as NodeSetStamped['data']).artifacts.map((a) => a.sha256)))];
+  const contents = new Map<string, Uint8Array>();
+  for (let i = 0; i < digests.length; i += CHUNK) {
+    const rows = await trx.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', digests.slice(i, i + CHUNK)).execute();
+    for (const r of rows) contents.set(r.sha256, r.content);
+  }
+  const contentOf = (sha: string): Uint8Array => {
+    const c = contents.get(sha);
+    if (!c) throw new Error(`blob ${sha} referenced by the ledger is missing from the blob store`);
+    return c;
+  };
+
+  const heads = [];
+  const versions = [];
+  for (const e of stamps) {
+    const d = e.data as NodeSetStamped['data'];
+    const record = records.get(d.publish_id);
+    const kid = e.meta.kid as string;
+    const jws = await signBundle(bundlePayloadBytes(d, e.position, e.recorded_at, contentOf), signer.byKid(kid));
+    const common = {
+      node: d.node,
+      version: d.version,
+      set_digest: d.set_digest,
+      retired: d.retired,
+      artifacts: JSON.stringify(d.artifacts),
+      publish_id: d.publish_id,
+      position: e.position,
+    };
+    heads.push({ ...common, jws, etag: etagOf(jws), updated_at: e.recorded_at });
+    versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
+  }
+  for (let i = 0; i < heads.length; i += CHUNK) {
+    await trx
+      .insertInto('node_heads')
+      .values(heads.slice(i, i + CHUNK))
+      .onConflict((oc) =>
+        oc.column('node').doUpdateSet({
+          version: sql`excluded.version`,
+          set_digest: sql`excluded.set_digest`,
+          retired: sql`excluded.retired`,
+          artifacts: sql`excluded.artifacts`,
+          jws: sql`excluded.jws`,
+          etag: sql`excluded.etag`,
+          position: sql`excluded.position`,
+          publish_id: sql`excluded.publish_id`,
+          updated_at: sql`excluded.updated_at`,
+        }),
+      )
+      .execute();
+    await trx.insertInto('node_versions').values(versions.slice(i, i + CHUNK)).execute();
+  }
+  for (const e of events) {
+    if (e.type !== 'publish_recorded') continue;
+    const d = e.data as PublishRecorded['data'];
+    await trx
+      .insertInto('publishes')
+      .values({
+        publish_id: d.publish_id,
+        position: e.position,
+        kind: d.kind,
+        actor: String(e.meta.actor),
+        message: d.message,
+        changed: JSON.stringify(d.changed),
+        unchanged: d.unchanged,
+        recorded_at: e.recorded_at,
+      })
+      .execute();
+  }
+}

@@ -1,0 +1,83 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { SwaggerModule } from '@nestjs/swagger';
+import { pino, type Logger } from 'pino';
+import { AppModule } from './app.module.js';
+import type { CoordinatorConfig } from './config.js';
+import { migrateToLatest, openDatabase, type Db } from './db/connect.js';
+import { SigningKeyStore } from './bundles/signing-keys.js';
+import { ProblemFilter, sendProblem, toProblem } from './common/problem.filter.js';
+import { PinoNestLogger } from './common/pino-logger.js';
+import { countApiTokens, createApiToken } from './identity/api-tokens.js';
+import { lockLedger } from './ledger/store/lock.js';
+import { openApiDocument } from './openapi.js';
+
+export interface RunningCoordinator {
+  readonly app: NestFastifyApplication;
+  readonly url: string;
+  readonly db: Db;
+  /** The first admin token when this start created it; undefined on every later start. */
+  readonly firstAdminToken?: string;
+  close(): Promise<void>;
+}
+
+export function createLogger(config: CoordinatorConfig): Logger {
+  return pino({ level: config.logLevel, base: { service: 'coordinator' } });
+}
+
+/** Opens storage, migrates, loads keys, and serves the API. */
+export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config)): Promise<RunningCoordinator> {
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+  try {
+    const applied = await migrateToLatest(db.kysely);
+    if (applied.length) log.info({ migrations: applied }, 'database migrated');
+    const keys = await SigningKeyStore.open(config.signingKeysFile);
+    const firstAdminToken = await ensureFirstAdminToken(db);
+
+    const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit, logger: false, return503OnClosing: true });
+    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log }), adapter, {
+      logger: new PinoNestLogger(log),
+      abortOnError: false,
+    });
+    const fastify = app.getHttpAdapter().getInstance();
+    // Blobs are raw bytes; every other body is JSON parsed by Fastify and then by a zod contract.
+    fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: config.blobLimit }, (_req, body, done) => done(null, body));
+    fastify.setErrorHandler((err, _req, reply) => sendProblem(reply, toProblem(err, log)));
+    fastify.addHook('onResponse', (req, reply, done) => {
+      const poll = req.url.endsWith('/bundle');
+      log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      done();
+    });
+    app.useGlobalFilters(new ProblemFilter(log));
+    SwaggerModule.setup('docs', app, openApiDocument() as never, { jsonDocumentUrl: 'docs/json' });
+
+    await app.listen(config.port, config.host);
+    const address = fastify.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    log.info({ url, database: db.kind, kid: keys.activeKid() }, 'coordinator listening');
+    return {
+      app,
+      url,
+      db,
+      firstAdminToken,
+      close: async () => {
+        await app.close();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Under the ledger lock, so two replicas starting together create one admin token, not two. */
+async function ensureFirstAdminToken(db: Db): Promise<string | undefined> {
+  return db.kysely.transaction().execute(async (trx) => {
+    await lockLedger(trx);
+    if ((await countApiTokens(trx)) > 0) return undefined;
+    return (await createApiToken(trx, 'admin', 'admin')).token;
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * Canonical JSON (DESIGN section 5): object keys sorted by UTF-16 code unit, no insignificant
+ * whitespace. Digests and the ledger's hash chain are computed over this form, so it must be
+ * byte-stable on every machine.
+ */
+export function canonicalJson(value: unknown): string {
+  return serialise(value, '$');
+}
+
+function serialise(value: unknown, path: string): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: non-finite number at ${path}`);
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) return `[${value.map((v, i) => serialise(v, `${path}[${i}]`)).join(',')}]`;
+      const entries = Object.keys(value as object)
+        .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+        .sort()
+        .map((k) => `${JSON.stringify(k)}:${serialise((value as Record<string, unknown>)[k], `${path}.${k}`)}`);
+      return `{${entries.join(',')}}`;
+    }
+    default:
+      throw new TypeError(`canonicalJson: unsupported ${typeof value} at ${path}`);
+  }
+}
+
+/** The on-disk form of a compiled artifact: canonical, pretty-printed with 2 spaces, trailing newline. */
+export function canonicalPretty(value: unknown): string {
+  return `${JSON.stringify(JSON.parse(canonicalJson(value)), null, 2)}\n`;
+}

@@ -1,0 +1,64 @@
+import * as jose from 'jose';
+
+export const BUNDLE_TYP = 'florete-bundle+jws';
+
+export interface SigningKey {
+  readonly kid: string;
+  readonly privateKey: jose.CryptoKey | jose.KeyObject;
+}
+
+/** Signs a bundle payload (already-canonical bytes) as a compact JWS. Ed25519 is deterministic,
+ * so the same key and payload always give the same JWS: rebuilt projections match byte for byte. */
+export async function signBundle(payload: Uint8Array, key: SigningKey): Promise<string> {
+  return new jose.CompactSign(payload)
+    .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: BUNDLE_TYP })
+    .sign(key.privateKey);
+}
+
+export type BundleVerifyFailure =
+  | 'malformed'
+  | 'unknown_key'
+  | 'bad_signature'
+  | 'wrong_type'
+  | 'wrong_algorithm';
+
+export class BundleVerifyError extends Error {
+  constructor(
+    readonly code: BundleVerifyFailure,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'BundleVerifyError';
+  }
+}
+
+/** Verifies a compact JWS against a pinned JWKS and returns its payload bytes and kid. */
+export async function verifyBundleSignature(
+  jws: string,
+  jwks: jose.JSONWebKeySet,
+): Promise<{ payload: Uint8Array; kid: string }> {
+  let header: jose.ProtectedHeaderParameters;
+  try {
+    header = jose.decodeProtectedHeader(jws);
+  } catch (cause) {
+    throw new BundleVerifyError('malformed', 'bundle is not a compact JWS', { cause });
+  }
+  if (jws.split('.').length !== 3) throw new BundleVerifyError('malformed', 'bundle is not a compact JWS');
+  if (header.alg !== 'EdDSA') throw new BundleVerifyError('wrong_algorithm', `bundle alg ${String(header.alg)} is not EdDSA`);
+  if (header.typ !== BUNDLE_TYP) throw new BundleVerifyError('wrong_type', `bundle typ ${String(header.typ)} is not ${BUNDLE_TYP}`);
+  const jwk = jwks.keys.find((k) => k.kid === header.kid);
+  if (!jwk) throw new BundleVerifyError('unknown_key', `bundle is signed by unknown key ${String(header.kid)}`);
+  const key = await jose.importJWK(jwk, 'EdDSA');
+  try {
+    const { payload } = await jose.compactVerify(jws, key, { algorithms: ['EdDSA'] });
+    return { payload, kid: jwk.kid as string };
+  } catch (cause) {
+    throw new BundleVerifyError('bad_signature', 'signature does not verify', { cause });
+  }
+}
+
+/** RFC 7638 thumbprint of a public JWK, as carried by enrolment tokens. */
+export function keyThumbprint(jwk: jose.JWK): Promise<string> {
+  return jose.calculateJwkThumbprint(jwk, 'sha256');
+}

@@ -1,0 +1,168 @@
+import { z } from 'zod';
+import { ArtifactName, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
+
+const Message = z.string().max(4096);
+
+export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
+export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
+
+export const PublishNode = z.strictObject({
+  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= 256, 'at most 256 artifacts per node'),
+});
+export const PublishRequest = z.strictObject({
+  message: Message,
+  expected_position: Position.optional(),
+  prune: z.boolean().optional(),
+  nodes: z.record(NodeName, PublishNode),
+});
+export type PublishRequest = z.infer<typeof PublishRequest>;
+
+export const NodeChange = z.object({ node: NodeName, from: z.number().int().nonnegative(), to: Version });
+export const PublishResponse = z.object({
+  publish_id: z.string().nullable(),
+  position: Position,
+  changed: z.array(NodeChange),
+  unchanged: z.number().int().nonnegative(),
+});
+export type PublishResponse = z.infer<typeof PublishResponse>;
+
+export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional() });
+export const RetireRequest = z.strictObject({ message: Message.optional(), expected_position: Position.optional() });
+
+export const EnrolmentTokenRequest = z.strictObject({
+  node: NodeName,
+  ttl_seconds: z.number().int().min(60).max(30 * 24 * 3600).optional(),
+});
+export const EnrolmentTokenResponse = z.object({ token: z.string(), node: NodeName, expires_at: Timestamp });
+
+export const Profile = z.object({
+  hostname: z.string().max(255),
+  os: z.string().max(64),
+  arch: z.string().max(64),
+  agent_version: z.string().max(64),
+}).catchall(z.unknown());
+export const EnrolRequest = z.strictObject({
+  token: z.string().max(512),
+  profile: Profile,
+  inventory: z.record(z.string(), z.unknown()).default({}),
+});
+export const BriefingLine = z.object({ check: z.string(), outcome: z.enum(['pass', 'fail']), detail: z.string() });
+export const EnrolResponse = z.object({
+  node: NodeName,
+  credential: z.string(),
+  jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+  briefing: z.object({ outcome: z.enum(['pass', 'fail']), lines: z.array(BriefingLine) }),
+});
+
+export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
+export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
+
+export const ReportRequest = z.strictObject({
+  active_version: z.number().int().nonnegative(),
+  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
+  error: z.string().max(8192).optional(),
+  installed: z.array(z.string().max(4096)).max(4096).optional(),
+});
+export type ReportRequest = z.infer<typeof ReportRequest>;
+
+export const NodeSummary = z.object({
+  node: NodeName,
+  version: Version,
+  set_digest: Sha256,
+  retired: z.boolean(),
+  updated_at: Timestamp,
+  publish_id: z.string(),
+  applied_version: z.number().int().nullable(),
+  last_contact: Timestamp.nullable(),
+  last_result: z.string().nullable(),
+});
+export const NodeList = z.object({ items: z.array(NodeSummary) });
+
+export const VersionEntry = z.object({
+  version: Version,
+  set_digest: Sha256,
+  retired: z.boolean(),
+  publish_id: z.string(),
+  actor: z.string(),
+  message: z.string(),
+  recorded_at: Timestamp,
+  position: Position,
+});
+export const VersionPage = z.object({ items: z.array(VersionEntry), next_cursor: z.string().nullable() });
+export const PageQuery = z.strictObject({
+  cursor: z.string().regex(/^[0-9]+$/, 'must be a cursor returned by a previous page').optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const ArtifactContent = z.object({
+  name: ArtifactName,
+  sha256: Sha256,
+  size: z.number().int().nonnegative(),
+  encoding: z.enum(['utf-8', 'base64']),
+  content: z.string(),
+});
+export const VersionDetail = z.object({
+  node: NodeName,
+  version: Version,
+  set_digest: Sha256,
+  retired: z.boolean(),
+  artifacts: z.array(ArtifactContent),
+});
+
+export const DiffQuery = z.strictObject({ from: z.coerce.number().int().nonnegative(), to: z.coerce.number().int().positive() });
+export const DiffResponse = z.object({
+  node: NodeName,
+  from: z.number().int(),
+  to: z.number().int(),
+  changed: z.array(z.object({
+    name: ArtifactName,
+    change: z.enum(['added', 'removed', 'modified']),
+    from_sha256: Sha256.nullable(),
+    to_sha256: Sha256.nullable(),
+    diff: z.string(),
+  })),
+});
+
+export const PublishSummary = z.object({
+  publish_id: z.string(),
+  position: Position,
+  kind: z.enum(['publish', 'rollback', 'retire']),
+  actor: z.string(),
+  message: z.string(),
+  recorded_at: Timestamp,
+  changed: z.array(NodeChange),
+  unchanged: z.number().int().nonnegative(),
+});
+export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
+
+export const LedgerEventsQuery = z.strictObject({
+  after: z.coerce.number().int().nonnegative().default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+export const LedgerEvent = z.object({
+  position: Position,
+  stream: z.string(),
+  revision: z.number().int(),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  meta: z.record(z.string(), z.unknown()),
+  recorded_at: Timestamp,
+  prev_hash: Sha256,
+  hash: Sha256,
+});
+export const LedgerEventPage = z.object({ items: z.array(LedgerEvent), next_after: Position.nullable() });
+export const LedgerHead = z.object({ position: Position, hash: Sha256 });
+export const LedgerVerifyResponse = z.union([
+  z.object({ ok: z.literal(true), position: Position, hash: Sha256 }),
+  z.object({ ok: z.literal(false), position: Position, reason: z.string() }),
+]);
+
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string(),
+});
+export type Problem = z.infer<typeof Problem>;
+

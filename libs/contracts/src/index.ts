@@ -1,0 +1,3 @@
+export * from './primitives.schema.js';
+export * from './api.schema.js';
+export * from './bundle.schema.js';

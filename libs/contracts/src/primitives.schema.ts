@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+/** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
+export const NodeName = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
+export type NodeName = z.infer<typeof NodeName>;
+
+export const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');
+
+/** Artifact file names are plain file names: no folders, no dot-files, nothing a path could escape with. */
+export const ArtifactName = z
+  .string()
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a plain file name of letters, digits, "_", "-" and "."')
+  .refine((s) => s !== 'VERSION', 'VERSION is reserved');
+
+export const Version = z.number().int().positive();
+export const Position = z.number().int().nonnegative();
+export const Timestamp = z.string().describe('RFC 3339 UTC');
+export const Role = z.enum(['admin', 'publisher', 'reader']);
+export type Role = z.infer<typeof Role>;

@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const MAIN = resolve('dist/apps/coordinator/src/main.js');
+
+export interface CoordinatorProcess {
+  readonly url: string;
+  readonly dataDir: string;
+  /** Printed on first start only. */
+  readonly adminToken: string | undefined;
+  readonly child: ChildProcess;
+  readonly output: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the built coordinator (`npm run build` first) as a real process on a free port, with its own
+ * data dir, and waits until it listens. PGlite unless databaseUrl is given.
+ */
+export async function startCoordinatorProcess(options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string> } = {}): Promise<CoordinatorProcess> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'florete-coord-'));
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'info', ...options.env };
+  delete env.DATABASE_URL;
+  delete env.NODE_OPTIONS;
+  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  let adminToken: string | undefined;
+  const url = await new Promise<string>((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 60 s:\n${output.join('\n')}`)), 60_000);
+    const onLine = (line: string) => {
+      output.push(line);
+      const m = /^admin token: (\S+)$/.exec(line);
+      if (m) adminToken = m[1];
+      if (line.includes('"coordinator listening"')) {
+        clearTimeout(timer);
+        resolvePromise(JSON.parse(line).url as string);
+      }
+    };
+    createInterface({ input: child.stdout! }).on('line', onLine);
+    createInterface({ input: child.stderr! }).on('line', (l) => output.push(l));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`coordinator exited with ${code} before listening:\n${output.join('\n')}`));
+    });
+  });
+  return {
+    url,
+    dataDir,
+    adminToken,
+    child,
+    output,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
