@@ -10,11 +10,17 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   }
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issues = result.error.issues.slice(0, 10).map((i) => `${formatPath(where, i.path)}: ${i.message}`);
+  const issues = result.error.issues.slice(0, 10).map((i) => `${formatPath(where, i.path)}: ${messageOf(i)}`);
   const more = result.error.issues.length > 10 ? ` (and ${result.error.issues.length - 10} more)` : '';
   throw new DomainError(where === 'body' ? 'invalid_body' : 'invalid_query', `${issues.join('; ')}${more}`, {
-    issues: result.error.issues.slice(0, 100).map((i) => ({ path: i.path.map(String), message: i.message })),
+    issues: result.error.issues.slice(0, 100).map((i) => ({ path: i.path.map(String), message: messageOf(i) })),
   });
+}
+
+/** A record key that fails its schema says why (zod nests the key's own issues). */
+function messageOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_key' && issue.issues.length > 0) return `key ${issue.issues.map((i) => i.message).join('; ')}`;
+  return issue.message;
 }
 
 function formatPath(where: string, path: readonly PropertyKey[]): string {

@@ -53,26 +53,31 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
     const status = STATUS[error.code];
     return { type: `https://florete.dev/problems/${error.code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code: error.code, ...(error.details ?? {}) };
   }
-  if (error instanceof HttpException) {
-    const status = error.getStatus();
-    const code = status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : `http_${status}`;
-    const detail = status === 404 ? 'no such route' : error.message;
+  const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = clientErrorCode(error, status);
+    const message = (error as Error).message;
+    const detail =
+      code === 'malformed_json' ? `request body is not valid JSON: ${message}`
+      : code === 'not_found' ? 'no such route'
+      : message;
     return { type: `https://florete.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
-  }
-  const fastifyCode = (error as { code?: string } | null)?.code;
-  const statusCode = (error as { statusCode?: number } | null)?.statusCode;
-  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    const code =
-      fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'body_too_large'
-      : fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'unsupported_media_type'
-      : fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'invalid_body'
-      : error instanceof SyntaxError || fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'malformed_json'
-      : `http_${statusCode}`;
-    const detail = code === 'malformed_json' ? `request body is not valid JSON: ${(error as Error).message}` : (error as Error).message;
-    return { type: `https://florete.dev/problems/${code}`, title: TITLES[statusCode] ?? 'Error', status: statusCode, detail, code };
   }
   log?.error({ err: error }, 'unhandled error');
   return { type: 'https://florete.dev/problems/internal', title: TITLES[500], status: 500, detail: 'internal error; the coordinator log has the details', code: 'internal' };
+}
+
+/** Framework errors (Fastify's body parsing, Nest's routing) get stable codes of their own. */
+function clientErrorCode(error: unknown, status: number): string {
+  const codes = [(error as { code?: unknown }).code, ((error as { cause?: { code?: unknown } }).cause ?? {}).code];
+  const has = (c: string) => codes.includes(c);
+  if (has('FST_ERR_CTP_BODY_TOO_LARGE') || status === 413) return 'body_too_large';
+  if (has('FST_ERR_CTP_INVALID_MEDIA_TYPE') || status === 415) return 'unsupported_media_type';
+  if (has('FST_ERR_CTP_EMPTY_JSON_BODY')) return 'invalid_body';
+  if (has('FST_ERR_CTP_INVALID_JSON_BODY') || error instanceof SyntaxError || (status === 400 && /JSON/.test((error as Error).message))) return 'malformed_json';
+  if (status === 404) return 'not_found';
+  if (status === 405) return 'method_not_allowed';
+  return `http_${status}`;
 }
 
 export function sendProblem(reply: FastifyReply, problem: ProblemBody): void {
