@@ -12,6 +12,8 @@ const common = {
 };
 
 export default {
+  // Integration and end-to-end tests start real databases and processes; their own steps bound the time.
+  testTimeout: 180_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
     { ...common, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },

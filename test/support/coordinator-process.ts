@@ -35,9 +35,10 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
       output.push(line);
       const m = /^admin token: (\S+)$/.exec(line);
       if (m) adminToken = m[1];
-      if (line.includes('"coordinator listening"')) {
+      const listening = /^listening: (\S+)$/.exec(line);
+      if (listening) {
         clearTimeout(timer);
-        resolvePromise(JSON.parse(line).url as string);
+        resolvePromise(listening[1]);
       }
     };
     createInterface({ input: child.stdout! }).on('line', onLine);

@@ -8,7 +8,7 @@ export interface TestDatabase {
   open(): Promise<Db & { url?: string }>;
 }
 
-const serverUrl = process.env.FLORETE_TEST_DATABASE_URL;
+const serverUrl = process.env.FLORETE_TEST_DATABASE_URL || undefined;
 
 /** A new empty database on the test PostgreSQL server; returns its URL. */
 export async function createPostgresDatabase(): Promise<string> {
@@ -26,12 +26,21 @@ export async function createPostgresDatabase(): Promise<string> {
   return url.toString();
 }
 
+// initdb plus migrations cost seconds per PGlite instance; each test file migrates once and clones the dump.
+let template: Promise<File | Blob> | undefined;
+async function migratedTemplate(): Promise<File | Blob> {
+  const db = await openMemoryDatabase();
+  await migrateToLatest(db.kysely);
+  const dump = await db.pglite!.dumpDataDir('none');
+  await db.close();
+  return dump;
+}
+
 const pglite: TestDatabase = {
   name: 'pglite',
   async open() {
-    const db = await openMemoryDatabase();
-    await migrateToLatest(db.kysely);
-    return db;
+    template ??= migratedTemplate();
+    return openMemoryDatabase(await template);
   },
 };
 
@@ -47,4 +56,4 @@ const postgres: TestDatabase = {
 
 /** Every database the suite runs on: PGlite always, PostgreSQL when scripts/test.mjs started one. */
 export const testDatabases: TestDatabase[] = serverUrl ? [postgres, pglite] : [pglite];
-export const hasPostgres = serverUrl !== undefined;
+export const hasPostgres = Boolean(serverUrl);

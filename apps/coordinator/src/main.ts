@@ -8,6 +8,7 @@ import { SigningKeyStore } from './bundles/signing-keys.js';
 import { createApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';
+import { LedgerWriter } from './ledger/ledger-writer.js';
 import { createLogger, startCoordinator } from './server.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
@@ -18,8 +19,9 @@ program
   .action(async () => {
     const config = loadConfig();
     const log = createLogger(config);
-    const running = await startCoordinator(config, log);
-    if (running.firstAdminToken) process.stdout.write(`admin token: ${running.firstAdminToken}\n`);
+    const announce = (line: string) => process.stdout.write(`${line}\n`);
+    const running = await startCoordinator(config, log, { announce });
+    announce(`listening: ${running.url}`);
     const stop = async (signal: string) => {
       log.info({ signal }, 'shutting down');
       await running.close();
@@ -62,9 +64,13 @@ keys
   .command('rotate')
   .description('add a new signing key; new bundles are signed with it, old kids stay in the JWKS')
   .action(async () => {
-    const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
-    const kid = await store.rotate();
-    process.stdout.write(`new signing key: ${kid}\n`);
+    await withDb(async (db) => {
+      await migrateToLatest(db.kysely);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      const kid = await store.rotate();
+      await db.kysely.transaction().execute((trx) => new LedgerWriter(db, store).recordIdentity(trx, 'keys', 'signing_key_rotated', { kid }, 'coordinator-cli'));
+      process.stdout.write(`new signing key: ${kid}\n`);
+    });
   });
 
 program

@@ -27,13 +27,19 @@ export function createLogger(config: CoordinatorConfig): Logger {
 }
 
 /** Opens storage, migrates, loads keys, and serves the API. */
-export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config)): Promise<RunningCoordinator> {
+export interface StartOptions {
+  /** Receives the one-time lines an operator must see whatever the log level (the first admin token). */
+  readonly announce?: (line: string) => void;
+}
+
+export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config), options: StartOptions = {}): Promise<RunningCoordinator> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
   try {
     const applied = await migrateToLatest(db.kysely);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const firstAdminToken = await ensureFirstAdminToken(db);
+    if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
 
     const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit, logger: false, return503OnClosing: true });
     const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log }), adapter, {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { ArtifactName, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
+import { ArtifactName, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
 
 const Message = z.string().max(4096);
+const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
 
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
@@ -58,7 +59,7 @@ export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64),
 export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
 
 export const ReportRequest = z.strictObject({
-  active_version: z.number().int().nonnegative(),
+  active_version: z.number().int().nonnegative().max(MAX_VERSION),
   result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
   error: z.string().max(8192).optional(),
   installed: z.array(z.string().max(4096)).max(4096).optional(),
@@ -90,8 +91,11 @@ export const VersionEntry = z.object({
 });
 export const VersionPage = z.object({ items: z.array(VersionEntry), next_cursor: z.string().nullable() });
 export const PageQuery = z.strictObject({
-  cursor: z.string().regex(/^[0-9]+$/, 'must be a cursor returned by a previous page').optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'must be a cursor returned by a previous page')
+    .optional(),
+  limit: Limit,
 });
 
 export const ArtifactContent = z.object({
@@ -109,7 +113,8 @@ export const VersionDetail = z.object({
   artifacts: z.array(ArtifactContent),
 });
 
-export const DiffQuery = z.strictObject({ from: z.coerce.number().int().nonnegative(), to: z.coerce.number().int().positive() });
+const VersionOrZero = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number').transform(Number).pipe(z.number().max(MAX_VERSION));
+export const DiffQuery = z.strictObject({ from: VersionOrZero, to: VersionOrZero.pipe(z.number().positive()) });
 export const DiffResponse = z.object({
   node: NodeName,
   from: z.number().int(),
@@ -136,8 +141,8 @@ export const PublishSummary = z.object({
 export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
 
 export const LedgerEventsQuery = z.strictObject({
-  after: z.coerce.number().int().nonnegative().default(0),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  after: z.string().regex(/^[0-9]{1,15}$/, 'must be a ledger position').transform(Number).default(0),
+  limit: Limit,
 });
 export const LedgerEvent = z.object({
   position: Position,

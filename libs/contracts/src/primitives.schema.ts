@@ -14,8 +14,12 @@ export const ArtifactName = z
   .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a plain file name of letters, digits, "_", "-" and "."')
   .refine((s) => s !== 'VERSION', 'VERSION is reserved');
 
-export const Version = z.number().int().positive();
-export const Position = z.number().int().nonnegative();
+/** Versions are int4 in the database; positions are int8 but must stay exact in JSON numbers. */
+export const MAX_VERSION = 2_147_483_647;
+export const Version = z.number().int().positive().max(MAX_VERSION);
+export const Position = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** A version in a URL path: plain decimal digits, nothing Number() would also accept (0x10, 1e3, ' 7'). */
+export const VersionParam = z.string().regex(/^[1-9][0-9]{0,9}$/, 'must be a version number').transform(Number).pipe(Version);
 export const Timestamp = z.string().describe('RFC 3339 UTC');
 export const Role = z.enum(['admin', 'publisher', 'reader']);
 export type Role = z.infer<typeof Role>;

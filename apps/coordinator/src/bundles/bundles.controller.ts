@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { NodeName } from '#contracts';
 import { DB, KEYS } from '../db/db.module.js';
@@ -10,6 +10,22 @@ import { Access } from '../identity/auth.decorators.js';
 import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
 import { Metrics } from '../health/metrics.js';
 import type { SigningKeyStore } from './signing-keys.js';
+import { AuthService } from '../identity/auth.service.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { CurrentPrincipal } from '../identity/auth.decorators.js';
+import { actorOf, type Principal } from '../identity/principal.js';
+
+/**
+ * RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. Evaluated in the same
+ * query as the lookup so a 304 never transfers the JWS from the database.
+ */
+function ifNoneMatchCondition(header: string | undefined): RawBuilder<boolean> {
+  if (!header) return sql<boolean>`FALSE`;
+  const tags = header.split(',').map((t) => t.trim().replace(/^W\//, '')).filter((t) => t.length > 0);
+  if (tags.includes('*')) return sql<boolean>`h.etag IS NOT NULL`;
+  if (tags.length === 0) return sql<boolean>`FALSE`;
+  return sql<boolean>`h.etag IN (${sql.join(tags.slice(0, 16))})`;
+}
 
 @Controller()
 export class BundlesController {
@@ -17,6 +33,8 @@ export class BundlesController {
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     private readonly metrics: Metrics,
+    private readonly auth: AuthService,
+    private readonly ledger: LedgerWriter,
   ) {}
 
   /**
@@ -34,13 +52,18 @@ export class BundlesController {
     this.metrics.polls++;
     const token = bearerOf(authorization);
     const parsed = token ? parseSecret(token) : null;
+    if (parsed?.kind === 'flt') {
+      // A valid API token is known but not allowed here; only an invalid one is a 401.
+      await this.auth.authenticate(authorization);
+      throw new DomainError('forbidden', 'bundles are read only by the node they belong to, with its node credential');
+    }
     if (!parsed || parsed.kind !== 'fln') throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
     const name = parseInput(NodeName, node, 'path');
-    const inm = ifNoneMatch?.trim() ?? '';
+    const matches = ifNoneMatchCondition(ifNoneMatch);
     const row = await this.db.kysely
       .selectFrom('node_credentials as c')
       .leftJoin('node_heads as h', (j) => j.on('h.node', '=', name))
-      .select(['c.node', 'c.secret_hash', 'c.revoked_at', 'h.etag', sql<string | null>`CASE WHEN h.etag = ${inm} THEN NULL ELSE h.jws END`.as('jws')])
+      .select(['c.node', 'c.secret_hash', 'c.revoked_at', 'h.etag', sql<string | null>`CASE WHEN ${matches} THEN NULL ELSE h.jws END`.as('jws')])
       .where('c.id', '=', parsed.id)
       .executeTakeFirst();
     const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
@@ -67,8 +90,9 @@ export class BundlesController {
   @Post('v1/keys/rotate')
   @HttpCode(201)
   @Access('admin')
-  async rotate() {
+  async rotate(@CurrentPrincipal() who: Principal) {
     const kid = await this.keys.rotate();
+    await this.db.kysely.transaction().execute((trx) => this.ledger.recordIdentity(trx, 'keys', 'signing_key_rotated', { kid }, actorOf(who)));
     return { kid, jwks: this.keys.jwks() };
   }
 }

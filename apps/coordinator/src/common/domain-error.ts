@@ -2,7 +2,7 @@
 export type DomainErrorCode =
   | 'invalid_body'
   | 'invalid_query'
-  | 'invalid_name'
+  | 'invalid_path'
   | 'missing_blobs'
   | 'digest_mismatch'
   | 'stale_position'

@@ -2,9 +2,13 @@ import type { z } from 'zod';
 import { DomainError } from './domain-error.js';
 
 /** Parses bytes from outside against a contract; the first ten issues are named by their path. */
+const MAX_DEPTH = 32;
+
+/** Parses bytes from outside against a contract; the first ten issues are named by their path. */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query' | 'path'): z.infer<S> {
-  const nul = findNul(value, where === 'body' ? '$' : where);
-  if (nul) throw new DomainError(where === 'body' ? 'invalid_body' : 'invalid_query', `${nul}: strings may not contain NUL characters`);
+  const code = where === 'body' ? 'invalid_body' : where === 'query' ? 'invalid_query' : 'invalid_path';
+  const unstorable = findUnstorable(value, where === 'body' ? '$' : where);
+  if (unstorable) throw new DomainError(code, unstorable);
   if (where === 'body' && (value === undefined || value === null)) {
     throw new DomainError('invalid_body', 'request body is empty: expected a JSON object');
   }
@@ -12,7 +16,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   if (result.success) return result.data;
   const issues = result.error.issues.slice(0, 10).map((i) => `${formatPath(where, i.path)}: ${messageOf(i)}`);
   const more = result.error.issues.length > 10 ? ` (and ${result.error.issues.length - 10} more)` : '';
-  throw new DomainError(where === 'body' ? 'invalid_body' : 'invalid_query', `${issues.join('; ')}${more}`, {
+  throw new DomainError(code, `${issues.join('; ')}${more}`, {
     issues: result.error.issues.slice(0, 100).map((i) => ({ path: i.path.map(String), message: messageOf(i) })),
   });
 }
@@ -28,21 +32,33 @@ function formatPath(where: string, path: readonly PropertyKey[]): string {
   return path.length === 0 ? root : `${root}.${path.map(String).join('.')}`;
 }
 
-function findNul(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const hit = findNul(value[i], `${path}[${i}]`);
-      if (hit) return hit;
+/**
+ * What PostgreSQL cannot store in text or jsonb (NUL, unpaired UTF-16 surrogates) and nesting no
+ * contract needs, found without recursion so a hostile body cannot exhaust the stack.
+ */
+function findUnstorable(root: unknown, rootPath: string): string | null {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: rootPath, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = badString(value);
+      if (problem) return `${path}: ${problem}`;
+      continue;
     }
-    return null;
-  }
-  if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000')) return `${path} (a key)`;
-      const hit = findNul(v, `${path}.${k}`);
-      if (hit) return hit;
+    if (!value || typeof value !== 'object') continue;
+    if (depth >= MAX_DEPTH) return `${path}: nested deeper than ${MAX_DEPTH} levels`;
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
+    for (const [key, v] of entries) {
+      const problem = Array.isArray(value) ? null : badString(key.slice(1));
+      if (problem) return `${path} (a key): ${problem}`;
+      stack.push({ value: v, path: `${path}${key}`, depth: depth + 1 });
     }
   }
+  return null;
+}
+
+function badString(s: string): string | null {
+  if (s.includes('\u0000')) return 'strings may not contain NUL characters';
+  if (!s.isWellFormed()) return 'strings may not contain unpaired UTF-16 surrogates';
   return null;
 }

@@ -6,7 +6,7 @@ import { DomainError, type DomainErrorCode } from './domain-error.js';
 const STATUS: Record<DomainErrorCode, number> = {
   invalid_body: 422,
   invalid_query: 422,
-  invalid_name: 422,
+  invalid_path: 422,
   missing_blobs: 422,
   digest_mismatch: 422,
   invalid_rollback_target: 422,
@@ -56,6 +56,8 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
   const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const code = clientErrorCode(error, status);
+    // An empty JSON body is a contract violation like any other: same code, same status.
+    if (code === 'invalid_body') return toProblem(new DomainError('invalid_body', 'request body is empty: expected a JSON object'));
     const message = (error as Error).message;
     const detail =
       code === 'malformed_json' ? `request body is not valid JSON: ${message}`

@@ -10,6 +10,8 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly kind: DatabaseKind;
+  /** The embedded instance, when kind is pglite. */
+  readonly pglite?: import('@electric-sql/pglite').PGlite;
   close(): Promise<void>;
 }
 
@@ -29,16 +31,16 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
   mkdirSync(dir, { recursive: true });
   const pglite = await PGlite.create(dir);
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { kysely, kind: 'pglite', close: () => kysely.destroy() };
+  return { kysely, kind: 'pglite', pglite, close: () => kysely.destroy() };
 }
 
-/** In-memory PGlite, for tests that need a real database but no files. */
-export async function openMemoryDatabase(): Promise<Db> {
+/** In-memory PGlite, for tests that need a real database but no files; optionally from a dumped data dir. */
+export async function openMemoryDatabase(loadDataDir?: File | Blob): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGliteDialect } = await import('kysely-pglite-dialect');
-  const pglite = await PGlite.create();
+  const pglite = await PGlite.create(loadDataDir ? { loadDataDir } : {});
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { kysely, kind: 'pglite', close: () => kysely.destroy() };
+  return { kysely, kind: 'pglite', pglite, close: () => kysely.destroy() };
 }
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { DiffQuery, NodeName, PageQuery, Version } from '#contracts';
+import { DiffQuery, MAX_VERSION, NodeName, PageQuery, VersionParam } from '#contracts';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
@@ -48,6 +48,7 @@ export class QueriesController {
     const name = parseInput(NodeName, node, 'path');
     const q = parseInput(PageQuery, query, 'query');
     await this.requireNode(name);
+    if (q.cursor && Number(q.cursor) > MAX_VERSION) throw new DomainError('invalid_query', 'query.cursor: must be a cursor returned by a previous page');
     let select = this.db.kysely.selectFrom('node_versions').selectAll().where('node', '=', name);
     if (q.cursor) select = select.where('version', '<', Number(q.cursor));
     const rows = await select.orderBy('version', 'desc').limit(q.limit + 1).execute();
@@ -71,7 +72,7 @@ export class QueriesController {
   @Access('reader')
   async version(@Param('node') node: string, @Param('version') version: string) {
     const name = parseInput(NodeName, node, 'path');
-    const v = parseInput(z.coerce.number().pipe(Version), version, 'path');
+    const v = parseInput(VersionParam, version, 'path');
     const set = await this.requireVersion(name, v);
     const blobs = await readBlobs(this.db.kysely, set.artifacts.map((a) => a.sha256));
     return {

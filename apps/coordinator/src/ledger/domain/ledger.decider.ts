@@ -53,9 +53,16 @@ export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]
   const changed: string[] = [];
   for (const [node, artifacts] of nodes) {
     const head = heads.get(node);
-    if (!head || head.retired || head.setDigest !== setDigest(artifacts)) changed.push(node);
+    if (!head || head.retired || !(sameArtifacts(head.artifacts, artifacts) || head.setDigest === setDigest(artifacts))) changed.push(node);
   }
   return changed;
+}
+
+/** Equal name/sha256 pairs mean an equal set digest: most nodes of a large tree skip hashing. */
+function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef[]): boolean {
+  if (a.length !== b.length) return false;
+  const byName = new Map(a.map((x) => [x.name, x.sha256]));
+  return b.every((x) => byName.get(x.name) === x.sha256);
 }
 
 export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContext): Decision {

@@ -1,0 +1,169 @@
+/**
+ * Poll-path benchmark (DESIGN section 9): `GET /v1/nodes/{node}/bundle` with a valid node credential
+ * and a matching If-None-Match, answered 304, against the real coordinator process and against a bare
+ * node:http server doing the same credential check and ETag lookup in memory (the runtime's ceiling).
+ * Both run in their own process and are driven by the same autocannon load from this process; the
+ * figure to read is the coordinator/baseline ratio, measured in the same run.
+ *
+ *   npm run bench:poll [-- --pglite] [-- --duration 10 --warmup 2 --connections 64]
+ */
+import { createHash } from 'node:crypto';
+import autocannon from 'autocannon';
+import { onCleanup, runBench, UsageError } from './support/cleanup.js';
+import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
+import { startThrowawayPostgres } from './support/postgres.js';
+import { startBaseline } from './support/baseline.js';
+import { parseCli } from './support/cli.js';
+import { HttpClient } from './support/http.js';
+import { fmt, formatTable } from './support/table.js';
+
+const NODE = 'bench-node';
+
+interface Side {
+  readonly name: string;
+  readonly result: autocannon.Result;
+  /** Responses that are not 304 although every request carried the current ETag. */
+  readonly unexpected: number;
+  /** Socket errors, timeouts and answers outside 2xx/3xx. */
+  readonly errors: number;
+  /** 304s autocannon received, warm-up included. */
+  readonly all304: number;
+}
+
+/** a/b for the summary line; '–' when b is 0 (autocannon's histogram rounds to whole milliseconds). */
+function times(a: number, b: number): string {
+  return b > 0 ? fmt(a / b, 2) : '–';
+}
+
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<autocannon.Result> {
+  return autocannon({ url, method: 'GET', headers, connections, duration: seconds, timeout: 10 });
+}
+
+async function measure(name: string, url: string, headers: Record<string, string>, opts: { connections: number; duration: number; warmup: number }): Promise<Side> {
+  let warm304 = 0;
+  if (opts.warmup > 0) {
+    say(`${name}: warm-up ${opts.warmup} s`);
+    warm304 = (await load(url, headers, opts.connections, opts.warmup)).statusCodeStats['304']?.count ?? 0;
+  }
+  say(`${name}: measuring ${opts.duration} s with ${opts.connections} connections`);
+  const result = await load(url, headers, opts.connections, opts.duration);
+  const responses = Object.values(result.statusCodeStats).reduce((n, s) => n + s.count, 0);
+  const ok304 = result.statusCodeStats['304']?.count ?? 0;
+  // autocannon's `errors` already includes its `timeouts`.
+  const errors = result.errors + result['1xx'] + result['4xx'] + result['5xx'];
+  return { name, result, unexpected: responses - ok304, errors, all304: warm304 + ok304 };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCli({
+    pglite: { type: 'boolean', default: false },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '64' },
+    'cpu-prof': { type: 'string' },
+  });
+  const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections) };
+  for (const [k, v] of Object.entries(opts)) if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0)) throw new UsageError(`--${k} must be a positive number`);
+
+  let database = 'PGlite (embedded)';
+  let databaseUrl: string | undefined;
+  if (!values.pglite) {
+    say('starting a throwaway PostgreSQL');
+    databaseUrl = (await startThrowawayPostgres()).url;
+    database = 'PostgreSQL (throwaway, fsync=off)';
+  }
+  say('starting the coordinator');
+  const coordinator = await startCoordinator({ databaseUrl, nodeArgs: cpuProfArgs(values['cpu-prof']) });
+  const api = new HttpClient(coordinator.url);
+  onCleanup(() => api.close());
+  const admin = coordinator.adminToken;
+
+  // One node with one artifact, a credential for it, and its current ETag.
+  const content = Buffer.from(`${JSON.stringify({ node: NODE, listen: '0.0.0.0:4433', acl: [{ allow: 'bench' }] }, null, 2)}\n`);
+  const sha = createHash('sha256').update(content).digest('hex');
+  await api.expect([200, 201], 'PUT', `/v1/blobs/${sha}`, { token: admin, body: content });
+  await api.expect(201, 'POST', '/v1/publishes', { token: admin, body: { message: 'bench: poll', nodes: { [NODE]: { artifacts: { 'flor.json': sha } } } } });
+  const enrolment = (await api.expect(201, 'POST', '/v1/enrolment-tokens', { token: admin, body: { node: NODE } })).json<{ token: string }>();
+  const enrolled = (
+    await api.expect(201, 'POST', '/v1/enrol', {
+      body: { token: enrolment.token, profile: { hostname: 'bench-host', os: 'linux', arch: process.arch, agent_version: 'bench' }, inventory: {} },
+    })
+  ).json<{ credential: string }>();
+  const credential = enrolled.credential;
+  const path = `/v1/nodes/${NODE}/bundle`;
+  const first = await api.expect(200, 'GET', path, { token: credential });
+  const etag = first.headers.etag;
+  if (typeof etag !== 'string' || !etag) throw new Error('the bundle answer carries no ETag');
+  const headers = { authorization: `Bearer ${credential}`, 'if-none-match': etag };
+  await api.expect(304, 'GET', path, { headers });
+
+  // The baseline gets the same credential (id + stored hash) and ETag, so both sides answer the identical request.
+  const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
+  if (!m) throw new Error(`unexpected node credential shape: ${credential.slice(0, 8)}…`);
+  const hash = createHash('sha256').update(m[2], 'utf8').digest('hex');
+  const baseline = await startBaseline({ credentials: [{ id: m[1], node: NODE, hash }], etags: { [NODE]: etag } });
+  const baselineApi = new HttpClient(baseline.url);
+  onCleanup(() => baselineApi.close());
+  await baselineApi.expect(304, 'GET', path, { headers });
+
+  // The coordinator's own counter of 304 answers, read around its measured run: a cross-check that the
+  // 304s autocannon saw were the poll path's not-modified answers.
+  const served304 = async (): Promise<number> => {
+    const text = (await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8');
+    const m = /^florete_bundle_polls_not_modified_total (\d+)$/m.exec(text);
+    if (!m) throw new Error('GET /metrics has no florete_bundle_polls_not_modified_total');
+    return Number(m[1]);
+  };
+
+  // Coordinator first, then the baseline; the other side idles (the baseline is only polled while measured).
+  const before304 = await served304();
+  const coordinatorSide = await measure('coordinator', coordinator.url + path, headers, opts);
+  const countedByServer = (await served304()) - before304;
+  const sides = [coordinatorSide, await measure('node:http baseline', baseline.url + path, headers, opts)];
+  await baseline.stop();
+
+  const rows = sides.map((s) => [
+    s.name,
+    fmt(s.result.requests.average),
+    `${fmt(s.result.latency.mean, 2)} ms`,
+    `${fmt(s.result.latency.p50)} ms`,
+    `${fmt(s.result.latency.p99)} ms`,
+    fmt(s.result.statusCodeStats['304']?.count ?? 0),
+    fmt(s.unexpected),
+    fmt(s.errors),
+  ]);
+  const [coord, base] = sides.map((s) => s.result);
+  const ratio = coord.requests.average / base.requests.average;
+  process.stdout.write(
+    [
+      '',
+      `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304)`,
+      `database: ${database}; ${opts.connections} connections, ${opts.duration} s per side after ${opts.warmup} s warm-up; Node ${process.version}`,
+      '',
+      formatTable(['server', 'req/s', 'mean', 'p50', 'p99', '304s', 'non-304', 'errors'], rows),
+      '',
+      `ratio coordinator/baseline: throughput ${fmt(ratio, 3)} (${fmt(ratio * 100, 1)} % of the bare node:http ceiling); ` +
+        `mean latency ×${times(coord.latency.mean, base.latency.mean)}, p99 latency ×${times(coord.latency.p99, base.latency.p99)}`,
+      `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and run; ` +
+        `autocannon's latency histogram has 1 ms resolution`,
+      '',
+    ].join('\n'),
+  );
+
+  const bad = sides.filter((s) => s.errors > 0 || s.unexpected > 0);
+  for (const s of bad) {
+    const codes = Object.entries(s.result.statusCodeStats).map(([code, { count }]) => `${code}: ${count}`).join(', ');
+    process.stderr.write(`${s.name}: ${s.errors} errors (${s.result.errors - s.result.timeouts} socket errors, ${s.result.timeouts} timeouts), ${s.unexpected} answers other than 304; status codes ${codes}\n`);
+  }
+  if (countedByServer < coordinatorSide.all304) {
+    process.stderr.write(`the coordinator counted ${countedByServer} not-modified polls but autocannon received ${coordinatorSide.all304} 304s\n`);
+    process.exitCode = 1;
+  }
+  if (bad.length) process.exitCode = 1;
+}
+
+runBench('bench:poll', main);

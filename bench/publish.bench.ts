@@ -1,0 +1,271 @@
+/**
+ * Publish benchmark (DESIGN section 9): a 10,000-node tree on real PostgreSQL, published over HTTP to
+ * the spawned coordinator process the way retectl does it — ask which blobs are missing, upload only
+ * those, then POST the tree. Four publishes in one process:
+ *   (a) first publish: every node new (agent.json + flor.json each, all distinct)
+ *   (b) every node changed (a new flor.json everywhere)
+ *   (c) exactly one node changed (repeated --repeat times, a different node each time)
+ *   (d) the identical tree again: a recorded no-op (repeated --repeat times)
+ * It prints client-visible wall time per publish (blob check + uploads + POST /v1/publishes) and the
+ * POST alone, the ledger position delta (GET /v1/ledger/head) and the rows each publish wrote, and the
+ * one-changed/all-changed ratio: (b) is the baseline measured in the same run.
+ *
+ *   npm run bench:publish [-- --nodes 10000 --repeat 3 --concurrency 8]
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { onCleanup, runBench, UsageError } from './support/cleanup.js';
+import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
+import { startThrowawayPostgres } from './support/postgres.js';
+import { parseCli } from './support/cli.js';
+import { HttpClient, mapLimit } from './support/http.js';
+import { fmt, formatTable, median, ms } from './support/table.js';
+
+const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function sha256(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+/** Canonical JSON pretty-printed with 2 spaces and a trailing newline, as compiled artifacts are (DESIGN section 5). */
+function artifact(value: unknown): Buffer {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]))
+        : v;
+  return Buffer.from(`${JSON.stringify(sort(value), null, 2)}\n`, 'utf8');
+}
+
+function bytes(n: number): string {
+  return n < 10 * 1024 ? `${fmt(n)} B` : n < 10 * 1024 * 1024 ? `${fmt(n / 1024)} KiB` : `${fmt(n / 1024 / 1024, 1)} MiB`;
+}
+
+function nodeName(i: number): string {
+  return `node-${String(i + 1).padStart(5, '0')}`;
+}
+
+function agentJson(i: number): Buffer {
+  return artifact({ node: nodeName(i), coordinator: 'https://coordinator.bench.invalid', poll_interval_seconds: 30, state_dir: '/var/lib/florete/agent', restart: 'systemctl restart florete-vertex' });
+}
+
+/** A flor.json of a few hundred bytes; `generation` is what a publish changes. */
+function florJson(i: number, generation: number): Buffer {
+  return artifact({
+    node: nodeName(i),
+    generation,
+    listen: [`0.0.0.0:${4000 + (i % 1000)}`],
+    upstreams: [{ name: 'core', address: `10.${(i >> 8) & 255}.${i & 255}.1:443` }],
+    acl: [
+      { allow: `10.${(i >> 8) & 255}.${i & 255}.0/24`, ports: [443, 8443] },
+      { allow: 'ops', ports: [22] },
+      { deny: '0.0.0.0/0' },
+    ],
+    limits: { connections: 4096, idle_timeout_seconds: 300 },
+  });
+}
+
+interface Tree {
+  readonly body: { message: string; nodes: Record<string, { artifacts: Record<string, string> }> };
+  readonly digests: string[];
+}
+
+/** Builds the publish body for the given flor.json generations; every blob goes into `blobs`. */
+function buildTree(nodes: number, generations: readonly number[], message: string, blobs: Map<string, Buffer>): Tree {
+  const body: Tree['body'] = { message, nodes: {} };
+  const digests = new Set<string>();
+  for (let i = 0; i < nodes; i++) {
+    const files: [string, Buffer][] = [
+      ['agent.json', agentJson(i)],
+      ['flor.json', florJson(i, generations[i])],
+    ];
+    const artifacts: Record<string, string> = {};
+    for (const [name, content] of files) {
+      const d = sha256(content);
+      blobs.set(d, content);
+      digests.add(d);
+      artifacts[name] = d;
+    }
+    body.nodes[nodeName(i)] = { artifacts };
+  }
+  return { body, digests: [...digests] };
+}
+
+interface RowCounts {
+  ledger: number;
+  node_versions: number;
+  publishes: number;
+  blobs: number;
+}
+
+const COUNTED: (keyof RowCounts)[] = ['ledger', 'node_versions', 'publishes', 'blobs'];
+
+interface Run {
+  readonly label: string;
+  readonly expectChanged: number;
+  readonly totalMs: number;
+  readonly missingMs: number;
+  readonly uploadMs: number;
+  readonly publishMs: number;
+  readonly uploaded: number;
+  readonly uploadedBytes: number;
+  readonly status: number;
+  readonly changed: number;
+  readonly publishId: string | null;
+  readonly ledgerDelta: number;
+  readonly rows: RowCounts & { node_heads: number };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCli({
+    nodes: { type: 'string', default: '10000' },
+    repeat: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '8' },
+    'cpu-prof': { type: 'string' },
+  });
+  const nodes = Number(values.nodes);
+  const repeat = Number(values.repeat);
+  const concurrency = Number(values.concurrency);
+  for (const [k, v] of Object.entries({ nodes, repeat, concurrency })) if (!Number.isInteger(v) || v < 1) throw new UsageError(`--${k} must be a positive integer`);
+
+  // Every tree up front: building them is not part of any measured publish.
+  say(`building ${repeat + 2} trees of ${fmt(nodes)} nodes`);
+  const blobs = new Map<string, Buffer>();
+  const generations = new Array<number>(nodes).fill(1);
+  const plan: { label: string; tree: Tree; expectChanged: number }[] = [];
+  plan.push({ label: '(a) first publish, all new', tree: buildTree(nodes, generations, 'bench: first publish', blobs), expectChanged: nodes });
+  generations.fill(2);
+  plan.push({ label: '(b) all nodes changed', tree: buildTree(nodes, generations, 'bench: all changed', blobs), expectChanged: nodes });
+  for (let r = 0; r < repeat; r++) {
+    const i = (r * 3331 + 17) % nodes;
+    generations[i] += 1;
+    plan.push({ label: `(c) one node changed #${r + 1}`, tree: buildTree(nodes, generations, `bench: one changed (${nodeName(i)})`, blobs), expectChanged: 1 });
+  }
+  const last = plan[plan.length - 1].tree;
+  for (let r = 0; r < repeat; r++) plan.push({ label: `(d) identical tree #${r + 1}`, tree: { body: { ...last.body, message: 'bench: identical' }, digests: last.digests }, expectChanged: 0 });
+
+  const bodyBytes = Math.max(...plan.map((p) => Buffer.byteLength(JSON.stringify(p.tree.body))), Buffer.byteLength(JSON.stringify({ digests: plan[0].tree.digests })));
+  const env: Record<string, string> = {};
+  let bodyLimit = DEFAULT_BODY_LIMIT;
+  if (bodyBytes > DEFAULT_BODY_LIMIT / 2) {
+    bodyLimit = 2 ** Math.ceil(Math.log2(bodyBytes * 2));
+    env.FLORETE_BODY_LIMIT = String(bodyLimit);
+  }
+  say(`largest request body ${fmt(bodyBytes / 1024 / 1024, 1)} MiB; coordinator body limit ${fmt(bodyLimit / 1024 / 1024)} MiB`);
+
+  say('starting a throwaway PostgreSQL');
+  const postgres = await startThrowawayPostgres();
+  say('starting the coordinator');
+  const coordinator = await startCoordinator({ databaseUrl: postgres.url, env, nodeArgs: cpuProfArgs(values['cpu-prof']) });
+  const api = new HttpClient(coordinator.url, Math.max(concurrency, 4));
+  onCleanup(() => api.close());
+  const token = coordinator.adminToken;
+
+  // Row counts straight from the database, outside every timed span.
+  const db = new pg.Client({ connectionString: postgres.url });
+  await db.connect();
+  onCleanup(() => db.end());
+  const countRows = async (): Promise<RowCounts> => {
+    const { rows } = await db.query<Record<keyof RowCounts, string>>(`SELECT ${COUNTED.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`).join(', ')}`);
+    return Object.fromEntries(COUNTED.map((t) => [t, Number(rows[0][t])])) as unknown as RowCounts;
+  };
+  const headPosition = async (): Promise<number> => (await api.expect(200, 'GET', '/v1/ledger/head', { token })).json<{ position: number }>().position;
+
+  const runs: Run[] = [];
+  for (const step of plan) {
+    say(`${step.label} …`);
+    const before = await countRows();
+    const positionBefore = await headPosition();
+
+    const t0 = performance.now();
+    const missing = (await api.expect(200, 'POST', '/v1/blobs/missing', { token, body: { digests: step.tree.digests } })).json<{ missing: string[] }>().missing;
+    const t1 = performance.now();
+    let uploadedBytes = 0;
+    await mapLimit(missing, concurrency, async (d) => {
+      const content = blobs.get(d);
+      if (!content) throw new Error(`the coordinator asked for ${d}, which this tree does not reference`);
+      uploadedBytes += content.byteLength;
+      await api.expect([200, 201], 'PUT', `/v1/blobs/${d}`, { token, body: content });
+    });
+    const t2 = performance.now();
+    const res = await api.expect([200, 201], 'POST', '/v1/publishes', { token, body: step.tree.body });
+    const t3 = performance.now();
+
+    const answer = res.json<{ publish_id: string | null; changed: unknown[] }>();
+    const positionAfter = await headPosition();
+    const after = await countRows();
+    const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
+    const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
+    runs.push({
+      label: step.label,
+      expectChanged: step.expectChanged,
+      totalMs: t3 - t0,
+      missingMs: t1 - t0,
+      uploadMs: t2 - t1,
+      publishMs: t3 - t2,
+      uploaded: missing.length,
+      uploadedBytes,
+      status: res.status,
+      changed: answer.changed.length,
+      publishId: answer.publish_id,
+      ledgerDelta: positionAfter - positionBefore,
+      rows: { ...rows, node_heads: Number(heads[0].n) },
+    });
+  }
+
+  const times = formatTable(
+    ['publish', 'status', 'changed', 'wall time', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
+    runs.map((r) => [r.label, String(r.status), fmt(r.changed), ms(r.totalMs), ms(r.missingMs), `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, ms(r.uploadMs), ms(r.publishMs)]),
+  );
+  const written = formatTable(
+    ['publish', 'ledger head Δ', 'ledger', 'node_versions', 'node_heads', 'publishes', 'blobs'],
+    runs.map((r) => [r.label, fmt(r.ledgerDelta), fmt(r.rows.ledger), fmt(r.rows.node_versions), fmt(r.rows.node_heads), fmt(r.rows.publishes), fmt(r.rows.blobs)]),
+  );
+  const all = runs[1];
+  const one = runs.filter((r) => r.label.startsWith('(c)'));
+  const noop = runs.filter((r) => r.label.startsWith('(d)'));
+  const oneWall = median(one.map((r) => r.totalMs));
+  const onePost = median(one.map((r) => r.publishMs));
+  process.stdout.write(
+    [
+      '',
+      `publish: ${fmt(nodes)}-node tree (agent.json + flor.json per node) on PostgreSQL (throwaway, fsync=off), over HTTP to the coordinator process; uploads ${concurrency} in flight; Node ${process.version}`,
+      '',
+      times,
+      '',
+      'wall time = POST /v1/blobs/missing + PUT of the missing blobs + POST /v1/publishes, as the client sees them',
+      '',
+      written,
+      '',
+      'rows written per publish: ledger head Δ from GET /v1/ledger/head; the rest counted in PostgreSQL (node_heads: rows now past the old head position)',
+      `one changed (median of ${one.length}): wall ${ms(oneWall)}, POST ${ms(onePost)}; identical tree (median of ${noop.length}): wall ${ms(median(noop.map((r) => r.totalMs)))}, POST ${ms(median(noop.map((r) => r.publishMs)))}`,
+      `ratio one-changed/all-changed: wall time ${fmt(oneWall / all.totalMs, 4)} (${fmt(all.totalMs / oneWall, 1)}× faster), ` +
+        `POST /v1/publishes ${fmt(onePost / all.publishMs, 4)} (${fmt(all.publishMs / onePost, 1)}× faster)`,
+      '',
+    ].join('\n'),
+  );
+
+  // Correctness of what was measured (counts, not times): a one-node publish writes one stamp and one record.
+  const problems: string[] = [];
+  for (const r of runs) {
+    const events = r.expectChanged === 0 ? 0 : r.expectChanged + 1;
+    const status = r.expectChanged === 0 ? 200 : 201;
+    if (r.changed !== r.expectChanged) problems.push(`${r.label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
+    if (r.status !== status) problems.push(`${r.label}: answered ${r.status}, expected ${status}`);
+    if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${r.label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
+    if (r.ledgerDelta !== events) problems.push(`${r.label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`);
+    if (r.rows.ledger !== r.ledgerDelta) problems.push(`${r.label}: ${r.rows.ledger} ledger rows written but the head moved by ${r.ledgerDelta}`);
+    if (r.rows.node_versions !== r.expectChanged || r.rows.node_heads !== r.expectChanged) {
+      problems.push(`${r.label}: wrote ${r.rows.node_versions} node_versions and ${r.rows.node_heads} node_heads rows, expected ${r.expectChanged} of each`);
+    }
+  }
+  for (const p of problems) process.stderr.write(`unexpected: ${p}\n`);
+  if (problems.length) process.exitCode = 1;
+}
+
+runBench('bench:publish', main);
