@@ -1,0 +1,2 @@
+// The rete compiler: validate, compile and plan an operator's YAML (filled by the retectl issue).
+export {};
