@@ -1,0 +1,19 @@
+# The coordinator image. docker-compose.yml runs it against PostgreSQL.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 FLORETE_DATA=/data
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+RUN mkdir /data && chown node:node /data
+VOLUME /data
+EXPOSE 8080
+USER node
+CMD ["node", "dist/apps/coordinator/src/main.js", "serve"]
