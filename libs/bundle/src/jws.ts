@@ -1,3 +1,4 @@
+import { KeyObject, sign } from 'node:crypto';
 import * as jose from 'jose';
 
 export const BUNDLE_TYP = 'florete-bundle+jws';
@@ -7,12 +8,18 @@ export interface SigningKey {
   readonly privateKey: jose.CryptoKey | jose.KeyObject;
 }
 
-/** Signs a bundle payload (already-canonical bytes) as a compact JWS. Ed25519 is deterministic,
- * so the same key and payload always give the same JWS: rebuilt projections match byte for byte. */
+/**
+ * Signs a bundle payload (already-canonical bytes) as a compact JWS. Ed25519 is deterministic, so the
+ * same key and payload always give the same JWS: rebuilt projections match byte for byte. Signed with
+ * node:crypto directly: a 10,000-node publish signs 10,000 bundles, and WebCrypto's per-call overhead
+ * made that about four times slower for the same bytes.
+ */
 export async function signBundle(payload: Uint8Array, key: SigningKey): Promise<string> {
-  return new jose.CompactSign(payload)
-    .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: BUNDLE_TYP })
-    .sign(key.privateKey);
+  const privateKey = key.privateKey instanceof KeyObject ? key.privateKey : KeyObject.from(key.privateKey as Parameters<typeof KeyObject.from>[0]);
+  if (privateKey.asymmetricKeyType !== 'ed25519') throw new TypeError(`signing key ${key.kid} is not an Ed25519 private key`);
+  const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid: key.kid, typ: BUNDLE_TYP })).toString('base64url');
+  const input = `${header}.${Buffer.from(payload).toString('base64url')}`;
+  return `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}`;
 }
 
 export type BundleVerifyFailure =

@@ -59,3 +59,13 @@ describe('bundle JWS', () => {
     expect(await keyThumbprint(k.jwks.keys[0])).toBe(await jose.calculateJwkThumbprint(bare, 'sha256'));
   });
 });
+
+describe('bundle JWS interoperability', () => {
+  it('produces exactly the bytes jose would for the same key, header and payload', async () => {
+    const { privateKey } = await jose.generateKeyPair('Ed25519', { extractable: true });
+    const payload = new TextEncoder().encode('{"node":"beta","version":7}');
+    const ours = await signBundle(payload, { kid: 'k9', privateKey });
+    const theirs = await new jose.CompactSign(payload).setProtectedHeader({ alg: 'EdDSA', kid: 'k9', typ: BUNDLE_TYP }).sign(privateKey);
+    expect(ours).toBe(theirs);
+  });
+});

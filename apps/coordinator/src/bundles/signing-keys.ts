@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as jose from 'jose';
@@ -16,7 +17,7 @@ interface KeyFile {
 export class SigningKeyStore {
   private loadedMtime = -1;
   private file!: KeyFile;
-  private readonly privateKeys = new Map<string, jose.CryptoKey | jose.KeyObject>();
+  private readonly privateKeys = new Map<string, KeyObject>();
   private publicJwks: jose.JSONWebKeySet = { keys: [] };
 
   private constructor(private readonly path: string) {}
@@ -72,7 +73,7 @@ export class SigningKeyStore {
     this.privateKeys.clear();
     const keys: jose.JWK[] = [];
     for (const k of file.keys) {
-      this.privateKeys.set(k.kid, (await jose.importJWK(k.private_jwk, 'EdDSA')) as jose.CryptoKey);
+      this.privateKeys.set(k.kid, createPrivateKey({ key: k.private_jwk as import('node:crypto').JsonWebKey, format: 'jwk' }));
       const { d: _d, ...pub } = k.private_jwk;
       keys.push({ ...pub, kid: k.kid, alg: 'EdDSA', use: 'sig' });
     }
