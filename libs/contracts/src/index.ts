@@ -2,3 +2,4 @@ export * from './primitives.schema.js';
 export * from './api.schema.js';
 export * from './bundle.schema.js';
 export * from './artifacts.schema.js';
+export * from './rete.schema.js';

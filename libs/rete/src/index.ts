@@ -1,2 +1,10 @@
-// The rete compiler: validate, compile and plan an operator's YAML (filled by the retectl issue).
-export {};
+// The rete compiler: validate, compile and plan an operator's YAML. Pure: sources in, data out.
+export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
+export { parseFile, type Source, type ParsedFile } from './parse-file.js';
+export { validateRete, type Validation } from './validate.js';
+export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds } from './model.js';
+export { compileRete, type CompiledTree } from './compile.js';
+export { diffTrees, treesEqual, type TreeChange } from './tree-diff.js';
+export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests } from './plan.js';
+export { nodeState, formatAge, formatTable, type NodeState, type NodeStatusInput } from './status.js';
+export { EXAMPLE_RETE } from './example.js';

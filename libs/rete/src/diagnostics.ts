@@ -1,0 +1,40 @@
+import type { ReteErrorCode, ReteWarningCode } from '#contracts';
+
+/** One finding of validation, located by the YAML parser's source positions (1-based line and column). */
+export interface Diagnostic {
+  readonly severity: 'error' | 'warning';
+  readonly code: ReteErrorCode | ReteWarningCode;
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+  /** Where in the file's data: `nodes[0].services[1].port`; empty for the whole file. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/** A place in the rete, kept on merged definitions so cross-file errors can name both places. */
+export interface Place {
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+}
+
+export const placeText = (p: Place): string => `${p.file}:${p.line}:${p.col}`;
+
+/** `file:line:col: path: message [code]`, the line compilers and linters print. */
+export function formatDiagnostic(d: Diagnostic): string {
+  const prefix = d.severity === 'warning' ? 'warning: ' : '';
+  return `${placeText(d)}: ${d.path ? `${d.path}: ` : ''}${prefix}${d.message} [${d.code}]`;
+}
+
+/** Errors first by place, then warnings: a stable order whatever order the files were read in. */
+export function sortDiagnostics(list: readonly Diagnostic[]): Diagnostic[] {
+  const rank = (d: Diagnostic) => (d.severity === 'error' ? 0 : 1);
+  return [...list].sort(
+    (a, b) => rank(a) - rank(b) || cmp(a.file, b.file) || a.line - b.line || a.col - b.col || cmp(a.code, b.code) || cmp(a.message, b.message),
+  );
+}
+
+export function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

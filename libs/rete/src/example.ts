@@ -1,0 +1,48 @@
+/**
+ * The rete `retectl init` writes: three nodes, a group, a service and an ACL rule, split over files
+ * the way a real rete grows. It validates without warnings and compiles as it is.
+ */
+export const EXAMPLE_RETE: Readonly<Record<string, string>> = {
+  'rete.yaml': `# The mesh as a whole. Every *.yaml file under this folder merges into one rete.
+mesh:
+  name: example
+  coordinator: https://coordinator.example.net
+
+defaults:
+  sync:
+    poll_interval: 5m   # how often each agent polls for a new bundle
+    splay: 30s          # random jitter added to each poll
+`,
+  'nodes/servers.yaml': `nodes:
+  - name: alpha
+    kind: server
+    listen: 10.0.0.1:7946
+    tags: [web]
+    services:
+      - name: web
+        port: 443
+        protocol: tcp
+
+  - name: beta
+    kind: server
+    listen: 10.0.0.2:7946
+    tags: [backend]
+    sync:
+      poll_interval: 1m
+`,
+  'nodes/devices.yaml': `nodes:
+  - name: laptop
+    kind: device
+    listen: 192.168.1.20:7946
+    tags: [staff]
+`,
+  'policy.yaml': `groups:
+  - name: ops
+    members: [beta, laptop]
+
+acl:
+  - description: operators reach the web front end
+    from: [group:ops]
+    to: [alpha:web]
+`,
+};

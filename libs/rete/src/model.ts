@@ -1,0 +1,30 @@
+import type { Place } from './diagnostics.js';
+
+/** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
+export interface Rete {
+  readonly mesh: { readonly name: string; readonly coordinator: string };
+  readonly nodes: readonly ReteNodeModel[];
+  readonly groups: ReadonlyMap<string, readonly string[]>;
+  readonly acl: readonly AclRuleModel[];
+}
+
+export interface SyncSeconds {
+  readonly poll_interval: number;
+  readonly splay: number;
+}
+
+export interface ReteNodeModel {
+  readonly name: string;
+  readonly kind: 'server' | 'device';
+  readonly listen: string;
+  readonly tags: readonly string[];
+  readonly sync: SyncSeconds;
+  readonly services: readonly { readonly name: string; readonly port: number; readonly protocol: 'tcp' | 'udp' }[];
+  readonly place: Place;
+}
+
+export type AclSource = { readonly kind: 'node' | 'group' | 'tag'; readonly name: string };
+export interface AclRuleModel {
+  readonly from: readonly AclSource[];
+  readonly to: readonly { readonly node: string; readonly service: string }[];
+}

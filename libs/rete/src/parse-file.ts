@@ -1,0 +1,175 @@
+import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { ReteFile, type ReteErrorCode } from '#contracts';
+import type { Diagnostic, Place } from './diagnostics.js';
+import { pathText } from './path-text.js';
+
+/** One YAML file of the rete, as read from disk: a path relative to the rete root and its text. */
+export interface Source {
+  readonly file: string;
+  readonly text: string;
+}
+
+/** A parsed file that knows where each of its values came from. */
+export interface ParsedFile {
+  readonly file: string;
+  readonly data: ReteFile;
+  placeOf(path: readonly PropertyKey[]): Place;
+}
+
+/**
+ * Parses one file: YAML syntax first (nothing else is checked in a file that does not parse), then the
+ * ReteFile schema, with every zod issue mapped back to the YAML node it is about.
+ */
+export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source.text, { lineCounter, prettyErrors: false, strict: true });
+  const at = (offset: number): Place => {
+    const { line, col } = lineCounter.linePos(offset);
+    return { file: source.file, line, col };
+  };
+  const diagnostics: Diagnostic[] = [];
+  const report = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) =>
+    diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
+
+  for (const e of doc.errors) {
+    report(e.code === 'DUPLICATE_KEY' ? 'duplicate_key' : 'yaml_syntax', at(e.pos[0]), [], firstLine(e.message));
+  }
+  if (diagnostics.length > 0) return { diagnostics };
+
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (e) {
+    report('yaml_syntax', at(0), [], firstLine((e as Error).message));
+    return { diagnostics };
+  }
+
+  const placeOf = (path: readonly PropertyKey[]): Place => {
+    for (let n = path.length; n >= 0; n--) {
+      const node = nodeAt(doc, path.slice(0, n));
+      if (node?.range) return at(node.range[0]);
+    }
+    return at(0);
+  };
+
+  const result = ReteFile.safeParse(data);
+  if (result.success) return { parsed: { file: source.file, data: result.data, placeOf }, diagnostics };
+
+  for (const issue of result.error.issues) {
+    const path = issue.path;
+    if (issue.code === 'unrecognized_keys') {
+      const map = path.length === 0 ? doc.contents : nodeAt(doc, path);
+      for (const key of issue.keys) {
+        const pair = isMap(map) ? map.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key) : undefined;
+        const keyNode = pair && isNode(pair.key) ? pair.key : undefined;
+        const place = keyNode?.range ? at(keyNode.range[0]) : placeOf(path);
+        report('unknown_key', place, [...path, key], `unknown key "${key}"${suggest(key, KNOWN_KEYS)}`);
+      }
+      continue;
+    }
+    const value = valueAt(data, path);
+    if (issue.code === 'invalid_type' && value === undefined) {
+      report('missing_key', placeOf(path.slice(0, -1)), path, `missing required key "${String(path[path.length - 1])}"`);
+      continue;
+    }
+    const place = placeOf(path);
+    switch (issue.code) {
+      case 'invalid_type':
+        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
+        break;
+      case 'invalid_value':
+        report('invalid_value', place, path, `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
+        break;
+      case 'too_small':
+        report('invalid_value', place, path, 'must not be empty');
+        break;
+      case 'custom':
+        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${JSON.stringify(value)})` : ''}`);
+        break;
+      default:
+        report('invalid_value', place, path, issue.message);
+    }
+  }
+  return { diagnostics };
+}
+
+function nodeAt(doc: Document, path: readonly PropertyKey[]): YamlNode | undefined {
+  if (path.length === 0) return isNode(doc.contents) ? doc.contents : undefined;
+  const node = doc.getIn(path as unknown[], true);
+  return isNode(node) ? node : undefined;
+}
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = data;
+  for (const seg of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[seg];
+  }
+  return v;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (value instanceof Uint8Array) return 'binary data';
+  switch (typeof value) {
+    case 'string':
+      return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+    case 'number':
+      return Number.isInteger(value) ? `the number ${value}` : `the fraction ${value}`;
+    case 'boolean':
+      return `the boolean ${value}`;
+    case 'object':
+      return 'a mapping';
+    default:
+      return typeof value;
+  }
+}
+
+function article(expected: string): string {
+  switch (expected) {
+    case 'object':
+      return 'a mapping';
+    case 'array':
+      return 'a list';
+    case 'int':
+      return 'a whole number';
+    default:
+      return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+  }
+}
+
+const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to'];
+
+/** "did you mean" for one-letter slips such as `listn` or `membres`. */
+function suggest(key: string, known: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    if (k === key) continue;
+    const d = distance(key, k);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best ? ` (did you mean "${best}"?)` : '';
+}
+
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length];
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+}

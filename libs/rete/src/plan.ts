@@ -1,0 +1,73 @@
+import { setDigest } from '#bundle';
+import { cmp } from './diagnostics.js';
+
+/** A node's artifacts by name → sha256, locally or at the coordinator's head. */
+export type ArtifactDigests = ReadonlyMap<string, string>;
+
+export interface HeadSummary {
+  readonly node: string;
+  readonly version: number;
+  readonly set_digest: string;
+  readonly retired: boolean;
+}
+
+export type PlanEntry =
+  | { readonly node: string; readonly action: 'new'; readonly artifacts: readonly string[]; readonly readded: boolean }
+  | { readonly node: string; readonly action: 'changed'; readonly version: number; readonly artifacts: readonly string[] }
+  | { readonly node: string; readonly action: 'unchanged'; readonly version: number }
+  | { readonly node: string; readonly action: 'retired'; readonly version: number }
+  | { readonly node: string; readonly action: 'absent'; readonly version: number };
+
+export interface Plan {
+  readonly entries: readonly PlanEntry[];
+  /** True when a publish (with the same prune flag) would stamp at least one version. */
+  readonly changes: boolean;
+}
+
+export const localSetDigest = (artifacts: ArtifactDigests): string => setDigest([...artifacts].map(([name, sha256]) => ({ name, sha256 })));
+
+/** Nodes whose head digest differs from the local set: only these need their head artifacts fetched. */
+export function nodesToInspect(local: ReadonlyMap<string, ArtifactDigests>, heads: readonly HeadSummary[]): string[] {
+  const byNode = new Map(heads.map((h) => [h.node, h]));
+  return [...local]
+    .filter(([node, artifacts]) => {
+      const head = byNode.get(node);
+      return head !== undefined && !head.retired && head.set_digest !== localSetDigest(artifacts);
+    })
+    .map(([node]) => node)
+    .sort(cmp);
+}
+
+/**
+ * What a publish would do, mirroring the coordinator's rule (DESIGN section 4, rule 2): a node is
+ * stamped only when its set digest differs from its head; a retired head is re-added. With prune,
+ * live heads missing from the tree are retired; without it they are listed as absent and kept.
+ */
+export function planPublish(
+  local: ReadonlyMap<string, ArtifactDigests>,
+  heads: readonly HeadSummary[],
+  headArtifacts: ReadonlyMap<string, ArtifactDigests>,
+  prune: boolean,
+): Plan {
+  const byNode = new Map(heads.map((h) => [h.node, h]));
+  const entries: PlanEntry[] = [];
+  for (const node of [...local.keys()].sort(cmp)) {
+    const artifacts = local.get(node) as ArtifactDigests;
+    const head = byNode.get(node);
+    if (!head || head.retired) {
+      entries.push({ node, action: 'new', artifacts: [...artifacts.keys()].sort(cmp), readded: head !== undefined });
+    } else if (head.set_digest === localSetDigest(artifacts)) {
+      entries.push({ node, action: 'unchanged', version: head.version });
+    } else {
+      const before = headArtifacts.get(node) ?? new Map<string, string>();
+      const names = [...new Set([...before.keys(), ...artifacts.keys()])].sort(cmp);
+      entries.push({ node, action: 'changed', version: head.version, artifacts: names.filter((a) => before.get(a) !== artifacts.get(a)) });
+    }
+  }
+  for (const head of [...heads].sort((a, b) => cmp(a.node, b.node))) {
+    if (head.retired || local.has(head.node)) continue;
+    entries.push({ node: head.node, action: prune ? 'retired' : 'absent', version: head.version });
+  }
+  entries.sort((a, b) => cmp(a.node, b.node));
+  return { entries, changes: entries.some((e) => e.action === 'new' || e.action === 'changed' || e.action === 'retired') };
+}

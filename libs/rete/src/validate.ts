@@ -1,0 +1,191 @@
+import { ACL_SOURCE, ACL_TARGET, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type ReteErrorCode, type ReteFile, type ReteWarningCode } from '#contracts';
+import { cmp, placeText, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
+import type { AclRuleModel, AclSource, Rete, ReteNodeModel } from './model.js';
+import { parseFile, type ParsedFile, type Source } from './parse-file.js';
+import { pathText } from './path-text.js';
+
+export interface Validation {
+  /** Present only when there is no error (warnings allowed). */
+  readonly rete?: Rete;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+interface Def<T> {
+  readonly value: T;
+  readonly file: ParsedFile;
+  readonly path: readonly PropertyKey[];
+  readonly place: Place;
+}
+
+/**
+ * Validates a whole rete at once: every file's syntax and schema, then the merged definitions and
+ * their cross-references. Files are taken in path order, so "defined twice" always names the same
+ * first place whatever order they were read in.
+ */
+export function validateRete(sources: readonly Source[]): Validation {
+  const diagnostics: Diagnostic[] = [];
+  const error = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) =>
+    diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
+  const warn = (code: ReteWarningCode, place: Place, path: readonly PropertyKey[], message: string) =>
+    diagnostics.push({ severity: 'warning', code, ...place, path: pathText(path), message });
+
+  const ordered = [...sources].sort((a, b) => cmp(a.file, b.file));
+  if (ordered.length === 0) {
+    error('no_files', { file: '.', line: 1, col: 1 }, [], 'the rete holds no *.yaml files');
+    return { diagnostics };
+  }
+  const files: ParsedFile[] = [];
+  let failedFiles = 0;
+  for (const source of ordered) {
+    const { parsed, diagnostics: found } = parseFile(source);
+    diagnostics.push(...found);
+    if (parsed) files.push(parsed);
+    else failedFiles++;
+  }
+
+  // Singletons and named definitions, merged across files; the second definition is the error.
+  const single = <K extends 'mesh' | 'defaults'>(key: K): Def<NonNullable<ReteFile[K]>> | undefined => {
+    let first: Def<NonNullable<ReteFile[K]>> | undefined;
+    for (const file of files) {
+      const value = file.data[key];
+      if (value === undefined) continue;
+      const def = { value: value as NonNullable<ReteFile[K]>, file, path: [key], place: file.placeOf([key]) };
+      if (first) error('duplicate_name', def.place, [key], `${key} is defined twice: here and at ${placeText(first.place)}`);
+      else first = def;
+    }
+    return first;
+  };
+  const named = <T extends { name: string }>(key: 'nodes' | 'groups', what: string): Map<string, Def<T>> => {
+    const defs = new Map<string, Def<T>>();
+    for (const file of files) {
+      ((file.data[key] ?? []) as unknown as T[]).forEach((value, i) => {
+        const path = [key, i];
+        const def = { value, file, path, place: file.placeOf(path) };
+        const first = defs.get(value.name);
+        if (first) error('duplicate_name', file.placeOf([key, i, 'name']), [key, i, 'name'], `${what} "${value.name}" is defined twice: here and at ${placeText(first.place)}`);
+        else defs.set(value.name, def);
+      });
+    }
+    return defs;
+  };
+
+  const mesh = single('mesh');
+  const defaults = single('defaults');
+  const nodeDefs = named<NonNullable<ReteFile['nodes']>[number]>('nodes', 'node');
+  const groupDefs = named<NonNullable<ReteFile['groups']>[number]>('groups', 'group');
+  const refsCheckable = failedFiles === 0;
+  if (!mesh && refsCheckable) error('missing_mesh', { file: files[0].file, line: 1, col: 1 }, [], 'no file defines the mesh (mesh: {name, coordinator})');
+
+  const defaultSync = {
+    poll_interval: defaults?.value.sync?.poll_interval ?? DEFAULT_POLL_INTERVAL,
+    splay: defaults?.value.sync?.splay ?? DEFAULT_SPLAY,
+  };
+  if (defaults && seconds(defaultSync.splay) > seconds(defaultSync.poll_interval)) {
+    const p = [...defaults.path, 'sync', 'splay'];
+    error('splay_too_long', defaults.file.placeOf(p), p, `splay ${defaultSync.splay} is longer than the poll interval ${defaultSync.poll_interval}`);
+  }
+
+  const nodes: ReteNodeModel[] = [];
+  const tags = new Set<string>();
+  for (const [name, def] of nodeDefs) {
+    const n = def.value;
+    for (const t of n.tags ?? []) tags.add(t);
+    const sync = { poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval, splay: n.sync?.splay ?? defaultSync.splay };
+    if (n.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
+      const p = [...def.path, 'sync', n.sync.splay !== undefined ? 'splay' : 'poll_interval'];
+      error('splay_too_long', def.file.placeOf(p), p, `splay ${sync.splay} is longer than the poll interval ${sync.poll_interval}`);
+    }
+    const byName = new Map<string, Place>();
+    const byPort = new Map<string, Place>();
+    (n.services ?? []).forEach((s, i) => {
+      const p = [...def.path, 'services', i];
+      const namePlace = def.file.placeOf([...p, 'name']);
+      const seen = byName.get(s.name);
+      if (seen) error('duplicate_service', namePlace, [...p, 'name'], `node "${name}" publishes service "${s.name}" twice: here and at ${placeText(seen)}`);
+      else byName.set(s.name, namePlace);
+      const key = `${s.port}/${s.protocol ?? 'tcp'}`;
+      const portPlace = def.file.placeOf([...p, 'port']);
+      const taken = byPort.get(key);
+      if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
+      else byPort.set(key, portPlace);
+    });
+    nodes.push({
+      name,
+      kind: n.kind,
+      listen: n.listen,
+      tags: uniqueSorted(n.tags ?? []),
+      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay) },
+      services: (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' })),
+      place: def.place,
+    });
+  }
+
+  const groups = new Map<string, readonly string[]>();
+  for (const [name, def] of groupDefs) {
+    def.value.members.forEach((m, i) => {
+      const p = [...def.path, 'members', i];
+      if (refsCheckable && !nodeDefs.has(m)) error('unknown_node', def.file.placeOf(p), p, `group "${name}" names node "${m}", which no file defines`);
+    });
+    if (def.value.members.length === 0) warn('empty_group', def.place, def.path, `group "${name}" has no members`);
+    groups.set(name, uniqueSorted(def.value.members));
+  }
+
+  const usedGroups = new Set<string>();
+  const allowed = new Set<string>();
+  const acl: AclRuleModel[] = [];
+  for (const file of files) {
+    (file.data.acl ?? []).forEach((rule, r) => {
+      const from: AclSource[] = rule.from.map((text, i) => {
+        const m = ACL_SOURCE.exec(text) as RegExpExecArray;
+        const source: AclSource = { kind: (m[1] as 'group' | 'tag' | undefined) ?? 'node', name: m[2] };
+        const p = ['acl', r, 'from', i];
+        if (source.kind === 'group') usedGroups.add(source.name);
+        if (!refsCheckable) return source;
+        if (source.kind === 'node' && !nodeDefs.has(source.name)) error('unknown_node', file.placeOf(p), p, `no node is named "${source.name}"`);
+        if (source.kind === 'group' && !groupDefs.has(source.name)) error('unknown_group', file.placeOf(p), p, `no group is named "${source.name}"`);
+        if (source.kind === 'tag' && !tags.has(source.name)) error('unknown_tag', file.placeOf(p), p, `no node carries the tag "${source.name}"`);
+        return source;
+      });
+      const to = rule.to.map((text, i) => {
+        const m = ACL_TARGET.exec(text) as RegExpExecArray;
+        const target = { node: m[1], service: m[2] };
+        allowed.add(`${target.node}:${target.service}`);
+        const p = ['acl', r, 'to', i];
+        const node = nodeDefs.get(target.node);
+        if (!refsCheckable) return target;
+        if (!node) error('unknown_node', file.placeOf(p), p, `no node is named "${target.node}"`);
+        else if (!(node.value.services ?? []).some((s) => s.name === target.service)) {
+          const offered = (node.value.services ?? []).map((s) => s.name);
+          error('unknown_service', file.placeOf(p), p, `node "${target.node}" publishes no service "${target.service}"${offered.length ? ` (it publishes ${offered.join(', ')})` : ' (it publishes none)'}`);
+        }
+        return target;
+      });
+      acl.push({ from, to });
+    });
+  }
+
+  for (const [name, def] of nodeDefs) {
+    (def.value.services ?? []).forEach((s, i) => {
+      const p = [...def.path, 'services', i];
+      if (!allowed.has(`${name}:${s.name}`)) warn('unused_service', def.file.placeOf(p), p, `no ACL rule allows anyone to reach ${name}:${s.name}`);
+    });
+  }
+  for (const [name, def] of groupDefs) {
+    if (!usedGroups.has(name)) warn('unused_group', def.place, def.path, `group "${name}" is not used by any ACL rule`);
+  }
+
+  const sorted = sortDiagnostics(diagnostics);
+  if (sorted.some((d) => d.severity === 'error') || !mesh) return { diagnostics: sorted };
+  return {
+    rete: { mesh: mesh.value, nodes: nodes.sort((a, b) => cmp(a.name, b.name)), groups, acl },
+    diagnostics: sorted,
+  };
+}
+
+function seconds(duration: string): number {
+  return parseDuration(duration) ?? 0;
+}
+
+function uniqueSorted(list: readonly string[]): string[] {
+  return [...new Set(list)].sort(cmp);
+}
