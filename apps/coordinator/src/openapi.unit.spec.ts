@@ -15,7 +15,7 @@ function servedRoutes(): string[] {
   for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-      const handler = (controller.prototype as Record<string, unknown>)[name] as object;
+      const handler = (controller.prototype as unknown as Record<string, object>)[name];
       const path = Reflect.getMetadata(PATH_METADATA, handler);
       if (name === 'constructor' || typeof handler !== 'function' || path === undefined) continue;
       const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number].toLowerCase();
