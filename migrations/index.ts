@@ -2,10 +2,14 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001-ledger.js';
 import * as m0002 from './0002-projections.js';
 import * as m0003 from './0003-identity.js';
+import * as m0004 from './0004-mirror.js';
+import * as m0005 from './0005-fleet.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
   '0001-ledger': m0001,
   '0002-projections': m0002,
   '0003-identity': m0003,
+  '0004-mirror': m0004,
+  '0005-fleet': m0005,
 };

@@ -1,4 +1,30 @@
 #!/usr/bin/env node
-// retectl, the operator's CLI: its commands arrive with their own issue.
-process.stderr.write('retectl: not implemented yet\n');
-process.exit(1);
+// retectl, the operator's CLI. The only place that exits: usage errors 2, failures 1, plan changes 3.
+import { CommanderError } from 'commander';
+import { buildCli } from './cli.js';
+import { RetectlError } from './errors.js';
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { program, status } = buildCli();
+  try {
+    await program.parseAsync(argv as string[]);
+    return status();
+  } catch (e) {
+    // Commander has already printed its one line (or the help text).
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (e instanceof RetectlError) {
+      process.stderr.write(`retectl: ${e.message}\n`);
+      return e.code === 'usage' ? EXIT_USAGE : EXIT_FAILURE;
+    }
+    // A bug, not bad input: still one line; the stack only on request.
+    process.stderr.write(`retectl: internal error: ${(e as Error)?.message ?? String(e)}\n`);
+    if (process.env.RETECTL_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ''}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+const code = await main(process.argv);
+process.stdout.write('', () => process.exit(code));

@@ -154,3 +154,10 @@ export type ReteService = z.infer<typeof ReteService>;
 /** Built-in sync defaults when the rete sets none. */
 export const DEFAULT_POLL_INTERVAL = '5m';
 export const DEFAULT_SPLAY = '30s';
+
+/** retectl's config file in the user's config dir (mode 0600): where the coordinator is and the API token. */
+export const RetectlConfig = z.strictObject({
+  coordinator: z.string().optional(),
+  token: z.string().min(1).optional(),
+});
+export type RetectlConfig = z.infer<typeof RetectlConfig>;

@@ -4,12 +4,19 @@ import { cmp } from './diagnostics.js';
 /** A node's artifacts by name → sha256, locally or at the coordinator's head. */
 export type ArtifactDigests = ReadonlyMap<string, string>;
 
+/** A row of GET /v1/nodes; version and digest are null for a node known only by its enrolment. */
 export interface HeadSummary {
   readonly node: string;
-  readonly version: number;
-  readonly set_digest: string;
+  readonly version: number | null;
+  readonly set_digest: string | null;
   readonly retired: boolean;
 }
+
+interface PublishedHead extends HeadSummary {
+  readonly version: number;
+  readonly set_digest: string;
+}
+const published = (heads: readonly HeadSummary[]): PublishedHead[] => heads.filter((h): h is PublishedHead => h.version !== null && h.set_digest !== null);
 
 export type PlanEntry =
   | { readonly node: string; readonly action: 'new'; readonly artifacts: readonly string[]; readonly readded: boolean }
@@ -28,7 +35,7 @@ export const localSetDigest = (artifacts: ArtifactDigests): string => setDigest(
 
 /** Nodes whose head digest differs from the local set: only these need their head artifacts fetched. */
 export function nodesToInspect(local: ReadonlyMap<string, ArtifactDigests>, heads: readonly HeadSummary[]): string[] {
-  const byNode = new Map(heads.map((h) => [h.node, h]));
+  const byNode = new Map(published(heads).map((h) => [h.node, h]));
   return [...local]
     .filter(([node, artifacts]) => {
       const head = byNode.get(node);
@@ -49,7 +56,8 @@ export function planPublish(
   headArtifacts: ReadonlyMap<string, ArtifactDigests>,
   prune: boolean,
 ): Plan {
-  const byNode = new Map(heads.map((h) => [h.node, h]));
+  const live = published(heads);
+  const byNode = new Map(live.map((h) => [h.node, h]));
   const entries: PlanEntry[] = [];
   for (const node of [...local.keys()].sort(cmp)) {
     const artifacts = local.get(node) as ArtifactDigests;
@@ -64,7 +72,7 @@ export function planPublish(
       entries.push({ node, action: 'changed', version: head.version, artifacts: names.filter((a) => before.get(a) !== artifacts.get(a)) });
     }
   }
-  for (const head of [...heads].sort((a, b) => cmp(a.node, b.node))) {
+  for (const head of [...live].sort((a, b) => cmp(a.node, b.node))) {
     if (head.retired || local.has(head.node)) continue;
     entries.push({ node: head.node, action: prune ? 'retired' : 'absent', version: head.version });
   }

@@ -1,16 +1,21 @@
 export interface NodeStatusInput {
-  readonly version: number;
+  /** Null for a node that was enrolled or given a token but never published. */
+  readonly version: number | null;
+  /** The coordinator's lifecycle state, when it reports one (unenrolled, pending, enrolled, revoked, retired). */
+  readonly state?: string;
   readonly retired: boolean;
   readonly applied_version: number | null;
   readonly last_contact: string | null;
   readonly last_result: string | null;
 }
 
-export type NodeState = 'retired' | 'never seen' | 'failed' | 'rejected' | 'pending' | 'in sync';
+export type NodeState = 'retired' | 'revoked' | 'not published' | 'never seen' | 'failed' | 'rejected' | 'pending' | 'in sync';
 
 /** A node's state as an operator reads it: no age threshold, only what the node last said. */
 export function nodeState(n: NodeStatusInput): NodeState {
   if (n.retired) return 'retired';
+  if (n.state === 'revoked') return 'revoked';
+  if (n.version === null) return 'not published';
   if (n.last_contact === null) return 'never seen';
   if (n.last_result === 'failed') return 'failed';
   if (n.last_result === 'rejected') return 'rejected';

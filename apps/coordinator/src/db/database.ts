@@ -105,6 +105,23 @@ export interface NodeStatusTable {
   installed: Json<string[]> | null;
   profile: Json<Record<string, unknown>> | null;
   inventory: Json<Record<string, unknown>> | null;
+  ineligible: ColumnType<boolean, boolean | undefined, boolean>;
+  briefing: Json<{ outcome: string; lines: unknown[] }> | null;
+}
+
+export interface NodeOutcomesTable {
+  node: string;
+  version: number;
+  result: string;
+  error: string | null;
+  reported_at: Timestamp;
+}
+
+export interface MirrorStateTable {
+  id: string;
+  position: BigIntColumn;
+  commit: string | null;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface Database {
@@ -117,4 +134,6 @@ export interface Database {
   enrolment_tokens: EnrolmentTokensTable;
   node_credentials: NodeCredentialsTable;
   node_status: NodeStatusTable;
+  node_outcomes: NodeOutcomesTable;
+  mirror_state: MirrorStateTable;
 }

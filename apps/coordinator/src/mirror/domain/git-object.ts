@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+
+/** A git object in memory: its id is sha1 over `<type> <size>\0<content>`, so equal content has one id everywhere. */
+export interface GitObject {
+  readonly type: 'blob' | 'tree' | 'commit';
+  readonly oid: string;
+  readonly content: Buffer;
+}
+
+export function gitObject(type: GitObject['type'], content: Buffer): GitObject {
+  const oid = createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
+  return { type, oid, content };
+}
+
+export interface TreeEntry {
+  readonly name: string;
+  readonly kind: 'file' | 'tree';
+  readonly oid: string;
+}
+
+/**
+ * Git orders tree entries by name bytes with a folder compared as if its name ended in '/':
+ * `a-b/` sorts before `a/`. fsck --strict rejects any other order.
+ */
+export function treeOrder(a: TreeEntry, b: TreeEntry): number {
+  const ka = a.kind === 'tree' ? `${a.name}/` : a.name;
+  const kb = b.kind === 'tree' ? `${b.name}/` : b.name;
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+/** Entries must already be in treeOrder (callers that keep a sorted list avoid re-sorting 10,000 entries). */
+export function treeObjectSorted(entries: readonly TreeEntry[]): GitObject {
+  const parts: Buffer[] = [];
+  for (const e of entries) {
+    parts.push(Buffer.from(`${e.kind === 'tree' ? '40000' : '100644'} ${e.name}\0`, 'utf8'), Buffer.from(e.oid, 'hex'));
+  }
+  return gitObject('tree', Buffer.concat(parts));
+}
+
+export function treeObject(entries: readonly TreeEntry[]): GitObject {
+  return treeObjectSorted([...entries].sort(treeOrder));
+}
+
+/** Parses a tree object's content back into entries (for reading a stored root tree and for verification). */
+export function parseTree(content: Uint8Array): TreeEntry[] {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const entries: TreeEntry[] = [];
+  let i = 0;
+  while (i < buf.length) {
+    const space = buf.indexOf(0x20, i);
+    const nul = buf.indexOf(0, space);
+    const mode = buf.toString('latin1', i, space);
+    const name = buf.toString('utf8', space + 1, nul);
+    entries.push({ name, kind: mode === '40000' ? 'tree' : 'file', oid: buf.toString('hex', nul + 1, nul + 21) });
+    i = nul + 21;
+  }
+  return entries;
+}
+
+export interface Signature {
+  readonly name: string;
+  readonly email: string;
+  /** Seconds since the epoch, UTC. */
+  readonly seconds: number;
+}
+
+export interface CommitFields {
+  readonly tree: string;
+  readonly parent: string | null;
+  readonly author: Signature;
+  readonly committer: Signature;
+  readonly message: string;
+}
+
+const signature = (s: Signature) => `${s.name} <${s.email}> ${s.seconds} +0000`;
+
+export function commitObject(c: CommitFields): GitObject {
+  const lines = [`tree ${c.tree}`];
+  if (c.parent) lines.push(`parent ${c.parent}`);
+  lines.push(`author ${signature(c.author)}`, `committer ${signature(c.committer)}`, '', c.message);
+  return gitObject('commit', Buffer.from(lines.join('\n'), 'utf8'));
+}

@@ -1,0 +1,138 @@
+import { commitObject, gitObject, treeObject, treeObjectSorted, type GitObject, type Signature, type TreeEntry } from './git-object.js';
+import type { MirrorPublish } from './publish-group.js';
+
+export const COMMITTER = { name: 'Florete coordinator', email: 'coordinator@florete.invalid' } as const;
+export const BRANCH = 'refs/heads/main';
+
+/** What a node's folder holds at the mirror head: the fold verification compares files against. */
+export interface MirroredNode {
+  readonly version: number;
+  readonly setDigest: string;
+  readonly files: readonly TreeEntry[];
+}
+
+export interface CommitResult {
+  readonly commit: string;
+  /** Every object the commit needs that a previous commit may not have written; writing one twice is harmless. */
+  readonly objects: readonly GitObject[];
+}
+
+/** Resolves an artifact's sha256 to its git blob; the caller has the bytes (the blob store). */
+export type BlobOf = (sha256: string) => GitObject;
+
+/**
+ * The mirror as a pure fold over publishes: the root tree is kept as a sorted list of node folders,
+ * and a publish rewrites only the folders it touches, the root and the commit, reusing every other
+ * subtree id. Same publishes in, same commit ids out, on any machine.
+ */
+export class MirrorTree {
+  private root: TreeEntry[];
+  private readonly nodes = new Map<string, MirroredNode>();
+
+  private constructor(
+    private head: string | null,
+    root: TreeEntry[],
+  ) {
+    this.root = root;
+  }
+
+  static empty(): MirrorTree {
+    return new MirrorTree(null, []);
+  }
+
+  /**
+   * Resumes from a stored commit given its root entries. Only the tree is known then, not the
+   * per-node fold, so `nodeState` is for trees built from the first publish (verification).
+   */
+  static resume(commit: string, rootEntries: readonly TreeEntry[]): MirrorTree {
+    return new MirrorTree(commit, [...rootEntries]);
+  }
+
+  get commit(): string | null {
+    return this.head;
+  }
+
+  rootEntries(): readonly TreeEntry[] {
+    return this.root;
+  }
+
+  nodeState(): ReadonlyMap<string, MirroredNode> {
+    return this.nodes;
+  }
+
+  apply(publish: MirrorPublish, blobOf: BlobOf): CommitResult {
+    const objects: GitObject[] = [];
+    for (const stamp of publish.stamps) {
+      if (stamp.retired) {
+        this.setRoot(stamp.node, null);
+        this.nodes.delete(stamp.node);
+        continue;
+      }
+      const version = gitObject('blob', Buffer.from(`${stamp.version}\n`, 'utf8'));
+      const files: TreeEntry[] = [{ name: 'VERSION', kind: 'file', oid: version.oid }];
+      objects.push(version);
+      for (const artifact of stamp.artifacts) {
+        const blob = blobOf(artifact.sha256);
+        objects.push(blob);
+        files.push({ name: artifact.name, kind: 'file', oid: blob.oid });
+      }
+      const mgmt = treeObject(files);
+      const folder = treeObject([{ name: 'mgmt', kind: 'tree', oid: mgmt.oid }]);
+      objects.push(mgmt, folder);
+      this.setRoot(stamp.node, folder.oid);
+      this.nodes.set(stamp.node, { version: stamp.version, setDigest: stamp.set_digest, files: [...files].sort((a, b) => (a.name < b.name ? -1 : 1)) });
+    }
+    const root = treeObjectSorted(this.root);
+    const when = Math.floor(Date.parse(publish.recordedAt) / 1000);
+    const commit = commitObject({
+      tree: root.oid,
+      parent: this.head,
+      author: { ...authorOf(publish.actor), seconds: when },
+      committer: { ...COMMITTER, seconds: when },
+      message: commitMessage(publish),
+    });
+    objects.push(root, commit);
+    this.head = commit.oid;
+    return { commit: commit.oid, objects };
+  }
+
+  private setRoot(node: string, oid: string | null): void {
+    const key = `${node}/`;
+    let lo = 0;
+    let hi = this.root.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (`${this.root[mid].name}/` < key) lo = mid + 1;
+      else hi = mid;
+    }
+    const found = lo < this.root.length && this.root[lo].name === node;
+    if (oid === null) {
+      if (found) this.root.splice(lo, 1);
+    } else if (found) {
+      this.root[lo] = { name: node, kind: 'tree', oid };
+    } else {
+      this.root.splice(lo, 0, { name: node, kind: 'tree', oid });
+    }
+  }
+}
+
+/** The API token's name as a git identity; characters git reserves in an ident are dropped. */
+export function authorOf(actor: string): Omit<Signature, 'seconds'> {
+  const name = actor.replace(/[<>\n\r\0]/g, '').trim() || 'unknown';
+  const local = name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '') || 'unknown';
+  return { name, email: `${local}@florete.invalid` };
+}
+
+/** Operator's message, a blank line, one line per touched node, then trailers a script can parse. */
+export function commitMessage(p: MirrorPublish): string {
+  const subject = p.message.replace(/\0/g, '').replace(/\r\n?/g, '\n').trim() || p.kind;
+  const touched = p.changed.map((c) => `${c.node} ${c.from} -> ${c.to}`);
+  const trailers = [`Ledger-Position: ${p.position}`, `Ledger-Hash: ${p.hash}`, `Publish-Id: ${p.publishId}`];
+  return `${subject}\n\n${touched.length ? `${touched.join('\n')}\n\n` : ''}${trailers.join('\n')}\n`;
+}
+
+/** The ledger position a mirror commit records in its trailer, or null for a commit that has none. */
+export function ledgerPositionOf(message: string): number | null {
+  const m = /^Ledger-Position: (\d+)$/m.exec(message);
+  return m ? Number(m[1]) : null;
+}

@@ -1,0 +1,62 @@
+import type { StoredEvent } from '../../ledger/store/ledger-row.js';
+import type { NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/domain/ledger.events.js';
+
+/** One set-changing ledger record with the stamps it closes: what becomes one mirror commit. */
+export interface MirrorPublish {
+  /** Position and hash of the publish_recorded event, the last of the group. */
+  readonly position: number;
+  readonly hash: string;
+  readonly publishId: string;
+  readonly kind: PublishKind;
+  readonly message: string;
+  readonly actor: string;
+  readonly recordedAt: string;
+  readonly changed: readonly { node: string; from: number; to: number }[];
+  readonly stamps: readonly NodeSetStamped['data'][];
+}
+
+export type GroupItem = { readonly kind: 'publish'; readonly publish: MirrorPublish } | { readonly kind: 'other'; readonly position: number };
+
+/**
+ * Folds ledger events, in order, into publishes. A publish's stamps precede its record at contiguous
+ * positions; events of other streams (identity) change no set and pass through as `other`.
+ * Stamps still waiting for their record stay pending, so pages may split a publish anywhere.
+ */
+export class PublishGrouper {
+  private pending: StoredEvent[] = [];
+
+  push(event: StoredEvent): GroupItem | null {
+    if (event.type === 'node_set_stamped') {
+      this.pending.push(event);
+      return null;
+    }
+    if (event.type !== 'publish_recorded') {
+      if (this.pending.length) throw new Error(`ledger position ${event.position}: ${event.type} interrupts the stamps of a publish`);
+      return { kind: 'other', position: event.position };
+    }
+    const record = event.data as unknown as PublishRecorded['data'];
+    const stamps = this.pending.map((e) => e.data as unknown as NodeSetStamped['data']);
+    this.pending = [];
+    const foreign = stamps.find((s) => s.publish_id !== record.publish_id);
+    if (foreign) throw new Error(`ledger position ${event.position}: stamp of ${foreign.node} belongs to publish ${foreign.publish_id}, not ${record.publish_id}`);
+    return {
+      kind: 'publish',
+      publish: {
+        position: event.position,
+        hash: event.hash,
+        publishId: record.publish_id,
+        kind: record.kind,
+        message: record.message,
+        actor: String(event.meta.actor),
+        recordedAt: event.recorded_at,
+        changed: record.changed,
+        stamps,
+      },
+    };
+  }
+
+  /** Position of the first event not yet folded into an item, or null when nothing is pending. */
+  pendingFrom(): number | null {
+    return this.pending.length ? this.pending[0].position : null;
+  }
+}

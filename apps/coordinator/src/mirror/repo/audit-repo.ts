@@ -1,0 +1,122 @@
+import * as nodeFs from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import git from 'isomorphic-git';
+import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
+import { BRANCH, ledgerPositionOf } from '../domain/mirror-tree.js';
+
+/** Write to a temporary name, then rename: a crash leaves the old file or the new one, never half of one. */
+async function atomicWriteFile(path: string, data: string | Uint8Array, options?: unknown): Promise<void> {
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeFile(tmp, data, options as never);
+  await rename(tmp, path);
+}
+
+/**
+ * Node's fs for isomorphic-git with every write made atomic: it never overwrites an existing loose
+ * object, so a torn object left by a crash would otherwise stay torn.
+ */
+const fs = { ...nodeFs, promises: { ...nodeFs.promises, writeFile: atomicWriteFile } };
+
+export interface RepoHead {
+  readonly commit: string | null;
+  /** The Ledger-Position trailer of the head commit; 0 for an empty repository. */
+  readonly position: number;
+}
+
+export interface StoredCommit {
+  readonly oid: string;
+  readonly tree: string;
+  readonly parent: string | null;
+  readonly author: { name: string; email: string; timestamp: number };
+  readonly message: string;
+}
+
+/** The bare audit repository on disk: objects written by isomorphic-git, refs and info files kept current for dumb HTTP. */
+export class AuditRepo {
+  private constructor(readonly gitdir: string) {}
+
+  static async open(gitdir: string): Promise<AuditRepo> {
+    if (!nodeFs.existsSync(join(gitdir, 'HEAD'))) {
+      await git.init({ fs, gitdir, bare: true, defaultBranch: 'main' });
+    }
+    const repo = new AuditRepo(gitdir);
+    await mkdir(join(gitdir, 'objects', 'info'), { recursive: true });
+    // Objects are loose, never packed: an empty pack list tells dumb-HTTP clients not to look for packs.
+    if (!nodeFs.existsSync(join(gitdir, 'objects', 'info', 'packs'))) await atomicWriteFile(join(gitdir, 'objects', 'info', 'packs'), '\n');
+    await repo.writeInfoRefs(await repo.readRef());
+    return repo;
+  }
+
+  async writeObjects(objects: readonly GitObject[]): Promise<void> {
+    for (const o of objects) {
+      if (nodeFs.existsSync(join(this.gitdir, 'objects', o.oid.slice(0, 2), o.oid.slice(2)))) continue;
+      const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
+      await git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, { level: 1 }), format: 'deflated', oid: o.oid });
+    }
+  }
+
+  async readRef(): Promise<string | null> {
+    try {
+      return (await readFile(join(this.gitdir, BRANCH), 'utf8')).trim() || null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  async head(): Promise<RepoHead> {
+    const commit = await this.readRef();
+    if (!commit) return { commit: null, position: 0 };
+    const position = ledgerPositionOf((await this.readCommit(commit)).message);
+    if (position === null) throw new Error(`mirror head ${commit} has no Ledger-Position trailer`);
+    return { commit, position };
+  }
+
+  /** Moves the branch, then info/refs: a client never sees a ref before the objects it needs. */
+  async setRef(commit: string): Promise<void> {
+    const path = join(this.gitdir, BRANCH);
+    await mkdir(dirname(path), { recursive: true });
+    await atomicWriteFile(path, `${commit}\n`);
+    await this.writeInfoRefs(commit);
+  }
+
+  private async writeInfoRefs(commit: string | null): Promise<void> {
+    await mkdir(join(this.gitdir, 'info'), { recursive: true });
+    await atomicWriteFile(join(this.gitdir, 'info', 'refs'), commit ? `${commit}\t${BRANCH}\n` : '');
+  }
+
+  async hasObject(oid: string): Promise<boolean> {
+    return nodeFs.existsSync(join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2)));
+  }
+
+  async readCommit(oid: string): Promise<StoredCommit> {
+    const { commit } = await git.readCommit({ fs, gitdir: this.gitdir, oid });
+    return { oid, tree: commit.tree, parent: commit.parent[0] ?? null, author: commit.author, message: commit.message };
+  }
+
+  async readTree(oid: string): Promise<TreeEntry[]> {
+    const { object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content' });
+    return parseTree(object as Uint8Array);
+  }
+
+  async readBlob(oid: string): Promise<Uint8Array> {
+    const { blob } = await git.readBlob({ fs, gitdir: this.gitdir, oid });
+    return blob;
+  }
+
+  /** Commits from the root to `tip` along first parents. */
+  async history(tip: string | null): Promise<StoredCommit[]> {
+    const out: StoredCommit[] = [];
+    for (let oid = tip; oid; ) {
+      const c = await this.readCommit(oid);
+      out.push(c);
+      oid = c.parent;
+    }
+    return out.reverse();
+  }
+}
+
+export { fs as auditFs };

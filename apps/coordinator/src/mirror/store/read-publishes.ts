@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.js';
+import { readEvents } from '../../ledger/store/read-events.js';
+import { gitObject, type GitObject } from '../domain/git-object.js';
+import { PublishGrouper, type GroupItem } from '../domain/publish-group.js';
+import { readBlobs } from './read-blobs.js';
+
+export interface PublishPage {
+  readonly items: readonly GroupItem[];
+  readonly blobOf: (sha256: string) => GitObject;
+}
+
+/**
+ * The ledger after a position as pages of publishes (and other events), each with the artifact
+ * bodies its stamps name: one blob query per page, not per publish.
+ */
+export async function* publishPages(db: Kysely<Database>, after: number, pageSize = 2000): AsyncGenerator<PublishPage> {
+  const grouper = new PublishGrouper();
+  for (;;) {
+    const events = await readEvents(db, after, pageSize);
+    const items: GroupItem[] = [];
+    for (const e of events) {
+      const item = grouper.push(e);
+      if (item) items.push(item);
+    }
+    const blobs = await readBlobs(db, items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])));
+    yield { items, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
+    if (events.length < pageSize) return;
+    after = events[events.length - 1].position;
+  }
+}

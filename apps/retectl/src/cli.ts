@@ -1,0 +1,114 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { parseDuration } from '#contracts';
+import * as compile from './commands/compile.js';
+import * as config from './commands/config.js';
+import * as diff from './commands/diff.js';
+import * as history from './commands/history.js';
+import * as init from './commands/init.js';
+import * as ledgerVerify from './commands/ledger-verify.js';
+import * as plan from './commands/plan.js';
+import * as publish from './commands/publish.js';
+import * as retire from './commands/retire.js';
+import * as rollback from './commands/rollback.js';
+import * as show from './commands/show.js';
+import * as status from './commands/status.js';
+import * as tokenCreate from './commands/token-create.js';
+import * as validate from './commands/validate.js';
+
+export const VERSION = '0.1.0';
+
+const integer = (what: string, min: number) => (value: string): number => {
+  if (!/^[0-9]{1,15}$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${what} must be a whole number ≥ ${min}`);
+  return Number(value);
+};
+const ttl = (value: string): number => {
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 10m, 1h or 2d');
+  if (seconds < 60 || seconds > 30 * 86400) throw new InvalidArgumentError('must be between 1m and 30d');
+  return seconds;
+};
+
+/**
+ * Declares every command and nothing else: each action hands its options to a command's run(),
+ * which returns an exit status or throws. `status()` is the status of the last action run.
+ */
+export function buildCli(): { program: Command; status: () => number } {
+  let exitStatus = 0;
+  const done = (code: number | void) => {
+    exitStatus = code ?? 0;
+  };
+  const program = new Command('retectl')
+    .description("the Florete operator's CLI: validate, compile, plan and publish a rete, then inspect and roll back")
+    .version(VERSION)
+    // Program options only before the command name, so `show --version N` means the node's version.
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`retectl: ${text.replace(/^error: /, '')}`) });
+
+  const json = (c: Command) => c.option('--json', 'print machine-readable JSON on stdout');
+  const dir = (c: Command) => c.option('-C, --dir <dir>', 'the rete directory', '.');
+  const remote = (c: Command) =>
+    c
+      .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, the config file, the rete\'s mesh.coordinator)')
+      .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)');
+
+  json(program.command('init').argument('[dir]', 'where to write the example', '.').description('write an example rete (3 nodes, a group, a service, an ACL rule)')).action(
+    async (d: string, o) => done(await init.run({ ...o, dir: d })),
+  );
+  json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
+    done(await validate.run(o)),
+  );
+  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json}'))).action(async (o) =>
+    done(await compile.run(o)),
+  );
+  json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
+    .option('--prune', 'also plan to retire nodes no longer in the tree')
+    .action(async (o) => done(await plan.run(o)));
+  json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
+    .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
+    .option('--prune', 'retire nodes no longer in the tree')
+    .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
+    .action(async (o) => done(await publish.run(o)));
+  json(remote(program.command('status').description('nodes with head and applied versions, last contact and state'))).action(async (o) => done(await status.run(o)));
+  json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
+    .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
+    .action(async (node: string, o) => done(await history.run({ ...o, node })));
+  json(remote(program.command('show').argument('<node>').description("a node's artifacts at its head or at --version")))
+    .option('--version <n>', 'the version to show', integer('--version', 1))
+    .action(async (node: string, o) => done(await show.run({ ...o, node })));
+  json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
+    .description('unified diff of a node between two versions')
+    .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
+  json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
+    .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))
+    .option('-m, --message <message>', 'why')
+    .action(async (node: string, o) => done(await rollback.run({ ...o, node })));
+  json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
+    .option('-m, --message <message>', 'why')
+    .action(async (node: string, o) => done(await retire.run({ ...o, node })));
+
+  const token = program.command('token').description('enrolment tokens for new nodes');
+  json(remote(token.command('create').argument('<node>').description('create a single-use enrolment token (printed once)')))
+    .option('--ttl <duration>', 'how long the token stays valid (1m to 30d)', ttl, 3600)
+    .action(async (node: string, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+
+  const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
+  json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
+  const audit = program.command('audit').description('the git audit mirror');
+  json(remote(audit.command('verify').description('verify the ledger and the audit mirror against it; exit 1 on a break'))).action(async (o) =>
+    done(await ledgerVerify.run({ ...o, mirror: true })),
+  );
+
+  const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token), stored with mode 0600`);
+  cfg
+    .command('set')
+    .argument('<key>', 'coordinator or token')
+    .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin')
+    .description('set a config value')
+    .action(async (key: string, value: string | undefined) => done(await config.set({ key, value })));
+  cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await config.unset({ key })));
+  json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await config.show(o)));
+
+  return { program, status: () => exitStatus };
+}
+

@@ -1,0 +1,68 @@
+import { sha256Hex } from '#bundle';
+import { NodeList, VersionDetail } from '#contracts';
+import { nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type PlanEntry } from '#rete';
+import { CoordinatorClient } from '../client.js';
+import { resolveConnection, type ConnectionFlags } from '../config.js';
+import { out, outJson } from '../output.js';
+import { loadCompiledTree } from '../rete-dir.js';
+
+export interface PlanOptions extends ConnectionFlags {
+  readonly dir: string;
+  readonly prune?: boolean;
+  readonly json?: boolean;
+}
+
+/** Exit status of a plan with changes, as `terraform plan -detailed-exitcode`. */
+export const PLAN_HAS_CHANGES = 3;
+
+export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
+  return new Map([...tree].map(([node, files]) => [node, new Map([...files].map(([name, text]) => [name, sha256Hex(text)]))]));
+}
+
+/** Compares the compiled tree with the coordinator's heads by digest; exit 3 when a publish would stamp something. */
+export async function run(options: PlanOptions): Promise<number> {
+  const { rete, tree } = loadCompiledTree(options.dir);
+  const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
+  const local = digestsOf(tree);
+  const { body: heads } = await client.call('GET', '/v1/nodes', NodeList);
+  // Only nodes whose set digest differs need their head's per-artifact digests.
+  const headArtifacts = new Map<string, ArtifactDigests>();
+  for (const node of nodesToInspect(local, heads.items)) {
+    const head = heads.items.find((h) => h.node === node) as { version: number };
+    const { body } = await client.call('GET', `/v1/nodes/${node}/versions/${head.version}`, VersionDetail);
+    headArtifacts.set(node, new Map(body.artifacts.map((a) => [a.name, a.sha256])));
+  }
+  const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false);
+  if (options.json) outJson(plan);
+  else printPlan(plan.entries);
+  return plan.changes ? PLAN_HAS_CHANGES : 0;
+}
+
+function printPlan(entries: readonly PlanEntry[]): void {
+  const count = (a: PlanEntry['action']) => entries.filter((e) => e.action === a).length;
+  for (const e of entries) {
+    switch (e.action) {
+      case 'new':
+        out(`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${e.artifacts.join(', ')})`);
+        break;
+      case 'changed':
+        out(`~ ${e.node}: changed (${e.artifacts.join(', ')}) at version ${e.version}`);
+        break;
+      case 'unchanged':
+        out(`  ${e.node}: unchanged at version ${e.version}`);
+        break;
+      case 'retired':
+        out(`- ${e.node}: retired (not in the tree) at version ${e.version}`);
+        break;
+      case 'absent':
+        out(`! ${e.node}: not in the tree, kept at version ${e.version} (--prune would retire it)`);
+        break;
+      default: {
+        const unreachable: never = e;
+        throw new TypeError(`unknown plan entry ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  const changes = count('new') + count('changed') + count('retired');
+  out(`plan: ${count('new')} new, ${count('changed')} changed, ${count('retired')} retired, ${count('unchanged')} unchanged${changes === 0 ? ': nothing to publish' : ''}`);
+}

@@ -1,0 +1,28 @@
+/** Why a retectl run failed. Only `usage` maps to exit 2; every other code is a failure (exit 1). */
+export type RetectlErrorCode =
+  | 'usage'
+  | 'config'
+  | 'io'
+  | 'invalid_rete'
+  | 'stale_compile'
+  | 'network'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'rejected'
+  | 'server'
+  | 'bad_response';
+
+export class RetectlError extends Error {
+  constructor(
+    readonly code: RetectlErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RetectlError';
+  }
+}
+
+export const usageError = (message: string) => new RetectlError('usage', message);

@@ -1,0 +1,104 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { DNS_LABEL } from '#contracts';
+import { compileRete, diffTrees, formatDiagnostic, validateRete, type CompiledTree, type Diagnostic, type Rete, type Source } from '#rete';
+import { RetectlError } from './errors.js';
+import { note } from './output.js';
+
+export const COMPILED_DIR = join('.flor', 'compiled');
+const MGMT = 'mgmt';
+
+/** Every *.yaml / *.yml under the rete root, nested folders too; dot-folders (.git, .flor) are not the rete. */
+export function readSources(root: string): Source[] {
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new RetectlError('io', `${root} is not a directory`);
+  const sources: Source[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.isFile() && /\.ya?ml$/.test(entry.name)) {
+        sources.push({ file: relative(root, path).split(sep).join('/'), text: readFileSync(path, 'utf8') });
+      }
+    }
+  };
+  walk(root);
+  return sources;
+}
+
+export interface Checked {
+  readonly rete: Rete;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** Validates the rete under root; prints its diagnostics to stderr (quiet: only when invalid) and fails on any error. */
+export function validateDir(root: string, quiet = false): Checked {
+  const { rete, diagnostics } = validateRete(readSources(root));
+  if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
+  if (!rete) {
+    const errors = diagnostics.filter((d) => d.severity === 'error').length;
+    throw new RetectlError('invalid_rete', `the rete does not validate: ${errors} error${errors === 1 ? '' : 's'}`);
+  }
+  return { rete, diagnostics };
+}
+
+export function readCompiled(root: string): Map<string, Map<string, string>> {
+  const base = join(root, COMPILED_DIR);
+  const tree = new Map<string, Map<string, string>>();
+  if (!existsSync(base)) return tree;
+  for (const node of readdirSync(base, { withFileTypes: true })) {
+    if (!node.isDirectory() || !DNS_LABEL.test(node.name)) continue;
+    const mgmt = join(base, node.name, MGMT);
+    const files = new Map<string, string>();
+    if (existsSync(mgmt)) {
+      for (const f of readdirSync(mgmt, { withFileTypes: true })) {
+        if (f.isFile() && !f.name.startsWith('.')) files.set(f.name, readFileSync(join(mgmt, f.name), 'utf8'));
+      }
+    }
+    tree.set(node.name, files);
+  }
+  return tree;
+}
+
+/**
+ * Makes .flor/compiled exactly the given tree: writes only files whose bytes differ (temp + rename,
+ * so a reader never sees half a file) and removes the folders of nodes no longer defined.
+ */
+export function writeCompiled(root: string, tree: CompiledTree) {
+  const before = readCompiled(root);
+  const change = diffTrees(before, tree);
+  const base = join(root, COMPILED_DIR);
+  for (const [node, files] of tree) {
+    const mgmt = join(base, node, MGMT);
+    mkdirSync(mgmt, { recursive: true });
+    const old = before.get(node);
+    for (const [name, text] of files) {
+      if (old?.get(name) === text) continue;
+      const tmp = join(mgmt, `.${name}.${process.pid}.tmp`);
+      writeFileSync(tmp, text);
+      renameSync(tmp, join(mgmt, name));
+    }
+    for (const name of old?.keys() ?? []) if (!files.has(name)) rmSync(join(mgmt, name), { force: true });
+  }
+  for (const node of change.removed) rmSync(join(base, node), { recursive: true, force: true });
+  return change;
+}
+
+/**
+ * The compiled tree a publish or plan may use: the rete must validate and .flor/compiled must hold
+ * exactly what compiling it now yields; anything else means the YAML moved on since the last compile.
+ */
+export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree } {
+  const { rete } = validateDir(root, true);
+  const expected = compileRete(rete);
+  const onDisk = readCompiled(root);
+  const d = diffTrees(onDisk, expected);
+  if (d.added.length + d.changed.length + d.removed.length > 0) {
+    const nodes = [...d.added, ...d.changed.map((c) => c.node), ...d.removed];
+    throw new RetectlError(
+      'stale_compile',
+      `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
+    );
+  }
+  return { rete, tree: onDisk };
+}

@@ -1,0 +1,49 @@
+import { localSetDigest, nodesToInspect, planPublish, type ArtifactDigests } from './plan.js';
+
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const C = 'c'.repeat(64);
+const set = (agent: string, flor: string): ArtifactDigests => new Map([['agent.json', agent], ['flor.json', flor]]);
+const head = (node: string, version: number, artifacts: ArtifactDigests, retired = false) => ({ node, version, set_digest: localSetDigest(artifacts), retired });
+
+describe('plan', () => {
+  const local = new Map([
+    ['alpha', set(A, B)],
+    ['beta', set(A, C)],
+    ['gamma', set(B, B)],
+  ]);
+  const heads = [head('alpha', 4, set(A, A)), head('beta', 2, set(A, C)), head('delta', 7, set(C, C))];
+
+  it('fetches head artifacts only for nodes whose set digest differs', () => {
+    expect(nodesToInspect(local, heads)).toEqual(['alpha']);
+  });
+
+  it('lists new, changed (with which artifacts), unchanged and, without prune, absent nodes', () => {
+    const plan = planPublish(local, heads, new Map([['alpha', set(A, A)]]), false);
+    expect(plan.entries).toEqual([
+      { node: 'alpha', action: 'changed', version: 4, artifacts: ['flor.json'] },
+      { node: 'beta', action: 'unchanged', version: 2 },
+      { node: 'delta', action: 'absent', version: 7 },
+      { node: 'gamma', action: 'new', artifacts: ['agent.json', 'flor.json'], readded: false },
+    ]);
+    expect(plan.changes).toBe(true);
+  });
+
+  it('retires absent nodes with prune, and treats a retired head as re-added', () => {
+    const plan = planPublish(new Map([['delta', set(C, C)]]), [head('delta', 8, new Map(), true), head('beta', 2, set(A, C))], new Map(), true);
+    expect(plan.entries).toEqual([
+      { node: 'beta', action: 'retired', version: 2 },
+      { node: 'delta', action: 'new', artifacts: ['agent.json', 'flor.json'], readded: true },
+    ]);
+  });
+
+  it('has no changes when every node matches its head and nothing would be pruned', () => {
+    const plan = planPublish(new Map([['beta', set(A, C)]]), [head('beta', 2, set(A, C)), head('old', 3, new Map(), true)], new Map(), true);
+    expect(plan).toEqual({ entries: [{ node: 'beta', action: 'unchanged', version: 2 }], changes: false });
+  });
+
+  it('ignores nodes the coordinator knows only from an enrolment token', () => {
+    const plan = planPublish(new Map([['beta', set(A, C)]]), [{ node: 'beta', version: null, set_digest: null, retired: false }], new Map(), true);
+    expect(plan.entries).toEqual([{ node: 'beta', action: 'new', artifacts: ['agent.json', 'flor.json'], readded: false }]);
+  });
+});
