@@ -20,13 +20,14 @@ import { AuthGuard } from './identity/auth.guard.js';
 import { ReportsController } from './fleet/reports.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { Metrics } from './health/metrics.js';
+import { MirrorModule } from './mirror/mirror.module.js';
 
 @Module({})
 export class AppModule {
   static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger }): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.with(resources), CqrsModule.forRoot()],
+      imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
       controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController],
       providers: [
         LedgerWriter,

@@ -11,6 +11,11 @@ const Env = z.object({
   FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
+  FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
+  FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
+  FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
+  FLORETE_MIRROR_PUSH_USERNAME: z.string().optional(),
+  FLORETE_MIRROR_PUSH_PASSWORD: z.string().optional(),
 });
 
 export interface CoordinatorConfig {
@@ -23,6 +28,15 @@ export interface CoordinatorConfig {
   readonly bodyLimit: number;
   readonly blobLimit: number;
   readonly dbPoolSize: number;
+  readonly mirror: MirrorConfig;
+}
+
+export interface MirrorConfig {
+  readonly enabled: boolean;
+  /** The bare audit repository: <dataDir>/audit.git. */
+  readonly gitdir: string;
+  readonly intervalMs: number;
+  readonly push?: { readonly url: string; readonly username?: string; readonly password?: string };
 }
 
 export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
@@ -46,5 +60,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     bodyLimit: e.FLORETE_BODY_LIMIT,
     blobLimit: e.FLORETE_BLOB_LIMIT,
     dbPoolSize: e.FLORETE_DB_POOL,
+    mirror: {
+      enabled: e.FLORETE_MIRROR === 'on',
+      gitdir: resolve(dataDir, 'audit.git'),
+      intervalMs: e.FLORETE_MIRROR_INTERVAL_MS,
+      ...(e.FLORETE_MIRROR_PUSH_URL
+        ? { push: { url: e.FLORETE_MIRROR_PUSH_URL, username: e.FLORETE_MIRROR_PUSH_USERNAME, password: e.FLORETE_MIRROR_PUSH_PASSWORD } }
+        : {}),
+    },
   };
 }

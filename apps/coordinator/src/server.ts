@@ -12,6 +12,8 @@ import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, createApiToken } from './identity/api-tokens.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { openApiDocument } from './openapi.js';
+import { AuthService } from './identity/auth.service.js';
+import { registerAuditRoutes } from './mirror/audit-http.js';
 
 export interface RunningCoordinator {
   readonly app: NestFastifyApplication;
@@ -50,6 +52,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     // Blobs are raw bytes; every other body is JSON parsed by Fastify and then by a zod contract.
     fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: config.blobLimit }, (_req, body, done) => done(null, body));
     fastify.setErrorHandler((err, _req, reply) => sendProblem(reply, toProblem(err, log)));
+    registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
       log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
 import { DB, KEYS } from '../db/db.module.js';
@@ -13,6 +13,7 @@ import type { IdentityRecorded } from './domain/ledger.events.js';
 import { appendEvents } from './store/append.js';
 import { lockLedger } from './store/lock.js';
 import { readLedgerHead, readStreamRevision } from './store/read-head.js';
+import { MirrorNudge } from '../mirror/mirror-nudge.js';
 
 export interface WriteOptions {
   readonly actor: string;
@@ -28,6 +29,7 @@ export class LedgerWriter {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
+    @Optional() private readonly mirror?: MirrorNudge,
   ) {}
 
   async write(
@@ -37,7 +39,7 @@ export class LedgerWriter {
     await this.keys.reloadIfChanged();
     const kid = this.keys.activeKid();
     const publishId = randomUUID();
-    return this.db.kysely.transaction().execute(async (trx) => {
+    const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
       await lockLedger(trx);
       const head = await readLedgerHead(trx);
       if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
@@ -55,6 +57,9 @@ export class LedgerWriter {
       await project(trx, stored, this.keys);
       return { publish_id: publishId, position: stored[stored.length - 1].position, changed: [...decision.changed], unchanged: decision.unchanged };
     });
+    // After the commit, never inside it: the git mirror follows asynchronously.
+    if (result.publish_id) this.mirror?.nudge();
+    return result;
   }
 
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */

@@ -17,6 +17,9 @@ import { RollbackNodeCommand } from './commands/rollback-node.command.js';
 import { readEvents } from './store/read-events.js';
 import { readLedgerHead } from './store/read-head.js';
 import { verifyLedger } from './store/verify.js';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
+import { AuditRepo } from '../mirror/repo/audit-repo.js';
+import { verifyWithMirror } from '../mirror/verify-mirror.js';
 
 const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
 
@@ -27,6 +30,7 @@ export class LedgerController {
     private readonly metrics: Metrics,
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
   @Post('v1/publishes')
@@ -69,9 +73,10 @@ export class LedgerController {
   @Post('v1/ledger/verify')
   @HttpCode(200)
   @Access('reader')
-  verify(@Query() query: unknown) {
-    parseInput(VerifyQuery, query, 'query');
-    return verifyLedger(this.db.kysely);
+  async verify(@Query() query: unknown) {
+    const q = parseInput(VerifyQuery, query, 'query');
+    if (q.mirror !== 'true') return verifyLedger(this.db.kysely);
+    return verifyWithMirror(this.db.kysely, await AuditRepo.open(this.config.mirror.gitdir));
   }
 
   /** Drops and replays every projection from the ledger: recovery for a damaged read model. */

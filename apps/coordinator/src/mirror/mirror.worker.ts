@@ -1,0 +1,97 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
+import { DB, LOG } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import { MirrorError } from './mirror-error.js';
+import { MirrorNudge } from './mirror-nudge.js';
+import { MirrorPusher } from './mirror-push.js';
+import { MirrorSync } from './mirror-sync.js';
+import { AuditRepo } from './repo/audit-repo.js';
+import { databaseCheckpoints } from './store/checkpoint.js';
+import { withMirrorLock } from './store/writer-lock.js';
+
+export type WorkerState = 'off' | 'starting' | 'writing' | 'standby' | 'diverged' | 'failing';
+
+/**
+ * Follows the ledger into the audit repository after publishes commit, never inside them: on a
+ * timer and when nudged by the ledger writer. Runs never overlap; a nudge during a run queues one more.
+ */
+@Injectable()
+export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  state: WorkerState = 'off';
+  lastError: string | null = null;
+  commits = 0;
+  pusher: MirrorPusher | null = null;
+  private sync: MirrorSync | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private readonly onNudge = () => this.kick();
+
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    @Inject(LOG) private readonly log: Logger,
+    private readonly nudge: MirrorNudge,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { mirror } = this.config;
+    if (!mirror.enabled) return;
+    this.state = 'starting';
+    const repo = await AuditRepo.open(mirror.gitdir);
+    if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
+    this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++ });
+    this.nudge.on(this.onNudge);
+    this.timer = setInterval(this.onNudge, mirror.intervalMs);
+    this.timer.unref();
+    if (this.pusher && (await repo.readRef())) this.pusher.request();
+    this.kick();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    this.nudge.off(this.onNudge);
+    if (this.timer) clearInterval(this.timer);
+    await this.idle();
+    await this.pusher?.close();
+  }
+
+  /** Resolves when no run is in flight or queued. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  kick(): void {
+    if (!this.sync || this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.runOnce().finally(() => {
+      this.running = null;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  private async runOnce(): Promise<void> {
+    const before = this.state;
+    try {
+      const result = await withMirrorLock(this.db, (q) => this.sync!.run(q));
+      this.state = result === null ? 'standby' : 'writing';
+      this.lastError = null;
+      if (result?.commits) this.pusher?.request();
+    } catch (err) {
+      this.state = err instanceof MirrorError && err.code === 'mirror_diverged' ? 'diverged' : 'failing';
+      const message = err instanceof Error ? err.message : String(err);
+      // Logged when the failure changes, not on every poll.
+      if (this.state !== before || message !== this.lastError) this.log.error({ err: message, state: this.state }, 'git mirror stopped writing');
+      this.lastError = message;
+    }
+  }
+}
