@@ -1,0 +1,65 @@
+import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+
+/** A temp name next to the target: rename is only atomic within one filesystem. */
+export function tempNameFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+}
+
+export function isTempName(name: string): boolean {
+  return /^\..+\.tmp-\d+-[0-9a-f]{8}$/.test(name);
+}
+
+export function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes and fsyncs a file without renaming it (used inside a staging folder renamed as a whole). */
+export function writeFileDurable(path: string, data: Uint8Array | string, mode = 0o644): void {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  const fd = openSync(path, 'w', mode);
+  try {
+    fchmodSync(fd, mode);
+    let off = 0;
+    while (off < bytes.byteLength) off += writeSync(fd, bytes, off, bytes.byteLength - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Write temp, fsync, rename, fsync the folder: a crash leaves the old file or the new one, never a torn one. */
+export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = tempNameFor(path);
+  try {
+    writeFileDurable(tmp, data, mode);
+    renameSync(tmp, path);
+  } catch (err) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already renamed or never created */
+    }
+    throw err;
+  }
+  fsyncDir(dirname(path));
+}
+
+export function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
+  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, mode);
+}
+
+/** Points `path` at `target` by renaming a fresh symlink over it: readers see the old target or the new one. */
+export function symlinkAtomic(target: string, path: string): void {
+  const tmp = tempNameFor(path);
+  symlinkSync(target, tmp);
+  renameSync(tmp, path);
+  fsyncDir(dirname(path));
+}

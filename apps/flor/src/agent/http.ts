@@ -1,0 +1,95 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { AgentError } from '../errors.js';
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Buffer;
+}
+
+export interface HttpOptions {
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: unknown;
+  /** The whole exchange, connect to last byte. */
+  readonly timeoutMs: number;
+  /** Answers larger than this are cut off as an error: a bundle is small. */
+  readonly maxBytes?: number;
+}
+
+/**
+ * One request with node:http (lighter than fetch on an idle agent): a hard deadline on the whole
+ * exchange, a size cap, and typed errors for the daemon's backoff.
+ */
+export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { accept: '*/*', ...options.headers };
+  let payload: Buffer | undefined;
+  if (options.body !== undefined) {
+    payload = Buffer.from(JSON.stringify(options.body), 'utf8');
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(payload.byteLength);
+  }
+  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (err: AgentError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      reject(err);
+    };
+    const req = send(url, { method: options.method ?? 'GET', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.byteLength;
+        if (size > maxBytes) fail(new AgentError('bad_response', `answer from ${url.origin} is larger than ${maxBytes} bytes`));
+        else chunks.push(c);
+      });
+      res.on('error', (cause) => fail(new AgentError('unreachable', `${url.origin}: ${cause.message}`, { cause })));
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
+      });
+    });
+    const timer = setTimeout(() => fail(new AgentError('timeout', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
+    req.on('error', (cause) => fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause })));
+    req.end(payload);
+  });
+}
+
+/** Retry-After as milliseconds from now: delta-seconds or an HTTP date (RFC 9110 10.2.3). */
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  if (/^\s*\d+\s*$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The detail of a problem+json answer, or the start of whatever else came back. */
+export function describeAnswer(a: HttpAnswer): string {
+  const text = a.body.toString('utf8');
+  try {
+    const p = JSON.parse(text) as { detail?: unknown; code?: unknown };
+    if (typeof p.detail === 'string') return `${a.status} ${typeof p.code === 'string' ? `${p.code}: ` : ''}${p.detail}`;
+  } catch {
+    /* not JSON */
+  }
+  return `${a.status} ${text.slice(0, 200)}`.trim();
+}
+
+/** Maps a non-success answer to the error the daemon reacts to (401: stop trusting the credential; 503: wait as told). */
+export function answerError(a: HttpAnswer, what: string): AgentError {
+  const detail = describeAnswer(a);
+  if (a.status === 401) return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`);
+  if (a.status === 503 || a.status === 429) {
+    return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, { retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()) });
+  }
+  return new AgentError('http_error', `${what}: ${detail}`);
+}

@@ -1,0 +1,35 @@
+import { AgentJson } from '#contracts';
+
+export interface PollTiming {
+  readonly pollIntervalMs: number;
+  readonly splayMs: number;
+}
+
+/** The next delay after a pass: the interval plus jitter within splay, so a fleet does not poll in step. */
+export function nextPollDelay(timing: PollTiming, random: number): number {
+  return timing.pollIntervalMs + Math.floor(random * timing.splayMs);
+}
+
+/**
+ * After `failures` failed contacts in a row: the poll interval doubled per failure up to a cap, with
+ * jitter over the upper half so a restarted coordinator is not hit by the whole fleet at once. A
+ * Retry-After from the coordinator is a floor.
+ */
+export function backoffDelay(timing: PollTiming, failures: number, maxMs: number, random: number, retryAfterMs?: number): number {
+  const ceiling = Math.min(maxMs, timing.pollIntervalMs * 2 ** Math.max(0, failures - 1));
+  const jittered = Math.floor(ceiling / 2 + (random * ceiling) / 2);
+  return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/** The timing from the active agent.json, or the local default when no set (or no agent.json) is active. */
+export function timingFrom(agentJson: string | null, defaultIntervalSeconds: number): PollTiming {
+  if (agentJson !== null) {
+    try {
+      const parsed = AgentJson.safeParse(JSON.parse(agentJson));
+      if (parsed.success) return { pollIntervalMs: parsed.data.sync.poll_interval * 1000, splayMs: parsed.data.sync.splay * 1000 };
+    } catch {
+      /* not JSON: fall back */
+    }
+  }
+  return { pollIntervalMs: defaultIntervalSeconds * 1000, splayMs: 0 };
+}

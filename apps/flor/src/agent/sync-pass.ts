@@ -1,0 +1,180 @@
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { AgentConfig, AgentState, BundlePayload, ReportRequest, SyncOutcome } from '#contracts';
+import { AgentError } from '../errors.js';
+import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
+import type { Activator } from './activator.js';
+import { CoordinatorClient } from './coordinator-client.js';
+import { installSet, targetPath } from './installer.js';
+import { SET_JWS, type StateDir } from './state-dir.js';
+import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
+import type { Log } from './log.js';
+
+export interface PassOutcome extends SyncOutcome {
+  /** The coordinator could not be reached or refused: the daemon backs off. */
+  readonly contactFailed: boolean;
+  readonly retryAfterMs?: number;
+}
+
+interface StagedSet {
+  readonly payload: BundlePayload;
+  readonly files: Map<string, Buffer>;
+}
+
+/**
+ * One sync pass (DESIGN section 7): conditional fetch → verify → stage sets/<version> → persist the
+ * high-water mark → switch `active` → install → activate → report → persist state. Every step is
+ * safe to repeat, so a pass that a crash interrupted is finished by the next one.
+ */
+export class SyncPass {
+  constructor(
+    private readonly dir: StateDir,
+    private readonly config: AgentConfig,
+    private readonly activator: Activator,
+    private readonly log: Log,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async run(dryRun: boolean): Promise<PassOutcome> {
+    const active = this.dir.activeVersion();
+    const base = { dry_run: dryRun, was: active, active_version: active, contactFailed: false };
+    const identity = this.dir.readIdentity();
+    if (!identity) {
+      return { ...base, result: 'error', version: null, code: 'not_enrolled', reason: `not enrolled: run flor agent enroll (no ${this.dir.identityPath})` };
+    }
+    const state = this.dir.readState();
+    const highWater = Math.max(state.high_water, active);
+    const client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000);
+    const stamp = this.now().toISOString();
+    const persist = () => {
+      if (!dryRun) this.dir.writeState(state);
+    };
+    state.last_poll = stamp;
+
+    let fetched;
+    try {
+      fetched = await client.fetchBundle(state.etag);
+    } catch (err) {
+      if (!(err instanceof AgentError)) throw err;
+      state.last_result = 'error';
+      state.last_error = err.message;
+      persist();
+      return { ...base, result: 'error', version: null, code: err.code, reason: err.message, contactFailed: true, retryAfterMs: err.retryAfterMs };
+    }
+    state.last_contact = stamp;
+    if (fetched.status === 304 || fetched.status === 'none') {
+      if (dryRun) return { ...base, result: 'up_to_date', version: active, code: null, reason: null };
+      return this.finish(client, state, active, active, []);
+    }
+
+    let verified;
+    try {
+      verified = await verifyBundle(fetched.jws, { pinned: identity.pinned_jwks as never, node: identity.node, highWater });
+    } catch (err) {
+      if (!(err instanceof BundleRejected)) throw err;
+      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message });
+      if (!dryRun) {
+        state.last_result = 'rejected';
+        state.last_error = err.message;
+        persist();
+        await this.report(client, { active_version: active, result: 'rejected', error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}` });
+      }
+      return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
+    }
+    const version = verified.payload.version;
+    if (dryRun) return { ...base, result: version === active ? 'up_to_date' : 'applied', version, code: null, reason: null };
+    if (version === active) {
+      state.etag = fetched.etag;
+      return this.finish(client, state, active, active, []);
+    }
+    // version > active and >= the high-water mark: equal means a crash hit between persisting the mark and switching.
+    const interrupted = this.interruptedTargets(active);
+    this.stage(version, fetched.jws, verified.files);
+    state.high_water = Math.max(highWater, version);
+    state.etag = fetched.etag;
+    persist(); // before `active` moves: on disk the mark is never below the active version
+    symlinkAtomic(this.dir.setLinkTarget(version), this.dir.activeLink);
+    this.log('info', 'set switched', { version, was: active });
+    return this.finish(client, state, version, active, interrupted);
+  }
+
+  /** Install, activate and report the active set unless that already completed; otherwise report up to date. */
+  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[]): Promise<PassOutcome> {
+    const base = { dry_run: false, was, active_version: version, version, contactFailed: false };
+    const store = this.dir.readInstalled();
+    const pending = version > 0 && (state.applied_version !== version || store.complete_version !== version);
+    if (!pending) {
+      state.last_result = 'up_to_date';
+      state.last_error = null;
+      this.dir.writeState(state);
+      await this.report(client, { active_version: version, result: 'up_to_date' });
+      return { ...base, result: 'up_to_date', code: null, reason: null };
+    }
+    const set = this.readSet(version);
+    let installed: string[] = [];
+    try {
+      installed = installSet(this.dir, this.config, version, set.payload.retired ? new Map() : set.files, alsoOwned);
+      if (set.payload.retired) await this.activator.stop();
+      else await this.activator.activate(this.dir.setDir(version), version);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const code = err instanceof AgentError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'install_failed');
+      this.log('error', 'apply failed', { version, code, reason: message });
+      state.last_result = 'failed';
+      state.last_error = message;
+      this.dir.writeState(state);
+      // No retry here: the next poll or a new version tries again.
+      await this.report(client, { active_version: version, result: 'failed', error: message.slice(0, 8192), installed });
+      return { ...base, result: 'failed', code, reason: message };
+    }
+    state.applied_version = version;
+    state.last_result = 'applied';
+    state.last_error = null;
+    this.dir.writeState(state);
+    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length });
+    await this.report(client, { active_version: version, result: 'applied', installed });
+    this.dir.pruneSets();
+    return { ...base, result: 'applied', code: null, reason: null };
+  }
+
+  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */
+  private async report(client: CoordinatorClient, body: ReportRequest): Promise<void> {
+    try {
+      await client.report(body);
+    } catch (err) {
+      this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
+    }
+  }
+
+  /** Complete sets only ever appear under their final name: staged under a temp name, fsynced, renamed. */
+  private stage(version: number, jws: string, files: ReadonlyMap<string, Buffer>): void {
+    const final = this.dir.setDir(version);
+    if (existsSync(final)) return;
+    const staging = this.dir.stagingDir(version, randomBytes(4).toString('hex'));
+    mkdirSync(staging, { recursive: true, mode: 0o755 });
+    for (const [name, content] of files) writeFileDurable(join(staging, name), content, 0o644);
+    writeFileDurable(join(staging, SET_JWS), `${jws}\n`, 0o644);
+    fsyncDir(staging);
+    renameSync(staging, final);
+    fsyncDir(this.dir.setsDir);
+  }
+
+  readSet(version: number): StagedSet {
+    const setDir = this.dir.setDir(version);
+    const payload = decodeStagedPayload(readFileSync(join(setDir, SET_JWS), 'utf8').trim());
+    const files = new Map<string, Buffer>();
+    for (const a of payload.artifacts) files.set(a.name, readFileSync(join(setDir, a.name)));
+    return { payload, files };
+  }
+
+  /** When the active set's install never completed, its targets may hold unrecorded writes: the next install owns them too. */
+  private interruptedTargets(active: number): string[] {
+    if (active === 0 || this.dir.readInstalled().complete_version === active) return [];
+    try {
+      return this.readSet(active).payload.artifacts.map((a) => targetPath(this.config, a.name));
+    } catch {
+      return [];
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import { Command } from 'commander';
+import * as enroll from './commands/enroll.command.js';
+import * as runCmd from './commands/run.command.js';
+import * as sync from './commands/sync.command.js';
+import * as status from './commands/status.command.js';
+import { AGENT_VERSION } from './version.js';
+
+/** What each command resolves to: false means "ran, but the outcome is a failure" (exit 1). */
+export type Outcome = boolean | void;
+
+/** Declares the commands; each action returns its command's outcome to main through `done`. */
+export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
+  const program = new Command('flor').description('Florete node agent').version(AGENT_VERSION).showHelpAfterError().exitOverride();
+  const agent = program.command('agent').description('enrol this node, run the sync daemon, query it');
+  const common = (c: Command) =>
+    c
+      .option('--state-dir <dir>', 'state dir (default $FLORETE_AGENT_STATE_DIR, the config state_dir, or /var/lib/florete/agent)')
+      .option('--config <file>', 'local agent config (default $FLORETE_AGENT_CONFIG or /etc/florete/agent.yaml)');
+
+  common(agent.command('enroll').alias('enrol').description('check the coordinator key against the token, enrol, store the identity (0600)'))
+    .requiredOption('--coordinator <url>', 'coordinator base URL')
+    .requiredOption('--token <token>', 'enrolment token fle.<id>.<secret>.<thumbprint>')
+    .action((opts: enroll.RunOptions) => done(enroll.run(opts)));
+
+  common(agent.command('run').description('the daemon: sync at start and every poll interval, serve the control socket')).action((opts: runCmd.RunOptions) =>
+    done(runCmd.run(opts)),
+  );
+
+  common(agent.command('sync').description('ask the daemon for a sync pass now and print what happened'))
+    .option('--dry-run', 'fetch and verify only; print the would-be version against the active one')
+    .option('--json', 'print the outcome as JSON')
+    .action((opts: sync.RunOptions) => done(sync.run(opts)));
+
+  common(agent.command('status').description('lifecycle, versions, last and next poll, last error'))
+    .option('--json', 'print the status as JSON')
+    .action((opts: status.RunOptions) => done(status.run(opts)));
+
+  return program;
+}

@@ -1,0 +1,93 @@
+import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
+import type * as jose from 'jose';
+import { EnrolAnswer, type AgentIdentity } from '#contracts';
+import { keyThumbprint } from '#bundle';
+import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { answerError, httpCall } from '../agent/http.js';
+import { AgentError, UsageError } from '../errors.js';
+import { AGENT_VERSION } from '../version.js';
+
+const TOKEN = /^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.([A-Za-z0-9_-]{43})$/;
+const TIMEOUT_MS = 15_000;
+
+/** Only the public members a verifier needs: nothing else from the network is kept. */
+function publicKey(jwk: jose.JWK): jose.JWK {
+  const { kty, crv, x, kid } = jwk;
+  return { kty, crv, x, kid, alg: 'EdDSA', use: 'sig' };
+}
+
+/**
+ * Finds the key the token vouches for in the coordinator's JWKS. This runs before anything is sent:
+ * a coordinator (or anything in between) that cannot show that key never sees the token.
+ */
+async function vouchedKey(coordinator: URL, thumbprint: string): Promise<jose.JWK> {
+  const a = await httpCall(new URL('/.well-known/jwks.json', coordinator), { timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024 });
+  if (a.status !== 200) throw answerError(a, 'fetching the coordinator keys');
+  let keys: jose.JWK[];
+  try {
+    keys = (JSON.parse(a.body.toString('utf8')) as { keys: jose.JWK[] }).keys;
+    if (!Array.isArray(keys)) throw new Error('no keys array');
+  } catch (err) {
+    throw new AgentError('bad_response', `${coordinator.origin}/.well-known/jwks.json is not a JWKS: ${(err as Error).message}`);
+  }
+  for (const k of keys) {
+    if (k.kty !== 'OKP' || k.crv !== 'Ed25519' || typeof k.x !== 'string') continue;
+    if ((await keyThumbprint({ kty: k.kty, crv: k.crv, x: k.x })) === thumbprint) return { ...k, kid: k.kid ?? thumbprint };
+  }
+  throw new AgentError(
+    'thumbprint_mismatch',
+    `no signing key of ${coordinator.origin} has the thumbprint ${thumbprint} that the enrolment token carries: wrong coordinator, or something in between; nothing was sent`,
+  );
+}
+
+export type RunOptions = CommonOptions & { coordinator: string; token: string };
+
+export async function run(options: RunOptions): Promise<void> {
+  let coordinator: URL;
+  try {
+    coordinator = new URL(options.coordinator);
+    if (coordinator.protocol !== 'http:' && coordinator.protocol !== 'https:') throw new Error('not http(s)');
+  } catch {
+    throw new UsageError(`--coordinator ${options.coordinator} is not an http(s) URL`);
+  }
+  const m = TOKEN.exec(options.token.trim());
+  if (!m) throw new UsageError('--token is not an enrolment token (fle.<id>.<secret>.<thumbprint>)');
+  const config = loadConfig(options);
+  const dir = stateDirFor(options, config);
+
+  const pinned = publicKey(await vouchedKey(coordinator, m[1]));
+  const body = {
+    token: options.token.trim(),
+    profile: { hostname: hostname(), os: platform(), arch: arch(), agent_version: AGENT_VERSION, clock: new Date().toISOString(), os_release: release(), runtime: `node ${process.version}` },
+    inventory: { cpus: cpus().length, memory_bytes: totalmem() },
+  };
+  const a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024 });
+  if (a.status !== 201 && a.status !== 200) {
+    const err = answerError(a, 'enrolling');
+    throw a.status >= 400 && a.status < 500 ? new AgentError('enrol_refused', err.message) : err;
+  }
+  let parsed;
+  try {
+    parsed = EnrolAnswer.safeParse(JSON.parse(a.body.toString('utf8')));
+  } catch {
+    parsed = null;
+  }
+  if (!parsed?.success) throw new AgentError('bad_response', `the enrolment answer does not match the contract${parsed ? `: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` : ''}`);
+  const res = parsed.data;
+
+  dir.ensure();
+  const previous = dir.readIdentity();
+  if (previous && previous.node !== res.node) {
+    throw new AgentError('already_enrolled', `${dir.root} belongs to node ${previous.node}, the token is for ${res.node}: use a fresh --state-dir`);
+  }
+  const identity: AgentIdentity = {
+    coordinator: coordinator.origin + coordinator.pathname.replace(/\/+$/, ''),
+    node: res.node,
+    credential: res.credential,
+    pinned_jwks: { keys: [pinned as Record<string, unknown>] },
+    enrolled_at: new Date().toISOString(),
+  };
+  dir.writeIdentity(identity);
+  process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}; identity in ${dir.identityPath}\n`);
+  for (const line of res.briefing?.lines ?? []) process.stdout.write(`  ${line.outcome === 'pass' ? 'ok  ' : 'FAIL'} ${line.check}: ${line.detail}\n`);
+}

@@ -1,0 +1,34 @@
+import type { AgentStatus } from '#contracts';
+import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { callControlSocket } from '../agent/control-socket.js';
+import { AgentError } from '../errors.js';
+
+export function formatStatus(s: AgentStatus): string {
+  const rows: [string, string][] = [
+    ['lifecycle', s.lifecycle],
+    ['node', s.node ?? '-'],
+    ['coordinator', s.coordinator ?? '-'],
+    ['active version', String(s.active_version)],
+    ['applied version', String(s.applied_version)],
+    ['staged versions', s.staged_versions.join(', ') || '-'],
+    ['high-water mark', String(s.high_water)],
+    ['last poll', s.last_poll ?? '-'],
+    ['last contact', s.last_contact ?? '-'],
+    ['next poll', s.next_poll ?? '-'],
+    ['last result', s.last_result ?? '-'],
+    ['last error', s.last_error ?? '-'],
+  ];
+  if (s.vertex) rows.push(['vertex', `${s.vertex.pid === null ? 'not running' : `pid ${s.vertex.pid}`}, ${s.vertex.starts} start(s)`]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+export type RunOptions = CommonOptions & { json?: boolean };
+
+export async function run(options: RunOptions): Promise<void> {
+  const config = loadConfig(options);
+  const dir = stateDirFor(options, config);
+  const res = await callControlSocket(dir.socketPath, { op: 'status' }, 30_000);
+  if (!res.ok || !res.status) throw new AgentError('bad_response', res.ok ? 'the agent answered without a status' : res.error);
+  process.stdout.write(options.json ? `${JSON.stringify(res.status)}\n` : `${formatStatus(res.status)}\n`);
+}

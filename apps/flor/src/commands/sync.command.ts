@@ -1,0 +1,41 @@
+import type { SyncOutcome } from '#contracts';
+import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { callControlSocket } from '../agent/control-socket.js';
+import { AgentError } from '../errors.js';
+
+/** One line for people: `up to date at 7`, `applied 8 (was 7)`, `rejected 9: signature does not verify`. */
+export function describeOutcome(o: SyncOutcome): string {
+  const v = o.version === null ? '' : ` ${o.version}`;
+  if (o.dry_run) {
+    if (o.result === 'applied') return `would apply ${o.version} (active ${o.was})`;
+    if (o.result === 'up_to_date') return `up to date at ${o.active_version}`;
+  }
+  switch (o.result) {
+    case 'up_to_date':
+      return `up to date at ${o.active_version}`;
+    case 'applied':
+      return `applied ${o.active_version} (was ${o.was})`;
+    case 'rejected':
+      return `rejected${v}: ${o.reason}`;
+    case 'failed':
+      return `failed${v}: ${o.reason}`;
+    case 'error':
+      return `error: ${o.reason}`;
+    default: {
+      const never: never = o.result;
+      return String(never);
+    }
+  }
+}
+
+/** Asks the daemon for a pass; true when it applied or was already up to date. */
+export type RunOptions = CommonOptions & { dryRun?: boolean; json?: boolean };
+
+export async function run(options: RunOptions): Promise<boolean> {
+  const config = loadConfig(options);
+  const dir = stateDirFor(options, config);
+  const res = await callControlSocket(dir.socketPath, { op: 'sync', dry_run: options.dryRun ?? false }, 15 * 60_000);
+  if (!res.ok || !res.sync) throw new AgentError('bad_response', res.ok ? 'the agent answered without an outcome' : res.error);
+  process.stdout.write(options.json ? `${JSON.stringify(res.sync)}\n` : `${describeOutcome(res.sync)}\n`);
+  return res.sync.result === 'applied' || res.sync.result === 'up_to_date';
+}

@@ -1,0 +1,36 @@
+/** Why a step of the agent failed; tests and the control socket carry the code, people read the message. */
+export type AgentErrorCode =
+  | 'not_enrolled'
+  | 'already_enrolled'
+  | 'thumbprint_mismatch'
+  | 'enrol_refused'
+  | 'unreachable'
+  | 'timeout'
+  | 'unavailable'
+  | 'unauthorized'
+  | 'http_error'
+  | 'bad_response'
+  | 'bad_config'
+  | 'not_running'
+  | 'activation_failed';
+
+export class AgentError extends Error {
+  constructor(
+    readonly code: AgentErrorCode,
+    message: string,
+    options?: { cause?: unknown; retryAfterMs?: number },
+  ) {
+    super(message, options);
+    this.name = 'AgentError';
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+  readonly retryAfterMs: number | undefined;
+}
+
+/** A bad flag or argument: main exits 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}

@@ -1,0 +1,155 @@
+import { z } from 'zod';
+import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
+
+/**
+ * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
+ * the local config is installed on the host, identity and state live in the agent's state dir.
+ */
+
+const Argv = z.array(z.string().min(1)).min(1);
+
+/** How the agent makes the vertex pick up a new set. */
+export const Activation = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('none') }),
+  /** A command run with the shell, e.g. `systemctl restart florete-vertex`; non-zero exit = failed. */
+  z.strictObject({ kind: z.literal('command'), command: z.string().min(1), timeout_seconds: z.number().int().positive().default(60) }),
+  /** A program the agent starts, restarts on every applied version and after a crash. */
+  z.strictObject({
+    kind: z.literal('supervise'),
+    argv: Argv,
+    /** A start counts as failed if the program exits within this many milliseconds. */
+    settle_ms: z.number().int().nonnegative().default(500),
+  }),
+]);
+export type Activation = z.infer<typeof Activation>;
+
+/** The local config file (YAML or JSON), e.g. /etc/florete/agent.yaml. */
+export const AgentConfig = z.strictObject({
+  state_dir: z.string().min(1).optional(),
+  /** Where artifacts go: a folder for all of them, and optional per-artifact paths. */
+  install: z
+    .strictObject({
+      dir: z.string().min(1).optional(),
+      paths: z.record(ArtifactName, z.string().min(1)).default({}),
+    })
+    .default({ paths: {} }),
+  activation: Activation.default({ kind: 'none' }),
+  /** Until a set with an agent.json is active. */
+  default_poll_interval: z.number().int().positive().default(60),
+  request_timeout_seconds: z.number().int().positive().default(10),
+  /** Upper bound of the exponential backoff after failed contacts. */
+  max_backoff_seconds: z.number().int().positive().default(300),
+});
+export type AgentConfig = z.infer<typeof AgentConfig>;
+
+/**
+ * The part of the enrolment answer (EnrolResponse) the agent relies on. Parsed leniently on purpose:
+ * a coordinator may add fields, and an agent must keep enrolling against it.
+ */
+export const EnrolAnswer = z.object({
+  node: NodeName,
+  credential: z.string().min(1),
+  briefing: z
+    .object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) })
+    .optional(),
+});
+export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
+
+/** identity.json (mode 0600): what enrolment gave the agent. Only the key the token vouched for is pinned. */
+export const AgentIdentity = z.strictObject({
+  coordinator: z.string().url(),
+  node: NodeName,
+  credential: z.string().min(1),
+  pinned_jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }),
+  enrolled_at: Timestamp,
+});
+export type AgentIdentity = z.infer<typeof AgentIdentity>;
+
+export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error']);
+export type SyncResult = z.infer<typeof SyncResult>;
+
+export const PendingReport = z.strictObject({
+  active_version: z.number().int().nonnegative(),
+  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
+  error: z.string().optional(),
+  installed: z.array(z.string()).optional(),
+});
+
+/** state.json. The active version itself is the `active` symlink; this never claims more than it. */
+export const AgentState = z.strictObject({
+  /** Highest version ever accepted: persisted before `active` moves, so it never goes below it. */
+  high_water: z.number().int().nonnegative(),
+  /** The version whose install and activation completed. */
+  applied_version: z.number().int().nonnegative(),
+  etag: z.string().nullable(),
+  last_poll: Timestamp.nullable(),
+  last_contact: Timestamp.nullable(),
+  last_result: SyncResult.nullable(),
+  last_error: z.string().nullable(),
+  /** A report the coordinator has not acknowledged yet; sent again on the next contact. */
+  unsent_report: PendingReport.nullable(),
+});
+export type AgentState = z.infer<typeof AgentState>;
+
+export const INITIAL_AGENT_STATE: AgentState = {
+  high_water: 0,
+  applied_version: 0,
+  etag: null,
+  last_poll: null,
+  last_contact: null,
+  last_result: null,
+  last_error: null,
+  unsent_report: null,
+};
+
+/** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
+export const InstalledStore = z.strictObject({
+  files: z.record(z.string(), Sha256),
+  /** The version whose files are all in place and whose leftovers are removed. */
+  complete_version: z.number().int().nonnegative(),
+});
+export type InstalledStore = z.infer<typeof InstalledStore>;
+
+/** Control socket: one JSON line in, one JSON line out. */
+export const ControlRequest = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('sync'), dry_run: z.boolean().default(false) }),
+  z.strictObject({ op: z.literal('status') }),
+]);
+export type ControlRequest = z.infer<typeof ControlRequest>;
+
+export const SyncOutcome = z.strictObject({
+  result: SyncResult,
+  dry_run: z.boolean(),
+  /** The version the bundle carried, when one was read. */
+  version: z.number().int().nullable(),
+  /** The active version before the pass. */
+  was: z.number().int().nonnegative(),
+  active_version: z.number().int().nonnegative(),
+  reason: z.string().nullable(),
+  /** A stable code for rejections and errors. */
+  code: z.string().nullable(),
+});
+export type SyncOutcome = z.infer<typeof SyncOutcome>;
+
+export const AgentStatus = z.strictObject({
+  lifecycle: z.enum(['hosted', 'enrolled']),
+  node: NodeName.nullable(),
+  coordinator: z.string().nullable(),
+  active_version: z.number().int().nonnegative(),
+  staged_versions: z.array(z.number().int().positive()),
+  high_water: z.number().int().nonnegative(),
+  applied_version: z.number().int().nonnegative(),
+  last_poll: Timestamp.nullable(),
+  last_contact: Timestamp.nullable(),
+  next_poll: Timestamp.nullable(),
+  last_result: SyncResult.nullable(),
+  last_error: z.string().nullable(),
+  vertex: z.strictObject({ pid: z.number().int().nullable(), starts: z.number().int().nonnegative() }).nullable(),
+});
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+export const ControlResponse = z.discriminatedUnion('ok', [
+  z.strictObject({ ok: z.literal(true), sync: SyncOutcome.optional(), status: AgentStatus.optional() }),
+  z.strictObject({ ok: z.literal(false), error: z.string() }),
+]);
+export type ControlResponse = z.infer<typeof ControlResponse>;
