@@ -16,7 +16,16 @@ jest.setTimeout(120_000);
  */
 
 const BODY_LIMIT = 65_536;
-const PROFILE = { hostname: 'host-1', os: 'linux', arch: 'x86_64', agent_version: '0.1.0' };
+/** The agent's clock is read when the profile is sent, as a real agent's would be. */
+const PROFILE = {
+  hostname: 'host-1',
+  os: 'linux',
+  arch: 'x86_64',
+  agent_version: '0.1.0',
+  get clock() {
+    return new Date().toISOString();
+  },
+};
 const LONG_NAME = 'a'.repeat(64);
 const HUGE = 99_999_999_999; // a safe integer, far beyond any version or int4 column
 
@@ -100,7 +109,7 @@ const cases: Case[] = [
   { name: 'publish with an unknown top-level field', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/publishes', wouldPublish(c, { dry_run: true })) },
   { name: 'publish with an unknown field on a node', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/publishes', wouldPublish(c, { nodes: { fresh: { artifacts: { 'a.json': c.blob }, owner: 'x' } } })) },
   { name: 'enrolment token with an unknown field', status: 422, code: 'invalid_body', send: (c) => c.admin.post('/v1/enrolment-tokens', { node: 'fresh', ttl: 60 }) },
-  { name: 'enrol with an unknown field', status: 422, code: 'invalid_body', send: (c) => enrolWith(c, c.spareToken, { node: 'admin' }) },
+  { name: 'enrol with an unknown field', status: 422, code: 'invalid_body', send: (c) => enrolWith(c, c.spareToken, { role: 'admin' }) },
   { name: 'rollback with an unknown field', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/nodes/known/rollback', { to_version: 1, message: 'x', force: true }) },
   { name: 'retire with an unknown field', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/nodes/known/retire', { reason: 'x' }) },
   { name: 'report with an unknown field', status: 422, code: 'invalid_body', send: (c) => c.own.post('/v1/nodes/own/reports', { active_version: 1, result: 'applied', node: 'known' }) },

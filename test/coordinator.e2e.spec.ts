@@ -19,7 +19,16 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const API_TOKEN = /^flt\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}$/;
 const NODE_CREDENTIAL = /^fln\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}$/;
 const ENROLMENT_TOKEN = /^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}$/;
-const PROFILE = { hostname: 'host-1', os: 'linux', arch: 'x86_64', agent_version: '0.1.0' };
+/** The agent's clock is read when the profile is sent, as a real agent's would be. */
+const PROFILE = {
+  hostname: 'host-1',
+  os: 'linux',
+  arch: 'x86_64',
+  agent_version: '0.1.0',
+  get clock() {
+    return new Date().toISOString();
+  },
+};
 
 const targets = [{ database: 'pglite' as const }, ...(hasPostgres ? [{ database: 'postgres' as const }] : [])];
 
@@ -130,7 +139,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const enrolled = await anon.post('/v1/enrol', { token, profile: PROFILE, inventory: { cpus: 2 } });
       expect(enrolled.status).toBe(201);
       const keys = await jwks();
-      expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }) });
+      expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null });
       const node = anon.as(enrolled.body.credential);
 
       const served = await poll(node, 'alpha');
@@ -511,6 +520,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         recorded_at: expect.stringMatching(ISO),
         changed: [{ node: 'hist', from: 3, to: 4 }],
         unchanged: 0,
+        // Nothing has reported on hist: outstanding, never failed.
+        nodes: [{ node: 'hist', from: 3, to: 4, status: 'outstanding', reason: null, ineligible: false, last_contact: null }],
+        counts: { applied: 0, outstanding: 1, failed: 0, superseded: 0 },
       });
       const latest = await reader.get('/v1/publishes?limit=1');
       expect(latest.body.items.map((p: { publish_id: string }) => p.publish_id)).toEqual([rollback.body.publish_id]);

@@ -41,18 +41,26 @@ export const Profile = z.object({
   os: z.string().max(64),
   arch: z.string().max(64),
   agent_version: z.string().max(64),
+  /** The agent's clock when it sent the request, RFC 3339: the coordinator checks the skew. */
+  clock: Timestamp.optional(),
 }).catchall(z.unknown());
 export const EnrolRequest = z.strictObject({
   token: z.string().max(512),
+  /** The node name the agent was told it is, when it knows one: checked against the token's node. */
+  node: NodeName.optional(),
   profile: Profile,
   inventory: z.record(z.string(), z.unknown()).default({}),
 });
 export const BriefingLine = z.object({ check: z.string(), outcome: z.enum(['pass', 'fail']), detail: z.string() });
+export const Briefing = z.object({ outcome: z.enum(['pass', 'fail']), lines: z.array(BriefingLine) });
 export const EnrolResponse = z.object({
   node: NodeName,
   credential: z.string(),
   jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
-  briefing: z.object({ outcome: z.enum(['pass', 'fail']), lines: z.array(BriefingLine) }),
+  /** Adoption always completes; a failed line marks the node ineligible until it enrols cleanly. */
+  briefing: Briefing,
+  /** The recovery copy: the files the node last reported installed, so an agent with a lost store can remove them. */
+  installed: z.array(z.string()).nullable(),
 });
 
 export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
@@ -63,21 +71,36 @@ export const ReportRequest = z.strictObject({
   result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
   error: z.string().max(8192).optional(),
   installed: z.array(z.string().max(4096)).max(4096).optional(),
+  /** The version this pass tried to apply, when it differs from the active one (a failed or rejected apply). */
+  target_version: z.number().int().positive().max(MAX_VERSION).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
+export const LifecycleState = z.enum(['unenrolled', 'pending', 'enrolled', 'revoked', 'retired']);
+export const ConvergenceState = z.enum(['converged', 'outstanding', 'failed']);
 export const NodeSummary = z.object({
   node: NodeName,
-  version: Version,
-  set_digest: Sha256,
+  /** Head fields are null for a node known only by an enrolment token or a credential. */
+  version: Version.nullable(),
+  set_digest: Sha256.nullable(),
   retired: z.boolean(),
-  updated_at: Timestamp,
-  publish_id: z.string(),
+  updated_at: Timestamp.nullable(),
+  publish_id: z.string().nullable(),
+  state: LifecycleState,
+  convergence: ConvergenceState.nullable(),
+  ineligible: z.boolean(),
   applied_version: z.number().int().nullable(),
   last_contact: Timestamp.nullable(),
+  last_contact_age_seconds: z.number().int().nullable(),
   last_result: z.string().nullable(),
+  last_error: z.string().nullable(),
 });
 export const NodeList = z.object({ items: z.array(NodeSummary) });
+export const NodesQuery = z.strictObject({
+  state: z.union([LifecycleState, ConvergenceState]).optional(),
+  contact_before: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is before this time (or never)'),
+  contact_after: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is at or after this time'),
+});
 
 export const VersionEntry = z.object({
   version: Version,
@@ -137,6 +160,18 @@ export const PublishSummary = z.object({
   recorded_at: Timestamp,
   changed: z.array(NodeChange),
   unchanged: z.number().int().nonnegative(),
+});
+export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'superseded']);
+export const PublishDetail = PublishSummary.extend({
+  nodes: z.array(
+    NodeChange.extend({
+      status: PublishNodeStatus,
+      reason: z.string().nullable(),
+      ineligible: z.boolean(),
+      last_contact: Timestamp.nullable(),
+    }),
+  ),
+  counts: z.object({ applied: z.number().int(), outstanding: z.number().int(), failed: z.number().int(), superseded: z.number().int() }),
 });
 export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
 

@@ -5,13 +5,19 @@ import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access } from '../identity/auth.decorators.js';
 import { Metrics } from '../health/metrics.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
 
-/** Reports are frequent and are not ledger events: they update the node's status row in place. */
+/**
+ * Reports are frequent and are not ledger events: they update the node's status row in place, and
+ * record a version's outcome only when it changes. A node that applied its retirement has its
+ * credential revoked here, the last thing it was allowed to do.
+ */
 @Controller('v1/nodes')
 export class ReportsController {
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly metrics: Metrics,
+    private readonly ledger: LedgerWriter,
   ) {}
 
   @Post(':node/reports')
@@ -27,11 +33,34 @@ export class ReportsController {
       last_error: r.error ?? null,
       ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
     };
-    await this.db.kysely
-      .insertInto('node_status')
-      .values({ node, ...values })
-      .onConflict((oc) => oc.column('node').doUpdateSet(values))
-      .execute();
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('node_status')
+        .values({ node, ...values })
+        .onConflict((oc) => oc.column('node').doUpdateSet(values))
+        .execute();
+      const version = r.target_version ?? r.active_version;
+      if (version > 0) {
+        const outcome = r.result === 'up_to_date' ? 'applied' : r.result;
+        // up_to_date confirms what is running; it never overwrites a recorded outcome of that version.
+        await trx
+          .insertInto('node_outcomes')
+          .values({ node, version, result: outcome, error: r.error ?? null, reported_at: now })
+          .onConflict((oc) =>
+            r.result === 'up_to_date'
+              ? oc.columns(['node', 'version']).doNothing()
+              : oc.columns(['node', 'version']).doUpdateSet({ result: outcome, error: r.error ?? null, reported_at: now }).where('node_outcomes.result', '!=', outcome),
+          )
+          .execute();
+      }
+      const head = await trx.selectFrom('node_heads').select(['version', 'retired']).where('node', '=', node).executeTakeFirst();
+      if (head?.retired && (r.result === 'applied' || r.result === 'up_to_date') && r.active_version === head.version) {
+        const revoked = await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', node).where('revoked_at', 'is', null).returning('id').execute();
+        if (revoked.length > 0) {
+          await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked.map((c) => c.id), reason: 'retired' }, `node:${node}`);
+        }
+      }
+    });
     this.metrics.reports++;
   }
 }

@@ -6,21 +6,47 @@ export interface BriefingLine {
   outcome: 'pass' | 'fail';
   detail: string;
 }
+export interface Briefing {
+  outcome: 'pass' | 'fail';
+  lines: BriefingLine[];
+}
 
-/** Pure: the checks an enrolment is briefed with; the outcome is computed from its lines. */
-export function briefingFor(profile: z.infer<typeof Profile>, now: Date): { outcome: 'pass' | 'fail'; lines: BriefingLine[] } {
-  const lines: BriefingLine[] = [
-    { check: 'token valid', outcome: 'pass', detail: 'single-use enrolment token accepted' },
-    {
-      check: 'profile complete',
-      outcome: profile.hostname && profile.os && profile.arch && profile.agent_version ? 'pass' : 'fail',
-      detail: `hostname=${profile.hostname || '?'} os=${profile.os || '?'} arch=${profile.arch || '?'} agent=${profile.agent_version || '?'}`,
-    },
+/** The oldest agent whose bundle handling this coordinator supports. */
+export const MIN_AGENT_VERSION = '0.1.0';
+export const MAX_CLOCK_SKEW_SECONDS = 300;
+
+/**
+ * Pure: the checks an enrolment is briefed with. Adoption always completes; the outcome is computed
+ * from the lines, and a failed line makes the node ineligible (shown in its status and publishes).
+ */
+export function briefingFor(input: { tokenNode: string; claimedNode?: string; profile: z.infer<typeof Profile>; now: Date }): Briefing {
+  const { profile, now } = input;
+  const line = (check: string, ok: boolean, detail: string): BriefingLine => ({ check, outcome: ok ? 'pass' : 'fail', detail });
+  const missing = (['hostname', 'os', 'arch', 'agent_version'] as const).filter((k) => !profile[k]);
+  const clock = typeof profile.clock === 'string' ? Date.parse(profile.clock) : Number.NaN;
+  const skew = Math.abs(clock - now.getTime()) / 1000;
+  const version = parseVersion(profile.agent_version);
+  const lines = [
+    line('token valid', true, `single-use enrolment token for ${input.tokenNode} accepted`),
+    input.claimedNode === undefined
+      ? line('node name matches', true, `agent takes the token's node name ${input.tokenNode}`)
+      : line('node name matches', input.claimedNode === input.tokenNode, `agent expects ${input.claimedNode}, token is for ${input.tokenNode}`),
+    line('profile complete', missing.length === 0, missing.length === 0 ? `${profile.hostname} ${profile.os}/${profile.arch}` : `missing: ${missing.join(', ')}`),
+    Number.isNaN(clock)
+      ? line('clock skew acceptable', false, 'the profile carries no readable clock')
+      : line('clock skew acceptable', skew <= MAX_CLOCK_SKEW_SECONDS, `${Math.round(skew)} s from the coordinator's clock (at most ${MAX_CLOCK_SKEW_SECONDS} s)`),
+    version === null
+      ? line('agent version supported', false, `agent version ${JSON.stringify(profile.agent_version)} is not a version number`)
+      : line('agent version supported', compare(version, parseVersion(MIN_AGENT_VERSION)!) >= 0, `agent ${profile.agent_version}, at least ${MIN_AGENT_VERSION} required`),
   ];
-  const clock = typeof profile.clock === 'string' ? Date.parse(profile.clock) : NaN;
-  if (!Number.isNaN(clock)) {
-    const skew = Math.abs(clock - now.getTime()) / 1000;
-    lines.push({ check: 'clock skew acceptable', outcome: skew <= 300 ? 'pass' : 'fail', detail: `${Math.round(skew)} s from the coordinator's clock` });
-  }
   return { outcome: lines.every((l) => l.outcome === 'pass') ? 'pass' : 'fail', lines };
+}
+
+function parseVersion(v: string): [number, number, number] | null {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/.exec(v);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
+}
+
+function compare(a: [number, number, number], b: [number, number, number]): number {
+  return a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
 }

@@ -50,7 +50,7 @@ export class IdentityController {
     if (!parsed || parsed.kind !== 'fle') throw new DomainError('invalid_enrolment_token', 'enrolment token is malformed');
     const now = new Date();
     const credential = issueSecret('fln');
-    const node = await this.db.kysely.transaction().execute(async (trx) => {
+    const enrolled = await this.db.kysely.transaction().execute(async (trx) => {
       // Row lock: two agents racing with one token cannot both enrol.
       const row = await trx.selectFrom('enrolment_tokens').selectAll().where('id', '=', parsed.id).forUpdate().executeTakeFirst();
       const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
@@ -62,16 +62,25 @@ export class IdentityController {
       // Enrolling again revokes what the node held before: one live credential per node.
       await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', row.node).where('revoked_at', 'is', null).execute();
       await trx.insertInto('node_credentials').values({ id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now }).execute();
+      const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
+      const previous = await trx.selectFrom('node_status').select('installed').where('node', '=', row.node).executeTakeFirst();
+      const status = { enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory), briefing: JSON.stringify(briefing), ineligible: briefing.outcome === 'fail' };
       await trx
         .insertInto('node_status')
-        .values({ node: row.node, enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory) })
-        .onConflict((oc) => oc.column('node').doUpdateSet({ enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory) }))
+        .values({ node: row.node, ...status })
+        .onConflict((oc) => oc.column('node').doUpdateSet(status))
         .execute();
-      await this.ledger.recordIdentity(trx, row.node, 'node_enrolled', { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname }, `node:${row.node}`);
-      return row.node;
+      await this.ledger.recordIdentity(
+        trx,
+        row.node,
+        'node_enrolled',
+        { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname, briefing: briefing.outcome },
+        `node:${row.node}`,
+      );
+      return { node: row.node, briefing, installed: previous?.installed ?? null };
     });
     await this.keys.reloadIfChanged();
-    return { node, credential: credential.token, jwks: this.keys.jwks(), briefing: briefingFor(req.profile, now) };
+    return { node: enrolled.node, credential: credential.token, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed };
   }
 
   @Delete('nodes/:node/credential')

@@ -1,5 +1,7 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { DiffQuery, MAX_VERSION, NodeName, PageQuery, VersionParam } from '#contracts';
+import { DiffQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
+import { loadNodeRecords } from '../fleet/fleet.repository.js';
+import { convergence, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
@@ -10,36 +12,47 @@ import { readBlobs } from '../bundles/blobs.repository.js';
 import { loadVersion } from './heads.repository.js';
 import { diffSets } from './artifact-diff.js';
 
-const NoQuery = z.strictObject({});
 const iso = (d: Date | string): string => new Date(d).toISOString();
 
 @Controller('v1')
 export class QueriesController {
   constructor(@Inject(DB) private readonly db: Db) {}
 
+  /** Every node the coordinator knows of, with its lifecycle state and convergence; filterable. */
   @Get('nodes')
   @Access('reader')
   async nodes(@Query() query: unknown) {
-    parseInput(NoQuery, query, 'query');
-    const rows = await this.db.kysely
-      .selectFrom('node_heads as h')
-      .leftJoin('node_status as s', 's.node', 'h.node')
-      .select(['h.node', 'h.version', 'h.set_digest', 'h.retired', 'h.updated_at', 'h.publish_id', 's.applied_version', 's.last_contact', 's.last_result'])
-      .orderBy('h.node')
-      .execute();
-    return {
-      items: rows.map((r) => ({
+    const q = parseInput(NodesQuery, query, 'query');
+    const now = new Date();
+    const records = await loadNodeRecords(this.db.kysely, 'all', now);
+    const before = q.contact_before ? Date.parse(q.contact_before) : null;
+    const after = q.contact_after ? Date.parse(q.contact_after) : null;
+    const items = [];
+    for (const r of records.values()) {
+      const state = lifecycleState(r);
+      const conv = convergence(r);
+      if (q.state && q.state !== state && q.state !== conv) continue;
+      const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
+      if (before !== null && contact && contact.getTime() >= before) continue;
+      if (after !== null && (!contact || contact.getTime() < after)) continue;
+      items.push({
         node: r.node,
-        version: r.version,
-        set_digest: r.set_digest,
-        retired: r.retired,
-        updated_at: iso(r.updated_at),
-        publish_id: r.publish_id,
-        applied_version: r.applied_version ?? null,
-        last_contact: r.last_contact ? iso(r.last_contact) : null,
-        last_result: r.last_result ?? null,
-      })),
-    };
+        version: r.head?.version ?? null,
+        set_digest: r.headRow?.set_digest ?? null,
+        retired: r.head?.retired ?? false,
+        updated_at: r.headRow ? iso(r.headRow.updated_at) : null,
+        publish_id: r.headRow?.publish_id ?? null,
+        state,
+        convergence: conv,
+        ineligible: r.status?.ineligible ?? false,
+        applied_version: r.appliedVersion,
+        last_contact: contact ? contact.toISOString() : null,
+        last_contact_age_seconds: contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null,
+        last_result: r.status?.last_result ?? null,
+        last_error: r.status?.last_error ?? null,
+      });
+    }
+    return { items };
   }
 
   @Get('nodes/:node/versions')
@@ -120,7 +133,18 @@ export class QueriesController {
     const pid = parseInput(z.uuid(), id, 'path');
     const row = await this.db.kysely.selectFrom('publishes').selectAll().where('publish_id', '=', pid).executeTakeFirst();
     if (!row) throw new DomainError('unknown_publish', `no publish ${pid}`);
-    return toPublish(row);
+    const publish = toPublish(row);
+    const changes = publish.changed as { node: string; from: number; to: number }[];
+    const minVersion = Math.min(...changes.map((c) => c.to));
+    const records = await loadNodeRecords(this.db.kysely, changes.map((c) => c.node), new Date(), Number.isFinite(minVersion) ? minVersion : 0);
+    const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
+    const nodes = changes.map((c) => {
+      const r = records.get(c.node)!;
+      const { status, reason } = publishNodeStatus(c.to, r);
+      counts[status]++;
+      return { ...c, status, reason, ineligible: r.status?.ineligible ?? false, last_contact: r.status?.last_contact ? iso(r.status.last_contact) : null };
+    });
+    return { ...publish, nodes, counts };
   }
 
   private async requireNode(node: string): Promise<void> {

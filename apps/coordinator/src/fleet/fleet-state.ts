@@ -1,0 +1,54 @@
+/**
+ * Pure classification of where each node stands. Outstanding and failed are never conflated: a
+ * node that has not reported is outstanding however long it has been silent (a laptop may be off
+ * for weeks); only a reported failure is a failure.
+ */
+
+export type LifecycleState = 'unenrolled' | 'pending' | 'enrolled' | 'revoked' | 'retired';
+export type Convergence = 'converged' | 'outstanding' | 'failed';
+export type PublishNodeStatus = 'applied' | 'outstanding' | 'failed' | 'superseded';
+
+export interface Outcome {
+  readonly version: number;
+  readonly result: 'applied' | 'failed' | 'rejected';
+  readonly error: string | null;
+}
+
+export interface NodeFacts {
+  readonly head: { readonly version: number; readonly retired: boolean } | null;
+  readonly liveCredentials: number;
+  readonly revokedCredentials: number;
+  /** An unused enrolment token that has not expired. */
+  readonly pendingToken: boolean;
+  readonly appliedVersion: number | null;
+  /** Outcomes this node reported, any order. */
+  readonly outcomes: readonly Outcome[];
+}
+
+export function lifecycleState(f: NodeFacts): LifecycleState {
+  if (f.head?.retired) return 'retired';
+  if (f.liveCredentials > 0) return 'enrolled';
+  if (f.pendingToken) return 'pending';
+  if (f.revokedCredentials > 0) return 'revoked';
+  return 'unenrolled';
+}
+
+/** Whether the node runs its head version; null when nothing was ever published for it. */
+export function convergence(f: NodeFacts): Convergence | null {
+  if (!f.head) return null;
+  const atHead = f.outcomes.find((o) => o.version === f.head!.version);
+  if (atHead?.result === 'applied' || (f.appliedVersion !== null && f.appliedVersion >= f.head.version)) return 'converged';
+  if (atHead) return 'failed';
+  return 'outstanding';
+}
+
+/** What became of one version a publish stamped on a node. */
+export function publishNodeStatus(to: number, f: Pick<NodeFacts, 'appliedVersion' | 'outcomes'>): { status: PublishNodeStatus; reason: string | null } {
+  const own = f.outcomes.find((o) => o.version === to);
+  if (own?.result === 'applied') return { status: 'applied', reason: null };
+  const later = f.outcomes.some((o) => o.version > to && o.result === 'applied') || (f.appliedVersion !== null && f.appliedVersion > to);
+  if (later) return { status: 'superseded', reason: null };
+  if (own) return { status: 'failed', reason: own.error ?? `${own.result} without a reason` };
+  if (f.appliedVersion === to) return { status: 'applied', reason: null };
+  return { status: 'outstanding', reason: null };
+}

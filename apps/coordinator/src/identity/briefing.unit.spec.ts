@@ -1,0 +1,27 @@
+import { briefingFor } from './briefing.js';
+
+const now = new Date('2026-11-29T10:00:00Z');
+const profile = { hostname: 'h1', os: 'linux', arch: 'x64', agent_version: '0.1.0', clock: '2026-11-29T10:00:30Z' };
+const failed = (b: ReturnType<typeof briefingFor>) => b.lines.filter((l) => l.outcome === 'fail').map((l) => l.check);
+
+describe('enrolment briefing', () => {
+  it('passes when every line passes', () => {
+    const b = briefingFor({ tokenNode: 'alpha', claimedNode: 'alpha', profile, now });
+    expect(b.outcome).toBe('pass');
+    expect(b.lines.map((l) => l.check)).toEqual(['token valid', 'node name matches', 'profile complete', 'clock skew acceptable', 'agent version supported']);
+  });
+
+  it('fails as a whole when any line fails, naming the lines', () => {
+    expect(failed(briefingFor({ tokenNode: 'alpha', claimedNode: 'beta', profile, now }))).toEqual(['node name matches']);
+    expect(failed(briefingFor({ tokenNode: 'alpha', profile: { ...profile, clock: '2026-11-29T09:50:00Z' }, now }))).toEqual(['clock skew acceptable']);
+    expect(failed(briefingFor({ tokenNode: 'alpha', profile: { ...profile, clock: undefined }, now }))).toEqual(['clock skew acceptable']);
+    expect(failed(briefingFor({ tokenNode: 'alpha', profile: { ...profile, agent_version: '0.0.9' }, now }))).toEqual(['agent version supported']);
+    expect(failed(briefingFor({ tokenNode: 'alpha', profile: { ...profile, agent_version: 'dev' }, now }))).toEqual(['agent version supported']);
+    expect(failed(briefingFor({ tokenNode: 'alpha', profile: { ...profile, arch: '' }, now }))).toEqual(['profile complete']);
+    expect(briefingFor({ tokenNode: 'alpha', profile: { ...profile, arch: '' }, now }).outcome).toBe('fail');
+  });
+
+  it('accepts newer agents and pre-release suffixes', () => {
+    expect(briefingFor({ tokenNode: 'a', profile: { ...profile, agent_version: '1.2.3-rc.1' }, now }).outcome).toBe('pass');
+  });
+});

@@ -1,0 +1,121 @@
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { Client } from './support/http.js';
+
+/**
+ * What a publish reached, as the coordinator accounts for it from node reports sent over HTTP with
+ * real node credentials. Real agents drive the same endpoints in the agent fleet tests.
+ */
+const profile = (extra: Record<string, unknown> = {}) => ({ hostname: 'h', os: 'linux', arch: 'x64', agent_version: '0.1.0', clock: new Date().toISOString(), ...extra });
+
+describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status on %s', (database) => {
+  let coordinator: CoordinatorProcess;
+  let admin: Client;
+  let reader: Client;
+  const nodes: Record<string, Client> = {};
+
+  async function enrol(node: string, extra: Record<string, unknown> = {}) {
+    const token = (await admin.post('/v1/enrolment-tokens', { node })).body.token as string;
+    const r = await admin.as(undefined).post('/v1/enrol', { token, profile: profile(), inventory: {}, ...extra });
+    expect(r.status).toBe(201);
+    nodes[node] = admin.as(r.body.credential);
+    return r;
+  }
+
+  async function publish(tree: Record<string, string>, message: string) {
+    const body: Record<string, { artifacts: Record<string, string> }> = {};
+    for (const [node, content] of Object.entries(tree)) body[node] = { artifacts: { 'flor.json': await admin.putBlob(content) } };
+    const r = await admin.post('/v1/publishes', { message, nodes: body });
+    expect(r.status).toBe(201);
+    return r.body as { publish_id: string; changed: { node: string; to: number }[] };
+  }
+
+  const report = (node: string, body: Record<string, unknown>) => nodes[node].post(`/v1/nodes/${node}/reports`, body);
+  const nodeList = async (query = '') => (await reader.get(`/v1/nodes${query}`)).body.items as { node: string; state: string; convergence: string | null; ineligible: boolean; last_contact_age_seconds: number | null }[];
+  const names = (items: { node: string }[]) => items.map((i) => i.node);
+
+  beforeAll(async () => {
+    coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined });
+    admin = new Client(coordinator.url, coordinator.adminToken);
+    reader = admin.as((await admin.post('/v1/api-tokens', { name: 'auditor', role: 'reader' })).body.token);
+    for (const n of ['applier', 'failer', 'sleeper', 'racer']) await enrol(n);
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+  });
+
+  it('tells applied, failed (with the reason), outstanding and superseded apart', async () => {
+    const p1 = await publish({ applier: 'a1', failer: 'f1', sleeper: 's1', racer: 'r1' }, 'first');
+    expect((await report('applier', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json'] })).status).toBe(204);
+    expect((await report('failer', { active_version: 0, target_version: 1, result: 'failed', error: 'systemctl restart florete-vertex: exit 5' })).status).toBe(204);
+    await publish({ racer: 'r2' }, 'second');
+    expect((await report('racer', { active_version: 2, result: 'applied' })).status).toBe(204);
+
+    const detail = (await reader.get(`/v1/publishes/${p1.publish_id}`)).body;
+    const byNode = Object.fromEntries(detail.nodes.map((n: { node: string }) => [n.node, n]));
+    expect(byNode.applier).toMatchObject({ status: 'applied', reason: null, last_contact: expect.any(String) });
+    expect(byNode.failer).toMatchObject({ status: 'failed', reason: 'systemctl restart florete-vertex: exit 5' });
+    expect(byNode.sleeper).toMatchObject({ status: 'outstanding', reason: null, last_contact: null });
+    expect(byNode.racer).toMatchObject({ status: 'superseded' });
+    expect(detail.counts).toEqual({ applied: 1, failed: 1, outstanding: 1, superseded: 1 });
+
+    // A node that stays silent is still outstanding, never failed; it becomes applied when it reports.
+    expect((await report('sleeper', { active_version: 1, result: 'applied' })).status).toBe(204);
+    const later = (await reader.get(`/v1/publishes/${p1.publish_id}`)).body;
+    expect(later.counts).toEqual({ applied: 2, failed: 1, outstanding: 0, superseded: 1 });
+  });
+
+  it('filters nodes by lifecycle state, convergence and last contact', async () => {
+    await admin.post('/v1/enrolment-tokens', { node: 'newcomer' });
+    await enrol('leaver');
+    expect((await admin.delete('/v1/nodes/leaver/credential')).status).toBe(200);
+
+    expect(names(await nodeList('?state=pending'))).toEqual(['newcomer']);
+    expect(names(await nodeList('?state=revoked'))).toEqual(['leaver']);
+    expect(names(await nodeList('?state=enrolled'))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
+    expect(names(await nodeList('?state=converged'))).toEqual(['applier', 'racer', 'sleeper']);
+    expect(names(await nodeList('?state=failed'))).toEqual(['failer']);
+
+    const all = await nodeList();
+    expect(all.find((n) => n.node === 'newcomer')).toMatchObject({ state: 'pending', convergence: null, last_contact_age_seconds: null });
+    expect(all.find((n) => n.node === 'applier')?.last_contact_age_seconds).toBeGreaterThanOrEqual(0);
+
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect(names(await nodeList(`?contact_after=${future}`))).toEqual([]);
+    expect(names(await nodeList(`?contact_before=${future}`))).toEqual(expect.arrayContaining(['applier', 'newcomer']));
+    const past = new Date(Date.now() - 3_600_000).toISOString();
+    expect(names(await nodeList(`?contact_after=${past}`))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
+    expect((await reader.get('/v1/nodes?state=lost')).status).toBe(422);
+  });
+
+  it('marks a node whose briefing failed ineligible, in its status and in publishes touching it', async () => {
+    const r = await enrol('skewed', { profile: profile({ clock: '2001-01-01T00:00:00Z' }) });
+    expect(r.body.briefing.outcome).toBe('fail');
+    expect(r.body.briefing.lines).toContainEqual(expect.objectContaining({ check: 'clock skew acceptable', outcome: 'fail' }));
+    const p = await publish({ skewed: 'x1' }, 'to the skewed node');
+    expect((await nodeList()).find((n) => n.node === 'skewed')?.ineligible).toBe(true);
+    expect((await reader.get(`/v1/publishes/${p.publish_id}`)).body.nodes[0]).toMatchObject({ node: 'skewed', ineligible: true, status: 'outstanding' });
+    // Enrolling again with a sound profile clears it.
+    await enrol('skewed');
+    expect((await nodeList()).find((n) => n.node === 'skewed')?.ineligible).toBe(false);
+  });
+
+  it('hands a re-enrolling node the recovery copy of what it had installed', async () => {
+    await publish({ keeper: 'k1' }, 'keeper');
+    await enrol('keeper');
+    expect((await report('keeper', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json', '/etc/florete/agent.json'] })).status).toBe(204);
+    const again = await enrol('keeper');
+    expect(again.body.installed).toEqual(['/etc/florete/flor.json', '/etc/florete/agent.json']);
+  });
+
+  it('revokes a retired node\'s credential once it reports the final empty set applied', async () => {
+    await publish({ goner: 'g1' }, 'goner');
+    await enrol('goner');
+    const retired = await admin.post('/v1/nodes/goner/retire', { message: 'decommissioned' });
+    expect(retired.body.changed).toEqual([{ node: 'goner', from: 1, to: 2 }]);
+    expect((await nodes.goner.get('/v1/nodes/goner/bundle')).status).toBe(200);
+    expect((await report('goner', { active_version: 2, result: 'applied', installed: [] })).status).toBe(204);
+    expect((await nodes.goner.get('/v1/nodes/goner/bundle')).status).toBe(401);
+    expect((await nodeList()).find((n) => n.node === 'goner')).toMatchObject({ state: 'retired', convergence: 'converged' });
+  });
+});
