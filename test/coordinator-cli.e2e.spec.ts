@@ -8,7 +8,7 @@ const MAIN = resolve('dist/apps/coordinator/src/main.js');
 
 /** The coordinator's local commands, run as the operator would on the coordinator host. */
 function coordinator(dataDir: string, ...args: string[]) {
-  const env = { ...process.env, FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'warn' };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   const r = spawnSync(process.execPath, [MAIN, ...args], { env, encoding: 'utf8', timeout: 120_000 });
