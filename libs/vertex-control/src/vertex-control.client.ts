@@ -23,8 +23,20 @@ export function callVertexControl(path: string, request: VertexControlRequest, t
       () => settle(() => reject(new VertexControlError('timeout', `the vertex did not answer on ${path} within ${timeoutMs} ms`))),
       timeoutMs,
     );
-    socket.once('error', (err) => settle(() => reject(new VertexControlError('unreachable', `cannot reach the vertex on ${path}: ${err.message}`, { cause: err }))));
-    socket.once('connect', () => socket.write(`${JSON.stringify(request)}\n`));
+    let connected = false;
+    socket.once('error', (err) =>
+      settle(() =>
+        reject(
+          connected
+            ? new VertexControlError('closed', `the vertex dropped the connection on ${path} without answering: ${err.message}`, { cause: err })
+            : new VertexControlError('unreachable', `cannot reach the vertex on ${path}: ${err.message}`, { cause: err }),
+        ),
+      ),
+    );
+    socket.once('connect', () => {
+      connected = true;
+      socket.write(`${JSON.stringify(request)}\n`);
+    });
     socket.once('close', () => settle(() => reject(new VertexControlError('closed', `the vertex closed ${path} without answering`))));
     readLines(socket, MAX_REQUEST_LINE, {
       onLine: (line) =>
