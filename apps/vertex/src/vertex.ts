@@ -66,10 +66,6 @@ export class Vertex {
     }
   }
 
-  get running() {
-    return this.control.running;
-  }
-
   /** Stops accepting, closes peers and the control socket (which removes its file). */
   async stop(): Promise<void> {
     for (const s of this.peers) s.destroy();

@@ -167,7 +167,6 @@ export class VertexControl {
       onTooLong: () => {
         send(errorAnswer('line_too_long', `request lines are limited to ${this.#maxLine} bytes`));
         socket.end();
-        socket.resume();
       },
       onEnd: () => socket.end(),
     });
