@@ -177,6 +177,13 @@ describe('vertex process lifecycle', () => {
     expect(await vertex.exited).toEqual({ code: 0, signal: null });
   });
 
+  it('runs the active set the agent names in its environment when no --config is given', async () => {
+    const vertex = await startVertex(dir, flor(await freePort(), await freePort(), ['beta']), { configFromEnv: true, env: { FLORETE_ACTIVE_DIR: dir, FLORETE_SET_VERSION: '12' } });
+    expect(await status(vertex.controlPath)).toMatchObject({ version: 12, node: 'alpha', pid: vertex.pid });
+    expect(await vertex.stop()).toBe(0);
+    await expect(startVertex(dir, flor(1, 2, []), { configFromEnv: true })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('FLORETE_ACTIVE_DIR') });
+  });
+
   it('refuses to start on an invalid flor.json with exit 1 and says why', async () => {
     const bad = { ...flor(1, 2, []), listen: 'nowhere' } as FlorJson;
     await expect(startVertex(dir, bad)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('listen') });

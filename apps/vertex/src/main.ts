@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { FlorJson, Version } from '#contracts';
+import { join } from 'node:path';
+import { FLOR_JSON, FlorJson, Version } from '#contracts';
 import { VertexControlError } from '#vertex-control';
 import { jsonLog } from './json-log.js';
 import { Vertex } from './vertex.js';
@@ -9,6 +10,7 @@ import { Vertex } from './vertex.js';
 const log = jsonLog('vertex');
 
 class StartError extends Error {}
+class UsageError extends Error {}
 
 function parseVersion(value: string): number {
   const v = Version.safeParse(Number(value));
@@ -35,14 +37,17 @@ function readConfig(path: string): FlorJson {
 }
 
 interface Options {
-  config: string;
+  config?: string;
   control: string;
   setVersion?: number;
   exitWithStdin?: boolean;
 }
 
 async function run(options: Options): Promise<void> {
-  const config = readConfig(options.config);
+  const activeDir = process.env.FLORETE_ACTIVE_DIR;
+  const configPath = options.config ?? (activeDir ? join(activeDir, FLOR_JSON) : undefined);
+  if (!configPath) throw new UsageError('--config is required when $FLORETE_ACTIVE_DIR is not set');
+  const config = readConfig(configPath);
   const envVersion = process.env.FLORETE_SET_VERSION;
   const version = options.setVersion ?? (envVersion ? parseVersion(envVersion) : null);
   const vertex = await Vertex.start({ config, version, controlPath: options.control, log });
@@ -69,7 +74,7 @@ async function run(options: Options): Promise<void> {
 
 const program = new Command('vertex')
   .description('reference Florete vertex: serves the published TCP services, enforces ingress allow lists, hot-swaps them over a control socket')
-  .requiredOption('--config <path>', 'flor.json to run')
+  .option('--config <path>', 'flor.json to run (default: $FLORETE_ACTIVE_DIR/flor.json, as a supervising agent sets it)')
   .requiredOption('--control <path>', 'unix control socket to serve (mode 0600)')
   .option('--set-version <n>', 'version of the config (default: $FLORETE_SET_VERSION)', parseVersion)
   .option('--exit-with-stdin', 'exit when stdin ends (run by a supervising agent)')
@@ -79,6 +84,10 @@ const program = new Command('vertex')
 /** The only place that exits: 0 ok, 1 failure, 2 usage error. */
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+  if (err instanceof UsageError) {
+    process.stderr.write(`vertex: ${err.message}\n`);
+    process.exit(2);
+  }
   if (err instanceof StartError || err instanceof VertexControlError) {
     log('error', 'cannot start', { reason: err.message, code: err instanceof VertexControlError ? err.code : 'bad_config' });
     process.stderr.write(`vertex: ${err.message}\n`);
