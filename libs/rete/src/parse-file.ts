@@ -68,7 +68,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
       continue;
     }
     const value = valueAt(data, path);
-    if (issue.code === 'invalid_type' && value === undefined) {
+    if ((issue.code === 'invalid_type' || issue.code === 'invalid_value') && value === undefined) {
       report('missing_key', placeOf(path.slice(0, -1)), path, `missing required key "${String(path[path.length - 1])}"`);
       continue;
     }

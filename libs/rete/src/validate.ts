@@ -164,6 +164,8 @@ export function validateRete(sources: readonly Source[]): Validation {
     });
   }
 
+  // Warnings from half a rete would only be noise: they wait until every file parses.
+  if (!refsCheckable) return { diagnostics: sortDiagnostics(diagnostics.filter((d) => d.severity === 'error')) };
   for (const [name, def] of nodeDefs) {
     (def.value.services ?? []).forEach((s, i) => {
       const p = [...def.path, 'services', i];
