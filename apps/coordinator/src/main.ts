@@ -10,6 +10,7 @@ import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';
 import { LedgerWriter } from './ledger/ledger-writer.js';
 import { createLogger, startCoordinator } from './server.js';
+import { rebuildMirror } from './mirror/rebuild-mirror.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 
@@ -82,6 +83,20 @@ program
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const n = await rebuildProjections(db.kysely, store);
       process.stdout.write(`replayed ${n} events\n`);
+    });
+  });
+
+const mirror = program.command('mirror').description('the git audit mirror (<FLORETE_DATA>/audit.git)');
+mirror
+  .command('rebuild')
+  .description('rebuild the mirror from the ledger into a fresh directory and swap it in (repairs a diverged mirror)')
+  .action(async () => {
+    await withDb(async (db) => {
+      await migrateToLatest(db.kysely);
+      const progress = process.stderr.isTTY ? (position: number) => process.stderr.write(`\rmirrored up to ledger position ${position}`) : undefined;
+      const result = await rebuildMirror(db, loadConfig().mirror.gitdir, progress);
+      if (progress) process.stderr.write('\n');
+      process.stdout.write(`${JSON.stringify({ commits: result.commits, position: result.checkpoint.position, head: result.checkpoint.commit })}\n`);
     });
   });
 

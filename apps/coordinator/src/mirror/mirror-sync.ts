@@ -82,7 +82,7 @@ export class MirrorSync {
           const ref = await this.repo.readRef();
           if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
           await this.repo.writeObjects(objects);
-          await this.repo.setRef(commit);
+          await this.repo.setRef(commit, p.position);
         }
         consumed = p.position;
         if (p.position > checkpoint.position) {

@@ -12,6 +12,7 @@ import { databaseCheckpoints, memoryCheckpoints, readCheckpoint, type Checkpoint
 import { withMirrorLock } from './store/writer-lock.js';
 import { verifyWithMirror } from './verify-mirror.js';
 import { MirrorError } from './mirror-error.js';
+import { rebuildMirror } from './rebuild-mirror.js';
 
 const gitIn = (gitdir: string) => (...args: string[]) => execFileSync('git', ['--git-dir', gitdir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
 
@@ -133,6 +134,14 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     await h.publish({ gamma: { f: 'g' } });
     await expect(sync()).rejects.toMatchObject({ code: 'mirror_diverged' } satisfies Partial<MirrorError>);
     expect(git('rev-parse', 'main').trim()).toBe(forged);
+
+    // `coordinator mirror rebuild` repairs it: the same commits as before, plus the new publish.
+    const rebuilt = await rebuildMirror(h.db, gitdir);
+    expect(rebuilt.commits).toBe(5);
+    expect(git('rev-parse', 'main~1').trim()).toBe(head);
+    expect(await readCheckpoint(h.db.kysely)).toEqual(rebuilt.checkpoint);
+    expect((await sync()).commits).toBe(0);
+    git('fsck', '--strict', '--no-dangling');
   });
 
   it('verifies a mirror that agrees with the ledger, and one that only lags', async () => {
@@ -184,21 +193,18 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     });
   });
 
-  it('locates a commit whose author was rewritten', async () => {
+  it('locates a commit whose author was rewritten, and a branch moved back behind its checkpoint', async () => {
     const { retire } = await history();
     await sync();
     const message = git('log', '-1', '--format=%B', 'main');
     const env = { ...process.env, GIT_AUTHOR_NAME: 'mallory', GIT_AUTHOR_EMAIL: 'mallory@evil.invalid' };
     const forged = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1'], { encoding: 'utf8', env, input: message }).trim();
+    const honest = git('rev-parse', 'main').trim();
     git('update-ref', 'refs/heads/main', forged);
-    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, position: retire.position, reason: expect.stringContaining('author'), mirror: { commit: forged } });
-  });
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, position: retire.position, reason: expect.stringContaining('author'), mirror: { commit: forged, expected_commit: honest } });
 
-  it('detects a branch moved back behind its checkpoint', async () => {
-    await history();
-    await sync();
     git('update-ref', 'refs/heads/main', 'main~2');
-    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, reason: expect.stringContaining('behind the checkpointed commit') });
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, position: retire.position, reason: expect.stringContaining('behind the checkpointed commit') });
   });
 
   (database.name === 'postgres' ? it : it.skip)('lets one replica write at a time', async () => {

@@ -30,11 +30,18 @@ export function treeOrder(a: TreeEntry, b: TreeEntry): number {
 
 /** Entries must already be in treeOrder (callers that keep a sorted list avoid re-sorting 10,000 entries). */
 export function treeObjectSorted(entries: readonly TreeEntry[]): GitObject {
-  const parts: Buffer[] = [];
+  // One buffer written in place: the root of a 10,000-node mirror is rebuilt on every commit.
+  let size = 0;
+  for (const e of entries) size += (e.kind === 'tree' ? 6 : 7) + Buffer.byteLength(e.name, 'utf8') + 1 + 20;
+  const buf = Buffer.allocUnsafe(size);
+  let at = 0;
   for (const e of entries) {
-    parts.push(Buffer.from(`${e.kind === 'tree' ? '40000' : '100644'} ${e.name}\0`, 'utf8'), Buffer.from(e.oid, 'hex'));
+    at += buf.write(e.kind === 'tree' ? '40000 ' : '100644 ', at, 'latin1');
+    at += buf.write(e.name, at, 'utf8');
+    buf[at++] = 0;
+    at += buf.write(e.oid, at, 'hex');
   }
-  return gitObject('tree', Buffer.concat(parts));
+  return gitObject('tree', buf);
 }
 
 export function treeObject(entries: readonly TreeEntry[]): GitObject {

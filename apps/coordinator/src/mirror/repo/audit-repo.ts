@@ -1,5 +1,5 @@
 import * as nodeFs from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
@@ -7,18 +7,27 @@ import git from 'isomorphic-git';
 import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
 import { BRANCH, ledgerPositionOf } from '../domain/mirror-tree.js';
 
-/** Write to a temporary name, then rename: a crash leaves the old file or the new one, never half of one. */
+/**
+ * Write to a temporary name, then rename: a crash leaves the old file or the new one, never half of
+ * one. Synchronous underneath: objects are small and a thread-pool round trip per call made a
+ * one-node commit several times slower; the largest write (a 10,000-entry root) takes about 1 ms.
+ */
 async function atomicWriteFile(path: string, data: string | Uint8Array, options?: unknown): Promise<void> {
   const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(tmp, data, options as never);
-  await rename(tmp, path);
+  nodeFs.writeFileSync(tmp, data, options as never);
+  nodeFs.renameSync(tmp, path);
 }
 
 /**
- * Node's fs for isomorphic-git with every write made atomic: it never overwrites an existing loose
- * object, so a torn object left by a crash would otherwise stay torn.
+ * Node's fs for isomorphic-git with every write made atomic (it never overwrites an existing loose
+ * object, so a torn object left by a crash would otherwise stay torn) and stat answered directly.
  */
-const fs = { ...nodeFs, promises: { ...nodeFs.promises, writeFile: atomicWriteFile } };
+const fs = {
+  ...nodeFs,
+  promises: { ...nodeFs.promises, writeFile: atomicWriteFile, stat: async (path: string) => nodeFs.statSync(path), lstat: async (path: string) => nodeFs.lstatSync(path) },
+};
+
+const WRITE_CONCURRENCY = 32;
 
 export interface RepoHead {
   readonly commit: string | null;
@@ -36,6 +45,9 @@ export interface StoredCommit {
 
 /** The bare audit repository on disk: objects written by isomorphic-git, refs and info files kept current for dumb HTTP. */
 export class AuditRepo {
+  /** The head this process last wrote, so a warm worker need not re-read its commit for the trailer. */
+  private lastHead: RepoHead | null = null;
+
   private constructor(readonly gitdir: string) {}
 
   static async open(gitdir: string): Promise<AuditRepo> {
@@ -50,12 +62,14 @@ export class AuditRepo {
     return repo;
   }
 
+  /** Several writes in flight: a first commit of 10,000 folders is 40,000 objects. */
   async writeObjects(objects: readonly GitObject[]): Promise<void> {
-    for (const o of objects) {
-      if (nodeFs.existsSync(join(this.gitdir, 'objects', o.oid.slice(0, 2), o.oid.slice(2)))) continue;
+    const fresh = objects.filter((o) => !nodeFs.existsSync(join(this.gitdir, 'objects', o.oid.slice(0, 2), o.oid.slice(2))));
+    const write = (o: GitObject) => {
       const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
-      await git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, { level: 1 }), format: 'deflated', oid: o.oid });
-    }
+      return git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, { level: 1 }), format: 'deflated', oid: o.oid });
+    };
+    for (let i = 0; i < fresh.length; i += WRITE_CONCURRENCY) await Promise.all(fresh.slice(i, i + WRITE_CONCURRENCY).map(write));
   }
 
   async readRef(): Promise<string | null> {
@@ -70,17 +84,20 @@ export class AuditRepo {
   async head(): Promise<RepoHead> {
     const commit = await this.readRef();
     if (!commit) return { commit: null, position: 0 };
+    if (this.lastHead?.commit === commit) return this.lastHead;
     const position = ledgerPositionOf((await this.readCommit(commit)).message);
     if (position === null) throw new Error(`mirror head ${commit} has no Ledger-Position trailer`);
     return { commit, position };
   }
 
   /** Moves the branch, then info/refs: a client never sees a ref before the objects it needs. */
-  async setRef(commit: string): Promise<void> {
+  async setRef(commit: string, position: number): Promise<void> {
+    this.lastHead = null;
     const path = join(this.gitdir, BRANCH);
     await mkdir(dirname(path), { recursive: true });
     await atomicWriteFile(path, `${commit}\n`);
     await this.writeInfoRefs(commit);
+    this.lastHead = { commit, position };
   }
 
   private async writeInfoRefs(commit: string | null): Promise<void> {

@@ -1,0 +1,91 @@
+import { execFileSync } from 'node:child_process';
+import { gitObject, parseTree, treeObject, type TreeEntry } from './git-object.js';
+import { authorOf, commitMessage, ledgerPositionOf, MirrorTree } from './mirror-tree.js';
+import type { MirrorPublish } from './publish-group.js';
+
+const blobOf = (sha: string) => gitObject('blob', Buffer.from(`content of ${sha}\n`));
+let position = 0;
+function publish(stamps: { node: string; version: number; files?: string[]; retired?: boolean }[], extra: Partial<MirrorPublish> = {}): MirrorPublish {
+  position += stamps.length + 1;
+  return {
+    position,
+    hash: 'ab'.repeat(32),
+    publishId: `p-${position}`,
+    kind: 'publish',
+    message: 'a message',
+    actor: 'alice',
+    recordedAt: '2026-01-02T03:04:05.678Z',
+    changed: stamps.map((s) => ({ node: s.node, from: s.version - 1, to: s.version })),
+    stamps: stamps.map((s) => ({
+      node: s.node,
+      version: s.version,
+      set_digest: 'd',
+      retired: s.retired ?? false,
+      artifacts: (s.files ?? []).map((f) => ({ name: f.split('=')[0], sha256: f, size: 1 })),
+      publish_id: `p-${position}`,
+    })),
+    ...extra,
+  };
+}
+
+describe('mirror tree', () => {
+  it('hashes objects exactly as git does', () => {
+    const blob = gitObject('blob', Buffer.from('hello\n'));
+    expect(blob.oid).toBe(execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n', encoding: 'utf8' }).trim());
+    expect(gitObject('tree', Buffer.alloc(0)).oid).toBe('4b825dc642cb6eb9a060e54bf8d69288fbee4904');
+  });
+
+  it('orders a folder as if its name ended in "/", so a-b/ comes before a/', () => {
+    const oid = 'e'.repeat(40);
+    const entries: TreeEntry[] = [
+      { name: 'a', kind: 'tree', oid },
+      { name: 'a-b', kind: 'tree', oid },
+      { name: 'a.json', kind: 'file', oid },
+    ];
+    expect(parseTree(treeObject(entries).content).map((e) => e.name)).toEqual(['a-b', 'a.json', 'a']);
+  });
+
+  it('rewrites only the touched folder, the root and the commit, reusing every other subtree id', () => {
+    const tree = MirrorTree.empty();
+    tree.apply(publish([{ node: 'alpha', version: 1, files: ['flor.json=1'] }, { node: 'beta', version: 1, files: ['flor.json=2'] }]), blobOf);
+    const before = new Map(tree.rootEntries().map((e) => [e.name, e.oid]));
+    const { objects } = tree.apply(publish([{ node: 'alpha', version: 2, files: ['flor.json=3'] }]), blobOf);
+    expect(objects.map((o) => o.type)).toEqual(['blob', 'blob', 'tree', 'tree', 'tree', 'commit']);
+    const after = new Map(tree.rootEntries().map((e) => [e.name, e.oid]));
+    expect(after.get('beta')).toBe(before.get('beta'));
+    expect(after.get('alpha')).not.toBe(before.get('alpha'));
+  });
+
+  it('removes a retired node folder and brings it back when the node is published again', () => {
+    const tree = MirrorTree.empty();
+    tree.apply(publish([{ node: 'alpha', version: 1, files: ['f=1'] }, { node: 'beta', version: 1 }]), blobOf);
+    tree.apply(publish([{ node: 'alpha', version: 2, retired: true }]), blobOf);
+    expect(tree.rootEntries().map((e) => e.name)).toEqual(['beta']);
+    tree.apply(publish([{ node: 'alpha', version: 3, files: ['f=1'] }]), blobOf);
+    expect(tree.rootEntries().map((e) => e.name)).toEqual(['alpha', 'beta']);
+    expect(tree.nodeState().get('alpha')?.version).toBe(3);
+  });
+
+  it('gives the same commit ids for the same publishes, and different ids when anything recorded differs', () => {
+    const history = [publish([{ node: 'alpha', version: 1, files: ['f=1'] }]), publish([{ node: 'alpha', version: 2, files: ['f=2'] }])];
+    const run = (ps: MirrorPublish[]) => {
+      const t = MirrorTree.empty();
+      return ps.map((p) => t.apply(p, blobOf).commit);
+    };
+    expect(run(history)).toEqual(run(history));
+    expect(run([history[0], { ...history[1], actor: 'mallory' }])[1]).not.toBe(run(history)[1]);
+    expect(run([history[0], { ...history[1], recordedAt: '2026-01-02T03:04:06.000Z' }])[1]).not.toBe(run(history)[1]);
+  });
+
+  it('writes the message, one line per touched node and the ledger trailers', () => {
+    const p = publish([{ node: 'alpha', version: 5 }, { node: 'beta', version: 1 }], { message: '  tighten acl\r\n\n' });
+    expect(commitMessage(p)).toBe(`tighten acl\n\nalpha 4 -> 5\nbeta 0 -> 1\n\nLedger-Position: ${p.position}\nLedger-Hash: ${'ab'.repeat(32)}\nPublish-Id: ${p.publishId}\n`);
+    expect(ledgerPositionOf(commitMessage(p))).toBe(p.position);
+    expect(commitMessage({ ...p, message: '' }).startsWith('publish\n\n')).toBe(true);
+  });
+
+  it('turns any token name into an identity git accepts', () => {
+    expect(authorOf('CI Bot <ops>')).toEqual({ name: 'CI Bot ops', email: 'ci-bot-ops@florete.invalid' });
+    expect(authorOf('<>')).toEqual({ name: 'unknown', email: 'unknown@florete.invalid' });
+  });
+});
