@@ -1,14 +1,14 @@
 import { Command } from 'commander';
-import * as enroll from './commands/enroll.command.js';
-import * as runCmd from './commands/run.command.js';
-import * as sync from './commands/sync.command.js';
-import * as status from './commands/status.command.js';
+import type * as enroll from './commands/enroll.command.js';
+import type * as runCmd from './commands/run.command.js';
+import type * as sync from './commands/sync.command.js';
+import type * as status from './commands/status.command.js';
 import { AGENT_VERSION } from './version.js';
 
 /** What each command resolves to: false means "ran, but the outcome is a failure" (exit 1). */
 export type Outcome = boolean | void;
 
-/** Declares the commands; each action returns its command's outcome to main through `done`. */
+/** Declares the commands (loaded on use: `status` and `sync` start without the daemon's code); each action returns its command's outcome to main through `done`. */
 export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
   const program = new Command('flor').description('Florete node agent').version(AGENT_VERSION).showHelpAfterError().exitOverride();
   const agent = program.command('agent').description('enrol this node, run the sync daemon, query it');
@@ -20,20 +20,20 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
   common(agent.command('enroll').alias('enrol').description('check the coordinator key against the token, enrol, store the identity (0600)'))
     .requiredOption('--coordinator <url>', 'coordinator base URL')
     .requiredOption('--token <token>', 'enrolment token fle.<id>.<secret>.<thumbprint>')
-    .action((opts: enroll.RunOptions) => done(enroll.run(opts)));
+    .action((opts: enroll.RunOptions) => done(import('./commands/enroll.command.js').then((m) => m.run(opts))));
 
   common(agent.command('run').description('the daemon: sync at start and every poll interval, serve the control socket')).action((opts: runCmd.RunOptions) =>
-    done(runCmd.run(opts)),
+    done(import('./commands/run.command.js').then((m) => m.run(opts))),
   );
 
   common(agent.command('sync').description('ask the daemon for a sync pass now and print what happened'))
     .option('--dry-run', 'fetch and verify only; print the would-be version against the active one')
     .option('--json', 'print the outcome as JSON')
-    .action((opts: sync.RunOptions) => done(sync.run(opts)));
+    .action((opts: sync.RunOptions) => done(import('./commands/sync.command.js').then((m) => m.run(opts))));
 
   common(agent.command('status').description('lifecycle, versions, last and next poll, last error'))
     .option('--json', 'print the status as JSON')
-    .action((opts: status.RunOptions) => done(status.run(opts)));
+    .action((opts: status.RunOptions) => done(import('./commands/status.command.js').then((m) => m.run(opts))));
 
   return program;
 }

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentIdentity, AgentState, INITIAL_AGENT_STATE, InstalledStore } from '#contracts';
 import { isTempName, writeJsonAtomic } from './atomic-fs.js';
@@ -108,6 +109,11 @@ export class StateDir {
   pruneSets(keep = 2): void {
     const active = this.activeVersion();
     const others = this.stagedVersions().filter((v) => v !== active);
-    for (const v of others.slice(0, Math.max(0, others.length - keep))) rmSync(this.setDir(v), { recursive: true, force: true });
+    for (const v of others.slice(0, Math.max(0, others.length - keep))) {
+      // Out of its final name first: a crash part-way through the delete must not leave a partial set that looks complete.
+      const doomed = this.stagingDir(v, `gone-${randomBytes(4).toString('hex')}`);
+      renameSync(this.setDir(v), doomed);
+      rmSync(doomed, { recursive: true, force: true });
+    }
   }
 }

@@ -54,7 +54,10 @@ export class SyncPass {
 
     let fetched;
     try {
-      fetched = await client.fetchBundle(state.etag);
+      // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
+      // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
+      const settled = state.high_water === active && state.applied_version === active;
+      fetched = await client.fetchBundle(settled ? state.etag : null);
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
       state.last_result = 'error';
