@@ -1,0 +1,272 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jest } from '@jest/globals';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { Client, STACK_TRACE } from './support/http.js';
+
+jest.setTimeout(180_000);
+
+const CLI = resolve('dist/apps/retectl/src/main.js');
+
+/** A port nothing listens on: bound, then released. */
+const closedPort = (): Promise<number> =>
+  new Promise((done) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => done(port));
+    });
+  });
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+describe('retectl against a real coordinator', () => {
+  let coordinator: CoordinatorProcess;
+  let home: string;
+  let rete: string;
+  let admin: Client;
+  const outputs: string[] = [];
+
+  /** The built CLI as a real process; HOME and XDG_CONFIG_HOME point into a temp dir. */
+  const retectl = (args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<Run> =>
+    new Promise((done) => {
+      const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: coordinator.adminToken!, ...options.env };
+      const child = execFile(process.execPath, [CLI, ...args], { env, cwd: options.cwd ?? rete }, (error, stdout, stderr) => {
+        outputs.push(stdout, stderr);
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+      child.stdin?.end(options.input ?? '');
+    });
+  /** A failure is exactly one line on stderr, prefixed `retectl:`, with no stack trace. */
+  const expectOneLine = (run: Run, code: number, pattern: RegExp) => {
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code, stderr: expect.stringMatching(pattern) });
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^retectl: /);
+    expect(run.stderr + run.stdout).not.toMatch(STACK_TRACE);
+  };
+
+  beforeAll(async () => {
+    coordinator = await startCoordinatorProcess();
+    home = mkdtempSync(join(tmpdir(), 'retectl-home-'));
+    rete = join(home, 'rete');
+    admin = new Client(coordinator.url, coordinator.adminToken);
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  describe('the operator scenario', () => {
+    const compiled = (node: string, file: string) => readFileSync(join(rete, '.flor/compiled', node, 'mgmt', file), 'utf8');
+
+    it('init writes an example rete that validates and compiles as it is', async () => {
+      expect((await retectl(['init', rete], { cwd: home })).code).toBe(0);
+      const v = await retectl(['validate']);
+      expect(v).toEqual({ code: 0, stdout: 'ok: 3 nodes, 1 group, 1 ACL rule, 0 warnings\n', stderr: '' });
+      const c = await retectl(['compile']);
+      expect(c.code).toBe(0);
+      expect(c.stdout).toBe('+ alpha: new\n+ beta: new\n+ laptop: new\ncompiled 3 nodes into .flor/compiled: 3 new, 0 changed, 0 removed, 0 unchanged\n');
+      const before = ['alpha', 'beta', 'laptop'].map((n) => compiled(n, 'flor.json') + compiled(n, 'agent.json'));
+      const again = await retectl(['compile']);
+      expect(again.stdout).toMatch(/0 new, 0 changed, 0 removed, 3 unchanged/);
+      expect(['alpha', 'beta', 'laptop'].map((n) => compiled(n, 'flor.json') + compiled(n, 'agent.json'))).toEqual(before);
+    });
+
+    it('plan shows every node as new (exit 3), publish stamps version 1 on all three', async () => {
+      const plan = await retectl(['plan']);
+      expect(plan.code).toBe(3);
+      expect(plan.stdout).toMatch(/^\+ alpha: new \(agent\.json, flor\.json\)$/m);
+      const pub = await retectl(['publish', '-m', 'first publish']);
+      expect(pub.code).toBe(0);
+      expect(pub.stdout.split('\n').slice(0, 3)).toEqual(['alpha 0 -> 1', 'beta 0 -> 1', 'laptop 0 -> 1']);
+      expect(pub.stdout).toMatch(/3 changed, 0 unchanged \(6 blobs uploaded\)/);
+      expect(await retectl(['plan'])).toEqual(expect.objectContaining({ code: 0, stdout: expect.stringMatching(/nothing to publish\n$/) }));
+    });
+
+    it('refuses to publish a tree whose compiled output is older than the YAML', async () => {
+      // The edit: the web front end is for the laptop only, no longer for all of ops.
+      const policy = join(rete, 'policy.yaml');
+      writeFileSync(policy, readFileSync(policy, 'utf8').replace('from: [group:ops]', 'from: [laptop]'));
+      expectOneLine(await retectl(['publish']), 1, /older than the YAML .*: run retectl compile\n$/);
+      expectOneLine(await retectl(['plan']), 1, /run retectl compile\n$/);
+    });
+
+    it('after the ACL edit, compile and plan list exactly the nodes whose allow lists changed', async () => {
+      const c = await retectl(['compile']);
+      // The rule's target (alpha: ingress) and the source that lost access (beta: egress); laptop keeps its rights.
+      expect(c.stdout).toBe('~ alpha: flor.json\n~ beta: flor.json\ncompiled 3 nodes into .flor/compiled: 0 new, 2 changed, 0 removed, 1 unchanged\n');
+      expect(c.stderr).toMatch(/warning: group "ops" is not used by any ACL rule \[unused_group\]/);
+      const plan = await retectl(['plan']);
+      expect(plan.code).toBe(3);
+      expect(plan.stdout).toBe(
+        '~ alpha: changed (flor.json) at version 1\n~ beta: changed (flor.json) at version 1\n  laptop: unchanged at version 1\nplan: 0 new, 2 changed, 0 retired, 1 unchanged\n',
+      );
+      const json = JSON.parse((await retectl(['plan', '--json'])).stdout);
+      expect(json.entries.filter((e: { action: string }) => e.action !== 'unchanged').map((e: { node: string }) => e.node)).toEqual(['alpha', 'beta']);
+    });
+
+    it('publish stamps only the changed nodes', async () => {
+      const pub = await retectl(['publish', '-m', 'web for the laptop only']);
+      expect(pub.code).toBe(0);
+      expect(pub.stdout).toMatch(/^alpha 1 -> 2\nbeta 1 -> 2\npublished [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged \(2 blobs uploaded\)\n$/);
+      const nodes = (await admin.get('/v1/nodes')).body.items.map((n: { node: string; version: number }) => `${n.node}@${n.version}`);
+      expect(nodes).toEqual(['alpha@2', 'beta@2', 'laptop@1']);
+    });
+
+    it('history and diff show the change', async () => {
+      const history = await retectl(['history', 'alpha']);
+      expect(history.code).toBe(0);
+      const rows = history.stdout.trimEnd().split('\n');
+      expect(rows[0]).toMatch(/^VERSION\s+RECORDED\s+ACTOR\s+SET DIGEST\s+MESSAGE$/);
+      expect(rows.slice(1).map((r) => r.split(/\s{2,}/)[0] + ' ' + r.split(/\s{2,}/).at(-1))).toEqual(['2 web for the laptop only', '1 first publish']);
+      const diff = await retectl(['diff', 'alpha', '1', '2']);
+      expect(diff.code).toBe(0);
+      expect(diff.stdout).toMatch(/^--- alpha\/v1\/flor\.json$/m);
+      expect(diff.stdout).toMatch(/^-\s+"beta",?$/m);
+      expect(diff.stdout).not.toMatch(/agent\.json/);
+    });
+
+    it('rollback stamps a new version carrying the old content', async () => {
+      const rb = await retectl(['rollback', 'alpha', '--to', '1', '-m', 'undo the ACL change']);
+      expect(rb).toEqual({ code: 0, stdout: 'alpha 2 -> 3 (content of version 1)\n', stderr: '' });
+      const v1 = JSON.parse((await retectl(['show', 'alpha', '--version', '1', '--json'])).stdout);
+      const v3 = JSON.parse((await retectl(['show', 'alpha', '--json'])).stdout);
+      expect(v3.version).toBe(3);
+      expect(v3.artifacts).toEqual(v1.artifacts);
+      expect(v3.set_digest).toBe(v1.set_digest);
+      const human = await retectl(['show', 'alpha', '--version', '2']);
+      expect(human.stdout).toMatch(/^node alpha version 2, set [0-9a-f]{64}\n--- agent\.json \(\d+ bytes, sha256 [0-9a-f]{64}\)\n\{\n/);
+      // The compiled tree now differs from alpha's head again: plan says so.
+      expect((await retectl(['plan'])).stdout).toMatch(/^~ alpha: changed \(flor\.json\) at version 3$/m);
+    });
+
+    it('status lists every node with its head, applied version, last contact and state', async () => {
+      const status = await retectl(['status']);
+      expect(status.code).toBe(0);
+      expect(status.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
+        ['NODE', 'VERSION', 'APPLIED', 'LAST CONTACT', 'STATE'],
+        ['alpha', '3', '-', 'never', 'never seen'],
+        ['beta', '2', '-', 'never', 'never seen'],
+        ['laptop', '1', '-', 'never', 'never seen'],
+        [''],
+      ]);
+      const json = JSON.parse((await retectl(['status', '--json'])).stdout);
+      expect(json.items.map((n: { node: string; state: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
+    });
+
+    it('token create prints the enrolment token once; ledger verify prints the verdict', async () => {
+      const token = await retectl(['token', 'create', 'laptop', '--ttl', '2h']);
+      expect(token.code).toBe(0);
+      expect(token.stdout).toMatch(/^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}\n$/);
+      expect(token.stderr).toMatch(/^enrolment token for laptop, single use, expires \S+; it is not shown again\n$/);
+      expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '10s']), 2, /--ttl.*must be between 1m and 30d/);
+      for (const command of [['ledger', 'verify'], ['audit', 'verify']]) {
+        const verify = await retectl(command);
+        expect(verify.code).toBe(0);
+        expect(JSON.parse(verify.stdout)).toEqual(expect.objectContaining({ ok: true, position: expect.any(Number), hash: expect.stringMatching(/^[0-9a-f]{64}$/) }));
+      }
+    });
+
+    it('retire stamps the final version; plan --prune would retire what left the tree', async () => {
+      expect(await retectl(['retire', 'laptop', '-m', 'lost'])).toEqual({ code: 0, stdout: 'laptop 1 -> 2 (retired)\n', stderr: '' });
+      expect((await retectl(['plan'])).stdout).toMatch(/^\+ laptop: new \(re-added after retirement\)/m);
+      writeFileSync(join(rete, 'nodes/devices.yaml'), 'nodes: []\n');
+      writeFileSync(join(rete, 'policy.yaml'), 'acl:\n  - from: [beta]\n    to: [alpha:web]\n');
+      const c = await retectl(['compile']);
+      expect(c.stdout).toMatch(/^- laptop: removed$/m);
+      const plan = await retectl(['plan', '--prune']);
+      expect(plan.stdout).not.toMatch(/laptop/); // already retired: nothing to prune
+      const pub = await retectl(['publish', '--prune', '-m', 'beta back on the web']);
+      expect(pub.stdout).toMatch(/^alpha 3 -> 4\nbeta 2 -> 3\n/);
+    });
+  });
+
+  describe('failures are one clear line', () => {
+    it('401: a token the coordinator does not know', async () => {
+      const run = await retectl(['status'], { env: { FLORETE_TOKEN: 'flt.000000000000000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
+      expectOneLine(run, 1, /did not accept the API token: .*\(401 unauthenticated\)/);
+      expect(run.stderr).not.toContain('flt.0000');
+    });
+
+    it('403: a reader token may not publish', async () => {
+      const reader = (await admin.post('/v1/api-tokens', { name: 'auditor', role: 'reader' })).body.token as string;
+      expectOneLine(await retectl(['publish'], { env: { FLORETE_TOKEN: reader } }), 1, /may not do this: .*\(403 forbidden\)/);
+      expect((await retectl(['status'], { env: { FLORETE_TOKEN: reader } })).code).toBe(0);
+    });
+
+    it('409: a stale --expect-position, and retiring a retired node', async () => {
+      writeFileSync(join(rete, 'nodes/devices.yaml'), 'nodes:\n  - name: laptop\n    kind: device\n    listen: 192.168.1.20:7946\n');
+      expect((await retectl(['compile'])).code).toBe(0);
+      expectOneLine(await retectl(['publish', '--expect-position', '1']), 1, /\(409 stale_position\)\n$/);
+      expectOneLine(await retectl(['retire', 'laptop']), 1, /laptop is already retired .*\(409 node_retired\)\n$/);
+    });
+
+    it('422 and 404: a rollback target that is not older, a node that was never published', async () => {
+      expectOneLine(await retectl(['rollback', 'alpha', '--to', '4']), 1, /rejected the request: version 4 is not older than the head 4 of alpha \(422 invalid_rollback_target\)/);
+      expectOneLine(await retectl(['history', 'ghost']), 1, /^retectl: node ghost has never been published \(404 unknown_node\)\n$/);
+    });
+
+    it('a coordinator that does not answer', async () => {
+      const port = await closedPort();
+      expectOneLine(await retectl(['status', '--coordinator', `http://127.0.0.1:${port}`]), 1, new RegExp(`^retectl: cannot reach the coordinator at http://127\\.0\\.0\\.1:${port}: ECONNREFUSED\n$`));
+    });
+
+    it('usage errors exit 2', async () => {
+      expectOneLine(await retectl(['publish', '--bogus']), 2, /unknown option '--bogus'/);
+      expectOneLine(await retectl(['frobnicate']), 2, /unknown command 'frobnicate'/);
+      expectOneLine(await retectl(['rollback', 'alpha', '--to', 'zero']), 2, /--to must be a whole number/);
+      expectOneLine(await retectl(['rollback', 'alpha']), 2, /required option '--to <n>' not specified/);
+      expectOneLine(await retectl(['status'], { env: { FLORETE_TOKEN: '' } }), 2, /no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token`/);
+      expectOneLine(await retectl(['status', '--coordinator', 'ftp://x'], {}), 2, /--coordinator must be an http\(s\) URL/);
+    });
+  });
+
+  describe('configuration', () => {
+    const bare = { FLORETE_COORDINATOR: '', FLORETE_TOKEN: '' };
+
+    it('keeps the coordinator and token in the user config dir with mode 0600, never showing the token', async () => {
+      expect((await retectl(['config', 'set', 'coordinator', coordinator.url], { env: bare })).code).toBe(0);
+      expect((await retectl(['config', 'set', 'token'], { env: bare, input: `${coordinator.adminToken}\n` })).code).toBe(0);
+      const path = join(home, '.config', 'florete', 'retectl.json');
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ coordinator: coordinator.url, token: coordinator.adminToken });
+      const show = await retectl(['config', 'show'], { env: bare });
+      expect(show.stdout).toBe(`config file: ${path}\ncoordinator: ${coordinator.url}\ntoken: set\n`);
+      expect((await retectl(['status'], { env: bare })).code).toBe(0);
+    });
+
+    it('flags beat the environment, which beats the config file', async () => {
+      const run = await retectl(['status', '--token', 'flt.000000000000000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'], { env: bare });
+      expect(run.code).toBe(1);
+      const port = await closedPort();
+      expect((await retectl(['status'], { env: { FLORETE_COORDINATOR: `http://127.0.0.1:${port}`, FLORETE_TOKEN: '' } })).stderr).toMatch(/cannot reach the coordinator at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+    });
+
+    it('refuses a config file other users can read', async () => {
+      const path = join(home, '.config', 'florete', 'retectl.json');
+      chmodSync(path, 0o644);
+      expectOneLine(await retectl(['status'], { env: bare }), 1, /retectl\.json is readable by other users \(mode 644\): run chmod 600 /);
+      chmodSync(path, 0o600);
+    });
+  });
+
+  it('has --help on every command', async () => {
+    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
+    for (const command of commands) {
+      const run = await retectl([...command, '--help']);
+      expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({ command, code: 0, usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)) });
+    }
+  });
+
+  it('never printed the API token, in any output of this file', () => {
+    expect(outputs.length).toBeGreaterThan(50);
+    for (const text of outputs) expect(text).not.toContain(coordinator.adminToken!);
+    expect(coordinator.adminToken).toMatch(/^flt\./);
+  });
+});
