@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -254,6 +255,40 @@ describe('retectl against a real coordinator', () => {
       expectOneLine(await retectl(['status'], { env: bare }), 1, /retectl\.json is readable by other users \(mode 644\): run chmod 600 /);
       chmodSync(path, 0o600);
     });
+  });
+
+  describe('answers a real coordinator would rarely give', () => {
+    let fake: Server;
+    let fakeUrl: string;
+    beforeAll(async () => {
+      fake = createHttpServer((req, res) => {
+        if (req.url === '/v1/ledger/verify') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, position: 7, reason: 'hash mismatch at position 7' }));
+        } else if (req.url === '/v1/nodes') {
+          res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>');
+        } else {
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"items": "not a list"}');
+        }
+      });
+      await new Promise<void>((r) => fake.listen(0, '127.0.0.1', () => r()));
+      fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+    });
+    afterAll(() => new Promise<void>((r) => fake.close(() => r())));
+
+    it('ledger verify prints a broken verdict and exits 1', async () => {
+      const run = await retectl(['ledger', 'verify', '--coordinator', fakeUrl]);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout)).toEqual({ ok: false, position: 7, reason: 'hash mismatch at position 7' });
+    });
+
+    it('a gateway error page and a body that breaks the contract are one line each', async () => {
+      expectOneLine(await retectl(['status', '--coordinator', fakeUrl]), 1, /^retectl: the coordinator failed: HTTP 502 to GET \/v1\/nodes\n$/);
+      expectOneLine(await retectl(['history', 'alpha', '--coordinator', fakeUrl]), 1, /^retectl: unexpected answer to GET \/v1\/nodes\/alpha\/versions\?limit=100: items: /);
+    });
+  });
+
+  it('init refuses a folder that already holds files', async () => {
+    expectOneLine(await retectl(['init', rete], { cwd: home }), 1, /is not empty: retectl init only writes into an empty or new folder/);
   });
 
   it('has --help on every command', async () => {
