@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -285,6 +285,27 @@ describe('retectl against a real coordinator', () => {
       expectOneLine(await retectl(['status', '--coordinator', fakeUrl]), 1, /^retectl: the coordinator failed: HTTP 502 to GET \/v1\/nodes\n$/);
       expectOneLine(await retectl(['history', 'alpha', '--coordinator', fakeUrl]), 1, /^retectl: unexpected answer to GET \/v1\/nodes\/alpha\/versions\?limit=100: items: /);
     });
+  });
+
+  it('shows upload progress on a terminal when there are many blobs', async () => {
+    const big = join(home, 'big');
+    const nodes = Array.from({ length: 8 }, (_, i) => `  - name: edge-${i}\n    kind: server\n    listen: 10.8.0.${i + 1}:7946\n`).join('');
+    mkdirSync(big);
+    writeFileSync(join(big, 'rete.yaml'), `mesh:\n  name: big\n  coordinator: ${coordinator.url}\nnodes:\n${nodes}`);
+    expect((await retectl(['compile', '-C', big], { cwd: home })).code).toBe(0);
+    // `script` gives the CLI a pseudo-terminal, as an operator's shell would.
+    const run = await new Promise<Run>((done) => {
+      const env = { PATH: process.env.PATH ?? '', HOME: home, FLORETE_TOKEN: coordinator.adminToken! };
+      execFile('script', ['-qec', `${process.execPath} ${CLI} publish -C ${big} -m many`, '/dev/null'], { env }, (error, stdout, stderr) => {
+        outputs.push(stdout, stderr);
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`\ruploading [${'#'.repeat(30)}] 16/16`);
+    expect(run.stdout).toMatch(/8 changed, 0 unchanged \(16 blobs uploaded\)/);
+    // Without a terminal there is no bar, only the result.
+    expect((await retectl(['publish', '-C', big], { cwd: home })).stdout).toBe('nothing changed: 8 unchanged\n');
   });
 
   it('init refuses a folder that already holds files', async () => {
