@@ -42,6 +42,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (!mirror.enabled) return;
     this.state = 'starting';
     const repo = await AuditRepo.open(mirror.gitdir);
+    await repo.refreshInfoRefs();
     if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
     this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++ });
     this.nudge.on(this.onNudge);

@@ -58,8 +58,14 @@ export class AuditRepo {
     await mkdir(join(gitdir, 'objects', 'info'), { recursive: true });
     // Objects are loose, never packed: an empty pack list tells dumb-HTTP clients not to look for packs.
     if (!nodeFs.existsSync(join(gitdir, 'objects', 'info', 'packs'))) await atomicWriteFile(join(gitdir, 'objects', 'info', 'packs'), '\n');
-    await repo.writeInfoRefs(await repo.readRef());
+    // Only when missing: a reader opening the repository must not race the writer's info/refs.
+    if (!nodeFs.existsSync(join(gitdir, 'info', 'refs'))) await repo.writeInfoRefs(await repo.readRef());
     return repo;
+  }
+
+  /** Rewrites info/refs from the branch: the writer calls it at start, in case a crash fell between the two. */
+  async refreshInfoRefs(): Promise<void> {
+    await this.writeInfoRefs(await this.readRef());
   }
 
   /** Several writes in flight: a first commit of 10,000 folders is 40,000 objects. */
