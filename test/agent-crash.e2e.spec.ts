@@ -4,7 +4,7 @@ import { jest } from '@jest/globals';
 import { sha256Hex } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 
 jest.setTimeout(170_000);
 
@@ -105,8 +105,7 @@ describe('flor agent crash safety', () => {
 
     await startAgent(files);
     await waitFor(`applied ${latest}`, async () => {
-      const s = JSON.parse((await flor(['agent', 'status', '--json', ...files.args])).stdout);
-      return s.applied_version === latest;
+      return (await socketStatus(files)).applied_version === latest;
     });
     const final = inspect(files);
     expect(final).toEqual({ active: latest, highWater: latest });

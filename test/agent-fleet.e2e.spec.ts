@@ -10,6 +10,7 @@ import {
   flor,
   florJson,
   removeTree,
+  socketStatus,
   startAgent,
   stopAllAgents,
   vertexStarts,
@@ -78,7 +79,7 @@ describe('flor agent: one coordinator, three agents', () => {
     expect(v1).toEqual({ alpha: 1, beta: 1, gamma: 1 });
     for (const node of NODES) agents[node] = await startAgent(files[node]);
     // The pass at start applies v1 everywhere.
-    for (const node of NODES) await waitFor(`${node} at 1`, async () => (await status(node)).applied_version === 1);
+    for (const node of NODES) await waitFor(`${node} at 1`, async () => (await socketStatus(files[node])).applied_version === 1);
     const sock = join(files.alpha.stateDir, 'agent.sock');
     expect(statSync(sock).mode & 0o777).toBe(0o600);
 
@@ -93,7 +94,7 @@ describe('flor agent: one coordinator, three agents', () => {
     const again = await flor(['agent', 'sync', ...files.alpha.args]);
     expect(again).toEqual(expect.objectContaining({ code: 0, stdout: 'up to date at 2\n' }));
 
-    for (const node of ['beta', 'gamma']) await waitFor(`${node} at 2`, async () => (await status(node)).applied_version === 2, 20_000);
+    for (const node of ['beta', 'gamma']) await waitFor(`${node} at 2`, async () => (await socketStatus(files[node])).applied_version === 2, 20_000);
     for (const node of NODES) {
       const s = await status(node);
       expect(s).toEqual(expect.objectContaining({ lifecycle: 'enrolled', node, active_version: 2, applied_version: 2, high_water: 2, last_result: expect.stringMatching(/^(applied|up_to_date)$/), last_error: null }));
@@ -115,7 +116,7 @@ describe('flor agent: one coordinator, three agents', () => {
     expect(Date.parse((await status('alpha')).next_poll) - Date.now()).toBeLessThan(2000);
     // Now alpha converges on its own.
     await fleet.publish({ alpha: { 'agent.json': agentJson('alpha', 1), 'flor.json': florJson('alpha', 'four') } });
-    await waitFor('alpha at 4', async () => (await status('alpha')).applied_version === 4, 20_000);
+    await waitFor('alpha at 4', async () => (await socketStatus(files.alpha)).applied_version === 4, 20_000);
     expect(vertexStarts(files.alpha)).toEqual(['1', '2', '3', '4']);
     // beta and gamma were untouched by those publishes: they stay at 2.
     expect((await status('beta')).active_version).toBe(2);
@@ -123,15 +124,15 @@ describe('flor agent: one coordinator, three agents', () => {
 
   it('removes files the new set no longer has, and uninstalls everything on retire', async () => {
     await fleet.publish({ beta: { 'agent.json': agentJson('beta', 1), 'flor.json': florJson('beta', 'three'), 'extra.txt': 'extra\n' } });
-    await waitFor('beta at 3', async () => (await status('beta')).applied_version === 3, 20_000);
+    await waitFor('beta at 3', async () => (await socketStatus(files.beta)).applied_version === 3, 20_000);
     expect(readFileSync(join(files.beta.installDir, 'extra.txt'), 'utf8')).toBe('extra\n');
     await fleet.publish({ beta: { 'agent.json': agentJson('beta', 1), 'flor.json': florJson('beta', 'three') } });
-    await waitFor('beta at 4', async () => (await status('beta')).applied_version === 4, 20_000);
+    await waitFor('beta at 4', async () => (await socketStatus(files.beta)).applied_version === 4, 20_000);
     expect(existsSync(join(files.beta.installDir, 'extra.txt'))).toBe(false);
 
     const retired = await fleet.admin.post('/v1/nodes/beta/retire', { message: 'decommission' });
     expect(retired.status).toBe(201);
-    await waitFor('beta retired', async () => (await status('beta')).applied_version === 5, 20_000);
+    await waitFor('beta retired', async () => (await socketStatus(files.beta)).applied_version === 5, 20_000);
     expect(existsSync(join(files.beta.installDir, 'flor.json'))).toBe(false);
     expect(existsSync(join(files.beta.installDir, 'agent.json'))).toBe(false);
     expect((await status('beta')).vertex).toEqual({ pid: null, starts: 4 });

@@ -6,7 +6,7 @@ import { canonicalJson, keyThumbprint, setDigest, sha256Hex, signBundle, type Si
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
+import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
 
 jest.setTimeout(120_000);
 
@@ -49,7 +49,7 @@ describe('flor agent rejects what it must not apply', () => {
   const v2Files: Files = { 'agent.json': agentJson('alpha', 3600), 'flor.json': florJson('alpha', 'two') };
 
   const sync = (...extra: string[]) => flor(['agent', 'sync', ...extra, ...alpha.args]);
-  const status = async () => JSON.parse((await flor(['agent', 'status', '--json', ...alpha.args])).stdout);
+  const status = () => socketStatus(alpha);
   /** What must not move when a bundle is rejected. */
   const snapshot = () => ({
     active: readlinkSync(join(alpha.stateDir, 'active')),
@@ -147,7 +147,7 @@ describe('flor agent rejects what it must not apply', () => {
       const r = await sync();
       expect(r).toEqual(expect.objectContaining({ code: 1, stdout: expect.stringMatching(/^error: fetching the bundle: coordinator unavailable \(503 test: test says no\)/) }));
       const s = await status();
-      expect(Date.parse(s.next_poll) - Date.now()).toBeGreaterThan(90_000 * 1000);
+      expect(Date.parse(s.next_poll!) - Date.now()).toBeGreaterThan(90_000 * 1000);
       expect(s).toEqual(expect.objectContaining({ active_version: 3, last_result: 'error' }));
     } finally {
       proxy.mode = { kind: 'pass' };

@@ -308,6 +308,21 @@ describe('retectl against a real coordinator', () => {
     expect((await retectl(['publish', '-C', big], { cwd: home })).stdout).toBe('nothing changed: 8 unchanged\n');
   });
 
+  it('plan --prune lists a node that left the tree as retired; without --prune it is kept', async () => {
+    const big = join(home, 'big');
+    const text = readFileSync(join(big, 'rete.yaml'), 'utf8');
+    writeFileSync(join(big, 'rete.yaml'), text.replace(/  - name: edge-7\n.*\n.*\n/, ''));
+    expect((await retectl(['compile', '-C', big], { cwd: home })).stdout).toMatch(/^- edge-7: removed$/m);
+    const kept = await retectl(['plan', '-C', big], { cwd: home });
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toMatch(/^! edge-7: not in the tree, kept at version 1 \(--prune would retire it\)$/m);
+    const pruned = await retectl(['plan', '--prune', '-C', big], { cwd: home });
+    expect(pruned.code).toBe(3);
+    expect(pruned.stdout).toMatch(/^- edge-7: retired \(not in the tree\) at version 1$/m);
+    expect(pruned.stdout).toMatch(/plan: 0 new, 0 changed, 1 retired, 7 unchanged\n$/);
+    expect((await retectl(['publish', '--prune', '-C', big], { cwd: home })).stdout).toMatch(/^edge-7 1 -> 2\n.*1 changed, 7 unchanged/);
+  });
+
   it('init refuses a folder that already holds files', async () => {
     expectOneLine(await retectl(['init', rete], { cwd: home }), 1, /is not empty: retectl init only writes into an empty or new folder/);
   });
