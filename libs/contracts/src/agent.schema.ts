@@ -7,6 +7,8 @@ import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.j
  */
 
 const Argv = z.array(z.string().min(1)).min(1);
+/** Paths in the local config are absolute: the daemon's working directory is not something to rely on. */
+const AbsolutePath = z.string().regex(/^\//, 'must be an absolute path');
 
 /** How the agent makes the vertex pick up a new set. */
 export const Activation = z.discriminatedUnion('kind', [
@@ -25,12 +27,12 @@ export type Activation = z.infer<typeof Activation>;
 
 /** The local config file (YAML or JSON), e.g. /etc/florete/agent.yaml. */
 export const AgentConfig = z.strictObject({
-  state_dir: z.string().min(1).optional(),
+  state_dir: AbsolutePath.optional(),
   /** Where artifacts go: a folder for all of them, and optional per-artifact paths. */
   install: z
     .strictObject({
-      dir: z.string().min(1).optional(),
-      paths: z.record(ArtifactName, z.string().min(1)).default({}),
+      dir: AbsolutePath.optional(),
+      paths: z.record(ArtifactName, AbsolutePath).default({}),
     })
     .default({ paths: {} }),
   activation: Activation.default({ kind: 'none' }),
