@@ -26,5 +26,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+// `retectl history alpha | head` closes the pipe early: that is the reader's choice, not a failure.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : EXIT_FAILURE));
+
 const code = await main(process.argv);
 process.stdout.write('', () => process.exit(code));

@@ -20,7 +20,6 @@ export async function run(options: InitOptions): Promise<void> {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, EXAMPLE_RETE[file], { flag: 'wx' });
   }
-  writeFileSync(join(options.dir, '.gitignore'), '', { flag: 'a' });
   if (options.json) return outJson({ dir: options.dir, files });
   out(`wrote an example rete to ${options.dir}: ${files.join(', ')}`);
   out('next: retectl validate, retectl compile, retectl plan, retectl publish');
