@@ -2,7 +2,7 @@ import * as nodeFs from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { deflateSync } from 'node:zlib';
+import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
 import { BRANCH, ledgerPositionOf } from '../domain/mirror-tree.js';
@@ -28,6 +28,10 @@ const fs = {
 };
 
 const WRITE_CONCURRENCY = 32;
+/** A big root tree is mostly 20-byte hashes that do not compress: Huffman coding alone deflates it at half the cost. */
+const BIG = 64 * 1024;
+const FAST = { level: 1 };
+const HUFFMAN = { level: 1, strategy: zlibConstants.Z_HUFFMAN_ONLY };
 
 export interface RepoHead {
   readonly commit: string | null;
@@ -73,7 +77,7 @@ export class AuditRepo {
     const fresh = objects.filter((o) => !nodeFs.existsSync(join(this.gitdir, 'objects', o.oid.slice(0, 2), o.oid.slice(2))));
     const write = (o: GitObject) => {
       const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
-      return git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, { level: 1 }), format: 'deflated', oid: o.oid });
+      return git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, wrapped.length > BIG ? HUFFMAN : FAST), format: 'deflated', oid: o.oid });
     };
     for (let i = 0; i < fresh.length; i += WRITE_CONCURRENCY) await Promise.all(fresh.slice(i, i + WRITE_CONCURRENCY).map(write));
   }
