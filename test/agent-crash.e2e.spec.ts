@@ -107,6 +107,8 @@ describe('flor agent crash safety', () => {
     await waitFor(`applied ${latest}`, async () => {
       return (await socketStatus(files)).applied_version === latest;
     });
+    // Passes are serialised: once this one answers, the pass that applied (and pruned) has finished.
+    expect((await flor(['agent', 'sync', ...files.args])).stdout).toBe(`up to date at ${latest}\n`);
     const final = inspect(files);
     expect(final).toEqual({ active: latest, highWater: latest });
     // Installed exactly the latest set: nothing missing, nothing left over from older sets.
@@ -116,6 +118,5 @@ describe('flor agent crash safety', () => {
     const store = JSON.parse(readFileSync(join(files.stateDir, 'installed.json'), 'utf8'));
     expect(store.complete_version).toBe(latest);
     expect(Object.keys(store.files).sort()).toEqual(Object.keys(want).map((n) => join(files.installDir, n)).sort());
-    expect((await flor(['agent', 'sync', ...files.args])).stdout).toBe(`up to date at ${latest}\n`);
   });
 });
