@@ -25,6 +25,17 @@ export const Activation = z.discriminatedUnion('kind', [
 ]);
 export type Activation = z.infer<typeof Activation>;
 
+/**
+ * Hot reload (DESIGN section 7): the running vertex's control socket. When set, the agent first hands
+ * a new set's flor.json to the vertex there and restarts it (`activation`) only when the vertex does
+ * not answer `swapped` or `unchanged` within `timeout_ms`.
+ */
+export const VertexControlConfig = z.strictObject({
+  socket: AbsolutePath,
+  timeout_ms: z.number().int().positive().default(5000),
+});
+export type VertexControlConfig = z.infer<typeof VertexControlConfig>;
+
 /** The local config file (YAML or JSON), e.g. /etc/florete/agent.yaml. */
 export const AgentConfig = z.strictObject({
   state_dir: AbsolutePath.optional(),
@@ -36,6 +47,7 @@ export const AgentConfig = z.strictObject({
     })
     .default({ paths: {} }),
   activation: Activation.default({ kind: 'none' }),
+  vertex_control: VertexControlConfig.optional(),
   /** Until a set with an agent.json is active. */
   default_poll_interval: z.number().int().positive().default(60),
   request_timeout_seconds: z.number().int().positive().default(10),
@@ -77,6 +89,42 @@ export const PendingReport = z.strictObject({
   installed: z.array(z.string()).optional(),
 });
 
+/** How an applied version reached the vertex. `stop`: a retired set; `none`: install only. */
+export const ActivationPath = z.enum(['hot-reload', 'restart', 'stop', 'none']);
+export type ActivationPath = z.infer<typeof ActivationPath>;
+
+/**
+ * Why a hot reload was not applied and the vertex was restarted instead: the vertex answered
+ * `restart` or an error, the call failed (the vertex-control client's codes), the supervised vertex
+ * was not running, or the set's flor.json could not be read as a JSON object.
+ */
+export const HotReloadFallbackCode = z.enum([
+  'restart_answer',
+  'error_answer',
+  'timeout',
+  'unreachable',
+  'closed',
+  'bad_answer',
+  'not_running',
+  'no_flor_json',
+  'internal',
+]);
+export type HotReloadFallbackCode = z.infer<typeof HotReloadFallbackCode>;
+
+export const ActivationRecord = z.strictObject({
+  version: z.number().int().positive(),
+  activation: ActivationPath,
+  /** hot-reload: what the vertex answered. */
+  answer: z.enum(['swapped', 'unchanged']).optional(),
+  /** restart after hot reload was tried (or could not be): why. */
+  fallback: z.strictObject({ code: HotReloadFallbackCode, reason: z.string() }).optional(),
+  at: Timestamp,
+});
+export type ActivationRecord = z.infer<typeof ActivationRecord>;
+
+/** How many applied versions state.json and the status remember the activation of. */
+export const MAX_ACTIVATION_RECORDS = 10;
+
 /** state.json. The active version itself is the `active` symlink; this never claims more than it. */
 export const AgentState = z.strictObject({
   /** Highest version ever accepted: persisted before `active` moves, so it never goes below it. */
@@ -90,6 +138,8 @@ export const AgentState = z.strictObject({
   last_error: z.string().nullable(),
   /** A report the coordinator has not acknowledged yet; sent again on the next contact. */
   unsent_report: PendingReport.nullable(),
+  /** The newest first: how each recently applied version reached the vertex. */
+  activations: z.array(ActivationRecord).max(MAX_ACTIVATION_RECORDS).default([]),
 });
 export type AgentState = z.infer<typeof AgentState>;
 
@@ -102,6 +152,7 @@ export const INITIAL_AGENT_STATE: AgentState = {
   last_result: null,
   last_error: null,
   unsent_report: null,
+  activations: [],
 };
 
 /** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
@@ -147,6 +198,8 @@ export const AgentStatus = z.strictObject({
   last_result: SyncResult.nullable(),
   last_error: z.string().nullable(),
   vertex: z.strictObject({ pid: z.number().int().nullable(), starts: z.number().int().nonnegative() }).nullable(),
+  /** The newest first: hot reload or restart per recently applied version. */
+  activations: z.array(ActivationRecord).default([]),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 

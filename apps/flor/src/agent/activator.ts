@@ -1,14 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Activation } from '#contracts';
+import type { Activation, ActivationRecord } from '#contracts';
 import { AgentError } from '../errors.js';
 
 const OUTPUT_TAIL = 4096;
+
+/** What an activation did: the path it took, and why it fell back to a restart. */
+export type Activated = Omit<ActivationRecord, 'version' | 'at'>;
 
 /** How a new set reaches the vertex. `activate` throws an AgentError('activation_failed') carrying the output. */
 export interface Activator {
   /** Called at daemon start with the already-applied active set: a supervised vertex starts, a command does nothing. */
   resume(setDir: string, version: number): Promise<void>;
-  activate(setDir: string, version: number): Promise<void>;
+  activate(setDir: string, version: number): Promise<Activated>;
+  /** The running vertex took this set without a restart (hot reload): a later restart after a crash must start it, not the old one. */
+  adopt(setDir: string, version: number): void;
   /** For a retired node: nothing may keep running on the old config. */
   stop(): Promise<void>;
   vertex(): { pid: number | null; starts: number } | null;
@@ -25,7 +30,10 @@ function envFor(setDir: string, version: number): NodeJS.ProcessEnv {
 
 class NoActivation implements Activator {
   async resume(): Promise<void> {}
-  async activate(): Promise<void> {}
+  async activate(): Promise<Activated> {
+    return { activation: 'none' };
+  }
+  adopt(): void {}
   async stop(): Promise<void> {}
   vertex() {
     return null;
@@ -41,7 +49,9 @@ class CommandActivation implements Activator {
 
   async resume(): Promise<void> {}
 
-  activate(setDir: string, version: number): Promise<void> {
+  adopt(): void {}
+
+  activate(setDir: string, version: number): Promise<Activated> {
     return new Promise((resolve, reject) => {
       const child = spawn('/bin/sh', ['-c', this.command], { env: envFor(setDir, version), stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -57,7 +67,7 @@ class CommandActivation implements Activator {
       });
       child.once('close', (code, signal) => {
         clearTimeout(timer);
-        if (code === 0) resolve();
+        if (code === 0) resolve({ activation: 'restart' });
         else reject(new AgentError('activation_failed', `restart command ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${tail(out) || '(no output)'}`));
       });
     });
@@ -91,11 +101,16 @@ class Supervisor implements Activator {
     if (!this.child) await this.activate(setDir, version);
   }
 
-  async activate(setDir: string, version: number): Promise<void> {
+  async activate(setDir: string, version: number): Promise<Activated> {
     await this.stop();
     this.current = { setDir, version };
     this.crashes = 0;
     await this.start();
+    return { activation: 'restart' };
+  }
+
+  adopt(setDir: string, version: number): void {
+    this.current = { setDir, version };
   }
 
   private start(): Promise<void> {

@@ -4,6 +4,7 @@ import type { Server } from 'node:net';
 import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
 import { serveControlSocket } from './control-socket.js';
+import { HotReloadActivation } from './hot-reload.activator.js';
 import type { Log } from './log.js';
 import { backoffDelay, nextPollDelay, timingFrom, type PollTiming } from './schedule.js';
 import { StateDir } from './state-dir.js';
@@ -30,7 +31,8 @@ export class Daemon {
     private readonly config: AgentConfig,
     private readonly log: Log,
   ) {
-    this.activator = createActivator(config.activation);
+    const restart = createActivator(config.activation);
+    this.activator = config.vertex_control ? new HotReloadActivation(restart, config.vertex_control, log) : restart;
     this.syncPass = new SyncPass(dir, config, this.activator, log);
   }
 
@@ -129,6 +131,7 @@ export class Daemon {
       last_result: state.last_result,
       last_error: state.last_error,
       vertex: this.activator.vertex(),
+      activations: state.activations,
     };
   }
 

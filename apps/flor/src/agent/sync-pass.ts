@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { AgentConfig, AgentState, BundlePayload, ReportRequest, SyncOutcome } from '#contracts';
+import { MAX_ACTIVATION_RECORDS, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
-import type { Activator } from './activator.js';
+import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
 import { installSet, targetPath } from './installer.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
@@ -116,10 +116,15 @@ export class SyncPass {
     }
     const set = this.readSet(version);
     let installed: string[] = [];
+    let activated: Activated;
     try {
       installed = installSet(this.dir, this.config, version, set.payload.retired ? new Map() : set.files, alsoOwned);
-      if (set.payload.retired) await this.activator.stop();
-      else await this.activator.activate(this.dir.setDir(version), version);
+      if (set.payload.retired) {
+        await this.activator.stop();
+        activated = { activation: 'stop' };
+      } else {
+        activated = await this.activator.activate(this.dir.setDir(version), version);
+      }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       const code = err instanceof AgentError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'install_failed');
@@ -134,8 +139,10 @@ export class SyncPass {
     state.applied_version = version;
     state.last_result = 'applied';
     state.last_error = null;
+    const record = { version, ...activated, at: this.now().toISOString() };
+    state.activations = [record, ...state.activations.filter((r) => r.version !== version)].slice(0, MAX_ACTIVATION_RECORDS);
     this.dir.writeState(state);
-    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length });
+    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length, activation: activated.activation });
     await this.report(client, { active_version: version, result: 'applied', installed });
     this.dir.pruneSets();
     return { ...base, result: 'applied', code: null, reason: null };

@@ -1,7 +1,12 @@
-import type { AgentStatus } from '#contracts';
+import type { ActivationRecord, AgentStatus } from '#contracts';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
+
+function formatActivation(a: ActivationRecord): string {
+  const how = a.answer ? `${a.activation} (${a.answer})` : a.fallback ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})` : a.activation;
+  return `${a.version}: ${how} at ${a.at}`;
+}
 
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
@@ -19,6 +24,8 @@ export function formatStatus(s: AgentStatus): string {
     ['last error', s.last_error ?? '-'],
   ];
   if (s.vertex) rows.push(['vertex', `${s.vertex.pid === null ? 'not running' : `pid ${s.vertex.pid}`}, ${s.vertex.starts} start(s)`]);
+  // Newest first: how each recently applied version reached the vertex.
+  s.activations.forEach((a, i) => rows.push([i === 0 ? 'activations' : '', formatActivation(a)]));
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }
