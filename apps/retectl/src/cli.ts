@@ -1,7 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { parseDuration } from '#contracts';
 import * as compile from './commands/compile.js';
-import * as config from './commands/config.js';
+import * as configSet from './commands/config-set.js';
+import * as configShow from './commands/config-show.js';
+import * as configUnset from './commands/config-unset.js';
 import * as diff from './commands/diff.js';
 import * as history from './commands/history.js';
 import * as init from './commands/init.js';
@@ -105,9 +107,9 @@ export function buildCli(): { program: Command; status: () => number } {
     .argument('<key>', 'coordinator or token')
     .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin')
     .description('set a config value')
-    .action(async (key: string, value: string | undefined) => done(await config.set({ key, value })));
-  cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await config.unset({ key })));
-  json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await config.show(o)));
+    .action(async (key: string, value: string | undefined) => done(await configSet.run({ key, value })));
+  cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await configUnset.run({ key })));
+  json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await configShow.run(o)));
 
   return { program, status: () => exitStatus };
 }

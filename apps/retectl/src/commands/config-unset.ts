@@ -1,0 +1,19 @@
+import { configPath, readConfig, writeConfig } from '../config.js';
+import { usageError } from '../errors.js';
+import { out } from '../output.js';
+
+/** The keys retectl's config file holds. */
+const KEYS = ['coordinator', 'token'] as const;
+export const checkKey = (key: string): (typeof KEYS)[number] => {
+  if (!(KEYS as readonly string[]).includes(key)) throw usageError(`unknown config key ${JSON.stringify(key)}: expected coordinator or token`);
+  return key as (typeof KEYS)[number];
+};
+
+export async function run(options: { readonly key: string }): Promise<void> {
+  const key = checkKey(options.key);
+  const path = configPath();
+  const config = { ...readConfig(path) };
+  delete config[key];
+  writeConfig(config, path);
+  out(`${key} removed from ${path}`);
+}
