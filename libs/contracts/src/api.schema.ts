@@ -192,9 +192,18 @@ export const LedgerEvent = z.object({
 });
 export const LedgerEventPage = z.object({ items: z.array(LedgerEvent), next_after: Position.nullable() });
 export const LedgerHead = z.object({ position: Position, hash: Sha256 });
+/** With ?mirror=true: where the audit mirror stands, or the first commit, node and file it disagrees on. */
+const MirrorAgreement = z.object({ head: z.string().nullable(), position: Position, commits: z.number().int(), lag: z.number().int(), nodes: z.number().int() });
+const MirrorDisagreement = z.object({
+  commit: z.string().nullable(),
+  expected_commit: z.string().nullable(),
+  publish_id: z.string().nullable(),
+  node: z.string().optional(),
+  file: z.string().optional(),
+});
 export const LedgerVerifyResponse = z.union([
-  z.object({ ok: z.literal(true), position: Position, hash: Sha256 }),
-  z.object({ ok: z.literal(false), position: Position, reason: z.string() }),
+  z.object({ ok: z.literal(true), position: Position, hash: Sha256, mirror: MirrorAgreement.optional() }),
+  z.object({ ok: z.literal(false), position: Position, reason: z.string(), mirror: MirrorDisagreement.partial().optional() }),
 ]);
 
 export const Problem = z.object({
