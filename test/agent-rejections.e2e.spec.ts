@@ -125,7 +125,9 @@ describe('flor agent rejects what it must not apply', () => {
       const r = await sync();
       expect({ code: r.code, line: r.stdout.trimEnd(), stderr: r.stderr }).toEqual({ code: 1, line: expect.stringMatching(reason), stderr: '' });
       expect(snapshot()).toEqual(before);
-      expect(proxy.reports.slice(reports)).toEqual([{ node: 'alpha', body: { active_version: 2, result: 'rejected', error: expect.any(String) } }]);
+      expect(proxy.reports.slice(reports)).toEqual([{ node: 'alpha', body: expect.objectContaining({ active_version: 2, result: 'rejected', error: expect.any(String) }) }]);
+      // A new version of alpha's own bundle that failed verification is that version's outcome; anything else names none.
+      expect(proxy.reports.at(-1)!.body.target_version).toBe(/^rejected 3: /.test(r.stdout) ? 3 : undefined);
       expect(proxy.reports.at(-1)!.body.error).toContain(r.stdout.replace(/^rejected( \d+)?: /, '').trim());
       expect(await status()).toEqual(expect.objectContaining({ active_version: 2, high_water: 2, last_result: 'rejected', last_error: expect.any(String) }));
     } finally {

@@ -20,6 +20,7 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
   common(agent.command('enroll').alias('enrol').description('check the coordinator key against the token, enrol, store the identity (0600)'))
     .requiredOption('--coordinator <url>', 'coordinator base URL')
     .requiredOption('--token <token>', 'enrolment token fle.<id>.<secret>.<thumbprint>')
+    .option('--node <name>', 'the node name this host expects to be (default: the one it was enrolled as); a mismatch makes the node ineligible')
     .action((opts: enroll.RunOptions) => done(import('./commands/enroll.command.js').then((m) => m.run(opts))));
 
   common(agent.command('run').description('the daemon: sync at start and every poll interval, serve the control socket')).action((opts: runCmd.RunOptions) =>

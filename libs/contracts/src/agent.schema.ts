@@ -66,6 +66,8 @@ export const EnrolAnswer = z.object({
   briefing: z
     .object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) })
     .optional(),
+  /** The recovery copy: the files this node last reported installed (null when it never reported any). */
+  installed: z.array(z.string()).nullable().optional(),
 });
 export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 

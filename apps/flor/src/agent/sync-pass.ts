@@ -81,7 +81,13 @@ export class SyncPass {
         state.last_result = 'rejected';
         state.last_error = err.message;
         persist();
-        await this.report(client, { active_version: active, result: 'rejected', error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}` });
+        await this.report(client, {
+          active_version: active,
+          result: 'rejected',
+          error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}`,
+          // Only a new version of this node's own bundle is an outcome of that version; another node's or a replayed one is not.
+          ...(err.version !== null && err.version >= highWater && err.version > active && err.code !== 'wrong_node' ? { target_version: err.version } : {}),
+        });
       }
       return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
     }
@@ -133,7 +139,8 @@ export class SyncPass {
       state.last_error = message;
       this.dir.writeState(state);
       // No retry here: the next poll or a new version tries again.
-      await this.report(client, { active_version: version, result: 'failed', error: message.slice(0, 8192), installed });
+      // What runs is still the last applied version: reporting the failed one as active would count it as reached.
+      await this.report(client, { active_version: state.applied_version, target_version: version, result: 'failed', error: message.slice(0, 8192), installed });
       return { ...base, result: 'failed', code, reason: message };
     }
     state.applied_version = version;

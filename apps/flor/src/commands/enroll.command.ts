@@ -1,8 +1,9 @@
 import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
 import type * as jose from 'jose';
-import { EnrolAnswer, type AgentIdentity } from '#contracts';
+import { EnrolAnswer, NodeName, type AgentIdentity } from '#contracts';
 import { keyThumbprint } from '#bundle';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import type { StateDir } from '../agent/state-dir.js';
 import { answerError, httpCall } from '../agent/http.js';
 import { AgentError, UsageError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
@@ -40,7 +41,10 @@ async function vouchedKey(coordinator: URL, thumbprint: string): Promise<jose.JW
   );
 }
 
-export type RunOptions = CommonOptions & { coordinator: string; token: string };
+export type RunOptions = CommonOptions & { coordinator: string; token: string; node?: string };
+
+/** Stands for "content unknown" in installed.json: never a real digest, so the next install rewrites or removes the file. */
+const UNKNOWN_CONTENT = '0'.repeat(64);
 
 export async function run(options: RunOptions): Promise<void> {
   let coordinator: URL;
@@ -55,9 +59,14 @@ export async function run(options: RunOptions): Promise<void> {
   const config = loadConfig(options);
   const dir = stateDirFor(options, config);
 
+  if (options.node !== undefined && !NodeName.safeParse(options.node).success) throw new UsageError(`--node ${options.node} is not a node name (a DNS label)`);
+  // The name this host expects to be, when it knows one: the coordinator checks it against the token's node.
+  const expected = options.node ?? dir.readIdentity()?.node;
+
   const pinned = publicKey(await vouchedKey(coordinator, m[1]));
   const body = {
     token: options.token.trim(),
+    ...(expected ? { node: expected } : {}),
     profile: { hostname: hostname(), os: platform(), arch: arch(), agent_version: AGENT_VERSION, clock: new Date().toISOString(), os_release: release(), runtime: `node ${process.version}` },
     inventory: { cpus: cpus().length, memory_bytes: totalmem() },
   };
@@ -87,7 +96,27 @@ export async function run(options: RunOptions): Promise<void> {
     pinned_jwks: { keys: [pinned as Record<string, unknown>] },
     enrolled_at: new Date().toISOString(),
   };
+  const recovered = recoverInstalled(dir, res.installed ?? null);
   dir.writeIdentity(identity);
   process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}; identity in ${dir.identityPath}\n`);
-  for (const line of res.briefing?.lines ?? []) process.stdout.write(`  ${line.outcome === 'pass' ? 'ok  ' : 'FAIL'} ${line.check}: ${line.detail}\n`);
+  if (res.briefing) {
+    process.stdout.write(`briefing: ${res.briefing.outcome}\n`);
+    for (const line of res.briefing.lines) process.stdout.write(`  ${line.outcome === 'pass' ? 'pass' : 'FAIL'}  ${line.check}: ${line.detail}\n`);
+    // Adoption completed either way; the node is only marked, so this is a warning and not a failure.
+    if (res.briefing.outcome !== 'pass') process.stderr.write(`warning: ${res.node} is enrolled but ineligible until it enrols with every briefing check passing\n`);
+  }
+  if (recovered > 0) process.stdout.write(`recovered ${recovered} installed file${recovered === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer has\n`);
+}
+
+/**
+ * Lost store: with no record of what it installed, the agent would strand every file the node owned.
+ * The coordinator's recovery copy becomes the record, with unknown content, so the next install
+ * rewrites the files the set still has and removes the rest. A store that still lists files is
+ * more precise than the copy and is kept.
+ */
+function recoverInstalled(dir: StateDir, copy: readonly string[] | null): number {
+  const owned = (copy ?? []).filter((p) => p.startsWith('/'));
+  if (owned.length === 0 || Object.keys(dir.readInstalled().files).length > 0) return 0;
+  dir.writeInstalled({ files: Object.fromEntries(owned.map((p) => [p, UNKNOWN_CONTENT])), complete_version: 0 });
+  return owned.length;
 }
