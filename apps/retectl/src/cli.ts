@@ -16,12 +16,18 @@ import * as show from './commands/show.js';
 import * as status from './commands/status.js';
 import * as tokenCreate from './commands/token-create.js';
 import * as validate from './commands/validate.js';
+import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 
 export const VERSION = '0.1.0';
 
 const integer = (what: string, min: number) => (value: string): number => {
   if (!/^[0-9]{1,15}$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${what} must be a whole number ≥ ${min}`);
   return Number(value);
+};
+const waitTimeout = (value: string): number => {
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
+  return seconds;
 };
 const ttl = (value: string): number => {
   const seconds = parseDuration(value);
@@ -70,8 +76,12 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
     .option('--prune', 'retire nodes no longer in the tree')
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
-    .action(async (o) => done(await publish.run(o)));
-  json(remote(program.command('status').description('nodes with head and applied versions, last contact and state'))).action(async (o) => done(await status.run(o)));
+    .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
+    .action(async (o) => done(await publish.run({ ...o, waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
+  json(remote(program.command('status').description('nodes with head and applied versions, last contact, lifecycle state and convergence')))
+    .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
+    .option('--state <state>', 'only nodes in this state: pending, enrolled, revoked, retired, unenrolled, converged, outstanding or failed')
+    .action(async (o) => done(await status.run(o)));
   json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
     .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
     .action(async (node: string, o) => done(await history.run({ ...o, node })));

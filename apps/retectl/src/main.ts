@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// retectl, the operator's CLI. The only place that exits: usage errors 2, failures 1, plan changes 3.
+// retectl, the operator's CLI. The only place that exits: usage errors 2, failures 1, plan changes 3, publish --wait timed out 4.
 import { CommanderError } from 'commander';
 import { buildCli } from './cli.js';
 import { RetectlError } from './errors.js';

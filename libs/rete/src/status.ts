@@ -1,25 +1,23 @@
 export interface NodeStatusInput {
-  /** Null for a node that was enrolled or given a token but never published. */
-  readonly version: number | null;
-  /** The coordinator's lifecycle state, when it reports one (unenrolled, pending, enrolled, revoked, retired). */
-  readonly state?: string;
-  readonly retired: boolean;
-  readonly applied_version: number | null;
-  readonly last_contact: string | null;
-  readonly last_result: string | null;
+  /** The coordinator's lifecycle state: unenrolled, pending, enrolled, revoked or retired. */
+  readonly state: string;
+  /** converged, outstanding or failed; null when nothing was ever published for the node. */
+  readonly convergence: string | null;
+  /** A failed briefing line at its last enrolment. */
+  readonly ineligible: boolean;
 }
 
-export type NodeState = 'retired' | 'revoked' | 'not published' | 'never seen' | 'failed' | 'rejected' | 'pending' | 'in sync';
-
-/** A node's state as an operator reads it: no age threshold, only what the node last said. */
-export function nodeState(n: NodeStatusInput): NodeState {
-  if (n.retired) return 'retired';
-  if (n.state === 'revoked') return 'revoked';
-  if (n.version === null) return 'not published';
-  if (n.last_contact === null) return 'never seen';
-  if (n.last_result === 'failed') return 'failed';
-  if (n.last_result === 'rejected') return 'rejected';
-  return n.applied_version === n.version ? 'in sync' : 'pending';
+/**
+ * A node's state as an operator reads it: its lifecycle, then whether it runs its head version, then
+ * `ineligible`. No age threshold: a silent node is outstanding, never failed. A node that never
+ * enrolled (or only holds a token) is outstanding by definition, so its convergence is left out; one
+ * that never enrolled and has no token waiting was by construction never seen.
+ */
+export function nodeState(n: NodeStatusInput): string {
+  const parts = [n.state === 'unenrolled' ? 'never seen' : n.state];
+  if (n.convergence !== null && n.state !== 'unenrolled' && n.state !== 'pending') parts.push(n.convergence);
+  if (n.ineligible) parts.push('ineligible');
+  return parts.join(', ');
 }
 
 /** `42s`, `3m`, `5h12m`, `3d4h`: the age of a timestamp at `now`, coarse enough to read at a glance. */

@@ -1,16 +1,21 @@
 import { formatAge, formatTable, nodeState } from './status.js';
 
 const now = new Date('2026-01-02T03:04:05Z');
-const node = { version: 3, retired: false, applied_version: 3, last_contact: '2026-01-02T03:00:00Z', last_result: 'applied' };
+const node = { state: 'enrolled', convergence: 'converged', ineligible: false };
 
 describe('status', () => {
-  it('derives the state from what the node last said, without any age threshold', () => {
-    expect(nodeState(node)).toBe('in sync');
-    expect(nodeState({ ...node, applied_version: 2, last_contact: '2020-01-01T00:00:00Z' })).toBe('pending');
-    expect(nodeState({ ...node, last_result: 'failed' })).toBe('failed');
-    expect(nodeState({ ...node, last_contact: null, applied_version: null })).toBe('never seen');
-    expect(nodeState({ ...node, retired: true })).toBe('retired');
-    expect(nodeState({ ...node, version: null, state: 'unenrolled' })).toBe('not published');
+  it('names the lifecycle state, then the convergence, then ineligibility', () => {
+    expect(nodeState(node)).toBe('enrolled, converged');
+    expect(nodeState({ ...node, convergence: 'outstanding' })).toBe('enrolled, outstanding');
+    expect(nodeState({ ...node, convergence: 'failed', ineligible: true })).toBe('enrolled, failed, ineligible');
+    expect(nodeState({ ...node, state: 'retired', convergence: 'outstanding' })).toBe('retired, outstanding');
+    expect(nodeState({ ...node, state: 'revoked' })).toBe('revoked, converged');
+  });
+
+  it('leaves out the convergence of a node that could not have acted yet', () => {
+    expect(nodeState({ ...node, state: 'unenrolled', convergence: 'outstanding' })).toBe('never seen');
+    expect(nodeState({ ...node, state: 'pending', convergence: 'outstanding' })).toBe('pending');
+    expect(nodeState({ ...node, state: 'pending', convergence: null, ineligible: true })).toBe('pending, ineligible');
   });
 
   it('formats ages coarsely', () => {

@@ -1,8 +1,10 @@
 import { BlobsMissingResponse, PublishResponse } from '#contracts';
+import { formatAge, formatCounts, formatPublishNodes } from '#rete';
 import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
-import { out, outJson } from '../output.js';
+import { note, out, outJson } from '../output.js';
+import { waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
@@ -13,14 +15,20 @@ export interface PublishOptions extends ConnectionFlags {
   readonly prune?: boolean;
   readonly expectPosition?: number;
   readonly json?: boolean;
+  /** Seconds to wait for the touched nodes to report; undefined: do not wait. */
+  readonly waitSeconds?: number;
 }
 
 const UPLOAD_CONCURRENCY = 8;
 /** Below this many uploads a bar would only flicker. */
 const PROGRESS_THRESHOLD = 10;
 
-/** Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. */
-export async function run(options: PublishOptions): Promise<void> {
+/**
+ * Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. With a
+ * wait, returns 0 once every touched node applied it, 1 if one failed, 4 if some are still
+ * outstanding at the timeout.
+ */
+export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const digests = digestsOf(tree);
@@ -53,11 +61,24 @@ export async function run(options: PublishOptions): Promise<void> {
       ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
     },
   });
-  if (options.json) return outJson({ ...body, uploaded: ask.missing.length });
+  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
+  if (options.json) {
+    outJson({ ...body, uploaded: ask.missing.length, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
+    return waited?.exit ?? 0;
+  }
   for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
   out(
     body.publish_id === null
       ? `nothing changed: ${body.unchanged} unchanged`
       : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${ask.missing.length} blob${ask.missing.length === 1 ? '' : 's'} uploaded)`,
   );
+  if (waited) printWaited(waited, options.waitSeconds!);
+  return waited?.exit ?? 0;
+}
+
+function printWaited(w: WaitResult, seconds: number): void {
+  const now = new Date();
+  if (w.detail.nodes.length > 0) out(formatPublishNodes(w.detail.nodes, (since) => formatAge(since, now)));
+  out(formatCounts(w.detail.counts));
+  if (w.timedOut) note(`timed out after ${seconds} s with ${w.detail.counts.outstanding} node${w.detail.counts.outstanding === 1 ? '' : 's'} outstanding`);
 }

@@ -1,0 +1,48 @@
+import { formatCounts, formatPublishNodes, waitVerdict } from './publish-status.js';
+
+const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
+
+describe('waiting for a publish', () => {
+  it('goes on while a node is outstanding and the deadline has not passed', () => {
+    expect(waitVerdict({ ...counts, applied: 2, outstanding: 1 }, false)).toEqual({ done: false });
+    expect(waitVerdict({ ...counts, failed: 1, outstanding: 1 }, false)).toEqual({ done: false });
+  });
+
+  it('exits 0 when every node applied it or a later version reached it first', () => {
+    expect(waitVerdict({ ...counts, applied: 3, superseded: 1 }, false)).toEqual({ done: true, exit: 0, timedOut: false });
+    expect(waitVerdict(counts, false)).toEqual({ done: true, exit: 0, timedOut: false });
+  });
+
+  it('exits 1 when any node failed, whether or not the rest reported in time', () => {
+    expect(waitVerdict({ ...counts, applied: 2, failed: 1 }, false)).toEqual({ done: true, exit: 1, timedOut: false });
+    expect(waitVerdict({ ...counts, failed: 1, outstanding: 2 }, true)).toEqual({ done: true, exit: 1, timedOut: true });
+  });
+
+  it('exits 4 at the deadline with nodes still outstanding and none failed', () => {
+    expect(waitVerdict({ ...counts, applied: 2, outstanding: 1 }, true)).toEqual({ done: true, exit: 4, timedOut: true });
+  });
+});
+
+describe('publish status output', () => {
+  it('counts every status', () => {
+    expect(formatCounts({ applied: 2, outstanding: 1, failed: 1, superseded: 0 })).toBe('2 applied, 1 outstanding, 1 failed, 0 superseded');
+  });
+
+  it('lists each node with its status, contact and reason on one line', () => {
+    const text = formatPublishNodes(
+      [
+        { node: 'alpha', from: 0, to: 1, status: 'applied', reason: null, ineligible: false, last_contact: '2026-01-01T00:00:00Z' },
+        { node: 'gamma', from: 1, to: 2, status: 'failed', reason: 'exit 5:\nunit not found\n', ineligible: true, last_contact: '2026-01-01T00:00:00Z' },
+        { node: 'laptop', from: 0, to: 1, status: 'outstanding', reason: null, ineligible: false, last_contact: null },
+      ],
+      () => '3s',
+    );
+    expect(text.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
+      ['NODE', 'VERSION', 'STATUS', 'LAST CONTACT', 'REASON'],
+      ['alpha', '0 -> 1', 'applied', '3s ago', '-'],
+      ['gamma', '1 -> 2', 'failed (ineligible)', '3s ago', 'exit 5: unit not found'],
+      ['laptop', '0 -> 1', 'outstanding', 'never', '-'],
+      [''],
+    ]);
+  });
+});
