@@ -521,7 +521,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         changed: [{ node: 'hist', from: 3, to: 4 }],
         unchanged: 0,
         // Nothing has reported on hist: outstanding, never failed.
-        nodes: [{ node: 'hist', from: 3, to: 4, status: 'outstanding', reason: null, ineligible: false, last_contact: null }],
+        nodes: [{ node: 'hist', from: 3, to: 4, status: 'outstanding', reason: null, ineligible: false, last_contact: null, activation: null }],
         counts: { applied: 0, outstanding: 1, failed: 0, superseded: 0 },
       });
       const latest = await reader.get('/v1/publishes?limit=1');

@@ -46,14 +46,16 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
 
   it('tells applied, failed (with the reason), outstanding and superseded apart', async () => {
     const p1 = await publish({ applier: 'a1', failer: 'f1', sleeper: 's1', racer: 'r1' }, 'first');
-    expect((await report('applier', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json'] })).status).toBe(204);
+    const hotReload = { path: 'hot-reload', answer: 'swapped' };
+    expect((await report('applier', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json'], activation: hotReload })).status).toBe(204);
     expect((await report('failer', { active_version: 0, target_version: 1, result: 'failed', error: 'systemctl restart florete-vertex: exit 5' })).status).toBe(204);
     await publish({ racer: 'r2' }, 'second');
     expect((await report('racer', { active_version: 2, result: 'applied' })).status).toBe(204);
 
     const detail = (await reader.get(`/v1/publishes/${p1.publish_id}`)).body;
     const byNode = Object.fromEntries(detail.nodes.map((n: { node: string }) => [n.node, n]));
-    expect(byNode.applier).toMatchObject({ status: 'applied', reason: null, last_contact: expect.any(String) });
+    expect(byNode.applier).toMatchObject({ status: 'applied', reason: null, last_contact: expect.any(String), activation: hotReload });
+    expect(byNode.sleeper.activation).toBeNull();
     expect(byNode.failer).toMatchObject({ status: 'failed', reason: 'systemctl restart florete-vertex: exit 5' });
     expect(byNode.sleeper).toMatchObject({ status: 'outstanding', reason: null, last_contact: null });
     expect(byNode.racer).toMatchObject({ status: 'superseded' });
@@ -86,6 +88,8 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     const past = new Date(Date.now() - 3_600_000).toISOString();
     expect(names(await nodeList(`?contact_after=${past}`))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
     expect((await reader.get('/v1/nodes?state=lost')).status).toBe(422);
+    // An activation path the contract does not know is refused, not stored.
+    expect((await report('applier', { active_version: 1, result: 'applied', activation: { path: 'telepathy' } })).status).toBe(422);
   });
 
   it('marks a node whose briefing failed ineligible, in its status and in publishes touching it', async () => {

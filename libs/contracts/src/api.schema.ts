@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
+import { ActivationPath, HotReloadFallbackCode } from './agent.schema.js';
 
 const Message = z.string().max(4096);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
@@ -66,6 +67,11 @@ export const EnrolResponse = z.object({
 export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
 export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
 
+export const ReportActivation = z.strictObject({
+  path: ActivationPath,
+  answer: z.enum(['swapped', 'unchanged']).optional(),
+  fallback: z.strictObject({ code: HotReloadFallbackCode, reason: z.string().max(2048) }).optional(),
+});
 export const ReportRequest = z.strictObject({
   active_version: z.number().int().nonnegative().max(MAX_VERSION),
   result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
@@ -73,6 +79,8 @@ export const ReportRequest = z.strictObject({
   installed: z.array(z.string().max(4096)).max(4096).optional(),
   /** The version this pass tried to apply, when it differs from the active one (a failed or rejected apply). */
   target_version: z.number().int().positive().max(MAX_VERSION).optional(),
+  /** How the applied version was activated: hot reload, or a restart and why hot reload fell back. */
+  activation: ReportActivation.optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
@@ -169,6 +177,7 @@ export const PublishDetail = PublishSummary.extend({
       reason: z.string().nullable(),
       ineligible: z.boolean(),
       last_contact: Timestamp.nullable(),
+      activation: ReportActivation.nullable(),
     }),
   ),
   counts: z.object({ applied: z.number().int(), outstanding: z.number().int(), failed: z.number().int(), superseded: z.number().int() }),

@@ -115,6 +115,13 @@ export interface NodeOutcomesTable {
   result: string;
   error: string | null;
   reported_at: Timestamp;
+  activation: Json<ReportActivation> | null;
+}
+
+export interface ReportActivation {
+  path: string;
+  answer?: string;
+  fallback?: { code: string; reason: string };
 }
 
 export interface MirrorStateTable {

@@ -12,6 +12,8 @@ export interface Outcome {
   readonly version: number;
   readonly result: 'applied' | 'failed' | 'rejected';
   readonly error: string | null;
+  /** How an applied version was activated, as the agent reported it. */
+  readonly activation?: unknown;
 }
 
 export interface NodeFacts {

@@ -42,10 +42,10 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
     }
     const tokens = await db.selectFrom('enrolment_tokens').select('node').where('used_at', 'is', null).where('expires_at', '>', now).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
     for (const r of tokens) pending.add(r.node);
-    const outs = await db.selectFrom('node_outcomes').select(['node', 'version', 'result', 'error']).where('version', '>=', minOutcomeVersion).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const outs = await db.selectFrom('node_outcomes').select(['node', 'version', 'result', 'error', 'activation']).where('version', '>=', minOutcomeVersion).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
     for (const r of outs) {
       const list = outcomes.get(r.node) ?? [];
-      list.push({ version: r.version, result: r.result as Outcome['result'], error: r.error });
+      list.push({ version: r.version, result: r.result as Outcome['result'], error: r.error, activation: r.activation });
       outcomes.set(r.node, list);
     }
   }

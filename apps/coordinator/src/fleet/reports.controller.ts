@@ -45,11 +45,14 @@ export class ReportsController {
         // up_to_date confirms what is running; it never overwrites a recorded outcome of that version.
         await trx
           .insertInto('node_outcomes')
-          .values({ node, version, result: outcome, error: r.error ?? null, reported_at: now })
+          .values({ node, version, result: outcome, error: r.error ?? null, reported_at: now, activation: r.activation ? JSON.stringify(r.activation) : null })
           .onConflict((oc) =>
             r.result === 'up_to_date'
               ? oc.columns(['node', 'version']).doNothing()
-              : oc.columns(['node', 'version']).doUpdateSet({ result: outcome, error: r.error ?? null, reported_at: now }).where('node_outcomes.result', '!=', outcome),
+              : oc
+                  .columns(['node', 'version'])
+                  .doUpdateSet({ result: outcome, error: r.error ?? null, reported_at: now, activation: r.activation ? JSON.stringify(r.activation) : null })
+                  .where('node_outcomes.result', '!=', outcome),
           )
           .execute();
       }

@@ -142,7 +142,8 @@ export class QueriesController {
       const r = records.get(c.node)!;
       const { status, reason } = publishNodeStatus(c.to, r);
       counts[status]++;
-      return { ...c, status, reason, ineligible: r.status?.ineligible ?? false, last_contact: r.status?.last_contact ? iso(r.status.last_contact) : null };
+      const activation = r.outcomes.find((o) => o.version === c.to)?.activation ?? null;
+      return { ...c, status, reason, ineligible: r.status?.ineligible ?? false, last_contact: r.status?.last_contact ? iso(r.status.last_contact) : null, activation };
     });
     return { ...publish, nodes, counts };
   }
