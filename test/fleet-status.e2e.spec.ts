@@ -61,6 +61,10 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(byNode.racer).toMatchObject({ status: 'superseded' });
     expect(detail.counts).toEqual({ applied: 1, failed: 1, outstanding: 1, superseded: 1 });
 
+    // A rejection that names no version (a replayed or foreign bundle) does not undo what the node applied.
+    expect((await report('applier', { active_version: 1, result: 'rejected', error: 'bundle is for another node' })).status).toBe(204);
+    expect((await reader.get(`/v1/publishes/${p1.publish_id}`)).body.nodes.find((n: { node: string }) => n.node === 'applier').status).toBe('applied');
+
     // A node that stays silent is still outstanding, never failed; it becomes applied when it reports.
     expect((await report('sleeper', { active_version: 1, result: 'applied' })).status).toBe(204);
     const later = (await reader.get(`/v1/publishes/${p1.publish_id}`)).body;

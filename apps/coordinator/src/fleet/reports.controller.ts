@@ -39,7 +39,10 @@ export class ReportsController {
         .values({ node, ...values })
         .onConflict((oc) => oc.column('node').doUpdateSet(values))
         .execute();
-      const version = r.target_version ?? r.active_version;
+      // A failure belongs to the version that was tried; without one named there is nothing to pin it on
+      // (a replayed or foreign bundle), and the version still running must keep its applied outcome.
+      const reached = r.result === 'applied' || r.result === 'up_to_date';
+      const version = reached ? r.active_version : (r.target_version ?? 0);
       if (version > 0) {
         const outcome = r.result === 'up_to_date' ? 'applied' : r.result;
         // up_to_date confirms what is running; it never overwrites a recorded outcome of that version.

@@ -150,7 +150,12 @@ export class SyncPass {
     state.activations = [record, ...state.activations.filter((r) => r.version !== version)].slice(0, MAX_ACTIVATION_RECORDS);
     this.dir.writeState(state);
     this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length, activation: activated.activation });
-    await this.report(client, { active_version: version, result: 'applied', installed });
+    const activation = {
+      path: activated.activation,
+      ...(activated.answer ? { answer: activated.answer } : {}),
+      ...(activated.fallback ? { fallback: { code: activated.fallback.code, reason: activated.fallback.reason.slice(0, 2048) } } : {}),
+    };
+    await this.report(client, { active_version: version, result: 'applied', installed, activation });
     this.dir.pruneSets();
     return { ...base, result: 'applied', code: null, reason: null };
   }
