@@ -140,6 +140,10 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     ]);
     await waitFor('the coordinator heard of 2', async () => (await fleet.nodeStatus(NODE))?.applied_version === 2);
     expect(await fleet.nodeStatus(NODE)).toMatchObject({ last_result: 'applied', last_error: null });
+    // The report carries the path too: the publish's detail shows version 2 was hot-reloaded.
+    const latest = (await fleet.admin.get('/v1/publishes?limit=1')).body.items[0] as { publish_id: string };
+    const detail = (await fleet.admin.get(`/v1/publishes/${latest.publish_id}`)).body as { nodes: { node: string; to: number; activation: unknown }[] };
+    expect(detail.nodes).toEqual([expect.objectContaining({ node: NODE, to: 2, activation: { path: 'hot-reload', answer: 'swapped' } })]);
   });
 
   it('restarts the vertex for a listen change: the vertex answered restart, the pid changes', async () => {
