@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import type { z } from 'zod';
+import type { PublishDetail } from '#contracts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
@@ -46,20 +48,7 @@ export function writeFleetRete(dir: string, coordinator: string, nodes: readonly
   }
 }
 
-/** One row of `GET /v1/publishes/{id}` as the tests read it. */
-export interface PublishNodeView {
-  readonly node: string;
-  readonly from: number;
-  readonly to: number;
-  readonly status: string;
-  readonly reason: string | null;
-  readonly ineligible: boolean;
-  readonly last_contact: string | null;
-}
-export interface PublishView {
-  readonly publish_id: string;
-  readonly nodes: PublishNodeView[];
-  readonly counts: { applied: number; outstanding: number; failed: number; superseded: number };
-}
+/** `GET /v1/publishes/{id}` (and `retectl status --publish --json`) as the contract defines it. */
+export type PublishView = z.infer<typeof PublishDetail>;
 
 export const byNode = <T extends { node: string }>(items: readonly T[]): Record<string, T> => Object.fromEntries(items.map((i) => [i.node, i]));

@@ -1,21 +1,12 @@
+import type { z } from 'zod';
+import type { PublishDetail as PublishDetailSchema } from '#contracts';
 import { formatTable } from './status.js';
 
-export interface PublishCounts {
-  readonly applied: number;
-  readonly outstanding: number;
-  readonly failed: number;
-  readonly superseded: number;
-}
+type PublishDetail = z.infer<typeof PublishDetailSchema>;
 
-export interface PublishNodeRow {
-  readonly node: string;
-  readonly from: number;
-  readonly to: number;
-  readonly status: string;
-  readonly reason: string | null;
-  readonly ineligible: boolean;
-  readonly last_contact: string | null;
-}
+/** The publish detail's per-node rows and counts, exactly as the coordinator's contract defines them. */
+export type PublishCounts = PublishDetail['counts'];
+export type PublishNodeRow = PublishDetail['nodes'][number];
 
 /** `retectl publish --wait` exits: 0 every node reached the publish (applied or superseded), 1 one failed, 4 timed out with some outstanding. */
 export type WaitExit = 0 | 1 | 4;
