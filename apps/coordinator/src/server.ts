@@ -7,7 +7,7 @@ import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/connect.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
-import { ProblemFilter, sendProblem, toProblem } from './common/problem.filter.js';
+import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, createApiToken } from './identity/api-tokens.js';
 import { lockLedger } from './ledger/store/lock.js';
@@ -51,7 +51,6 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const fastify = app.getHttpAdapter().getInstance();
     // Blobs are raw bytes; every other body is JSON parsed by Fastify and then by a zod contract.
     fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: config.blobLimit }, (_req, body, done) => done(null, body));
-    fastify.setErrorHandler((err, _req, reply) => sendProblem(reply, toProblem(err, log)));
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
