@@ -12,7 +12,7 @@ import { decide, type Heads, type LedgerCommand } from './domain/ledger.decider.
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { appendEvents } from './store/append.js';
 import { lockLedger } from './store/lock.js';
-import { readLedgerHead, readStreamRevision } from './store/read-head.js';
+import { nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
 import { MirrorNudge } from '../mirror/mirror-nudge.js';
 
 export interface WriteOptions {
@@ -52,7 +52,7 @@ export class LedgerWriter {
         trx,
         head,
         decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
-        new Date(),
+        await nextRecordedAt(trx),
       );
       await project(trx, stored, this.keys);
       return { publish_id: publishId, position: stored[stored.length - 1].position, changed: [...decision.changed], unchanged: decision.unchanged };
@@ -68,6 +68,6 @@ export class LedgerWriter {
     const head = await readLedgerHead(trx);
     const stream = `identity:${subject}` as const;
     const revision = (await readStreamRevision(trx, stream)) + 1;
-    await appendEvents(trx, head, [{ event: { type, stream, revision, data }, meta: { actor } }], new Date());
+    await appendEvents(trx, head, [{ event: { type, stream, revision, data }, meta: { actor } }], await nextRecordedAt(trx));
   }
 }

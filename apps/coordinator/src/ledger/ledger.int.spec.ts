@@ -8,6 +8,9 @@ import { LedgerWriter } from './ledger-writer.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { verifyLedger } from './store/verify.js';
+import { appendEvents } from './store/append.js';
+import { lockLedger } from './store/lock.js';
+import { readLedgerHead } from './store/read-head.js';
 import { readEvents } from './store/read-events.js';
 import { chainHash, GENESIS_HASH } from './domain/hash-chain.js';
 import { rebuildProjections } from '../projections/rebuild.js';
@@ -114,6 +117,20 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(await h.head()).toEqual(before);
     const ok = await h.publish({ alpha: { f: '3' } }, { expected_position: before.position });
     expect(ok.changed).toEqual([{ node: 'alpha', from: 2, to: 3 }]);
+  });
+
+  it('never records an event earlier than the one before it, even when the clock steps back', async () => {
+    await h.publish({ alpha: { f: '1' } });
+    // An event recorded an hour ahead of this host's clock, as after a clock correction.
+    const ahead = new Date(Date.now() + 3_600_000);
+    await h.db.kysely.transaction().execute(async (trx) => {
+      await lockLedger(trx);
+      await appendEvents(trx, await readLedgerHead(trx), [{ event: { type: 'signing_key_rotated', stream: 'identity:keys', revision: 1, data: { kid: 'k' } }, meta: { actor: 'tester' } }], ahead);
+    });
+    await h.publish({ alpha: { f: '2' } });
+    const times = (await readEvents(h.db.kysely, 0, 100)).map((e) => Date.parse(e.recorded_at));
+    expect(times.slice(2)).toEqual([ahead.getTime(), ahead.getTime(), ahead.getTime()]);
+    expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
   });
 
   it('chains every event to the one before it (rule 5)', async () => {
