@@ -28,12 +28,20 @@ export async function putBlob(db: Kysely<Database>, sha256: string, content: Uin
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export async function readBlobs(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, Uint8Array>> {
+export async function readBlobs(db: Kysely<Database>, digests: Iterable<string>): Promise<Map<string, Uint8Array>> {
   const out = new Map<string, Uint8Array>();
   const unique = [...new Set(digests)];
   for (let i = 0; i < unique.length; i += CHUNK) {
     const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', unique.slice(i, i + CHUNK)).execute();
     for (const r of rows) out.set(r.sha256, r.content);
   }
+  return out;
+}
+
+/** Artifact bodies the ledger names: one it names but the blob store lacks is an error, not an empty file. */
+export async function readLedgerBlobs(db: Kysely<Database>, digests: Iterable<string>): Promise<Map<string, Uint8Array>> {
+  const wanted = [...new Set(digests)];
+  const out = await readBlobs(db, wanted);
+  for (const d of wanted) if (!out.has(d)) throw new Error(`blob ${d} referenced by the ledger is missing from the blob store`);
   return out;
 }

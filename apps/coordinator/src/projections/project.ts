@@ -4,6 +4,7 @@ import type { Database } from '../db/database.js';
 import type { StoredEvent } from '../ledger/store/ledger-row.js';
 import type { NodeSetStamped, PublishRecorded } from '../ledger/domain/ledger.events.js';
 import { bundlePayloadBytes, etagOf } from '../bundles/bundle-payload.js';
+import { readLedgerBlobs } from '../bundles/blobs.repository.js';
 
 const CHUNK = 1000;
 
@@ -22,17 +23,8 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   const stamps = events.filter((e) => e.type === 'node_set_stamped');
   if (stamps.length === 0 && records.size === 0) return;
 
-  const digests = [...new Set(stamps.flatMap((e) => (e.data as NodeSetStamped['data']).artifacts.map((a) => a.sha256)))];
-  const contents = new Map<string, Uint8Array>();
-  for (let i = 0; i < digests.length; i += CHUNK) {
-    const rows = await trx.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', digests.slice(i, i + CHUNK)).execute();
-    for (const r of rows) contents.set(r.sha256, r.content);
-  }
-  const contentOf = (sha: string): Uint8Array => {
-    const c = contents.get(sha);
-    if (!c) throw new Error(`blob ${sha} referenced by the ledger is missing from the blob store`);
-    return c;
-  };
+  const contents = await readLedgerBlobs(trx, stamps.flatMap((e) => (e.data as NodeSetStamped['data']).artifacts.map((a) => a.sha256)));
+  const contentOf = (sha: string): Uint8Array => contents.get(sha)!;
 
   const heads = [];
   const versions = [];

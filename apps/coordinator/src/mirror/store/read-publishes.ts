@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js';
 import { readEvents } from '../../ledger/store/read-events.js';
 import { gitObject, type GitObject } from '../domain/git-object.js';
 import { PublishGrouper, type GroupItem } from '../domain/publish-group.js';
-import { readBlobs } from './read-blobs.js';
+import { readLedgerBlobs } from '../../bundles/blobs.repository.js';
 
 export interface PublishPage {
   readonly items: readonly GroupItem[];
@@ -23,7 +23,7 @@ export async function* publishPages(db: Kysely<Database>, after: number, pageSiz
       const item = grouper.push(e);
       if (item) items.push(item);
     }
-    const blobs = await readBlobs(db, items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])));
+    const blobs = await readLedgerBlobs(db, items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])));
     yield { items, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
     if (events.length < pageSize) return;
     after = events[events.length - 1].position;
