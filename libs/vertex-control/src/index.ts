@@ -4,6 +4,7 @@ export { AclTable } from './acl-table.js';
 export { decideApply, initialRunning, type ApplyDecision, type RunningConfig } from './apply.decider.js';
 export { VertexControl, type VertexControlLog, type VertexControlOptions } from './vertex-control.js';
 export { callVertexControl } from './vertex-control.client.js';
+export { socketIsLive } from './socket-liveness.js';
 export { VertexControlError, type VertexControlErrorCode } from './errors.js';
 export {
   MAX_REQUEST_LINE,

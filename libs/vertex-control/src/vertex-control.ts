@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { FlorJson, Version } from '#contracts';
 import { canonicalPretty } from '#bundle';
 import type { AclTable } from './acl-table.js';
 import { decideApply, initialRunning, type RunningConfig } from './apply.decider.js';
 import { VertexControlError } from './errors.js';
 import { readLines } from './line-reader.js';
+import { socketIsLive } from './socket-liveness.js';
 import { MAX_REQUEST_LINE, VertexControlRequest, type ErrorAnswer, type StatusAnswer, type VertexControlAnswer, type VertexControlErrorAnswerCode } from './protocol.schema.js';
 
 export type VertexControlLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -32,17 +33,6 @@ function errorAnswer(code: VertexControlErrorAnswerCode, reason: string, version
   return version === undefined ? { result: 'error', code, reason } : { result: 'error', code, reason, version };
 }
 
-/** True when something accepts connections on `path`; a file left by a killed process does not. */
-function socketIsLive(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 /**
  * The vertex side of hot reload. Holds the running config and its ACL tables as one immutable value

@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { ControlRequest, ControlResponse } from '#contracts';
+import { socketIsLive } from '#vertex-control';
 import { AgentError } from '../errors.js';
 
 const MAX_LINE = 64 * 1024;
@@ -21,17 +22,6 @@ function readLine(socket: Socket, onLine: (line: string) => void, onTooLong: () 
   });
 }
 
-/** True when a live daemon answers on the socket; a leftover file from a killed one does not. */
-export function socketIsLive(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 /**
  * The control socket: one JSON request line in, one JSON response line out. Mode 0600 from the start
