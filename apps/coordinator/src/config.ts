@@ -10,6 +10,7 @@ const Env = z.object({
   FLORETE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
+  FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
   FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
@@ -28,6 +29,8 @@ export interface CoordinatorConfig {
   readonly bodyLimit: number;
   readonly blobLimit: number;
   readonly dbPoolSize: number;
+  /** Requests per address per anonymous route (enrol, JWKS, health) per minute; 0: no limit. */
+  readonly anonymousRateLimit: number;
   readonly mirror: MirrorConfig;
 }
 
@@ -60,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     bodyLimit: e.FLORETE_BODY_LIMIT,
     blobLimit: e.FLORETE_BLOB_LIMIT,
     dbPoolSize: e.FLORETE_DB_POOL,
+    anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',
       gitdir: resolve(dataDir, 'audit.git'),

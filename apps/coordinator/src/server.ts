@@ -14,6 +14,7 @@ import { lockLedger } from './ledger/store/lock.js';
 import { openApiDocument } from './openapi.js';
 import { AuthService } from './identity/auth.service.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
+import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
 
 export interface RunningCoordinator {
   readonly app: NestFastifyApplication;
@@ -43,14 +44,22 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const firstAdminToken = await ensureFirstAdminToken(db);
     if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
 
-    const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit, logger: false, return503OnClosing: true });
+    const adapter = new FastifyAdapter({
+      bodyLimit: SMALL_BODY_LIMIT,
+      logger: false,
+      return503OnClosing: true,
+      frameworkErrors: frameworkErrors(log),
+      clientErrorHandler: clientErrorHandler(log),
+    });
+    // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
+    // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
     const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log }), adapter, {
       logger: new PinoNestLogger(log),
       abortOnError: false,
+      bodyParser: false,
     });
     const fastify = app.getHttpAdapter().getInstance();
-    // Blobs are raw bytes; every other body is JSON parsed by Fastify and then by a zod contract.
-    fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: config.blobLimit }, (_req, body, done) => done(null, body));
+    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, anonymousPerMinute: config.anonymousRateLimit });
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');

@@ -6,7 +6,7 @@ import { DB, KEYS } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
 import { Metrics } from '../health/metrics.js';
 import type { SigningKeyStore } from './signing-keys.js';
@@ -80,7 +80,7 @@ export class BundlesController {
   }
 
   @Get('.well-known/jwks.json')
-  @Access('public')
+  @Anonymous()
   async jwks() {
     await this.keys.reloadIfChanged();
     return this.keys.jwks();

@@ -17,7 +17,13 @@ export type DomainErrorCode =
   | 'not_found'
   | 'body_too_large'
   | 'unsupported_media_type'
-  | 'ledger_busy';
+  | 'ledger_busy'
+  | 'rate_limited'
+  | 'bad_url'
+  | 'uri_too_long'
+  | 'headers_too_large'
+  | 'bad_request'
+  | 'request_timeout';
 
 export class DomainError extends Error {
   constructor(

@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { DomainError, type DomainErrorCode } from './domain-error.js';
+import { boundProblem, clip, PROBLEM_LIMITS } from './problem-bounds.js';
 
 const STATUS: Record<DomainErrorCode, number> = {
   invalid_body: 422,
@@ -22,6 +23,12 @@ const STATUS: Record<DomainErrorCode, number> = {
   body_too_large: 413,
   unsupported_media_type: 415,
   ledger_busy: 503,
+  rate_limited: 429,
+  bad_url: 400,
+  bad_request: 400,
+  uri_too_long: 414,
+  headers_too_large: 431,
+  request_timeout: 408,
 };
 
 const TITLES: Record<number, string> = {
@@ -30,10 +37,14 @@ const TITLES: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
-  413: 'Payload Too Large',
+  413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -58,16 +69,20 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
     const code = clientErrorCode(error, status);
     // An empty JSON body is a contract violation like any other: same code, same status.
     if (code === 'invalid_body') return toProblem(new DomainError('invalid_body', 'request body is empty: expected a JSON object'));
-    const message = (error as Error).message;
+    const message = clip(String((error as Error).message), PROBLEM_LIMITS.message);
     const detail =
       code === 'malformed_json' ? `request body is not valid JSON: ${message}`
       : code === 'not_found' ? 'no such route'
+      : code === 'unsupported_media_type' ? UNSUPPORTED_MEDIA_TYPE
+      : code === 'body_too_large' ? 'request body is larger than this route accepts'
       : message;
     return { type: `https://florete.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
   }
   log?.error({ err: error }, 'unhandled error');
   return { type: 'https://florete.dev/problems/internal', title: TITLES[500], status: 500, detail: 'internal error; the coordinator log has the details', code: 'internal' };
 }
+
+const UNSUPPORTED_MEDIA_TYPE = 'this route takes application/json (blob uploads take application/octet-stream)';
 
 /** Framework errors (Fastify's body parsing, Nest's routing) get stable codes of their own. */
 function clientErrorCode(error: unknown, status: number): string {
@@ -77,13 +92,20 @@ function clientErrorCode(error: unknown, status: number): string {
   if (has('FST_ERR_CTP_INVALID_MEDIA_TYPE') || status === 415) return 'unsupported_media_type';
   if (has('FST_ERR_CTP_EMPTY_JSON_BODY')) return 'invalid_body';
   if (has('FST_ERR_CTP_INVALID_JSON_BODY') || error instanceof SyntaxError || (status === 400 && /JSON/.test((error as Error).message))) return 'malformed_json';
+  if (has('FST_ERR_BAD_URL')) return 'bad_url';
+  if (has('FST_ERR_MAX_PARAM_LENGTH') || status === 414) return 'uri_too_long';
   if (status === 404) return 'not_found';
   if (status === 405) return 'method_not_allowed';
+  if (status === 408) return 'request_timeout';
+  if (status === 429) return 'rate_limited';
+  if (status === 431) return 'headers_too_large';
+  if (status === 400) return 'bad_request';
   return `http_${status}`;
 }
 
+/** Every problem leaves through here, bounded (see PROBLEM_LIMITS) whatever it carries. */
 export function sendProblem(reply: FastifyReply, problem: ProblemBody): void {
-  void reply.status(problem.status).header('content-type', 'application/problem+json').send(JSON.stringify(problem));
+  void reply.status(problem.status).header('content-type', 'application/problem+json').send(JSON.stringify(boundProblem(problem)));
 }
 
 @Catch()

@@ -3,14 +3,19 @@ import { sql } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { readLedgerHead } from '../ledger/store/read-head.js';
 import { Metrics } from './metrics.js';
 import { MirrorWorker } from '../mirror/mirror.worker.js';
 import { readCheckpoint } from '../mirror/store/checkpoint.js';
 
+/** How long one readiness answer is reused. */
+const READY_FOR_MS = 500;
+
 @Controller()
 export class HealthController {
+  private lastCheck?: { at: number; answer: Promise<{ status: number; body: unknown }> };
+
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly metrics: Metrics,
@@ -25,21 +30,38 @@ export class HealthController {
 
   /** Liveness: the process answers. */
   @Get('healthz')
-  @Access('public')
+  @Anonymous()
   healthz() {
     return { status: 'ok' };
   }
 
   /** Readiness: the database answers a query. Mirror lag is reported, not gated on: the mirror is asynchronous. */
   @Get('readyz')
-  @Access('public')
+  @Anonymous()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
+    const { status, body } = await this.readiness();
+    void reply.status(status).send(body);
+  }
+
+  /**
+   * One check answers every probe that arrives while it runs and for READY_FOR_MS after: a burst of
+   * anonymous probes costs the database one round of queries, not one per probe.
+   */
+  private readiness(): Promise<{ status: number; body: unknown }> {
+    const now = Date.now();
+    if (this.lastCheck && now - this.lastCheck.at < READY_FOR_MS) return this.lastCheck.answer;
+    const answer = this.checkReadiness();
+    this.lastCheck = { at: now, answer };
+    return answer;
+  }
+
+  private async checkReadiness(): Promise<{ status: number; body: unknown }> {
     try {
       await sql`SELECT 1`.execute(this.db.kysely);
       const head = await readLedgerHead(this.db.kysely);
-      void reply.status(200).send({ status: 'ready', database: this.db.kind, ledger_position: head.position, mirror: await this.mirrorStatus(head.position) });
+      return { status: 200, body: { status: 'ready', database: this.db.kind, ledger_position: head.position, mirror: await this.mirrorStatus(head.position) } };
     } catch (err) {
-      void reply.status(503).send({ status: 'not ready', database: this.db.kind, error: (err as Error).message });
+      return { status: 503, body: { status: 'not ready', database: this.db.kind, error: (err as Error).message } };
     }
   }
 

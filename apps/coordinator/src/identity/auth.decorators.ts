@@ -1,4 +1,5 @@
-import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { RouteLimits } from '../common/route-limits.js';
 import type { Role } from '#contracts';
 import type { Principal } from './principal.js';
 
@@ -7,6 +8,9 @@ export const ACCESS_KEY = 'florete:access';
 
 /** Declares who may call a route; routes without it are refused (deny by default). */
 export const Access = (access: Access) => SetMetadata(ACCESS_KEY, access);
+
+/** A route anyone may call without a credential: public, with the anonymous body and rate limits. */
+export const Anonymous = () => applyDecorators(Access('public'), RouteLimits({ anonymous: true }));
 
 export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
   return (ctx.switchToHttp().getRequest() as { principal: Principal }).principal;

@@ -2,9 +2,10 @@ import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/com
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../common/domain-error.js';
+import { quoteInput } from '../common/problem-bounds.js';
 import { ACCESS_KEY, type Access } from './auth.decorators.js';
 import { AuthService } from './auth.service.js';
-import { roleAllows } from './principal.js';
+import { type Principal, roleAllows } from './principal.js';
 
 /** Every route states its access; the guard authenticates the bearer and checks the role or node. */
 @Injectable()
@@ -18,13 +19,14 @@ export class AuthGuard implements CanActivate {
     const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]);
     if (access === undefined) throw new DomainError('forbidden', 'route has no declared access');
     if (access === 'public') return true;
-    const req = ctx.switchToHttp().getRequest<FastifyRequest & { principal?: unknown; params: Record<string, string> }>();
-    const principal = await this.auth.authenticate(req.headers.authorization);
+    const req = ctx.switchToHttp().getRequest<FastifyRequest & { principal?: Principal; params: Record<string, string> }>();
+    // Routes with large bodies authenticate before reading them (http-hardening.ts): no second lookup.
+    const principal = req.principal ?? (await this.auth.authenticate(req.headers.authorization));
     req.principal = principal;
     if (access === 'node') {
       if (principal.kind !== 'node') throw new DomainError('forbidden', 'this route is for node credentials');
       if (req.params.node !== undefined && req.params.node !== principal.node) {
-        throw new DomainError('forbidden', `node credential of ${principal.node} may not act for ${req.params.node}`);
+        throw new DomainError('forbidden', `node credential of ${principal.node} may not act for ${quoteInput(req.params.node)}`);
       }
       return true;
     }

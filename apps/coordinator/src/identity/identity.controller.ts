@@ -6,7 +6,7 @@ import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { Access, CurrentPrincipal } from './auth.decorators.js';
+import { Access, Anonymous, CurrentPrincipal } from './auth.decorators.js';
 import { actorOf, type Principal } from './principal.js';
 import { issueSecret, parseSecret, secretMatches } from './secrets.js';
 import { createApiToken } from './api-tokens.js';
@@ -43,7 +43,7 @@ export class IdentityController {
 
   /** The enrolment token is the authentication: single use, unexpired, compared in constant time. */
   @Post('enrol')
-  @Access('public')
+  @Anonymous()
   async enrol(@Body() body: unknown) {
     const req = parseInput(EnrolRequest, body, 'body');
     const parsed = parseSecret(req.token);

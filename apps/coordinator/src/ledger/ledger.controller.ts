@@ -20,6 +20,7 @@ import { verifyLedger } from './store/verify.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { AuditRepo } from '../mirror/repo/audit-repo.js';
 import { verifyWithMirror } from '../mirror/verify-mirror.js';
+import { RouteLimits } from '../common/route-limits.js';
 
 const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
 
@@ -35,6 +36,7 @@ export class LedgerController {
 
   @Post('v1/publishes')
   @Access('publisher')
+  @RouteLimits({ body: 'tree' })
   async publish(@Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const request = parseInput(PublishRequest, body, 'body');
     this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who))));

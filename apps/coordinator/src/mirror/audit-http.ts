@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { DomainError } from '../common/domain-error.js';
 import { sendProblem, toProblem } from '../common/problem.filter.js';
+import { clip, PROBLEM_LIMITS } from '../common/problem-bounds.js';
 import type { AuthService } from '../identity/auth.service.js';
 import { roleAllows } from '../identity/principal.js';
 
@@ -44,12 +45,12 @@ export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, au
       const principal = await auth.authenticate(`Bearer ${token}`);
       if (principal.kind !== 'api' || !roleAllows(principal.role, 'reader')) throw new DomainError('forbidden', 'the audit mirror is for API tokens with the reader role or above');
       const path = (req.params as { '*': string })['*'];
-      if (!SERVED.test(path)) throw new DomainError('not_found', `audit.git/${path} is not served`);
+      if (!SERVED.test(path)) throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} is not served`);
       let body: Buffer;
       try {
         body = await readFile(join(gitdir, path));
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DomainError('not_found', `audit.git/${path} does not exist`);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} does not exist`);
         throw err;
       }
       const immutable = path.startsWith('objects/') && path !== 'objects/info/packs';

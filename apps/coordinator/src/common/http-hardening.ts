@@ -1,0 +1,163 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { AuthService } from '../identity/auth.service.js';
+import type { Principal } from '../identity/principal.js';
+import { roleAllows } from '../identity/principal.js';
+import { DomainError } from './domain-error.js';
+import { sendProblem, toProblem } from './problem.filter.js';
+import type { FloreteRouteConfig } from './route-limits.js';
+import { clip, PROBLEM_LIMITS, quoteInput } from './problem-bounds.js';
+
+/** Every body but a publisher's tree or blob: enrolment, reports, tokens, rollbacks. */
+export const SMALL_BODY_LIMIT = 64 * 1024;
+
+export interface HardeningOptions {
+  /** Largest tree (publish) body. */
+  readonly treeLimit: number;
+  /** Largest blob upload. */
+  readonly blobLimit: number;
+  /** Requests per address per anonymous route per minute; 0 turns the limit off. */
+  readonly anonymousPerMinute: number;
+}
+
+/** How long an upload the coordinator already answered may go on being sent before the connection is cut. */
+const DISCARD_MS = 2000;
+const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only blob uploads, PUT /v1/blobs/{sha256}, take application/octet-stream)';
+
+const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+const isType = (header: string | undefined, type: string) => header !== undefined && header.split(';')[0].trim().toLowerCase() === type;
+
+type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
+
+const limitsOf = (req: FastifyRequest) => (req.routeOptions.config as FloreteRouteConfig | undefined)?.florete;
+
+/**
+ * Errors Fastify answers before any route runs (a URL that does not decode, a path parameter over
+ * the router's limit) go through the same problem mapping as everything else.
+ */
+export function frameworkErrors(log: Logger) {
+  return (error: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply): void => {
+    const known =
+      error.code === 'FST_ERR_BAD_URL' ? new DomainError('bad_url', 'the URL is not valid: a percent-escape in it does not decode to UTF-8 text')
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new DomainError('uri_too_long', 'a path parameter is longer than 100 characters')
+      : error;
+    sendProblem(reply, toProblem(known, log));
+  };
+}
+
+/**
+ * Requests Node's HTTP parser refuses never reach Fastify's router: headers too large, a request
+ * that is not HTTP/1.1 (Content-Length together with Transfer-Encoding, …). They still get a
+ * problem answer, and `Connection: close` before the socket closes, so a keep-alive client knows
+ * not to send its next request on it.
+ */
+export function clientErrorHandler(log: Logger) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, title, code, detail] =
+      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request headers are larger than 16 KiB']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time']
+      : [400, 'Bad Request', 'bad_request', `the request is not valid HTTP/1.1 (${clip(err.code ?? 'parse error', PROBLEM_LIMITS.value)})`];
+    log.debug({ err: { code: err.code, message: err.message } }, 'client error');
+    const body = JSON.stringify({ type: `https://florete.dev/problems/${code}`, title, status, detail, code });
+    if (socket.writable) {
+      socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    // A client that keeps sending after the answer is cut off rather than read.
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+}
+
+/**
+ * Limits that hold before a body is read: the small JSON limit everywhere, large bodies only on
+ * the routes that declare them and only for a publisher's credential, raw bytes only on the blob
+ * route, and a per-address rate limit on anonymous routes. Must run before the routes are added.
+ */
+export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, options: HardeningOptions): Promise<void> {
+  // JSON only: Fastify's text/plain parser would hand a string to routes that expect an object.
+  fastify.removeContentTypeParser('text/plain');
+
+  const authenticatePublisher = async (req: AuthenticatedRequest): Promise<void> => {
+    const principal = await auth.authenticate(req.headers.authorization);
+    if (principal.kind !== 'api' || !roleAllows(principal.role, 'publisher')) throw new DomainError('forbidden', 'uploads need an API token with the publisher role or above');
+    req.principal = principal;
+  };
+
+  // Refusals that depend only on the headers come before any parser runs. Answered from a hook, the
+  // connection stays open and Node reads the rest of the upload to discard it (the client is still
+  // writing it, and closing on unread data would reset the connection before the client read the
+  // answer); a client that goes on sending is cut off after DISCARD_MS.
+  fastify.addHook('onRequest', async (req) => {
+    if (!hasBody(req)) return;
+    const limits = limitsOf(req);
+    const blob = limits !== undefined && 'body' in limits && limits.body === 'blob';
+    const type = req.headers['content-type'];
+    if (blob ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
+      throw new DomainError('unsupported_media_type', blob ? `blob bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE);
+    }
+    const declared = Number(req.headers['content-length']);
+    const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
+    if (Number.isFinite(declared) && declared > limit) throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
+  });
+  fastify.addHook('onResponse', async (req) => {
+    if (req.raw.complete) return;
+    const timer = setTimeout(() => req.raw.socket?.destroy(), DISCARD_MS).unref();
+    req.raw.once('end', () => clearTimeout(timer));
+  });
+
+  fastify.addHook('onRoute', (route) => {
+    const limits = (route.config as FloreteRouteConfig | undefined)?.florete;
+    if (!limits) return;
+    if ('anonymous' in limits) {
+      route.bodyLimit = SMALL_BODY_LIMIT;
+      if (options.anonymousPerMinute > 0) route.config = { ...route.config, rateLimit: { max: options.anonymousPerMinute, timeWindow: 60_000 } } as typeof route.config;
+      return;
+    }
+    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : options.blobLimit;
+    // Before the body is read: a stranger's megabytes are refused, not buffered.
+    const hooks = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [...hooks, authenticatePublisher as never];
+  });
+
+  fastify.addContentTypeParser('application/octet-stream', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
+    const limits = limitsOf(req);
+    if (!limits || !('body' in limits) || limits.body !== 'blob') {
+      done(new DomainError('unsupported_media_type', OCTET_STREAM_ELSEWHERE));
+      return;
+    }
+    readLimited(payload, options.blobLimit).then((body) => done(null, body), (err: Error) => done(err));
+  });
+
+  await fastify.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, ctx) => new DomainError('rate_limited', `too many requests from this address: at most ${ctx.max} a minute on this route; retry in ${ctx.after}`, { retry_after_seconds: Math.ceil(ctx.ttl / 1000) }),
+  });
+}
+
+/** The body as one Buffer, refused as soon as it passes `limit`: declared or counted. */
+function readLimited(payload: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => new DomainError('body_too_large', `blob uploads are limited to ${limit} bytes`);
+  const declared = Number(payload.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        payload.off('data', onData);
+        payload.off('end', onEnd);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks, size));
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.once('error', reject);
+  });
+}
