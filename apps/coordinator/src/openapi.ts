@@ -12,6 +12,7 @@ interface Route {
 }
 
 const problem = (description: string) => ({ description, schema: C.Problem, contentType: 'application/problem+json' });
+const rateLimited = problem('too many requests from this address (see Retry-After)');
 const std = { 401: problem('missing, unknown or revoked credential'), 403: problem('role or node not allowed'), 422: problem('invalid input') };
 
 /** Every route with the contract schemas it parses and answers: the OpenAPI document is generated from these. */
@@ -33,9 +34,13 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/v1/ledger/events', summary: 'Ledger events after a position', access: 'reader', query: C.LedgerEventsQuery, responses: { 200: { description: 'events', schema: C.LedgerEventPage }, ...std } },
   { method: 'post', path: '/v1/ledger/verify', summary: 'Recompute the hash chain; with ?mirror=true also cross-check the git audit mirror', access: 'reader', query: z.strictObject({ mirror: z.enum(['true', 'false']).optional() }), responses: { 200: { description: 'verdict', schema: C.LedgerVerifyResponse }, ...std } },
   { method: 'post', path: '/v1/enrolment-tokens', summary: 'Issue a single-use enrolment token', access: 'admin', body: C.EnrolmentTokenRequest, responses: { 201: { description: 'token, shown once', schema: C.EnrolmentTokenResponse }, ...std } },
-  { method: 'post', path: '/v1/enrol', summary: 'Enrol a node with its token', access: 'enrolment token', body: C.EnrolRequest, responses: { 201: { description: 'credential, shown once', schema: C.EnrolResponse }, 401: problem('bad token') } },
+  { method: 'post', path: '/v1/enrol', summary: 'Enrol a node with its token', access: 'enrolment token', body: C.EnrolRequest, responses: { 201: { description: 'credential, shown once', schema: C.EnrolResponse }, 401: problem('bad token'), 413: problem('body over 64 KiB'), 415: problem('not application/json'), 422: problem('invalid input'), 429: rateLimited } },
   { method: 'delete', path: '/v1/nodes/{node}/credential', summary: 'Revoke the node\'s credential', access: 'admin', responses: { 200: { description: 'revoked' }, ...std } },
   { method: 'post', path: '/v1/api-tokens', summary: 'Create an API token', access: 'admin', body: C.ApiTokenRequest, responses: { 201: { description: 'token, shown once', schema: C.ApiTokenResponse }, ...std } },
+  { method: 'get', path: '/.well-known/jwks.json', summary: 'The bundle-signing public keys (JWKS)', access: 'anonymous', responses: { 200: { description: 'JWKS' }, 429: rateLimited } },
+  { method: 'get', path: '/healthz', summary: 'Liveness: the process answers', access: 'anonymous', responses: { 200: { description: 'alive' }, 429: rateLimited } },
+  { method: 'get', path: '/readyz', summary: 'Readiness: the database answers; mirror lag is reported', access: 'anonymous', responses: { 200: { description: 'ready' }, 503: { description: 'not ready' }, 429: rateLimited } },
+  { method: 'get', path: '/metrics', summary: 'Prometheus metrics', access: 'reader', responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: z.string() }, ...std } },
 ];
 
 export function openApiDocument(): Record<string, unknown> {
@@ -48,7 +53,7 @@ export function openApiDocument(): Record<string, unknown> {
     (paths[r.path] ??= {})[r.method] = {
       summary: r.summary,
       description: `Access: ${r.access}`,
-      security: r.access === 'enrolment token' ? [] : [{ bearer: [] }],
+      security: r.access === 'enrolment token' || r.access === 'anonymous' ? [] : [{ bearer: [] }],
       parameters: [...params, ...queryParams],
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } } } : {}),
       responses: Object.fromEntries(
