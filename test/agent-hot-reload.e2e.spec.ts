@@ -24,11 +24,14 @@ function florJson(listenPort: number, webPort: number, ingress: string[]): strin
     mesh: 'test',
     listen: `127.0.0.1:${listenPort}`,
     services: [{ name: 'web', port: webPort, protocol: 'tcp' }],
-    peers: [
-      { node: 'beta', listen: '127.0.0.2:7000' },
-      { node: 'gamma', listen: '127.0.0.3:7000' },
-    ],
-    acl: { ingress: { web: ingress }, egress: [] },
+    acl: {
+      ingress: { web: ingress },
+      egress: [],
+      peers: [
+        { node: 'beta', listen: '127.0.0.2:7000' },
+        { node: 'gamma', listen: '127.0.0.3:7000' },
+      ],
+    },
   };
   return canonicalPretty(config as unknown);
 }
