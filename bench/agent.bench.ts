@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   const tree = (i: number) => {
     const files: Record<string, string> = {
       'agent.json': canonicalPretty({ node: NODE, mesh: 'bench', coordinator: coordinator.url, sync: { poll_interval: 3600, splay: 0 } }),
-      'flor.json': canonicalPretty({ node: NODE, mesh: 'bench', listen: '127.0.0.1:7000', services: [], peers: [], acl: { ingress: {}, egress: [] }, revision: i }),
+      'flor.json': canonicalPretty({ node: NODE, mesh: 'bench', listen: '127.0.0.1:7000', services: [], acl: { ingress: {}, egress: [], peers: [] }, revision: i }),
     };
     for (let k = 0; k < extraFiles; k++) files[`extra-${k}.json`] = `${JSON.stringify({ k, i, pad: 'x'.repeat(2000) })}\n`;
     return files;

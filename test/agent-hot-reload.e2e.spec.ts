@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { canonicalPretty } from '#bundle';
 import type { AgentStatus, FlorJson } from '#contracts';
+import { compileRete, validateRete } from '#rete';
 import { callVertexControl, type StatusAnswer } from '#vertex-control';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
@@ -24,13 +25,36 @@ function florJson(listenPort: number, webPort: number, ingress: string[]): strin
     mesh: 'test',
     listen: `127.0.0.1:${listenPort}`,
     services: [{ name: 'web', port: webPort, protocol: 'tcp' }],
-    peers: [
-      { node: 'beta', listen: '127.0.0.2:7000' },
-      { node: 'gamma', listen: '127.0.0.3:7000' },
-    ],
-    acl: { ingress: { web: ingress }, egress: [] },
+    acl: {
+      ingress: { web: ingress },
+      egress: [],
+      peers: [
+        { node: 'beta', listen: '127.0.0.2:7000' },
+        { node: 'gamma', listen: '127.0.0.3:7000' },
+      ],
+    },
   };
   return canonicalPretty(config as unknown);
+}
+
+/**
+ * alpha's flor.json as the compiler makes it from a rete in which alpha:web lets group:ops in, so a
+ * test can change who is allowed the way an operator does: by editing the group.
+ */
+function compiledFlor(listenPort: number, webPort: number, ops: string[]): string {
+  const rete = `mesh: { name: test, coordinator: 'https://coordinator.example.net' }
+nodes:
+  - { name: ${NODE}, kind: server, listen: '127.0.0.1:${listenPort}', services: [{ name: web, port: ${webPort}, protocol: tcp }] }
+  - { name: beta, kind: server, listen: '127.0.0.2:7000' }
+  - { name: gamma, kind: device, listen: '127.0.0.3:7000' }
+groups:
+  - { name: ops, members: [${ops.join(', ')}] }
+acl:
+  - { from: [group:ops], to: [${NODE}:web] }
+`;
+  const { rete: checked, diagnostics } = validateRete([{ file: 'rete.yaml', text: rete }]);
+  if (!checked) throw new Error(`test rete does not validate: ${JSON.stringify(diagnostics)}`);
+  return compileRete(checked).get(NODE)!.get('flor.json')!;
 }
 
 /** The reference vertex under the agent's supervision, its control socket configured for hot reload. */
@@ -146,17 +170,56 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     expect(detail.nodes).toEqual([expect.objectContaining({ node: NODE, to: 2, activation: { path: 'hot-reload', answer: 'swapped' } })]);
   });
 
+  it('swaps a revocation that takes a peer out of an allowed group: same pid, the still-allowed peer keeps echoing, the revoked one is refused', async () => {
+    const before = await status();
+    expect(await publish(compiledFlor(listenPort, webPort, ['beta', 'gamma']))).toBe(3);
+    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 3 (was 2)\n' }));
+    const gamma = await helloAs(webPort, 'gamma');
+    clients.push(gamma.client);
+    expect(gamma.verdict).toBe('OK');
+    gamma.client.close();
+
+    // Taking gamma out of ops drops it from alpha's allow list and from alpha's peers alike.
+    expect(await publish(compiledFlor(listenPort, webPort, ['beta']))).toBe(4);
+    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 4 (was 3)\n' }));
+
+    const s = await status();
+    expect(s).toMatchObject({ applied_version: 4, last_result: 'applied', last_error: null, vertex: before.vertex });
+    expect(s.activations.slice(0, 2)).toEqual([
+      { version: 4, activation: 'hot-reload', answer: 'swapped', at: expect.any(String) },
+      { version: 3, activation: 'hot-reload', answer: 'swapped', at: expect.any(String) },
+    ]);
+    expect(await vertexStatus(vertexSocket)).toMatchObject({
+      pid: before.vertex!.pid,
+      version: 4,
+      swaps: 3,
+      acl: { ingress: { web: ['beta'] }, peers: [{ node: 'beta', listen: '127.0.0.2:7000' }] },
+    });
+
+    expect(longLived.isOpen).toBe(true);
+    expect(await longLived.request('after the revocation')).toBe('after the revocation');
+    const refused = await helloAs(webPort, 'gamma');
+    clients.push(refused.client);
+    expect(refused.verdict).toBe('DENIED gamma may not reach web');
+    expect(await refused.client.next()).toBeNull();
+
+    await waitFor('the coordinator heard of 4', async () => (await fleet.nodeStatus(NODE))?.applied_version === 4);
+    const latest = (await fleet.admin.get('/v1/publishes?limit=1')).body.items[0] as { publish_id: string };
+    const detail = (await fleet.admin.get(`/v1/publishes/${latest.publish_id}`)).body as { nodes: { node: string; to: number; activation: unknown }[] };
+    expect(detail.nodes).toEqual([expect.objectContaining({ node: NODE, to: 4, activation: { path: 'hot-reload', answer: 'swapped' } })]);
+  });
+
   it('restarts the vertex for a listen change: the vertex answered restart, the pid changes', async () => {
     const before = await status();
     listenPort = await freePort();
-    expect(await publish(florJson(listenPort, webPort, ['beta']))).toBe(3);
-    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 3 (was 2)\n' }));
+    expect(await publish(florJson(listenPort, webPort, ['beta']))).toBe(5);
+    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 5 (was 4)\n' }));
 
     const s = await status();
-    expect(s.activations[0]).toEqual({ version: 3, activation: 'restart', fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') }, at: expect.any(String) });
+    expect(s.activations[0]).toEqual({ version: 5, activation: 'restart', fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') }, at: expect.any(String) });
     expect(s.vertex!.pid).not.toBe(before.vertex!.pid);
     expect(s.vertex!.starts).toBe(before.vertex!.starts + 1);
-    expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 3, swaps: 0 });
+    expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 5, swaps: 0 });
     // A restart drops what was open: the reason hot reload exists.
     await longLived.closed;
   });
@@ -165,21 +228,21 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     expect(await agent.stop()).toBe(0);
     silent = await silentControlSocket(join(files.root, 'silent.sock'));
     configure(files, vertexSocket, silent.path);
-    // The daemon resumes the applied set: a fresh vertex on version 3.
+    // The daemon resumes the applied set: a fresh vertex on version 5.
     const resumed = await restartAgent();
 
-    expect(await publish(florJson(listenPort, webPort, ['beta', 'gamma']))).toBe(4);
+    expect(await publish(florJson(listenPort, webPort, ['beta', 'gamma']))).toBe(6);
     const started = Date.now();
-    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 4 (was 3)\n' }));
+    expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 6 (was 5)\n' }));
     expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
 
     const s = await status();
-    expect(s.activations[0]).toEqual({ version: 4, activation: 'restart', fallback: { code: 'timeout', reason: expect.any(String) }, at: expect.any(String) });
+    expect(s.activations[0]).toEqual({ version: 6, activation: 'restart', fallback: { code: 'timeout', reason: expect.any(String) }, at: expect.any(String) });
     expect(s.vertex!.pid).not.toBe(resumed);
-    expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 4 });
+    expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 6 });
     // The agent sent exactly one apply of the verified flor.json, and did not retry.
     expect(silent.received).toHaveLength(1);
-    expect(JSON.parse(silent.received[0])).toEqual({ op: 'apply', version: 4, config: JSON.parse(florJson(listenPort, webPort, ['beta', 'gamma'])) });
+    expect(JSON.parse(silent.received[0])).toEqual({ op: 'apply', version: 6, config: JSON.parse(florJson(listenPort, webPort, ['beta', 'gamma'])) });
   });
 
   it('reports a failed fallback restart as failed, naming the path it took', async () => {
@@ -193,12 +256,12 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     blocker = createServer();
     const taken = await freePort();
     await new Promise<void>((r) => blocker!.listen(taken, '127.0.0.1', () => r()));
-    expect(await publish(florJson(listenPort, taken, ['beta']))).toBe(5);
+    expect(await publish(florJson(listenPort, taken, ['beta']))).toBe(7);
     const r = await sync();
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/^failed 5: hot reload not applied \(restart_answer: .*services.*\); the full restart failed: vertex exited with 1/);
-    expect(await status()).toMatchObject({ applied_version: 4, last_result: 'failed', last_error: expect.stringContaining('hot reload not applied (restart_answer') });
-    expect((await status()).activations[0]).toMatchObject({ version: 4 });
+    expect(r.stdout).toMatch(/^failed 7: hot reload not applied \(restart_answer: .*services.*\); the full restart failed: vertex exited with 1/);
+    expect(await status()).toMatchObject({ applied_version: 6, last_result: 'failed', last_error: expect.stringContaining('hot reload not applied (restart_answer') });
+    expect((await status()).activations[0]).toMatchObject({ version: 6 });
     await waitFor('the coordinator heard of the failure', async () => (await fleet.nodeStatus(NODE))?.last_result === 'failed');
     expect((await fleet.nodeStatus(NODE) as { last_error?: string }).last_error).toMatch(/^hot reload not applied \(restart_answer/);
   });

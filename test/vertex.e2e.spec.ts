@@ -13,11 +13,14 @@ function flor(listenPort: number, webPort: number, ingress: string[]): FlorJson 
     mesh: 'prod',
     listen: `127.0.0.1:${listenPort}`,
     services: [{ name: 'web', port: webPort, protocol: 'tcp' }],
-    peers: [
-      { node: 'beta', listen: '127.0.0.2:7000' },
-      { node: 'gamma', listen: '127.0.0.3:7000' },
-    ],
-    acl: { ingress: { web: ingress }, egress: [{ node: 'beta', service: 'web' }] },
+    acl: {
+      ingress: { web: ingress },
+      egress: [{ node: 'beta', service: 'web' }],
+      peers: [
+        { node: 'beta', listen: '127.0.0.2:7000' },
+        { node: 'gamma', listen: '127.0.0.3:7000' },
+      ],
+    },
   };
 }
 

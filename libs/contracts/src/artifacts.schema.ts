@@ -27,17 +27,39 @@ export const AgentJson = z.strictObject({
 export type AgentJson = z.infer<typeof AgentJson>;
 
 export const FlorService = z.strictObject({ name: ServiceName, port: z.number().int().min(1).max(65535), protocol: Protocol });
+/** A node this vertex may exchange traffic with, and where to reach it. */
 export const FlorPeer = z.strictObject({ node: NodeName, listen: ListenAddress });
 
 /**
- * The vertex's allow lists, kept apart from the structural fields so a vertex can swap them as one
- * table without a restart (DESIGN section 7). Ingress: per published service, the peers allowed in.
- * Egress: the node:service pairs this node may open.
+ * Everything in flor.json that follows from the rete's allow lists, kept apart from the structural
+ * fields so a vertex can swap it as one table without a restart (DESIGN section 7). Ingress: per
+ * published service, the nodes allowed in. Egress: the node:service pairs this node may open. Peers:
+ * the nodes those lists name, with where to reach them; a grant or a revocation changes this set as
+ * surely as it changes the lists, so it lives and is swapped with them.
  */
-export const FlorAcl = z.strictObject({
-  ingress: z.record(ServiceName, z.array(NodeName)),
-  egress: z.array(z.strictObject({ node: NodeName, service: ServiceName })),
-});
+export const FlorAcl = z
+  .strictObject({
+    ingress: z.record(ServiceName, z.array(NodeName)),
+    egress: z.array(z.strictObject({ node: NodeName, service: ServiceName })),
+    peers: z.array(FlorPeer),
+  })
+  .superRefine((acl, ctx) => {
+    const peers = new Set<string>();
+    acl.peers.forEach((p, i) => {
+      if (peers.has(p.node)) ctx.addIssue({ code: 'custom', path: ['peers', i, 'node'], message: `${p.node} is listed twice` });
+      peers.add(p.node);
+    });
+    // A node an allow list names but the vertex has no entry for could be let in yet never reached.
+    for (const [service, from] of Object.entries(acl.ingress)) {
+      from.forEach((node, i) => {
+        if (!peers.has(node)) ctx.addIssue({ code: 'custom', path: ['ingress', service, i], message: `${node} is not in peers` });
+      });
+    }
+    acl.egress.forEach((e, i) => {
+      if (!peers.has(e.node)) ctx.addIssue({ code: 'custom', path: ['egress', i, 'node'], message: `${e.node} is not in peers` });
+    });
+  });
+export type FlorAcl = z.infer<typeof FlorAcl>;
 
 /** flor.json: the vertex configuration. */
 export const FlorJson = z.strictObject({
@@ -45,7 +67,6 @@ export const FlorJson = z.strictObject({
   mesh: z.string().min(1),
   listen: ListenAddress,
   services: z.array(FlorService),
-  peers: z.array(FlorPeer),
   acl: FlorAcl,
 });
 export type FlorJson = z.infer<typeof FlorJson>;

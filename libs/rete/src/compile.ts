@@ -56,6 +56,8 @@ export function compileRete(rete: Rete): CompiledTree {
       return { node, service };
     });
     outs.sort((a, b) => cmp(a.node, b.node) || cmp(a.service, b.service));
+    // Peers are exactly the nodes the allow lists name: they go under acl so that granting or
+    // revoking access, which changes them too, stays a swap for the vertex and never a restart.
     const peerNames = new Set<string>(outs.map((o) => o.node));
     for (const allow of ins.values()) for (const p of allow) peerNames.add(p);
     const agent: AgentJson = AgentJson.parse({
@@ -69,10 +71,10 @@ export function compileRete(rete: Rete): CompiledTree {
       mesh: rete.mesh.name,
       listen: n.listen,
       services: [...n.services].sort((a, b) => cmp(a.name, b.name)).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol })),
-      peers: [...peerNames].sort(cmp).map((p) => ({ node: p, listen: (byName.get(p) as { listen: string }).listen })),
       acl: {
         ingress: Object.fromEntries([...ins].sort(([a], [b]) => cmp(a, b)).map(([svc, allow]) => [svc, [...allow].sort(cmp)])),
         egress: outs,
+        peers: [...peerNames].sort(cmp).map((p) => ({ node: p, listen: (byName.get(p) as { listen: string }).listen })),
       },
     });
     tree.set(n.name, new Map([[AGENT_JSON, canonicalPretty(agent)], [FLOR_JSON, canonicalPretty(flor)]]));

@@ -61,14 +61,38 @@ describe('compile', () => {
     );
   });
 
+  it('puts under acl exactly the peers the allow lists name, sorted, each with its listen address', () => {
+    fc.assert(
+      fc.property(reteSpec, layout, (spec, l) => {
+        const listenOf = new Map(spec.nodes.map((n) => [n.name as string, n.listen as string]));
+        for (const [, files] of compileSources(render(spec, l))) {
+          const { acl, ...rest } = FlorJson.parse(JSON.parse(files.get('flor.json') as string));
+          const named = [...new Set([...Object.values(acl.ingress).flat(), ...acl.egress.map((e) => e.node)])].sort();
+          expect(acl.peers.map((p) => p.node)).toEqual(named);
+          for (const p of acl.peers) expect(p.listen).toBe(listenOf.get(p.node));
+          // Nothing that follows from the allow lists is left outside acl.
+          expect(Object.keys(rest).sort()).toEqual(['listen', 'mesh', 'node', 'services']);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('compiles the example into the allow lists its ACL rule describes', () => {
     const tree = compileSources(example());
     expect([...tree.keys()]).toEqual(['alpha', 'beta', 'laptop']);
     const flor = (n: string) => FlorJson.parse(JSON.parse(tree.get(n)?.get('flor.json') as string));
     const agent = (n: string) => AgentJson.parse(JSON.parse(tree.get(n)?.get('agent.json') as string));
-    expect(flor('alpha').acl).toEqual({ ingress: { web: ['beta', 'laptop'] }, egress: [] });
-    expect(flor('laptop').acl).toEqual({ ingress: {}, egress: [{ node: 'alpha', service: 'web' }] });
-    expect(flor('alpha').peers.map((p) => p.node)).toEqual(['beta', 'laptop']);
+    expect(flor('alpha').acl).toEqual({
+      ingress: { web: ['beta', 'laptop'] },
+      egress: [],
+      peers: [
+        { node: 'beta', listen: '10.0.0.2:7946' },
+        { node: 'laptop', listen: '192.168.1.20:7946' },
+      ],
+    });
+    expect(flor('laptop').acl).toEqual({ ingress: {}, egress: [{ node: 'alpha', service: 'web' }], peers: [{ node: 'alpha', listen: '10.0.0.1:7946' }] });
+    expect(flor('beta').acl.peers).toEqual([{ node: 'alpha', listen: '10.0.0.1:7946' }]);
     expect(flor('alpha').services).toEqual([{ name: 'web', port: 443, protocol: 'tcp' }]);
     expect(agent('beta')).toEqual({ node: 'beta', mesh: 'example', coordinator: 'https://coordinator.example.net', sync: { poll_interval: 60, splay: 30 } });
     expect(agent('alpha').sync).toEqual({ poll_interval: 300, splay: 30 });
@@ -87,6 +111,6 @@ describe('compile', () => {
       { file: 'policy.yaml', text: 'acl:\n  - from: [tag:web, laptop]\n    to: [alpha:web]\n' },
     ];
     const flor = FlorJson.parse(JSON.parse(compileSources(sources).get('alpha')?.get('flor.json') as string));
-    expect(flor.acl).toEqual({ ingress: { web: ['laptop'] }, egress: [] });
+    expect(flor.acl).toEqual({ ingress: { web: ['laptop'] }, egress: [], peers: [{ node: 'laptop', listen: '192.168.1.20:7946' }] });
   });
 });

@@ -1,19 +1,19 @@
-import type { FlorJson } from '#contracts';
-
-type FlorAcl = FlorJson['acl'];
+import type { FlorAcl } from '#contracts';
 
 /**
- * The allow lists as lookup tables. Built completely in the constructor and never changed after:
- * a swap builds a new table and replaces the one reference to it, so a reader holding a table
- * always sees one whole version of the lists.
+ * The allow lists and the peers they name, as lookup tables. Built completely in the constructor and
+ * never changed after: a swap builds a new table and replaces the one reference to it, so a reader
+ * holding a table always sees one whole version of the lists and of the peers that go with them.
  */
 export class AclTable {
   readonly #ingress: ReadonlyMap<string, ReadonlySet<string>>;
   readonly #egress: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly #peers: ReadonlyMap<string, string>;
 
-  private constructor(ingress: Map<string, Set<string>>, egress: Map<string, Set<string>>) {
+  private constructor(ingress: Map<string, Set<string>>, egress: Map<string, Set<string>>, peers: Map<string, string>) {
     this.#ingress = ingress;
     this.#egress = egress;
+    this.#peers = peers;
     Object.freeze(this);
   }
 
@@ -26,7 +26,7 @@ export class AclTable {
       services.add(service);
       egress.set(node, services);
     }
-    return new AclTable(ingress, egress);
+    return new AclTable(ingress, egress, new Map(acl.peers.map((p) => [p.node, p.listen])));
   }
 
   /** May `peer` open a new connection to this node's `service`? Unlisted services admit nobody. */
@@ -37,5 +37,10 @@ export class AclTable {
   /** May this node open a connection to `service` on `node`? */
   allowsEgress(node: string, service: string): boolean {
     return this.#egress.get(node)?.has(service) ?? false;
+  }
+
+  /** Where to reach `node` for a new connection; undefined once it is no peer of this node. */
+  peerAddress(node: string): string | undefined {
+    return this.#peers.get(node);
   }
 }

@@ -21,11 +21,22 @@ describe('AclTable', () => {
     );
   });
 
+  it('gives the address of exactly the listed peers', () => {
+    fc.assert(
+      fc.property(acl, nodeName, (lists, node) => {
+        expect(AclTable.from(lists).peerAddress(node)).toBe(lists.peers.find((p) => p.node === node)?.listen);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('is frozen and does not follow later changes to the lists it was built from', () => {
-    const lists = { ingress: { web: ['beta'] }, egress: [] };
+    const lists = { ingress: { web: ['beta'] }, egress: [], peers: [{ node: 'beta', listen: '10.0.0.2:7000' }] };
     const table = AclTable.from(lists);
     lists.ingress.web.push('gamma');
+    lists.peers.push({ node: 'gamma', listen: '10.0.0.3:7000' });
     expect(Object.isFrozen(table)).toBe(true);
     expect(table.allowsIngress('web', 'gamma')).toBe(false);
+    expect(table.peerAddress('gamma')).toBeUndefined();
   });
 });

@@ -8,20 +8,30 @@ const base: FlorJson = {
   mesh: 'prod',
   listen: '10.0.0.1:7000',
   services: [{ name: 'web', port: 8080, protocol: 'tcp' }],
-  peers: [{ node: 'beta', listen: '10.0.0.2:7000' }],
-  acl: { ingress: { web: ['beta', 'gamma'] }, egress: [] },
+  acl: {
+    ingress: { web: ['beta', 'gamma'] },
+    egress: [],
+    peers: [
+      { node: 'beta', listen: '10.0.0.2:7000' },
+      { node: 'gamma', listen: '10.0.0.3:7000' },
+    ],
+  },
 };
-const aclOnly: FlorJson = { ...base, acl: { ingress: { web: ['beta'] }, egress: [] } };
+/** gamma revoked, as the compiler writes it: off the ingress list and out of the peers. */
+const aclOnly: FlorJson = { ...base, acl: { ingress: { web: ['beta'] }, egress: [], peers: [{ node: 'beta', listen: '10.0.0.2:7000' }] } };
 
 describe('decideApply', () => {
   it('swaps an allow-list change: new tables, new version, one more swap', () => {
     const running = initialRunning(base, 1);
     const { answer, running: next } = decideApply(running, 2, aclOnly);
-    expect(answer).toEqual({ result: 'swapped', version: 2, running_version: 2, changed: ['acl.ingress.web[1]'] });
+    expect(answer).toEqual({ result: 'swapped', version: 2, running_version: 2, changed: ['acl.ingress.web[1]', 'acl.peers[1]'] });
     expect(next.acl.allowsIngress('web', 'gamma')).toBe(false);
+    expect(next.acl.peerAddress('gamma')).toBeUndefined();
     expect(next.acl.allowsIngress('web', 'beta')).toBe(true);
+    expect(next.acl.peerAddress('beta')).toBe('10.0.0.2:7000');
     expect(next).toMatchObject({ version: 2, config: aclOnly, swaps: 1 });
     expect(running.acl.allowsIngress('web', 'gamma')).toBe(true);
+    expect(running.acl.peerAddress('gamma')).toBe('10.0.0.3:7000');
   });
 
   it('applies nothing when a restart is needed, even the acl part of the change', () => {

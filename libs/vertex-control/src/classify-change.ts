@@ -8,7 +8,10 @@ export interface ChangeClassification {
   readonly changed: readonly string[];
 }
 
-/** The only subtree a running vertex can take without a restart (DESIGN section 7). */
+/**
+ * The only subtree a running vertex can take without a restart (DESIGN section 7): the allow lists and
+ * the peers they name, which is everything a grant or a revocation changes.
+ */
 const SWAPPABLE_ROOT = 'acl';
 
 export function isSwappablePath(path: string): boolean {

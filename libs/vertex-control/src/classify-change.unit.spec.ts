@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { canonicalJson } from '#bundle';
 import { FlorJson } from '#contracts';
 import { classifyChange, isSwappablePath } from './classify-change.js';
-import { acl, florJson, listen, mesh, nodeName, peers, reorderKeys, services } from '../../../test/fixtures/vertex/flor-json.arbitraries.js';
+import { acl, florJson, listen, mesh, nodeName, reorderKeys, services } from '../../../test/fixtures/vertex/flor-json.arbitraries.js';
 
 const RUNS = { numRuns: 1000 };
 const same = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
@@ -14,7 +14,6 @@ const structural = fc.oneof(
   mesh.map((m) => ({ field: 'mesh', patch: { mesh: m } })),
   listen.map((l) => ({ field: 'listen', patch: { listen: l } })),
   services.map((s) => ({ field: 'services', patch: { services: s } })),
-  peers.map((p) => ({ field: 'peers', patch: { peers: p } })),
 );
 
 describe('classifyChange', () => {
@@ -67,7 +66,7 @@ describe('classifyChange', () => {
     );
   });
 
-  it('restarts on any change to node, mesh, listen, services or peers, even alongside an acl change', () => {
+  it('restarts on any change to node, mesh, listen or services, even alongside an acl change', () => {
     fc.assert(
       fc.property(florJson, structural, fc.option(acl, { nil: undefined }), (c, { field, patch }, nextAcl) => {
         const next: FlorJson = { ...c, ...patch, ...(nextAcl ? { acl: nextAcl } : {}) };
@@ -86,15 +85,26 @@ describe('classifyChange', () => {
       mesh: 'prod',
       listen: '10.0.0.1:7000',
       services: [{ name: 'web', port: 8080, protocol: 'tcp' }],
-      peers: [],
-      acl: { ingress: { web: ['beta', 'gamma'] }, egress: [] },
+      acl: {
+        ingress: { web: ['beta', 'gamma'] },
+        egress: [],
+        peers: [
+          { node: 'beta', listen: '10.0.0.2:7000' },
+          { node: 'gamma', listen: '10.0.0.3:7000' },
+        ],
+      },
     };
-    expect(classifyChange(base, { ...base, acl: { ingress: { web: ['beta'] }, egress: [] } })).toEqual({ kind: 'swappable', changed: ['acl.ingress.web[1]'] });
+    expect(classifyChange(base, { ...base, acl: { ...base.acl, ingress: { web: ['beta'] } } })).toEqual({ kind: 'swappable', changed: ['acl.ingress.web[1]'] });
+    // A revocation as the compiler writes it: gamma leaves the ingress list and the peers together.
+    expect(classifyChange(base, { ...base, acl: { ...base.acl, ingress: { web: ['beta'] }, peers: [base.acl.peers[0]!] } })).toEqual({
+      kind: 'swappable',
+      changed: ['acl.ingress.web[1]', 'acl.peers[1]'],
+    });
     expect(classifyChange(base, { ...base, listen: '10.0.0.1:7001', services: [{ name: 'web', port: 8081, protocol: 'tcp' }] })).toEqual({
       kind: 'restart',
       changed: ['listen', 'services[0].port'],
     });
-    expect(classifyChange(base, { ...base, acl: { ingress: {}, egress: [{ node: 'beta', service: 'web' }] } }).changed).toEqual(['acl.egress[0]', 'acl.ingress.web']);
+    expect(classifyChange(base, { ...base, acl: { ...base.acl, ingress: {}, egress: [{ node: 'beta', service: 'web' }] } }).changed).toEqual(['acl.egress[0]', 'acl.ingress.web']);
   });
 
   it('does not mistake a top-level field that merely starts with "acl" for the allow lists', () => {

@@ -27,8 +27,9 @@ export const VertexControlRequest = z.discriminatedUnion('op', [ApplyRequest, St
 export type VertexControlRequest = z.infer<typeof VertexControlRequest>;
 
 /**
- * swapped: only allow lists changed and the new tables are live. unchanged: same config (the running
- * version still moves to `version`). restart: something else changed; nothing was applied.
+ * swapped: only the acl section changed (allow lists, the peers they name) and the new tables are
+ * live. unchanged: same config (the running version still moves to `version`). restart: something
+ * else changed; nothing was applied.
  */
 export const ApplyAnswer = z.strictObject({
   result: z.enum(['swapped', 'unchanged', 'restart']),

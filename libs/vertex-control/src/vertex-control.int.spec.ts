@@ -11,8 +11,14 @@ const config: FlorJson = {
   mesh: 'prod',
   listen: '127.0.0.1:7000',
   services: [{ name: 'web', port: 8080, protocol: 'tcp' }],
-  peers: [],
-  acl: { ingress: { web: ['beta'] }, egress: [] },
+  acl: {
+    ingress: { web: ['beta'] },
+    egress: [],
+    peers: [
+      { node: 'beta', listen: '127.0.0.2:7000' },
+      { node: 'gamma', listen: '127.0.0.3:7000' },
+    ],
+  },
 };
 
 /** A unix socket server that does `behave` with each connection instead of speaking the protocol. */
@@ -42,7 +48,7 @@ describe('vertex control socket, in process', () => {
     const control = new VertexControl({ config, version: 1 });
     await control.listen(join(dir, 'v.sock'));
     try {
-      const next = { ...config, acl: { ingress: { web: ['beta', 'gamma'] }, egress: [] } };
+      const next = { ...config, acl: { ...config.acl, ingress: { web: ['beta', 'gamma'] } } };
       await expect(callVertexControl(join(dir, 'v.sock'), { op: 'apply', version: 2, config: next }, 2000)).resolves.toMatchObject({ result: 'swapped' });
       expect(control.acl.allowsIngress('web', 'gamma')).toBe(true);
       await expect(callVertexControl(join(dir, 'v.sock'), { op: 'status' }, 2000)).resolves.toMatchObject({ version: 2, swaps: 1 });
@@ -84,7 +90,7 @@ describe('vertex control socket, in process', () => {
       let text = '';
       socket.setEncoding('utf8').on('data', (d: string) => (text += d));
       const lines = Array.from({ length: 50 }, (_, i) =>
-        i % 2 === 0 ? JSON.stringify({ op: 'apply', version: i + 2, config: { ...config, acl: { ingress: { web: i % 4 === 0 ? ['beta'] : ['gamma'] }, egress: [] } } }) : '{"op":"status"}',
+        i % 2 === 0 ? JSON.stringify({ op: 'apply', version: i + 2, config: { ...config, acl: { ...config.acl, ingress: { web: i % 4 === 0 ? ['beta'] : ['gamma'] } } } }) : '{"op":"status"}',
       );
       socket.end(`${lines.join('\n')}\n`);
       await new Promise((res) => socket.once('close', res));

@@ -6,8 +6,14 @@ const base: FlorJson = {
   mesh: 'prod',
   listen: '127.0.0.1:7000',
   services: [{ name: 'web', port: 8080, protocol: 'tcp' }],
-  peers: [],
-  acl: { ingress: { web: ['beta', 'gamma'] }, egress: [] },
+  acl: {
+    ingress: { web: ['beta', 'gamma'] },
+    egress: [],
+    peers: [
+      { node: 'beta', listen: '127.0.0.2:7000' },
+      { node: 'gamma', listen: '127.0.0.3:7000' },
+    ],
+  },
 };
 const line = (v: unknown): string => JSON.stringify(v);
 
@@ -15,7 +21,7 @@ describe('VertexControl.handleLine', () => {
   it('swaps the table new connections read, in place of the old one', () => {
     const control = new VertexControl({ config: base, version: 1 });
     const before = control.acl;
-    const answer = control.handleLine(line({ op: 'apply', version: 2, config: { ...base, acl: { ingress: { web: ['beta'] }, egress: [] } } }));
+    const answer = control.handleLine(line({ op: 'apply', version: 2, config: { ...base, acl: { ...base.acl, ingress: { web: ['beta'] } } } }));
     expect(answer).toMatchObject({ result: 'swapped', version: 2 });
     expect(control.acl).not.toBe(before);
     expect(control.acl.allowsIngress('web', 'gamma')).toBe(false);
@@ -44,6 +50,8 @@ describe('VertexControl.handleLine', () => {
     [line({ op: 'status', extra: true }), 'bad_request'],
     [line({ op: 'apply', version: 2, config: { ...base, listen: 'nowhere' } }), 'invalid_config'],
     [line({ op: 'apply', version: 2, config: { ...base, surprise: 1 } }), 'invalid_config'],
+    [line({ op: 'apply', version: 2, config: { ...base, acl: { ...base.acl, peers: [] } } }), 'invalid_config'],
+    [line({ op: 'apply', version: 2, config: { ...base, peers: base.acl.peers } }), 'invalid_config'],
     [line(null), 'bad_request'],
   ])('answers %s with error %s and keeps the running config', (request, code) => {
     const control = new VertexControl({ config: base, version: 1 });
