@@ -37,4 +37,16 @@ describe('retectl reading the rete', () => {
     expect(dangling.stderr).toBe(`retectl: ${join(dir, 'nodes/servers.yaml')} is a dangling symlink: its target ${join(base, 'shared', 'servers.yaml')} does not exist\n`);
     expect(dangling.stderr).not.toMatch(STACK_TRACE);
   });
+
+  it('refuses a rete file that is not UTF-8, naming the file and the offset of the first bad byte', async () => {
+    const dir = example('latin1');
+    // Saved as Latin-1, as an old editor would: "é" is the single byte 0xe9.
+    const policy = Buffer.from(EXAMPLE_RETE['policy.yaml'].replace('operators reach', 'op\u00e9rateurs reach'), 'latin1');
+    write(join(dir, 'policy.yaml'), policy);
+    const offset = policy.indexOf(0xe9);
+    const run = await retectl(['validate', '-C', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(new RegExp(`^policy\\.yaml:6:20: not valid UTF-8: byte 0xe9 at offset ${offset} \\[not_utf8\\]\n`));
+    expect(run.stderr).toMatch(/^retectl: the rete does not validate: 1 error, 0 warnings\n$/m);
+  });
 });

@@ -29,7 +29,7 @@ export function readSources(root: string): Source[] {
         if (ancestors.includes(real)) throw new RetectlError('io', `${path} leads back to ${real}, a folder that holds it: a symlink loop`);
         walk(path, [...ancestors, real]);
       } else if (target.isFile() && YAML_FILE.test(entry.name)) {
-        sources.push({ file: relative(root, path).split(sep).join('/'), text: readSource(path) });
+        sources.push({ file: relative(root, path).split(sep).join('/'), bytes: readSource(path) });
       }
     }
   };
@@ -48,9 +48,10 @@ function followLink(path: string): Stats {
   }
 }
 
-function readSource(path: string): string {
+/** Bytes, not text: decoding is the rete's to do, strictly, so a file that is not UTF-8 is refused. */
+function readSource(path: string): Uint8Array {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (e) {
     throw new RetectlError('io', `cannot read ${path}: ${(e as Error).message}`, { cause: e });
   }

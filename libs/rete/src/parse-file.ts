@@ -2,12 +2,13 @@ import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, type Docum
 import { ReteFile, type ReteErrorCode } from '#contracts';
 import type { Diagnostic, Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
+import { decodeUtf8 } from './utf8.js';
 
-/** One YAML file of the rete, as read from disk: a path relative to the rete root and its text. */
-export interface Source {
-  readonly file: string;
-  readonly text: string;
-}
+/**
+ * One YAML file of the rete: a path relative to the rete root and its text, or its bytes as read from
+ * disk, which must be UTF-8.
+ */
+export type Source = { readonly file: string; readonly text: string } | { readonly file: string; readonly bytes: Uint8Array };
 
 /** A parsed file that knows where each of its values came from. */
 export interface ParsedFile {
@@ -21,8 +22,14 @@ export interface ParsedFile {
  * ReteFile schema, with every zod issue mapped back to the YAML node it is about.
  */
 export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+  let text: string;
+  if ('bytes' in source) {
+    const decoded = decodeUtf8(source.bytes);
+    if (!decoded.ok) return { diagnostics: [notUtf8(source.file, source.bytes, decoded.offset, decoded.before)] };
+    text = decoded.text;
+  } else text = source.text;
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source.text, { lineCounter, prettyErrors: false, strict: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, strict: true });
   const at = (offset: number): Place => {
     const { line, col } = lineCounter.linePos(offset);
     return { file: source.file, line, col };
@@ -91,6 +98,13 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     }
   }
   return { diagnostics };
+}
+
+function notUtf8(file: string, bytes: Uint8Array, offset: number, before: string): Diagnostic {
+  const line = before.split('\n').length;
+  const col = before.length - before.lastIndexOf('\n');
+  const byte = `0x${bytes[offset].toString(16).padStart(2, '0')}`;
+  return { severity: 'error', code: 'not_utf8', file, line, col, path: '', message: `not valid UTF-8: byte ${byte} at offset ${offset}` };
 }
 
 function nodeAt(doc: Document, path: readonly PropertyKey[]): YamlNode | undefined {
