@@ -1,9 +1,10 @@
+import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { EXAMPLE_RETE } from '#rete';
 import { STACK_TRACE } from './support/http.js';
-import { runRetectl as retectl } from './support/retectl-process.js';
+import { RETECTL, runRetectl as retectl } from './support/retectl-process.js';
 
 /** retectl reading a rete from disk and writing what it found, as real processes; no coordinator needed. */
 describe('retectl reading the rete', () => {
@@ -48,5 +49,41 @@ describe('retectl reading the rete', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(new RegExp(`^policy\\.yaml:6:20: not valid UTF-8: byte 0xe9 at offset ${offset} \\[not_utf8\\]\n`));
     expect(run.stderr).toMatch(/^retectl: the rete does not validate: 1 error, 0 warnings\n$/m);
+  });
+
+  describe('a long report', () => {
+    const ERRORS = 3000;
+    let dir: string;
+    /** A shell pipeline around the built CLI, as an operator types it. */
+    const shell = (command: string): Promise<{ code: number; stdout: string }> =>
+      new Promise((done) => {
+        execFile('bash', ['-c', command], { env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', CLI: RETECTL, NODE: process.execPath, DIR: dir }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) =>
+          done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
+        );
+      });
+
+    beforeAll(() => {
+      dir = join(base, 'many-errors');
+      const nodes = Array.from({ length: ERRORS }, (_, i) => `  - { name: n${i}, kind: phone, listen: 10.0.0.1:7946 }\n`).join('');
+      write(join(dir, 'rete.yaml'), `mesh: { name: big, coordinator: https://c.example }\nnodes:\n${nodes}`);
+    });
+
+    it('reaches a slow reader whole: every diagnostic, then the summary', async () => {
+      // stderr as a parent process gives it (a socket, written asynchronously), read only after a second.
+      const child = spawn(process.execPath, [RETECTL, 'validate', '-C', dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent' } });
+      const chunks: Buffer[] = [];
+      setTimeout(() => child.stderr.on('data', (c: Buffer) => chunks.push(c)), 1000);
+      const code = await new Promise((done) => child.on('close', done));
+      const lines = Buffer.concat(chunks).toString('utf8').trimEnd().split('\n');
+      expect(code).toBe(1);
+      expect(lines.filter((l) => l.endsWith('[invalid_value]'))).toHaveLength(ERRORS);
+      expect(lines).toHaveLength(ERRORS + 1);
+      expect(lines.at(-1)).toBe(`retectl: the rete does not validate: ${ERRORS} errors, 0 warnings`);
+    });
+
+    it('keeps its exit status and its stderr when the reader of stdout stops early', async () => {
+      const run = await shell('"$NODE" "$CLI" validate --json -C "$DIR" 2>"$DIR.err" | head -c 1 >/dev/null; echo "status ${PIPESTATUS[0]}"; cat "$DIR.err"');
+      expect(run.stdout).toBe(`status 1\nretectl: the rete does not validate: ${ERRORS} errors, 0 warnings\n`);
+    });
   });
 });
