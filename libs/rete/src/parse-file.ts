@@ -1,6 +1,6 @@
-import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { isMap, isNode, isPair, isScalar, LineCounter, parseAllDocuments, parseDocument, type Document, type Node as YamlNode } from 'yaml';
 import { ReteFile, type ReteErrorCode } from '#contracts';
-import type { Diagnostic, Place } from './diagnostics.js';
+import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
 import { decodeUtf8 } from './utf8.js';
 
@@ -39,7 +39,11 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
 
   for (const e of doc.errors) {
-    report(e.code === 'DUPLICATE_KEY' ? 'duplicate_key' : 'yaml_syntax', at(e.pos[0]), [], firstLine(e.message));
+    if (e.code === 'MULTIPLE_DOCS') {
+      // The parser's own words send the user to an API call; say what the rete allows instead.
+      const found = parseAllDocuments(text).length;
+      report('yaml_syntax', at(e.pos[0]), [], `a rete file holds one YAML document; found ${found} (separated by ---)`);
+    } else report(e.code === 'DUPLICATE_KEY' ? 'duplicate_key' : 'yaml_syntax', at(e.pos[0]), [], firstLine(e.message));
   }
   if (diagnostics.length > 0) return { diagnostics };
 
@@ -70,7 +74,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
         const pair = isMap(map) ? map.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key) : undefined;
         const keyNode = pair && isNode(pair.key) ? pair.key : undefined;
         const place = keyNode?.range ? at(keyNode.range[0]) : placeOf(path);
-        report('unknown_key', place, [...path, key], `unknown key "${key}"${suggest(key, KNOWN_KEYS)}`);
+        report('unknown_key', place, [...path, key], `unknown key ${quoteValue(key)}${suggest(key, KNOWN_KEYS)}`);
       }
       continue;
     }
@@ -91,7 +95,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
         report('invalid_value', place, path, 'must not be empty');
         break;
       case 'custom':
-        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${JSON.stringify(value)})` : ''}`);
+        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${quoteValue(value)})` : ''}`);
         break;
       default:
         report('invalid_value', place, path, issue.message);
@@ -128,7 +132,7 @@ function describe(value: unknown): string {
   if (value instanceof Uint8Array) return 'binary data';
   switch (typeof value) {
     case 'string':
-      return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+      return `the string ${quoteValue(value)}`;
     case 'number':
       return Number.isInteger(value) ? `the number ${value}` : `the fraction ${value}`;
     case 'boolean':
