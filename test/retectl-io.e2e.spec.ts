@@ -51,6 +51,39 @@ describe('retectl reading the rete', () => {
     expect(run.stderr).toMatch(/^retectl: the rete does not validate: 1 error, 0 warnings\n$/m);
   });
 
+  describe('-C before the command, as with git and make', () => {
+    const OK = { code: 0, stdout: 'ok: 3 nodes, 1 group, 1 ACL rule, 0 warnings\n', stderr: '' };
+
+    it('names the rete directory for the command that follows', async () => {
+      const dir = example('dash-c');
+      expect(await retectl(['-C', dir, 'validate'], { cwd: tmpdir() })).toEqual(OK);
+      expect(await retectl(['--dir', dir, 'validate'], { cwd: tmpdir() })).toEqual(OK);
+      expect(await retectl(['-C', dir, 'compile'], { cwd: tmpdir() })).toEqual(expect.objectContaining({ code: 0, stdout: expect.stringMatching(/^compiled 3 nodes/m) }));
+    });
+
+    it('still takes -C after the command; a relative one is taken inside the first, as git does', async () => {
+      const dir = example('dash-c-twice');
+      expect(await retectl(['validate', '-C', dir], { cwd: tmpdir() })).toEqual(OK);
+      expect(await retectl(['-C', base, 'validate', '-C', 'dash-c-twice'], { cwd: tmpdir() })).toEqual(OK);
+      expect(await retectl(['-C', join(base, 'nowhere'), 'validate', '-C', dir], { cwd: tmpdir() })).toEqual(OK);
+      const wrong = await retectl(['-C', dir, 'validate', '-C', 'nodes']);
+      expect(wrong.stderr).toMatch(/^devices\.yaml:1:1: no file defines the mesh/m);
+    });
+
+    it('places init too', async () => {
+      const run = await retectl(['-C', join(base, 'init-here'), 'init', 'sub'], { cwd: tmpdir() });
+      expect(run.code).toBe(0);
+      expect(await retectl(['validate', '-C', join(base, 'init-here', 'sub')])).toEqual(OK);
+    });
+
+    it('leaves options after the command to the command: show --version is the node\'s version', async () => {
+      const run = await retectl(['show', 'alpha', '--version', 'latest']);
+      expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/--version must be a whole number/) });
+      expect(await retectl(['--version'])).toEqual({ code: 0, stdout: '0.1.0\n', stderr: '' });
+      expect((await retectl(['--help'])).stdout).toMatch(/^\s+-C, --dir <dir>\s+the rete directory/m);
+    });
+  });
+
   describe('a long report', () => {
     const ERRORS = 3000;
     let dir: string;

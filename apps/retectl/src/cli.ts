@@ -1,3 +1,4 @@
+import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { parseDuration } from '#contracts';
 import * as compile from './commands/compile.js';
@@ -50,9 +51,15 @@ export function buildCli(): { program: Command; status: () => number } {
     .version(VERSION)
     // Program options only before the command name, so `show --version N` means the node's version.
     .enablePositionalOptions()
+    .option('-C, --dir <dir>', 'the rete directory for init, validate, compile, plan and publish, as with git -C (a relative -C after the command is taken inside it)')
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`retectl: ${text.replace(/^error: /, '')}`) });
 
+  /** The rete directory: a -C after the command inside the one before it, as git does; an absolute one alone. */
+  const reteDir = (inner: string): string => {
+    const outer = (program.opts() as { dir?: string }).dir;
+    return outer === undefined || isAbsolute(inner) ? inner : join(outer, inner);
+  };
   const json = (c: Command) => c.option('--json', 'print machine-readable JSON on stdout');
   const dir = (c: Command) => c.option('-C, --dir <dir>', 'the rete directory', '.');
   const remote = (c: Command) =>
@@ -61,23 +68,23 @@ export function buildCli(): { program: Command; status: () => number } {
       .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)');
 
   json(program.command('init').argument('[dir]', 'where to write the example', '.').description('write an example rete (3 nodes, a group, a service, an ACL rule)')).action(
-    async (d: string, o) => done(await init.run({ ...o, dir: d })),
+    async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })),
   );
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
-    done(await validate.run(o)),
+    done(await validate.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json}'))).action(async (o) =>
-    done(await compile.run(o)),
+    done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
     .option('--prune', 'also plan to retire nodes no longer in the tree')
-    .action(async (o) => done(await plan.run(o)));
+    .action(async (o) => done(await plan.run({ ...o, dir: reteDir(o.dir) })));
   json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
     .option('--prune', 'retire nodes no longer in the tree')
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
-    .action(async (o) => done(await publish.run({ ...o, waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
+    .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').description('nodes with head and applied versions, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
     .option('--state <state>', 'only nodes in this state: pending, enrolled, revoked, retired, unenrolled, converged, outstanding or failed')
