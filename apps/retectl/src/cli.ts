@@ -31,8 +31,10 @@ const waitTimeout = (value: string): number => {
   return seconds;
 };
 const ttl = (value: string): number => {
+  // A bare number would have to guess its unit; the rete never does, so neither does the CLI.
+  if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);
   const seconds = parseDuration(value);
-  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 10m, 1h or 2d');
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 90s, 10m, 1h, 1h30m or 7d');
   if (seconds < 60 || seconds > 30 * 86400) throw new InvalidArgumentError('must be between 1m and 30d');
   return seconds;
 };
@@ -108,7 +110,7 @@ export function buildCli(): { program: Command; status: () => number } {
 
   const token = program.command('token').description('enrolment tokens for new nodes');
   json(remote(token.command('create').argument('<node>').description('create a single-use enrolment token (printed once)')))
-    .option('--ttl <duration>', 'how long the token stays valid (1m to 30d)', ttl, 3600)
+    .option('--ttl <duration>', 'how long an enrolment token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d, from 1m to 30d (default: 1h)', ttl)
     .action(async (node: string, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
