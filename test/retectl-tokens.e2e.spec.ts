@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
-import { STACK_TRACE } from './support/http.js';
+import { Client, STACK_TRACE } from './support/http.js';
 import { runRetectl, type RetectlRun } from './support/retectl-process.js';
 
 jest.setTimeout(180_000);
@@ -17,6 +17,8 @@ describe('retectl token create', () => {
     expect(run.stderr).toMatch(/^retectl: /);
     expect(run.stderr + run.stdout).not.toMatch(STACK_TRACE);
   };
+
+  const admin = () => new Client(coordinator.url, coordinator.adminToken);
 
   beforeAll(async () => {
     coordinator = await startCoordinatorProcess();
@@ -50,6 +52,34 @@ describe('retectl token create', () => {
     it('refuses a bare number, saying a unit is missing', async () => {
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '3600']), 2, /--ttl.*3600 has no unit: write 3600s, or a duration such as 1h/);
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '10s']), 2, /--ttl.*must be between 1m and 30d/);
+    });
+  });
+
+  describe('--role: an API token', () => {
+    it('creates one over the API, prints it once, and it works with its role', async () => {
+      const run = await retectl(['token', 'create', '--role', 'publisher', '--name', 'ci']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^flt\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\n$/);
+      expect(run.stderr).toMatch(/^publisher API token for ci \(id [0-9a-f]{18}\); it is not shown again\n$/);
+      const ci = run.stdout.trim();
+      const listed = await admin().get('/v1/api-tokens');
+      expect(listed.body.items).toContainEqual(expect.objectContaining({ name: 'ci', role: 'publisher', revoked_at: null }));
+      expect((await retectl(['status'], { FLORETE_TOKEN: ci })).code).toBe(0);
+      expectOneLine(await retectl(['token', 'create', '--role', 'admin', '--name', 'escalate'], { FLORETE_TOKEN: ci }), 1, /may not do this: .*\(403 forbidden\)/);
+    });
+
+    it('gives id, name, role and token with --json', async () => {
+      const run = await retectl(['token', 'create', '--role', 'reader', '--name', 'auditor', '--json']);
+      expect(JSON.parse(run.stdout)).toEqual({ id: expect.any(String), name: 'auditor', role: 'reader', token: expect.stringMatching(/^flt\./) });
+    });
+
+    it('is a usage error unless exactly one kind of token is asked for', async () => {
+      expectOneLine(await retectl(['token', 'create', 'laptop', '--role', 'reader', '--name', 'x']), 2, /give a node \(an enrolment token\) or --role and --name \(an API token\), not both/);
+      expectOneLine(await retectl(['token', 'create']), 2, /give a node for an enrolment token \(token create <node>\) or --role reader\|publisher\|admin --name <name> for an API token/);
+      expectOneLine(await retectl(['token', 'create', '--role', 'reader']), 2, /an API token needs --name/);
+      expectOneLine(await retectl(['token', 'create', '--name', 'x']), 2, /an API token needs --role reader\|publisher\|admin/);
+      expectOneLine(await retectl(['token', 'create', '--role', 'root', '--name', 'x']), 2, /--role.*must be reader, publisher or admin/);
+      expectOneLine(await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '1h']), 2, /--ttl is for enrolment tokens: API tokens do not expire/);
     });
   });
 });

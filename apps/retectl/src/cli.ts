@@ -1,6 +1,6 @@
 import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { parseDuration } from '#contracts';
+import { parseDuration, Role } from '#contracts';
 import * as compile from './commands/compile.js';
 import * as configSet from './commands/config-set.js';
 import * as configShow from './commands/config-show.js';
@@ -29,6 +29,11 @@ const waitTimeout = (value: string): number => {
   const seconds = parseDuration(value);
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
   return seconds;
+};
+const role = (value: string): Role => {
+  const parsed = Role.safeParse(value);
+  if (!parsed.success) throw new InvalidArgumentError('must be reader, publisher or admin');
+  return parsed.data;
 };
 const ttl = (value: string): number => {
   // A bare number would have to guess its unit; the rete never does, so neither does the CLI.
@@ -108,10 +113,12 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('-m, --message <message>', 'why')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
-  const token = program.command('token').description('enrolment tokens for new nodes');
-  json(remote(token.command('create').argument('<node>').description('create a single-use enrolment token (printed once)')))
+  const token = program.command('token').description('enrolment tokens for new nodes, API tokens for people and scripts');
+  json(remote(token.command('create').argument('[node]', 'the node an enrolment token is for').description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)')))
+    .option('--role <role>', 'create an API token with this role instead: reader, publisher or admin', role)
+    .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
     .option('--ttl <duration>', 'how long an enrolment token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d, from 1m to 30d (default: 1h)', ttl)
-    .action(async (node: string, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+    .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
