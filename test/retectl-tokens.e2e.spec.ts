@@ -82,4 +82,28 @@ describe('retectl token create', () => {
       expectOneLine(await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '1h']), 2, /--ttl is for enrolment tokens: API tokens do not expire/);
     });
   });
+
+  describe('keys rotate', () => {
+    const jwksKids = async () => ((await admin().get('/.well-known/jwks.json')).body.keys as { kid: string }[]).map((k) => k.kid);
+
+    it('adds a signing key and prints its kid; older keys stay in the JWKS', async () => {
+      const before = await jwksKids();
+      const run = await retectl(['keys', 'rotate']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^\S+\n$/);
+      const kid = run.stdout.trim();
+      expect(before).not.toContain(kid);
+      expect(await jwksKids()).toEqual(expect.arrayContaining([...before, kid]));
+      expect(run.stderr).toBe(`bundles are signed with ${kid} from now on; the JWKS keeps the ${before.length} older key${before.length === 1 ? '' : 's'}\n`);
+
+      const again = JSON.parse((await retectl(['keys', 'rotate', '--json'])).stdout);
+      expect(again).toEqual({ kid: expect.any(String), jwks: { keys: expect.arrayContaining([expect.objectContaining({ kid }), expect.objectContaining({ kid: again.kid })]) } });
+      expect(again.kid).not.toBe(kid);
+    });
+
+    it('needs an admin token', async () => {
+      const reader = (await admin().post('/v1/api-tokens', { name: 'rotator', role: 'reader' })).body.token as string;
+      expectOneLine(await retectl(['keys', 'rotate'], { FLORETE_TOKEN: reader }), 1, /may not do this: .*\(403 forbidden\)/);
+    });
+  });
 });

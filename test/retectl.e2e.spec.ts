@@ -336,7 +336,7 @@ describe('retectl against a real coordinator', () => {
   });
 
   it('has --help on every command', async () => {
-    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
+    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['keys', 'rotate'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
     for (const command of commands) {
       const run = await retectl([...command, '--help']);
       expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({ command, code: 0, usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)) });

@@ -36,6 +36,7 @@ const ROUTES: Route[] = [
   { method: 'post', path: '/v1/enrol', summary: 'Enrol a node with its token', access: 'enrolment token', body: C.EnrolRequest, responses: { 201: { description: 'credential, shown once', schema: C.EnrolResponse }, 401: problem('bad token') } },
   { method: 'delete', path: '/v1/nodes/{node}/credential', summary: 'Revoke the node\'s credential', access: 'admin', responses: { 200: { description: 'revoked' }, ...std } },
   { method: 'post', path: '/v1/api-tokens', summary: 'Create an API token', access: 'admin', body: C.ApiTokenRequest, responses: { 201: { description: 'token, shown once', schema: C.ApiTokenResponse }, ...std } },
+  { method: 'post', path: '/v1/keys/rotate', summary: 'Add a signing key: bundles stamped from now on carry its kid; older keys stay in the JWKS', access: 'admin', responses: { 201: { description: 'the new kid and the JWKS', schema: C.KeyRotationResponse }, ...std } },
 ];
 
 export function openApiDocument(): Record<string, unknown> {

@@ -8,6 +8,7 @@ import * as configUnset from './commands/config-unset.js';
 import * as diff from './commands/diff.js';
 import * as history from './commands/history.js';
 import * as init from './commands/init.js';
+import * as keysRotate from './commands/keys-rotate.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
@@ -119,6 +120,11 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
     .option('--ttl <duration>', 'how long an enrolment token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d, from 1m to 30d (default: 1h)', ttl)
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+
+  const keys = program.command('keys').description("the coordinator's bundle signing keys");
+  json(remote(keys.command('rotate').description('add a signing key to the running coordinator (admin) and print its kid; older keys stay in the JWKS'))).action(async (o) =>
+    done(await keysRotate.run(o)),
+  );
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
