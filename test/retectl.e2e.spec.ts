@@ -152,13 +152,15 @@ describe('retectl against a real coordinator', () => {
       expect(status.code).toBe(0);
       expect(status.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
         ['NODE', 'VERSION', 'APPLIED', 'LAST CONTACT', 'STATE'],
-        ['alpha', '3', '-', 'never', 'never seen'],
-        ['beta', '2', '-', 'never', 'never seen'],
-        ['laptop', '1', '-', 'never', 'never seen'],
+        ['alpha', '3', '-', 'never', 'unenrolled'],
+        ['beta', '2', '-', 'never', 'unenrolled'],
+        ['laptop', '1', '-', 'never', 'unenrolled'],
         [''],
       ]);
+      // One vocabulary: the table's state is the word --json gives (and --state takes).
       const json = JSON.parse((await retectl(['status', '--json'])).stdout);
-      expect(json.items.map((n: { node: string; state: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
+      expect(json.items.map((n: { node: string; state: string }) => `${n.node} ${n.state}`)).toEqual(['alpha unenrolled', 'beta unenrolled', 'laptop unenrolled']);
+      expect((await retectl(['status', '--state', 'unenrolled'])).stdout.trimEnd().split('\n')).toHaveLength(4);
     });
 
     it('token create prints the enrolment token once; ledger verify prints the verdict', async () => {
@@ -334,7 +336,7 @@ describe('retectl against a real coordinator', () => {
   });
 
   it('has --help on every command', async () => {
-    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
+    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['keys', 'rotate'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
     for (const command of commands) {
       const run = await retectl([...command, '--help']);
       expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({ command, code: 0, usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)) });

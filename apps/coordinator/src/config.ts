@@ -19,6 +19,9 @@ const Env = z.object({
   FLORETE_MIRROR_PUSH_PASSWORD: z.string().optional(),
 });
 
+/** Every variable the coordinator reads; all are optional. */
+export const ENV_VARIABLES: readonly string[] = Object.keys(Env.shape);
+
 export interface CoordinatorConfig {
   readonly port: number;
   readonly host: string;
@@ -44,9 +47,14 @@ export interface MirrorConfig {
 
 export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
 
-/** Parses the environment once at start; a bad value stops the process with the variable's name. */
+/**
+ * Parses the environment once at start; a bad value stops the process with the variable's name. An
+ * empty variable is unset, as `DATABASE_URL=` in a shell or `${DATABASE_URL}` in a compose file mean
+ * it: the default applies, instead of "Invalid URL" or, for PORT, a random port.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorConfig {
-  const parsed = Env.safeParse(env);
+  const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = Env.safeParse(set);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new Error(`invalid environment: ${lines.join('; ')}`);

@@ -41,6 +41,7 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process answers', access: 'anonymous', responses: { 200: { description: 'alive' }, 429: rateLimited } },
   { method: 'get', path: '/readyz', summary: 'Readiness: the database answers; mirror lag is reported', access: 'anonymous', responses: { 200: { description: 'ready' }, 503: { description: 'not ready' }, 429: rateLimited } },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics', access: 'reader', responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: z.string() }, ...std } },
+  { method: 'post', path: '/v1/keys/rotate', summary: 'Add a signing key: bundles stamped from now on carry its kid; older keys stay in the JWKS', access: 'admin', responses: { 201: { description: 'the new kid and the JWKS', schema: C.KeyRotationResponse }, ...std } },
 ];
 
 export function openApiDocument(): Record<string, unknown> {

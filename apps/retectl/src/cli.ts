@@ -1,5 +1,6 @@
+import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { parseDuration } from '#contracts';
+import { parseDuration, Role } from '#contracts';
 import * as compile from './commands/compile.js';
 import * as configSet from './commands/config-set.js';
 import * as configShow from './commands/config-show.js';
@@ -7,6 +8,7 @@ import * as configUnset from './commands/config-unset.js';
 import * as diff from './commands/diff.js';
 import * as history from './commands/history.js';
 import * as init from './commands/init.js';
+import * as keysRotate from './commands/keys-rotate.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
@@ -29,9 +31,16 @@ const waitTimeout = (value: string): number => {
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
   return seconds;
 };
+const role = (value: string): Role => {
+  const parsed = Role.safeParse(value);
+  if (!parsed.success) throw new InvalidArgumentError('must be reader, publisher or admin');
+  return parsed.data;
+};
 const ttl = (value: string): number => {
+  // A bare number would have to guess its unit; the rete never does, so neither does the CLI.
+  if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);
   const seconds = parseDuration(value);
-  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 10m, 1h or 2d');
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 90s, 10m, 1h, 1h30m or 7d');
   if (seconds < 60 || seconds > 30 * 86400) throw new InvalidArgumentError('must be between 1m and 30d');
   return seconds;
 };
@@ -50,9 +59,15 @@ export function buildCli(): { program: Command; status: () => number } {
     .version(VERSION)
     // Program options only before the command name, so `show --version N` means the node's version.
     .enablePositionalOptions()
+    .option('-C, --dir <dir>', 'the rete directory for init, validate, compile, plan and publish, as with git -C (a relative -C after the command is taken inside it)')
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`retectl: ${text.replace(/^error: /, '')}`) });
 
+  /** The rete directory: a -C after the command inside the one before it, as git does; an absolute one alone. */
+  const reteDir = (inner: string): string => {
+    const outer = (program.opts() as { dir?: string }).dir;
+    return outer === undefined || isAbsolute(inner) ? inner : join(outer, inner);
+  };
   const json = (c: Command) => c.option('--json', 'print machine-readable JSON on stdout');
   const dir = (c: Command) => c.option('-C, --dir <dir>', 'the rete directory', '.');
   const remote = (c: Command) =>
@@ -61,23 +76,23 @@ export function buildCli(): { program: Command; status: () => number } {
       .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)');
 
   json(program.command('init').argument('[dir]', 'where to write the example', '.').description('write an example rete (3 nodes, a group, a service, an ACL rule)')).action(
-    async (d: string, o) => done(await init.run({ ...o, dir: d })),
+    async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })),
   );
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
-    done(await validate.run(o)),
+    done(await validate.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json}'))).action(async (o) =>
-    done(await compile.run(o)),
+    done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
     .option('--prune', 'also plan to retire nodes no longer in the tree')
-    .action(async (o) => done(await plan.run(o)));
+    .action(async (o) => done(await plan.run({ ...o, dir: reteDir(o.dir) })));
   json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
     .option('--prune', 'retire nodes no longer in the tree')
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
-    .action(async (o) => done(await publish.run({ ...o, waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
+    .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').description('nodes with head and applied versions, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
     .option('--state <state>', 'only nodes in this state: pending, enrolled, revoked, retired, unenrolled, converged, outstanding or failed')
@@ -99,10 +114,17 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('-m, --message <message>', 'why')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
-  const token = program.command('token').description('enrolment tokens for new nodes');
-  json(remote(token.command('create').argument('<node>').description('create a single-use enrolment token (printed once)')))
-    .option('--ttl <duration>', 'how long the token stays valid (1m to 30d)', ttl, 3600)
-    .action(async (node: string, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+  const token = program.command('token').description('enrolment tokens for new nodes, API tokens for people and scripts');
+  json(remote(token.command('create').argument('[node]', 'the node an enrolment token is for').description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)')))
+    .option('--role <role>', 'create an API token with this role instead: reader, publisher or admin', role)
+    .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
+    .option('--ttl <duration>', 'how long an enrolment token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d, from 1m to 30d (default: 1h)', ttl)
+    .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+
+  const keys = program.command('keys').description("the coordinator's bundle signing keys");
+  json(remote(keys.command('rotate').description('add a signing key to the running coordinator (admin) and print its kid; older keys stay in the JWKS'))).action(async (o) =>
+    done(await keysRotate.run(o)),
+  );
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));

@@ -26,8 +26,14 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-// `retectl history alpha | head` closes the pipe early: that is the reader's choice, not a failure.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => process.exit(e.code === 'EPIPE' ? 0 : EXIT_FAILURE));
+// `retectl history alpha | head` closes the pipe early: that is the reader's choice, not a failure, so
+// stop at once, keeping a status already decided. Exit only once stderr has drained: notes and
+// diagnostics already written must still reach their reader.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  const code = e.code === 'EPIPE' ? (process.exitCode ?? 0) : EXIT_FAILURE;
+  process.stderr.write('', () => process.exit(code));
+});
 
-const code = await main(process.argv);
-process.stdout.write('', () => process.exit(code));
+// No process.exit here: when stdout or stderr is a socket or a slow pipe, writes are still queued, and
+// exiting would drop them. The process ends by itself once they have drained.
+process.exitCode = await main(process.argv);

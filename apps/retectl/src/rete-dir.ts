@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { DNS_LABEL } from '#contracts';
 import { compileRete, diffTrees, formatDiagnostic, validateRete, type CompiledTree, type Diagnostic, type Rete, type Source } from '#rete';
@@ -8,22 +8,53 @@ import { note } from './output.js';
 export const COMPILED_DIR = join('.flor', 'compiled');
 const MGMT = 'mgmt';
 
-/** Every *.yaml / *.yml under the rete root, nested folders too; dot-folders (.git, .flor) are not the rete. */
+const YAML_FILE = /\.ya?ml$/;
+
+/**
+ * Every *.yaml / *.yml under the rete root, nested folders too; dot-folders (.git, .flor) are not the
+ * rete. Symlinks are followed, to files and to folders: a link that leads nowhere or in a circle is
+ * an error, never a skipped entry, since a rete missing a file would publish (and prune) wrongly.
+ */
 export function readSources(root: string): Source[] {
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new RetectlError('io', `${root} is not a directory`);
   const sources: Source[] = [];
-  const walk = (dir: string) => {
+  // Real paths of the folders being walked: a linked folder among them would be walked forever.
+  const walk = (dir: string, ancestors: readonly string[]) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.isFile() && /\.ya?ml$/.test(entry.name)) {
-        sources.push({ file: relative(root, path).split(sep).join('/'), text: readFileSync(path, 'utf8') });
+      const target = entry.isSymbolicLink() ? followLink(path) : entry;
+      if (target.isDirectory()) {
+        const real = realpathSync(path);
+        if (ancestors.includes(real)) throw new RetectlError('io', `${path} leads back to ${real}, a folder that holds it: a symlink loop`);
+        walk(path, [...ancestors, real]);
+      } else if (target.isFile() && YAML_FILE.test(entry.name)) {
+        sources.push({ file: relative(root, path).split(sep).join('/'), bytes: readSource(path) });
       }
     }
   };
-  walk(root);
+  walk(root, [realpathSync(root)]);
   return sources;
+}
+
+function followLink(path: string): Stats {
+  try {
+    return statSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new RetectlError('io', `${path} is a symlink loop: following it never reaches a file`, { cause: e });
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new RetectlError('io', `${path} is a dangling symlink: its target ${readlinkSync(path)} does not exist`, { cause: e });
+    throw new RetectlError('io', `cannot follow the symlink ${path}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Bytes, not text: decoding is the rete's to do, strictly, so a file that is not UTF-8 is refused. */
+function readSource(path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new RetectlError('io', `cannot read ${path}: ${(e as Error).message}`, { cause: e });
+  }
 }
 
 export interface Checked {

@@ -54,10 +54,12 @@ export const EnrolRequest = z.strictObject({
 });
 export const BriefingLine = z.object({ check: z.string(), outcome: z.enum(['pass', 'fail']), detail: z.string() });
 export const Briefing = z.object({ outcome: z.enum(['pass', 'fail']), lines: z.array(BriefingLine) });
+/** The coordinator's public signing keys, as served at /.well-known/jwks.json. */
+export const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
 export const EnrolResponse = z.object({
   node: NodeName,
   credential: z.string(),
-  jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+  jwks: Jwks,
   /** Adoption always completes; a failed line marks the node ineligible until it enrols cleanly. */
   briefing: Briefing,
   /** The recovery copy: the files the node last reported installed, so an agent with a lost store can remove them. */
@@ -66,6 +68,9 @@ export const EnrolResponse = z.object({
 
 export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
 export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
+
+/** The new signing key's kid, and the JWKS that now holds it next to the older keys. */
+export const KeyRotationResponse = z.object({ kid: z.string(), jwks: Jwks });
 
 export const ReportActivation = z.strictObject({
   path: ActivationPath,

@@ -9,6 +9,7 @@ import { z } from 'zod';
 
 /** Codes of everything `retectl validate` can report. Warnings never fail a run. */
 export const RETE_ERROR_CODES = [
+  'not_utf8',
   'yaml_syntax',
   'duplicate_key',
   'unknown_key',

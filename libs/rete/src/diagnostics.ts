@@ -21,6 +21,25 @@ export interface Place {
 
 export const placeText = (p: Place): string => `${p.file}:${p.line}:${p.col}`;
 
+/** The most of a value a message repeats: a 5 MB value is named by its start and length, not reprinted. */
+const QUOTE_MAX = 80;
+
+/** A value from the rete as a message quotes it: `"web"`, or `"aaaa…" (5242880 characters)`. */
+export function quoteValue(value: string): string {
+  if (value.length <= QUOTE_MAX) return JSON.stringify(value);
+  // Never cut between the two halves of a surrogate pair: half a character prints as garbage.
+  const end = isHighSurrogate(value.charCodeAt(QUOTE_MAX - 1)) ? QUOTE_MAX - 1 : QUOTE_MAX;
+  return `${JSON.stringify(`${value.slice(0, end)}…`)} (${codePoints(value)} characters)`;
+}
+
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+
+function codePoints(value: string): number {
+  let n = 0;
+  for (let i = 0; i < value.length; i++) if (!isHighSurrogate(value.charCodeAt(i)) || i === value.length - 1) n++;
+  return n;
+}
+
 /** `file:line:col: path: message [code]`, the line compilers and linters print. */
 export function formatDiagnostic(d: Diagnostic): string {
   const prefix = d.severity === 'warning' ? 'warning: ' : '';

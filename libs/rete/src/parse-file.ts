@@ -1,13 +1,14 @@
-import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { isMap, isNode, isPair, isScalar, LineCounter, parseAllDocuments, parseDocument, type Document, type Node as YamlNode } from 'yaml';
 import { ReteFile, type ReteErrorCode } from '#contracts';
-import type { Diagnostic, Place } from './diagnostics.js';
+import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
+import { decodeUtf8 } from './utf8.js';
 
-/** One YAML file of the rete, as read from disk: a path relative to the rete root and its text. */
-export interface Source {
-  readonly file: string;
-  readonly text: string;
-}
+/**
+ * One YAML file of the rete: a path relative to the rete root and its text, or its bytes as read from
+ * disk, which must be UTF-8.
+ */
+export type Source = { readonly file: string; readonly text: string } | { readonly file: string; readonly bytes: Uint8Array };
 
 /** A parsed file that knows where each of its values came from. */
 export interface ParsedFile {
@@ -21,8 +22,14 @@ export interface ParsedFile {
  * ReteFile schema, with every zod issue mapped back to the YAML node it is about.
  */
 export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+  let text: string;
+  if ('bytes' in source) {
+    const decoded = decodeUtf8(source.bytes);
+    if (!decoded.ok) return { diagnostics: [notUtf8(source.file, source.bytes, decoded.offset, decoded.before)] };
+    text = decoded.text;
+  } else text = source.text;
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source.text, { lineCounter, prettyErrors: false, strict: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, strict: true });
   const at = (offset: number): Place => {
     const { line, col } = lineCounter.linePos(offset);
     return { file: source.file, line, col };
@@ -32,7 +39,11 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
 
   for (const e of doc.errors) {
-    report(e.code === 'DUPLICATE_KEY' ? 'duplicate_key' : 'yaml_syntax', at(e.pos[0]), [], firstLine(e.message));
+    if (e.code === 'MULTIPLE_DOCS') {
+      // The parser's own words send the user to an API call; say what the rete allows instead.
+      const found = parseAllDocuments(text).length;
+      report('yaml_syntax', at(e.pos[0]), [], `a rete file holds one YAML document; found ${found} (separated by ---)`);
+    } else report(e.code === 'DUPLICATE_KEY' ? 'duplicate_key' : 'yaml_syntax', at(e.pos[0]), [], firstLine(e.message));
   }
   if (diagnostics.length > 0) return { diagnostics };
 
@@ -63,7 +74,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
         const pair = isMap(map) ? map.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === key) : undefined;
         const keyNode = pair && isNode(pair.key) ? pair.key : undefined;
         const place = keyNode?.range ? at(keyNode.range[0]) : placeOf(path);
-        report('unknown_key', place, [...path, key], `unknown key "${key}"${suggest(key, KNOWN_KEYS)}`);
+        report('unknown_key', place, [...path, key], `unknown key ${quoteValue(key)}${suggest(key, KNOWN_KEYS)}`);
       }
       continue;
     }
@@ -84,13 +95,20 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
         report('invalid_value', place, path, 'must not be empty');
         break;
       case 'custom':
-        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${JSON.stringify(value)})` : ''}`);
+        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${quoteValue(value)})` : ''}`);
         break;
       default:
         report('invalid_value', place, path, issue.message);
     }
   }
   return { diagnostics };
+}
+
+function notUtf8(file: string, bytes: Uint8Array, offset: number, before: string): Diagnostic {
+  const line = before.split('\n').length;
+  const col = before.length - before.lastIndexOf('\n');
+  const byte = `0x${bytes[offset].toString(16).padStart(2, '0')}`;
+  return { severity: 'error', code: 'not_utf8', file, line, col, path: '', message: `not valid UTF-8: byte ${byte} at offset ${offset}` };
 }
 
 function nodeAt(doc: Document, path: readonly PropertyKey[]): YamlNode | undefined {
@@ -114,7 +132,7 @@ function describe(value: unknown): string {
   if (value instanceof Uint8Array) return 'binary data';
   switch (typeof value) {
     case 'string':
-      return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+      return `the string ${quoteValue(value)}`;
     case 'number':
       return Number.isInteger(value) ? `the number ${value}` : `the fraction ${value}`;
     case 'boolean':

@@ -10,11 +10,12 @@ export interface NodeStatusInput {
 /**
  * A node's state as an operator reads it: its lifecycle, then whether it runs its head version, then
  * `ineligible`. No age threshold: a silent node is outstanding, never failed. A node that never
- * enrolled (or only holds a token) is outstanding by definition, so its convergence is left out; one
- * that never enrolled and has no token waiting was by construction never seen.
+ * enrolled (or only holds a token) is outstanding by definition, so its convergence is left out.
+ * The lifecycle word is the API's, as `status --json` and `--state` use it: a table with words of its
+ * own would leave an operator guessing what to filter or script on.
  */
 export function nodeState(n: NodeStatusInput): string {
-  const parts = [n.state === 'unenrolled' ? 'never seen' : n.state];
+  const parts = [n.state];
   if (n.convergence !== null && n.state !== 'unenrolled' && n.state !== 'pending') parts.push(n.convergence);
   if (n.ineligible) parts.push('ineligible');
   return parts.join(', ');

@@ -13,7 +13,9 @@ describe('status', () => {
   });
 
   it('leaves out the convergence of a node that could not have acted yet', () => {
-    expect(nodeState({ ...node, state: 'unenrolled', convergence: 'outstanding' })).toBe('never seen');
+    // The word the API and `status --json` use: scripts filter on it, so the table says it too.
+    expect(nodeState({ ...node, state: 'unenrolled', convergence: 'outstanding' })).toBe('unenrolled');
+    expect(nodeState({ ...node, state: 'unenrolled', convergence: null, ineligible: true })).toBe('unenrolled, ineligible');
     expect(nodeState({ ...node, state: 'pending', convergence: 'outstanding' })).toBe('pending');
     expect(nodeState({ ...node, state: 'pending', convergence: null, ineligible: true })).toBe('pending, ineligible');
   });

@@ -1,5 +1,5 @@
 import { ACL_SOURCE, ACL_TARGET, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type ReteErrorCode, type ReteFile, type ReteWarningCode } from '#contracts';
-import { cmp, placeText, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
+import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel } from './model.js';
 import { parseFile, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
@@ -82,7 +82,7 @@ export function validateRete(sources: readonly Source[]): Validation {
   };
   if (defaults && seconds(defaultSync.splay) > seconds(defaultSync.poll_interval)) {
     const p = [...defaults.path, 'sync', 'splay'];
-    error('splay_too_long', defaults.file.placeOf(p), p, `splay ${defaultSync.splay} is longer than the poll interval ${defaultSync.poll_interval}`);
+    error('splay_too_long', defaults.file.placeOf(p), p, `splay ${quoteValue(defaultSync.splay)} is longer than the poll interval ${quoteValue(defaultSync.poll_interval)}`);
   }
 
   const nodes: ReteNodeModel[] = [];
@@ -93,7 +93,7 @@ export function validateRete(sources: readonly Source[]): Validation {
     const sync = { poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval, splay: n.sync?.splay ?? defaultSync.splay };
     if (n.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
       const p = [...def.path, 'sync', n.sync.splay !== undefined ? 'splay' : 'poll_interval'];
-      error('splay_too_long', def.file.placeOf(p), p, `splay ${sync.splay} is longer than the poll interval ${sync.poll_interval}`);
+      error('splay_too_long', def.file.placeOf(p), p, `splay ${quoteValue(sync.splay)} is longer than the poll interval ${quoteValue(sync.poll_interval)}`);
     }
     const byName = new Map<string, Place>();
     const byPort = new Map<string, Place>();

@@ -75,4 +75,12 @@ describe('validate', () => {
     const sources = replace(example(), 'nodes/devices.yaml', 'nodes:\n  - name: laptop\n    kind: device\n    listn: 1.2.3.4:5\n');
     expect(validateRete(sources).diagnostics.map((d) => d.message)).toContain('unknown key "listn" (did you mean "listen"?)');
   });
+
+  it('cuts a huge value in a message to its start and length', () => {
+    // A thousand "1s" are a valid poll interval of 2000 characters.
+    const interval = '1s'.repeat(1000);
+    const sources = replace(example(), 'rete.yaml', `mesh: { name: lab, coordinator: https://c.example }\ndefaults:\n  sync: { poll_interval: ${interval}, splay: 1h }\n`);
+    const messages = validateRete(sources).diagnostics.map((d) => d.message);
+    expect(messages).toContain(`splay "1h" is longer than the poll interval "${'1s'.repeat(40)}…" (2000 characters)`);
+  });
 });

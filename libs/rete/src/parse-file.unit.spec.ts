@@ -1,0 +1,49 @@
+import { formatDiagnostic } from './diagnostics.js';
+import { parseFile } from './parse-file.js';
+
+describe('parseFile', () => {
+  it('refuses a file that is not UTF-8, naming the byte offset and the place of the first bad byte', () => {
+    const bytes = Uint8Array.from([...new TextEncoder().encode('nodes:\n  - name: caf'), 0xe9, ...new TextEncoder().encode('\n')]);
+    const { parsed, diagnostics } = parseFile({ file: 'nodes.yaml', bytes });
+    expect(parsed).toBeUndefined();
+    expect(diagnostics.map(formatDiagnostic)).toEqual(['nodes.yaml:2:14: not valid UTF-8: byte 0xe9 at offset 20 [not_utf8]']);
+  });
+
+  it('reads a UTF-8 file given as bytes as it reads the same text', () => {
+    const text = 'mesh:\n  name: lab\n  coordinator: https://c.example\nacl:\n  - description: café ☕\n    from: [a]\n    to: [a:b]\n';
+    const fromBytes = parseFile({ file: 'r.yaml', bytes: new TextEncoder().encode(text) });
+    const fromText = parseFile({ file: 'r.yaml', text });
+    expect(fromBytes.diagnostics).toEqual([]);
+    expect(fromBytes.parsed?.data).toEqual(fromText.parsed?.data);
+  });
+
+  describe('a huge value in a message', () => {
+    const huge = 'a'.repeat(5 * 1024 * 1024);
+    const quoted = `"${'a'.repeat(80)}…" (5242880 characters)`;
+    const messages = (text: string) => parseFile({ file: 'r.yaml', text }).diagnostics.map((d) => d.message);
+
+    it('is cut to 80 characters, with the full length', () => {
+      expect(messages(`mesh:\n  name: ${huge}\n  coordinator: https://c.example\n`)).toEqual([
+        `must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-" (got ${quoted})`,
+      ]);
+      expect(messages(`nodes:\n  - name: a\n    kind: ${huge}\n    listen: 10.0.0.1:1\n`)).toEqual([`must be one of "server", "device", not the string ${quoted}`]);
+      // YAML itself refuses an implicit key over 1024 characters.
+      expect(messages(`${'k'.repeat(1000)}: 1\n`)).toEqual([`unknown key "${'k'.repeat(80)}…" (1000 characters)`]);
+    });
+
+    it('is quoted whole when it is short', () => {
+      expect(messages('nodes:\n  - name: a\n    kind: phone\n    listen: 10.0.0.1:1\n')).toEqual(['must be one of "server", "device", not the string "phone"']);
+    });
+
+    it('is not cut inside a character', () => {
+      const [message] = messages(`nodes:\n  - name: a\n    kind: ${'a'.repeat(79)}${'😀'.repeat(10)}\n    listen: 10.0.0.1:1\n`);
+      expect(message).toBe(`must be one of "server", "device", not the string "${'a'.repeat(79)}…" (89 characters)`);
+    });
+  });
+
+  it('says in its own words that a file holds one YAML document, where the second begins', () => {
+    const { parsed, diagnostics } = parseFile({ file: 'r.yaml', text: 'nodes: []\n---\nacl: []\n---\ngroups: []\n' });
+    expect(parsed).toBeUndefined();
+    expect(diagnostics.map(formatDiagnostic)).toEqual(['r.yaml:2:1: a rete file holds one YAML document; found 3 (separated by ---) [yaml_syntax]']);
+  });
+});
