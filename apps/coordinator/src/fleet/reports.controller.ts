@@ -61,7 +61,13 @@ export class ReportsController {
       }
       const head = await trx.selectFrom('node_heads').select(['version', 'retired']).where('node', '=', node).executeTakeFirst();
       if (head?.retired && (r.result === 'applied' || r.result === 'up_to_date') && r.active_version === head.version) {
-        const revoked = await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', node).where('revoked_at', 'is', null).returning('id').execute();
+        const revoked = await trx
+          .updateTable('node_credentials')
+          .set({ revoked_at: now, revoked_reason: 'retired' })
+          .where('node', '=', node)
+          .where('revoked_at', 'is', null)
+          .returning('id')
+          .execute();
         if (revoked.length > 0) {
           await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked.map((c) => c.id), reason: 'retired' }, `node:${node}`);
         }
