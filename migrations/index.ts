@@ -5,6 +5,7 @@ import * as m0003 from './0003-identity.js';
 import * as m0004 from './0004-mirror.js';
 import * as m0005 from './0005-fleet.js';
 import * as m0006 from './0006-activation.js';
+import * as m0007 from './0007-revocation-reason.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004-mirror': m0004,
   '0005-fleet': m0005,
   '0006-activation': m0006,
+  '0007-revocation-reason': m0007,
 };

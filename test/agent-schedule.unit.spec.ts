@@ -1,5 +1,8 @@
-import { backoffDelay, nextPollDelay, timingFrom } from '../apps/flor/src/agent/schedule.js';
-import { parseRetryAfter } from '../apps/flor/src/agent/http.js';
+import { INITIAL_AGENT_STATE, type AgentIdentity } from '#contracts';
+import { backoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom } from '../apps/flor/src/agent/schedule.js';
+import { answerError, parseRetryAfter } from '../apps/flor/src/agent/http.js';
+import { isRetired } from '../apps/flor/src/agent/retirement.js';
+import { AgentError } from '../apps/flor/src/errors.js';
 
 const timing = { pollIntervalMs: 30_000, splayMs: 10_000 };
 
@@ -38,5 +41,51 @@ describe('agent poll schedule', () => {
     expect(parseRetryAfter('Sun, 29 Nov 2026 07:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
+  });
+});
+
+describe('the agent of a retired node', () => {
+  const HOUR = 3600_000;
+
+  it('polls at most hourly, or at its interval when that is longer, plus splay', () => {
+    expect(RETIRED_POLL_MS).toBe(HOUR);
+    expect(retiredPollDelay({ pollIntervalMs: 1000, splayMs: 0 }, 0.9)).toBe(HOUR);
+    expect(retiredPollDelay(timing, 0.5)).toBe(HOUR + 5000);
+    expect(retiredPollDelay({ pollIntervalMs: 2 * HOUR, splayMs: 0 }, 0)).toBe(2 * HOUR);
+  });
+
+  it('starts with a pass at once unless retired, and retired waits out the hour since its last poll', () => {
+    const now = Date.parse('2026-11-29T08:00:00Z');
+    expect(firstPollDelay(false, now - 1000, now)).toBe(0);
+    expect(firstPollDelay(true, null, now)).toBe(0);
+    expect(firstPollDelay(true, now - 10 * 60_000, now)).toBe(50 * 60_000);
+    expect(firstPollDelay(true, now - 2 * HOUR, now)).toBe(0);
+    // A last poll in the future (the clock went back) never means more than an hour.
+    expect(firstPollDelay(true, now + 5 * HOUR, now)).toBe(HOUR);
+  });
+
+  it('is retired only for the enrolment the coordinator said it to', () => {
+    const identity = { enrolled_at: '2026-11-29T07:00:00.000Z' } as AgentIdentity;
+    const retired = { ...INITIAL_AGENT_STATE, retired: { at: '2026-11-29T07:30:00.000Z', version: 2, enrolled_at: identity.enrolled_at } };
+    expect(isRetired(retired, identity)).toBe(true);
+    expect(isRetired(retired, { ...identity, enrolled_at: '2026-11-29T09:00:00.000Z' })).toBe(false);
+    expect(isRetired(retired, null)).toBe(false);
+    expect(isRetired(INITIAL_AGENT_STATE, identity)).toBe(false);
+  });
+
+  it('tells a retired node\'s 401 from any other refused credential by the problem code', () => {
+    const answer = (body: unknown) => ({ status: 401, headers: {}, body: Buffer.from(JSON.stringify(body)) });
+    const problem = { type: 't', title: 'Unauthorized', status: 401, detail: 'node gamma was retired at version 2: …' };
+    const retired = answerError(answer({ ...problem, code: 'retired_credential', node: 'gamma', version: 2 }), 'fetching the bundle');
+    expect(retired).toBeInstanceOf(AgentError);
+    expect(retired.code).toBe('node_retired');
+    expect(retired.retiredVersion).toBe(2);
+    expect(retired.message).toBe(
+      'fetching the bundle: node gamma was retired at version 2 (401 retired_credential); it gets nothing more: uninstall the agent, or enrol the node again with a new token (flor agent enroll --token …)',
+    );
+    expect(answerError(answer({ ...problem, code: 'retired_credential', node: 'gamma', version: null }), 'x').message).toMatch(/^x: node gamma was retired \(401/);
+    expect(answerError(answer({ ...problem, code: 'unauthenticated' }), 'x').code).toBe('unauthorized');
+    // A body that does not parse as the contract is an ordinary refusal, not a guess.
+    expect(answerError(answer({ ...problem, code: 'retired_credential' }), 'x').code).toBe('unauthorized');
   });
 });

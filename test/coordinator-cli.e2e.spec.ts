@@ -1,14 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
+import { Client } from './support/http.js';
 
 const MAIN = resolve('dist/apps/coordinator/src/main.js');
 
 /** The coordinator's local commands, run as the operator would on the coordinator host. */
 function coordinator(dataDir: string, ...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'warn', PORT: '0', FLORETE_MIRROR: 'off' };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   const r = spawnSync(process.execPath, [MAIN, ...args], { env, encoding: 'utf8', timeout: 120_000 });
@@ -70,5 +72,78 @@ describe('coordinator commands', () => {
     const r = coordinator(dataDir, 'verify');
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, position: expect.any(Number) });
+  });
+});
+
+/** Every file under dir with its size and sha256: what a refused command must leave as it was. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    out[path.slice(dir.length + 1)] = createHash('sha256').update(readFileSync(path)).digest('hex');
+  }
+  return out;
+}
+
+describe('one process holds the embedded database', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'florete-lock-'));
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('refuses every command that opens the database while the coordinator serves, naming it, and writes nothing', async () => {
+    // The mirror off: the running server itself must write nothing while the data dir is compared.
+    const running = await startCoordinatorProcess({ dataDir, env: { FLORETE_MIRROR: 'off' } });
+    try {
+      const before = snapshot(dataDir);
+      const refused = coordinator(dataDir, 'token', 'create', '--role', 'reader', '--name', 'x');
+      expect(refused.status).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(`the coordinator (pid ${running.child.pid}) holds this data dir ${dataDir}`);
+      expect(refused.stderr).toContain('POST /v1/api-tokens');
+      for (const args of [['serve'], ['migrate'], ['keys', 'rotate'], ['rebuild'], ['mirror', 'rebuild'], ['verify']]) {
+        const r = coordinator(dataDir, ...args);
+        expect({ args, status: r.status, stdout: r.stdout }).toEqual({ args, status: 1, stdout: '' });
+        expect(r.stderr).toContain(`(pid ${running.child.pid})`);
+      }
+      expect(snapshot(dataDir)).toEqual(before);
+      // The server still answers, and knows only the token it made itself.
+      const tokens = await new Client(running.url, running.adminToken).get('/v1/api-tokens');
+      expect(tokens.body.items.map((t: { name: string }) => t.name)).toEqual(['admin']);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('works once the coordinator stopped, and the token it prints is accepted after the next start', async () => {
+    const created = coordinator(dataDir, 'token', 'create', '--role', 'reader', '--name', 'auditor');
+    expect(created.status).toBe(0);
+    const token = /^reader token for auditor: (flt\.\S+)$/m.exec(created.stdout)?.[1];
+    const running = await startCoordinatorProcess({ dataDir });
+    try {
+      expect((await new Client(running.url, token).get('/v1/ledger/head')).status).toBe(200);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('does not let a coordinator killed with SIGKILL block the next start', async () => {
+    const killed = await startCoordinatorProcess({ dataDir });
+    const exited = new Promise((r) => killed.child.once('exit', r));
+    killed.child.kill('SIGKILL');
+    await exited;
+    const next = await startCoordinatorProcess({ dataDir });
+    try {
+      expect((await fetch(`${next.url}/readyz`)).status).toBe(200);
+      const refused = coordinator(dataDir, 'verify');
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(`(pid ${next.child.pid})`);
+    } finally {
+      await next.stop();
+    }
+    const verified = coordinator(dataDir, 'verify');
+    expect(verified.status).toBe(0);
   });
 });

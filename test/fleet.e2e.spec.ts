@@ -190,4 +190,40 @@ describe('fleet status and node lifecycle with real agents', () => {
     expect((await new Client(coordinator.url, credential).get('/v1/nodes/gamma/bundle')).status).toBe(401);
     await waitFor('gamma refused on its next poll', async () => /401/.test((await socketStatus(files.gamma)).last_error ?? ''), 60_000);
   });
+
+  it('the agent of a retired node says so, polls hourly, and names the two ways on', async () => {
+    const human = await flor(['agent', 'status', ...files.gamma.args]);
+    expect(human.stdout).toMatch(/^lifecycle\s+retired$/m);
+    expect(human.stdout).toMatch(/^retired\s+at version 2 since \S+: uninstall the agent, or enrol the node again with a new token \(flor agent enroll --token …\)$/m);
+    const s = JSON.parse((await flor(['agent', 'status', '--json', ...files.gamma.args])).stdout);
+    expect(s).toMatchObject({ lifecycle: 'retired', node: 'gamma', retired: { version: 2, at: expect.any(String) }, last_result: 'error' });
+    expect(s.last_error).toMatch(/node gamma was retired at version 2 .*401 retired_credential/);
+    expect(s.last_error).toMatch(/uninstall the agent, or enrol the node again with a new token \(flor agent enroll --token …\)/);
+    // Polled every second until then; from now on at most hourly.
+    expect(Date.parse(s.next_poll) - Date.parse(s.last_poll)).toBeGreaterThanOrEqual(3600_000);
+    const logged = agents.gamma.output
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'node retired');
+    expect(logged).toMatchObject({ level: 'warn', node: 'gamma', version: 2, next_poll: s.next_poll });
+    expect(logged!.reason).toBe(s.last_error);
+
+    // Recorded in the state dir: a restarted agent is still retired and does not poll before the hour is up.
+    expect(await agents.gamma.stop()).toBe(0);
+    agents.gamma = await startAgent(files.gamma);
+    const restarted = await socketStatus(files.gamma);
+    expect(restarted).toMatchObject({ lifecycle: 'retired', last_poll: s.last_poll, retired: s.retired });
+    expect(Date.parse(restarted.next_poll!) - Date.parse(s.last_poll)).toBeGreaterThanOrEqual(3600_000);
+
+    // Enrolling again with a new token clears it: the running agent polls at once, not in an hour,
+    // and the new credential outlives the report that confirms the retired version.
+    expect((await enrol('gamma', files.gamma, await fleet.enrolmentToken('gamma'))).code).toBe(0);
+    await waitFor('gamma polls with its new credential', async () => (await socketStatus(files.gamma)).last_result === 'up_to_date', 20_000);
+    expect(await flor(['agent', 'sync', ...files.gamma.args])).toMatchObject({ code: 0, stdout: 'up to date at 2\n' });
+    const back = await socketStatus(files.gamma);
+    expect(back).toMatchObject({ lifecycle: 'enrolled', retired: null, last_error: null });
+    expect(Date.parse(back.next_poll!) - Date.now()).toBeLessThan(60_000);
+  });
 });

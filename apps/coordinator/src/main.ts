@@ -36,7 +36,7 @@ program
   .command('migrate')
   .description('run the database migrations and exit')
   .action(async () => {
-    await withDb(async (db) => {
+    await withDb('migrate', async (db) => {
       const applied = await migrateToLatest(db.kysely);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     });
@@ -53,7 +53,7 @@ token
   })
   .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)')
   .action(async (opts: { role: Role; name: string }) => {
-    await withDb(async (db) => {
+    await withDb('token create', async (db) => {
       await migrateToLatest(db.kysely);
       const created = await createApiToken(db.kysely, opts.name, opts.role);
       process.stdout.write(`${opts.role} token for ${opts.name}: ${created.token}\n`);
@@ -65,7 +65,7 @@ keys
   .command('rotate')
   .description('add a new signing key; new bundles are signed with it, old kids stay in the JWKS')
   .action(async () => {
-    await withDb(async (db) => {
+    await withDb('keys rotate', async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const kid = await store.rotate();
@@ -78,7 +78,7 @@ program
   .command('rebuild')
   .description('drop every projection and replay it from the ledger')
   .action(async () => {
-    await withDb(async (db) => {
+    await withDb('rebuild', async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const n = await rebuildProjections(db.kysely, store);
@@ -91,7 +91,7 @@ mirror
   .command('rebuild')
   .description('rebuild the mirror from the ledger into a fresh directory and swap it in (repairs a diverged mirror)')
   .action(async () => {
-    await withDb(async (db) => {
+    await withDb('mirror rebuild', async (db) => {
       await migrateToLatest(db.kysely);
       const progress = process.stderr.isTTY ? (position: number) => process.stderr.write(`\rmirrored up to ledger position ${position}`) : undefined;
       const result = await rebuildMirror(db, loadConfig().mirror.gitdir, progress);
@@ -104,16 +104,16 @@ program
   .command('verify')
   .description('recompute the ledger hash chain')
   .action(async () => {
-    await withDb(async (db) => {
+    await withDb('verify', async (db) => {
       const verdict = await verifyLedger(db.kysely);
       process.stdout.write(`${JSON.stringify(verdict)}\n`);
       if (!verdict.ok) process.exitCode = 1;
     });
   });
 
-async function withDb(fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
+async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
   const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
   try {
     await fn(db);
   } finally {

@@ -14,6 +14,8 @@ interface Route {
 const problem = (description: string) => ({ description, schema: C.Problem, contentType: 'application/problem+json' });
 const rateLimited = problem('too many requests from this address (see Retry-After)');
 const std = { 401: problem('missing, unknown or revoked credential'), 403: problem('role or node not allowed'), 422: problem('invalid input') };
+/** A node credential revoked at retirement is told apart (code retired_credential) from any other refusal. */
+const retiredOr401 = problem('missing, unknown or revoked credential; code retired_credential: the node was retired');
 
 /** Every route with the contract schemas it parses and answers: the OpenAPI document is generated from these. */
 const ROUTES: Route[] = [
@@ -22,8 +24,8 @@ const ROUTES: Route[] = [
   { method: 'post', path: '/v1/publishes', summary: 'Publish a tree of node artifact sets', access: 'publisher', body: C.PublishRequest, responses: { 200: { description: 'nothing changed', schema: C.PublishResponse }, 201: { description: 'stamped', schema: C.PublishResponse }, 409: problem('stale expected_position'), ...std } },
   { method: 'post', path: '/v1/nodes/{node}/rollback', summary: 'Stamp a new version carrying an older version\'s content', access: 'publisher', body: C.RollbackRequest, responses: { 201: { description: 'stamped', schema: C.PublishResponse }, 404: problem('unknown node or version'), ...std } },
   { method: 'post', path: '/v1/nodes/{node}/retire', summary: 'Stamp the final empty set', access: 'publisher', body: C.RetireRequest, responses: { 201: { description: 'retired', schema: C.PublishResponse }, 409: problem('already retired'), ...std } },
-  { method: 'get', path: '/v1/nodes/{node}/bundle', summary: 'The node\'s signed bundle (compact JWS)', access: 'node', responses: { 200: { description: 'bundle', contentType: 'application/jose', schema: z.string() }, 304: { description: 'If-None-Match matched' }, ...std } },
-  { method: 'post', path: '/v1/nodes/{node}/reports', summary: 'An agent reports what it applied', access: 'node', body: C.ReportRequest, responses: { 204: { description: 'recorded' }, ...std } },
+  { method: 'get', path: '/v1/nodes/{node}/bundle', summary: 'The node\'s signed bundle (compact JWS)', access: 'node', responses: { 200: { description: 'bundle', contentType: 'application/jose', schema: z.string() }, 304: { description: 'If-None-Match matched' }, ...std, 401: retiredOr401 } },
+  { method: 'post', path: '/v1/nodes/{node}/reports', summary: 'An agent reports what it applied', access: 'node', body: C.ReportRequest, responses: { 204: { description: 'recorded' }, ...std, 401: retiredOr401 } },
   { method: 'get', path: '/v1/nodes', summary: 'Every known node: head, lifecycle state, convergence, last contact', access: 'reader', query: C.NodesQuery, responses: { 200: { description: 'nodes', schema: C.NodeList }, ...std } },
   { method: 'get', path: '/v1/nodes/{node}/versions', summary: 'A node\'s version history, newest first', access: 'reader', query: C.PageQuery, responses: { 200: { description: 'a page', schema: C.VersionPage }, ...std } },
   { method: 'get', path: '/v1/nodes/{node}/versions/{version}', summary: 'One version\'s artifacts', access: 'reader', responses: { 200: { description: 'the set', schema: C.VersionDetail }, 404: problem('unknown'), ...std } },

@@ -36,7 +36,7 @@ export interface StartOptions {
 }
 
 export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config), options: StartOptions = {}): Promise<RunningCoordinator> {
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, command: 'serve' });
   try {
     const applied = await migrateToLatest(db.kysely);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');

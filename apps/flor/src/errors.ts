@@ -8,6 +8,7 @@ export type AgentErrorCode =
   | 'timeout'
   | 'unavailable'
   | 'unauthorized'
+  | 'node_retired'
   | 'http_error'
   | 'bad_response'
   | 'bad_config'
@@ -18,13 +19,16 @@ export class AgentError extends Error {
   constructor(
     readonly code: AgentErrorCode,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number },
+    options?: { cause?: unknown; retryAfterMs?: number; retiredVersion?: number | null },
   ) {
     super(message, options);
     this.name = 'AgentError';
     this.retryAfterMs = options?.retryAfterMs;
+    this.retiredVersion = options?.retiredVersion ?? null;
   }
   readonly retryAfterMs: number | undefined;
+  /** node_retired: the node's final version, when the coordinator named it. */
+  readonly retiredVersion: number | null;
 }
 
 /** A bad flag or argument: main exits 2. */

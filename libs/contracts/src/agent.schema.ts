@@ -127,6 +127,20 @@ export type ActivationRecord = z.infer<typeof ActivationRecord>;
 /** How many applied versions state.json and the status remember the activation of. */
 export const MAX_ACTIVATION_RECORDS = 10;
 
+/**
+ * The coordinator answered that this node was retired (its credential was revoked when it applied its
+ * final, empty set). Tied to the enrolment it was said to: enrolling again makes it moot.
+ */
+export const AgentRetired = z.strictObject({
+  /** When the agent first heard it. */
+  at: Timestamp,
+  /** The final version, when the coordinator named it. */
+  version: z.number().int().positive().nullable(),
+  /** identity.json's enrolled_at when it was heard. */
+  enrolled_at: Timestamp,
+});
+export type AgentRetired = z.infer<typeof AgentRetired>;
+
 /** state.json. The active version itself is the `active` symlink; this never claims more than it. */
 export const AgentState = z.strictObject({
   /** Highest version ever accepted: persisted before `active` moves, so it never goes below it. */
@@ -142,6 +156,8 @@ export const AgentState = z.strictObject({
   unsent_report: PendingReport.nullable(),
   /** The newest first: how each recently applied version reached the vertex. */
   activations: z.array(ActivationRecord).max(MAX_ACTIVATION_RECORDS).default([]),
+  /** Set while the node is retired: the daemon then polls at most hourly. */
+  retired: AgentRetired.nullable().default(null),
 });
 export type AgentState = z.infer<typeof AgentState>;
 
@@ -155,6 +171,7 @@ export const INITIAL_AGENT_STATE: AgentState = {
   last_error: null,
   unsent_report: null,
   activations: [],
+  retired: null,
 };
 
 /** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
@@ -187,7 +204,8 @@ export const SyncOutcome = z.strictObject({
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 
 export const AgentStatus = z.strictObject({
-  lifecycle: z.enum(['hosted', 'enrolled']),
+  /** retired: the coordinator said the node was retired; enrolling again makes it enrolled. */
+  lifecycle: z.enum(['hosted', 'enrolled', 'retired']),
   node: NodeName.nullable(),
   coordinator: z.string().nullable(),
   active_version: z.number().int().nonnegative(),
@@ -202,6 +220,8 @@ export const AgentStatus = z.strictObject({
   vertex: z.strictObject({ pid: z.number().int().nullable(), starts: z.number().int().nonnegative() }).nullable(),
   /** The newest first: hot reload or restart per recently applied version. */
   activations: z.array(ActivationRecord).default([]),
+  /** When the agent heard its node was retired, and the final version. */
+  retired: z.strictObject({ at: Timestamp, version: z.number().int().positive().nullable() }).nullable().default(null),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 

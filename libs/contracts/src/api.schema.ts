@@ -229,3 +229,11 @@ export const Problem = z.object({
 });
 export type Problem = z.infer<typeof Problem>;
 
+/** 401 to a node credential revoked because its node was retired: the node and, while it stays retired, its final version. */
+export const RetiredCredentialProblem = Problem.extend({
+  code: z.literal('retired_credential'),
+  node: NodeName,
+  version: z.number().int().positive().nullable(),
+});
+export type RetiredCredentialProblem = z.infer<typeof RetiredCredentialProblem>;
+

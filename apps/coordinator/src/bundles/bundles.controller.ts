@@ -10,7 +10,7 @@ import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
 import { Metrics } from '../health/metrics.js';
 import type { SigningKeyStore } from './signing-keys.js';
-import { AuthService } from '../identity/auth.service.js';
+import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { CurrentPrincipal } from '../identity/auth.decorators.js';
 import { actorOf, type Principal } from '../identity/principal.js';
@@ -62,12 +62,14 @@ export class BundlesController {
     const matches = ifNoneMatchCondition(ifNoneMatch);
     const row = await this.db.kysely
       .selectFrom('node_credentials as c')
-      .leftJoin('node_heads as h', (j) => j.on('h.node', '=', name))
-      .select(['c.node', 'c.secret_hash', 'c.revoked_at', 'h.etag', sql<string | null>`CASE WHEN ${matches} THEN NULL ELSE h.jws END`.as('jws')])
+      // The credential's own node: the only head it may read, and the one a refusal speaks of.
+      .leftJoin('node_heads as h', 'h.node', 'c.node')
+      .select(['c.node', 'c.secret_hash', 'c.revoked_at', 'c.revoked_reason', 'h.version', 'h.retired', 'h.etag', sql<string | null>`CASE WHEN ${matches} THEN NULL ELSE h.jws END`.as('jws')])
       .where('c.id', '=', parsed.id)
       .executeTakeFirst();
     const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
-    if (!row || !ok || row.revoked_at) throw new DomainError('unauthenticated', 'node credential is unknown or revoked');
+    if (!row || !ok) throw new DomainError('unauthenticated', 'node credential is unknown or revoked');
+    if (row.revoked_at) throw refusedNodeCredential(row.node, row.revoked_reason, row.retired ? row.version : null);
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     reply.header('etag', row.etag).header('cache-control', 'no-cache');

@@ -12,6 +12,7 @@ export type DomainErrorCode =
   | 'node_retired'
   | 'invalid_rollback_target'
   | 'unauthenticated'
+  | 'retired_credential'
   | 'forbidden'
   | 'invalid_enrolment_token'
   | 'not_found'

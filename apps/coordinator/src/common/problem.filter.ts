@@ -18,6 +18,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   unknown_publish: 404,
   not_found: 404,
   unauthenticated: 401,
+  retired_credential: 401,
   invalid_enrolment_token: 401,
   forbidden: 403,
   body_too_large: 413,

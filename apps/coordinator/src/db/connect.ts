@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../../../../migrations/index.js';
 import type { Database } from './database.js';
+import { lockDataDir } from './data-dir-lock.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -18,20 +19,38 @@ export interface Db {
 // int8 as text by default: positions stay exact and are normalised to numbers at the repository boundary.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
-/** PostgreSQL when a URL is given, otherwise the embedded PGlite database under dataDir/db. */
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number }): Promise<Db> {
+/**
+ * PostgreSQL when a URL is given, otherwise the embedded PGlite database under dataDir/db. PGlite is
+ * one process's memory over files: a second process opening the same files writes into a copy the
+ * first never sees, and the first overwrites it later. So the data dir is locked first, and a second
+ * process fails before opening anything. `command` names this process in the lock for the refusal.
+ */
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { kysely, kind: 'postgres', close: () => kysely.destroy() };
   }
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGliteDialect } = await import('kysely-pglite-dialect');
-  const dir = join(options.dataDir, 'db');
-  mkdirSync(dir, { recursive: true });
-  const pglite = await PGlite.create(dir);
-  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { kysely, kind: 'pglite', pglite, close: () => kysely.destroy() };
+  const lock = lockDataDir(options.dataDir, options.command ?? 'coordinator');
+  try {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const { PGliteDialect } = await import('kysely-pglite-dialect');
+    const dir = join(options.dataDir, 'db');
+    mkdirSync(dir, { recursive: true });
+    const pglite = await PGlite.create(dir);
+    const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    const close = async () => {
+      try {
+        await kysely.destroy();
+      } finally {
+        lock.release();
+      }
+    };
+    return { kysely, kind: 'pglite', pglite, close };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
 }
 
 /** In-memory PGlite, for tests that need a real database but no files; optionally from a dumped data dir. */

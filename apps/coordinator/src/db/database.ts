@@ -87,12 +87,16 @@ export interface EnrolmentTokensTable {
   used_at: Timestamp | null;
 }
 
+/** Why a node credential was revoked (null: before reasons were kept, or not revoked). */
+export type RevocationReason = 'retired' | 'enrolled_again' | 'revoked';
+
 export interface NodeCredentialsTable {
   id: string;
   node: string;
   secret_hash: string;
   created_at: Timestamp;
   revoked_at: Timestamp | null;
+  revoked_reason: RevocationReason | null;
 }
 
 export interface NodeStatusTable {

@@ -59,9 +59,18 @@ export class ReportsController {
           )
           .execute();
       }
-      const head = await trx.selectFrom('node_heads').select(['version', 'retired']).where('node', '=', node).executeTakeFirst();
+      const head = await trx.selectFrom('node_heads').select(['version', 'retired', 'updated_at']).where('node', '=', node).executeTakeFirst();
       if (head?.retired && (r.result === 'applied' || r.result === 'up_to_date') && r.active_version === head.version) {
-        const revoked = await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', node).where('revoked_at', 'is', null).returning('id').execute();
+        // Only credentials the node held when it was retired: one enrolled since is the operator bringing
+        // the node back, and revoking it at its first report would retire the node a second time.
+        const revoked = await trx
+          .updateTable('node_credentials')
+          .set({ revoked_at: now, revoked_reason: 'retired' })
+          .where('node', '=', node)
+          .where('revoked_at', 'is', null)
+          .where('created_at', '<=', head.updated_at)
+          .returning('id')
+          .execute();
         if (revoked.length > 0) {
           await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked.map((c) => c.id), reason: 'retired' }, `node:${node}`);
         }

@@ -60,7 +60,7 @@ export class IdentityController {
       if (row.thumbprint !== parsed.thumbprint) throw new DomainError('invalid_enrolment_token', 'enrolment token carries the wrong key thumbprint');
       await trx.updateTable('enrolment_tokens').set({ used_at: now }).where('id', '=', row.id).execute();
       // Enrolling again revokes what the node held before: one live credential per node.
-      await trx.updateTable('node_credentials').set({ revoked_at: now }).where('node', '=', row.node).where('revoked_at', 'is', null).execute();
+      await trx.updateTable('node_credentials').set({ revoked_at: now, revoked_reason: 'enrolled_again' }).where('node', '=', row.node).where('revoked_at', 'is', null).execute();
       await trx.insertInto('node_credentials').values({ id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now }).execute();
       const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
       const previous = await trx.selectFrom('node_status').select('installed').where('node', '=', row.node).executeTakeFirst();
@@ -89,7 +89,7 @@ export class IdentityController {
   async revoke(@Param('node') node: string, @CurrentPrincipal() who: Principal) {
     const name = parseInput(NodeName, node, 'path');
     const revoked = await this.db.kysely.transaction().execute(async (trx) => {
-      const rows = await trx.updateTable('node_credentials').set({ revoked_at: new Date() }).where('node', '=', name).where('revoked_at', 'is', null).returning('id').execute();
+      const rows = await trx.updateTable('node_credentials').set({ revoked_at: new Date(), revoked_reason: 'revoked' }).where('node', '=', name).where('revoked_at', 'is', null).returning('id').execute();
       if (rows.length > 0) await this.ledger.recordIdentity(trx, name, 'credential_revoked', { node: name, credential_ids: rows.map((r) => r.id) }, actorOf(who));
       return rows.length;
     });

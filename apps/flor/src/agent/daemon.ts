@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:net';
 import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '#contracts';
@@ -6,15 +6,21 @@ import { createActivator, type Activator } from './activator.js';
 import { serveControlSocket } from './control-socket.js';
 import { HotReloadActivation } from './hot-reload.activator.js';
 import type { Log } from './log.js';
-import { backoffDelay, nextPollDelay, timingFrom, type PollTiming } from './schedule.js';
+import { isRetired } from './retirement.js';
+import { backoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
 import { StateDir } from './state-dir.js';
 import { SyncPass, type PassOutcome } from './sync-pass.js';
+
+/** How often a retired node's agent looks at identity.json for a new enrolment: a stat, no network. */
+const IDENTITY_WATCH_MS = 2000;
 
 /**
  * `flor agent run`: a pass at start, then one per poll interval of the active agent.json (re-read
  * after every pass, so a new interval applies without a restart), with splay jitter, and with
  * exponential backoff while the coordinator cannot be reached. Passes never overlap: the periodic
- * one and those asked for on the control socket queue behind each other.
+ * one and those asked for on the control socket queue behind each other. Once the coordinator says
+ * the node was retired it polls at most hourly, also across restarts, and at once when the node is
+ * enrolled again.
  */
 export class Daemon {
   private readonly activator: Activator;
@@ -25,6 +31,7 @@ export class Daemon {
   private failures = 0;
   private nextPollAt: Date | null = null;
   private stopping = false;
+  private watchingIdentity = false;
 
   constructor(
     private readonly dir: StateDir,
@@ -47,7 +54,14 @@ export class Daemon {
     if (active > 0 && state.applied_version === active) {
       await this.activator.resume(this.dir.setDir(active), active).catch((err: Error) => this.log('error', 'vertex did not start', { reason: err.message }));
     }
-    void this.periodic();
+    const retired = this.retired();
+    const delay = firstPollDelay(retired, state.last_poll === null ? null : Date.parse(state.last_poll), Date.now());
+    if (delay === 0) {
+      void this.periodic();
+      return;
+    }
+    this.arm(delay);
+    this.onRetired();
   }
 
   /** Serialises passes; the returned promise settles with this pass's outcome. */
@@ -69,20 +83,70 @@ export class Daemon {
   private schedule(outcome: PassOutcome | null): void {
     if (this.stopping) return;
     const timing = this.timing();
+    const retired = this.retired();
     let delay: number;
-    if (outcome === null || outcome.contactFailed) {
+    if (retired) {
+      this.failures = 0;
+      delay = retiredPollDelay(timing, Math.random());
+    } else if (outcome === null || outcome.contactFailed) {
       this.failures++;
       delay = backoffDelay(timing, this.failures, this.config.max_backoff_seconds * 1000, Math.random(), outcome?.retryAfterMs);
     } else {
       this.failures = 0;
       delay = nextPollDelay(timing, Math.random());
     }
+    this.arm(delay);
+    if (retired) this.onRetired();
+    else this.stopWatchingIdentity();
+  }
+
+  private arm(delay: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.nextPollAt = new Date(Date.now() + delay);
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.periodic();
     }, delay);
+  }
+
+  /** False when the files do not parse: the next pass reports that, and a scheduler must not throw. */
+  private retired(): boolean {
+    try {
+      return isRetired(this.dir.readState(), this.dir.readIdentity());
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Says it in the log each time it is decided (hourly at most), with the ways on; and watches
+   * identity.json so that enrolling again is acted on at once rather than at the next hourly poll.
+   */
+  private onRetired(): void {
+    const state = this.dir.readState();
+    this.log('warn', 'node retired', {
+      node: this.dir.readIdentity()?.node,
+      version: state.retired?.version ?? null,
+      since: state.retired?.at,
+      reason: state.last_error,
+      next_poll: this.nextPollAt?.toISOString(),
+    });
+    if (this.watchingIdentity) return;
+    this.watchingIdentity = true;
+    watchFile(this.dir.identityPath, { interval: IDENTITY_WATCH_MS, persistent: false }, () => {
+      if (this.stopping || this.retired()) return;
+      this.stopWatchingIdentity();
+      this.log('info', 'enrolled again: polling now');
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      void this.periodic();
+    });
+  }
+
+  private stopWatchingIdentity(): void {
+    if (!this.watchingIdentity) return;
+    this.watchingIdentity = false;
+    unwatchFile(this.dir.identityPath);
   }
 
   private timing(): PollTiming {
@@ -117,8 +181,9 @@ export class Daemon {
     const identity = this.dir.readIdentity();
     const state = this.dir.readState();
     const active = this.dir.activeVersion();
+    const retired = isRetired(state, identity) ? state.retired : null;
     return {
-      lifecycle: identity ? 'enrolled' : 'hosted',
+      lifecycle: identity ? (retired ? 'retired' : 'enrolled') : 'hosted',
       node: identity?.node ?? null,
       coordinator: identity?.coordinator ?? null,
       active_version: active,
@@ -132,6 +197,7 @@ export class Daemon {
       last_error: state.last_error,
       vertex: this.activator.vertex(),
       activations: state.activations,
+      retired: retired ? { at: retired.at, version: retired.version } : null,
     };
   }
 
@@ -140,6 +206,7 @@ export class Daemon {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.stopWatchingIdentity();
     const closed = new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     await this.queue;
     await this.activator.stop();

@@ -1,6 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { RetiredCredentialProblem } from '#contracts';
 import { AgentError } from '../errors.js';
+import { retiredMessage } from './retirement.js';
 
 export interface HttpAnswer {
   readonly status: number;
@@ -72,21 +74,32 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-/** The detail of a problem+json answer, or the start of whatever else came back. */
-export function describeAnswer(a: HttpAnswer): string {
-  const text = a.body.toString('utf8');
+function jsonOf(a: HttpAnswer): unknown {
   try {
-    const p = JSON.parse(text) as { detail?: unknown; code?: unknown };
-    if (typeof p.detail === 'string') return `${a.status} ${typeof p.code === 'string' ? `${p.code}: ` : ''}${p.detail}`;
+    return JSON.parse(a.body.toString('utf8'));
   } catch {
-    /* not JSON */
+    return undefined;
   }
-  return `${a.status} ${text.slice(0, 200)}`.trim();
 }
 
-/** Maps a non-success answer to the error the daemon reacts to (401: stop trusting the credential; 503: wait as told). */
+/** The detail of a problem+json answer, or the start of whatever else came back. */
+export function describeAnswer(a: HttpAnswer): string {
+  const p = jsonOf(a) as { detail?: unknown; code?: unknown } | undefined;
+  if (typeof p?.detail === 'string') return `${a.status} ${typeof p.code === 'string' ? `${p.code}: ` : ''}${p.detail}`;
+  return `${a.status} ${a.body.toString('utf8').slice(0, 200)}`.trim();
+}
+
+/**
+ * Maps a non-success answer to the error the daemon reacts to (401: stop trusting the credential,
+ * and a retired node's 401 says it was retired; 503: wait as told).
+ */
 export function answerError(a: HttpAnswer, what: string): AgentError {
   const detail = describeAnswer(a);
+  const retired = a.status === 401 ? RetiredCredentialProblem.safeParse(jsonOf(a)) : null;
+  if (retired?.success) {
+    const { node, version, code } = retired.data;
+    return new AgentError('node_retired', retiredMessage(what, node, version, `${a.status} ${code}`), { retiredVersion: version });
+  }
   if (a.status === 401) return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`);
   if (a.status === 503 || a.status === 429) {
     return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, { retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()) });

@@ -21,6 +21,23 @@ export function backoffDelay(timing: PollTiming, failures: number, maxMs: number
   return Math.max(jittered, retryAfterMs ?? 0);
 }
 
+/** A retired node's agent polls no more often than this, whatever its interval or backoff says. */
+export const RETIRED_POLL_MS = 60 * 60 * 1000;
+
+/** The next delay while the node is retired: an hour, or the interval when that is longer, plus splay. */
+export function retiredPollDelay(timing: PollTiming, random: number): number {
+  return Math.max(RETIRED_POLL_MS, timing.pollIntervalMs) + Math.floor(random * timing.splayMs);
+}
+
+/**
+ * The delay before the first pass of a daemon: at once, except for a retired node, whose restarted
+ * agent waits until an hour after its last poll so that restarts do not poll more often.
+ */
+export function firstPollDelay(retired: boolean, lastPollMs: number | null, nowMs: number): number {
+  if (!retired || lastPollMs === null) return 0;
+  return Math.min(RETIRED_POLL_MS, Math.max(0, lastPollMs + RETIRED_POLL_MS - nowMs));
+}
+
 /** The timing from the active agent.json, or the local default when no set (or no agent.json) is active. */
 export function timingFrom(agentJson: string | null, defaultIntervalSeconds: number): PollTiming {
   if (agentJson !== null) {

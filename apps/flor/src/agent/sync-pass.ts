@@ -7,6 +7,7 @@ import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
 import { installSet, targetPath } from './installer.js';
+import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
 import type { Log } from './log.js';
@@ -62,10 +63,18 @@ export class SyncPass {
       if (!(err instanceof AgentError)) throw err;
       state.last_result = 'error';
       state.last_error = err.message;
+      if (err.code === 'node_retired') {
+        // Kept from the first time it was heard, for this enrolment only.
+        if (!isRetired(state, identity)) state.retired = { at: stamp, version: err.retiredVersion, enrolled_at: identity.enrolled_at };
+        persist();
+        // An answer, not a failed contact: the daemon polls hourly instead of backing off.
+        return { ...base, result: 'error', version: null, code: err.code, reason: err.message };
+      }
       persist();
       return { ...base, result: 'error', version: null, code: err.code, reason: err.message, contactFailed: true, retryAfterMs: err.retryAfterMs };
     }
     state.last_contact = stamp;
+    state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
       if (dryRun) return { ...base, result: 'up_to_date', version: active, code: null, reason: null };
       return this.finish(client, state, active, active, []);

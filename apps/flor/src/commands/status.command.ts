@@ -2,6 +2,7 @@ import type { ActivationRecord, AgentStatus } from '#contracts';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
+import { WAYS_ON } from '../agent/retirement.js';
 
 function formatActivation(a: ActivationRecord): string {
   const how = a.answer ? `${a.activation} (${a.answer})` : a.fallback ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})` : a.activation;
@@ -11,6 +12,7 @@ function formatActivation(a: ActivationRecord): string {
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
     ['lifecycle', s.lifecycle],
+    ...(s.retired ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]] : []),
     ['node', s.node ?? '-'],
     ['coordinator', s.coordinator ?? '-'],
     ['active version', String(s.active_version)],
