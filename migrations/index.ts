@@ -6,6 +6,7 @@ import * as m0004 from './0004-mirror.js';
 import * as m0005 from './0005-fleet.js';
 import * as m0006 from './0006-activation.js';
 import * as m0007 from './0007-revocation-reason.js';
+import * as m0008 from './0008-accepted-ineligible.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005-fleet': m0005,
   '0006-activation': m0006,
   '0007-revocation-reason': m0007,
+  '0008-accepted-ineligible': m0008,
 };

@@ -520,6 +520,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         recorded_at: expect.stringMatching(ISO),
         changed: [{ node: 'hist', from: 3, to: 4 }],
         unchanged: 0,
+        accepted_ineligible: [],
         // Nothing has reported on hist: outstanding, never failed.
         nodes: [{ node: 'hist', from: 3, to: 4, status: 'outstanding', reason: null, ineligible: false, last_contact: null, activation: null }],
         counts: { applied: 0, outstanding: 1, failed: 0, superseded: 0 },

@@ -1,6 +1,6 @@
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
-import { Client } from './support/http.js';
+import { Client, expectProblem } from './support/http.js';
 
 /**
  * What a publish reached, as the coordinator accounts for it from node reports sent over HTTP with
@@ -22,12 +22,16 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     return r;
   }
 
-  async function publish(tree: Record<string, string>, message: string) {
+  async function publishRequest(tree: Record<string, string>, message: string, extra: Record<string, unknown> = {}) {
     const body: Record<string, { artifacts: Record<string, string> }> = {};
     for (const [node, content] of Object.entries(tree)) body[node] = { artifacts: { 'flor.json': await admin.putBlob(content) } };
-    const r = await admin.post('/v1/publishes', { message, nodes: body });
+    return admin.post('/v1/publishes', { message, nodes: body, ...extra });
+  }
+
+  async function publish(tree: Record<string, string>, message: string, extra: Record<string, unknown> = {}) {
+    const r = await publishRequest(tree, message, extra);
     expect(r.status).toBe(201);
-    return r.body as { publish_id: string; changed: { node: string; to: number }[] };
+    return r.body as { publish_id: string; changed: { node: string; to: number }[]; accepted_ineligible?: unknown };
   }
 
   const report = (node: string, body: Record<string, unknown>) => nodes[node].post(`/v1/nodes/${node}/reports`, body);
@@ -96,16 +100,36 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect((await report('applier', { active_version: 1, result: 'applied', activation: { path: 'telepathy' } })).status).toBe(422);
   });
 
-  it('marks a node whose briefing failed ineligible, in its status and in publishes touching it', async () => {
+  it('marks a node whose briefing failed ineligible, and refuses to publish to it until accepted or enrolled cleanly', async () => {
     const r = await enrol('skewed', { profile: profile({ clock: '2001-01-01T00:00:00Z' }) });
     expect(r.body.briefing.outcome).toBe('fail');
     expect(r.body.briefing.lines).toContainEqual(expect.objectContaining({ check: 'clock skew acceptable', outcome: 'fail' }));
-    const p = await publish({ skewed: 'x1' }, 'to the skewed node');
-    expect((await nodeList()).find((n) => n.node === 'skewed')?.ineligible).toBe(true);
-    expect((await reader.get(`/v1/publishes/${p.publish_id}`)).body.nodes[0]).toMatchObject({ node: 'skewed', ineligible: true, status: 'outstanding' });
-    // Enrolling again with a sound profile clears it.
+    const skewLine = { check: 'clock skew acceptable', detail: expect.stringMatching(/ s from the coordinator's clock/) };
+    expect((await nodeList()).find((n) => n.node === 'skewed')).toMatchObject({ ineligible: true, failed_briefing: [skewLine] });
+
+    // Refused as a whole, naming the node and its failed line: nothing is written, not even for the eligible node beside it.
+    const head = (await reader.get('/v1/ledger/head')).body;
+    const refused = await publishRequest({ skewed: 'x1', applier: 'a-refused' }, 'to the skewed node');
+    expectProblem(refused, 422, 'ineligible_nodes');
+    expect(refused.body.nodes).toEqual([{ node: 'skewed', failed_briefing: [skewLine] }]);
+    expect(refused.body.detail).toMatch(/allow_ineligible: \["skewed"\]/);
+    expect((await reader.get('/v1/ledger/head')).body).toEqual(head);
+
+    // Accepted by name: published, and the publish record says who accepted what.
+    const p = await publish({ skewed: 'x1' }, 'to the skewed node', { allow_ineligible: ['skewed'] });
+    expect(p.accepted_ineligible).toEqual([{ node: 'skewed', failed_briefing: [skewLine] }]);
+    const detail = (await reader.get(`/v1/publishes/${p.publish_id}`)).body;
+    expect(detail).toMatchObject({ actor: expect.any(String), accepted_ineligible: [{ node: 'skewed', failed_briefing: [skewLine] }] });
+    expect(detail.nodes[0]).toMatchObject({ node: 'skewed', ineligible: true, status: 'outstanding' });
+    const events = (await reader.get(`/v1/ledger/events?after=${head.position}`)).body.items;
+    expect(events.find((e: { type: string }) => e.type === 'publish_recorded')).toMatchObject({ data: { accepted_ineligible: [{ node: 'skewed' }] }, meta: { actor: detail.actor } });
+    // Retiring an ineligible node needs no acceptance.
+    expect((await admin.post('/v1/nodes/skewed/retire', { message: 'gone' })).status).toBe(201);
+
+    // Enrolling again with a sound profile clears it, and publishes go through without accepting anything.
     await enrol('skewed');
-    expect((await nodeList()).find((n) => n.node === 'skewed')?.ineligible).toBe(false);
+    expect((await nodeList()).find((n) => n.node === 'skewed')).toMatchObject({ ineligible: false, failed_briefing: [] });
+    expect((await publish({ skewed: 'x2' }, 'skewed is sound again')).accepted_ineligible).toBeUndefined();
   });
 
   it('hands a re-enrolling node the recovery copy of what it had installed', async () => {

@@ -22,9 +22,9 @@ export interface LedgerHarness {
   readonly keys: SigningKeyStore;
   readonly writer: LedgerWriter;
   /** Uploads each artifact's content as a blob and publishes the tree. Contents are strings. */
-  publish(nodes: Record<string, Record<string, string>>, options?: { prune?: boolean; expected_position?: number; message?: string }): Promise<PublishResponse>;
+  publish(nodes: Record<string, Record<string, string>>, options?: { prune?: boolean; expected_position?: number; message?: string; allow_ineligible?: string[] }): Promise<PublishResponse>;
   publishRequest(request: PublishRequest): Promise<PublishResponse>;
-  rollback(node: string, toVersion: number): Promise<PublishResponse>;
+  rollback(node: string, toVersion: number, allowIneligible?: readonly string[]): Promise<PublishResponse>;
   retire(node: string): Promise<PublishResponse>;
   head(): Promise<{ position: number; hash: string }>;
   close(): Promise<void>;
@@ -51,10 +51,10 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
         }
         tree[node] = { artifacts };
       }
-      return harness.publishRequest({ message: options.message ?? 'test publish', nodes: tree, prune: options.prune, expected_position: options.expected_position });
+      return harness.publishRequest({ message: options.message ?? 'test publish', nodes: tree, prune: options.prune, expected_position: options.expected_position, allow_ineligible: options.allow_ineligible });
     },
     publishRequest: (request) => publishHandler.execute(new PublishTreeCommand(request, 'tester')),
-    rollback: (node, toVersion) => new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester')),
+    rollback: (node, toVersion, allowIneligible) => new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester', undefined, allowIneligible)),
     retire: (node) => new RetireNodeHandler(writer).execute(new RetireNodeCommand(node, `retire ${node}`, 'tester')),
     head: () => readLedgerHead(db.kysely),
     async close() {

@@ -15,14 +15,16 @@ const problem = (description: string) => ({ description, schema: C.Problem, cont
 const rateLimited = problem('too many requests from this address (see Retry-After)');
 const std = { 401: problem('missing, unknown or revoked credential'), 403: problem('role or node not allowed'), 422: problem('invalid input') };
 /** A node credential revoked at retirement is told apart (code retired_credential) from any other refusal. */
+/** A publish or rollback giving ineligible nodes new content without accepting them gets code ineligible_nodes and their failed lines. */
+const ineligibleOr422 = { description: 'invalid input; code ineligible_nodes: nodes with a failed enrolment briefing that allow_ineligible does not name', schema: C.IneligibleNodesProblem.or(C.Problem), contentType: 'application/problem+json' };
 const retiredOr401 = problem('missing, unknown or revoked credential; code retired_credential: the node was retired');
 
 /** Every route with the contract schemas it parses and answers: the OpenAPI document is generated from these. */
 const ROUTES: Route[] = [
   { method: 'post', path: '/v1/blobs/missing', summary: 'Which of these blobs the coordinator lacks', access: 'publisher', body: C.BlobsMissingRequest, responses: { 200: { description: 'missing digests', schema: C.BlobsMissingResponse }, ...std } },
   { method: 'put', path: '/v1/blobs/{sha256}', summary: 'Upload a content-addressed blob (application/octet-stream)', access: 'publisher', responses: { 200: { description: 'already stored' }, 201: { description: 'stored' }, ...std } },
-  { method: 'post', path: '/v1/publishes', summary: 'Publish a tree of node artifact sets', access: 'publisher', body: C.PublishRequest, responses: { 200: { description: 'nothing changed', schema: C.PublishResponse }, 201: { description: 'stamped', schema: C.PublishResponse }, 409: problem('stale expected_position'), ...std } },
-  { method: 'post', path: '/v1/nodes/{node}/rollback', summary: 'Stamp a new version carrying an older version\'s content', access: 'publisher', body: C.RollbackRequest, responses: { 201: { description: 'stamped', schema: C.PublishResponse }, 404: problem('unknown node or version'), ...std } },
+  { method: 'post', path: '/v1/publishes', summary: 'Publish a tree of node artifact sets', access: 'publisher', body: C.PublishRequest, responses: { 200: { description: 'nothing changed', schema: C.PublishResponse }, 201: { description: 'stamped', schema: C.PublishResponse }, 409: problem('stale expected_position'), ...std, 422: ineligibleOr422 } },
+  { method: 'post', path: '/v1/nodes/{node}/rollback', summary: 'Stamp a new version carrying an older version\'s content', access: 'publisher', body: C.RollbackRequest, responses: { 201: { description: 'stamped', schema: C.PublishResponse }, 404: problem('unknown node or version'), ...std, 422: ineligibleOr422 } },
   { method: 'post', path: '/v1/nodes/{node}/retire', summary: 'Stamp the final empty set', access: 'publisher', body: C.RetireRequest, responses: { 201: { description: 'retired', schema: C.PublishResponse }, 409: problem('already retired'), ...std } },
   { method: 'get', path: '/v1/nodes/{node}/bundle', summary: 'The node\'s signed bundle (compact JWS)', access: 'node', responses: { 200: { description: 'bundle', contentType: 'application/jose', schema: z.string() }, 304: { description: 'If-None-Match matched' }, ...std, 401: retiredOr401 } },
   { method: 'post', path: '/v1/nodes/{node}/reports', summary: 'An agent reports what it applied', access: 'node', body: C.ReportRequest, responses: { 204: { description: 'recorded' }, ...std, 401: retiredOr401 } },

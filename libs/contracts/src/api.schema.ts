@@ -8,6 +8,16 @@ const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000'
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
 
+/** A line of an enrolment briefing that failed: why its node is ineligible for new content. */
+export const FailedBriefingLine = z.object({ check: z.string(), detail: z.string() });
+/** An ineligible node and the briefing lines it failed, as a publish was refused for or accepted with. */
+export const IneligibleNode = z.object({ node: NodeName, failed_briefing: z.array(FailedBriefingLine) });
+/**
+ * Ineligible nodes the operator accepts new content for, in this request only. Naming a node that is
+ * eligible, or that the request does not change, is harmless: only nodes actually stamped are checked.
+ */
+const AllowIneligible = z.array(NodeName).max(100_000);
+
 export const PublishNode = z.strictObject({
   artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= 256, 'at most 256 artifacts per node'),
 });
@@ -16,6 +26,7 @@ export const PublishRequest = z.strictObject({
   expected_position: Position.optional(),
   prune: z.boolean().optional(),
   nodes: z.record(NodeName, PublishNode),
+  allow_ineligible: AllowIneligible.optional(),
 });
 export type PublishRequest = z.infer<typeof PublishRequest>;
 
@@ -25,10 +36,12 @@ export const PublishResponse = z.object({
   position: Position,
   changed: z.array(NodeChange),
   unchanged: z.number().int().nonnegative(),
+  /** Present when the request stamped ineligible nodes it accepted with allow_ineligible; the ledger records them. */
+  accepted_ineligible: z.array(IneligibleNode).optional(),
 });
 export type PublishResponse = z.infer<typeof PublishResponse>;
 
-export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional() });
+export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional(), allow_ineligible: AllowIneligible.optional() });
 export const RetireRequest = z.strictObject({ message: Message.optional(), expected_position: Position.optional() });
 
 export const EnrolmentTokenRequest = z.strictObject({
@@ -102,6 +115,8 @@ export const NodeSummary = z.object({
   state: LifecycleState,
   convergence: ConvergenceState.nullable(),
   ineligible: z.boolean(),
+  /** The briefing lines that make the node ineligible; empty when it is eligible. */
+  failed_briefing: z.array(FailedBriefingLine),
   applied_version: z.number().int().nullable(),
   last_contact: Timestamp.nullable(),
   last_contact_age_seconds: z.number().int().nullable(),
@@ -173,6 +188,8 @@ export const PublishSummary = z.object({
   recorded_at: Timestamp,
   changed: z.array(NodeChange),
   unchanged: z.number().int().nonnegative(),
+  /** Ineligible nodes this publish gave new content because its actor accepted them, with the lines they had failed. */
+  accepted_ineligible: z.array(IneligibleNode),
 });
 export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'superseded']);
 export const PublishDetail = PublishSummary.extend({
@@ -236,4 +253,13 @@ export const RetiredCredentialProblem = Problem.extend({
   version: z.number().int().positive().nullable(),
 });
 export type RetiredCredentialProblem = z.infer<typeof RetiredCredentialProblem>;
+
+/** 422 to a publish or rollback that would give new content to ineligible nodes it did not accept: each node and its failed lines. */
+export const IneligibleNodesProblem = Problem.extend({
+  code: z.literal('ineligible_nodes'),
+  nodes: z.array(IneligibleNode),
+  /** Present when the list was cut to its first entries: how many nodes were refused in all. */
+  nodes_count: z.number().int().optional(),
+});
+export type IneligibleNodesProblem = z.infer<typeof IneligibleNodesProblem>;
 

@@ -11,6 +11,7 @@ export type DomainErrorCode =
   | 'unknown_publish'
   | 'node_retired'
   | 'invalid_rollback_target'
+  | 'ineligible_nodes'
   | 'unauthenticated'
   | 'retired_credential'
   | 'forbidden'

@@ -11,6 +11,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   missing_blobs: 422,
   digest_mismatch: 422,
   invalid_rollback_target: 422,
+  ineligible_nodes: 422,
   stale_position: 409,
   node_retired: 409,
   unknown_node: 404,

@@ -65,6 +65,13 @@ export interface PublishesTable {
   changed: Json<{ node: string; from: number; to: number }[]>;
   unchanged: number;
   recorded_at: Timestamp;
+  /** Null when the publish accepted no ineligible node. */
+  accepted_ineligible: Json<AcceptedIneligible[]> | null;
+}
+
+export interface AcceptedIneligible {
+  node: string;
+  failed_briefing: { check: string; detail: string }[];
 }
 
 export interface ApiTokensTable {

@@ -42,6 +42,21 @@ export function briefingFor(input: { tokenNode: string; claimedNode?: string; pr
   return { outcome: lines.every((l) => l.outcome === 'pass') ? 'pass' : 'fail', lines };
 }
 
+/**
+ * The failed lines of a stored briefing: why its node is ineligible. A node flagged without a
+ * readable briefing still gets a line, so a refusal never names a node with no reason.
+ */
+export function failedLines(briefing: unknown): { check: string; detail: string }[] {
+  const lines = (briefing as { lines?: unknown } | null)?.lines;
+  const failed = Array.isArray(lines) ? lines.filter(isFailedLine).map((l) => ({ check: l.check, detail: l.detail })) : [];
+  return failed.length > 0 ? failed : [{ check: 'briefing', detail: 'the enrolment briefing failed' }];
+}
+
+function isFailedLine(l: unknown): l is BriefingLine {
+  const line = l as Partial<BriefingLine> | null;
+  return typeof line?.check === 'string' && typeof line.detail === 'string' && line.outcome === 'fail';
+}
+
 function parseVersion(v: string): [number, number, number] | null {
   const m = /^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/.exec(v);
   return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;

@@ -1,4 +1,4 @@
-import { briefingFor } from './briefing.js';
+import { briefingFor, failedLines } from './briefing.js';
 
 const now = new Date('2026-11-29T10:00:00Z');
 const profile = { hostname: 'h1', os: 'linux', arch: 'x64', agent_version: '0.1.0', clock: '2026-11-29T10:00:30Z' };
@@ -23,5 +23,12 @@ describe('enrolment briefing', () => {
 
   it('accepts newer agents and pre-release suffixes', () => {
     expect(briefingFor({ tokenNode: 'a', profile: { ...profile, agent_version: '1.2.3-rc.1' }, now }).outcome).toBe('pass');
+  });
+
+  it('gives the failed lines of a stored briefing, and a line of its own for one it cannot read', () => {
+    const stored = JSON.parse(JSON.stringify(briefingFor({ tokenNode: 'alpha', profile: { ...profile, agent_version: 'dev' }, now })));
+    expect(failedLines(stored)).toEqual([{ check: 'agent version supported', detail: 'agent version "dev" is not a version number' }]);
+    expect(failedLines(null)).toEqual([{ check: 'briefing', detail: 'the enrolment briefing failed' }]);
+    expect(failedLines({ outcome: 'fail', lines: 'garbled' })).toEqual([{ check: 'briefing', detail: 'the enrolment briefing failed' }]);
   });
 });

@@ -55,7 +55,13 @@ export class LedgerWriter {
         await nextRecordedAt(trx),
       );
       await project(trx, stored, this.keys);
-      return { publish_id: publishId, position: stored[stored.length - 1].position, changed: [...decision.changed], unchanged: decision.unchanged };
+      return {
+        publish_id: publishId,
+        position: stored[stored.length - 1].position,
+        changed: [...decision.changed],
+        unchanged: decision.unchanged,
+        ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
+      };
     });
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (result.publish_id) this.mirror?.nudge();

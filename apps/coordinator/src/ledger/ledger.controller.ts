@@ -47,7 +47,7 @@ export class LedgerController {
   async rollback(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const name = parseInput(NodeName, node, 'path');
     const req = parseInput(RollbackRequest, body, 'body');
-    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position)));
+    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible)));
   }
 
   @Post('v1/nodes/:node/retire')

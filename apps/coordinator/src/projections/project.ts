@@ -79,6 +79,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
         changed: JSON.stringify(d.changed),
         unchanged: d.unchanged,
         recorded_at: e.recorded_at,
+        accepted_ineligible: d.accepted_ineligible ? JSON.stringify(d.accepted_ineligible) : null,
       })
       .execute();
   }

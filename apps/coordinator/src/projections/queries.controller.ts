@@ -11,6 +11,7 @@ import { Access } from '../identity/auth.decorators.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
 import { loadVersion } from './heads.repository.js';
 import { diffSets } from './artifact-diff.js';
+import { failedLines } from '../identity/briefing.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 
@@ -45,6 +46,7 @@ export class QueriesController {
         state,
         convergence: conv,
         ineligible: r.status?.ineligible ?? false,
+        failed_briefing: r.status?.ineligible ? failedLines(r.status.briefing) : [],
         applied_version: r.appliedVersion,
         last_contact: contact ? contact.toISOString() : null,
         last_contact_age_seconds: contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null,
@@ -161,8 +163,18 @@ export class QueriesController {
   }
 }
 
-function toPublish(r: { publish_id: string; position: unknown; kind: string; actor: string; message: string; recorded_at: Date | string; changed: unknown; unchanged: number }) {
-  return { publish_id: r.publish_id, position: Number(r.position), kind: r.kind, actor: r.actor, message: r.message, recorded_at: iso(r.recorded_at), changed: r.changed, unchanged: r.unchanged };
+function toPublish(r: { publish_id: string; position: unknown; kind: string; actor: string; message: string; recorded_at: Date | string; changed: unknown; unchanged: number; accepted_ineligible: unknown }) {
+  return {
+    publish_id: r.publish_id,
+    position: Number(r.position),
+    kind: r.kind,
+    actor: r.actor,
+    message: r.message,
+    recorded_at: iso(r.recorded_at),
+    changed: r.changed,
+    unchanged: r.unchanged,
+    accepted_ineligible: r.accepted_ineligible ?? [],
+  };
 }
 
 function decodeUtf8(bytes: Buffer): string | null {

@@ -8,6 +8,8 @@ export class RollbackNodeCommand extends Command<PublishResponse> {
     readonly message: string,
     readonly actor: string,
     readonly expectedPosition?: number,
+    /** Nodes the operator accepts although ineligible; only this rollback's node can matter. */
+    readonly allowIneligible: readonly string[] = [],
   ) {
     super();
   }

@@ -1,5 +1,6 @@
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { PublishResponse } from '#contracts';
+import { loadIneligible } from '../../fleet/ineligible.repository.js';
 import { loadHeads, loadVersion } from '../../projections/heads.repository.js';
 import { LedgerWriter } from '../ledger-writer.js';
 import { RollbackNodeCommand } from './rollback-node.command.js';
@@ -11,7 +12,15 @@ export class RollbackNodeHandler implements ICommandHandler<RollbackNodeCommand,
   execute(c: RollbackNodeCommand): Promise<PublishResponse> {
     return this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition }, async (trx) => ({
       heads: await loadHeads(trx, [c.node]),
-      command: { type: 'rollback_node', node: c.node, toVersion: c.toVersion, message: c.message, target: await loadVersion(trx, c.node, c.toVersion) },
+      command: {
+        type: 'rollback_node',
+        node: c.node,
+        toVersion: c.toVersion,
+        message: c.message,
+        target: await loadVersion(trx, c.node, c.toVersion),
+        ineligible: await loadIneligible(trx, [c.node]),
+        allowIneligible: new Set(c.allowIneligible),
+      },
     }));
   }
 }

@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import type { LedgerEvent, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
+import type { IneligibleNode, LedgerEvent, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
 
 /** The decider's view of one node: its head in the ledger. Absent = never published. */
 export interface NodeHead {
@@ -16,23 +16,36 @@ export interface ArtifactRef {
   readonly sha256: string;
 }
 
+/**
+ * Nodes whose enrolment briefing failed, each with the lines it failed, as loaded for the nodes a
+ * command would stamp. They get no new content unless the command accepts them by name.
+ */
+export type Ineligible = ReadonlyMap<string, IneligibleNode['failed_briefing']>;
+
+/** What a command that gives nodes new content knows about ineligible nodes. */
+interface IneligibleFacts {
+  readonly ineligible: Ineligible;
+  /** Nodes the operator accepts although ineligible; naming any other node has no effect. */
+  readonly allowIneligible: ReadonlySet<string>;
+}
+
 export type LedgerCommand =
-  | {
+  | ({
       readonly type: 'publish_tree';
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
       /** Sizes of the blobs the changed nodes reference; a digest missing here is a missing blob. */
       readonly blobSizes: ReadonlyMap<string, number>;
-    }
-  | {
+    } & IneligibleFacts)
+  | ({
       readonly type: 'rollback_node';
       readonly message: string;
       readonly node: string;
       readonly toVersion: number;
       /** The node's set at toVersion as the ledger recorded it, or undefined when there is no such version. */
       readonly target: NodeHead | undefined;
-    }
+    } & IneligibleFacts)
   | { readonly type: 'retire_node'; readonly message: string; readonly node: string };
 
 /** Ids and time come from outside so decisions are reproducible. */
@@ -44,9 +57,11 @@ export interface Decision {
   readonly events: readonly LedgerEvent[];
   readonly changed: readonly { node: string; from: number; to: number }[];
   readonly unchanged: number;
+  /** Ineligible nodes stamped with new content because the command accepted them. */
+  readonly acceptedIneligible: readonly IneligibleNode[];
 }
 
-const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged });
+const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged, acceptedIneligible: [] });
 
 /** Nodes of a tree whose set digest differs from their head: the only ones a publish touches. */
 export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads): string[] {
@@ -82,6 +97,7 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
 
 function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
   const changedNodes = changedNodesOf(command.nodes, heads);
+  const accepted = admitIneligible(changedNodes, command);
   const missing = new Set<string>();
   for (const node of changedNodes) {
     for (const a of command.nodes.get(node) ?? []) if (!command.blobSizes.has(a.sha256)) missing.add(a.sha256);
@@ -105,7 +121,7 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
   }
   const unchanged = command.nodes.size - changedNodes.length;
   if (stamps.length === 0) return NO_CHANGE(unchanged);
-  return withRecord('publish', command.message, stamps, unchanged, ctx);
+  return withRecord('publish', command.message, stamps, unchanged, ctx, accepted);
 }
 
 function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' }>, heads: Heads, ctx: DecisionContext): Decision {
@@ -121,8 +137,9 @@ function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' 
     throw new DomainError('invalid_rollback_target', `version ${command.toVersion} of ${command.node} is a retirement; retire the node instead`, { node: command.node });
   }
   if (!head.retired && head.setDigest === command.target.setDigest) return NO_CHANGE(1);
+  const accepted = admitIneligible([command.node], command);
   const event = stamp(command.node, head, command.target.artifacts, false, ctx, command.toVersion);
-  return withRecord('rollback', command.message, [event], 0, ctx);
+  return withRecord('rollback', command.message, [event], 0, ctx, accepted);
 }
 
 function decideRetire(command: Extract<LedgerCommand, { type: 'retire_node' }>, heads: Heads, ctx: DecisionContext): Decision {
@@ -130,6 +147,31 @@ function decideRetire(command: Extract<LedgerCommand, { type: 'retire_node' }>, 
   if (!head) throw new DomainError('unknown_node', `node ${command.node} has never been published`, { node: command.node });
   if (head.retired) throw new DomainError('node_retired', `node ${command.node} is already retired at version ${head.version}`, { node: command.node });
   return withRecord('retire', command.message, [stamp(command.node, head, [], true, ctx)], 0, ctx);
+}
+
+/** How many refused nodes a refusal's message names; the problem body lists them all. */
+const NAMED_IN_MESSAGE = 5;
+
+/**
+ * The rule for ineligible nodes: a command that would give one new content is refused as a whole,
+ * naming each node and its failed lines, unless it accepts every such node by name. Retirement
+ * gives no content and is never refused. Returns the ineligible nodes accepted, for the record.
+ */
+function admitIneligible(stamped: readonly string[], facts: IneligibleFacts): IneligibleNode[] {
+  const flagged = stamped
+    .filter((node) => facts.ineligible.has(node))
+    .sort(compare)
+    .map((node): IneligibleNode => ({ node, failed_briefing: facts.ineligible.get(node) ?? [] }));
+  const refused = flagged.filter((n) => !facts.allowIneligible.has(n.node));
+  if (refused.length === 0) return flagged;
+  const named = refused.slice(0, NAMED_IN_MESSAGE).map((n) => `${n.node} (${n.failed_briefing.map((l) => `${l.check}: ${l.detail}`).join('; ') || 'briefing failed'})`);
+  const more = refused.length > NAMED_IN_MESSAGE ? `, and ${refused.length - NAMED_IN_MESSAGE} more` : '';
+  const names = JSON.stringify(refused.map((n) => n.node));
+  throw new DomainError(
+    'ineligible_nodes',
+    `${refused.length === 1 ? 'a node' : `${refused.length} nodes`} would get new content although ineligible (a failed enrolment briefing line): ${named.join(', ')}${more}. Enrol ${refused.length === 1 ? 'it' : 'them'} again with a briefing that passes, or accept ${refused.length === 1 ? 'it' : 'them'} with allow_ineligible: ${names}`,
+    { nodes: refused },
+  );
 }
 
 function stamp(
@@ -158,15 +200,16 @@ function stamp(
   };
 }
 
-function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext): Decision {
+function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = []): Decision {
   const changed = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, to: s.data.version }));
   const record: PublishRecorded = {
     type: 'publish_recorded',
     stream: `publish:${ctx.publishId}`,
     revision: 1,
-    data: { publish_id: ctx.publishId, kind, message, changed, unchanged },
+    // The acceptance is part of the hash-chained record: who (the event's actor) accepted which nodes, failing what.
+    data: { publish_id: ctx.publishId, kind, message, changed, unchanged, ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}) },
   };
-  return { events: [...stamps, record], changed, unchanged };
+  return { events: [...stamps, record], changed, unchanged, acceptedIneligible: accepted };
 }
 
 /** Folds a stamped set into the heads: the state a later decision sees. */

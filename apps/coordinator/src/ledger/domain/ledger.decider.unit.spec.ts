@@ -1,7 +1,7 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
 import { decide, evolve, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead } from './ledger.decider.js';
-import type { LedgerEvent, NodeSetStamped } from './ledger.events.js';
+import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
 const A = sha('a');
@@ -11,14 +11,22 @@ const sizes = new Map([[A, 10], [B, 20], [C, 30]]);
 let n = 0;
 const ctx = () => ({ publishId: `p${++n}` });
 
-function publish(nodes: Record<string, Record<string, string>>, prune = false): LedgerCommand {
+const NONE_INELIGIBLE = { ineligible: new Map(), allowIneligible: new Set<string>() };
+
+function publish(nodes: Record<string, Record<string, string>>, prune = false, ineligible: Partial<Pick<Extract<LedgerCommand, { type: 'publish_tree' }>, 'ineligible' | 'allowIneligible'>> = {}): LedgerCommand {
   return {
     type: 'publish_tree',
     message: 'm',
     prune,
     blobSizes: sizes,
     nodes: new Map(Object.entries(nodes).map(([k, v]) => [k, Object.entries(v).map(([name, sha256]): ArtifactRef => ({ name, sha256 }))])),
+    ...NONE_INELIGIBLE,
+    ...ineligible,
   };
+}
+
+function rollback(node: string, toVersion: number, target: NodeHead | undefined, extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {}): LedgerCommand {
+  return { type: 'rollback_node', node, toVersion, target, message: 'undo', ...NONE_INELIGIBLE, ...extra };
 }
 
 /** given(events) → when(command) → then: the events a decision appends. */
@@ -31,6 +39,18 @@ function given(events: LedgerEvent[]) {
 }
 
 const stamps = (events: readonly LedgerEvent[]) => events.filter((e): e is NodeSetStamped => e.type === 'node_set_stamped');
+const recordOf = (events: readonly LedgerEvent[]) => events.find((e): e is PublishRecorded => e.type === 'publish_recorded');
+
+/** The typed error a decision throws; fails the test when it decides instead. */
+function refusal(decide: () => unknown): DomainError {
+  try {
+    decide();
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error('expected a refusal');
+}
 
 describe('ledger decider', () => {
   describe('publish', () => {
@@ -107,7 +127,7 @@ describe('ledger decider', () => {
     const v1: NodeHead = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
 
     it('stamps version+1 carrying the old content', () => {
-      const d = given(history()).when({ type: 'rollback_node', node: 'alpha', toVersion: 1, target: v1, message: 'undo' });
+      const d = given(history()).when(rollback('alpha', 1, v1));
       expect(d.changed).toEqual([{ node: 'alpha', from: 2, to: 3 }]);
       expect(stamps(d.events)[0].data).toMatchObject({ version: 3, set_digest: v1.setDigest, restored_from: 1, artifacts: v1.artifacts });
     });
@@ -122,16 +142,16 @@ describe('ledger decider', () => {
           return (e as DomainError).code;
         }
       };
-      expect(code({ type: 'rollback_node', node: 'ghost', toVersion: 1, target: undefined, message: '' })).toBe('unknown_node');
-      expect(code({ type: 'rollback_node', node: 'alpha', toVersion: 9, target: undefined, message: '' })).toBe('unknown_version');
-      expect(code({ type: 'rollback_node', node: 'alpha', toVersion: 2, target: { ...v1, version: 2 }, message: '' })).toBe('invalid_rollback_target');
+      expect(code(rollback('ghost', 1, undefined))).toBe('unknown_node');
+      expect(code(rollback('alpha', 9, undefined))).toBe('unknown_version');
+      expect(code(rollback('alpha', 2, { ...v1, version: 2 }))).toBe('invalid_rollback_target');
     });
 
     it('is a no-op when the head already carries the target content', () => {
       const e1 = given([]).when(publish({ alpha: { f: A } })).events;
       const e2 = given([...e1]).when(publish({ alpha: { f: A, g: B } })).events;
       const e3 = given([...e1, ...e2]).when(publish({ alpha: { f: A } })).events;
-      expect(given([...e1, ...e2, ...e3]).when({ type: 'rollback_node', node: 'alpha', toVersion: 1, target: v1, message: '' }).events).toEqual([]);
+      expect(given([...e1, ...e2, ...e3]).when(rollback('alpha', 1, v1)).events).toEqual([]);
     });
   });
 
@@ -148,6 +168,67 @@ describe('ledger decider', () => {
       const e2 = given([...e1]).when({ type: 'retire_node', node: 'alpha', message: '' }).events;
       expect(() => given([...e1, ...e2]).when({ type: 'retire_node', node: 'alpha', message: '' })).toThrow(expect.objectContaining({ code: 'node_retired' }));
       expect(() => given([]).when({ type: 'retire_node', node: 'alpha', message: '' })).toThrow(expect.objectContaining({ code: 'unknown_node' }));
+    });
+  });
+
+  describe('ineligible nodes', () => {
+    const skew = { check: 'clock skew acceptable', detail: '900 s from the coordinator\'s clock (at most 300 s)' };
+    const old = { check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' };
+    const ineligible = new Map([['alpha', [skew]], ['gamma', [skew, old]]]);
+    const published = () => given([]).when(publish({ alpha: { f: A }, beta: { f: A }, gamma: { f: A } })).events;
+
+    it('refuses a publish that would give an ineligible node new content, naming each node and its failed lines', () => {
+      const e = refusal(() => given([...published()]).when(publish({ alpha: { f: B }, beta: { f: B }, gamma: { f: B } }, false, { ineligible })));
+      expect(e.code).toBe('ineligible_nodes');
+      expect(e.details).toEqual({ nodes: [{ node: 'alpha', failed_briefing: [skew] }, { node: 'gamma', failed_briefing: [skew, old] }] });
+      expect(e.message).toContain('allow_ineligible: ["alpha","gamma"]');
+    });
+
+    it('refuses a new node that enrolled ineligible before its first publish', () => {
+      expect(refusal(() => given([]).when(publish({ alpha: { f: A } }, false, { ineligible }))).code).toBe('ineligible_nodes');
+    });
+
+    it('refuses the whole publish while one ineligible node is not accepted', () => {
+      const e = refusal(() => given([...published()]).when(publish({ alpha: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['alpha']) })));
+      expect(e.details).toEqual({ nodes: [{ node: 'gamma', failed_briefing: [skew, old] }] });
+    });
+
+    it('stamps ineligible nodes the publish accepts, and records which with their failed lines', () => {
+      const d = given([...published()]).when(publish({ alpha: { f: B }, beta: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['gamma', 'alpha']) }));
+      expect(d.changed.map((c) => c.node)).toEqual(['alpha', 'beta', 'gamma']);
+      const accepted = [{ node: 'alpha', failed_briefing: [skew] }, { node: 'gamma', failed_briefing: [skew, old] }];
+      expect(d.acceptedIneligible).toEqual(accepted);
+      expect(recordOf(d.events)?.data.accepted_ineligible).toEqual(accepted);
+    });
+
+    it('never refuses an ineligible node whose content does not change', () => {
+      const d = given([...published()]).when(publish({ alpha: { f: A }, beta: { f: B }, gamma: { f: A } }, false, { ineligible }));
+      expect(d.changed.map((c) => c.node)).toEqual(['beta']);
+      expect(recordOf(d.events)?.data).not.toHaveProperty('accepted_ineligible');
+    });
+
+    it('lets an ineligible node be retired, by retire or by prune', () => {
+      const events = [...published()];
+      expect(stamps(given(events).when({ type: 'retire_node', node: 'alpha', message: 'bye' }).events)[0].data.retired).toBe(true);
+      const pruned = given(events).when(publish({ beta: { f: A } }, true, { ineligible }));
+      expect(stamps(pruned.events).map((s) => [s.data.node, s.data.retired])).toEqual([['alpha', true], ['gamma', true]]);
+    });
+
+    it('ignores accepting a node that is not ineligible, and records no acceptance', () => {
+      const d = given([...published()]).when(publish({ beta: { f: B } }, false, { ineligible, allowIneligible: new Set(['beta', 'alpha', 'nobody']) }));
+      expect(d.changed.map((c) => c.node)).toEqual(['beta']);
+      expect(d.acceptedIneligible).toEqual([]);
+      expect(recordOf(d.events)?.data).not.toHaveProperty('accepted_ineligible');
+    });
+
+    it('refuses a rollback onto an ineligible node unless it is accepted, and records the acceptance', () => {
+      const e1 = given([]).when(publish({ alpha: { f: A } })).events;
+      const e2 = given([...e1]).when(publish({ alpha: { f: B } })).events;
+      const v1: NodeHead = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
+      expect(refusal(() => given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible }))).details).toEqual({ nodes: [{ node: 'alpha', failed_briefing: [skew] }] });
+      const d = given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible, allowIneligible: new Set(['alpha']) }));
+      expect(d.changed).toEqual([{ node: 'alpha', from: 2, to: 3 }]);
+      expect(recordOf(d.events)?.data.accepted_ineligible).toEqual([{ node: 'alpha', failed_briefing: [skew] }]);
     });
   });
 });

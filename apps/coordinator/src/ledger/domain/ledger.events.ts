@@ -5,6 +5,12 @@ export interface StampedArtifact {
   readonly size: number;
 }
 
+/** A node whose enrolment briefing failed, and the lines it failed. */
+export interface IneligibleNode {
+  readonly node: string;
+  readonly failed_briefing: readonly { readonly check: string; readonly detail: string }[];
+}
+
 export type PublishKind = 'publish' | 'rollback' | 'retire';
 
 export interface NodeSetStamped {
@@ -32,6 +38,11 @@ export interface PublishRecorded {
     readonly message: string;
     readonly changed: readonly { node: string; from: number; to: number }[];
     readonly unchanged: number;
+    /**
+     * Ineligible nodes this record gave new content because its actor accepted them, with the lines
+     * they had failed then. Absent when there were none, so earlier records keep their exact bytes.
+     */
+    readonly accepted_ineligible?: readonly IneligibleNode[];
   };
 }
 

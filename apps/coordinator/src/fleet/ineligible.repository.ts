@@ -1,0 +1,25 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.js';
+import { failedLines } from '../identity/briefing.js';
+import type { Ineligible } from '../ledger/domain/ledger.decider.js';
+
+const CHUNK = 1000;
+
+/**
+ * Which of the given nodes are ineligible (a failed line in their last enrolment briefing), each with
+ * its failed lines: what the decider needs to refuse or record them. Reads only the nodes asked about,
+ * so a publish pays for the nodes it changes, not for the fleet.
+ */
+export async function loadIneligible(db: Kysely<Database>, nodes: readonly string[]): Promise<Ineligible> {
+  const out = new Map<string, { check: string; detail: string }[]>();
+  for (let i = 0; i < nodes.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('node_status')
+      .select(['node', 'briefing'])
+      .where('ineligible', '=', true)
+      .where('node', 'in', nodes.slice(i, i + CHUNK))
+      .execute();
+    for (const r of rows) out.set(r.node, failedLines(r.briefing));
+  }
+  return out;
+}
