@@ -127,9 +127,13 @@ export function authorOf(actor: string): Omit<Signature, 'seconds'> {
 export function commitMessage(p: MirrorPublish): string {
   const subject = p.message.replace(/\0/g, '').replace(/\r\n?/g, '\n').trim() || p.kind;
   const touched = p.changed.map((c) => `${c.node} ${c.from} -> ${c.to}`);
-  const trailers = [`Ledger-Position: ${p.position}`, `Ledger-Hash: ${p.hash}`, `Publish-Id: ${p.publishId}`];
+  // One trailer per accepted node, so `git log --grep Accepted-Ineligible` finds who accepted whom, failing what.
+  const accepted = (p.acceptedIneligible ?? []).map((n) => `Accepted-Ineligible: ${n.node} (${n.failed_briefing.map((l) => oneLine(l.check)).join(', ')})`);
+  const trailers = [`Ledger-Position: ${p.position}`, `Ledger-Hash: ${p.hash}`, `Publish-Id: ${p.publishId}`, ...accepted];
   return `${subject}\n\n${touched.length ? `${touched.join('\n')}\n\n` : ''}${trailers.join('\n')}\n`;
 }
+
+const oneLine = (text: string): string => text.replace(/[\0\r\n]+/g, ' ').trim();
 
 /** The ledger position a mirror commit records in its trailer, or null for a commit that has none. */
 export function ledgerPositionOf(message: string): number | null {

@@ -84,6 +84,13 @@ describe('mirror tree', () => {
     expect(commitMessage({ ...p, message: '' }).startsWith('publish\n\n')).toBe(true);
   });
 
+  it('names each ineligible node the publish accepted in a trailer, with the checks it failed', () => {
+    const failed = [{ check: 'clock skew acceptable', detail: '900 s' }, { check: 'agent version\nsupported', detail: 'dev' }];
+    const p = publish([{ node: 'alpha', version: 2 }], { acceptedIneligible: [{ node: 'alpha', failed_briefing: failed }] });
+    expect(commitMessage(p).endsWith(`Publish-Id: ${p.publishId}\nAccepted-Ineligible: alpha (clock skew acceptable, agent version supported)\n`)).toBe(true);
+    expect(commitMessage({ ...p, acceptedIneligible: [] })).not.toContain('Accepted-Ineligible');
+  });
+
   it('turns any token name into an identity git accepts', () => {
     expect(authorOf('CI Bot <ops>')).toEqual({ name: 'CI Bot ops', email: 'ci-bot-ops@florete.invalid' });
     expect(authorOf('<>')).toEqual({ name: 'unknown', email: 'unknown@florete.invalid' });

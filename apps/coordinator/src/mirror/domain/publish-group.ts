@@ -1,5 +1,5 @@
 import type { StoredEvent } from '../../ledger/store/ledger-row.js';
-import type { NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/domain/ledger.events.js';
+import type { IneligibleNode, NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/domain/ledger.events.js';
 
 /** One set-changing ledger record with the stamps it closes: what becomes one mirror commit. */
 export interface MirrorPublish {
@@ -12,6 +12,8 @@ export interface MirrorPublish {
   readonly actor: string;
   readonly recordedAt: string;
   readonly changed: readonly { node: string; from: number; to: number }[];
+  /** Ineligible nodes the actor accepted; absent or empty for most publishes. */
+  readonly acceptedIneligible?: readonly IneligibleNode[];
   readonly stamps: readonly NodeSetStamped['data'][];
 }
 
@@ -50,6 +52,7 @@ export class PublishGrouper {
         actor: String(event.meta.actor),
         recordedAt: event.recorded_at,
         changed: record.changed,
+        ...(record.accepted_ineligible ? { acceptedIneligible: record.accepted_ineligible } : {}),
         stamps,
       },
     };
