@@ -19,6 +19,7 @@ import * as status from './commands/status.js';
 import * as tokenCreate from './commands/token-create.js';
 import * as validate from './commands/validate.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
+import { nodeList } from './ineligible.js';
 
 export const VERSION = '0.1.0';
 
@@ -92,6 +93,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--prune', 'retire nodes no longer in the tree')
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
+    .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
     .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').description('nodes with head and applied versions, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
@@ -109,6 +111,7 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))
     .option('-m, --message <message>', 'why')
+    .option('--allow-ineligible', 'roll back even if the node is ineligible (a failed enrolment briefing line), recorded in the ledger')
     .action(async (node: string, o) => done(await rollback.run({ ...o, node })));
   json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
     .option('-m, --message <message>', 'why')

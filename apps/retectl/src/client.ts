@@ -62,26 +62,28 @@ function networkReason(e: unknown): string {
 }
 
 function failure(status: number, text: string, what: string): RetectlError {
-  let problem: Problem | undefined;
+  let problem: (Problem & Record<string, unknown>) | undefined;
   try {
-    const p = Problem.safeParse(JSON.parse(text));
-    if (p.success) problem = p.data;
+    const json: unknown = JSON.parse(text);
+    // Problem strips what it does not name; commands need the extras (the nodes of ineligible_nodes, …).
+    if (Problem.safeParse(json).success) problem = json as Problem & Record<string, unknown>;
   } catch {
     problem = undefined;
   }
   const detail = problem ? `${problem.detail} (${status} ${problem.code})` : `HTTP ${status} to ${what}`;
+  const options = problem ? { problem } : {};
   switch (status) {
     case 401:
-      return new RetectlError('unauthenticated', `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`);
+      return new RetectlError('unauthenticated', `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`, options);
     case 403:
-      return new RetectlError('forbidden', `the API token's role may not do this: ${detail}`);
+      return new RetectlError('forbidden', `the API token's role may not do this: ${detail}`, options);
     case 404:
-      return new RetectlError('not_found', detail);
+      return new RetectlError('not_found', detail, options);
     case 409:
-      return new RetectlError('conflict', detail);
+      return new RetectlError('conflict', detail, options);
     case 422:
-      return new RetectlError('rejected', `the coordinator rejected the request: ${detail}`);
+      return new RetectlError('rejected', `the coordinator rejected the request: ${detail}`, options);
     default:
-      return new RetectlError(status >= 500 ? 'server' : 'rejected', `the coordinator failed: ${detail}`);
+      return new RetectlError(status >= 500 ? 'server' : 'rejected', `the coordinator failed: ${detail}`, options);
   }
 }

@@ -15,13 +15,17 @@ export type RetectlErrorCode =
   | 'bad_response';
 
 export class RetectlError extends Error {
+  /** The coordinator's problem body, when the failure is its answer: commands read its code and extras. */
+  readonly problem?: Readonly<Record<string, unknown>>;
+
   constructor(
     readonly code: RetectlErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; problem?: Readonly<Record<string, unknown>> },
   ) {
     super(message, options);
     this.name = 'RetectlError';
+    if (options?.problem) this.problem = options.problem;
   }
 }
 

@@ -5,7 +5,7 @@ export { validateRete, type Validation } from './validate.js';
 export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds } from './model.js';
 export { compileRete, type CompiledTree } from './compile.js';
 export { diffTrees, treesEqual, type TreeChange } from './tree-diff.js';
-export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests } from './plan.js';
+export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type BriefingFailure, type IneligibleEntry } from './plan.js';
 export { nodeState, formatAge, formatTable, type NodeStatusInput } from './status.js';
 export { waitVerdict, formatCounts, formatPublishNodes, type PublishCounts, type PublishNodeRow, type WaitExit, type WaitVerdict } from './publish-status.js';
 export { EXAMPLE_RETE } from './example.js';

@@ -10,6 +10,20 @@ export interface HeadSummary {
   readonly version: number | null;
   readonly set_digest: string | null;
   readonly retired: boolean;
+  /** A failed enrolment briefing line: the coordinator refuses to give the node new content unless accepted. */
+  readonly ineligible?: boolean;
+  readonly failed_briefing?: readonly BriefingFailure[];
+}
+
+export interface BriefingFailure {
+  readonly check: string;
+  readonly detail: string;
+}
+
+/** A node the plan would give new content although it is ineligible: the publish is refused unless it is accepted. */
+export interface IneligibleEntry {
+  readonly node: string;
+  readonly failed_briefing: readonly BriefingFailure[];
 }
 
 interface PublishedHead extends HeadSummary {
@@ -29,6 +43,8 @@ export interface Plan {
   readonly entries: readonly PlanEntry[];
   /** True when a publish (with the same prune flag) would stamp at least one version. */
   readonly changes: boolean;
+  /** New or changed nodes that are ineligible: the publish fails unless it accepts each of them. */
+  readonly ineligible: readonly IneligibleEntry[];
 }
 
 export const localSetDigest = (artifacts: ArtifactDigests): string => setDigest([...artifacts].map(([name, sha256]) => ({ name, sha256 })));
@@ -77,5 +93,10 @@ export function planPublish(
     entries.push({ node: head.node, action: prune ? 'retired' : 'absent', version: head.version });
   }
   entries.sort((a, b) => cmp(a.node, b.node));
-  return { entries, changes: entries.some((e) => e.action === 'new' || e.action === 'changed' || e.action === 'retired') };
+  // Every known node counts, published or not: one enrolled with a failed briefing is refused its first set too.
+  const flagged = new Map(heads.filter((h) => h.ineligible).map((h) => [h.node, h.failed_briefing ?? []]));
+  const ineligible = entries
+    .filter((e) => (e.action === 'new' || e.action === 'changed') && flagged.has(e.node))
+    .map((e) => ({ node: e.node, failed_briefing: flagged.get(e.node) ?? [] }));
+  return { entries, changes: entries.some((e) => e.action === 'new' || e.action === 'changed' || e.action === 'retired'), ineligible };
 }

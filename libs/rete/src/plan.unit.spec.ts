@@ -39,11 +39,25 @@ describe('plan', () => {
 
   it('has no changes when every node matches its head and nothing would be pruned', () => {
     const plan = planPublish(new Map([['beta', set(A, C)]]), [head('beta', 2, set(A, C)), head('old', 3, new Map(), true)], new Map(), true);
-    expect(plan).toEqual({ entries: [{ node: 'beta', action: 'unchanged', version: 2 }], changes: false });
+    expect(plan).toEqual({ entries: [{ node: 'beta', action: 'unchanged', version: 2 }], changes: false, ineligible: [] });
   });
 
   it('ignores nodes the coordinator knows only from an enrolment token', () => {
     const plan = planPublish(new Map([['beta', set(A, C)]]), [{ node: 'beta', version: null, set_digest: null, retired: false }], new Map(), true);
     expect(plan.entries).toEqual([{ node: 'beta', action: 'new', artifacts: ['agent.json', 'flor.json'], readded: false }]);
+  });
+
+  it('names the ineligible nodes it would give new content, published or only enrolled, and no others', () => {
+    const skew = [{ check: 'clock skew acceptable', detail: '900 s from the coordinator\'s clock (at most 300 s)' }];
+    const flagged = (h: ReturnType<typeof head>) => ({ ...h, ineligible: true, failed_briefing: skew });
+    const withFlags = [flagged(head('alpha', 4, set(A, A))), flagged(head('beta', 2, set(A, C))), flagged(head('delta', 7, set(C, C)))];
+    const enrolledOnly = { node: 'gamma', version: null, set_digest: null, retired: false, ineligible: true, failed_briefing: skew };
+    const plan = planPublish(local, [...withFlags, enrolledOnly], new Map([['alpha', set(A, A)]]), true);
+    // beta is unchanged and delta would only be retired: neither is refused.
+    expect(plan.ineligible).toEqual([
+      { node: 'alpha', failed_briefing: skew },
+      { node: 'gamma', failed_briefing: skew },
+    ]);
+    expect(planPublish(local, heads, new Map([['alpha', set(A, A)]]), false).ineligible).toEqual([]);
   });
 });

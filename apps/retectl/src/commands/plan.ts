@@ -1,10 +1,11 @@
 import { sha256Hex } from '#bundle';
 import { NodeList, VersionDetail } from '#contracts';
-import { nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type PlanEntry } from '#rete';
+import { nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
 import { loadCompiledTree } from '../rete-dir.js';
+import { ineligibleLine } from '../ineligible.js';
 
 export interface PlanOptions extends ConnectionFlags {
   readonly dir: string;
@@ -19,7 +20,11 @@ export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
   return new Map([...tree].map(([node, files]) => [node, new Map([...files].map(([name, text]) => [name, sha256Hex(text)]))]));
 }
 
-/** Compares the compiled tree with the coordinator's heads by digest; exit 3 when a publish would stamp something. */
+/**
+ * Compares the compiled tree with the coordinator's heads by digest; exit 3 when a publish would stamp
+ * something. Ineligible nodes it would give new content are named after the summary, with the flag
+ * that accepts them.
+ */
 export async function run(options: PlanOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
@@ -34,11 +39,13 @@ export async function run(options: PlanOptions): Promise<number> {
   }
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false);
   if (options.json) outJson(plan);
-  else printPlan(plan.entries);
+  else printPlan(plan);
+  // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
+  // whether the operator accepts those nodes is for the publish to say.
   return plan.changes ? PLAN_HAS_CHANGES : 0;
 }
 
-function printPlan(entries: readonly PlanEntry[]): void {
+function printPlan({ entries, ineligible }: Plan): void {
   const count = (a: PlanEntry['action']) => entries.filter((e) => e.action === a).length;
   for (const e of entries) {
     switch (e.action) {
@@ -65,4 +72,5 @@ function printPlan(entries: readonly PlanEntry[]): void {
   }
   const changes = count('new') + count('changed') + count('retired');
   out(`plan: ${count('new')} new, ${count('changed')} changed, ${count('retired')} retired, ${count('unchanged')} unchanged${changes === 0 ? ': nothing to publish' : ''}`);
+  for (const n of ineligible) out(`${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
 }

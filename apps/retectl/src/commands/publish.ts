@@ -8,6 +8,7 @@ import { waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
+import { explainIneligible, ineligibleLine } from '../ineligible.js';
 
 export interface PublishOptions extends ConnectionFlags {
   readonly dir: string;
@@ -17,6 +18,8 @@ export interface PublishOptions extends ConnectionFlags {
   readonly json?: boolean;
   /** Seconds to wait for the touched nodes to report; undefined: do not wait. */
   readonly waitSeconds?: number;
+  /** Ineligible nodes to give new content anyway; the coordinator records the acceptance. */
+  readonly allowIneligible?: readonly string[];
 }
 
 const UPLOAD_CONCURRENCY = 8;
@@ -26,7 +29,8 @@ const PROGRESS_THRESHOLD = 10;
 /**
  * Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. With a
  * wait, returns 0 once every touched node applied it, 1 if one failed, 4 if some are still
- * outstanding at the timeout.
+ * outstanding at the timeout. A publish giving ineligible nodes new content fails unless each is
+ * named in allowIneligible.
  */
 export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
@@ -53,14 +57,21 @@ export async function run(options: PublishOptions): Promise<number> {
   }
 
   const nodes = Object.fromEntries([...digests].map(([node, files]) => [node, { artifacts: Object.fromEntries(files) }]));
-  const { body } = await client.call('POST', '/v1/publishes', PublishResponse, {
-    json: {
-      message: options.message ?? 'published with retectl',
-      nodes,
-      ...(options.prune ? { prune: true } : {}),
-      ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
-    },
-  });
+  const allow = [...new Set(options.allowIneligible ?? [])];
+  const { body } = await client
+    .call('POST', '/v1/publishes', PublishResponse, {
+      json: {
+        message: options.message ?? 'published with retectl',
+        nodes,
+        ...(options.prune ? { prune: true } : {}),
+        ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
+        ...(allow.length > 0 ? { allow_ineligible: allow } : {}),
+      },
+    })
+    .catch((e: unknown) => {
+      throw explainIneligible(e, 'publish', (names) => `publish with --allow-ineligible ${names.join(',')}`);
+    });
+  for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
   if (options.json) {
     outJson({ ...body, uploaded: ask.missing.length, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });

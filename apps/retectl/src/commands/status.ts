@@ -3,6 +3,7 @@ import { formatAge, formatCounts, formatPublishNodes, formatTable, nodeState } f
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
+import { ineligibleLine } from '../ineligible.js';
 
 export interface StatusOptions extends ConnectionFlags {
   readonly json?: boolean;
@@ -42,4 +43,5 @@ async function publishStatus(client: CoordinatorClient, id: string, json?: boole
   out(`${body.kind} ${body.publish_id} at position ${body.position} by ${body.actor}, ${body.recorded_at}: ${body.message}`);
   if (body.nodes.length > 0) out(formatPublishNodes(body.nodes, (since) => formatAge(since, now)));
   out(formatCounts(body.counts));
+  for (const n of body.accepted_ineligible) out(`${ineligibleLine(n.node, n.failed_briefing)}; accepted by ${body.actor}`);
 }
