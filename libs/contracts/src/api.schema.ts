@@ -73,7 +73,7 @@ export const EnrolResponse = z.object({
   node: NodeName,
   credential: z.string(),
   jwks: Jwks,
-  /** Adoption always completes; a failed line marks the node ineligible until it enrols cleanly. */
+  /** Adoption always completes; a failed line marks the node ineligible (no new content unless accepted) until it enrols cleanly. */
   briefing: Briefing,
   /** The recovery copy: the files the node last reported installed, so an agent with a lost store can remove them. */
   installed: z.array(z.string()).nullable(),

@@ -17,7 +17,8 @@ export const MAX_CLOCK_SKEW_SECONDS = 300;
 
 /**
  * Pure: the checks an enrolment is briefed with. Adoption always completes; the outcome is computed
- * from the lines, and a failed line makes the node ineligible (shown in its status and publishes).
+ * from the lines, and a failed line makes the node ineligible: shown in its status and publishes, and
+ * refused new content until it enrols cleanly or a publish accepts it by name.
  */
 export function briefingFor(input: { tokenNode: string; claimedNode?: string; profile: z.infer<typeof Profile>; now: Date }): Briefing {
   const { profile, now } = input;
