@@ -34,7 +34,7 @@ export const RETE_ERROR_CODES = [
   'no_files',
 ] as const;
 export type ReteErrorCode = (typeof RETE_ERROR_CODES)[number];
-export const RETE_WARNING_CODES = ['unused_service', 'unused_group', 'empty_group'] as const;
+export const RETE_WARNING_CODES = ['unused_service', 'unused_group', 'empty_group', 'no_safety_net'] as const;
 export type ReteWarningCode = (typeof RETE_WARNING_CODES)[number];
 
 const coded = (code: ReteErrorCode, message: string) => ({ message, params: { code } });
@@ -136,6 +136,15 @@ export const ReteMesh = z.strictObject({
         return false;
       }
     }, coded('bad_url', 'must be an http(s) URL such as https://coordinator.example.net')),
+  /**
+   * How the operators reach the servers when the mesh is down (a provider console, a separate admin
+   * VPN, …): a note for people, compiled into nothing. Without it, validation warns about servers that
+   * publish SSH over the mesh, since a bad publish activates with no confirmation window.
+   */
+  safety_net: z
+    .string()
+    .refine((s) => s.trim() !== '', coded('invalid_value', 'must say how you reach the servers when the mesh is down, e.g. "cloud provider serial console"'))
+    .optional(),
 });
 
 /** One YAML file of a rete. Every section is optional: a rete may split them over files and folders. */

@@ -7,6 +7,10 @@ export const EXAMPLE_RETE: Readonly<Record<string, string>> = {
 mesh:
   name: example
   coordinator: https://coordinator.example.net
+  # How you reach the servers when the mesh is down. A publish activates with no confirmation window,
+  # so never make the mesh the only way in; validate warns when a server publishes SSH over the mesh
+  # and this is missing. A note for people: it is compiled into nothing.
+  safety_net: cloud provider serial console; backup sshd on 192.0.2.10:2222 (admin VPN, not published)
 
 defaults:
   sync:

@@ -2,7 +2,8 @@ import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
 export interface Rete {
-  readonly mesh: { readonly name: string; readonly coordinator: string };
+  /** safety_net is the operators' note of their out-of-band way in: checked, never compiled. */
+  readonly mesh: { readonly name: string; readonly coordinator: string; readonly safety_net?: string };
   readonly nodes: readonly ReteNodeModel[];
   readonly groups: ReadonlyMap<string, readonly string[]>;
   readonly acl: readonly AclRuleModel[];

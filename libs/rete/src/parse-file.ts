@@ -157,7 +157,7 @@ function article(expected: string): string {
   }
 }
 
-const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to'];
+const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to'];
 
 /** "did you mean" for one-letter slips such as `listn` or `membres`. */
 function suggest(key: string, known: readonly string[]): string {

@@ -175,6 +175,23 @@ export function validateRete(sources: readonly Source[]): Validation {
   for (const [name, def] of groupDefs) {
     if (!usedGroups.has(name)) warn('unused_group', def.place, def.path, `group "${name}" is not used by any ACL rule`);
   }
+  // A publish activates on every node with no confirmation window: if SSH over the mesh is how the
+  // operators reach a server, one bad publish can lock them out. Devices (laptops) are within reach.
+  if (mesh && mesh.value.safety_net === undefined) {
+    for (const [name, def] of nodeDefs) {
+      if (def.value.kind !== 'server') continue;
+      (def.value.services ?? []).forEach((s, i) => {
+        if (!isSsh(s)) return;
+        const p = [...def.path, 'services', i];
+        warn(
+          'no_safety_net',
+          def.file.placeOf(p),
+          p,
+          `server "${name}" publishes SSH (service "${s.name}", port ${s.port}) over the mesh, and the rete notes no other way in: a bad publish activates with no confirmation, so keep an out-of-band path and name it in mesh.safety_net`,
+        );
+      });
+    }
+  }
 
   const sorted = sortDiagnostics(diagnostics);
   if (sorted.some((d) => d.severity === 'error') || !mesh) return { diagnostics: sorted };
@@ -183,6 +200,9 @@ export function validateRete(sources: readonly Source[]): Validation {
     diagnostics: sorted,
   };
 }
+
+/** SSH as the rule sees it: a service on port 22, or one named ssh, whatever port it moved to. */
+const isSsh = (s: { name: string; port: number }): boolean => s.port === 22 || s.name === 'ssh';
 
 function seconds(duration: string): number {
   return parseDuration(duration) ?? 0;

@@ -3,6 +3,7 @@ import { formatDiagnostic, type Diagnostic } from './diagnostics.js';
 import { EXAMPLE_RETE } from './example.js';
 import type { Source } from './parse-file.js';
 import { validateRete } from './validate.js';
+import { compileRete } from './compile.js';
 
 const example = (): Source[] => Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
 const replace = (sources: Source[], file: string, text: string): Source[] => [...sources.filter((s) => s.file !== file), { file, text }];
@@ -82,5 +83,62 @@ describe('validate', () => {
     const sources = replace(example(), 'rete.yaml', `mesh: { name: lab, coordinator: https://c.example }\ndefaults:\n  sync: { poll_interval: ${interval}, splay: 1h }\n`);
     const messages = validateRete(sources).diagnostics.map((d) => d.message);
     expect(messages).toContain(`splay "1h" is longer than the poll interval "${'1s'.repeat(40)}…" (2000 characters)`);
+  });
+
+  describe('safety net', () => {
+    const MESH = 'mesh:\n  name: lab\n  coordinator: https://c.example\n';
+    const SERVERS = [
+      'nodes:',
+      '  - name: alpha',
+      '    kind: server',
+      '    listen: 10.0.0.1:7946',
+      '    services:',
+      '      - { name: web, port: 443 }',
+      '      - { name: ssh, port: 2222 }',
+      '  - name: beta',
+      '    kind: server',
+      '    listen: 10.0.0.2:7946',
+      '    services:',
+      '      - { name: admin, port: 22 }',
+      '',
+    ].join('\n');
+    const DEVICES = 'nodes:\n  - name: laptop\n    kind: device\n    listen: 192.168.1.20:7946\n    services:\n      - { name: ssh, port: 22 }\n';
+    const rete = (mesh: string): Source[] => [
+      { file: 'rete.yaml', text: mesh },
+      { file: 'nodes/servers.yaml', text: SERVERS },
+      { file: 'nodes/devices.yaml', text: DEVICES },
+    ];
+    const safetyWarnings = (sources: Source[]) => validateRete(sources).diagnostics.filter((d) => d.code === 'no_safety_net');
+
+    it('warns, without failing, at each server service that is SSH by port or by name when the mesh notes no safety net', () => {
+      const v = validateRete(rete(MESH));
+      expect(v.rete).toBeDefined();
+      const found = safetyWarnings(rete(MESH));
+      expect(found.map((d) => `${d.severity} ${brief(d)} ${d.path}`)).toEqual([
+        'warning nodes/servers.yaml:7:9 no_safety_net nodes[0].services[1]',
+        'warning nodes/servers.yaml:12:9 no_safety_net nodes[1].services[0]',
+      ]);
+      expect(formatDiagnostic(found[1])).toBe(
+        'nodes/servers.yaml:12:9: nodes[1].services[0]: warning: server "beta" publishes SSH (service "admin", port 22) over the mesh, and the rete notes no other way in: a bad publish activates with no confirmation, so keep an out-of-band path and name it in mesh.safety_net [no_safety_net]',
+      );
+    });
+
+    it('is quiet once mesh.safety_net says how else to get in, and never warns about devices', () => {
+      expect(safetyWarnings(rete(`${MESH}  safety_net: hypervisor console\n`))).toEqual([]);
+      expect(safetyWarnings(rete(MESH)).map((d) => d.file)).not.toContain('nodes/devices.yaml');
+    });
+
+    it('refuses a blank safety net: a note that says nothing is no way in', () => {
+      expect(errorsOf(rete(`${MESH}  safety_net: "  "\n`))).toEqual(['rete.yaml:4:15 invalid_value']);
+    });
+
+    it('compiles to the same artifacts with or without it: it is a note for people', () => {
+      const compiled = (mesh: string) => compileRete(validateRete(rete(mesh)).rete!);
+      expect(compiled(`${MESH}  safety_net: hypervisor console\n`)).toEqual(compiled(MESH));
+    });
+
+    it('is shown by the example rete init writes', () => {
+      expect(EXAMPLE_RETE['rete.yaml']).toMatch(/^  safety_net: \S/m);
+    });
   });
 });
