@@ -2,7 +2,8 @@
 export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
 export { parseFile, type Source, type ParsedFile } from './parse-file.js';
 export { validateRete, type Validation } from './validate.js';
-export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds } from './model.js';
+export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';
+export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds, NodeResources, FileResourceModel, PackageResourceModel } from './model.js';
 export { compileRete, type CompiledTree } from './compile.js';
 export { diffTrees, treesEqual, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests } from './plan.js';
