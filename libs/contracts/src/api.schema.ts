@@ -143,6 +143,7 @@ export const VersionDetail = z.object({
   retired: z.boolean(),
   artifacts: z.array(ArtifactContent),
 });
+export type VersionDetail = z.infer<typeof VersionDetail>;
 
 const VersionOrZero = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number').transform(Number).pipe(z.number().max(MAX_VERSION));
 export const DiffQuery = z.strictObject({ from: VersionOrZero, to: VersionOrZero.pipe(z.number().positive()) });
