@@ -216,6 +216,11 @@ resources:
     expect(errorsOf(same)).toEqual([]);
   });
 
+  it('counts a group that selects resources as used', () => {
+    const sources = withResources('groups:\n  - { name: fleet, members: [alpha] }\nresources:\n  - select: { groups: [fleet] }\n    packages: [{ name: curl, version: "1.0" }]\n');
+    expect(validateRete(sources, readSource).diagnostics).toEqual([]);
+  });
+
   it('leaves nodes without resources with empty lists', () => {
     const { rete } = validateRete(example());
     expect(rete?.nodes.map((n) => n.resources)).toEqual([

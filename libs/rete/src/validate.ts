@@ -127,7 +127,8 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
 
   const resources = resolveResources({ files, nodeDefs, groups, tags, refsCheckable, readSource, error });
 
-  const usedGroups = new Set<string>();
+  // A group that only picks the nodes of a resources entry is in use as surely as one in an ACL rule.
+  const usedGroups = new Set<string>(files.flatMap((file) => (file.data.resources ?? []).flatMap((r) => r.select.groups ?? [])));
   const allowed = new Set<string>();
   const acl: AclRuleModel[] = [];
   for (const file of files) {
