@@ -99,6 +99,17 @@ describe('compile with resources', () => {
     expect(json.packages.map((p) => p.name)).toEqual(['own', 'from-a-z', 'from-b']);
   });
 
+  it("compiles the example's commented-out resources entry once it is uncommented", () => {
+    const uncommented = example().map((s) => (s.file === 'rete.yaml' ? { ...s, text: s.text.replace(/^# (resources:|  .*)$/gm, '$1') } : s));
+    expect(uncommented.find((s) => s.file === 'rete.yaml')?.text).toMatch(/^resources:$/m);
+    const { rete, diagnostics } = validateRete(uncommented);
+    expect(diagnostics).toEqual([]);
+    const tree = compileRete(rete!);
+    const json = ResourcesJson.parse(JSON.parse(tree.get('alpha')!.get('resources.json') as string));
+    expect(json.files.map((f) => f.path)).toEqual(['/etc/motd']);
+    expect(tree.get('beta')!.has('resources.json')).toBe(false);
+  });
+
   it('gives a node with packages only a resources.json and no file artifacts', () => {
     const sources = [...example(), { file: 'r.yaml', text: 'resources:\n  - select: { tags: [staff] }\n    packages: [{ name: curl, version: 7.88.1-10+deb12u8 }]\n' }];
     expect([...compile(sources).get('laptop')!.keys()]).toEqual(['agent.json', 'flor.json', 'resources.json']);
