@@ -81,7 +81,7 @@ export function buildCli(): { program: Command; status: () => number } {
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
     done(await validate.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json}'))).action(async (o) =>
+  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
     done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
@@ -104,7 +104,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--version <n>', 'the version to show', integer('--version', 1))
     .action(async (node: string, o) => done(await show.run({ ...o, node })));
   json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
-    .description('unified diff of a node between two versions')
+    .description('unified diff of a node between two versions, host resource changes first')
     .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ArtifactName, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
+import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
 import { ActivationPath, HotReloadFallbackCode } from './agent.schema.js';
 
 const Message = z.string().max(4096);
@@ -9,7 +9,7 @@ export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
 
 export const PublishNode = z.strictObject({
-  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= 256, 'at most 256 artifacts per node'),
+  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= MAX_ARTIFACTS_PER_NODE, `at most ${MAX_ARTIFACTS_PER_NODE} artifacts per node`),
 });
 export const PublishRequest = z.strictObject({
   message: Message,
@@ -148,6 +148,7 @@ export const VersionDetail = z.object({
   retired: z.boolean(),
   artifacts: z.array(ArtifactContent),
 });
+export type VersionDetail = z.infer<typeof VersionDetail>;
 
 const VersionOrZero = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number').transform(Number).pipe(z.number().max(MAX_VERSION));
 export const DiffQuery = z.strictObject({ from: VersionOrZero, to: VersionOrZero.pipe(z.number().positive()) });

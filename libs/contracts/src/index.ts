@@ -1,4 +1,5 @@
 export * from './primitives.schema.js';
+export * from './host.schema.js';
 export * from './api.schema.js';
 export * from './bundle.schema.js';
 export * from './artifacts.schema.js';
