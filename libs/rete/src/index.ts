@@ -6,6 +6,7 @@ export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds } from '
 export { compileRete, type CompiledTree } from './compile.js';
 export { diffTrees, treesEqual, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests } from './plan.js';
-export { nodeState, formatAge, formatTable, type NodeStatusInput } from './status.js';
+export { nodeState, formatAge, formatSeconds, formatTable, type NodeStatusInput } from './status.js';
+export { statusFilter, type StatusFilter, type StatusFilterFlags } from './status-filter.js';
 export { waitVerdict, formatCounts, formatPublishNodes, type PublishCounts, type PublishNodeRow, type WaitExit, type WaitVerdict } from './publish-status.js';
 export { EXAMPLE_RETE } from './example.js';
