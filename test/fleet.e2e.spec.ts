@@ -201,7 +201,7 @@ describe('fleet status and node lifecycle with real agents', () => {
 
   it('the agent of a retired node says so, polls hourly, and names the two ways on', async () => {
     const human = await flor(['agent', 'status', ...files.gamma.args]);
-    expect(human.stdout).toMatch(/^lifecycle\s+retired$/m);
+    expect(human.stdout).toMatch(/^lifecycle\s+retired since \S+$/m);
     expect(human.stdout).toMatch(/^retired\s+at version 2 since \S+: uninstall the agent, or enrol the node again with a new token \(flor agent enroll --token …\)$/m);
     const s = JSON.parse((await flor(['agent', 'status', '--json', ...files.gamma.args])).stdout);
     expect(s).toMatchObject({ lifecycle: 'retired', node: 'gamma', retired: { version: 2, at: expect.any(String) }, last_result: 'error' });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
+import { AgentLifecycle } from './lifecycle.schema.js';
 
 /**
  * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
@@ -149,7 +150,12 @@ export const AgentState = z.strictObject({
   applied_version: z.number().int().nonnegative(),
   etag: z.string().nullable(),
   last_poll: Timestamp.nullable(),
+  /** The last pass that reached the coordinator and got its bundle (or 304). */
   last_contact: Timestamp.nullable(),
+  /** The first pass of the current run of passes that could not reach the coordinator; null once one does. */
+  disconnected_since: Timestamp.nullable().default(null),
+  /** The pass that ended the last such run: since when the node is enrolled again. */
+  reconnected_at: Timestamp.nullable().default(null),
   last_result: SyncResult.nullable(),
   last_error: z.string().nullable(),
   /** A report the coordinator has not acknowledged yet; sent again on the next contact. */
@@ -167,6 +173,8 @@ export const INITIAL_AGENT_STATE: AgentState = {
   etag: null,
   last_poll: null,
   last_contact: null,
+  disconnected_since: null,
+  reconnected_at: null,
   last_result: null,
   last_error: null,
   unsent_report: null,
@@ -204,8 +212,18 @@ export const SyncOutcome = z.strictObject({
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 
 export const AgentStatus = z.strictObject({
-  /** retired: the coordinator said the node was retired; enrolling again makes it enrolled. */
-  lifecycle: z.enum(['hosted', 'enrolled', 'retired']),
+  /**
+   * hosted (no identity yet), enrolled, disconnected (its passes cannot reach the coordinator) or
+   * retired (the coordinator said so; enrolling again makes it enrolled): the vocabulary of
+   * lifecycle.schema.ts.
+   */
+  lifecycle: AgentLifecycle,
+  /**
+   * Since when: enrolled since enrolment or since the pass that got back to the coordinator,
+   * disconnected since the first pass that could not reach it, retired since the agent heard it.
+   * Null for hosted.
+   */
+  since: Timestamp.nullable(),
   node: NodeName.nullable(),
   coordinator: z.string().nullable(),
   active_version: z.number().int().nonnegative(),

@@ -5,6 +5,7 @@ import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '
 import { createActivator, type Activator } from './activator.js';
 import { serveControlSocket } from './control-socket.js';
 import { HotReloadActivation } from './hot-reload.activator.js';
+import { agentLifecycle } from './lifecycle.js';
 import type { Log } from './log.js';
 import { isRetired } from './retirement.js';
 import { backoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
@@ -183,7 +184,7 @@ export class Daemon {
     const active = this.dir.activeVersion();
     const retired = isRetired(state, identity) ? state.retired : null;
     return {
-      lifecycle: identity ? (retired ? 'retired' : 'enrolled') : 'hosted',
+      ...agentLifecycle(identity, state),
       node: identity?.node ?? null,
       coordinator: identity?.coordinator ?? null,
       active_version: active,

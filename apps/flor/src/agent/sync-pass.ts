@@ -7,6 +7,7 @@ import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
 import { installSet, targetPath } from './installer.js';
+import { afterPass, contactOf } from './lifecycle.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -63,6 +64,7 @@ export class SyncPass {
       if (!(err instanceof AgentError)) throw err;
       state.last_result = 'error';
       state.last_error = err.message;
+      Object.assign(state, afterPass(state, contactOf(err), stamp));
       if (err.code === 'node_retired') {
         // Kept from the first time it was heard, for this enrolment only.
         if (!isRetired(state, identity)) state.retired = { at: stamp, version: err.retiredVersion, enrolled_at: identity.enrolled_at };
@@ -73,7 +75,7 @@ export class SyncPass {
       persist();
       return { ...base, result: 'error', version: null, code: err.code, reason: err.message, contactFailed: true, retryAfterMs: err.retryAfterMs };
     }
-    state.last_contact = stamp;
+    Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
       if (dryRun) return { ...base, result: 'up_to_date', version: active, code: null, reason: null };

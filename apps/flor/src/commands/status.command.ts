@@ -11,7 +11,7 @@ function formatActivation(a: ActivationRecord): string {
 
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
-    ['lifecycle', s.lifecycle],
+    ['lifecycle', s.since === null ? s.lifecycle : `${s.lifecycle} since ${s.since}`],
     ...(s.retired ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]] : []),
     ['node', s.node ?? '-'],
     ['coordinator', s.coordinator ?? '-'],
