@@ -197,10 +197,17 @@ export const ControlRequest = z.discriminatedUnion('op', [
 ]);
 export type ControlRequest = z.infer<typeof ControlRequest>;
 
+/**
+ * What a pass did; a dry run says `would_apply` (never `applied`), `up_to_date`, `rejected` (the
+ * bundle failed verification, with the reason) or `error`.
+ */
+export const SyncOutcomeResult = z.enum([...SyncResult.options, 'would_apply']);
+export type SyncOutcomeResult = z.infer<typeof SyncOutcomeResult>;
+
 export const SyncOutcome = z.strictObject({
-  result: SyncResult,
+  result: SyncOutcomeResult,
   dry_run: z.boolean(),
-  /** The version the bundle carried, when one was read. */
+  /** The version the bundle carried, when one was read: for `would_apply`, the version a pass would apply. */
   version: z.number().int().nullable(),
   /** The active version before the pass. */
   was: z.number().int().nonnegative(),

@@ -6,6 +6,7 @@ import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
+import { dryRunResult } from './dry-run.js';
 import { installSet, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
 import { isRetired } from './retirement.js';
@@ -78,7 +79,7 @@ export class SyncPass {
     Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
-      if (dryRun) return { ...base, result: 'up_to_date', version: active, code: null, reason: null };
+      if (dryRun) return this.dryRun(base, state, null);
       return this.finish(client, state, active, active, []);
     }
 
@@ -87,7 +88,7 @@ export class SyncPass {
       verified = await verifyBundle(fetched.jws, { pinned: identity.pinned_jwks as never, node: identity.node, highWater });
     } catch (err) {
       if (!(err instanceof BundleRejected)) throw err;
-      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message });
+      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message, dry_run: dryRun });
       if (!dryRun) {
         state.last_result = 'rejected';
         state.last_error = err.message;
@@ -103,7 +104,7 @@ export class SyncPass {
       return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
     }
     const version = verified.payload.version;
-    if (dryRun) return { ...base, result: version === active ? 'up_to_date' : 'applied', version, code: null, reason: null };
+    if (dryRun) return this.dryRun(base, state, version);
     if (version === active) {
       state.etag = fetched.etag;
       return this.finish(client, state, active, active, []);
@@ -169,6 +170,18 @@ export class SyncPass {
     await this.report(client, { active_version: version, result: 'applied', installed, activation });
     this.dir.pruneSets();
     return { ...base, result: 'applied', code: null, reason: null };
+  }
+
+  /**
+   * A dry run stops after verify and writes nothing: it says which version a real pass would apply
+   * against the active one (`version` null: a 304, or nothing published, leaves the active set).
+   */
+  private dryRun(base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean }, state: AgentState, version: number | null): PassOutcome {
+    const active = base.active_version;
+    const complete = state.applied_version === active && this.dir.readInstalled().complete_version === active;
+    const result = dryRunResult(version, active, complete);
+    const would = version !== null && version > active ? version : active;
+    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null };
   }
 
   /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */

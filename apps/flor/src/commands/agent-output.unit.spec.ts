@@ -1,0 +1,14 @@
+import type { SyncOutcome } from '#contracts';
+import { describeOutcome } from './sync.command.js';
+
+const outcome = (o: Partial<SyncOutcome>): SyncOutcome => ({ result: 'up_to_date', dry_run: false, version: 7, was: 7, active_version: 7, reason: null, code: null, ...o });
+
+describe('agent output', () => {
+  it('says what a dry run would do, never that it applied', () => {
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 8, was: 7 }))).toBe('would apply 8 (active 7)');
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 7, was: 7 }))).toBe('would apply 7 again (active 7, its apply did not complete)');
+    expect(describeOutcome(outcome({ dry_run: true, result: 'rejected', version: 8, reason: 'signature does not verify' }))).toBe('rejected 8: signature does not verify');
+    expect(describeOutcome(outcome({ dry_run: true }))).toBe('up to date at 7');
+    expect(describeOutcome(outcome({ result: 'applied', version: 8, was: 7, active_version: 8 }))).toBe('applied 8 (was 7)');
+  });
+});
