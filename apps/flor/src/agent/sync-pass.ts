@@ -92,6 +92,10 @@ export class SyncPass {
       if (!dryRun) {
         state.last_result = 'rejected';
         state.last_error = err.message;
+        // Another node's bundle or a replayed one is not news of a newer version; anything else may be.
+        if (err.code !== 'wrong_node' && err.code !== 'replayed' && (err.version === null || err.version > active)) {
+          state.unapplied = { version: err.version, reason: 'rejected', detail: `${err.code}: ${err.message}`, at: stamp };
+        }
         persist();
         await this.report(client, {
           active_version: active,
@@ -128,6 +132,7 @@ export class SyncPass {
     if (!pending) {
       state.last_result = 'up_to_date';
       state.last_error = null;
+      state.unapplied = null;
       this.dir.writeState(state);
       await this.report(client, { active_version: version, result: 'up_to_date' });
       return { ...base, result: 'up_to_date', code: null, reason: null };
@@ -149,6 +154,7 @@ export class SyncPass {
       this.log('error', 'apply failed', { version, code, reason: message });
       state.last_result = 'failed';
       state.last_error = message;
+      state.unapplied = { version, reason: 'failed', detail: message, at: this.now().toISOString() };
       this.dir.writeState(state);
       // No retry here: the next poll or a new version tries again.
       // What runs is still the last applied version: reporting the failed one as active would count it as reached.
@@ -158,6 +164,7 @@ export class SyncPass {
     state.applied_version = version;
     state.last_result = 'applied';
     state.last_error = null;
+    state.unapplied = null;
     const record = { version, ...activated, at: this.now().toISOString() };
     state.activations = [record, ...state.activations.filter((r) => r.version !== version)].slice(0, MAX_ACTIVATION_RECORDS);
     this.dir.writeState(state);
