@@ -3,7 +3,8 @@ import { z } from 'zod';
 /**
  * The lifecycle of a machine in a mesh: one vocabulary for the coordinator's API (GET /v1/nodes),
  * `retectl status` and `flor agent status`. Only `enrolled` and `disconnected` are nodes, and they are
- * the same node in two situations; which side can say which word is in LIFECYCLE_SEEN_BY.
+ * the same node in two situations. Which side can say which word: NodeLifecycle (the coordinator)
+ * and AgentLifecycle (the agent, about itself).
  *
  * Nobody declares a node disconnected by a threshold: the coordinator reports the last contact and its
  * age, and an operator filters on that (`retectl status --contact-older-than 1h`); only the agent,
@@ -23,8 +24,8 @@ export const LIFECYCLE_MEANING = {
   hosted: 'an agent is installed but not enrolled',
   /**
    * A node: its agent enrolled and is not retired. On the coordinator, a node that holds or held a
-   * credential (see CredentialState for whether it still works); on the agent, one whose last pass
-   * reached the coordinator.
+   * credential (see CredentialState for whether it still works); on the agent, one that is not
+   * disconnected.
    */
   enrolled: 'an enrolled node',
   /**
