@@ -148,20 +148,37 @@ describe('retectl against a real coordinator', () => {
       expect((await retectl(['plan'])).stdout).toMatch(/^~ alpha: changed \(flor\.json\) at version 3$/m);
     });
 
-    it('status lists every node with its head, applied version, last contact and state', async () => {
+    it('status lists every node with its head, applied version, credential, last contact and state', async () => {
       const status = await retectl(['status']);
       expect(status.code).toBe(0);
       expect(status.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
-        ['NODE', 'VERSION', 'APPLIED', 'LAST CONTACT', 'STATE'],
-        ['alpha', '3', '-', 'never', 'unenrolled'],
-        ['beta', '2', '-', 'never', 'unenrolled'],
-        ['laptop', '1', '-', 'never', 'unenrolled'],
+        ['NODE', 'VERSION', 'APPLIED', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
+        ['alpha', '3', '-', 'none', 'never', 'unmanaged'],
+        ['beta', '2', '-', 'none', 'never', 'unmanaged'],
+        ['laptop', '1', '-', 'none', 'never', 'unmanaged'],
         [''],
       ]);
       // One vocabulary: the table's state is the word --json gives (and --state takes).
       const json = JSON.parse((await retectl(['status', '--json'])).stdout);
-      expect(json.items.map((n: { node: string; state: string }) => `${n.node} ${n.state}`)).toEqual(['alpha unenrolled', 'beta unenrolled', 'laptop unenrolled']);
-      expect((await retectl(['status', '--state', 'unenrolled'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(json.items.map((n: { node: string; state: string; credential: string }) => `${n.node} ${n.state} ${n.credential}`)).toEqual(['alpha unmanaged none', 'beta unmanaged none', 'laptop unmanaged none']);
+      expect(json.items[0]).toMatchObject({ last_contact: null, last_contact_age_seconds: null, last_contact_age: 'never' });
+      expect((await retectl(['status', '--state', 'unmanaged'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(await retectl(['status', '--state', 'enrolled'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
+      // Never made contact is older than any age.
+      expect((await retectl(['status', '--contact-older-than', '1h'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(await retectl(['status', '--contact-older-than', '1h', '--credential', 'live'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
+    });
+
+    it('status still takes the words of the older vocabulary, mapped, and says what to write instead', async () => {
+      const old = await retectl(['status', '--state', 'unenrolled', '--json']);
+      expect(old.code).toBe(0);
+      expect(JSON.parse(old.stdout).items.map((n: { node: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
+      expect(old.stderr).toBe('warning: --state unenrolled is deprecated: the lifecycle words are now unmanaged, enrolled, retired; showing --state unmanaged --credential none\n');
+      const pending = await retectl(['status', '--state', 'pending']);
+      expect(pending).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: expect.stringMatching(/^warning: --state pending is deprecated: .*showing --credential pending\n$/) });
+      expectOneLine(await retectl(['status', '--state', 'disconnected']), 2, /^retectl: --state disconnected: the coordinator never declares a node disconnected: .*--contact-older-than 1h/);
+      expectOneLine(await retectl(['status', '--state', 'lost']), 2, /^retectl: --state lost: must be one of unmanaged, enrolled, retired, converged, outstanding, failed\n$/);
+      expectOneLine(await retectl(['status', '--contact-older-than', '3600']), 2, /--contact-older-than.*3600 has no unit: write 3600s/);
     });
 
     it('token create prints the enrolment token once; ledger verify prints the verdict', async () => {

@@ -5,3 +5,4 @@ export * from './bundle.schema.js';
 export * from './artifacts.schema.js';
 export * from './agent.schema.js';
 export * from './rete.schema.js';
+export * from './lifecycle.schema.js';

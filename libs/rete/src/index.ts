@@ -8,6 +8,7 @@ export { compileRete, type ArtifactBytes, type CompiledTree } from './compile.js
 export { bytesOf, diffTrees, sameBytes, treesEqual, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type ResourceSides } from './plan.js';
 export { diffResources, formatResourceChange, artifactsText, type ResourceChange, type FileAttributeChange } from './resource-changes.js';
-export { nodeState, formatAge, formatTable, type NodeStatusInput } from './status.js';
+export { nodeState, formatAge, formatSeconds, formatTable, type NodeStatusInput } from './status.js';
+export { statusFilter, type StatusFilter, type StatusFilterFlags } from './status-filter.js';
 export { waitVerdict, formatCounts, formatPublishNodes, type PublishCounts, type PublishNodeRow, type WaitExit, type WaitVerdict } from './publish-status.js';
 export { EXAMPLE_RETE } from './example.js';
