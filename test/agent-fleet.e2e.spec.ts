@@ -140,13 +140,17 @@ describe('flor agent: one coordinator, three agents', () => {
   });
 
   it('reports a vertex that fails to start as failed, with its output, and does not retry in a loop', async () => {
+    // gamma polls every second: first move it to an hourly poll, so that only `flor agent sync`
+    // takes the failing set below (its own poll would otherwise race the sync for it).
+    await fleet.publish({ gamma: { 'agent.json': agentJson('gamma', 3600), 'flor.json': florJson('gamma', 'hourly') } });
+    await waitFor('gamma at 3', async () => (await socketStatus(files.gamma)).applied_version === 3, 20_000);
     await fleet.publish({ gamma: { 'agent.json': agentJson('gamma', 3600), 'flor.json': florJson('gamma', 'fail-to-start') } });
     const sync = await flor(['agent', 'sync', ...files.gamma.args]);
     expect(sync).toEqual(expect.objectContaining({ code: 1 }));
-    expect(sync.stdout).toMatch(/^failed 3: vertex exited with 1 right after starting: vertex: refusing config of version 3: fail-to-start/);
+    expect(sync.stdout).toMatch(/^failed 4: vertex exited with 1 right after starting: vertex: refusing config of version 4: fail-to-start/);
     await waitFor('gamma failure reported', async () => (await fleet.nodeStatus('gamma'))?.last_result === 'failed');
     const s = await status('gamma');
-    expect(s).toEqual(expect.objectContaining({ active_version: 3, applied_version: 2, last_result: 'failed', last_error: expect.stringContaining('fail-to-start') }));
+    expect(s).toEqual(expect.objectContaining({ active_version: 4, applied_version: 3, last_result: 'failed', last_error: expect.stringContaining('fail-to-start') }));
     // The one-hour interval of the failed set's agent.json: no tight retry.
     expect(Date.parse(s.next_poll) - Date.now()).toBeGreaterThan(3000 * 1000);
   });

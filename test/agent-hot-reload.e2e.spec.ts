@@ -54,7 +54,7 @@ acl:
 `;
   const { rete: checked, diagnostics } = validateRete([{ file: 'rete.yaml', text: rete }]);
   if (!checked) throw new Error(`test rete does not validate: ${JSON.stringify(diagnostics)}`);
-  return compileRete(checked).get(NODE)!.get('flor.json')!;
+  return compileRete(checked).get(NODE)!.get('flor.json') as string;
 }
 
 /** The reference vertex under the agent's supervision, its control socket configured for hot reload. */

@@ -151,6 +151,9 @@ describe('flor agent rejects what it must not apply', () => {
       const s = await status();
       expect(Date.parse(s.next_poll!) - Date.now()).toBeGreaterThan(90_000 * 1000);
       expect(s).toEqual(expect.objectContaining({ active_version: 3, last_result: 'error' }));
+      // A 5xx is a pass that did not get through: disconnected from this pass on, the last contact kept.
+      expect(s).toMatchObject({ lifecycle: 'disconnected', since: s.last_poll });
+      expect(Date.parse(s.last_contact!)).toBeLessThan(Date.parse(s.since!));
     } finally {
       proxy.mode = { kind: 'pass' };
     }
@@ -166,7 +169,13 @@ describe('flor agent rejects what it must not apply', () => {
     } finally {
       proxy.mode = { kind: 'pass' };
     }
+    // Still the run of failures that the 503 began.
+    const disconnected = await status();
+    expect(disconnected.lifecycle).toBe('disconnected');
+    expect(Date.parse(disconnected.since!)).toBeLessThan(Date.parse(disconnected.last_poll!));
     expect((await sync()).stdout).toBe('up to date at 3\n');
+    const back = await status();
+    expect(back).toMatchObject({ lifecycle: 'enrolled', since: back.last_contact });
   });
 
   it('rejects bundles signed by a rotated key until the node re-enrols, then applies them', async () => {

@@ -102,7 +102,7 @@ describe('one process holds the embedded database', () => {
       expect(refused.status).toBe(1);
       expect(refused.stdout).toBe('');
       expect(refused.stderr).toContain(`the coordinator (pid ${running.child.pid}) holds this data dir ${dataDir}`);
-      expect(refused.stderr).toContain('POST /v1/api-tokens');
+      expect(refused.stderr).toContain('retectl token create --role');
       for (const args of [['serve'], ['migrate'], ['keys', 'rotate'], ['rebuild'], ['mirror', 'rebuild'], ['verify']]) {
         const r = coordinator(dataDir, ...args);
         expect({ args, status: r.status, stdout: r.stdout }).toEqual({ args, status: 1, stdout: '' });

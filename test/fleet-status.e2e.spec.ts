@@ -35,7 +35,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
   }
 
   const report = (node: string, body: Record<string, unknown>) => nodes[node].post(`/v1/nodes/${node}/reports`, body);
-  const nodeList = async (query = '') => (await reader.get(`/v1/nodes${query}`)).body.items as { node: string; state: string; convergence: string | null; ineligible: boolean; last_contact_age_seconds: number | null }[];
+  const nodeList = async (query = '') => (await reader.get(`/v1/nodes${query}`)).body.items as { node: string; state: string; credential: string; convergence: string | null; ineligible: boolean; last_contact_age_seconds: number | null }[];
   const names = (items: { node: string }[]) => items.map((i) => i.node);
 
   beforeAll(async () => {
@@ -75,19 +75,24 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(later.counts).toEqual({ applied: 2, failed: 1, outstanding: 0, superseded: 1 });
   });
 
-  it('filters nodes by lifecycle state, convergence and last contact', async () => {
+  it('filters nodes by lifecycle state, credential, convergence and last contact', async () => {
     await admin.post('/v1/enrolment-tokens', { node: 'newcomer' });
     await enrol('leaver');
     expect((await admin.delete('/v1/nodes/leaver/credential')).status).toBe(200);
 
-    expect(names(await nodeList('?state=pending'))).toEqual(['newcomer']);
-    expect(names(await nodeList('?state=revoked'))).toEqual(['leaver']);
-    expect(names(await nodeList('?state=enrolled'))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
+    // No agent ever enrolled as newcomer: unmanaged, with a token out. leaver is still a node, its credential revoked.
+    expect(names(await nodeList('?state=unmanaged'))).toEqual(['newcomer']);
+    expect(names(await nodeList('?credential=pending'))).toEqual(['newcomer']);
+    expect(names(await nodeList('?credential=revoked'))).toEqual(['leaver']);
+    expect(names(await nodeList('?state=enrolled'))).toEqual(['applier', 'failer', 'leaver', 'racer', 'sleeper']);
+    expect(names(await nodeList('?state=enrolled&credential=live'))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
     expect(names(await nodeList('?state=converged'))).toEqual(['applier', 'racer', 'sleeper']);
     expect(names(await nodeList('?state=failed'))).toEqual(['failer']);
 
     const all = await nodeList();
-    expect(all.find((n) => n.node === 'newcomer')).toMatchObject({ state: 'pending', convergence: null, last_contact_age_seconds: null });
+    expect(all.find((n) => n.node === 'newcomer')).toMatchObject({ state: 'unmanaged', credential: 'pending', convergence: null, last_contact_age_seconds: null });
+    expect(all.find((n) => n.node === 'leaver')).toMatchObject({ state: 'enrolled', credential: 'revoked', last_contact_age_seconds: null });
+    expect(all.find((n) => n.node === 'applier')).toMatchObject({ state: 'enrolled', credential: 'live' });
     expect(all.find((n) => n.node === 'applier')?.last_contact_age_seconds).toBeGreaterThanOrEqual(0);
 
     const future = new Date(Date.now() + 60_000).toISOString();
@@ -95,7 +100,31 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(names(await nodeList(`?contact_before=${future}`))).toEqual(expect.arrayContaining(['applier', 'newcomer']));
     const past = new Date(Date.now() - 3_600_000).toISOString();
     expect(names(await nodeList(`?contact_after=${past}`))).toEqual(['applier', 'failer', 'racer', 'sleeper']);
+
+    // By age, on the coordinator's clock: a node that never made contact is older than any age.
+    expect(names(await nodeList('?contact_older_than=1h'))).toEqual(['leaver', 'newcomer']);
+    expect(names(await nodeList('?contact_older_than=1h&state=enrolled'))).toEqual(['leaver']);
+    await new Promise((r) => setTimeout(r, 2100));
+    expect(names(await nodeList('?contact_older_than=1s'))).toEqual(['applier', 'failer', 'leaver', 'newcomer', 'racer', 'sleeper']);
+    const aged = (await nodeList('?contact_older_than=1s')).find((n) => n.node === 'applier')!;
+    expect(aged.last_contact_age_seconds).toBeGreaterThan(1);
+    for (const bad of ['3600', '1x', '1h 30m', '']) {
+      const r = await reader.get(`/v1/nodes?contact_older_than=${encodeURIComponent(bad)}`);
+      expect({ bad, status: r.status, code: r.body.code }).toEqual({ bad, status: 422, code: 'invalid_query' });
+    }
+
     expect((await reader.get('/v1/nodes?state=lost')).status).toBe(422);
+    // The words of the older vocabulary are refused with the filter that replaces them; disconnected is the agent's word.
+    const refused = async (query: string) => {
+      const r = await reader.get(`/v1/nodes?${query}`);
+      expect({ status: r.status, code: r.body.code }).toEqual({ status: 422, code: 'invalid_query' });
+      return r.body.detail as string;
+    };
+    expect(await refused('state=pending')).toMatch(/pending is no longer a state: use credential=pending/);
+    expect(await refused('state=unenrolled')).toMatch(/use state=unmanaged&credential=none/);
+    expect(await refused('state=revoked')).toMatch(/use state=enrolled&credential=revoked/);
+    expect(await refused('state=disconnected')).toMatch(/never declares a node disconnected.*contact_older_than=1h/);
+    expect(await refused('credential=expired')).toMatch(/^query\.credential: /);
     // An activation path the contract does not know is refused, not stored.
     expect((await report('applier', { active_version: 1, result: 'applied', activation: { path: 'telepathy' } })).status).toBe(422);
   });
@@ -148,6 +177,6 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect((await nodes.goner.get('/v1/nodes/goner/bundle')).status).toBe(200);
     expect((await report('goner', { active_version: 2, result: 'applied', installed: [] })).status).toBe(204);
     expect((await nodes.goner.get('/v1/nodes/goner/bundle')).status).toBe(401);
-    expect((await nodeList()).find((n) => n.node === 'goner')).toMatchObject({ state: 'retired', convergence: 'converged' });
+    expect((await nodeList()).find((n) => n.node === 'goner')).toMatchObject({ state: 'retired', credential: 'revoked', convergence: 'converged' });
   });
 });

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
@@ -147,20 +148,37 @@ describe('retectl against a real coordinator', () => {
       expect((await retectl(['plan'])).stdout).toMatch(/^~ alpha: changed \(flor\.json\) at version 3$/m);
     });
 
-    it('status lists every node with its head, applied version, last contact and state', async () => {
+    it('status lists every node with its head, applied version, credential, last contact and state', async () => {
       const status = await retectl(['status']);
       expect(status.code).toBe(0);
       expect(status.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
-        ['NODE', 'VERSION', 'APPLIED', 'LAST CONTACT', 'STATE'],
-        ['alpha', '3', '-', 'never', 'unenrolled'],
-        ['beta', '2', '-', 'never', 'unenrolled'],
-        ['laptop', '1', '-', 'never', 'unenrolled'],
+        ['NODE', 'VERSION', 'APPLIED', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
+        ['alpha', '3', '-', 'none', 'never', 'unmanaged'],
+        ['beta', '2', '-', 'none', 'never', 'unmanaged'],
+        ['laptop', '1', '-', 'none', 'never', 'unmanaged'],
         [''],
       ]);
       // One vocabulary: the table's state is the word --json gives (and --state takes).
       const json = JSON.parse((await retectl(['status', '--json'])).stdout);
-      expect(json.items.map((n: { node: string; state: string }) => `${n.node} ${n.state}`)).toEqual(['alpha unenrolled', 'beta unenrolled', 'laptop unenrolled']);
-      expect((await retectl(['status', '--state', 'unenrolled'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(json.items.map((n: { node: string; state: string; credential: string }) => `${n.node} ${n.state} ${n.credential}`)).toEqual(['alpha unmanaged none', 'beta unmanaged none', 'laptop unmanaged none']);
+      expect(json.items[0]).toMatchObject({ last_contact: null, last_contact_age_seconds: null, last_contact_age: 'never' });
+      expect((await retectl(['status', '--state', 'unmanaged'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(await retectl(['status', '--state', 'enrolled'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
+      // Never made contact is older than any age.
+      expect((await retectl(['status', '--contact-older-than', '1h'])).stdout.trimEnd().split('\n')).toHaveLength(4);
+      expect(await retectl(['status', '--contact-older-than', '1h', '--credential', 'live'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
+    });
+
+    it('status still takes the words of the older vocabulary, mapped, and says what to write instead', async () => {
+      const old = await retectl(['status', '--state', 'unenrolled', '--json']);
+      expect(old.code).toBe(0);
+      expect(JSON.parse(old.stdout).items.map((n: { node: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
+      expect(old.stderr).toBe('warning: --state unenrolled is deprecated: the lifecycle words are now unmanaged, enrolled, retired; showing --state unmanaged --credential none\n');
+      const pending = await retectl(['status', '--state', 'pending']);
+      expect(pending).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: expect.stringMatching(/^warning: --state pending is deprecated: .*showing --credential pending\n$/) });
+      expectOneLine(await retectl(['status', '--state', 'disconnected']), 2, /^retectl: --state disconnected: the coordinator never declares a node disconnected: .*--contact-older-than 1h/);
+      expectOneLine(await retectl(['status', '--state', 'lost']), 2, /^retectl: --state lost: must be one of unmanaged, enrolled, retired, converged, outstanding, failed\n$/);
+      expectOneLine(await retectl(['status', '--contact-older-than', '3600']), 2, /--contact-older-than.*3600 has no unit: write 3600s/);
     });
 
     it('token create prints the enrolment token once; ledger verify prints the verdict', async () => {
@@ -341,6 +359,149 @@ describe('retectl against a real coordinator', () => {
       const run = await retectl([...command, '--help']);
       expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({ command, code: 0, usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)) });
     }
+  });
+
+  describe('host resources', () => {
+    // Its own mesh and nodes: the scenario above and its --prune runs never see them.
+    let res: string;
+    const KEY = Buffer.from([0x99, 0x01, 0x0d, 0x04, 0xff, 0x00, 0x80, 0x0a]); // a binary keyring, not UTF-8
+    const sha = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
+    const mgmt = (node: string) => join(res, '.flor/compiled', node, 'mgmt');
+    /** The plan without the nodes other tests published on this coordinator (listed as kept, `! …`). */
+    const ours = (stdout: string) => stdout.replace(/^! .*\n/gm, '');
+    const resourcesYaml = (agentVersion: string, curl: boolean) => `resources:
+  - description: the florete apt source on every web server
+    select: { tags: [web] }
+    files:
+      - path: /etc/apt/sources.list.d/florete.list
+        content: "deb [signed-by=/usr/share/keyrings/florete.gpg] https://apt.example.net/ ./\\n"
+      - { path: /usr/share/keyrings/florete.gpg, source: files/florete.gpg }
+    packages:
+      - { name: florete-agent, version: ${agentVersion} }
+${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : ''}`;
+
+    beforeAll(() => {
+      res = join(home, 'res');
+      mkdirSync(join(res, 'files'), { recursive: true });
+      writeFileSync(join(res, 'files/florete.gpg'), KEY);
+      writeFileSync(join(res, 'files/motd'), 'managed by florete\n');
+      writeFileSync(
+        join(res, 'rete.yaml'),
+        `mesh:\n  name: res\n  coordinator: ${coordinator.url}\nnodes:\n` +
+          '  - { name: web-1, kind: server, listen: 10.7.0.1:7946, tags: [web], resources: { files: [{ path: /etc/motd, source: files/motd }] } }\n' +
+          '  - { name: web-2, kind: server, listen: 10.7.0.2:7946, tags: [web] }\n' +
+          '  - { name: db-1, kind: server, listen: 10.7.0.3:7946 }\n',
+      );
+      writeFileSync(join(res, 'resources.yaml'), resourcesYaml('0.1.0-1', true));
+    });
+
+    it('compile writes resources.json and the file contents for the nodes that have resources, and only for them', async () => {
+      const c = await retectl(['compile', '-C', res], { cwd: home });
+      expect(c).toEqual(expect.objectContaining({ code: 0, stderr: '' }));
+      expect(readdirSync(mgmt('db-1')).sort()).toEqual(['agent.json', 'flor.json']);
+      const json = JSON.parse(readFileSync(join(mgmt('web-1'), 'resources.json'), 'utf8'));
+      expect(json.files.map((f: { path: string }) => f.path)).toEqual(['/etc/motd', '/etc/apt/sources.list.d/florete.list', '/usr/share/keyrings/florete.gpg']);
+      expect(json.files[2]).toEqual({ path: '/usr/share/keyrings/florete.gpg', mode: '0644', owner: 'root', group: 'root', content: { sha256: sha(KEY), size: KEY.length } });
+      expect(json.packages).toEqual([{ manager: 'apt', name: 'florete-agent', version: '0.1.0-1' }, { manager: 'apt', name: 'curl', version: '7.88.1-10+deb12u8' }]);
+      expect(readFileSync(join(mgmt('web-1'), `file-${sha(KEY)}`)).equals(KEY)).toBe(true);
+      expect((await retectl(['compile', '-C', res], { cwd: home })).stdout).toMatch(/0 new, 0 changed, 0 removed, 3 unchanged\n$/);
+    });
+
+    it('plan against the coordinator lists each node\'s resources; publish carries the bytes, binary ones too', async () => {
+      const plan = await retectl(['plan', '-C', res], { cwd: home });
+      expect(plan.code).toBe(3);
+      const block = plan.stdout.slice(plan.stdout.indexOf('+ web-1:'), plan.stdout.indexOf('+ web-2:'));
+      expect(block).toBe(
+        '+ web-1: new (agent.json, flor.json, resources.json, 3 file contents)\n' +
+          '    + file /etc/apt/sources.list.d/florete.list\n' +
+          '    + file /etc/motd\n' +
+          '    + file /usr/share/keyrings/florete.gpg\n' +
+          '    + package curl 7.88.1-10+deb12u8\n' +
+          '    + package florete-agent 0.1.0-1\n',
+      );
+      expect(ours(plan.stdout)).toMatch(/^\+ db-1: new \(agent\.json, flor\.json\)\n\+ web-1/m);
+      expect((await retectl(['publish', '-C', res, '-m', 'resources'], { cwd: home })).code).toBe(0);
+      const shown = JSON.parse((await retectl(['show', 'web-1', '--json'], { cwd: home })).stdout);
+      const key = shown.artifacts.find((a: { name: string }) => a.name === `file-${sha(KEY)}`);
+      expect(key).toEqual(expect.objectContaining({ encoding: 'base64', size: KEY.length }));
+      expect(Buffer.from(key.content, 'base64').equals(KEY)).toBe(true);
+    });
+
+    it('after an edit, plan shows the changes by path and by package, and diff shows them with the text', async () => {
+      writeFileSync(join(res, 'files/motd'), 'managed by florete\nlocal edits are overwritten\n');
+      writeFileSync(join(res, 'resources.yaml'), resourcesYaml('0.2.0-1', false));
+      writeFileSync(join(res, 'rete.yaml'), readFileSync(join(res, 'rete.yaml'), 'utf8').replace('source: files/motd }', 'source: files/motd, mode: "0600" }'));
+      expectOneLine(await retectl(['plan', '-C', res], { cwd: home }), 1, /run retectl compile\n$/);
+      expect((await retectl(['compile', '-C', res], { cwd: home })).stdout).toBe(
+        '~ web-1: resources.json, 2 file contents\n~ web-2: resources.json\ncompiled 3 nodes into .flor/compiled: 0 new, 2 changed, 0 removed, 1 unchanged\n',
+      );
+      const plan = await retectl(['plan', '-C', res], { cwd: home });
+      expect(plan.code).toBe(3);
+      expect(ours(plan.stdout)).toBe(
+        '  db-1: unchanged at version 1\n' +
+          '~ web-1: changed (resources.json, 2 file contents) at version 1\n' +
+          '    ~ file /etc/motd (content, mode 0644 -> 0600)\n' +
+          '    - package curl\n' +
+          '    ~ package florete-agent 0.1.0-1 -> 0.2.0-1\n' +
+          '~ web-2: changed (resources.json) at version 1\n' +
+          '    - package curl\n' +
+          '    ~ package florete-agent 0.1.0-1 -> 0.2.0-1\n' +
+          'plan: 0 new, 2 changed, 0 retired, 1 unchanged\n',
+      );
+      expect((await retectl(['publish', '-C', res], { cwd: home })).code).toBe(0);
+      const diff = await retectl(['diff', 'web-1', '1', '2'], { cwd: home });
+      expect(diff.code).toBe(0);
+      expect(diff.stdout.startsWith('~ file /etc/motd (content, mode 0644 -> 0600)\n- package curl\n~ package florete-agent 0.1.0-1 -> 0.2.0-1\n')).toBe(true);
+      expect(diff.stdout).toMatch(/^--- web-1\/v1\/etc\/motd$/m);
+      expect(diff.stdout).toMatch(/^\+local edits are overwritten$/m);
+      expect(diff.stdout).not.toMatch(/file-[0-9a-f]{64}/);
+      const json = JSON.parse((await retectl(['diff', 'web-1', '1', '2', '--json'], { cwd: home })).stdout);
+      expect(json.resources).toContainEqual({ kind: 'package', action: 'changed', manager: 'apt', name: 'florete-agent', from: '0.1.0-1', to: '0.2.0-1' });
+    });
+
+    it('refuses an invalid rete with every resource error located and coded', async () => {
+      const bad = join(home, 'bad-res');
+      mkdirSync(join(bad, 'files'), { recursive: true });
+      writeFileSync(join(home, 'outside'), 'not part of any rete\n');
+      symlinkSync(join(home, 'outside'), join(bad, 'files/escape'));
+      writeFileSync(join(bad, 'rete.yaml'), 'mesh: { name: bad, coordinator: https://c.example.net }\nnodes:\n  - { name: n1, kind: server, listen: 10.0.0.1:1, tags: [web] }\n');
+      writeFileSync(
+        join(bad, 'resources.yaml'),
+        `resources:
+  - select: { tags: [web] }
+    files:
+      - { path: etc/motd, content: x }
+      - { path: /etc/florete/agent.yaml, content: x }
+      - { path: /etc/issue, source: files/escape }
+      - { path: /etc/a, source: files/missing, mode: "999" }
+    packages:
+      - { name: nginx, version: latest }
+      - { name: curl, version: "1.0" }
+  - select: { tags: [web, nosuch] }
+    packages:
+      - { name: curl, version: "2.0" }
+`,
+      );
+      const v = await retectl(['validate', '--json', '-C', bad], { cwd: home });
+      expect(v.code).toBe(1);
+      expect(JSON.parse(v.stdout).errors.map((d: { file: string; line: number; col: number; code: string }) => `${d.file}:${d.line}:${d.col} ${d.code}`)).toEqual([
+        'resources.yaml:4:17 bad_path',
+        'resources.yaml:7:54 bad_mode',
+        'resources.yaml:9:33 bad_version',
+      ]);
+      writeFileSync(join(bad, 'resources.yaml'), readFileSync(join(bad, 'resources.yaml'), 'utf8').replace('etc/motd', '/etc/motd').replace(', mode: "999"', '').replace('latest', '1.22.1-9'));
+      const human = await retectl(['compile', '-C', bad], { cwd: home });
+      expect(human.code).toBe(1);
+      expect(human.stderr.trimEnd().split('\n')).toEqual([
+        "resources.yaml:5:17: resources[0].files[1].path: /etc/florete/agent.yaml collides with the agent's own /etc/florete: no resource may write in or over it [duplicate_path]",
+        `resources.yaml:6:37: resources[0].files[2].source: files/escape: leads out of the rete, to ${realpathSync(join(home, 'outside'))} [bad_source]`,
+        'resources.yaml:7:33: resources[0].files[3].source: files/missing: no such file in the rete [bad_source]',
+        'resources.yaml:11:27: resources[1].select.tags[1]: no node carries the tag "nosuch" [unknown_tag]',
+        'resources.yaml:13:32: resources[1].packages[0].version: package curl is 2.0 here but 1.0 at resources.yaml:10:9, both for node "n1" [conflicting_package]',
+        'retectl: the rete does not validate: 5 errors',
+      ]);
+      expect(existsSync(join(bad, '.flor'))).toBe(false);
+    });
   });
 
   it('never printed the API token, in any output of this file', () => {

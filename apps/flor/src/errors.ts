@@ -19,14 +19,17 @@ export class AgentError extends Error {
   constructor(
     readonly code: AgentErrorCode,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number; retiredVersion?: number | null },
+    options?: { cause?: unknown; retryAfterMs?: number; retiredVersion?: number | null; status?: number },
   ) {
     super(message, options);
     this.name = 'AgentError';
     this.retryAfterMs = options?.retryAfterMs;
     this.retiredVersion = options?.retiredVersion ?? null;
+    this.status = options?.status ?? null;
   }
   readonly retryAfterMs: number | undefined;
+  /** The HTTP status the coordinator (or whatever answered for it) gave; null when nothing answered. */
+  readonly status: number | null;
   /** node_retired: the node's final version, when the coordinator named it. */
   readonly retiredVersion: number | null;
 }

@@ -32,6 +32,12 @@ const waitTimeout = (value: string): number => {
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
   return seconds;
 };
+const age = (value: string): number => {
+  if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 90s, 15m, 1h or 2d');
+  return seconds;
+};
 const role = (value: string): Role => {
   const parsed = Role.safeParse(value);
   if (!parsed.success) throw new InvalidArgumentError('must be reader, publisher or admin');
@@ -82,7 +88,7 @@ export function buildCli(): { program: Command; status: () => number } {
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
     done(await validate.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json}'))).action(async (o) =>
+  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
     done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
   json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
@@ -95,9 +101,11 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
     .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
     .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
-  json(remote(program.command('status').description('nodes with head and applied versions, last contact, lifecycle state and convergence')))
+  json(remote(program.command('status').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
-    .option('--state <state>', 'only nodes in this state: pending, enrolled, revoked, retired, unenrolled, converged, outstanding or failed')
+    .option('--state <state>', 'only nodes in this lifecycle state (unmanaged, enrolled, retired) or convergence (converged, outstanding, failed)')
+    .option('--credential <state>', "only nodes whose credential is none, pending (a token is out), live or revoked")
+    .option('--contact-older-than <duration>', 'only nodes whose last contact is older than this (a duration such as 15m, 1h or 2d), or that never made contact', age)
     .action(async (o) => done(await status.run(o)));
   json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
     .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
@@ -106,7 +114,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--version <n>', 'the version to show', integer('--version', 1))
     .action(async (node: string, o) => done(await show.run({ ...o, node })));
   json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
-    .description('unified diff of a node between two versions')
+    .description('unified diff of a node between two versions, host resource changes first')
     .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))

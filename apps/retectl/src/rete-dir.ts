@@ -1,7 +1,19 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DNS_LABEL } from '#contracts';
-import { compileRete, diffTrees, formatDiagnostic, validateRete, type CompiledTree, type Diagnostic, type Rete, type Source } from '#rete';
+import { DNS_LABEL, FILE_ARTIFACT } from '#contracts';
+import {
+  compileRete,
+  diffTrees,
+  formatDiagnostic,
+  sameBytes,
+  validateRete,
+  type ArtifactBytes,
+  type CompiledTree,
+  type Diagnostic,
+  type ReadSource,
+  type Rete,
+  type Source,
+} from '#rete';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
@@ -57,6 +69,32 @@ function readSource(path: string): Uint8Array {
   }
 }
 
+/**
+ * Reads the files that file resources name with `source:`, by their path from the rete's root. The
+ * real path decides: a symlink may point anywhere inside the rete, never out of it.
+ */
+export function sourceReader(root: string): ReadSource {
+  const realRoot = realpathSync(root);
+  return (path) => {
+    let real: string;
+    try {
+      real = realpathSync(join(root, ...path.split('/')));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { problem: 'no such file in the rete' };
+      if (code === 'ELOOP') return { problem: 'a symlink loop' };
+      return { problem: `cannot read it (${code ?? (e as Error).message})` };
+    }
+    if (!real.startsWith(realRoot + sep)) return { problem: `leads out of the rete, to ${real}` };
+    try {
+      if (!statSync(real).isFile()) return { problem: 'is not a regular file' };
+      return { bytes: readFileSync(real) };
+    } catch (e) {
+      return { problem: `cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+    }
+  };
+}
+
 export interface Checked {
   readonly rete: Rete;
   readonly diagnostics: readonly Diagnostic[];
@@ -64,7 +102,7 @@ export interface Checked {
 
 /** Validates the rete under root; prints its diagnostics to stderr (quiet: only when invalid) and fails on any error. */
 export function validateDir(root: string, quiet = false): Checked {
-  const { rete, diagnostics } = validateRete(readSources(root));
+  const { rete, diagnostics } = validateRete(readSources(root), sourceReader(root));
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
     const errors = diagnostics.filter((d) => d.severity === 'error').length;
@@ -73,17 +111,20 @@ export function validateDir(root: string, quiet = false): Checked {
   return { rete, diagnostics };
 }
 
-export function readCompiled(root: string): Map<string, Map<string, string>> {
+/** The compiled tree on disk: JSON artifacts as text, file contents as raw bytes. */
+export function readCompiled(root: string): Map<string, Map<string, ArtifactBytes>> {
   const base = join(root, COMPILED_DIR);
-  const tree = new Map<string, Map<string, string>>();
+  const tree = new Map<string, Map<string, ArtifactBytes>>();
   if (!existsSync(base)) return tree;
   for (const node of readdirSync(base, { withFileTypes: true })) {
     if (!node.isDirectory() || !DNS_LABEL.test(node.name)) continue;
     const mgmt = join(base, node.name, MGMT);
-    const files = new Map<string, string>();
+    const files = new Map<string, ArtifactBytes>();
     if (existsSync(mgmt)) {
       for (const f of readdirSync(mgmt, { withFileTypes: true })) {
-        if (f.isFile() && !f.name.startsWith('.')) files.set(f.name, readFileSync(join(mgmt, f.name), 'utf8'));
+        if (!f.isFile() || f.name.startsWith('.')) continue;
+        const path = join(mgmt, f.name);
+        files.set(f.name, FILE_ARTIFACT.test(f.name) ? readFileSync(path) : readFileSync(path, 'utf8'));
       }
     }
     tree.set(node.name, files);
@@ -103,10 +144,10 @@ export function writeCompiled(root: string, tree: CompiledTree) {
     const mgmt = join(base, node, MGMT);
     mkdirSync(mgmt, { recursive: true });
     const old = before.get(node);
-    for (const [name, text] of files) {
-      if (old?.get(name) === text) continue;
+    for (const [name, content] of files) {
+      if (sameBytes(old?.get(name), content)) continue;
       const tmp = join(mgmt, `.${name}.${process.pid}.tmp`);
-      writeFileSync(tmp, text);
+      writeFileSync(tmp, content);
       renameSync(tmp, join(mgmt, name));
     }
     for (const name of old?.keys() ?? []) if (!files.has(name)) rmSync(join(mgmt, name), { force: true });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
+import { AgentLifecycle } from './lifecycle.schema.js';
 
 /**
  * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
@@ -141,6 +142,20 @@ export const AgentRetired = z.strictObject({
 });
 export type AgentRetired = z.infer<typeof AgentRetired>;
 
+/**
+ * The newest bundle a real pass saw and did not apply: its activation failed, or it failed
+ * verification. Kept until a pass applies a version or finds the node up to date.
+ */
+export const Unapplied = z.strictObject({
+  /** Null when the bundle was rejected before its version could be trusted (signature, key, payload). */
+  version: z.number().int().positive().nullable(),
+  reason: z.enum(['failed', 'rejected']),
+  /** The error, with the rejection's code first. */
+  detail: z.string(),
+  at: Timestamp,
+});
+export type Unapplied = z.infer<typeof Unapplied>;
+
 /** state.json. The active version itself is the `active` symlink; this never claims more than it. */
 export const AgentState = z.strictObject({
   /** Highest version ever accepted: persisted before `active` moves, so it never goes below it. */
@@ -149,7 +164,12 @@ export const AgentState = z.strictObject({
   applied_version: z.number().int().nonnegative(),
   etag: z.string().nullable(),
   last_poll: Timestamp.nullable(),
+  /** The last pass that reached the coordinator and got its bundle (or 304). */
   last_contact: Timestamp.nullable(),
+  /** The first pass of the current run of passes that could not reach the coordinator; null once one does. */
+  disconnected_since: Timestamp.nullable().default(null),
+  /** The pass that ended the last such run: since when the node is enrolled again. */
+  reconnected_at: Timestamp.nullable().default(null),
   last_result: SyncResult.nullable(),
   last_error: z.string().nullable(),
   /** A report the coordinator has not acknowledged yet; sent again on the next contact. */
@@ -158,6 +178,7 @@ export const AgentState = z.strictObject({
   activations: z.array(ActivationRecord).max(MAX_ACTIVATION_RECORDS).default([]),
   /** Set while the node is retired: the daemon then polls at most hourly. */
   retired: AgentRetired.nullable().default(null),
+  unapplied: Unapplied.nullable().default(null),
 });
 export type AgentState = z.infer<typeof AgentState>;
 
@@ -167,11 +188,14 @@ export const INITIAL_AGENT_STATE: AgentState = {
   etag: null,
   last_poll: null,
   last_contact: null,
+  disconnected_since: null,
+  reconnected_at: null,
   last_result: null,
   last_error: null,
   unsent_report: null,
   activations: [],
   retired: null,
+  unapplied: null,
 };
 
 /** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
@@ -189,10 +213,17 @@ export const ControlRequest = z.discriminatedUnion('op', [
 ]);
 export type ControlRequest = z.infer<typeof ControlRequest>;
 
+/**
+ * What a pass did; a dry run says `would_apply` (never `applied`), `up_to_date`, `rejected` (the
+ * bundle failed verification, with the reason) or `error`.
+ */
+export const SyncOutcomeResult = z.enum([...SyncResult.options, 'would_apply']);
+export type SyncOutcomeResult = z.infer<typeof SyncOutcomeResult>;
+
 export const SyncOutcome = z.strictObject({
-  result: SyncResult,
+  result: SyncOutcomeResult,
   dry_run: z.boolean(),
-  /** The version the bundle carried, when one was read. */
+  /** The version the bundle carried, when one was read: for `would_apply`, the version a pass would apply. */
   version: z.number().int().nullable(),
   /** The active version before the pass. */
   was: z.number().int().nonnegative(),
@@ -203,9 +234,46 @@ export const SyncOutcome = z.strictObject({
 });
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 
+/**
+ * Why a version newer than the one in effect is not in effect: `failed` (its activation failed),
+ * `rejected` (it failed verification), `dry_run` (only a dry run has seen it: the next pass applies
+ * it), `retired` (the coordinator retired the node at a version this agent never applied),
+ * `pending` (switched to, activation not completed: a pass is at it, or a crash interrupted one and
+ * the next pass finishes it).
+ */
+export const BehindReason = z.enum(['failed', 'rejected', 'dry_run', 'retired', 'pending']);
+export type BehindReason = z.infer<typeof BehindReason>;
+
+/** A newer version was seen but is not in effect: what to chase on a stale node. */
+export const Behind = z.strictObject({
+  /** Null when a bundle was rejected before its version could be trusted (bad signature, unpinned key, unparsable payload). */
+  seen_version: z.number().int().positive().nullable(),
+  /**
+   * The version in effect: the last one applied. AgentStatus.active_version can already name the
+   * seen version, when its set was switched to but its activation failed.
+   */
+  active_version: z.number().int().nonnegative(),
+  reason: BehindReason,
+  /** The error that kept it out, when there was one. */
+  detail: z.string().nullable(),
+  /** When it was last seen, when known. */
+  seen_at: Timestamp.nullable(),
+});
+export type Behind = z.infer<typeof Behind>;
+
 export const AgentStatus = z.strictObject({
-  /** retired: the coordinator said the node was retired; enrolling again makes it enrolled. */
-  lifecycle: z.enum(['hosted', 'enrolled', 'retired']),
+  /**
+   * hosted (no identity yet), enrolled, disconnected (its passes cannot reach the coordinator) or
+   * retired (the coordinator said so; enrolling again makes it enrolled): the vocabulary of
+   * lifecycle.schema.ts.
+   */
+  lifecycle: AgentLifecycle,
+  /**
+   * Since when: enrolled since enrolment or since the pass that got back to the coordinator,
+   * disconnected since the first pass that could not reach it, retired since the agent heard it.
+   * Null for hosted.
+   */
+  since: Timestamp.nullable(),
   node: NodeName.nullable(),
   coordinator: z.string().nullable(),
   active_version: z.number().int().nonnegative(),
@@ -222,6 +290,8 @@ export const AgentStatus = z.strictObject({
   activations: z.array(ActivationRecord).default([]),
   /** When the agent heard its node was retired, and the final version. */
   retired: z.strictObject({ at: Timestamp, version: z.number().int().positive().nullable() }).nullable().default(null),
+  /** Null when the version in effect is the newest this agent has seen. */
+  behind: Behind.nullable().default(null),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 

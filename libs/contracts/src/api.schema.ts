@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import { ArtifactName, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
+import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
 import { ActivationPath, HotReloadFallbackCode } from './agent.schema.js';
+import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
+import { parseDuration } from './rete.schema.js';
 
 const Message = z.string().max(4096);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
@@ -19,7 +21,7 @@ export const IneligibleNode = z.object({ node: NodeName, failed_briefing: z.arra
 const AllowIneligible = z.array(NodeName).max(100_000);
 
 export const PublishNode = z.strictObject({
-  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= 256, 'at most 256 artifacts per node'),
+  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= MAX_ARTIFACTS_PER_NODE, `at most ${MAX_ARTIFACTS_PER_NODE} artifacts per node`),
 });
 export const PublishRequest = z.strictObject({
   message: Message,
@@ -102,8 +104,6 @@ export const ReportRequest = z.strictObject({
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
-export const LifecycleState = z.enum(['unenrolled', 'pending', 'enrolled', 'revoked', 'retired']);
-export const ConvergenceState = z.enum(['converged', 'outstanding', 'failed']);
 export const NodeSummary = z.object({
   node: NodeName,
   /** Head fields are null for a node known only by an enrolment token or a credential. */
@@ -112,20 +112,34 @@ export const NodeSummary = z.object({
   retired: z.boolean(),
   updated_at: Timestamp.nullable(),
   publish_id: z.string().nullable(),
-  state: LifecycleState,
+  /** unmanaged, enrolled or retired: the lifecycle vocabulary (libs/contracts lifecycle.schema.ts) as the coordinator sees it. */
+  state: NodeLifecycle,
+  credential: CredentialState,
   convergence: ConvergenceState.nullable(),
   ineligible: z.boolean(),
   /** The briefing lines that make the node ineligible; empty when it is eligible. */
   failed_briefing: z.array(FailedBriefingLine),
   applied_version: z.number().int().nullable(),
   last_contact: Timestamp.nullable(),
+  /** Seconds since the last contact by the coordinator's clock, the one the contact filters use; null when never. */
   last_contact_age_seconds: z.number().int().nullable(),
   last_result: z.string().nullable(),
   last_error: z.string().nullable(),
 });
 export const NodeList = z.object({ items: z.array(NodeSummary) });
+
+/** A lifecycle or a convergence word; a word of the older vocabulary is refused with the filter that replaces it. */
+export const NodeStateFilter = z.enum([...NodeLifecycle.options, ...ConvergenceState.options], { error: (iss) => stateFilterHint(iss.input, 'query') ?? undefined });
+/** A duration as in the rete (90s, 15m, 1h30m, 2d), as whole seconds. */
+export const DurationQuery = z
+  .string()
+  .max(32)
+  .refine((s) => parseDuration(s) !== undefined, 'must be a duration such as 90s, 15m, 1h or 2d')
+  .transform((s) => parseDuration(s)!);
 export const NodesQuery = z.strictObject({
-  state: z.union([LifecycleState, ConvergenceState]).optional(),
+  state: NodeStateFilter.optional(),
+  credential: CredentialState.optional(),
+  contact_older_than: DurationQuery.optional().describe('only nodes whose last contact is older than this (a duration such as 1h), or that never made contact'),
   contact_before: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is before this time (or never)'),
   contact_after: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is at or after this time'),
 });
@@ -163,6 +177,7 @@ export const VersionDetail = z.object({
   retired: z.boolean(),
   artifacts: z.array(ArtifactContent),
 });
+export type VersionDetail = z.infer<typeof VersionDetail>;
 
 const VersionOrZero = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number').transform(Number).pipe(z.number().max(MAX_VERSION));
 export const DiffQuery = z.strictObject({ from: VersionOrZero, to: VersionOrZero.pipe(z.number().positive()) });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { NodeName } from './primitives.schema.js';
+import { AGENT_HOST_PATHS, agentPathAt, CANONICAL_FILE_MODE, DEBIAN_PACKAGE_NAME, HostPath, isDebianVersion, PosixName } from './host.schema.js';
+import { NodeName, Sha256 } from './primitives.schema.js';
 
 /**
  * The compiled per-node artifacts retectl writes to .flor/compiled/<node>/mgmt/ and the coordinator
@@ -71,6 +72,68 @@ export const FlorJson = z.strictObject({
 });
 export type FlorJson = z.infer<typeof FlorJson>;
 
+/** A file's bytes, carried as the node's artifact `file-<sha256>` (fileArtifactName). */
+export const FileContentRef = z.strictObject({ sha256: Sha256, size: z.number().int().nonnegative() });
+
+export const FileResource = z.strictObject({
+  path: HostPath,
+  mode: z.string().regex(CANONICAL_FILE_MODE, 'must be four octal digits such as "0644"'),
+  owner: PosixName,
+  group: PosixName,
+  content: FileContentRef,
+});
+export type FileResource = z.infer<typeof FileResource>;
+
+/** One member per package manager, told apart by `manager`; each checks names and versions its own way. */
+export const AptPackage = z.strictObject({
+  manager: z.literal('apt'),
+  name: z.string().regex(DEBIAN_PACKAGE_NAME, 'must be a Debian package name'),
+  version: z.string().refine(isDebianVersion, 'must be an exact Debian version'),
+});
+export const PackageResource = z.discriminatedUnion('manager', [AptPackage]);
+export type PackageResource = z.infer<typeof PackageResource>;
+
+/**
+ * resources.json: what the node's host must hold, files first, then packages, each list in the rete's
+ * declaration order (the order to apply them in). A node without resources has no resources.json.
+ * Paths are unique, none lies inside another file's path and none touches the agent's own folders;
+ * a package appears once per manager.
+ */
+export const ResourcesJson = z
+  .strictObject({
+    files: z.array(FileResource),
+    packages: z.array(PackageResource),
+  })
+  .superRefine((r, ctx) => {
+    const paths = new Set(r.files.map((f) => f.path));
+    const seen = new Set<string>();
+    r.files.forEach((f, i) => {
+      if (seen.has(f.path)) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} is listed twice` });
+      seen.add(f.path);
+      for (let cut = f.path.lastIndexOf('/'); cut > 0; cut = f.path.lastIndexOf('/', cut - 1)) {
+        if (paths.has(f.path.slice(0, cut))) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} lies inside the file ${f.path.slice(0, cut)}` });
+      }
+      const agent = agentPathAt(f.path);
+      if (agent) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} would overwrite the agent's own ${agent} (reserved: ${AGENT_HOST_PATHS.join(', ')})` });
+    });
+    const packages = new Set<string>();
+    r.packages.forEach((p, i) => {
+      const key = `${p.manager}:${p.name}`;
+      if (packages.has(key)) ctx.addIssue({ code: 'custom', path: ['packages', i, 'name'], message: `${p.manager} package ${p.name} is listed twice` });
+      packages.add(key);
+    });
+  });
+export type ResourcesJson = z.infer<typeof ResourcesJson>;
+
 /** The artifact file names a compiled node folder holds under mgmt/. */
 export const AGENT_JSON = 'agent.json';
 export const FLOR_JSON = 'flor.json';
+export const RESOURCES_JSON = 'resources.json';
+
+/**
+ * A file resource's bytes travel as an artifact named after their digest: identical content is one
+ * artifact (and one blob at the coordinator) however many paths or nodes hold it. Artifact names are
+ * flat file names, hence `file-` and not a folder.
+ */
+export const fileArtifactName = (sha256: string): string => `file-${sha256}`;
+export const FILE_ARTIFACT = /^file-[0-9a-f]{64}$/;

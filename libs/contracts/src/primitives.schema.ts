@@ -13,6 +13,8 @@ export const ArtifactName = z
   .string()
   .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a plain file name of letters, digits, "_", "-" and "."')
   .refine((s) => s !== 'VERSION', 'VERSION is reserved');
+/** A publish carries at most this many artifacts per node. */
+export const MAX_ARTIFACTS_PER_NODE = 256;
 
 /** Versions are int4 in the database; positions are int8 but must stay exact in JSON numbers. */
 export const MAX_VERSION = 2_147_483_647;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FILE_MODE, isHostPath, PACKAGE_MANAGER_NAMES, PACKAGE_MANAGERS, POSIX_NAME } from './host.schema.js';
 
 /**
  * The operator's rete: a directory of YAML files that merge into one mesh description. Each file is
@@ -32,6 +33,15 @@ export const RETE_ERROR_CODES = [
   'splay_too_long',
   'missing_mesh',
   'no_files',
+  'bad_selector',
+  'bad_path',
+  'duplicate_path',
+  'bad_mode',
+  'bad_source',
+  'bad_package_name',
+  'bad_version',
+  'conflicting_package',
+  'too_many_artifacts',
 ] as const;
 export type ReteErrorCode = (typeof RETE_ERROR_CODES)[number];
 export const RETE_WARNING_CODES = ['unused_service', 'unused_group', 'empty_group', 'no_safety_net'] as const;
@@ -85,6 +95,93 @@ export const ReteService = z.strictObject({
   protocol: z.enum(['tcp', 'udp']).optional(),
 });
 
+/**
+ * `source:` names a file of the rete by its path from the rete's root, as Puppet's `puppet:///modules/…`
+ * names one from the module's: never from the host, never above the root. Whether it exists (and where
+ * its symlinks lead) is checked by whoever can read the disk; this is the part one string can show.
+ */
+export const RETE_DOT_FOLDERS = ['.flor', '.git'];
+export const ReteSourcePath = z.string().superRefine((s, ctx) => {
+  const fail = (message: string) => ctx.addIssue({ code: 'custom', message, params: { code: 'bad_source' } });
+  const segments = s.split('/').filter((seg) => seg !== '' && seg !== '.');
+  if (s.startsWith('/')) fail('must be a path inside the rete, from its root (files/motd), not an absolute path');
+  else if (segments.includes('..')) fail('must stay inside the rete: ".." is not allowed');
+  else if (segments.length === 0) fail('must name a file inside the rete');
+  else if (RETE_DOT_FOLDERS.includes(segments[0])) fail(`must not point into ${segments[0]}: it is not part of the rete`);
+  else if (/[\u0000-\u001f\u007f]/.test(s)) fail('must not contain control characters');
+});
+
+export const ReteHostPath = z.string().refine(isHostPath, coded('bad_path', 'must be an absolute path without empty, "." or ".." segments or a trailing "/"'));
+
+/** YAML reads an unquoted 0644 as the decimal number 644, so a mode must be a string. */
+export const ReteFileMode = z.custom<string>().superRefine((v, ctx) => {
+  if (typeof v === 'string' && FILE_MODE.test(v)) return;
+  const message =
+    typeof v === 'number'
+      ? `must be a quoted octal string such as "0644": unquoted, YAML reads it as the number ${v}`
+      : 'must be an octal mode such as "0644" or "0755"';
+  ctx.addIssue({ code: 'custom', message, params: { code: 'bad_mode' } });
+});
+
+const RetePosixName = z.string().refine((s) => POSIX_NAME.test(s), coded('bad_name', 'must be a user or group name: lowercase letters, digits, "_" or "-", starting with a letter or "_", at most 32 characters'));
+
+export const ReteFileResource = z
+  .strictObject({
+    path: ReteHostPath,
+    content: z.string().optional(),
+    source: ReteSourcePath.optional(),
+    mode: ReteFileMode.optional(),
+    owner: RetePosixName.optional(),
+    group: RetePosixName.optional(),
+    description: z.string().optional(),
+  })
+  .superRefine((f, ctx) => {
+    if (f.content === undefined && f.source === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'a file needs its bytes: "content" (inline) or "source" (a file of the rete)', params: { code: 'missing_key' } });
+    } else if (f.content !== undefined && f.source !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['source'], message: 'a file takes "content" or "source", not both', params: { code: 'invalid_value' } });
+    }
+  });
+
+export const RetePackage = z
+  .strictObject({
+    name: z.string(),
+    version: z.string(),
+    manager: z.enum(PACKAGE_MANAGER_NAMES).optional(),
+    description: z.string().optional(),
+  })
+  .superRefine((p, ctx) => {
+    const rules = PACKAGE_MANAGERS[p.manager ?? 'apt'];
+    if (!rules.isName(p.name)) ctx.addIssue({ code: 'custom', path: ['name'], message: rules.nameRule, params: { code: 'bad_package_name' } });
+    if (!rules.isVersion(p.version)) ctx.addIssue({ code: 'custom', path: ['version'], message: rules.versionRule, params: { code: 'bad_version' } });
+  });
+
+/** What a node's host must hold: `resources:` in a node, and each entry of the top-level `resources:`. */
+const resourceLists = {
+  files: z.array(ReteFileResource).optional(),
+  packages: z.array(RetePackage).optional(),
+};
+export const ReteResources = z.strictObject(resourceLists);
+
+/** Which nodes a top-level resources entry is for: those carrying any of the tags, in any of the groups, or named. */
+export const ReteSelector = z
+  .strictObject({
+    tags: z.array(ReteName).min(1).optional(),
+    groups: z.array(ReteName).min(1).optional(),
+    nodes: z.array(ReteName).min(1).optional(),
+  })
+  .superRefine((s, ctx) => {
+    const kinds = [s.tags, s.groups, s.nodes].filter((k) => k !== undefined).length;
+    // One kind per selector: `{tags, groups}` would read as "and" to some and "or" to others.
+    if (kinds !== 1) ctx.addIssue({ code: 'custom', message: 'must name exactly one of tags, groups or nodes', params: { code: 'bad_selector' } });
+  });
+
+export const ReteResourceBlock = z.strictObject({
+  select: ReteSelector,
+  description: z.string().optional(),
+  ...resourceLists,
+});
+
 export const ReteNode = z.strictObject({
   name: ReteName,
   kind: z.enum(['server', 'device']),
@@ -92,6 +189,7 @@ export const ReteNode = z.strictObject({
   tags: z.array(ReteName).optional(),
   sync: ReteSync.optional(),
   services: z.array(ReteService).optional(),
+  resources: ReteResources.optional(),
   description: z.string().optional(),
 });
 
@@ -154,8 +252,13 @@ export const ReteFile = z.strictObject({
   nodes: z.array(ReteNode).optional(),
   groups: z.array(ReteGroup).optional(),
   acl: z.array(ReteAclRule).optional(),
+  resources: z.array(ReteResourceBlock).optional(),
 });
 export type ReteFile = z.infer<typeof ReteFile>;
+export type ReteFileResource = z.infer<typeof ReteFileResource>;
+export type RetePackage = z.infer<typeof RetePackage>;
+export type ReteResources = z.infer<typeof ReteResources>;
+export type ReteResourceBlock = z.infer<typeof ReteResourceBlock>;
 export type ReteNode = z.infer<typeof ReteNode>;
 export type ReteGroup = z.infer<typeof ReteGroup>;
 export type ReteAclRule = z.infer<typeof ReteAclRule>;
@@ -164,6 +267,10 @@ export type ReteService = z.infer<typeof ReteService>;
 /** Built-in sync defaults when the rete sets none. */
 export const DEFAULT_POLL_INTERVAL = '5m';
 export const DEFAULT_SPLAY = '30s';
+/** A file resource's defaults, as Puppet's and Ansible's: root-owned, readable by all. */
+export const DEFAULT_FILE_MODE = '0644';
+export const DEFAULT_FILE_OWNER = 'root';
+export const DEFAULT_FILE_GROUP = 'root';
 
 /** retectl's config file in the user's config dir (mode 0600): where the coordinator is and the API token. */
 export const RetectlConfig = z.strictObject({

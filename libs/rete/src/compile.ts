@@ -1,15 +1,19 @@
-import { AGENT_JSON, AgentJson, FLOR_JSON, FlorJson } from '#contracts';
+import { AGENT_JSON, AgentJson, fileArtifactName, FLOR_JSON, FlorJson, RESOURCES_JSON, ResourcesJson } from '#contracts';
 import { canonicalPretty } from '#bundle';
 import { cmp } from './diagnostics.js';
-import type { AclSource, Rete } from './model.js';
+import type { AclSource, NodeResources, Rete } from './model.js';
 
-/** Node name → artifact file name → exact bytes (as text) of the compiled artifact. */
-export type CompiledTree = ReadonlyMap<string, ReadonlyMap<string, string>>;
+/** An artifact's exact bytes: text (UTF-8) for the JSON artifacts, raw bytes for file contents. */
+export type ArtifactBytes = string | Uint8Array;
+/** Node name → artifact file name → exact bytes of the compiled artifact. */
+export type CompiledTree = ReadonlyMap<string, ReadonlyMap<string, ArtifactBytes>>;
 
 /**
- * Compiles a checked rete into each node's agent.json and flor.json. The output is canonical JSON
- * (DESIGN section 5), and every list is sorted, so the bytes depend only on what the rete means:
- * not on file order, key order or the order rules were written in.
+ * Compiles a checked rete into each node's agent.json and flor.json, and for a node with host
+ * resources its resources.json and one `file-<sha256>` artifact per distinct file content. The output
+ * is canonical JSON (DESIGN section 5), and every list that is a set is sorted, so the bytes depend
+ * only on what the rete means: not on file order, key order or the order rules were written in.
+ * Resources are the exception on purpose: they keep their declaration order, the order to apply them.
  */
 export function compileRete(rete: Rete): CompiledTree {
   const byName = new Map(rete.nodes.map((n) => [n.name, n]));
@@ -48,7 +52,7 @@ export function compileRete(rete: Rete): CompiledTree {
     }
   }
 
-  const tree = new Map<string, Map<string, string>>();
+  const tree = new Map<string, Map<string, ArtifactBytes>>();
   for (const n of rete.nodes) {
     const ins = ingress.get(n.name) as Map<string, Set<string>>;
     const outs = [...(egress.get(n.name) as Set<string>)].map((k) => {
@@ -77,7 +81,18 @@ export function compileRete(rete: Rete): CompiledTree {
         peers: [...peerNames].sort(cmp).map((p) => ({ node: p, listen: (byName.get(p) as { listen: string }).listen })),
       },
     });
-    tree.set(n.name, new Map([[AGENT_JSON, canonicalPretty(agent)], [FLOR_JSON, canonicalPretty(flor)]]));
+    tree.set(n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, canonicalPretty(agent)], [FLOR_JSON, canonicalPretty(flor)], ...resourceArtifacts(n.resources)]));
   }
   return tree;
+}
+
+/** Nothing for a node without resources, so its set (and its version) stays as it was before resources existed. */
+function resourceArtifacts(r: NodeResources): [string, ArtifactBytes][] {
+  if (r.files.length === 0 && r.packages.length === 0) return [];
+  const json: ResourcesJson = ResourcesJson.parse({
+    files: r.files.map((f) => ({ path: f.path, mode: f.mode, owner: f.owner, group: f.group, content: { sha256: f.sha256, size: f.content.byteLength } })),
+    packages: r.packages.map((p) => ({ manager: p.manager, name: p.name, version: p.version })),
+  });
+  const contents = new Map(r.files.map((f) => [fileArtifactName(f.sha256), f.content] as const));
+  return [[RESOURCES_JSON, canonicalPretty(json)], ...contents];
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { AgentJson, FlorJson } from '#contracts';
+import { AgentJson, FlorJson, ResourcesJson } from '#contracts';
 import { canonicalPretty } from '#bundle';
 import { compileRete, type CompiledTree } from './compile.js';
 import { EXAMPLE_RETE } from './example.js';
@@ -43,9 +43,33 @@ describe('compile', () => {
           expect([agent.node, flor.node]).toEqual([node, node]);
           expect(canonicalPretty(agent)).toBe(files.get('agent.json'));
           expect(canonicalPretty(flor)).toBe(files.get('flor.json'));
+          if (files.has('resources.json')) {
+            const resources = ResourcesJson.parse(JSON.parse(files.get('resources.json') as string));
+            expect(canonicalPretty(resources)).toBe(files.get('resources.json'));
+          }
         }
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('gives resources.json to exactly the nodes that declare resources, in the order written', () => {
+    fc.assert(
+      fc.property(reteSpec, layout, (spec, l) => {
+        const tree = compileSources(render(spec, l));
+        for (const n of spec.nodes) {
+          const declared = n.resources as { files: { path: string }[]; packages: { name: string }[] } | undefined;
+          const text = tree.get(n.name as string)?.get('resources.json') as string | undefined;
+          if (!declared || declared.files.length + declared.packages.length === 0) {
+            expect(text).toBeUndefined();
+            continue;
+          }
+          const json = ResourcesJson.parse(JSON.parse(text as string));
+          expect(json.files.map((f) => f.path)).toEqual(declared.files.map((f) => f.path));
+          expect(json.packages.map((p) => p.name)).toEqual(declared.packages.map((p) => p.name));
+        }
+      }),
+      { numRuns: 100 },
     );
   });
 

@@ -1,6 +1,7 @@
 /**
  * The rete `retectl init` writes: three nodes, a group, a service and an ACL rule, split over files
- * the way a real rete grows. It validates without warnings and compiles as it is.
+ * the way a real rete grows. It validates without warnings and compiles as it is; its commented-out
+ * resources entry does too once uncommented.
  */
 export const EXAMPLE_RETE: Readonly<Record<string, string>> = {
   'rete.yaml': `# The mesh as a whole. Every *.yaml file under this folder merges into one rete.
@@ -16,6 +17,15 @@ defaults:
   sync:
     poll_interval: 5m   # how often each agent polls for a new bundle
     splay: 30s          # random jitter added to each poll
+
+# Host resources: files and packages a node's host must hold, for one node (resources: in the
+# node) or for every node a selector picks. Uncomment to give the web servers a message of the day:
+# resources:
+#   - select: { tags: [web] }
+#     files:
+#       - path: /etc/motd
+#         content: "managed by Florete: local edits are overwritten\\n"
+#         mode: "0644"
 `,
   'nodes/servers.yaml': `nodes:
   - name: alpha

@@ -1,3 +1,4 @@
+import type { PackageManager } from '#contracts';
 import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
@@ -21,6 +22,36 @@ export interface ReteNodeModel {
   readonly tags: readonly string[];
   readonly sync: SyncSeconds;
   readonly services: readonly { readonly name: string; readonly port: number; readonly protocol: 'tcp' | 'udp' }[];
+  readonly resources: NodeResources;
+  readonly place: Place;
+}
+
+/**
+ * A node's host resources in the order to apply them: its own first, then those of the top-level
+ * entries that select it, in file-path order and, within a file, in the order written. One
+ * declaration selected by many nodes is one shared object.
+ */
+export interface NodeResources {
+  readonly files: readonly FileResourceModel[];
+  readonly packages: readonly PackageResourceModel[];
+}
+
+export interface FileResourceModel {
+  readonly path: string;
+  /** Four octal digits, e.g. "0644". */
+  readonly mode: string;
+  readonly owner: string;
+  readonly group: string;
+  readonly content: Uint8Array;
+  /** Of `content`: the name of the artifact that carries it. */
+  readonly sha256: string;
+  readonly place: Place;
+}
+
+export interface PackageResourceModel {
+  readonly manager: PackageManager;
+  readonly name: string;
+  readonly version: string;
   readonly place: Place;
 }
 

@@ -17,6 +17,14 @@ export interface ParsedFile {
   placeOf(path: readonly PropertyKey[]): Place;
 }
 
+/** A definition taken from a parsed file, with where it was written. */
+export interface Def<T> {
+  readonly value: T;
+  readonly file: ParsedFile;
+  readonly path: readonly PropertyKey[];
+  readonly place: Place;
+}
+
 /**
  * Parses one file: YAML syntax first (nothing else is checked in a file that does not parse), then the
  * ReteFile schema, with every zod issue mapped back to the YAML node it is about.
@@ -86,7 +94,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     const place = placeOf(path);
     switch (issue.code) {
       case 'invalid_type':
-        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
+        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl, resources)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
         break;
       case 'invalid_value':
         report('invalid_value', place, path, `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
@@ -157,7 +165,7 @@ function article(expected: string): string {
   }
 }
 
-const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to'];
+const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager'];
 
 /** "did you mean" for one-letter slips such as `listn` or `membres`. */
 function suggest(key: string, known: readonly string[]): string {

@@ -1,5 +1,7 @@
+import type { ResourcesJson } from '#contracts';
 import { setDigest } from '#bundle';
 import { cmp } from './diagnostics.js';
+import { diffResources, type ResourceChange } from './resource-changes.js';
 
 /** A node's artifacts by name → sha256, locally or at the coordinator's head. */
 export type ArtifactDigests = ReadonlyMap<string, string>;
@@ -32,9 +34,10 @@ interface PublishedHead extends HeadSummary {
 }
 const published = (heads: readonly HeadSummary[]): PublishedHead[] => heads.filter((h): h is PublishedHead => h.version !== null && h.set_digest !== null);
 
+/** `resources`: how the node's host resources would change, when they would. */
 export type PlanEntry =
-  | { readonly node: string; readonly action: 'new'; readonly artifacts: readonly string[]; readonly readded: boolean }
-  | { readonly node: string; readonly action: 'changed'; readonly version: number; readonly artifacts: readonly string[] }
+  | { readonly node: string; readonly action: 'new'; readonly artifacts: readonly string[]; readonly readded: boolean; readonly resources?: readonly ResourceChange[] }
+  | { readonly node: string; readonly action: 'changed'; readonly version: number; readonly artifacts: readonly string[]; readonly resources?: readonly ResourceChange[] }
   | { readonly node: string; readonly action: 'unchanged'; readonly version: number }
   | { readonly node: string; readonly action: 'retired'; readonly version: number }
   | { readonly node: string; readonly action: 'absent'; readonly version: number };
@@ -45,6 +48,12 @@ export interface Plan {
   readonly changes: boolean;
   /** New or changed nodes that are ineligible: the publish fails unless it accepts each of them. */
   readonly ineligible: readonly IneligibleEntry[];
+}
+
+/** The parsed resources.json of each node that has one: in the compiled tree, and at the heads being compared. */
+export interface ResourceSides {
+  readonly local: ReadonlyMap<string, ResourcesJson>;
+  readonly head: ReadonlyMap<string, ResourcesJson>;
 }
 
 export const localSetDigest = (artifacts: ArtifactDigests): string => setDigest([...artifacts].map(([name, sha256]) => ({ name, sha256 })));
@@ -64,14 +73,20 @@ export function nodesToInspect(local: ReadonlyMap<string, ArtifactDigests>, head
 /**
  * What a publish would do, mirroring the coordinator's rule (DESIGN section 4, rule 2): a node is
  * stamped only when its set digest differs from its head; a retired head is re-added. With prune,
- * live heads missing from the tree are retired; without it they are listed as absent and kept.
+ * live heads missing from the tree are retired; without it they are listed as absent and kept. With
+ * both sides' resources.json, new and changed nodes also say how their host resources change.
  */
 export function planPublish(
   local: ReadonlyMap<string, ArtifactDigests>,
   heads: readonly HeadSummary[],
   headArtifacts: ReadonlyMap<string, ArtifactDigests>,
   prune: boolean,
+  resources: ResourceSides = { local: new Map(), head: new Map() },
 ): Plan {
+  const withResources = (node: string, before: ResourcesJson | undefined) => {
+    const changes = diffResources(before, resources.local.get(node));
+    return changes.length > 0 ? { resources: changes } : {};
+  };
   const live = published(heads);
   const byNode = new Map(live.map((h) => [h.node, h]));
   const entries: PlanEntry[] = [];
@@ -79,13 +94,20 @@ export function planPublish(
     const artifacts = local.get(node) as ArtifactDigests;
     const head = byNode.get(node);
     if (!head || head.retired) {
-      entries.push({ node, action: 'new', artifacts: [...artifacts.keys()].sort(cmp), readded: head !== undefined });
+      // A retired head holds nothing: a re-added node gets every resource anew.
+      entries.push({ node, action: 'new', artifacts: [...artifacts.keys()].sort(cmp), readded: head !== undefined, ...withResources(node, undefined) });
     } else if (head.set_digest === localSetDigest(artifacts)) {
       entries.push({ node, action: 'unchanged', version: head.version });
     } else {
       const before = headArtifacts.get(node) ?? new Map<string, string>();
       const names = [...new Set([...before.keys(), ...artifacts.keys()])].sort(cmp);
-      entries.push({ node, action: 'changed', version: head.version, artifacts: names.filter((a) => before.get(a) !== artifacts.get(a)) });
+      entries.push({
+        node,
+        action: 'changed',
+        version: head.version,
+        artifacts: names.filter((a) => before.get(a) !== artifacts.get(a)),
+        ...withResources(node, resources.head.get(node)),
+      });
     }
   }
   for (const head of [...live].sort((a, b) => cmp(a.node, b.node))) {

@@ -42,6 +42,36 @@ describe('plan', () => {
     expect(plan).toEqual({ entries: [{ node: 'beta', action: 'unchanged', version: 2 }], changes: false, ineligible: [] });
   });
 
+  it('says how host resources change on new and changed nodes, and nothing when they do not', () => {
+    const file = (path: string, sha256: string) => ({ path, mode: '0644', owner: 'root', group: 'root', content: { sha256, size: 1 } });
+    const resources = {
+      local: new Map([
+        ['alpha', { files: [file('/etc/motd', B)], packages: [{ manager: 'apt' as const, name: 'florete-agent', version: '0.2.0' }] }],
+        ['gamma', { files: [file('/etc/motd', A)], packages: [] }],
+      ]),
+      head: new Map([['alpha', { files: [file('/etc/motd', A)], packages: [{ manager: 'apt' as const, name: 'florete-agent', version: '0.1.0' }] }]]),
+    };
+    const plan = planPublish(local, heads, new Map([['alpha', set(A, A)]]), false, resources);
+    expect(plan.entries.find((e) => e.node === 'alpha')).toEqual({
+      node: 'alpha',
+      action: 'changed',
+      version: 4,
+      artifacts: ['flor.json'],
+      resources: [
+        { kind: 'file', action: 'changed', path: '/etc/motd', changes: [{ field: 'content' }] },
+        { kind: 'package', action: 'changed', manager: 'apt', name: 'florete-agent', from: '0.1.0', to: '0.2.0' },
+      ],
+    });
+    expect(plan.entries.find((e) => e.node === 'gamma')).toEqual({
+      node: 'gamma',
+      action: 'new',
+      artifacts: ['agent.json', 'flor.json'],
+      readded: false,
+      resources: [{ kind: 'file', action: 'added', path: '/etc/motd' }],
+    });
+    expect(plan.entries.find((e) => e.node === 'beta')).toEqual({ node: 'beta', action: 'unchanged', version: 2 });
+  });
+
   it('ignores nodes the coordinator knows only from an enrolment token', () => {
     const plan = planPublish(new Map([['beta', set(A, C)]]), [{ node: 'beta', version: null, set_digest: null, retired: false }], new Map(), true);
     expect(plan.entries).toEqual([{ node: 'beta', action: 'new', artifacts: ['agent.json', 'flor.json'], readded: false }]);

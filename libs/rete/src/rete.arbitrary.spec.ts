@@ -20,6 +20,17 @@ const SERVICE_POOL = [
   { name: 'metrics', port: 9100, protocol: 'tcp' },
 ];
 const GROUP_POOL = ['ops', 'devs', 'all'];
+const FILE_POOL = [
+  { path: '/etc/motd', content: 'managed by florete\n' },
+  { path: '/etc/issue', content: 'managed by florete\n', mode: '0600' },
+  { path: '/srv/app/app.conf', content: 'x = 1\n', owner: 'www-data', group: 'www-data', mode: '640' },
+  { path: '/etc/empty', content: '' },
+];
+const PACKAGE_POOL = [
+  { name: 'nginx', version: '1.22.1-9+deb12u11' },
+  { name: 'curl', version: '7.88.1-10+deb12u8', manager: 'apt' },
+  { name: 'florete-agent', version: '1:0.2.0' },
+];
 
 export const reteSpec: fc.Arbitrary<ReteSpec> = fc
   .record({
@@ -37,7 +48,9 @@ export const reteSpec: fc.Arbitrary<ReteSpec> = fc
               tags: fc.subarray(TAG_POOL),
               services: fc.subarray(SERVICE_POOL),
               sync: fc.option(fc.record({ poll_interval: fc.constantFrom('2m', '10m') }), { nil: undefined }),
-            }).map((n) => ({ name, listen: `10.0.${i}.1:${7000 + i}`, ...n, ...(n.sync ? {} : { sync: undefined }) })),
+              // Resources keep the order they are written in (the order to apply them): part of the spec, not of the layout.
+              resources: fc.option(fc.record({ files: fc.shuffledSubarray(FILE_POOL), packages: fc.shuffledSubarray(PACKAGE_POOL) }), { nil: undefined }),
+            }).map((n) => ({ name, listen: `10.0.${i}.1:${7000 + i}`, ...n, ...(n.sync ? {} : { sync: undefined }), ...(n.resources ? {} : { resources: undefined }) })),
           ),
         ),
         groupNames: fc.subarray(GROUP_POOL),

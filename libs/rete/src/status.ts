@@ -1,5 +1,5 @@
 export interface NodeStatusInput {
-  /** The coordinator's lifecycle state: unenrolled, pending, enrolled, revoked or retired. */
+  /** The coordinator's lifecycle word: unmanaged, enrolled or retired. */
   readonly state: string;
   /** converged, outstanding or failed; null when nothing was ever published for the node. */
   readonly convergence: string | null;
@@ -9,14 +9,14 @@ export interface NodeStatusInput {
 
 /**
  * A node's state as an operator reads it: its lifecycle, then whether it runs its head version, then
- * `ineligible`. No age threshold: a silent node is outstanding, never failed. A node that never
- * enrolled (or only holds a token) is outstanding by definition, so its convergence is left out.
+ * `ineligible`. No age threshold: a silent node is outstanding, never failed. An unmanaged node (no
+ * agent ever enrolled as it) is outstanding by definition, so its convergence is left out.
  * The lifecycle word is the API's, as `status --json` and `--state` use it: a table with words of its
  * own would leave an operator guessing what to filter or script on.
  */
 export function nodeState(n: NodeStatusInput): string {
   const parts = [n.state];
-  if (n.convergence !== null && n.state !== 'unenrolled' && n.state !== 'pending') parts.push(n.convergence);
+  if (n.convergence !== null && n.state !== 'unmanaged') parts.push(n.convergence);
   if (n.ineligible) parts.push('ineligible');
   return parts.join(', ');
 }
@@ -24,7 +24,12 @@ export function nodeState(n: NodeStatusInput): string {
 /** `42s`, `3m`, `5h12m`, `3d4h`: the age of a timestamp at `now`, coarse enough to read at a glance. */
 export function formatAge(since: string | null, now: Date): string {
   if (since === null) return 'never';
-  const seconds = Math.max(0, Math.floor((now.getTime() - new Date(since).getTime()) / 1000));
+  return formatSeconds(Math.floor((now.getTime() - new Date(since).getTime()) / 1000));
+}
+
+/** A span of whole seconds as formatAge writes it. */
+export function formatSeconds(span: number): string {
+  const seconds = Math.max(0, Math.floor(span));
   if (seconds < 60) return `${seconds}s`;
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes}m`;

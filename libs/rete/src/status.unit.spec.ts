@@ -1,4 +1,4 @@
-import { formatAge, formatTable, nodeState } from './status.js';
+import { formatAge, formatSeconds, formatTable, nodeState } from './status.js';
 
 const now = new Date('2026-01-02T03:04:05Z');
 const node = { state: 'enrolled', convergence: 'converged', ineligible: false };
@@ -9,20 +9,19 @@ describe('status', () => {
     expect(nodeState({ ...node, convergence: 'outstanding' })).toBe('enrolled, outstanding');
     expect(nodeState({ ...node, convergence: 'failed', ineligible: true })).toBe('enrolled, failed, ineligible');
     expect(nodeState({ ...node, state: 'retired', convergence: 'outstanding' })).toBe('retired, outstanding');
-    expect(nodeState({ ...node, state: 'revoked' })).toBe('revoked, converged');
+    expect(nodeState({ ...node, state: 'retired', convergence: 'converged' })).toBe('retired, converged');
   });
 
-  it('leaves out the convergence of a node that could not have acted yet', () => {
+  it('leaves out the convergence of a node no agent manages: it could not have acted yet', () => {
     // The word the API and `status --json` use: scripts filter on it, so the table says it too.
-    expect(nodeState({ ...node, state: 'unenrolled', convergence: 'outstanding' })).toBe('unenrolled');
-    expect(nodeState({ ...node, state: 'unenrolled', convergence: null, ineligible: true })).toBe('unenrolled, ineligible');
-    expect(nodeState({ ...node, state: 'pending', convergence: 'outstanding' })).toBe('pending');
-    expect(nodeState({ ...node, state: 'pending', convergence: null, ineligible: true })).toBe('pending, ineligible');
+    expect(nodeState({ ...node, state: 'unmanaged', convergence: 'outstanding' })).toBe('unmanaged');
+    expect(nodeState({ ...node, state: 'unmanaged', convergence: null, ineligible: true })).toBe('unmanaged, ineligible');
   });
 
   it('formats ages coarsely', () => {
     const ago = (s: number) => formatAge(new Date(now.getTime() - s * 1000).toISOString(), now);
     expect([ago(0), ago(59), ago(60), ago(3599), ago(3600), ago(3660), ago(86400 + 7200), formatAge(null, now)]).toEqual(['0s', '59s', '1m', '59m', '1h', '1h1m', '1d2h', 'never']);
+    expect([formatSeconds(0), formatSeconds(3660), formatSeconds(-5)]).toEqual(['0s', '1h1m', '0s']);
   });
 
   it('pads table columns to the widest cell', () => {

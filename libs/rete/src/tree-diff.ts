@@ -1,4 +1,5 @@
-import type { CompiledTree } from './compile.js';
+import { Buffer } from 'node:buffer';
+import type { ArtifactBytes, CompiledTree } from './compile.js';
 import { cmp } from './diagnostics.js';
 
 export interface TreeChange {
@@ -19,9 +20,9 @@ export function diffTrees(before: CompiledTree, after: CompiledTree): TreeChange
       added.push(node);
       continue;
     }
-    const now = after.get(node) as ReadonlyMap<string, string>;
+    const now = after.get(node) as ReadonlyMap<string, ArtifactBytes>;
     const names = [...new Set([...old.keys(), ...now.keys()])].sort(cmp);
-    const artifacts = names.filter((a) => old.get(a) !== now.get(a));
+    const artifacts = names.filter((a) => !sameBytes(old.get(a), now.get(a)));
     if (artifacts.length > 0) changed.push({ node, artifacts });
     else unchanged.push(node);
   }
@@ -33,3 +34,13 @@ export const treesEqual = (a: CompiledTree, b: CompiledTree): boolean => {
   const d = diffTrees(a, b);
   return d.added.length === 0 && d.changed.length === 0 && d.removed.length === 0;
 };
+
+/** Whether two artifacts hold the same bytes, whichever of them is text and whichever raw. */
+export function sameBytes(a: ArtifactBytes | undefined, b: ArtifactBytes | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (typeof a === 'string' && typeof b === 'string') return a === b;
+  return bytesOf(a).equals(bytesOf(b));
+}
+
+/** The bytes of an artifact as they are uploaded, digested and written: text is UTF-8. */
+export const bytesOf = (a: ArtifactBytes): Buffer => (typeof a === 'string' ? Buffer.from(a, 'utf8') : Buffer.from(a.buffer, a.byteOffset, a.byteLength));

@@ -1,8 +1,9 @@
 import { ACL_SOURCE, ACL_TARGET, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type ReteErrorCode, type ReteFile, type ReteWarningCode } from '#contracts';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel } from './model.js';
-import { parseFile, type ParsedFile, type Source } from './parse-file.js';
+import { parseFile, type Def, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
+import { noSources, resolveResources, type ReadSource } from './resolve-resources.js';
 
 export interface Validation {
   /** Present only when there is no error (warnings allowed). */
@@ -10,19 +11,13 @@ export interface Validation {
   readonly diagnostics: readonly Diagnostic[];
 }
 
-interface Def<T> {
-  readonly value: T;
-  readonly file: ParsedFile;
-  readonly path: readonly PropertyKey[];
-  readonly place: Place;
-}
-
 /**
  * Validates a whole rete at once: every file's syntax and schema, then the merged definitions and
  * their cross-references. Files are taken in path order, so "defined twice" always names the same
- * first place whatever order they were read in.
+ * first place whatever order they were read in. `readSource` gives the bytes of the files that file
+ * resources name with `source:`; the caller decides what "inside the rete" means on its disk.
  */
-export function validateRete(sources: readonly Source[]): Validation {
+export function validateRete(sources: readonly Source[], readSource: ReadSource = noSources): Validation {
   const diagnostics: Diagnostic[] = [];
   const error = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) =>
     diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
@@ -85,7 +80,7 @@ export function validateRete(sources: readonly Source[]): Validation {
     error('splay_too_long', defaults.file.placeOf(p), p, `splay ${quoteValue(defaultSync.splay)} is longer than the poll interval ${quoteValue(defaultSync.poll_interval)}`);
   }
 
-  const nodes: ReteNodeModel[] = [];
+  const nodes: Omit<ReteNodeModel, 'resources'>[] = [];
   const tags = new Set<string>();
   for (const [name, def] of nodeDefs) {
     const n = def.value;
@@ -130,7 +125,10 @@ export function validateRete(sources: readonly Source[]): Validation {
     groups.set(name, uniqueSorted(def.value.members));
   }
 
-  const usedGroups = new Set<string>();
+  const resources = resolveResources({ files, nodeDefs, groups, tags, refsCheckable, readSource, error });
+
+  // A group that only picks the nodes of a resources entry is in use as surely as one in an ACL rule.
+  const usedGroups = new Set<string>(files.flatMap((file) => (file.data.resources ?? []).flatMap((r) => r.select.groups ?? [])));
   const allowed = new Set<string>();
   const acl: AclRuleModel[] = [];
   for (const file of files) {
@@ -196,7 +194,12 @@ export function validateRete(sources: readonly Source[]): Validation {
   const sorted = sortDiagnostics(diagnostics);
   if (sorted.some((d) => d.severity === 'error') || !mesh) return { diagnostics: sorted };
   return {
-    rete: { mesh: mesh.value, nodes: nodes.sort((a, b) => cmp(a.name, b.name)), groups, acl },
+    rete: {
+      mesh: mesh.value,
+      nodes: nodes.map((n) => ({ ...n, resources: resources.get(n.name) ?? { files: [], packages: [] } })).sort((a, b) => cmp(a.name, b.name)),
+      groups,
+      acl,
+    },
     diagnostics: sorted,
   };
 }

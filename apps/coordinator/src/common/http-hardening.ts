@@ -23,8 +23,13 @@ export interface HardeningOptions {
   readonly anonymousPerMinute: number;
 }
 
-/** How long an upload the coordinator already answered may go on being sent before the connection is cut. */
+/**
+ * How long, and how much more, an upload the coordinator already answered may go on being sent
+ * before the connection is cut: enough for a client to read the answer before a reset could drop
+ * it, not enough to make the coordinator read a stranger's megabytes.
+ */
 const DISCARD_MS = 2000;
+const DISCARD_BYTES = 256 * 1024;
 const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only blob uploads, PUT /v1/blobs/{sha256}, take application/octet-stream)';
 
 const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
@@ -88,10 +93,11 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
 
   // Refusals that depend only on the headers come before any parser runs. Answered from a hook, the
   // connection stays open and Node reads the rest of the upload to discard it (the client is still
-  // writing it, and closing on unread data would reset the connection before the client read the
-  // answer); a client that goes on sending is cut off after DISCARD_MS.
+  // writing it, and closing on unread data at once would reset the connection before the client read
+  // the answer); a client that goes on sending is cut off after DISCARD_BYTES or DISCARD_MS.
   fastify.addHook('onRequest', async (req) => {
-    if (!hasBody(req)) return;
+    // No route, no body to judge: the answer is 404 whatever was sent (and nothing is parsed).
+    if (req.is404 || !hasBody(req)) return;
     const limits = limitsOf(req);
     const blob = limits !== undefined && 'body' in limits && limits.body === 'blob';
     const type = req.headers['content-type'];
@@ -104,7 +110,16 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   });
   fastify.addHook('onResponse', async (req) => {
     if (req.raw.complete) return;
-    const timer = setTimeout(() => req.raw.socket?.destroy(), DISCARD_MS).unref();
+    const cut = () => req.raw.socket?.destroy();
+    const timer = setTimeout(cut, DISCARD_MS).unref();
+    let discarded = 0;
+    req.raw.on('data', (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > DISCARD_BYTES) {
+        clearTimeout(timer);
+        cut();
+      }
+    });
     req.raw.once('end', () => clearTimeout(timer));
   });
 

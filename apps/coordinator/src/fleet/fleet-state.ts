@@ -1,11 +1,14 @@
+import type { ConvergenceState, CredentialState, NodeLifecycle } from '#contracts';
+
 /**
  * Pure classification of where each node stands. Outstanding and failed are never conflated: a
  * node that has not reported is outstanding however long it has been silent (a laptop may be off
- * for weeks); only a reported failure is a failure.
+ * for weeks); only a reported failure is a failure. For the same reason no lifecycle word here
+ * depends on time: the last contact and its age are reported as they are, never turned into
+ * `disconnected` by a threshold.
  */
 
-export type LifecycleState = 'unenrolled' | 'pending' | 'enrolled' | 'revoked' | 'retired';
-export type Convergence = 'converged' | 'outstanding' | 'failed';
+export type Convergence = ConvergenceState;
 export type PublishNodeStatus = 'applied' | 'outstanding' | 'failed' | 'superseded';
 
 export interface Outcome {
@@ -27,12 +30,23 @@ export interface NodeFacts {
   readonly outcomes: readonly Outcome[];
 }
 
-export function lifecycleState(f: NodeFacts): LifecycleState {
+/**
+ * Retired once its final version is published; enrolled once an agent enrolled as it, even if the
+ * credential was revoked since (that is the credential's state, not the node's); otherwise no agent
+ * manages it, whether it was published or only given a token: unmanaged.
+ */
+export function lifecycleState(f: NodeFacts): NodeLifecycle {
   if (f.head?.retired) return 'retired';
-  if (f.liveCredentials > 0) return 'enrolled';
+  if (f.liveCredentials > 0 || f.revokedCredentials > 0) return 'enrolled';
+  return 'unmanaged';
+}
+
+/** A working credential first; then a token out, which is how a node with revoked credentials comes back. */
+export function credentialState(f: Pick<NodeFacts, 'liveCredentials' | 'revokedCredentials' | 'pendingToken'>): CredentialState {
+  if (f.liveCredentials > 0) return 'live';
   if (f.pendingToken) return 'pending';
   if (f.revokedCredentials > 0) return 'revoked';
-  return 'unenrolled';
+  return 'none';
 }
 
 /** Whether the node runs its head version; null when nothing was ever published for it. */

@@ -1,19 +1,52 @@
-import { convergence, lifecycleState, publishNodeStatus, type NodeFacts } from './fleet-state.js';
+import { convergence, credentialState, lifecycleState, publishNodeStatus, type NodeFacts } from './fleet-state.js';
 
 const facts = (f: Partial<NodeFacts>): NodeFacts => ({ head: null, liveCredentials: 0, revokedCredentials: 0, pendingToken: false, appliedVersion: null, outcomes: [], ...f });
 
 describe('fleet state', () => {
   describe('lifecycle', () => {
-    it('names each state a node can be in', () => {
-      expect(lifecycleState(facts({ pendingToken: true }))).toBe('pending');
-      expect(lifecycleState(facts({ pendingToken: true, liveCredentials: 1 }))).toBe('enrolled');
-      expect(lifecycleState(facts({ revokedCredentials: 2 }))).toBe('revoked');
-      expect(lifecycleState(facts({ head: { version: 3, retired: false } }))).toBe('unenrolled');
-      expect(lifecycleState(facts({ head: { version: 3, retired: true }, liveCredentials: 1 }))).toBe('retired');
+    it('is unmanaged while no agent has enrolled as the node: published, or only given a token', () => {
+      expect(lifecycleState(facts({ head: { version: 3, retired: false } }))).toBe('unmanaged');
+      expect(lifecycleState(facts({ pendingToken: true }))).toBe('unmanaged');
+      expect(lifecycleState(facts({ head: { version: 3, retired: false }, pendingToken: true }))).toBe('unmanaged');
     });
 
-    it('treats a fresh token for a revoked node as pending re-enrolment', () => {
-      expect(lifecycleState(facts({ revokedCredentials: 1, pendingToken: true }))).toBe('pending');
+    it('is enrolled for a node that holds or held a credential, whether or not it still works', () => {
+      expect(lifecycleState(facts({ liveCredentials: 1 }))).toBe('enrolled');
+      expect(lifecycleState(facts({ pendingToken: true, liveCredentials: 1 }))).toBe('enrolled');
+      expect(lifecycleState(facts({ revokedCredentials: 2 }))).toBe('enrolled');
+      expect(lifecycleState(facts({ revokedCredentials: 1, pendingToken: true }))).toBe('enrolled');
+    });
+
+    it('is retired once the final version is published, whatever its credentials', () => {
+      expect(lifecycleState(facts({ head: { version: 3, retired: true }, liveCredentials: 1 }))).toBe('retired');
+      expect(lifecycleState(facts({ head: { version: 3, retired: true }, revokedCredentials: 1 }))).toBe('retired');
+      expect(lifecycleState(facts({ head: { version: 3, retired: true } }))).toBe('retired');
+    });
+
+    it('never says disconnected or hosted: those are the agent\'s own words', () => {
+      const all = [
+        facts({}),
+        facts({ pendingToken: true }),
+        facts({ liveCredentials: 1 }),
+        facts({ revokedCredentials: 1 }),
+        facts({ head: { version: 1, retired: true } }),
+      ].map(lifecycleState);
+      expect(new Set(all)).toEqual(new Set(['unmanaged', 'enrolled', 'retired']));
+    });
+  });
+
+  describe('credential', () => {
+    it('is none, pending, live or revoked', () => {
+      expect(credentialState(facts({}))).toBe('none');
+      expect(credentialState(facts({ head: { version: 3, retired: false } }))).toBe('none');
+      expect(credentialState(facts({ pendingToken: true }))).toBe('pending');
+      expect(credentialState(facts({ liveCredentials: 1, revokedCredentials: 3 }))).toBe('live');
+      expect(credentialState(facts({ revokedCredentials: 1 }))).toBe('revoked');
+    });
+
+    it('is live over a token out, and pending over revoked: a fresh token is the way back', () => {
+      expect(credentialState(facts({ liveCredentials: 1, pendingToken: true }))).toBe('live');
+      expect(credentialState(facts({ revokedCredentials: 1, pendingToken: true }))).toBe('pending');
     });
   });
 

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { DiffQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
 import { loadNodeRecords } from '../fleet/fleet.repository.js';
-import { convergence, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
+import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
@@ -19,7 +19,11 @@ const iso = (d: Date | string): string => new Date(d).toISOString();
 export class QueriesController {
   constructor(@Inject(DB) private readonly db: Db) {}
 
-  /** Every node the coordinator knows of, with its lifecycle state and convergence; filterable. */
+  /**
+   * Every node the coordinator knows of, with its lifecycle state, credential and convergence;
+   * filterable. Contact ages and the contact filters use this coordinator's clock, so what the list
+   * shows and what it filters on agree whatever the caller's clock says.
+   */
   @Get('nodes')
   @Access('reader')
   async nodes(@Query() query: unknown) {
@@ -31,11 +35,16 @@ export class QueriesController {
     const items = [];
     for (const r of records.values()) {
       const state = lifecycleState(r);
+      const credential = credentialState(r);
       const conv = convergence(r);
       if (q.state && q.state !== state && q.state !== conv) continue;
+      if (q.credential && q.credential !== credential) continue;
       const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
+      const age = contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null;
       if (before !== null && contact && contact.getTime() >= before) continue;
       if (after !== null && (!contact || contact.getTime() < after)) continue;
+      // Never is older than any age: a node that never made contact is one to chase too.
+      if (q.contact_older_than !== undefined && age !== null && age <= q.contact_older_than) continue;
       items.push({
         node: r.node,
         version: r.head?.version ?? null,
@@ -44,12 +53,13 @@ export class QueriesController {
         updated_at: r.headRow ? iso(r.headRow.updated_at) : null,
         publish_id: r.headRow?.publish_id ?? null,
         state,
+        credential,
         convergence: conv,
         ineligible: r.status?.ineligible ?? false,
         failed_briefing: r.status?.ineligible ? failedLines(r.status.briefing) : [],
         applied_version: r.appliedVersion,
         last_contact: contact ? contact.toISOString() : null,
-        last_contact_age_seconds: contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null,
+        last_contact_age_seconds: age,
         last_result: r.status?.last_result ?? null,
         last_error: r.status?.last_error ?? null,
       });

@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import type { Server } from 'node:net';
 import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
+import { behindOf } from './behind.js';
 import { serveControlSocket } from './control-socket.js';
 import { HotReloadActivation } from './hot-reload.activator.js';
+import { agentLifecycle } from './lifecycle.js';
 import type { Log } from './log.js';
 import { isRetired } from './retirement.js';
 import { backoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
@@ -32,6 +34,8 @@ export class Daemon {
   private nextPollAt: Date | null = null;
   private stopping = false;
   private watchingIdentity = false;
+  /** A version only a dry run has seen, since the last real pass that fetched: kept here because a dry run writes nothing. */
+  private dryRunSeen: { version: number; at: string } | null = null;
 
   constructor(
     private readonly dir: StateDir,
@@ -66,9 +70,23 @@ export class Daemon {
 
   /** Serialises passes; the returned promise settles with this pass's outcome. */
   sync(dryRun: boolean): Promise<PassOutcome> {
-    const run = this.queue.then(() => this.syncPass.run(dryRun));
+    const run = this.queue.then(async () => {
+      const outcome = await this.syncPass.run(dryRun);
+      this.remember(outcome);
+      return outcome;
+    });
     this.queue = run.catch(() => {});
     return run;
+  }
+
+  private remember(o: PassOutcome): void {
+    if (o.dry_run) {
+      if (o.result === 'would_apply' && o.version !== null) this.dryRunSeen = { version: o.version, at: new Date().toISOString() };
+      else if (o.result === 'up_to_date') this.dryRunSeen = null;
+    } else if (o.result !== 'error') {
+      // A real pass that got the bundle applied it or recorded why not: the dry run's news is old.
+      this.dryRunSeen = null;
+    }
   }
 
   private async periodic(): Promise<void> {
@@ -183,7 +201,7 @@ export class Daemon {
     const active = this.dir.activeVersion();
     const retired = isRetired(state, identity) ? state.retired : null;
     return {
-      lifecycle: identity ? (retired ? 'retired' : 'enrolled') : 'hosted',
+      ...agentLifecycle(identity, state),
       node: identity?.node ?? null,
       coordinator: identity?.coordinator ?? null,
       active_version: active,
@@ -198,6 +216,7 @@ export class Daemon {
       vertex: this.activator.vertex(),
       activations: state.activations,
       retired: retired ? { at: retired.at, version: retired.version } : null,
+      behind: behindOf({ appliedVersion: state.applied_version, activeVersion: active, unapplied: state.unapplied, retired, dryRun: this.dryRunSeen }),
     };
   }
 

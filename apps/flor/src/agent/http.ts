@@ -98,11 +98,12 @@ export function answerError(a: HttpAnswer, what: string): AgentError {
   const retired = a.status === 401 ? RetiredCredentialProblem.safeParse(jsonOf(a)) : null;
   if (retired?.success) {
     const { node, version, code } = retired.data;
-    return new AgentError('node_retired', retiredMessage(what, node, version, `${a.status} ${code}`), { retiredVersion: version });
+    return new AgentError('node_retired', retiredMessage(what, node, version, `${a.status} ${code}`), { retiredVersion: version, status: a.status });
   }
-  if (a.status === 401) return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`);
+  const status = a.status;
+  if (a.status === 401) return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`, { status });
   if (a.status === 503 || a.status === 429) {
-    return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, { retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()) });
+    return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, { retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()), status });
   }
-  return new AgentError('http_error', `${what}: ${detail}`);
+  return new AgentError('http_error', `${what}: ${detail}`, { status });
 }

@@ -6,7 +6,9 @@ import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
+import { dryRunResult } from './dry-run.js';
 import { installSet, targetPath } from './installer.js';
+import { afterPass, contactOf } from './lifecycle.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -63,6 +65,7 @@ export class SyncPass {
       if (!(err instanceof AgentError)) throw err;
       state.last_result = 'error';
       state.last_error = err.message;
+      Object.assign(state, afterPass(state, contactOf(err), stamp));
       if (err.code === 'node_retired') {
         // Kept from the first time it was heard, for this enrolment only.
         if (!isRetired(state, identity)) state.retired = { at: stamp, version: err.retiredVersion, enrolled_at: identity.enrolled_at };
@@ -73,10 +76,10 @@ export class SyncPass {
       persist();
       return { ...base, result: 'error', version: null, code: err.code, reason: err.message, contactFailed: true, retryAfterMs: err.retryAfterMs };
     }
-    state.last_contact = stamp;
+    Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
-      if (dryRun) return { ...base, result: 'up_to_date', version: active, code: null, reason: null };
+      if (dryRun) return this.dryRun(base, state, null);
       return this.finish(client, state, active, active, []);
     }
 
@@ -85,10 +88,14 @@ export class SyncPass {
       verified = await verifyBundle(fetched.jws, { pinned: identity.pinned_jwks as never, node: identity.node, highWater });
     } catch (err) {
       if (!(err instanceof BundleRejected)) throw err;
-      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message });
+      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message, dry_run: dryRun });
       if (!dryRun) {
         state.last_result = 'rejected';
         state.last_error = err.message;
+        // Another node's bundle or a replayed one is not news of a newer version; anything else may be.
+        if (err.code !== 'wrong_node' && err.code !== 'replayed' && (err.version === null || err.version > active)) {
+          state.unapplied = { version: err.version, reason: 'rejected', detail: `${err.code}: ${err.message}`, at: stamp };
+        }
         persist();
         await this.report(client, {
           active_version: active,
@@ -101,7 +108,7 @@ export class SyncPass {
       return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
     }
     const version = verified.payload.version;
-    if (dryRun) return { ...base, result: version === active ? 'up_to_date' : 'applied', version, code: null, reason: null };
+    if (dryRun) return this.dryRun(base, state, version);
     if (version === active) {
       state.etag = fetched.etag;
       return this.finish(client, state, active, active, []);
@@ -125,6 +132,7 @@ export class SyncPass {
     if (!pending) {
       state.last_result = 'up_to_date';
       state.last_error = null;
+      state.unapplied = null;
       this.dir.writeState(state);
       await this.report(client, { active_version: version, result: 'up_to_date' });
       return { ...base, result: 'up_to_date', code: null, reason: null };
@@ -146,6 +154,7 @@ export class SyncPass {
       this.log('error', 'apply failed', { version, code, reason: message });
       state.last_result = 'failed';
       state.last_error = message;
+      state.unapplied = { version, reason: 'failed', detail: message, at: this.now().toISOString() };
       this.dir.writeState(state);
       // No retry here: the next poll or a new version tries again.
       // What runs is still the last applied version: reporting the failed one as active would count it as reached.
@@ -155,6 +164,7 @@ export class SyncPass {
     state.applied_version = version;
     state.last_result = 'applied';
     state.last_error = null;
+    state.unapplied = null;
     const record = { version, ...activated, at: this.now().toISOString() };
     state.activations = [record, ...state.activations.filter((r) => r.version !== version)].slice(0, MAX_ACTIVATION_RECORDS);
     this.dir.writeState(state);
@@ -167,6 +177,18 @@ export class SyncPass {
     await this.report(client, { active_version: version, result: 'applied', installed, activation });
     this.dir.pruneSets();
     return { ...base, result: 'applied', code: null, reason: null };
+  }
+
+  /**
+   * A dry run stops after verify and writes nothing: it says which version a real pass would apply
+   * against the active one (`version` null: a 304, or nothing published, leaves the active set).
+   */
+  private dryRun(base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean }, state: AgentState, version: number | null): PassOutcome {
+    const active = base.active_version;
+    const complete = state.applied_version === active && this.dir.readInstalled().complete_version === active;
+    const result = dryRunResult(version, active, complete);
+    const would = version !== null && version > active ? version : active;
+    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null };
   }
 
   /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */

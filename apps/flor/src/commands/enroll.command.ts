@@ -98,9 +98,10 @@ export async function run(options: RunOptions): Promise<void> {
   };
   const recovered = recoverInstalled(dir, res.installed ?? null);
   dir.writeIdentity(identity);
-  // A new enrolment is the way back from retirement; the retired mark belonged to the old one.
+  // A new enrolment is the way back from retirement; the retired mark belonged to the old one. It
+  // also just reached the coordinator, so a run of passes that could not is over.
   const state = dir.readState();
-  if (state.retired) dir.writeState({ ...state, retired: null });
+  if (state.retired || state.disconnected_since) dir.writeState({ ...state, retired: null, disconnected_since: null });
   process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}; identity in ${dir.identityPath}\n`);
   if (res.briefing) {
     process.stdout.write(`briefing: ${res.briefing.outcome}\n`);

@@ -1,8 +1,23 @@
-import type { ActivationRecord, AgentStatus } from '#contracts';
+import type { ActivationRecord, AgentStatus, Behind, BehindReason } from '#contracts';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
 import { WAYS_ON } from '../agent/retirement.js';
+
+const BEHIND_REASON: Record<BehindReason, string> = {
+  failed: 'its apply failed',
+  rejected: 'rejected',
+  dry_run: 'seen by a dry run only (the next pass applies it)',
+  retired: 'the node was retired',
+  pending: 'activation pending',
+};
+
+/** `version 3 seen, 2 in effect: its apply failed: vertex exited with 1 …`, or `no`. */
+export function formatBehind(b: Behind | null): string {
+  if (b === null) return 'no';
+  const seen = b.seen_version === null ? 'an unverifiable bundle' : `version ${b.seen_version}`;
+  return `${seen} seen, ${b.active_version} in effect: ${BEHIND_REASON[b.reason]}${b.detail ? `: ${b.detail}` : ''}`;
+}
 
 function formatActivation(a: ActivationRecord): string {
   const how = a.answer ? `${a.activation} (${a.answer})` : a.fallback ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})` : a.activation;
@@ -11,7 +26,7 @@ function formatActivation(a: ActivationRecord): string {
 
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
-    ['lifecycle', s.lifecycle],
+    ['lifecycle', s.since === null ? s.lifecycle : `${s.lifecycle} since ${s.since}`],
     ...(s.retired ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]] : []),
     ['node', s.node ?? '-'],
     ['coordinator', s.coordinator ?? '-'],
@@ -19,6 +34,7 @@ export function formatStatus(s: AgentStatus): string {
     ['applied version', String(s.applied_version)],
     ['staged versions', s.staged_versions.join(', ') || '-'],
     ['high-water mark', String(s.high_water)],
+    ['behind', formatBehind(s.behind)],
     ['last poll', s.last_poll ?? '-'],
     ['last contact', s.last_contact ?? '-'],
     ['next poll', s.next_poll ?? '-'],

@@ -3,14 +3,15 @@ import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js'
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
 
-/** One line for people: `up to date at 7`, `applied 8 (was 7)`, `rejected 9: signature does not verify`. */
+/**
+ * One line for people: `up to date at 7`, `applied 8 (was 7)`, `rejected 9: signature does not
+ * verify`, and for a dry run `would apply 8 (active 7)`.
+ */
 export function describeOutcome(o: SyncOutcome): string {
   const v = o.version === null ? '' : ` ${o.version}`;
-  if (o.dry_run) {
-    if (o.result === 'applied') return `would apply ${o.version} (active ${o.was})`;
-    if (o.result === 'up_to_date') return `up to date at ${o.active_version}`;
-  }
   switch (o.result) {
+    case 'would_apply':
+      return o.version === o.was ? `would apply ${o.version} again (active ${o.was}, its apply did not complete)` : `would apply ${o.version} (active ${o.was})`;
     case 'up_to_date':
       return `up to date at ${o.active_version}`;
     case 'applied':
@@ -28,7 +29,7 @@ export function describeOutcome(o: SyncOutcome): string {
   }
 }
 
-/** Asks the daemon for a pass; true when it applied or was already up to date. */
+/** Asks the daemon for a pass; true when it applied, was already up to date, or (a dry run) would apply. */
 export type RunOptions = CommonOptions & { dryRun?: boolean; json?: boolean };
 
 export async function run(options: RunOptions): Promise<boolean> {
@@ -37,5 +38,5 @@ export async function run(options: RunOptions): Promise<boolean> {
   const res = await callControlSocket(dir.socketPath, { op: 'sync', dry_run: options.dryRun ?? false }, 15 * 60_000);
   if (!res.ok || !res.sync) throw new AgentError('bad_response', res.ok ? 'the agent answered without an outcome' : res.error);
   process.stdout.write(options.json ? `${JSON.stringify(res.sync)}\n` : `${describeOutcome(res.sync)}\n`);
-  return res.sync.result === 'applied' || res.sync.result === 'up_to_date';
+  return res.sync.result === 'applied' || res.sync.result === 'up_to_date' || res.sync.result === 'would_apply';
 }

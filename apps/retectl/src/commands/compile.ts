@@ -1,4 +1,4 @@
-import { compileRete } from '#rete';
+import { artifactsText, compileRete } from '#rete';
 import { out, outJson } from '../output.js';
 import { COMPILED_DIR, validateDir, writeCompiled } from '../rete-dir.js';
 
@@ -13,7 +13,7 @@ export async function run(options: CompileOptions): Promise<void> {
   const change = writeCompiled(options.dir, compileRete(rete));
   if (options.json) return outJson(change);
   for (const n of change.added) out(`+ ${n}: new`);
-  for (const c of change.changed) out(`~ ${c.node}: ${c.artifacts.join(', ')}`);
+  for (const c of change.changed) out(`~ ${c.node}: ${artifactsText(c.artifacts)}`);
   for (const n of change.removed) out(`- ${n}: removed`);
   out(`compiled ${rete.nodes.length} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${change.unchanged.length} unchanged`);
 }

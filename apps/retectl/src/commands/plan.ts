@@ -1,11 +1,12 @@
 import { sha256Hex } from '#bundle';
-import { NodeList, VersionDetail } from '#contracts';
-import { nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
+import { NodeList, RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
+import { artifactsText, bytesOf, formatResourceChange, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { ineligibleLine } from '../ineligible.js';
+import { parseResources, resourcesOf } from '../resources-json.js';
 
 export interface PlanOptions extends ConnectionFlags {
   readonly dir: string;
@@ -32,12 +33,20 @@ export async function run(options: PlanOptions): Promise<number> {
   const { body: heads } = await client.call('GET', '/v1/nodes', NodeList);
   // Only nodes whose set digest differs need their head's per-artifact digests.
   const headArtifacts = new Map<string, ArtifactDigests>();
+  const headResources = new Map<string, ResourcesJson>();
   for (const node of nodesToInspect(local, heads.items)) {
     const head = heads.items.find((h) => h.node === node) as { version: number };
     const { body } = await client.call('GET', `/v1/nodes/${node}/versions/${head.version}`, VersionDetail);
     headArtifacts.set(node, new Map(body.artifacts.map((a) => [a.name, a.sha256])));
+    const resources = resourcesOf(body);
+    if (resources) headResources.set(node, resources);
   }
-  const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false);
+  const localResources = new Map<string, ResourcesJson>();
+  for (const [node, files] of tree) {
+    const text = files.get(RESOURCES_JSON);
+    if (text !== undefined) localResources.set(node, parseResources(bytesOf(text).toString('utf8'), `${node}'s compiled ${RESOURCES_JSON}`));
+  }
+  const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
   if (options.json) outJson(plan);
   else printPlan(plan);
   // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
@@ -50,10 +59,12 @@ function printPlan({ entries, ineligible }: Plan): void {
   for (const e of entries) {
     switch (e.action) {
       case 'new':
-        out(`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${e.artifacts.join(', ')})`);
+        out(`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${artifactsText(e.artifacts)})`);
+        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
         break;
       case 'changed':
-        out(`~ ${e.node}: changed (${e.artifacts.join(', ')}) at version ${e.version}`);
+        out(`~ ${e.node}: changed (${artifactsText(e.artifacts)}) at version ${e.version}`);
+        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
         break;
       case 'unchanged':
         out(`  ${e.node}: unchanged at version ${e.version}`);

@@ -1,5 +1,5 @@
 import { BlobsMissingResponse, PublishResponse } from '#contracts';
-import { formatAge, formatCounts, formatPublishNodes } from '#rete';
+import { bytesOf, formatAge, formatCounts, formatPublishNodes } from '#rete';
 import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
@@ -38,7 +38,7 @@ export async function run(options: PublishOptions): Promise<number> {
   const digests = digestsOf(tree);
 
   const bytes = new Map<string, Buffer>();
-  for (const [node, files] of tree) for (const [name, text] of files) bytes.set(digests.get(node)!.get(name)!, Buffer.from(text, 'utf8'));
+  for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
   const { body: ask } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: [...bytes.keys()].sort() } });
   const queue = [...ask.missing];
   const bar = queue.length >= PROGRESS_THRESHOLD ? progressBar('uploading', queue.length) : { tick() {}, done() {} };

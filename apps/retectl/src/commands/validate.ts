@@ -1,7 +1,7 @@
 import { formatDiagnostic, validateRete } from '#rete';
 import { RetectlError } from '../errors.js';
 import { note, out, outJson } from '../output.js';
-import { readSources } from '../rete-dir.js';
+import { readSources, sourceReader } from '../rete-dir.js';
 
 export interface ValidateOptions {
   readonly dir: string;
@@ -10,7 +10,7 @@ export interface ValidateOptions {
 
 /** Reports every error and warning at once; fails when there is at least one error. */
 export async function run(options: ValidateOptions): Promise<void> {
-  const { rete, diagnostics } = validateRete(readSources(options.dir));
+  const { rete, diagnostics } = validateRete(readSources(options.dir), sourceReader(options.dir));
   const errors = diagnostics.filter((d) => d.severity === 'error');
   const warnings = diagnostics.filter((d) => d.severity === 'warning');
   if (options.json) {

@@ -1,0 +1,22 @@
+import type { SyncOutcome } from '#contracts';
+import { formatBehind } from './status.command.js';
+import { describeOutcome } from './sync.command.js';
+
+const outcome = (o: Partial<SyncOutcome>): SyncOutcome => ({ result: 'up_to_date', dry_run: false, version: 7, was: 7, active_version: 7, reason: null, code: null, ...o });
+
+describe('agent output', () => {
+  it('says what a dry run would do, never that it applied', () => {
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 8, was: 7 }))).toBe('would apply 8 (active 7)');
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 7, was: 7 }))).toBe('would apply 7 again (active 7, its apply did not complete)');
+    expect(describeOutcome(outcome({ dry_run: true, result: 'rejected', version: 8, reason: 'signature does not verify' }))).toBe('rejected 8: signature does not verify');
+    expect(describeOutcome(outcome({ dry_run: true }))).toBe('up to date at 7');
+    expect(describeOutcome(outcome({ result: 'applied', version: 8, was: 7, active_version: 8 }))).toBe('applied 8 (was 7)');
+  });
+
+  it('says whether a node is behind, what it saw and why it is not in effect', () => {
+    expect(formatBehind(null)).toBe('no');
+    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'failed', detail: 'vertex exited with 1', seen_at: null })).toBe('version 3 seen, 2 in effect: its apply failed: vertex exited with 1');
+    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'dry_run', detail: null, seen_at: null })).toBe('version 3 seen, 2 in effect: seen by a dry run only (the next pass applies it)');
+    expect(formatBehind({ seen_version: null, active_version: 2, reason: 'rejected', detail: 'unknown_key: …', seen_at: null })).toBe('an unverifiable bundle seen, 2 in effect: rejected: unknown_key: …');
+  });
+});

@@ -1,0 +1,13 @@
+import { agentPathAt } from '#contracts';
+import { DEFAULT_CONFIG_PATH } from '../apps/flor/src/agent/config.js';
+import { DEFAULT_INSTALL_DIR } from '../apps/flor/src/agent/installer.js';
+import { DEFAULT_STATE_DIR } from '../apps/flor/src/agent/state-dir.js';
+
+// The rete refuses file resources over the agent's own folders by a list kept in the contracts; if the
+// agent's defaults move, that list must move with them or a resource could overwrite the agent.
+describe("the agent's default host paths", () => {
+  it.each([DEFAULT_CONFIG_PATH, DEFAULT_INSTALL_DIR, DEFAULT_STATE_DIR])('%s is reserved from file resources', (path) => {
+    expect(agentPathAt(path)).toBeDefined();
+    expect(agentPathAt(`${path}/x`)).toBeDefined();
+  });
+});
