@@ -9,12 +9,15 @@ import { Metrics } from './metrics.js';
 import { MirrorWorker } from '../mirror/mirror.worker.js';
 import { readCheckpoint } from '../mirror/store/checkpoint.js';
 
-/** How long one readiness answer is reused. */
-const READY_FOR_MS = 500;
+interface Readiness {
+  status: number;
+  body: unknown;
+}
 
 @Controller()
 export class HealthController {
-  private lastCheck?: { at: number; answer: Promise<{ status: number; body: unknown }> };
+  private running?: Promise<Readiness>;
+  private queued?: Promise<Readiness>;
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -44,18 +47,29 @@ export class HealthController {
   }
 
   /**
-   * One check answers every probe that arrives while it runs and for READY_FOR_MS after: a burst of
-   * anonymous probes costs the database one round of queries, not one per probe.
+   * A burst of anonymous probes costs the database at most two rounds of queries, never one per
+   * probe: a probe that arrives while a check runs waits for the next one, which every probe
+   * arriving meanwhile shares. Waiting for the next check, not joining the running one, keeps each
+   * answer at least as new as its probe: a probe sent after a publish sees that publish.
    */
-  private readiness(): Promise<{ status: number; body: unknown }> {
-    const now = Date.now();
-    if (this.lastCheck && now - this.lastCheck.at < READY_FOR_MS) return this.lastCheck.answer;
-    const answer = this.checkReadiness();
-    this.lastCheck = { at: now, answer };
-    return answer;
+  private readiness(): Promise<Readiness> {
+    if (!this.running) return this.startCheck();
+    this.queued ??= this.running.then(() => {
+      this.queued = undefined;
+      return this.startCheck();
+    });
+    return this.queued;
   }
 
-  private async checkReadiness(): Promise<{ status: number; body: unknown }> {
+  private startCheck(): Promise<Readiness> {
+    const run: Promise<Readiness> = this.checkReadiness().finally(() => {
+      if (this.running === run) this.running = undefined;
+    });
+    this.running = run;
+    return run;
+  }
+
+  private async checkReadiness(): Promise<Readiness> {
     try {
       await sql`SELECT 1`.execute(this.db.kysely);
       const head = await readLedgerHead(this.db.kysely);
