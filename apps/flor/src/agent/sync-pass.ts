@@ -6,7 +6,7 @@ import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
-import { installSet, targetPath } from './installer.js';
+import { installSet, isResourceArtifact, targetPath } from './installer.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -203,7 +203,9 @@ export class SyncPass {
   private interruptedTargets(active: number): string[] {
     if (active === 0 || this.dir.readInstalled().complete_version === active) return [];
     try {
-      return this.readSet(active).payload.artifacts.map((a) => targetPath(this.config, a.name));
+      return this.readSet(active)
+        .payload.artifacts.filter((a) => !isResourceArtifact(a.name))
+        .map((a) => targetPath(this.config, a.name));
     } catch {
       return [];
     }
