@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
-import { ActivationPath, HotReloadFallbackCode } from './agent.schema.js';
+import { ActivationPath, HotReloadFallbackCode, ReportResource } from './agent.schema.js';
 
 const Message = z.string().max(4096);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
@@ -86,6 +86,8 @@ export const ReportRequest = z.strictObject({
   target_version: z.number().int().positive().max(MAX_VERSION).optional(),
   /** How the applied version was activated: hot reload, or a restart and why hot reload fell back. */
   activation: ReportActivation.optional(),
+  /** Host resources in the order the pass handled them; after a failed one, the rest were not attempted. */
+  resources: z.array(ReportResource).max(4096).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
