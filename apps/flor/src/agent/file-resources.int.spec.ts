@@ -182,4 +182,20 @@ describe('file resources on the real filesystem', () => {
     expect(err.message).toContain('a directory');
     expect(statSync(join(host, 'etc/conf.d')).isDirectory()).toBe(true);
   });
+
+  it('clears the temp file a killed agent left next to a resource', () => {
+    mkdirSync(join(host, 'etc'), { recursive: true });
+    const stray = join(host, 'etc', '.motd.tmp-12345-0badcafe');
+    writeFileSync(stray, 'half a write');
+    const motd = file('etc/motd', 'hello\n');
+    pass([motd]);
+    expect(readdirSync(join(host, 'etc'))).toEqual(['motd']);
+  });
+
+  it('deletes a copy of an original that no entry points at any more (a kill after the restore was recorded)', () => {
+    mkdirSync(dir.originalsDir, { recursive: true });
+    writeFileSync(join(dir.originalsDir, 'e'.repeat(64)), 'restored already\n');
+    pass([file('etc/motd', 'hello\n')]);
+    expect(readdirSync(dir.originalsDir)).toEqual([]);
+  });
 });

@@ -1,10 +1,10 @@
-import { closeSync, existsSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, chmodSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, readdirSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, chmodSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles, type ReportResource } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { AgentError, type AgentErrorCode } from '../errors.js';
-import { fsyncDir, tempNameFor, writeFileDurable } from './atomic-fs.js';
+import { fsyncDir, isTempName, tempNameFor, writeFileDurable } from './atomic-fs.js';
 import type { ResourceStep } from './resource-plan.js';
 import type { UserDb } from './user-db.js';
 
@@ -64,6 +64,18 @@ function ensureParents(dir: string): void {
   }
 }
 
+/** Temp files of this path that a killed agent left next to it: the host's folders are not the agent's to litter. */
+function sweepTemps(path: string): void {
+  const prefix = `.${basename(path)}.tmp-`;
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  for (const n of names) if (n.startsWith(prefix) && isTempName(n)) rmSync(join(dirname(path), n), { force: true });
+}
+
 /** Temp file in the same folder, fsync, owner then mode (chown clears setuid bits), rename, fsync the folder. */
 function writeOwnedFile(path: string, bytes: Uint8Array, want: Omit<Wanted, 'sha256'>): void {
   ensureParents(dirname(path));
@@ -113,7 +125,15 @@ export function applyResourceSteps(store: OwnedStore, steps: readonly ResourceSt
       throw new ResourcePassFailed(code, `file resource ${path}: ${message}`, done, { cause: err });
     }
   }
+  sweepOriginals(store, owned);
   return done;
+}
+
+/** Copies no entry points at: a kill between forgetting a restored path and deleting its copy leaves one. */
+function sweepOriginals(store: OwnedStore, owned: OwnedFiles): void {
+  if (!existsSync(store.originalsDir)) return;
+  const kept = new Set(Object.values(owned.files).map((f) => f.original?.copy));
+  for (const n of readdirSync(store.originalsDir)) if (!kept.has(n)) rmSync(join(store.originalsDir, n), { force: true });
 }
 
 function applyFile(store: OwnedStore, owned: OwnedFiles, r: FileResource, contents: ReadonlyMap<string, Uint8Array>, users: UserDb): 'applied' | 'unchanged' {
@@ -124,6 +144,7 @@ function applyFile(store: OwnedStore, owned: OwnedFiles, r: FileResource, conten
   const bytes = contents.get(fileArtifactName(r.content.sha256));
   if (!bytes) throw new AgentError('resource_failed', `the set lacks its content, artifact ${fileArtifactName(r.content.sha256)}`);
   const want: Wanted = { sha256: r.content.sha256, mode: parseInt(r.mode, 8), uid, gid };
+  sweepTemps(r.path);
   const entry = owned.files[r.path];
   if (!entry) {
     // Before the first write: a crash between the write and the record must not lose the original.
@@ -170,6 +191,7 @@ function removeFile(store: OwnedStore, owned: OwnedFiles, path: string, original
     rmSync(path, { force: true });
     fsyncDir(dirname(path));
   }
+  sweepTemps(path);
   delete owned.files[path];
   store.writeOwned(owned);
   // After forgetting the path: a crash before this leaves a stray copy, never a record without its copy.
