@@ -13,7 +13,13 @@ export type AgentErrorCode =
   | 'bad_response'
   | 'bad_config'
   | 'not_running'
-  | 'activation_failed';
+  | 'activation_failed'
+  | 'bad_resources'
+  | 'unsupported_resource'
+  | 'refused_resource'
+  | 'unknown_user'
+  | 'unknown_group'
+  | 'resource_failed';
 
 export class AgentError extends Error {
   constructor(

@@ -206,6 +206,36 @@ export const InstalledStore = z.strictObject({
 });
 export type InstalledStore = z.infer<typeof InstalledStore>;
 
+/** What a pass did to one host resource the set declares (or the agent owned and the set dropped: `removed`). */
+export const ReportResource = z.strictObject({
+  kind: z.literal('file'),
+  path: z.string().max(4096),
+  outcome: z.enum(['applied', 'unchanged', 'removed', 'failed']),
+  error: z.string().max(2048).optional(),
+});
+export type ReportResource = z.infer<typeof ReportResource>;
+
+/** A copy of what lay at a path before the agent first wrote a file resource there: removal puts it back. */
+export const OriginalFile = z.strictObject({
+  /** File name of the copy under the state dir's originals/. */
+  copy: z.string().regex(/^[0-9a-f]{64}$/),
+  mode: z.number().int().min(0).max(0o7777),
+  uid: z.number().int().nonnegative(),
+  gid: z.number().int().nonnegative(),
+});
+export type OriginalFile = z.infer<typeof OriginalFile>;
+
+/**
+ * owned-files.json: every file resource the agent owns, by path. An entry is written before the first
+ * write to its path (sha256 null, with the original's copy if one existed) and gets its sha256 only
+ * once the file was read back as declared: a crash between the two must not lose the original.
+ */
+export const OwnedFiles = z.strictObject({
+  files: z.record(z.string(), z.strictObject({ sha256: Sha256.nullable(), original: OriginalFile.nullable() })),
+});
+export type OwnedFiles = z.infer<typeof OwnedFiles>;
+export type OwnedFile = OwnedFiles['files'][string];
+
 /** Control socket: one JSON line in, one JSON line out. */
 export const ControlRequest = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('sync'), dry_run: z.boolean().default(false) }),
@@ -231,6 +261,8 @@ export const SyncOutcome = z.strictObject({
   reason: z.string().nullable(),
   /** A stable code for rejections and errors. */
   code: z.string().nullable(),
+  /** What the pass did to the set's host resources, when it got that far. */
+  resources: z.array(ReportResource).optional(),
 });
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
-import { ActivationPath, HotReloadFallbackCode } from './agent.schema.js';
+import { ActivationPath, HotReloadFallbackCode, ReportResource } from './agent.schema.js';
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
 import { parseDuration } from './rete.schema.js';
 
@@ -101,6 +101,8 @@ export const ReportRequest = z.strictObject({
   target_version: z.number().int().positive().max(MAX_VERSION).optional(),
   /** How the applied version was activated: hot reload, or a restart and why hot reload fell back. */
   activation: ReportActivation.optional(),
+  /** Host resources in the order the pass handled them; after a failed one, the rest were not attempted. */
+  resources: z.array(ReportResource).max(4096).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 

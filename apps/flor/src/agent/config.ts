@@ -16,7 +16,7 @@ export interface CommonOptions {
  * exists, else the defaults. YAML or JSON (JSON is YAML).
  */
 export function loadConfig(options: CommonOptions): AgentConfig {
-  const path = options.config ?? process.env.FLORETE_AGENT_CONFIG ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined);
+  const path = configPathFor(options);
   if (!path) return AgentConfig.parse({});
   let raw: unknown;
   try {
@@ -30,6 +30,11 @@ export function loadConfig(options: CommonOptions): AgentConfig {
     throw new AgentError('bad_config', `${path}: ${issues}`);
   }
   return parsed.data;
+}
+
+/** The config file loadConfig reads, if any. */
+export function configPathFor(options: CommonOptions): string | undefined {
+  return options.config ?? process.env.FLORETE_AGENT_CONFIG ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined);
 }
 
 /** --state-dir, else $FLORETE_AGENT_STATE_DIR, else the config's state_dir, else /var/lib/florete/agent. */

@@ -1,5 +1,5 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Server } from 'node:net';
 import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
@@ -41,10 +41,12 @@ export class Daemon {
     private readonly dir: StateDir,
     private readonly config: AgentConfig,
     private readonly log: Log,
+    /** The local config file: never a file resource's path. */
+    configPath?: string,
   ) {
     const restart = createActivator(config.activation);
     this.activator = config.vertex_control ? new HotReloadActivation(restart, config.vertex_control, log) : restart;
-    this.syncPass = new SyncPass(dir, config, this.activator, log);
+    this.syncPass = new SyncPass(dir, config, this.activator, log, undefined, configPath ? [resolve(configPath)] : []);
   }
 
   async start(): Promise<void> {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
-import type { AgentConfig } from '#contracts';
+import { FILE_ARTIFACT, RESOURCES_JSON, type AgentConfig } from '#contracts';
 import { writeFileAtomic } from './atomic-fs.js';
 import type { StateDir } from './state-dir.js';
 
@@ -10,6 +10,11 @@ export const DEFAULT_INSTALL_DIR = '/etc/florete';
 /** Where an artifact is installed: its own configured path, or the install folder. */
 export function targetPath(config: AgentConfig, name: string): string {
   return config.install.paths[name] ?? join(config.install.dir ?? DEFAULT_INSTALL_DIR, name);
+}
+
+/** resources.json and the file-<sha256> bytes it points at are applied as host resources, never installed as config. */
+export function isResourceArtifact(name: string): boolean {
+  return name === RESOURCES_JSON || FILE_ARTIFACT.test(name);
 }
 
 function holds(path: string, sha256: string): boolean {
@@ -29,7 +34,7 @@ function holds(path: string, sha256: string): boolean {
 export function installSet(state: StateDir, config: AgentConfig, version: number, files: ReadonlyMap<string, Uint8Array>, alsoOwned: readonly string[] = []): string[] {
   const store = state.readInstalled();
   const wanted = new Map<string, Uint8Array>();
-  for (const [name, content] of files) wanted.set(targetPath(config, name), content);
+  for (const [name, content] of files) if (!isResourceArtifact(name)) wanted.set(targetPath(config, name), content);
   for (const [path, content] of wanted) {
     const sha = sha256Hex(content);
     if (store.files[path] === sha && holds(path, sha)) continue;

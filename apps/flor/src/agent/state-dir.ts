@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentIdentity, AgentState, INITIAL_AGENT_STATE, InstalledStore } from '#contracts';
+import { AgentIdentity, AgentState, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
 import { isTempName, writeJsonAtomic } from './atomic-fs.js';
 
 export const DEFAULT_STATE_DIR = '/var/lib/florete/agent';
@@ -21,6 +21,9 @@ export class StateDir {
   readonly setsDir: string;
   readonly activeLink: string;
   readonly socketPath: string;
+  /** File resources the agent owns, and copies of what they replaced. */
+  readonly ownedPath: string;
+  readonly originalsDir: string;
 
   constructor(readonly root: string) {
     this.identityPath = join(root, 'identity.json');
@@ -29,6 +32,8 @@ export class StateDir {
     this.setsDir = join(root, 'sets');
     this.activeLink = join(root, 'active');
     this.socketPath = join(root, 'agent.sock');
+    this.ownedPath = join(root, 'owned-files.json');
+    this.originalsDir = join(root, 'originals');
   }
 
   ensure(): void {
@@ -73,6 +78,15 @@ export class StateDir {
 
   writeInstalled(store: InstalledStore): void {
     writeJsonAtomic(this.installedPath, store, 0o600);
+  }
+
+  readOwned(): OwnedFiles {
+    if (!existsSync(this.ownedPath)) return { files: {} };
+    return OwnedFiles.parse(JSON.parse(readFileSync(this.ownedPath, 'utf8')));
+  }
+
+  writeOwned(owned: OwnedFiles): void {
+    writeJsonAtomic(this.ownedPath, owned, 0o600);
   }
 
   /** 0 when nothing was ever activated. */

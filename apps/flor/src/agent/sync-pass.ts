@@ -1,14 +1,18 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import { MAX_ACTIVATION_RECORDS, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type SyncOutcome } from '#contracts';
+import { join, resolve } from 'node:path';
+import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
 import { CoordinatorClient } from './coordinator-client.js';
 import { dryRunResult } from './dry-run.js';
-import { installSet, targetPath } from './installer.js';
+import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
+import { applyResourceSteps, ResourcePassFailed } from './file-resources.js';
+import { planResources, refuseUnsupported } from './resource-plan.js';
+import { systemUserDb, type UserDb } from './user-db.js';
+import { AGENT_VERSION } from '../version.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -37,7 +41,15 @@ export class SyncPass {
     private readonly activator: Activator,
     private readonly log: Log,
     private readonly now: () => Date = () => new Date(),
+    /** Paths outside the state dir and install dir that are the agent's own (its config file). */
+    private readonly extraOwnPaths: readonly string[] = [],
+    private readonly users: () => UserDb = () => systemUserDb(),
   ) {}
+
+  /** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
+  ownPaths(): string[] {
+    return [this.dir.root, this.config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(this.config.install.paths), ...this.extraOwnPaths].map((p) => resolve(p));
+  }
 
   async run(dryRun: boolean): Promise<PassOutcome> {
     const active = this.dir.activeVersion();
@@ -116,16 +128,74 @@ export class SyncPass {
     // version > active and >= the high-water mark: equal means a crash hit between persisting the mark and switching.
     const interrupted = this.interruptedTargets(active);
     this.stage(version, fetched.jws, verified.files);
+    // Host resources before the switch: a set whose resources fail never becomes the active one.
+    let resources: ReportResource[];
+    try {
+      resources = this.applyResources(this.readSet(version));
+    } catch (err) {
+      return this.failed(client, state, version, active, err);
+    }
     state.high_water = Math.max(highWater, version);
     state.etag = fetched.etag;
     persist(); // before `active` moves: on disk the mark is never below the active version
     symlinkAtomic(this.dir.setLinkTarget(version), this.dir.activeLink);
     this.log('info', 'set switched', { version, was: active });
-    return this.finish(client, state, version, active, interrupted);
+    return this.finish(client, state, version, active, interrupted, resources);
+  }
+
+  /**
+   * The set's host resources: refuses what this agent cannot apply before touching anything, then
+   * applies the declared files in order and removes the owned ones the set dropped (all of them for
+   * a retired set). Idempotent, so finishing an interrupted pass runs it again.
+   */
+  private applyResources(set: StagedSet): ReportResource[] {
+    let declared: ResourcesJson | null = null;
+    const raw = set.payload.retired ? undefined : set.files.get(RESOURCES_JSON);
+    if (raw) {
+      let parsed;
+      try {
+        parsed = ResourcesJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
+      } catch (err) {
+        throw new AgentError('bad_resources', `${RESOURCES_JSON} is not JSON: ${(err as Error).message}`, { cause: err });
+      }
+      if (!parsed.success) {
+        throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      }
+      declared = parsed.data;
+    }
+    refuseUnsupported(declared, AGENT_VERSION);
+    const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
+    if (steps.length === 0) return [];
+    const done = applyResourceSteps(this.dir, steps, set.files, this.users());
+    this.log('info', 'resources applied', { version: set.payload.version, resources: done.length });
+    return done;
+  }
+
+  /** A pass that failed at `version`: reported against it, while what runs stays the last applied version. */
+  private async failed(client: CoordinatorClient, state: AgentState, version: number, was: number, err: unknown, installed?: string[]): Promise<PassOutcome> {
+    const message = err instanceof Error ? err.message : String(err);
+    const code = err instanceof AgentError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'install_failed');
+    const resources = err instanceof ResourcePassFailed ? err.resources : undefined;
+    this.log('error', 'apply failed', { version, code, reason: message });
+    state.last_result = 'failed';
+    state.last_error = message;
+    state.unapplied = { version, reason: 'failed', detail: message, at: this.now().toISOString() };
+    this.dir.writeState(state);
+    // No retry here: the next poll or a new version tries again.
+    // What runs is still the last applied version: reporting the failed one as active would count it as reached.
+    await this.report(client, {
+      active_version: state.applied_version,
+      target_version: version,
+      result: 'failed',
+      error: message.slice(0, 8192),
+      ...(installed ? { installed } : {}),
+      ...(resources ? { resources } : {}),
+    });
+    return { dry_run: false, was, active_version: this.dir.activeVersion(), version, contactFailed: false, result: 'failed', code, reason: message, ...(resources ? { resources } : {}) };
   }
 
   /** Install, activate and report the active set unless that already completed; otherwise report up to date. */
-  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[]): Promise<PassOutcome> {
+  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[], resourcesDone?: ReportResource[]): Promise<PassOutcome> {
     const base = { dry_run: false, was, active_version: version, version, contactFailed: false };
     const store = this.dir.readInstalled();
     const pending = version > 0 && (state.applied_version !== version || store.complete_version !== version);
@@ -140,7 +210,10 @@ export class SyncPass {
     const set = this.readSet(version);
     let installed: string[] = [];
     let activated: Activated;
+    let resources: ReportResource[];
     try {
+      // Finishing a set that was switched to earlier (a crash, a failed activation): its resources again, idempotently.
+      resources = resourcesDone ?? this.applyResources(set);
       installed = installSet(this.dir, this.config, version, set.payload.retired ? new Map() : set.files, alsoOwned);
       if (set.payload.retired) {
         await this.activator.stop();
@@ -149,17 +222,7 @@ export class SyncPass {
         activated = await this.activator.activate(this.dir.setDir(version), version);
       }
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      const code = err instanceof AgentError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'install_failed');
-      this.log('error', 'apply failed', { version, code, reason: message });
-      state.last_result = 'failed';
-      state.last_error = message;
-      state.unapplied = { version, reason: 'failed', detail: message, at: this.now().toISOString() };
-      this.dir.writeState(state);
-      // No retry here: the next poll or a new version tries again.
-      // What runs is still the last applied version: reporting the failed one as active would count it as reached.
-      await this.report(client, { active_version: state.applied_version, target_version: version, result: 'failed', error: message.slice(0, 8192), installed });
-      return { ...base, result: 'failed', code, reason: message };
+      return this.failed(client, state, version, was, err, installed);
     }
     state.applied_version = version;
     state.last_result = 'applied';
@@ -174,9 +237,9 @@ export class SyncPass {
       ...(activated.answer ? { answer: activated.answer } : {}),
       ...(activated.fallback ? { fallback: { code: activated.fallback.code, reason: activated.fallback.reason.slice(0, 2048) } } : {}),
     };
-    await this.report(client, { active_version: version, result: 'applied', installed, activation });
+    await this.report(client, { active_version: version, result: 'applied', installed, activation, ...(resources.length > 0 ? { resources } : {}) });
     this.dir.pruneSets();
-    return { ...base, result: 'applied', code: null, reason: null };
+    return { ...base, result: 'applied', code: null, reason: null, ...(resources.length > 0 ? { resources } : {}) };
   }
 
   /**
@@ -225,7 +288,9 @@ export class SyncPass {
   private interruptedTargets(active: number): string[] {
     if (active === 0 || this.dir.readInstalled().complete_version === active) return [];
     try {
-      return this.readSet(active).payload.artifacts.map((a) => targetPath(this.config, a.name));
+      return this.readSet(active)
+        .payload.artifacts.filter((a) => !isResourceArtifact(a.name))
+        .map((a) => targetPath(this.config, a.name));
     } catch {
       return [];
     }

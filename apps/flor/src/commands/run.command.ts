@@ -1,4 +1,4 @@
-import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { configPathFor, loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { Daemon } from '../agent/daemon.js';
 import { stderrLog } from '../agent/log.js';
 
@@ -8,7 +8,7 @@ export type RunOptions = CommonOptions;
 export async function run(options: RunOptions): Promise<void> {
   const config = loadConfig(options);
   const log = stderrLog((process.env.FLORETE_LOG_LEVEL as 'info' | undefined) ?? 'info');
-  const daemon = new Daemon(stateDirFor(options, config), config, log);
+  const daemon = new Daemon(stateDirFor(options, config), config, log, configPathFor(options));
   await daemon.start();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
