@@ -31,8 +31,10 @@ function send(method, path, contentType, body) {
       res.on('end', done);
       res.on('error', done);
     });
-    // The server may answer before the upload is done: that is the point, not an error.
+    // The server may answer before the upload is done and then cut the connection: that is the
+    // point, not an error (the socket may report the reset after the answer was read).
     req.on('error', (e) => finish({ ms: performance.now() - started, bytes: 0, error: e.message }));
+    req.on('socket', (socket) => socket.on('error', () => undefined));
     req.end(body);
   });
 }

@@ -24,12 +24,12 @@ export interface HardeningOptions {
 }
 
 /**
- * How long, and how much more, an upload the coordinator already answered may go on being sent
- * before the connection is cut: enough for a client to read the answer before a reset could drop
- * it, not enough to make the coordinator read a stranger's megabytes.
+ * An upload the coordinator answered before reading it: up to DISCARD_BYTES of it are read and
+ * dropped (the connection stays usable); a larger one is not read, and the connection is cut
+ * LINGER_MS later, time enough for the client to read the answer before the reset.
  */
-const DISCARD_MS = 2000;
 const DISCARD_BYTES = 256 * 1024;
+const LINGER_MS = 1000;
 const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only blob uploads, PUT /v1/blobs/{sha256}, take application/octet-stream)';
 
 const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
@@ -92,9 +92,8 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   };
 
   // Refusals that depend only on the headers come before any parser runs. Answered from a hook, the
-  // connection stays open and Node reads the rest of the upload to discard it (the client is still
-  // writing it, and closing on unread data at once would reset the connection before the client read
-  // the answer); a client that goes on sending is cut off after DISCARD_BYTES or DISCARD_MS.
+  // connection is not closed at once (the client is still writing, and closing on unread data
+  // resets the connection, which can lose the answer before the client read it): see onResponse.
   fastify.addHook('onRequest', async (req) => {
     // No route, no body to judge: the answer is 404 whatever was sent (and nothing is parsed).
     if (req.is404 || !hasBody(req)) return;
@@ -110,17 +109,16 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   });
   fastify.addHook('onResponse', async (req) => {
     if (req.raw.complete) return;
-    const cut = () => req.raw.socket?.destroy();
-    const timer = setTimeout(cut, DISCARD_MS).unref();
-    let discarded = 0;
-    req.raw.on('data', (chunk: Buffer) => {
-      discarded += chunk.length;
-      if (discarded > DISCARD_BYTES) {
-        clearTimeout(timer);
-        cut();
-      }
-    });
-    req.raw.once('end', () => clearTimeout(timer));
+    const socket = req.raw.socket as (Socket & { _handle?: { readStop?: () => number } | null }) | null;
+    if (!socket || socket.destroyed) return;
+    const declared = Number(req.headers['content-length']);
+    // A small remainder is read and dropped by Node, and the connection stays usable.
+    if (Number.isFinite(declared) && declared <= DISCARD_BYTES) return;
+    // A large one is not read at all: Node's parser reads the socket's handle directly (pausing the
+    // socket does not stop it), so reading stops at the handle. The client, whose writes now stall,
+    // has the answer already; the connection is cut once it had time to read it.
+    socket._handle?.readStop?.();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   });
 
   fastify.addHook('onRoute', (route) => {
