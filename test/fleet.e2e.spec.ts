@@ -82,7 +82,8 @@ describe('fleet status and node lifecycle with real agents', () => {
     for (const node of ['alpha', 'beta', 'gamma']) agents[node] = await startAgent(files[node]);
 
     // laptop never reports, so the wait lasts until the timeout; gamma's failure decides the exit.
-    const published = await retectl(['publish', '-m', 'first', '--wait=15s']);
+    // laptop failed its briefing: the operator accepts giving it content, by name.
+    const published = await retectl(['publish', '--allow-ineligible', 'laptop', '-m', 'first', '--wait=15s']);
     expect(published.code).toBe(1);
     firstPublish = /^published (\S+) at position/m.exec(published.stdout)![1];
     expect(published.stdout).toMatch(/^gamma\s+0 -> 1\s+failed\s+\S+ ago\s+restart command exited with 5: Unit florete-vertex\.service not found\.$/m);
@@ -120,13 +121,13 @@ describe('fleet status and node lifecycle with real agents', () => {
 
   it('publish --wait exits 0 once every touched node applied, and 4 at the timeout with one outstanding', async () => {
     expect((await rete({ ...PORTS, alpha: 7201, beta: 7202 })).code).toBe(0);
-    const ok = await retectl(['publish', '-m', 'move alpha and beta', '--wait=90s']);
+    const ok = await retectl(['publish', '--allow-ineligible', 'laptop', '-m', 'move alpha and beta', '--wait=90s']);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^2 applied, 0 outstanding, 0 failed, 0 superseded$/m);
 
     await agents.laptop.stop();
     expect((await rete({ ...PORTS, alpha: 7201, beta: 7202, laptop: 7204 })).code).toBe(0);
-    const late = await retectl(['publish', '-m', 'move the laptop', '--wait=3s', '--json']);
+    const late = await retectl(['publish', '--allow-ineligible', 'laptop', '-m', 'move the laptop', '--wait=3s', '--json']);
     expect(late.code).toBe(4);
     const body = JSON.parse(late.stdout);
     expect(body).toMatchObject({ timed_out: true, changed: [{ node: 'laptop', from: 1, to: 2 }] });
@@ -168,7 +169,7 @@ describe('fleet status and node lifecycle with real agents', () => {
     rmSync(files.beta.stateDir, { recursive: true, force: true });
     mkdirSync(files.beta.stateDir);
     // While beta is down, the rete's set (without the extra file) goes out again.
-    const published = await json(['publish', '-m', 'beta back to the rete']);
+    const published = await json(['publish', '--allow-ineligible', 'laptop', '-m', 'beta back to the rete']);
     expect(published.changed).toEqual([{ node: 'beta', from: withExtra.beta, to: withExtra.beta + 1 }]);
 
     const r = await enrol('beta', files.beta, await fleet.enrolmentToken('beta'));
