@@ -1,4 +1,4 @@
-import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
@@ -20,14 +20,22 @@ export function fsyncDir(dir: string): void {
   }
 }
 
+/** A file's owner by number, set before its mode: chown clears setuid and setgid bits. */
+export interface FileOwner {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Writes and fsyncs a file without renaming it (used inside a staging folder renamed as a whole). */
-export function writeFileDurable(path: string, data: Uint8Array | string, mode = 0o644): void {
+export function writeFileDurable(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const fd = openSync(path, 'w', mode);
+  // Until its owner and mode are set, a file bound for another owner is readable by none but this process.
+  const fd = openSync(path, 'w', owner ? 0o600 : mode);
   try {
-    fchmodSync(fd, mode);
     let off = 0;
     while (off < bytes.byteLength) off += writeSync(fd, bytes, off, bytes.byteLength - off);
+    if (owner) fchownSync(fd, owner.uid, owner.gid);
+    fchmodSync(fd, mode);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -35,11 +43,11 @@ export function writeFileDurable(path: string, data: Uint8Array | string, mode =
 }
 
 /** Write temp, fsync, rename, fsync the folder: a crash leaves the old file or the new one, never a torn one. */
-export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644): void {
+export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
   mkdirSync(dirname(path), { recursive: true });
   const tmp = tempNameFor(path);
   try {
-    writeFileDurable(tmp, data, mode);
+    writeFileDurable(tmp, data, mode, owner);
     renameSync(tmp, path);
   } catch (err) {
     try {

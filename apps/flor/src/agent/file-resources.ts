@@ -1,10 +1,10 @@
-import { closeSync, existsSync, readdirSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, chmodSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { existsSync, readdirSync, lstatSync, mkdirSync, chmodSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles, type ReportResource } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { AgentError, type AgentErrorCode } from '../errors.js';
-import { fsyncDir, isTempName, tempNameFor, writeFileDurable } from './atomic-fs.js';
+import { fsyncDir, isTempName, writeFileAtomic, writeFileDurable } from './atomic-fs.js';
 import type { ResourceStep } from './resource-plan.js';
 import type { UserDb } from './user-db.js';
 
@@ -76,31 +76,10 @@ function sweepTemps(path: string): void {
   for (const n of names) if (n.startsWith(prefix) && isTempName(n)) rmSync(join(dirname(path), n), { force: true });
 }
 
-/** Temp file in the same folder, fsync, owner then mode (chown clears setuid bits), rename, fsync the folder. */
+/** Temp file in the same folder, owner then mode, fsync, rename, fsync the folder. */
 function writeOwnedFile(path: string, bytes: Uint8Array, want: Omit<Wanted, 'sha256'>): void {
   ensureParents(dirname(path));
-  const tmp = tempNameFor(path);
-  try {
-    const fd = openSync(tmp, 'wx', 0o600);
-    try {
-      let off = 0;
-      while (off < bytes.byteLength) off += writeSync(fd, bytes, off, bytes.byteLength - off);
-      fchownSync(fd, want.uid, want.gid);
-      fchmodSync(fd, want.mode);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      /* never created, or already renamed */
-    }
-    throw err;
-  }
-  fsyncDir(dirname(path));
+  writeFileAtomic(path, bytes, want.mode, want);
 }
 
 /**
