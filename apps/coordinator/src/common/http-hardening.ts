@@ -135,12 +135,9 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     route.onRequest = [...hooks, authenticatePublisher as never];
   });
 
-  fastify.addContentTypeParser('application/octet-stream', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
-    const limits = limitsOf(req);
-    if (!limits || !('body' in limits) || limits.body !== 'blob') {
-      done(new DomainError('unsupported_media_type', OCTET_STREAM_ELSEWHERE));
-      return;
-    }
+  // The onRequest hook has already let octet-stream through to the blob route only, and refused a
+  // declared size over its limit; what is left to watch is a body sent without a length.
+  fastify.addContentTypeParser('application/octet-stream', (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
     readLimited(payload, options.blobLimit).then((body) => done(null, body), (err: Error) => done(err));
   });
 
@@ -150,11 +147,9 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   });
 }
 
-/** The body as one Buffer, refused as soon as it passes `limit`: declared or counted. */
+/** The body as one Buffer, refused as soon as the bytes counted pass `limit`. */
 function readLimited(payload: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () => new DomainError('body_too_large', `blob uploads are limited to ${limit} bytes`);
-  const declared = Number(payload.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
