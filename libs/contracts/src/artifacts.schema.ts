@@ -33,7 +33,7 @@ export const FlorPeer = z.strictObject({ node: NodeName, listen: ListenAddress }
 
 /**
  * Everything in flor.json that follows from the rete's allow lists, kept apart from the structural
- * fields so a vertex can swap it as one table without a restart (DESIGN section 7). Ingress: per
+ * fields so a vertex can swap it as one table without a restart (hot reload: libs/vertex-control/README.md). Ingress: per
  * published service, the nodes allowed in. Egress: the node:service pairs this node may open. Peers:
  * the nodes those lists name, with where to reach them; a grant or a revocation changes this set as
  * surely as it changes the lists, so it lives and is swapped with them.

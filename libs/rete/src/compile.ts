@@ -11,7 +11,7 @@ export type CompiledTree = ReadonlyMap<string, ReadonlyMap<string, ArtifactBytes
 /**
  * Compiles a checked rete into each node's agent.json and flor.json, and for a node with host
  * resources its resources.json and one `file-<sha256>` artifact per distinct file content. The output
- * is canonical JSON (DESIGN section 5), and every list that is a set is sorted, so the bytes depend
+ * is canonical JSON (sorted keys, two-space indent, one trailing newline: libs/bundle), and every list that is a set is sorted, so the bytes depend
  * only on what the rete means: not on file order, key order or the order rules were written in.
  * Resources are the exception on purpose: they keep their declaration order, the order to apply them.
  */

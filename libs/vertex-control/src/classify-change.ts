@@ -9,7 +9,7 @@ export interface ChangeClassification {
 }
 
 /**
- * The only subtree a running vertex can take without a restart (DESIGN section 7): the allow lists and
+ * The only subtree a running vertex can take without a restart (see this library's README): the allow lists and
  * the peers they name, which is everything a grant or a revocation changes.
  */
 const SWAPPABLE_ROOT = 'acl';
