@@ -39,6 +39,7 @@ function run(args: string[]): { output: Promise<unknown>; stop: () => void } {
   return { output, stop: () => child.stdin.end() };
 }
 
+const bytesRead = (pid: number) => Number(/^rchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1]);
 const rss = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 
 runBench('bench:anonymous', async () => {
@@ -53,6 +54,7 @@ runBench('bench:anonymous', async () => {
 
   const burst = async (size: number) => {
     const before = rss(pid);
+    const readBefore = bytesRead(pid);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 20);
     const probe = run(['probe', coord.url]);
@@ -64,7 +66,7 @@ runBench('bench:anonymous', async () => {
     clearInterval(sampler);
     const failed = answers.filter((a) => a.status === undefined || a.status >= 500);
     if (failed.length) throw new Error(`${failed.length} requests got no answer or a 5xx: ${JSON.stringify(failed[0])}`);
-    return { slowest: Math.max(...answers.map((a) => a.ms)), healthMax: Math.max(...health), healthP50: median(health), growth: (peak - before) / 2 ** 20 };
+    return { read: (bytesRead(pid) - readBefore) / 2 ** 20, slowest: Math.max(...answers.map((a) => a.ms)), healthMax: Math.max(...health), healthP50: median(health), growth: (peak - before) / 2 ** 20 };
   };
 
   const rows: string[][] = [];
@@ -77,10 +79,10 @@ runBench('bench:anonymous', async () => {
     base.push(b);
     junk.push(j);
     for (const [kind, x] of [['10-byte bodies', b], [`${fmt(bytes / 2 ** 20, 1)} MB junk`, j]] as const) {
-      rows.push([`${r}: ${kind}`, ms(x.slowest), ms(x.healthP50), ms(x.healthMax), `${fmt(x.growth, 1)} MB`]);
+      rows.push([`${r}: ${kind}`, ms(x.slowest), ms(x.healthP50), ms(x.healthMax), `${fmt(x.growth, 1)} MB`, `${fmt(x.read, 1)} MB`]);
     }
   }
-  process.stdout.write(`${formatTable(['round', 'slowest answer', '/healthz p50', '/healthz max', 'RSS growth'], rows)}\n\n`);
+  process.stdout.write(`${formatTable(['round', 'slowest answer', '/healthz p50', '/healthz max', 'RSS growth', 'read by coordinator'], rows)}\n\n`);
   const m = (xs: typeof junk, k: 'slowest' | 'healthMax') => median(xs.map((x) => x[k]));
   process.stdout.write(
     `median over rounds: slowest answer ${ms(m(junk, 'slowest'))} with junk vs ${ms(m(base, 'slowest'))} without (${fmt(m(junk, 'slowest') / m(base, 'slowest'), 2)}x); ` +

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -107,18 +108,27 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
     if (Number.isFinite(declared) && declared > limit) throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
   });
-  fastify.addHook('onResponse', async (req) => {
-    if (req.raw.complete) return;
-    const socket = req.raw.socket as (Socket & { _handle?: { readStop?: () => number } | null }) | null;
-    if (!socket || socket.destroyed) return;
+  // An answer sent before its request's body was read: Node would read ("dump") the rest of the
+  // body once the answer is written, however large. A small remainder is left to that, and the
+  // connection stays usable; a larger one is never read (see stopReading) and the connection is
+  // closed: the answer says so, so that no client sends its next request on it.
+  fastify.addHook('onSend', async (req, reply, payload) => {
     const declared = Number(req.headers['content-length']);
-    // A small remainder is read and dropped by Node, and the connection stays usable.
-    if (Number.isFinite(declared) && declared <= DISCARD_BYTES) return;
-    // A large one is not read at all: Node's parser reads the socket's handle directly (pausing the
-    // socket does not stop it), so reading stops at the handle. The client, whose writes now stall,
-    // has the answer already; the connection is cut once it had time to read it.
-    socket._handle?.readStop?.();
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    if (req.raw.complete || (Number.isFinite(declared) && declared <= DISCARD_BYTES)) return payload;
+    stopReading(req.raw);
+    void reply.header('connection', 'close');
+    const socket = req.raw.socket as (Socket & { destroySoon?: () => void }) | null;
+    // Node closes a `Connection: close` connection as soon as the answer is written; with unread
+    // bytes still arriving, that close is a reset, which can reach the client before it has read the
+    // answer. Only the sending half is closed here; onResponse cuts the rest a little later.
+    if (socket) socket.destroySoon = () => void socket.end();
+    return payload;
+  });
+  fastify.addHook('onResponse', async (req) => {
+    const socket = req.raw.socket;
+    // The client, whose writes stall once the socket's buffers are full, has the answer already;
+    // the connection is cut once it had time to read it.
+    if ((req.raw as Unread)[UNREAD] && socket && !socket.destroyed) setTimeout(() => socket.destroy(), LINGER_MS).unref();
   });
 
   fastify.addHook('onRoute', (route) => {
@@ -147,6 +157,22 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   });
 }
 
+const UNREAD = Symbol('florete.unread');
+type Unread = IncomingMessage & { [UNREAD]?: true };
+
+/**
+ * Stops receiving a request's body for good. Left alone, Node reads ("dumps") whatever is left of
+ * a body nobody read once the answer is written, however large; pausing the socket does not stop
+ * that. Piping the body into a sink that never accepts a chunk does: the request counts as read,
+ * and backpressure stops reading from the socket after a few kilobytes. The connection is then not
+ * reusable: the answer closes it (onSend), and onResponse cuts it.
+ */
+function stopReading(raw: Unread): void {
+  if (raw[UNREAD]) return;
+  raw[UNREAD] = true;
+  raw.pipe(new Writable({ highWaterMark: 1, write: () => undefined }));
+}
+
 /** The body as one Buffer, refused as soon as the bytes counted pass `limit`. */
 function readLimited(payload: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () => new DomainError('body_too_large', `blob uploads are limited to ${limit} bytes`);
@@ -158,6 +184,7 @@ function readLimited(payload: IncomingMessage, limit: number): Promise<Buffer> {
       if (size > limit) {
         payload.off('data', onData);
         payload.off('end', onEnd);
+        stopReading(payload);
         reject(tooLarge());
         return;
       }
