@@ -3,6 +3,7 @@ import type * as enroll from './commands/enroll.command.js';
 import type * as runCmd from './commands/run.command.js';
 import type * as sync from './commands/sync.command.js';
 import type * as status from './commands/status.command.js';
+import type * as applySet from './commands/apply-set.command.js';
 import { AGENT_VERSION } from './version.js';
 
 /** What each command resolves to: false means "ran, but the outcome is a failure" (exit 1). */
@@ -31,6 +32,12 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
     .option('--dry-run', 'fetch and verify only; print the would-be version against the active one')
     .option('--json', 'print the outcome as JSON')
     .action((opts: sync.RunOptions) => done(import('./commands/sync.command.js').then((m) => m.run(opts))));
+
+  common(agent.command('apply').description('apply a compiled node folder locally, before the node is enrolled (the first node of a mesh)'))
+    .requiredOption('--set <dir>', 'the compiled node folder retectl compile writes: .flor/compiled/<node> (digests.json and mgmt/)')
+    .option('--node <name>', 'the node this host is to be: the set must be its set')
+    .option('--json', 'print the outcome as JSON')
+    .action((opts: applySet.RunOptions) => done(import('./commands/apply-set.command.js').then((m) => m.run(opts))));
 
   common(agent.command('status').description('lifecycle, versions, last and next poll, last error'))
     .option('--json', 'print the status as JSON')

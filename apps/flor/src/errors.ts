@@ -2,6 +2,10 @@
 export type AgentErrorCode =
   | 'not_enrolled'
   | 'already_enrolled'
+  | 'coordinator_owned'
+  | 'not_a_set'
+  | 'set_mismatch'
+  | 'wrong_node'
   | 'thumbprint_mismatch'
   | 'enrol_refused'
   | 'unreachable'

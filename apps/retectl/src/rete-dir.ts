@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DNS_LABEL, FILE_ARTIFACT } from '#contracts';
+import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
 import {
   compileRete,
   diffTrees,
+  digestsJsonText,
   formatDiagnostic,
   sameBytes,
   validateRete,
@@ -18,7 +19,7 @@ import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
-const MGMT = 'mgmt';
+const MGMT = MGMT_DIR;
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -132,9 +133,25 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
   return tree;
 }
 
+/** Temp + rename, so a reader never sees half a file. */
+function replaceFile(dir: string, name: string, content: string | Uint8Array): void {
+  const tmp = join(dir, `.${name}.${process.pid}.tmp`);
+  writeFileSync(tmp, content);
+  renameSync(tmp, join(dir, name));
+}
+
+/** The digest list beside mgmt/, rewritten only when its bytes differ (an older compile wrote none). */
+function writeDigests(nodeDir: string, node: string, files: ReadonlyMap<string, string | Uint8Array>): void {
+  const text = digestsJsonText(node, files);
+  const path = join(nodeDir, DIGESTS_JSON);
+  if (existsSync(path) && readFileSync(path, 'utf8') === text) return;
+  replaceFile(nodeDir, DIGESTS_JSON, text);
+}
+
 /**
- * Makes .flor/compiled exactly the given tree: writes only files whose bytes differ (temp + rename,
- * so a reader never sees half a file) and removes the folders of nodes no longer defined.
+ * Makes .flor/compiled exactly the given tree: writes only files whose bytes differ and removes the
+ * folders of nodes no longer defined. Each node's folder holds mgmt/ (its artifacts) and digests.json
+ * (their digests, written after them: what `flor agent apply --set` checks the folder against).
  */
 export function writeCompiled(root: string, tree: CompiledTree) {
   const before = readCompiled(root);
@@ -146,11 +163,10 @@ export function writeCompiled(root: string, tree: CompiledTree) {
     const old = before.get(node);
     for (const [name, content] of files) {
       if (sameBytes(old?.get(name), content)) continue;
-      const tmp = join(mgmt, `.${name}.${process.pid}.tmp`);
-      writeFileSync(tmp, content);
-      renameSync(tmp, join(mgmt, name));
+      replaceFile(mgmt, name, content);
     }
     for (const name of old?.keys() ?? []) if (!files.has(name)) rmSync(join(mgmt, name), { force: true });
+    writeDigests(join(base, node), node, files);
   }
   for (const node of change.removed) rmSync(join(base, node), { recursive: true, force: true });
   return change;

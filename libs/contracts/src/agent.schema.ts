@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
 import { AgentLifecycle } from './lifecycle.schema.js';
+import { LocalSetRecord } from './local-set.schema.js';
 
 /**
  * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
@@ -179,6 +180,8 @@ export const AgentState = z.strictObject({
   /** Set while the node is retired: the daemon then polls at most hourly. */
   retired: AgentRetired.nullable().default(null),
   unapplied: Unapplied.nullable().default(null),
+  /** The local set in effect (`flor agent apply --set`), until a coordinator's version takes over. */
+  local_set: LocalSetRecord.nullable().default(null),
 });
 export type AgentState = z.infer<typeof AgentState>;
 
@@ -196,6 +199,7 @@ export const INITIAL_AGENT_STATE: AgentState = {
   activations: [],
   retired: null,
   unapplied: null,
+  local_set: null,
 };
 
 /** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
@@ -240,6 +244,8 @@ export type OwnedFile = OwnedFiles['files'][string];
 export const ControlRequest = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('sync'), dry_run: z.boolean().default(false) }),
   z.strictObject({ op: z.literal('status') }),
+  /** `flor agent apply --set`: the compiled node folder (absolute) and, optionally, the node it must be for. */
+  z.strictObject({ op: z.literal('apply_set'), dir: z.string().regex(/^\//, 'must be an absolute path'), node: NodeName.optional() }),
 ]);
 export type ControlRequest = z.infer<typeof ControlRequest>;
 
@@ -324,11 +330,33 @@ export const AgentStatus = z.strictObject({
   retired: z.strictObject({ at: Timestamp, version: z.number().int().positive().nullable() }).nullable().default(null),
   /** Null when the version in effect is the newest this agent has seen. */
   behind: Behind.nullable().default(null),
+  /** The local set in effect (`flor agent apply --set`) while no coordinator's version has taken over. */
+  local_set: LocalSetRecord.omit({ config_digest: true }).nullable().default(null),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
+/**
+ * What `flor agent apply --set` did: `applied`; `unchanged` (that set was already the one in effect:
+ * nothing was touched); `refused` (bad input, or a node a coordinator owns: nothing was changed);
+ * `failed` (a host resource, the install or the activation failed part-way, like a failed pass).
+ */
+export const ApplySetOutcome = z.strictObject({
+  result: z.enum(['applied', 'unchanged', 'refused', 'failed']),
+  /** The folder given. */
+  source: z.string(),
+  /** The node and set digest the folder's digest list names, once it was read. */
+  node: NodeName.nullable(),
+  set_digest: Sha256.nullable(),
+  /** How the set reached the vertex, when it did. */
+  activation: ActivationPath.nullable(),
+  resources: z.array(ReportResource).optional(),
+  code: z.string().nullable(),
+  reason: z.string().nullable(),
+});
+export type ApplySetOutcome = z.infer<typeof ApplySetOutcome>;
+
 export const ControlResponse = z.discriminatedUnion('ok', [
-  z.strictObject({ ok: z.literal(true), sync: SyncOutcome.optional(), status: AgentStatus.optional() }),
+  z.strictObject({ ok: z.literal(true), sync: SyncOutcome.optional(), status: AgentStatus.optional(), apply_set: ApplySetOutcome.optional() }),
   z.strictObject({ ok: z.literal(false), error: z.string() }),
 ]);
 export type ControlResponse = z.infer<typeof ControlResponse>;

@@ -24,8 +24,9 @@ function tail(s: string): string {
   return t.trim();
 }
 
+/** A local set (version 0) has no version to give: FLORETE_SET_VERSION is empty, never "0". */
 function envFor(setDir: string, version: number): NodeJS.ProcessEnv {
-  return { ...process.env, FLORETE_ACTIVE_DIR: setDir, FLORETE_SET_VERSION: String(version) };
+  return { ...process.env, FLORETE_ACTIVE_DIR: setDir, FLORETE_SET_VERSION: version > 0 ? String(version) : '' };
 }
 
 class NoActivation implements Activator {

@@ -1,7 +1,7 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Server } from 'node:net';
-import type { AgentConfig, AgentStatus, ControlRequest, ControlResponse } from '#contracts';
+import type { AgentConfig, AgentStatus, ApplySetOutcome, ControlRequest, ControlResponse, LocalSetRecord } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
 import { behindOf } from './behind.js';
 import { serveControlSocket } from './control-socket.js';
@@ -12,6 +12,7 @@ import { isRetired } from './retirement.js';
 import { backoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
 import { StateDir } from './state-dir.js';
 import { SyncPass, type PassOutcome } from './sync-pass.js';
+import { LocalSetApply } from './local-set.js';
 
 /** How often a retired node's agent looks at identity.json for a new enrolment: a stat, no network. */
 const IDENTITY_WATCH_MS = 2000;
@@ -27,6 +28,7 @@ const IDENTITY_WATCH_MS = 2000;
 export class Daemon {
   private readonly activator: Activator;
   private readonly syncPass: SyncPass;
+  private readonly localSet: LocalSetApply;
   private server: Server | null = null;
   private timer: NodeJS.Timeout | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -47,6 +49,7 @@ export class Daemon {
     const restart = createActivator(config.activation);
     this.activator = config.vertex_control ? new HotReloadActivation(restart, config.vertex_control, log) : restart;
     this.syncPass = new SyncPass(dir, config, this.activator, log, undefined, configPath ? [resolve(configPath)] : []);
+    this.localSet = new LocalSetApply(dir, config, this.activator, this.syncPass, log);
   }
 
   async start(): Promise<void> {
@@ -57,8 +60,12 @@ export class Daemon {
     // A set applied before this start keeps running; a pending one is finished by the first pass.
     const active = this.dir.activeVersion();
     const state = this.dir.readState();
+    const local = this.dir.activeLocalSet();
     if (active > 0 && state.applied_version === active) {
       await this.activator.resume(this.dir.setDir(active), active).catch((err: Error) => this.log('error', 'vertex did not start', { reason: err.message }));
+    } else if (local !== null && state.local_set?.set_digest === local) {
+      // A local set in effect (flor agent apply --set) runs until a coordinator's version takes over.
+      await this.activator.resume(this.dir.localSetDir(local), 0).catch((err: Error) => this.log('error', 'vertex did not start', { reason: err.message }));
     }
     const retired = this.retired();
     const delay = firstPollDelay(retired, state.last_poll === null ? null : Date.parse(state.last_poll), Date.now());
@@ -77,6 +84,13 @@ export class Daemon {
       this.remember(outcome);
       return outcome;
     });
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /** `flor agent apply --set`: queued with the passes, so a local set never lands in the middle of one. */
+  applySet(request: { dir: string; node?: string }): Promise<ApplySetOutcome> {
+    const run = this.queue.then(() => this.localSet.run(request));
     this.queue = run.catch(() => {});
     return run;
   }
@@ -190,6 +204,8 @@ export class Daemon {
       }
       case 'status':
         return { ok: true, status: this.status() };
+      case 'apply_set':
+        return { ok: true, apply_set: await this.applySet({ dir: req.dir, ...(req.node !== undefined ? { node: req.node } : {}) }) };
       default: {
         const never: never = req;
         throw new TypeError(`unknown request ${JSON.stringify(never)}`);
@@ -219,6 +235,7 @@ export class Daemon {
       activations: state.activations,
       retired: retired ? { at: retired.at, version: retired.version } : null,
       behind: behindOf({ appliedVersion: state.applied_version, activeVersion: active, unapplied: state.unapplied, retired, dryRun: this.dryRunSeen }),
+      local_set: localSetView(state.local_set),
     };
   }
 
@@ -234,4 +251,9 @@ export class Daemon {
     await closed;
     this.log('info', 'agent stopped');
   }
+}
+
+/** What status shows of the local set in effect: the record without its internal config digest. */
+function localSetView(r: LocalSetRecord | null): AgentStatus['local_set'] {
+  return r ? { node: r.node, set_digest: r.set_digest, source: r.source, applied_at: r.applied_at } : null;
 }

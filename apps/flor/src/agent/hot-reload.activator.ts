@@ -26,6 +26,8 @@ export class HotReloadActivation implements Activator {
   }
 
   async activate(setDir: string, version: number): Promise<Activated> {
+    // A local set (version 0) has no version to hand over, and the protocol has no apply without one: restart.
+    if (version === 0) return this.restart.activate(setDir, version);
     const verdict = await this.tryHotReload(setDir, version);
     if (verdict.kind === 'applied') {
       this.restart.adopt(setDir, version);

@@ -8,11 +8,15 @@ export const DEFAULT_STATE_DIR = '/var/lib/florete/agent';
 /** The staged JWS next to a set's artifacts; artifact names never start with a dot. */
 export const SET_JWS = '.bundle.jws';
 const STAGING_PREFIX = '.staging-';
+/** A local set (`flor agent apply --set`) is kept as sets/local-<set digest>: never a version number. */
+const LOCAL_SET_PREFIX = 'local-';
+const LOCAL_SET_NAME = /^local-([0-9a-f]{64})$/;
 
 /**
  * The agent's state dir (DESIGN section 7): identity.json (0600), state.json, installed.json,
- * sets/<version>/ (complete sets only: staged under a temp name, then renamed), `active` (symlink to
- * sets/<version>), agent.sock. The `active` symlink is the truth about the active version.
+ * sets/<version>/ (complete sets only: staged under a temp name, then renamed), sets/local-<digest>/
+ * (a local set, applied before the node was enrolled), `active` (symlink to one of them), agent.sock.
+ * The `active` symlink is the truth about the active version.
  */
 export class StateDir {
   readonly identityPath: string;
@@ -49,7 +53,16 @@ export class StateDir {
     return join('sets', String(version));
   }
 
-  stagingDir(version: number, nonce: string): string {
+  /** A local set's folder: it has no version, only its set digest. */
+  localSetDir(digest: string): string {
+    return join(this.setsDir, `${LOCAL_SET_PREFIX}${digest}`);
+  }
+
+  localSetLinkTarget(digest: string): string {
+    return join('sets', `${LOCAL_SET_PREFIX}${digest}`);
+  }
+
+  stagingDir(version: number | string, nonce: string): string {
     return join(this.setsDir, `${STAGING_PREFIX}${version}-${nonce}`);
   }
 
@@ -89,7 +102,7 @@ export class StateDir {
     writeJsonAtomic(this.ownedPath, owned, 0o600);
   }
 
-  /** 0 when nothing was ever activated. */
+  /** 0 when nothing was ever activated, or when the active set is a local one (it has no version). */
   activeVersion(): number {
     let target: string;
     try {
@@ -98,8 +111,21 @@ export class StateDir {
       return 0;
     }
     const m = /(?:^|\/)sets\/([1-9][0-9]*)$/.exec(target);
-    if (!m) throw new Error(`${this.activeLink} points at ${target}, not at a set`);
-    return Number(m[1]);
+    if (m) return Number(m[1]);
+    if (this.activeLocalSet() !== null) return 0;
+    throw new Error(`${this.activeLink} points at ${target}, not at a set`);
+  }
+
+  /** The set digest of the active local set, or null when `active` is missing or points at a version. */
+  activeLocalSet(): string | null {
+    let target: string;
+    try {
+      target = readlinkSync(this.activeLink);
+    } catch {
+      return null;
+    }
+    const m = /(?:^|\/)sets\/local-([0-9a-f]{64})$/.exec(target);
+    return m ? m[1] : null;
   }
 
   /** Complete sets on disk, ascending. */
@@ -119,15 +145,25 @@ export class StateDir {
     if (existsSync(this.root)) for (const n of readdirSync(this.root)) if (isTempName(n)) rmSync(join(this.root, n), { force: true });
   }
 
-  /** Keeps the active set and the `keep` newest others (a rollback target on disk), deletes older ones. */
+  /**
+   * Keeps the active set and the `keep` newest others (a rollback target on disk), deletes older ones.
+   * A local set that is not the active one is deleted: nothing goes back to it.
+   */
   pruneSets(keep = 2): void {
     const active = this.activeVersion();
     const others = this.stagedVersions().filter((v) => v !== active);
-    for (const v of others.slice(0, Math.max(0, others.length - keep))) {
-      // Out of its final name first: a crash part-way through the delete must not leave a partial set that looks complete.
-      const doomed = this.stagingDir(v, `gone-${randomBytes(4).toString('hex')}`);
-      renameSync(this.setDir(v), doomed);
-      rmSync(doomed, { recursive: true, force: true });
+    for (const v of others.slice(0, Math.max(0, others.length - keep))) this.removeSet(this.setDir(v), String(v));
+    const local = this.activeLocalSet();
+    for (const n of existsSync(this.setsDir) ? readdirSync(this.setsDir) : []) {
+      const m = LOCAL_SET_NAME.exec(n);
+      if (m && m[1] !== local) this.removeSet(join(this.setsDir, n), n);
     }
+  }
+
+  /** Out of its final name first: a crash part-way through the delete must not leave a partial set that looks complete. */
+  private removeSet(dir: string, name: string): void {
+    const doomed = this.stagingDir(name, `gone-${randomBytes(4).toString('hex')}`);
+    renameSync(dir, doomed);
+    rmSync(doomed, { recursive: true, force: true });
   }
 }

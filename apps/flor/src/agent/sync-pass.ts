@@ -14,6 +14,7 @@ import { planResources, refuseUnsupported } from './resource-plan.js';
 import { systemUserDb, type UserDb } from './user-db.js';
 import { AGENT_VERSION } from '../version.js';
 import { isRetired } from './retirement.js';
+import { keepsLocalConfig } from './local-set.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
 import type { Log } from './log.js';
@@ -27,6 +28,12 @@ export interface PassOutcome extends SyncOutcome {
 interface StagedSet {
   readonly payload: BundlePayload;
   readonly files: Map<string, Buffer>;
+}
+
+/** What a resource pass reads of a set: a local set (local-set.ts) has no bundle, only these. */
+export interface ResourceSet {
+  readonly payload: Pick<BundlePayload, 'retired' | 'version'>;
+  readonly files: ReadonlyMap<string, Buffer>;
 }
 
 /**
@@ -148,7 +155,7 @@ export class SyncPass {
    * applies the declared files in order and removes the owned ones the set dropped (all of them for
    * a retired set). Idempotent, so finishing an interrupted pass runs it again.
    */
-  private applyResources(set: StagedSet): ReportResource[] {
+  applyResources(set: ResourceSet): ReportResource[] {
     let declared: ResourcesJson | null = null;
     const raw = set.payload.retired ? undefined : set.files.get(RESOURCES_JSON);
     if (raw) {
@@ -218,12 +225,18 @@ export class SyncPass {
       if (set.payload.retired) {
         await this.activator.stop();
         activated = { activation: 'stop' };
+      } else if (keepsLocalConfig(state, set.files)) {
+        // The first version from the coordinator gives the vertex what the local set gave it: nothing to restart.
+        this.activator.adopt(this.dir.setDir(version), version);
+        activated = { activation: 'none' };
       } else {
         activated = await this.activator.activate(this.dir.setDir(version), version);
       }
     } catch (err) {
       return this.failed(client, state, version, was, err, installed);
     }
+    if (state.local_set) this.log('info', 'local set taken over', { version, local_set: state.local_set.set_digest, activation: activated.activation });
+    state.local_set = null; // the coordinator's version took over
     state.applied_version = version;
     state.last_result = 'applied';
     state.last_error = null;

@@ -60,8 +60,8 @@ export async function run(options: RunOptions): Promise<void> {
   const dir = stateDirFor(options, config);
 
   if (options.node !== undefined && !NodeName.safeParse(options.node).success) throw new UsageError(`--node ${options.node} is not a node name (a DNS label)`);
-  // The name this host expects to be, when it knows one: the coordinator checks it against the token's node.
-  const expected = options.node ?? dir.readIdentity()?.node;
+  // The name this host expects to be, when it knows one (its enrolment, else the local set it runs): the coordinator checks it against the token's node.
+  const expected = options.node ?? dir.readIdentity()?.node ?? dir.readState().local_set?.node;
 
   const pinned = publicKey(await vouchedKey(coordinator, m[1]));
   const body = {
