@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import { request, Agent } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import * as x509 from '@peculiar/x509';
@@ -146,5 +146,14 @@ export class TlsClient {
 
   post(path: string, json?: unknown, options: RequestOptions = {}): Promise<TlsReply> {
     return this.request('POST', path, json === undefined ? options : { ...options, json });
+  }
+
+  /** Uploads a blob (publisher) and returns its sha256. */
+  async putBlob(content: string | Uint8Array): Promise<string> {
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    const r = await this.request('PUT', `/v1/blobs/${sha}`, { raw: bytes, headers: { 'content-type': 'application/octet-stream' } });
+    if (r.status !== 201 && r.status !== 200) throw new Error(`PUT /v1/blobs/${sha} answered ${r.status}: ${r.text}`);
+    return sha;
   }
 }
