@@ -7,7 +7,7 @@ import { AgentError } from '../errors.js';
 export interface Transport {
   /** The CA file trusted (alone); undefined: the system store. */
   readonly caFile?: string;
-  /** Where the CA file came from, for messages: "tls.ca_file in /etc/florete/agent.yaml", "--cacert". */
+  /** Where the CA file came from, for messages: "tls.ca_file", "--cacert". */
   readonly caFrom?: string;
   readonly pin?: string;
   /** Enrolment with a pinned token: the pin, and nothing else, admits the server. */
