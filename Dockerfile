@@ -1,4 +1,5 @@
-# The coordinator image. docker-compose.yml runs it against PostgreSQL.
+# The coordinator image. docker-compose.yml runs it against PostgreSQL. It listens on all addresses,
+# so it needs FLORETE_TLS_CERT and FLORETE_TLS_KEY, or FLORETE_TLS=proxy behind a TLS proxy, to start.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

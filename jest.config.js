@@ -7,6 +7,7 @@ const common = {
     '^#contracts$': '<rootDir>/libs/contracts/src/index.ts',
     '^#bundle$': '<rootDir>/libs/bundle/src/index.ts',
     '^#rete$': '<rootDir>/libs/rete/src/index.ts',
+    '^#tls$': '<rootDir>/libs/tls/src/index.ts',
     '^#vertex-control$': '<rootDir>/libs/vertex-control/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

@@ -24,7 +24,7 @@ import { MirrorModule } from './mirror/mirror.module.js';
 
 @Module({})
 export class AppModule {
-  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger }): DynamicModule {
+  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger; enrolmentPin?: () => string | undefined }): DynamicModule {
     return {
       module: AppModule,
       imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -17,6 +18,10 @@ const Env = z.object({
   FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
   FLORETE_MIRROR_PUSH_USERNAME: z.string().optional(),
   FLORETE_MIRROR_PUSH_PASSWORD: z.string().optional(),
+  FLORETE_TLS_CERT: z.string().optional(),
+  FLORETE_TLS_KEY: z.string().optional(),
+  FLORETE_TLS: z.enum(['proxy']).optional(),
+  FLORETE_TRUSTED_PROXIES: z.string().optional(),
 });
 
 /** Every variable the coordinator reads; all are optional. */
@@ -35,7 +40,21 @@ export interface CoordinatorConfig {
   /** Requests per address per anonymous route (enrol, JWKS, health) per minute; 0: no limit. */
   readonly anonymousRateLimit: number;
   readonly mirror: MirrorConfig;
+  readonly tls: TlsConfig;
 }
+
+export interface TlsConfig {
+  /** The certificate (PEM, leaf first, then any intermediates) and its key: the coordinator serves HTTPS. */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  /** FLORETE_TLS=proxy: a TLS-terminating proxy stands in front; plain HTTP behind it is allowed anywhere. */
+  readonly proxy: boolean;
+  /** Addresses or CIDRs whose X-Forwarded-For is believed (the proxy's); empty unless proxy. */
+  readonly trustedProxies: readonly string[];
+}
+
+/** When FLORETE_TLS=proxy names no proxy: one on this machine. */
+const LOOPBACK_PROXIES = ['127.0.0.1/8', '::1/128'];
 
 export interface MirrorConfig {
   readonly enabled: boolean;
@@ -61,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
   }
   const e = parsed.data;
   const dataDir = resolve(e.FLORETE_DATA);
+  const tls = tlsConfig(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -80,5 +100,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
         ? { push: { url: e.FLORETE_MIRROR_PUSH_URL, username: e.FLORETE_MIRROR_PUSH_USERNAME, password: e.FLORETE_MIRROR_PUSH_PASSWORD } }
         : {}),
     },
+    tls,
   };
+}
+
+function tlsConfig(e: z.infer<typeof Env>): TlsConfig {
+  const fail = (message: string) => new Error(`invalid environment: ${message}`);
+  if ((e.FLORETE_TLS_CERT === undefined) !== (e.FLORETE_TLS_KEY === undefined)) {
+    throw fail(`${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_KEY' : 'FLORETE_TLS_CERT'} is set without ${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_CERT' : 'FLORETE_TLS_KEY'}: give both the certificate and its key (PEM files)`);
+  }
+  const proxy = e.FLORETE_TLS === 'proxy';
+  if (e.FLORETE_TRUSTED_PROXIES !== undefined && !proxy) throw fail('FLORETE_TRUSTED_PROXIES is set without FLORETE_TLS=proxy: X-Forwarded-For is believed only behind a proxy');
+  const trustedProxies = proxy ? (e.FLORETE_TRUSTED_PROXIES === undefined ? LOOPBACK_PROXIES : parseProxies(e.FLORETE_TRUSTED_PROXIES)) : [];
+  return {
+    ...(e.FLORETE_TLS_CERT !== undefined ? { certFile: resolve(e.FLORETE_TLS_CERT), keyFile: resolve(e.FLORETE_TLS_KEY!) } : {}),
+    proxy,
+    trustedProxies,
+  };
+}
+
+/** A comma list of addresses and CIDRs (10.0.0.5, 10.0.0.0/24, fd00::/64); anything else names itself. */
+export function parseProxies(text: string): string[] {
+  const items = text.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new Error('invalid environment: FLORETE_TRUSTED_PROXIES: give the proxy addresses or CIDRs, comma separated');
+  for (const item of items) {
+    const [address, prefix, extra] = item.split('/');
+    const family = isIP(address);
+    const max = family === 6 ? 128 : 32;
+    const badPrefix = prefix !== undefined && (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > max);
+    if (family === 0 || badPrefix || extra !== undefined) {
+      throw new Error(`invalid environment: FLORETE_TRUSTED_PROXIES: ${JSON.stringify(item)} is not an IP address or CIDR (such as 10.0.0.5, 10.0.0.0/24 or fd00::/64)`);
+    }
+  }
+  return items;
 }

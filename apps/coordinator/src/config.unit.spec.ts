@@ -1,4 +1,5 @@
 import { ENV_VARIABLES, loadConfig } from './config.js';
+import { cleartextListenRefusal } from './tls/listen-policy.js';
 
 describe('loadConfig', () => {
   it('takes an empty DATABASE_URL as unset (PGlite), not as an invalid URL', () => {
@@ -23,5 +24,33 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrow(/^invalid environment: DATABASE_URL: /);
     expect(() => loadConfig({ PORT: '99999' })).toThrow(/^invalid environment: PORT: /);
     expect(() => loadConfig({ FLORETE_MIRROR: 'maybe' })).toThrow(/^invalid environment: FLORETE_MIRROR: /);
+  });
+
+  it('reads the TLS variables: a certificate pair, or a proxy and the addresses it comes from', () => {
+    expect(loadConfig({}).tls).toEqual({ proxy: false, trustedProxies: [] });
+    expect(loadConfig({ FLORETE_TLS_CERT: '/etc/t/cert.pem', FLORETE_TLS_KEY: '/etc/t/key.pem' }).tls).toEqual({ certFile: '/etc/t/cert.pem', keyFile: '/etc/t/key.pem', proxy: false, trustedProxies: [] });
+    expect(loadConfig({ FLORETE_TLS: 'proxy' }).tls).toEqual({ proxy: true, trustedProxies: ['127.0.0.1/8', '::1/128'] });
+    expect(loadConfig({ FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: '10.0.0.2, 10.1.0.0/16,fd00::/64' }).tls.trustedProxies).toEqual(['10.0.0.2', '10.1.0.0/16', 'fd00::/64']);
+  });
+
+  it('refuses half a pair, a proxy list without a proxy, and a proxy list that is not addresses', () => {
+    expect(() => loadConfig({ FLORETE_TLS_KEY: '/k.pem' })).toThrow('invalid environment: FLORETE_TLS_KEY is set without FLORETE_TLS_CERT: give both the certificate and its key (PEM files)');
+    expect(() => loadConfig({ FLORETE_TRUSTED_PROXIES: '10.0.0.2' })).toThrow(/^invalid environment: FLORETE_TRUSTED_PROXIES is set without FLORETE_TLS=proxy/);
+    expect(() => loadConfig({ FLORETE_TLS: 'on' })).toThrow(/^invalid environment: FLORETE_TLS: /);
+    for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.0/8/1', 'fd00::/129', ' , ']) {
+      expect(() => loadConfig({ FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: bad })).toThrow(/^invalid environment: FLORETE_TRUSTED_PROXIES: /);
+    }
+  });
+
+  it('lets plain HTTP listen on loopback only, unless a certificate or a proxy is configured', () => {
+    const refused = (env: Record<string, string>) => cleartextListenRefusal(loadConfig(env)) !== undefined;
+    expect(refused({})).toBe(false);
+    expect(refused({ HOST: '::1' })).toBe(false);
+    expect(refused({ HOST: 'localhost' })).toBe(false);
+    expect(refused({ HOST: '0.0.0.0' })).toBe(true);
+    expect(refused({ HOST: '::' })).toBe(true);
+    expect(refused({ HOST: '10.0.0.5' })).toBe(true);
+    expect(refused({ HOST: '0.0.0.0', FLORETE_TLS: 'proxy' })).toBe(false);
+    expect(refused({ HOST: '0.0.0.0', FLORETE_TLS_CERT: '/c.pem', FLORETE_TLS_KEY: '/k.pem' })).toBe(false);
   });
 });

@@ -15,6 +15,9 @@ import { openApiDocument } from './openapi.js';
 import { AuthService } from './identity/auth.service.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
 import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
+import type { Server as HttpsServer } from 'node:https';
+import { cleartextListenRefusal } from './tls/listen-policy.js';
+import { ServedCertificate } from './tls/served-certificate.js';
 
 export interface RunningCoordinator {
   readonly app: NestFastifyApplication;
@@ -22,6 +25,8 @@ export interface RunningCoordinator {
   readonly db: Db;
   /** The first admin token when this start created it; undefined on every later start. */
   readonly firstAdminToken?: string;
+  /** When the coordinator serves TLS itself. */
+  readonly certificate?: ServedCertificate;
   close(): Promise<void>;
 }
 
@@ -36,6 +41,10 @@ export interface StartOptions {
 }
 
 export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config), options: StartOptions = {}): Promise<RunningCoordinator> {
+  // Before anything is opened: a coordinator that may not listen as configured changes nothing.
+  const refusal = cleartextListenRefusal(config);
+  if (refusal) throw new Error(refusal);
+  const certificate = config.tls.certFile !== undefined ? ServedCertificate.load(config.tls.certFile, config.tls.keyFile!, log) : undefined;
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, command: 'serve' });
   try {
     const applied = await migrateToLatest(db.kysely);
@@ -50,10 +59,13 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       return503OnClosing: true,
       frameworkErrors: frameworkErrors(log),
       clientErrorHandler: clientErrorHandler(log),
+      ...(certificate ? { https: { cert: certificate.current.cert, key: certificate.current.key } } : {}),
+      // The client address (rate limits, logs) comes from X-Forwarded-For only when the proxy sent it.
+      trustProxy: config.tls.proxy ? [...config.tls.trustedProxies] : false,
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
-    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
       logger: new PinoNestLogger(log),
       abortOnError: false,
       bodyParser: false,
@@ -63,7 +75,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
-      log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
@@ -72,14 +84,19 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     await app.listen(config.port, config.host);
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    log.info({ url, database: db.kind, kid: keys.activeKid() }, 'coordinator listening');
+    const url = `${certificate ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    certificate?.watch(fastify.server as unknown as HttpsServer);
+    const served = certificate?.current;
+    const tls = served ? { tls: { subject: served.subject, fingerprint: served.fingerprint, valid_to: served.validTo, pin: served.pin }, behind_proxy: config.tls.proxy } : { tls: config.tls.proxy ? 'proxy' : 'off' };
+    log.info({ url, database: db.kind, kid: keys.activeKid(), ...tls }, 'coordinator listening');
     return {
       app,
       url,
       db,
       firstAdminToken,
+      certificate,
       close: async () => {
+        certificate?.close();
         await app.close();
         await db.close();
       },

@@ -80,7 +80,9 @@ export function buildCli(): { program: Command; status: () => number } {
   const remote = (c: Command) =>
     c
       .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, the config file, the rete\'s mesh.coordinator)')
-      .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)');
+      .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)')
+      .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
+      .option('--insecure-http', 'allow an http:// coordinator that is not on this machine: the API token crosses the network in clear');
 
   json(program.command('init').argument('[dir]', 'where to write the example', '.').description('write an example rete (3 nodes, a group, a service, an ACL rule)')).action(
     async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })),
@@ -144,11 +146,11 @@ export function buildCli(): { program: Command; status: () => number } {
     done(await ledgerVerify.run({ ...o, mirror: true })),
   );
 
-  const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token), stored with mode 0600`);
+  const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token, CA file), stored with mode 0600`);
   cfg
     .command('set')
-    .argument('<key>', 'coordinator or token')
-    .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin')
+    .argument('<key>', 'coordinator, token, ca_file or insecure_http')
+    .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin; ca_file: a PEM file; insecure_http: true or false')
     .description('set a config value')
     .action(async (key: string, value: string | undefined) => done(await configSet.run({ key, value })));
   cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await configUnset.run({ key })));

@@ -1,4 +1,7 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest, type Agent } from 'node:https';
 import { Problem } from '#contracts';
+import { CaFileError, TlsRefusedError, trustAnchors, VerifyingAgent } from '#tls';
 import type { z } from 'zod';
 import type { Connection } from './config.js';
 import { RetectlError } from './errors.js';
@@ -15,7 +18,25 @@ export interface RequestOptions {
  * every failure becomes one RetectlError line that never carries the token.
  */
 export class CoordinatorClient {
+  private agent: Agent | undefined;
+
   constructor(private readonly connection: Connection) {}
+
+  /** For https: verifies the coordinator before a request (and its token) is written; kept alive across calls. */
+  private agentFor(url: URL): Agent | undefined {
+    if (url.protocol !== 'https:') return undefined;
+    if (!this.agent) {
+      let anchors;
+      try {
+        anchors = trustAnchors(this.connection.caFile, this.connection.caFrom ?? 'the CA file');
+      } catch (err) {
+        if (err instanceof CaFileError) throw new RetectlError('config', err.message);
+        throw err;
+      }
+      this.agent = new VerifyingAgent({ anchors }, { keepAlive: true });
+    }
+    return this.agent;
+  }
 
   get url(): string {
     return this.connection.url;
@@ -31,14 +52,18 @@ export class CoordinatorClient {
       headers['content-type'] = 'application/octet-stream';
       body = options.raw;
     }
-    const target = `${this.connection.url}${path}`;
-    let res: Response;
+    const target = new URL(`${this.connection.url}${path}`);
+    let res: { status: number; text: string };
     try {
-      res = await fetch(target, { method, headers, body, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      res = await exchange(target, method, headers, body, this.agentFor(target));
     } catch (e) {
+      if (e instanceof TlsRefusedError) {
+        const hint = this.connection.caFile === undefined ? 'give its CA with --cacert FILE or `retectl config set ca_file FILE`' : `check that ${this.connection.caFrom} names the CA of ${this.connection.url}`;
+        throw new RetectlError('tls', `${e.message}: ${hint}`, { cause: e });
+      }
       throw new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e)}`, { cause: e });
     }
-    const text = await res.text().catch(() => '');
+    const text = res.text;
     if (res.status >= 400) throw failure(res.status, text, `${method} ${path}`);
     let json: unknown;
     try {
@@ -55,10 +80,35 @@ export class CoordinatorClient {
   }
 }
 
+class TimeoutError extends Error {}
+
+/** One request, its answer read whole as text; rejects on a network failure or after TIMEOUT_MS. */
+function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, agent: Agent | undefined): Promise<{ status: number; text: string }> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method, headers, ...(agent ? { agent } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    const timer = setTimeout(() => req.destroy(new TimeoutError()), TIMEOUT_MS);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end(body);
+  });
+}
+
 function networkReason(e: unknown): string {
-  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err.name === 'TimeoutError') return `no answer within ${TIMEOUT_MS / 1000} s`;
-  return err.cause?.code ?? err.cause?.message ?? err.message ?? 'unknown network error';
+  if (e instanceof TimeoutError) return `no answer within ${TIMEOUT_MS / 1000} s`;
+  const err = e as { code?: string; message?: string };
+  return err.code ?? err.message ?? 'unknown network error';
 }
 
 function failure(status: number, text: string, what: string): RetectlError {

@@ -1,18 +1,24 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { RetectlConfig } from '#contracts';
+import { cleartextRefusal } from '#tls';
 import { RetectlError, usageError } from './errors.js';
 
 export interface Connection {
   readonly url: string;
   /** Never printed or logged: error messages name where it came from, not what it is. */
   readonly token: string;
+  /** CA certificates trusted instead of the system store, and where that was said (for messages). */
+  readonly caFile?: string;
+  readonly caFrom?: string;
 }
 
 export interface ConnectionFlags {
   readonly coordinator?: string;
   readonly token?: string;
+  readonly cacert?: string;
+  readonly insecureHttp?: boolean;
 }
 
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -70,7 +76,8 @@ export function checkUrl(url: string, from: string): string {
  * is the last resort for the URL (never for the token).
  */
 export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, env: NodeJS.ProcessEnv = process.env): Connection {
-  const file = flags.coordinator && flags.token ? {} : readConfig(configPath(env));
+  // The file also says how to trust the coordinator: it is read unless the flags leave it nothing to say.
+  const file = flags.coordinator && flags.token && (flags.cacert !== undefined || flags.insecureHttp) ? {} : readConfig(configPath(env));
   const url =
     flags.coordinator !== undefined ? checkUrl(flags.coordinator, '--coordinator')
     : env.FLORETE_COORDINATOR ? checkUrl(env.FLORETE_COORDINATOR, 'FLORETE_COORDINATOR')
@@ -80,5 +87,12 @@ export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, 
   if (!url) throw usageError('no coordinator URL: pass --coordinator, set FLORETE_COORDINATOR or run `retectl config set coordinator <url>`');
   const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
   if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
-  return { url, token };
+  // Before any connection: the token must not cross the network in clear.
+  const refusal = cleartextRefusal(new URL(url), 'API token', 'pass --insecure-http (or run `retectl config set insecure_http true`)', flags.insecureHttp === true || file.insecure_http === true);
+  if (refusal) throw usageError(refusal);
+  const ca =
+    flags.cacert !== undefined ? { caFile: resolve(flags.cacert), caFrom: '--cacert' }
+    : file.ca_file !== undefined ? { caFile: file.ca_file, caFrom: `ca_file in ${configPath(env)}` }
+    : {};
+  return { url, token, ...ca };
 }

@@ -6,6 +6,7 @@ export type RetectlErrorCode =
   | 'invalid_rete'
   | 'stale_compile'
   | 'network'
+  | 'tls'
   | 'unauthenticated'
   | 'forbidden'
   | 'not_found'

@@ -55,6 +55,13 @@ export const AgentConfig = z.strictObject({
   request_timeout_seconds: z.number().int().positive().default(10),
   /** Upper bound of the exponential backoff after failed contacts. */
   max_backoff_seconds: z.number().int().positive().default(300),
+  /**
+   * How the coordinator's certificate is trusted besides the key pinned at enrolment. ca_file: the
+   * only CAs trusted (PEM bundle); without it, Node's CA list, the system bundle and NODE_EXTRA_CA_CERTS.
+   */
+  tls: z.strictObject({ ca_file: AbsolutePath.optional() }).optional(),
+  /** Send the node credential over plain http to a coordinator that is not on this machine. */
+  insecure_http: z.boolean().optional(),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
@@ -80,6 +87,12 @@ export const AgentIdentity = z.strictObject({
   credential: z.string().min(1),
   pinned_jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }),
   enrolled_at: Timestamp,
+  /** The sha256 pin of the coordinator's TLS key the enrolment token carried: trusted with or without a CA. */
+  tls_pin: z.string().regex(/^[A-Za-z0-9_-]{43}$/).optional(),
+  /** The CA file given to enrol with --cacert, trusted later too unless the config names its own. */
+  ca_file: AbsolutePath.optional(),
+  /** Enrolled with --insecure-http: the operator accepted plain http to this coordinator. */
+  insecure_http: z.boolean().optional(),
 });
 export type AgentIdentity = z.infer<typeof AgentIdentity>;
 

@@ -276,5 +276,9 @@ export const DEFAULT_FILE_GROUP = 'root';
 export const RetectlConfig = z.strictObject({
   coordinator: z.string().optional(),
   token: z.string().min(1).optional(),
+  /** CA certificates (PEM) trusted for the coordinator's certificate instead of the system store. */
+  ca_file: z.string().regex(/^\//, 'must be an absolute path').optional(),
+  /** Send the API token over plain http to a coordinator that is not on this machine. */
+  insecure_http: z.boolean().optional(),
 });
 export type RetectlConfig = z.infer<typeof RetectlConfig>;

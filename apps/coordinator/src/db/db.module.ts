@@ -8,17 +8,21 @@ import type { Db } from './connect.js';
 export const DB = Symbol('DB');
 export const KEYS = Symbol('KEYS');
 export const LOG = Symbol('LOG');
+/** `() => pin | undefined`: the SPKI pin new enrolment tokens carry, when the coordinator serves TLS itself. */
+export const ENROLMENT_PIN = Symbol('ENROLMENT_PIN');
+export type EnrolmentPin = () => string | undefined;
 
 /** The process-wide resources, opened before Nest starts so failures are reported plainly. */
 @Global()
 @Module({})
 export class CoreModule {
-  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger }): DynamicModule {
+  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger; enrolmentPin?: EnrolmentPin }): DynamicModule {
     const providers = [
       { provide: DB, useValue: resources.db },
       { provide: KEYS, useValue: resources.keys },
       { provide: COORDINATOR_CONFIG, useValue: resources.config },
       { provide: LOG, useValue: resources.log },
+      { provide: ENROLMENT_PIN, useValue: resources.enrolmentPin ?? (() => undefined) },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName } from '#contracts';
-import { DB, KEYS } from '../db/db.module.js';
+import { DB, ENROLMENT_PIN, KEYS, type EnrolmentPin } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
@@ -20,6 +20,7 @@ export class IdentityController {
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     private readonly ledger: LedgerWriter,
+    @Inject(ENROLMENT_PIN) private readonly tlsPin: EnrolmentPin,
   ) {}
 
   @Post('enrolment-tokens')
@@ -38,7 +39,9 @@ export class IdentityController {
         .execute();
       await this.ledger.recordIdentity(trx, req.node, 'enrolment_token_issued', { node: req.node, token_id: s.id, expires_at: expires.toISOString() }, actorOf(who));
     });
-    return { token: `${s.token}.${thumbprint}`, node: req.node, expires_at: expires.toISOString() };
+    // The pin of the key served now: a token made after a key change carries the new one.
+    const pin = this.tlsPin();
+    return { token: `${s.token}.${thumbprint}${pin ? `.${pin}` : ''}`, node: req.node, expires_at: expires.toISOString() };
   }
 
   /** The enrolment token is the authentication: single use, unexpired, compared in constant time. */

@@ -23,7 +23,7 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
-const SHAPE = /^(flt|fln|fle)\.([0-9a-f]{18})\.([A-Za-z0-9_-]{43})(?:\.([A-Za-z0-9_-]{43}))?$/;
+const SHAPE = /^(flt|fln|fle)\.([0-9a-f]{18})\.([A-Za-z0-9_-]{43})(?:\.([A-Za-z0-9_-]{43})(?:\.([A-Za-z0-9_-]{43}))?)?$/;
 
 export interface ParsedSecret {
   readonly kind: SecretKind;
@@ -31,6 +31,11 @@ export interface ParsedSecret {
   readonly secret: string;
   /** Enrolment tokens only: the thumbprint of the signing key the agent must pin. */
   readonly thumbprint?: string;
+  /**
+   * Enrolment tokens of a coordinator that serves TLS itself: the SPKI pin of its TLS key, which the
+   * agent checks during the handshake before it sends the token. The coordinator only carries it.
+   */
+  readonly tlsPin?: string;
 }
 
 export function parseSecret(token: string): ParsedSecret | null {
@@ -38,7 +43,7 @@ export function parseSecret(token: string): ParsedSecret | null {
   if (!m) return null;
   const kind = m[1] as SecretKind;
   if ((kind === 'fle') !== (m[4] !== undefined)) return null;
-  return { kind, id: m[2], secret: m[3], ...(m[4] ? { thumbprint: m[4] } : {}) };
+  return { kind, id: m[2], secret: m[3], ...(m[4] ? { thumbprint: m[4] } : {}), ...(m[5] ? { tlsPin: m[5] } : {}) };
 }
 
 const DUMMY_HASH = hashSecret('not a secret');

@@ -17,6 +17,16 @@ describe('bearer secrets', () => {
     expect(parseSecret(`${issueSecret('fln').token}.${thumb}`)).toBeNull();
   });
 
+  it('takes the TLS key pin after the thumbprint on enrolment tokens only', () => {
+    const e = issueSecret('fle');
+    const thumb = 'A'.repeat(43);
+    const pin = 'B'.repeat(43);
+    expect(parseSecret(`${e.token}.${thumb}.${pin}`)).toEqual({ kind: 'fle', id: e.id, secret: e.secret, thumbprint: thumb, tlsPin: pin });
+    expect(parseSecret(`${e.token}.${thumb}.${pin}.${pin}`)).toBeNull();
+    expect(parseSecret(`${e.token}.${thumb}.short`)).toBeNull();
+    expect(parseSecret(`${issueSecret('flt').token}.${thumb}.${pin}`)).toBeNull();
+  });
+
   it('refuses malformed tokens', () => {
     for (const bad of ['', 'flt', 'flt..', 'xyz.0123456789abcdef01.' + 'a'.repeat(43), 'flt.0123456789ABCDEF01.' + 'a'.repeat(43), `flt.${'0'.repeat(18)}.${'a'.repeat(42)}`]) {
       expect(parseSecret(bad)).toBeNull();

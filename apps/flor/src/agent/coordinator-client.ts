@@ -1,5 +1,7 @@
+import type { Agent } from 'node:https';
 import type { AgentIdentity, ReportRequest } from '#contracts';
 import { answerError, httpCall } from './http.js';
+import { coordinatorAgent, type Transport } from './transport.js';
 
 export type BundleFetch =
   | { readonly status: 304 }
@@ -9,10 +11,16 @@ export type BundleFetch =
 
 /** The node-facing calls, with the node's credential. */
 export class CoordinatorClient {
+  private readonly agent: Agent | undefined;
+
+  /** Throws, before any connection, when the credential may not go to this coordinator (transport.ts). */
   constructor(
     private readonly identity: AgentIdentity,
     private readonly timeoutMs: number,
-  ) {}
+    transport: Transport,
+  ) {
+    this.agent = coordinatorAgent(new URL(identity.coordinator), transport, 'node credential');
+  }
 
   private url(path: string): URL {
     return new URL(path, this.identity.coordinator);
@@ -25,7 +33,7 @@ export class CoordinatorClient {
   async fetchBundle(etag: string | null): Promise<BundleFetch> {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
-    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs: this.timeoutMs });
+    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs: this.timeoutMs, agent: this.agent });
     if (a.status === 304) return { status: 304 };
     if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none' };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
@@ -34,7 +42,7 @@ export class CoordinatorClient {
   }
 
   async report(body: ReportRequest): Promise<void> {
-    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/reports`), { method: 'POST', headers: this.auth, body, timeoutMs: this.timeoutMs });
+    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/reports`), { method: 'POST', headers: this.auth, body, timeoutMs: this.timeoutMs, agent: this.agent });
     if (a.status !== 204 && a.status !== 200) throw answerError(a, 'sending the report');
   }
 }

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { request as httpsRequest, type Agent } from 'node:https';
 import { RetiredCredentialProblem } from '#contracts';
+import { TlsRefusedError } from '#tls';
 import { AgentError } from '../errors.js';
 import { retiredMessage } from './retirement.js';
 
@@ -18,6 +19,8 @@ export interface HttpOptions {
   readonly timeoutMs: number;
   /** Answers larger than this are cut off as an error: a bundle is small. */
   readonly maxBytes?: number;
+  /** For https: the agent that verifies the coordinator before the request is written (transport.ts). */
+  readonly agent?: Agent;
 }
 
 /**
@@ -43,7 +46,7 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
       req.destroy();
       reject(err);
     };
-    const req = send(url, { method: options.method ?? 'GET', headers }, (res) => {
+    const req = send(url, { method: options.method ?? 'GET', headers, ...(options.agent ? { agent: options.agent } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -60,7 +63,10 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
       });
     });
     const timer = setTimeout(() => fail(new AgentError('timeout', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
-    req.on('error', (cause) => fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause })));
+    req.on('error', (cause) => {
+      if (cause instanceof TlsRefusedError) fail(new AgentError(cause.code === 'pin_mismatch' ? 'tls_pin_mismatch' : 'tls_untrusted', cause.message, { cause }));
+      else fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause }));
+    });
     req.end(payload);
   });
 }

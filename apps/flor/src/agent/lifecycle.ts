@@ -11,7 +11,8 @@ import { isRetired } from './retirement.js';
 export type Contact = 'reached' | 'cut_off' | 'refused';
 
 export function contactOf(err: AgentError): Contact {
-  if (err.code === 'unreachable' || err.code === 'timeout') return 'cut_off';
+  // A server the node does not trust is not its coordinator: as far as the node knows, it is cut off.
+  if (err.code === 'unreachable' || err.code === 'timeout' || err.code === 'tls_untrusted' || err.code === 'tls_pin_mismatch') return 'cut_off';
   if (err.status !== null && err.status >= 500) return 'cut_off';
   return 'refused';
 }

@@ -5,6 +5,7 @@ import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
+import { transportFor } from './transport.js';
 import { CoordinatorClient } from './coordinator-client.js';
 import { dryRunResult } from './dry-run.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
@@ -67,15 +68,17 @@ export class SyncPass {
     }
     const state = this.dir.readState();
     const highWater = Math.max(state.high_water, active);
-    const client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000);
     const stamp = this.now().toISOString();
     const persist = () => {
       if (!dryRun) this.dir.writeState(state);
     };
     state.last_poll = stamp;
 
+    let client: CoordinatorClient;
     let fetched;
     try {
+      // Refuses before any connection when the credential may not go there (plain http, a bad CA file).
+      client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
       // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
       // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
       const settled = state.high_water === active && state.applied_version === active;

@@ -1,14 +1,19 @@
 import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import type { Agent } from 'node:https';
 import type * as jose from 'jose';
+import { cleartextRefusal } from '#tls';
 import { EnrolAnswer, NodeName, type AgentIdentity } from '#contracts';
 import { keyThumbprint } from '#bundle';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import type { StateDir } from '../agent/state-dir.js';
 import { answerError, httpCall } from '../agent/http.js';
+import { coordinatorAgent } from '../agent/transport.js';
 import { AgentError, UsageError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
 
-const TOKEN = /^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.([A-Za-z0-9_-]{43})$/;
+/** fle.<id>.<secret>.<signing key thumbprint>[.<TLS key pin>]: the pin when the coordinator serves TLS itself. */
+const TOKEN = /^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.([A-Za-z0-9_-]{43})(?:\.([A-Za-z0-9_-]{43}))?$/;
 const TIMEOUT_MS = 15_000;
 
 /** Only the public members a verifier needs: nothing else from the network is kept. */
@@ -21,8 +26,8 @@ function publicKey(jwk: jose.JWK): jose.JWK {
  * Finds the key the token vouches for in the coordinator's JWKS. This runs before anything is sent:
  * a coordinator (or anything in between) that cannot show that key never sees the token.
  */
-async function vouchedKey(coordinator: URL, thumbprint: string): Promise<jose.JWK> {
-  const a = await httpCall(new URL('/.well-known/jwks.json', coordinator), { timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024 });
+async function vouchedKey(coordinator: URL, thumbprint: string, agent: Agent | undefined): Promise<jose.JWK> {
+  const a = await httpCall(new URL('/.well-known/jwks.json', coordinator), { timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
   if (a.status !== 200) throw answerError(a, 'fetching the coordinator keys');
   let keys: jose.JWK[];
   try {
@@ -41,7 +46,7 @@ async function vouchedKey(coordinator: URL, thumbprint: string): Promise<jose.JW
   );
 }
 
-export type RunOptions = CommonOptions & { coordinator: string; token: string; node?: string };
+export type RunOptions = CommonOptions & { coordinator: string; token: string; node?: string; cacert?: string; insecureHttp?: boolean };
 
 /** Stands for "content unknown" in installed.json: never a real digest, so the next install rewrites or removes the file. */
 const UNKNOWN_CONTENT = '0'.repeat(64);
@@ -55,22 +60,33 @@ export async function run(options: RunOptions): Promise<void> {
     throw new UsageError(`--coordinator ${options.coordinator} is not an http(s) URL`);
   }
   const m = TOKEN.exec(options.token.trim());
-  if (!m) throw new UsageError('--token is not an enrolment token (fle.<id>.<secret>.<thumbprint>)');
+  if (!m) throw new UsageError('--token is not an enrolment token (fle.<id>.<secret>.<thumbprint>[.<tls pin>])');
+  const [, thumbprint, tlsPin] = m;
   const config = loadConfig(options);
   const dir = stateDirFor(options, config);
+  // Before any connection: the token must not cross the network in clear.
+  const insecureHttp = options.insecureHttp === true || config.insecure_http === true;
+  const refusal = cleartextRefusal(coordinator, 'enrolment token', 'pass --insecure-http', insecureHttp);
+  if (refusal) throw new UsageError(refusal);
+  if (tlsPin !== undefined && coordinator.protocol !== 'https:') {
+    throw new UsageError(`the enrolment token pins the coordinator's TLS key, so it serves https: use https://${coordinator.host}${coordinator.pathname.replace(/\/+$/, '')} as --coordinator; nothing was sent`);
+  }
+  const caFile = options.cacert !== undefined ? resolve(options.cacert) : config.tls?.ca_file;
+  // With a pin, the pin alone admits the server: a CA vouching for some other key is not the coordinator the token names.
+  const agent = coordinatorAgent(coordinator, { caFile, caFrom: options.cacert !== undefined ? '--cacert' : 'tls.ca_file', pin: tlsPin, requirePin: tlsPin !== undefined, insecureHttp }, 'enrolment token');
 
   if (options.node !== undefined && !NodeName.safeParse(options.node).success) throw new UsageError(`--node ${options.node} is not a node name (a DNS label)`);
   // The name this host expects to be, when it knows one (its enrolment, else the local set it runs): the coordinator checks it against the token's node.
   const expected = options.node ?? dir.readIdentity()?.node ?? dir.readState().local_set?.node;
 
-  const pinned = publicKey(await vouchedKey(coordinator, m[1]));
+  const pinned = publicKey(await vouchedKey(coordinator, thumbprint, agent));
   const body = {
     token: options.token.trim(),
     ...(expected ? { node: expected } : {}),
     profile: { hostname: hostname(), os: platform(), arch: arch(), agent_version: AGENT_VERSION, clock: new Date().toISOString(), os_release: release(), runtime: `node ${process.version}` },
     inventory: { cpus: cpus().length, memory_bytes: totalmem() },
   };
-  const a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024 });
+  const a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
   if (a.status !== 201 && a.status !== 200) {
     const err = answerError(a, 'enrolling');
     throw a.status >= 400 && a.status < 500 ? new AgentError('enrol_refused', err.message) : err;
@@ -95,6 +111,9 @@ export async function run(options: RunOptions): Promise<void> {
     credential: res.credential,
     pinned_jwks: { keys: [pinned as Record<string, unknown>] },
     enrolled_at: new Date().toISOString(),
+    ...(tlsPin !== undefined ? { tls_pin: tlsPin } : {}),
+    ...(options.cacert !== undefined ? { ca_file: resolve(options.cacert) } : {}),
+    ...(options.insecureHttp === true && coordinator.protocol === 'http:' ? { insecure_http: true } : {}),
   };
   const recovered = recoverInstalled(dir, res.installed ?? null);
   dir.writeIdentity(identity);
@@ -102,7 +121,7 @@ export async function run(options: RunOptions): Promise<void> {
   // also just reached the coordinator, so a run of passes that could not is over.
   const state = dir.readState();
   if (state.retired || state.disconnected_since) dir.writeState({ ...state, retired: null, disconnected_since: null });
-  process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}; identity in ${dir.identityPath}\n`);
+  process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}${tlsPin ? `; pinned TLS key sha256 ${tlsPin}` : ''}; identity in ${dir.identityPath}\n`);
   if (res.briefing) {
     process.stdout.write(`briefing: ${res.briefing.outcome}\n`);
     for (const line of res.briefing.lines) process.stdout.write(`  ${line.outcome === 'pass' ? 'pass' : 'FAIL'}  ${line.check}: ${line.detail}\n`);
