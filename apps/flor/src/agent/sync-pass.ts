@@ -9,10 +9,11 @@ import { CoordinatorClient } from './coordinator-client.js';
 import { dryRunResult } from './dry-run.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
-import { applyResourceSteps, ResourcePassFailed } from './file-resources.js';
-import { planResources, refuseUnsupported } from './resource-plan.js';
+import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
+import { declaredSources, planResources } from './resource-plan.js';
 import { systemUserDb, type UserDb } from './user-db.js';
-import { AGENT_VERSION } from '../version.js';
+import { AptPackageManager } from './apt.js';
+import type { ManagerName, PackageManager } from './package-manager.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -44,6 +45,7 @@ export class SyncPass {
     /** Paths outside the state dir and install dir that are the agent's own (its config file). */
     private readonly extraOwnPaths: readonly string[] = [],
     private readonly users: () => UserDb = () => systemUserDb(),
+    private readonly packageManagers: Readonly<Record<ManagerName, PackageManager>> = { apt: new AptPackageManager(config.packages.apt) },
   ) {}
 
   /** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
@@ -131,7 +133,7 @@ export class SyncPass {
     // Host resources before the switch: a set whose resources fail never becomes the active one.
     let resources: ReportResource[];
     try {
-      resources = this.applyResources(this.readSet(version));
+      resources = await this.applyResources(this.readSet(version));
     } catch (err) {
       return this.failed(client, state, version, active, err);
     }
@@ -144,11 +146,11 @@ export class SyncPass {
   }
 
   /**
-   * The set's host resources: refuses what this agent cannot apply before touching anything, then
-   * applies the declared files in order and removes the owned ones the set dropped (all of them for
-   * a retired set). Idempotent, so finishing an interrupted pass runs it again.
+   * The set's host resources: the declared files, then the declared packages, in order; then removes
+   * the owned ones the set dropped (all of them for a retired set). Idempotent, so finishing an
+   * interrupted pass runs it again.
    */
-  private applyResources(set: StagedSet): ReportResource[] {
+  private async applyResources(set: StagedSet): Promise<ReportResource[]> {
     let declared: ResourcesJson | null = null;
     const raw = set.payload.retired ? undefined : set.files.get(RESOURCES_JSON);
     if (raw) {
@@ -163,10 +165,10 @@ export class SyncPass {
       }
       declared = parsed.data;
     }
-    refuseUnsupported(declared, AGENT_VERSION);
     const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
     if (steps.length === 0) return [];
-    const done = applyResourceSteps(this.dir, steps, set.files, this.users());
+    const sources = declaredSources(declared, (path) => Object.values(this.packageManagers).some((pm) => pm.isSource(path)));
+    const done = await applyResourceSteps(this.dir, steps, { contents: set.files, users: this.users(), packageManagers: this.packageManagers, sources });
     this.log('info', 'resources applied', { version: set.payload.version, resources: done.length });
     return done;
   }
@@ -213,7 +215,7 @@ export class SyncPass {
     let resources: ReportResource[];
     try {
       // Finishing a set that was switched to earlier (a crash, a failed activation): its resources again, idempotently.
-      resources = resourcesDone ?? this.applyResources(set);
+      resources = resourcesDone ?? (await this.applyResources(set));
       installed = installSet(this.dir, this.config, version, set.payload.retired ? new Map() : set.files, alsoOwned);
       if (set.payload.retired) {
         await this.activator.stop();
