@@ -147,6 +147,19 @@ describe('flor agent: package resources with real apt and dpkg', () => {
 
   it('upgrades both packages to the next version, the one that was there before the agent included', async () => {
     expect(await fleet.publish(setWith('two', [apt(HELLO, '1.1'), apt(PRE, '1.1')]))).toEqual({ [NODE]: 2 });
+    // A dry run shows the package steps and changes nothing.
+    const dry = await flor(['agent', 'sync', '--dry-run', ...files.args]);
+    expect(dry.stdout).toBe(
+      [
+        'would apply 2 (active 1)',
+        `  write     file ${sourcePath()}`,
+        `  write     file ${keyringPath()}`,
+        `  install   package ${HELLO}=1.1 (installed 1.0)`,
+        `  install   package ${PRE}=1.1 (installed 1.0)`,
+        '',
+      ].join('\n'),
+    );
+    expect(await dpkgStatus(HELLO)).toBe('installed 1.0');
     const r = await sync();
     expect(r.code).toBe(0);
     expect(r.outcome.resources).toEqual([

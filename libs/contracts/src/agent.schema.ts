@@ -299,6 +299,25 @@ export const OwnedFiles = z.strictObject({
 export type OwnedFiles = z.infer<typeof OwnedFiles>;
 export type OwnedFile = OwnedFiles['files'][string];
 
+/**
+ * What a real pass would do to one host resource, as a dry run sees it: a file written (or confirmed),
+ * removed, or refused; a package installed (`installed`: the version dpkg has now, null when none),
+ * left as it is because dpkg already has it at the declared version (`unchanged`), removed or purged,
+ * or forgotten (there before the agent: left installed).
+ */
+export const PlannedResource = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('file'), path: z.string(), action: z.enum(['write', 'remove', 'refuse']) }),
+  z.strictObject({
+    kind: z.literal('package'),
+    manager: z.enum(PACKAGE_MANAGER_NAMES),
+    name: z.string(),
+    version: z.string().nullable(),
+    action: z.enum(['install', 'unchanged', 'remove', 'purge', 'forget']),
+    installed: z.string().nullable(),
+  }),
+]);
+export type PlannedResource = z.infer<typeof PlannedResource>;
+
 /** Control socket: one JSON line in, one JSON line out. */
 export const ControlRequest = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('sync'), dry_run: z.boolean().default(false) }),
@@ -326,6 +345,8 @@ export const SyncOutcome = z.strictObject({
   code: z.string().nullable(),
   /** What the pass did to the set's host resources, when it got that far. */
   resources: z.array(ReportResource).optional(),
+  /** A dry run that would apply a set with host resources: what the pass would do to each, in order. */
+  planned: z.array(PlannedResource).optional(),
 });
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 

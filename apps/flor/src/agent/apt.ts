@@ -93,7 +93,9 @@ export class AptPackageManager implements PackageManager {
       `DPkg::Lock::Timeout=${this.config.lock_timeout_seconds}`,
       ...args,
     ];
-    return this.run(argv, { timeoutMs: this.config.timeout_seconds * 1000, env: this.env() });
+    // Under umask 022, whatever the agent's own (its unit sets 0077): the lists apt's _apt user must
+    // read and the files maintainer scripts create are the host's, not the agent's private files.
+    return this.run(['/bin/sh', '-c', 'umask 022 && exec "$0" "$@"', ...argv], { timeoutMs: this.config.timeout_seconds * 1000, env: this.env() });
   }
 
   private env(): NodeJS.ProcessEnv {
@@ -102,6 +104,8 @@ export class AptPackageManager implements PackageManager {
   }
 
   private failure(what: string, r: CommandResult): AgentError {
+    // The shell that sets the umask execs apt-get: a 127 is apt-get missing from the PATH.
+    if (r.code === 127 && !r.timedOut) return new AgentError('package_failed', `${what} failed: apt-get is not installed on this host`);
     const why = r.timedOut ? `timed out after ${this.config.timeout_seconds} s` : `exit ${r.code ?? 'by a signal'}`;
     const tail = lastLines(r.output);
     return new AgentError('package_failed', `${what} failed (${why})${tail ? `:\n${tail}` : ''}`);

@@ -1,4 +1,5 @@
-import type { FileResource, OriginalFile, OwnedFiles, OwnedPackage, PackageBefore, PackageResource, ResourcesJson } from '#contracts';
+import type { FileResource, OriginalFile, OwnedFiles, OwnedPackage, PackageBefore, PackageResource, PlannedResource, ResourcesJson } from '#contracts';
+import { isInstalledAt, type InstalledPackage } from './package-manager.js';
 
 /**
  * One step of a resource pass, in the order to take them. `apply` writes (or confirms) a declared file;
@@ -86,4 +87,31 @@ export function stepLabel(step: ResourceStep): string {
     case 'forget':
       return `package resource ${step.name} (${step.manager})`;
   }
+}
+
+/** What a dry run shows of a plan, given what the package database says of each package in it now. */
+export function plannedResources(steps: readonly ResourceStep[], installed: ReadonlyMap<string, InstalledPackage>): PlannedResource[] {
+  const now = (name: string) => {
+    const p = installed.get(name);
+    return p && p.status === 'installed' ? p.version : null;
+  };
+  return steps.map((step): PlannedResource => {
+    switch (step.kind) {
+      case 'apply':
+        return { kind: 'file', path: step.resource.path, action: 'write' };
+      case 'refuse':
+        return { kind: 'file', path: step.path, action: 'refuse' };
+      case 'remove':
+        return { kind: 'file', path: step.path, action: 'remove' };
+      case 'install': {
+        const p = installed.get(step.resource.name);
+        const action = p && isInstalledAt(p, step.resource.version) ? 'unchanged' : 'install';
+        return { kind: 'package', manager: step.resource.manager, name: step.resource.name, version: step.resource.version, action, installed: now(step.resource.name) };
+      }
+      case 'uninstall':
+        return { kind: 'package', manager: step.manager, name: step.name, version: null, action: step.purge ? 'purge' : 'remove', installed: now(step.name) };
+      case 'forget':
+        return { kind: 'package', manager: step.manager, name: step.name, version: null, action: 'forget', installed: now(step.name) };
+    }
+  });
 }

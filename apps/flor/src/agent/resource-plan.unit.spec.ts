@@ -2,7 +2,7 @@ import type { FileResource, OwnedFiles, OwnedPackage, PackageResource, Resources
 import { isAptSource, parseDpkgStatus, simulatedRemovals } from './apt.js';
 import { isInstalledAt, lastLines, sameVersion } from './package-manager.js';
 import { beforeOf } from './package-resources.js';
-import { declaredSources, ownPathAt, packageRemoval, planResources, stepLabel } from './resource-plan.js';
+import { declaredSources, ownPathAt, packageRemoval, plannedResources, planResources, stepLabel } from './resource-plan.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -193,5 +193,29 @@ describe('apt sources and read-back', () => {
     expect(stepLabel({ kind: 'install', resource: pkg('hello', '1.0') })).toBe('package resource hello=1.0 (apt)');
     expect(stepLabel({ kind: 'uninstall', manager: 'apt', name: 'hello', purge: true })).toBe('package resource hello (apt)');
     expect(stepLabel({ kind: 'apply', resource: file('/etc/a') })).toBe('file resource /etc/a');
+  });
+});
+
+describe('plannedResources', () => {
+  it('says per step what a real pass would do, a package at its declared version being left as it is', () => {
+    const owned = owns({ '/etc/old': { sha256: A, original: null } }, { gone: INSTALLED_BY_AGENT, pre: { manager: 'apt', version: '2', before: { status: 'installed', version: '1' } } });
+    const steps = planResources(declared([file('/etc/a'), file('/etc/florete/x')], [pkg('same', '1.0'), pkg('newer', '2.0'), pkg('fresh', '1')]), owned, OWN);
+    const installed = new Map([
+      ['same', { status: 'installed', version: '1.0' }],
+      ['newer', { status: 'installed', version: '1.0' }],
+      ['fresh', { status: 'absent', version: null }],
+      ['gone', { status: 'installed', version: '1.0' }],
+      ['pre', { status: 'installed', version: '2' }],
+    ]);
+    expect(plannedResources(steps, installed)).toEqual([
+      { kind: 'file', path: '/etc/a', action: 'write' },
+      { kind: 'file', path: '/etc/florete/x', action: 'refuse' },
+      { kind: 'package', manager: 'apt', name: 'same', version: '1.0', action: 'unchanged', installed: '1.0' },
+      { kind: 'package', manager: 'apt', name: 'newer', version: '2.0', action: 'install', installed: '1.0' },
+      { kind: 'package', manager: 'apt', name: 'fresh', version: '1', action: 'install', installed: null },
+      { kind: 'package', manager: 'apt', name: 'gone', version: null, action: 'purge', installed: '1.0' },
+      { kind: 'package', manager: 'apt', name: 'pre', version: null, action: 'forget', installed: '2' },
+      { kind: 'file', path: '/etc/old', action: 'remove' },
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type ReportResource, type SyncOutcome } from '#contracts';
+import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
@@ -10,10 +10,10 @@ import { dryRunResult } from './dry-run.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
 import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
-import { declaredSources, planResources } from './resource-plan.js';
+import { declaredSources, planResources, plannedResources } from './resource-plan.js';
 import { systemUserDb, type UserDb } from './user-db.js';
 import { AptPackageManager } from './apt.js';
-import type { ManagerName, PackageManager } from './package-manager.js';
+import type { InstalledPackage, ManagerName, PackageManager } from './package-manager.js';
 import { isRetired } from './retirement.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
@@ -28,6 +28,22 @@ export interface PassOutcome extends SyncOutcome {
 interface StagedSet {
   readonly payload: BundlePayload;
   readonly files: Map<string, Buffer>;
+}
+
+/** The set's resources.json, checked (null when it has none, and for a retired set: nothing is declared). */
+function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Array>): ResourcesJson | null {
+  const raw = retired ? undefined : files.get(RESOURCES_JSON);
+  if (!raw) return null;
+  let parsed;
+  try {
+    parsed = ResourcesJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
+  } catch (err) {
+    throw new AgentError('bad_resources', `${RESOURCES_JSON} is not JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!parsed.success) {
+    throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
 }
 
 /**
@@ -93,7 +109,7 @@ export class SyncPass {
     Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
-      if (dryRun) return this.dryRun(base, state, null);
+      if (dryRun) return await this.dryRun(base, state, null);
       return this.finish(client, state, active, active, []);
     }
 
@@ -122,7 +138,7 @@ export class SyncPass {
       return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
     }
     const version = verified.payload.version;
-    if (dryRun) return this.dryRun(base, state, version);
+    if (dryRun) return this.dryRun(base, state, version, verified.files);
     if (version === active) {
       state.etag = fetched.etag;
       return this.finish(client, state, active, active, []);
@@ -151,20 +167,7 @@ export class SyncPass {
    * interrupted pass runs it again.
    */
   private async applyResources(set: StagedSet): Promise<ReportResource[]> {
-    let declared: ResourcesJson | null = null;
-    const raw = set.payload.retired ? undefined : set.files.get(RESOURCES_JSON);
-    if (raw) {
-      let parsed;
-      try {
-        parsed = ResourcesJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
-      } catch (err) {
-        throw new AgentError('bad_resources', `${RESOURCES_JSON} is not JSON: ${(err as Error).message}`, { cause: err });
-      }
-      if (!parsed.success) {
-        throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-      }
-      declared = parsed.data;
-    }
+    const declared = declaredResources(set.payload.retired, set.files);
     const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
     if (steps.length === 0) return [];
     const sources = declaredSources(declared, (path) => Object.values(this.packageManagers).some((pm) => pm.isSource(path)));
@@ -248,12 +251,41 @@ export class SyncPass {
    * A dry run stops after verify and writes nothing: it says which version a real pass would apply
    * against the active one (`version` null: a 304, or nothing published, leaves the active set).
    */
-  private dryRun(base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean }, state: AgentState, version: number | null): PassOutcome {
+  private async dryRun(
+    base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean },
+    state: AgentState,
+    version: number | null,
+    files?: ReadonlyMap<string, Uint8Array>,
+  ): Promise<PassOutcome> {
     const active = base.active_version;
     const complete = state.applied_version === active && this.dir.readInstalled().complete_version === active;
     const result = dryRunResult(version, active, complete);
     const would = version !== null && version > active ? version : active;
-    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null };
+    const planned = result === 'would_apply' && version !== null && version > active && files ? await this.planned(files) : [];
+    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null, ...(planned.length > 0 ? { planned } : {}) };
+  }
+
+  /** The resource steps a real pass would take for this set, packages checked against dpkg (read only). */
+  private async planned(files: ReadonlyMap<string, Uint8Array>): Promise<PlannedResource[]> {
+    let declared: ResourcesJson | null;
+    try {
+      declared = declaredResources(false, files);
+    } catch {
+      return []; // the real pass reports it
+    }
+    const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
+    const installed = new Map<string, InstalledPackage>();
+    for (const step of steps) {
+      const name = step.kind === 'install' ? step.resource.name : step.kind === 'uninstall' || step.kind === 'forget' ? step.name : null;
+      const manager = step.kind === 'install' ? step.resource.manager : step.kind === 'uninstall' || step.kind === 'forget' ? step.manager : null;
+      if (name === null || manager === null) continue;
+      try {
+        installed.set(name, await this.packageManagers[manager].query(name));
+      } catch {
+        // unknown: shown as not installed
+      }
+    }
+    return plannedResources(steps, installed);
   }
 
   /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */
