@@ -129,6 +129,8 @@ describe('flor agent: file resources from a real coordinator', () => {
     ]);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe('sets/2');
     expect(readFileSync(join(files.installDir, 'flor.json'), 'utf8')).toBe(florJson(NODE, 'two'));
+    // Nothing was installed, so nothing of it is recorded.
+    expect(JSON.parse(readFileSync(join(files.stateDir, 'owned-files.json'), 'utf8')).packages).toEqual({});
     await waitFor('the failure reported', async () => {
       const s = await fleet.nodeStatus(NODE);
       return s?.last_result === 'failed' && s.applied_version === 2 && /Unable to locate package/.test(s.last_error ?? '');

@@ -44,13 +44,31 @@ export async function installPackage(store: OwnedStore, owned: OwnedFiles, r: Pa
     await pm.refresh(ctx.sources);
     ctx.refreshed = true;
   }
-  await pm.install(r.name, r.version);
+  try {
+    await pm.install(r.name, r.version);
+  } catch (err) {
+    await forgetUntouched(store, owned, r.name, pm);
+    throw err;
+  }
   now = await pm.query(r.name);
   if (!isInstalledAt(now, r.version)) {
     throw new AgentError('package_failed', `read back after installing: dpkg says ${now.status === 'absent' ? 'not installed' : `${now.status} ${now.version ?? ''}`.trim()}, not installed ${r.version}`);
   }
   record();
   return { ...base, outcome: 'applied', was };
+}
+
+/**
+ * After a failed install: an entry that never got a version, for a package dpkg still does not have
+ * and did not have before, records nothing the agent did. Dropping it keeps a later set from
+ * "removing" a package that was never there.
+ */
+async function forgetUntouched(store: OwnedStore, owned: OwnedFiles, name: string, pm: PackageManager): Promise<void> {
+  const entry = owned.packages[name];
+  if (!entry || entry.version !== null || entry.before !== null) return;
+  if ((await pm.query(name)).status !== 'absent') return;
+  delete owned.packages[name];
+  store.writeOwned(owned);
 }
 
 /**
