@@ -5,11 +5,14 @@ import { canonicalPretty, sha256Hex } from '#bundle';
 import { fileArtifactName, type FileResource, type PackageResource } from '#contracts';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
+import { AptWorld } from './support/apt-repo.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 
 jest.setTimeout(120_000);
 
 const NODE = 'alpha';
+/** No source this test's apt sees has it: apt fails to find it, and nothing is installed. */
+const MISSING_PACKAGE = 'florete-fixture-resources-missing';
 
 /** Host files go under the test's temp folder: tests must not write /etc. */
 describe('flor agent: file resources from a real coordinator', () => {
@@ -17,6 +20,7 @@ describe('flor agent: file resources from a real coordinator', () => {
   let fleet: Fleet;
   let files: AgentFiles;
   let host: string;
+  let world: AptWorld;
 
   const resource = (rel: string, text: string, mode: string, owner: string, group: string): { declared: FileResource; text: string } => ({
     declared: { path: join(host, rel), mode, owner, group, content: { sha256: sha256Hex(Buffer.from(text)), size: Buffer.byteLength(text) } },
@@ -47,7 +51,9 @@ describe('flor agent: file resources from a real coordinator', () => {
   beforeAll(async () => {
     coordinator = await startCoordinatorProcess();
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
-    files = agentFiles('none');
+    // apt sees no source at all: not the machine's, not any.
+    world = new AptWorld();
+    files = agentFiles('none', { packages: world.agentConfig() });
     host = join(files.root, 'host');
     mkdirSync(join(host, 'etc'), { recursive: true });
     const token = await fleet.enrolmentToken(NODE);
@@ -60,6 +66,7 @@ describe('flor agent: file resources from a real coordinator', () => {
     await stopAllAgents();
     await coordinator?.stop();
     if (files) removeTree(files.root);
+    world?.remove();
   });
 
   it('writes both declared files with their mode and owner, reports each, and installs neither resources.json nor their bytes as config', async () => {
@@ -109,27 +116,29 @@ describe('flor agent: file resources from a real coordinator', () => {
     await waitFor('alpha reported 2', async () => (await fleet.nodeStatus(NODE))?.applied_version === 2);
   });
 
-  it('fails a set that declares a package before writing anything, reports it against that version, and keeps the active set and files', async () => {
-    const changed = resource('srv/app/secret.conf', 'token=2\n', '0640', 'daemon', 'nogroup');
-    const added = resource('etc/new.conf', 'new\n', '0644', 'root', 'root');
-    expect(await fleet.publish(setWith('three', [changed, added], [{ manager: 'apt', name: 'florete-agent', version: '0.2.0-1' }]))).toEqual({ [NODE]: 3 });
+  it("fails at a package apt cannot find, with apt's reason, after the files; reports it against that version and keeps the active set", async () => {
+    expect(await fleet.publish(setWith('three', [secret()], [{ manager: 'apt', name: MISSING_PACKAGE, version: '0.2.0-1' }]))).toEqual({ [NODE]: 3 });
     const r = await sync();
     expect(r.code).toBe(1);
-    expect(r.outcome).toEqual(expect.objectContaining({ result: 'failed', version: 3, active_version: 2, code: 'unsupported_resource' }));
-    expect(r.outcome.reason).toMatch(/package resources \(apt\) are not applied by this agent version .*florete-agent 0\.2\.0-1/);
-    expect(r.outcome.resources).toBeUndefined();
+    expect(r.outcome).toEqual(expect.objectContaining({ result: 'failed', version: 3, active_version: 2, code: 'package_failed' }));
+    expect(r.outcome.reason).toContain(`package resource ${MISSING_PACKAGE}=0.2.0-1 (apt)`);
+    expect(r.outcome.reason).toContain(`E: Unable to locate package ${MISSING_PACKAGE}`);
+    expect(r.outcome.resources).toEqual([
+      { kind: 'file', path: secret().declared.path, outcome: 'unchanged' },
+      { kind: 'package', manager: 'apt', name: MISSING_PACKAGE, version: '0.2.0-1', outcome: 'failed', error: expect.stringContaining('Unable to locate package') },
+    ]);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe('sets/2');
-    expect(readFileSync(secret().declared.path, 'utf8')).toBe('token=1\n');
-    expect(existsSync(added.declared.path)).toBe(false);
     expect(readFileSync(join(files.installDir, 'flor.json'), 'utf8')).toBe(florJson(NODE, 'two'));
+    // Nothing was installed, so nothing of it is recorded.
+    expect(JSON.parse(readFileSync(join(files.stateDir, 'owned-files.json'), 'utf8')).packages).toEqual({});
     await waitFor('the failure reported', async () => {
       const s = await fleet.nodeStatus(NODE);
-      return s?.last_result === 'failed' && s.applied_version === 2 && /package resources/.test(s.last_error ?? '');
+      return s?.last_result === 'failed' && s.applied_version === 2 && /Unable to locate package/.test(s.last_error ?? '');
     });
     // Against the version tried: the publish that stamped 3 shows it failed there, never applied.
     const publishes = await fleet.admin.get('/v1/publishes?limit=1');
     const detail = await fleet.admin.get(`/v1/publishes/${publishes.body.items[0].publish_id}`);
-    expect(detail.body.nodes).toEqual([expect.objectContaining({ node: NODE, to: 3, status: 'failed', reason: expect.stringContaining('package resources (apt)') })]);
+    expect(detail.body.nodes).toEqual([expect.objectContaining({ node: NODE, to: 3, status: 'failed', reason: expect.stringContaining(MISSING_PACKAGE) })]);
   });
 
   it('fails at an unknown owner, naming the path, without switching the set', async () => {

@@ -562,6 +562,29 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(listed).toEqual(expect.objectContaining({ applied_version: 1, last_result: 'failed' }));
       expect(await head()).toEqual(before);
     });
+
+    it("keeps each node's latest per-resource outcomes and shows them with the node", async () => {
+      await publish({ xi: { 'flor.json': 'xi\n' } });
+      const node = await enrol('xi');
+      const unknown = await reader.get('/v1/nodes/nobody-at-all');
+      expectProblem(unknown, 404, 'unknown_node');
+      expect((await reader.get('/v1/nodes/xi')).body).toEqual(expect.objectContaining({ node: 'xi', version: 1, resources: null }));
+      const items = [
+        { kind: 'file', path: '/etc/apt/sources.list.d/mesh.list', outcome: 'applied' },
+        { kind: 'package', manager: 'apt', name: 'hello', version: '1.0', outcome: 'applied', was: null },
+      ];
+      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'applied', resources: items })).status).toBe(204);
+      // A pass with nothing to do carries no list: the last one stays.
+      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
+      const shown = (await reader.get('/v1/nodes/xi')).body;
+      expect(shown).toEqual(expect.objectContaining({ node: 'xi', applied_version: 1, last_result: 'up_to_date', resources: { version: 1, result: 'applied', reported_at: expect.stringMatching(ISO), items } }));
+      // A failed pass is about the version it tried.
+      const failed = [{ kind: 'package', manager: 'apt', name: 'hello', version: '9.9', outcome: 'failed', error: "E: Version '9.9' for 'hello' was not found" }];
+      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, target_version: 2, result: 'failed', error: 'package resource hello=9.9 (apt): …', resources: failed })).status).toBe(204);
+      expect((await reader.get('/v1/nodes/xi')).body.resources).toEqual({ version: 2, result: 'failed', reported_at: expect.stringMatching(ISO), items: failed });
+      // A resource of a kind the contract does not know is refused.
+      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'applied', resources: [{ kind: 'service', name: 'x', outcome: 'applied' }] })).status).toBe(422);
+    });
   });
 
   describe('ledger', () => {

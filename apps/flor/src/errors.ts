@@ -26,7 +26,8 @@ export type AgentErrorCode =
   | 'refused_resource'
   | 'unknown_user'
   | 'unknown_group'
-  | 'resource_failed';
+  | 'resource_failed'
+  | 'package_failed';
 
 export class AgentError extends Error {
   constructor(

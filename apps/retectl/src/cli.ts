@@ -103,12 +103,12 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
     .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
     .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
-  json(remote(program.command('status').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
+  json(remote(program.command('status').argument('[node]', 'one node in detail, with what its agent last did to each host resource').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
     .option('--state <state>', 'only nodes in this lifecycle state (unmanaged, enrolled, retired) or convergence (converged, outstanding, failed)')
     .option('--credential <state>', "only nodes whose credential is none, pending (a token is out), live or revoked")
     .option('--contact-older-than <duration>', 'only nodes whose last contact is older than this (a duration such as 15m, 1h or 2d), or that never made contact', age)
-    .action(async (o) => done(await status.run(o)));
+    .action(async (node: string | undefined, o) => done(await status.run({ ...o, node })));
   json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
     .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
     .action(async (node: string, o) => done(await history.run({ ...o, node })));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
 import { AgentLifecycle } from './lifecycle.schema.js';
 import { LocalSetRecord } from './local-set.schema.js';
+import { PACKAGE_MANAGER_NAMES } from './host.schema.js';
 
 /**
  * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
@@ -38,6 +39,22 @@ export const VertexControlConfig = z.strictObject({
 });
 export type VertexControlConfig = z.infer<typeof VertexControlConfig>;
 
+/**
+ * How the agent drives apt for package resources. `sources_dir` says which declared files are apt
+ * sources (a `*.list` or `*.sources` file right in it): before the first package it must install, a
+ * pass refreshes those sources alone. `options` are extra `-o Name=value` options given to every
+ * apt-get call (a test isolates apt from the host's own sources and lists with them).
+ */
+export const AptConfig = z.strictObject({
+  sources_dir: AbsolutePath.default('/etc/apt/sources.list.d'),
+  options: z.array(z.string().regex(/^[A-Za-z][^=\s]*=/, 'must be an apt option Name=value, e.g. Acquire::Retries=3')).default([]),
+  /** Each apt-get call is stopped after this long. */
+  timeout_seconds: z.number().int().positive().default(600),
+  /** How long apt-get waits for the dpkg lock that another package tool holds (DPkg::Lock::Timeout). */
+  lock_timeout_seconds: z.number().int().nonnegative().default(300),
+});
+export type AptConfig = z.infer<typeof AptConfig>;
+
 /** The local config file (YAML or JSON), e.g. /etc/florete/agent.yaml. */
 export const AgentConfig = z.strictObject({
   state_dir: AbsolutePath.optional(),
@@ -62,6 +79,8 @@ export const AgentConfig = z.strictObject({
   tls: z.strictObject({ ca_file: AbsolutePath.optional() }).optional(),
   /** Send the node credential over plain http to a coordinator that is not on this machine. */
   insecure_http: z.boolean().optional(),
+  /** Package resources: one entry per package manager. */
+  packages: z.strictObject({ apt: AptConfig.prefault({}) }).prefault({}),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
@@ -223,14 +242,37 @@ export const InstalledStore = z.strictObject({
 });
 export type InstalledStore = z.infer<typeof InstalledStore>;
 
-/** What a pass did to one host resource the set declares (or the agent owned and the set dropped: `removed`). */
-export const ReportResource = z.strictObject({
+/** What a pass did to one file resource the set declares (or the agent owned and the set dropped: `removed`). */
+export const ReportFileResource = z.strictObject({
   kind: z.literal('file'),
   path: z.string().max(4096),
   outcome: z.enum(['applied', 'unchanged', 'removed', 'failed']),
   error: z.string().max(2048).optional(),
 });
+
+/**
+ * What a pass did to one package: `applied` (installed, upgraded or downgraded to `version`; `was` is
+ * the version installed before, null when none was), `unchanged` (already at `version`, confirmed by
+ * reading it back), `removed` (the agent had installed it and the set dropped it), `forgotten` (the
+ * set dropped a package that was on the host before the agent touched it: left installed, no longer
+ * the agent's), `failed`. `version` is the declared version, or for `removed` and `forgotten` the
+ * one installed at that moment (null when none was).
+ */
+export const ReportPackageResource = z.strictObject({
+  kind: z.literal('package'),
+  manager: z.enum(PACKAGE_MANAGER_NAMES),
+  name: z.string().max(256),
+  version: z.string().max(256).nullable(),
+  outcome: z.enum(['applied', 'unchanged', 'removed', 'forgotten', 'failed']),
+  was: z.string().max(256).nullable().optional(),
+  error: z.string().max(2048).optional(),
+});
+
+/** What a pass did to one host resource. */
+export const ReportResource = z.discriminatedUnion('kind', [ReportFileResource, ReportPackageResource]);
 export type ReportResource = z.infer<typeof ReportResource>;
+export type ReportFileResource = z.infer<typeof ReportFileResource>;
+export type ReportPackageResource = z.infer<typeof ReportPackageResource>;
 
 /** A copy of what lay at a path before the agent first wrote a file resource there: removal puts it back. */
 export const OriginalFile = z.strictObject({
@@ -243,15 +285,55 @@ export const OriginalFile = z.strictObject({
 export type OriginalFile = z.infer<typeof OriginalFile>;
 
 /**
- * owned-files.json: every file resource the agent owns, by path. An entry is written before the first
- * write to its path (sha256 null, with the original's copy if one existed) and gets its sha256 only
- * once the file was read back as declared: a crash between the two must not lose the original.
+ * What dpkg said of a package the first time the agent touched it, when it was there: its status
+ * (`installed`, `config-files` for one removed with its configuration left, or a half-done state) and
+ * version. A package with no such record was absent: the agent installed it, so it may remove it.
+ */
+export const PackageBefore = z.strictObject({ status: z.string().min(1), version: z.string() });
+export type PackageBefore = z.infer<typeof PackageBefore>;
+
+/**
+ * A package resource the agent holds. Written before the first install of that package (`version`
+ * null, with `before`) and given its version only once dpkg read it back as installed.
+ */
+export const OwnedPackage = z.strictObject({
+  manager: z.enum(PACKAGE_MANAGER_NAMES),
+  version: z.string().nullable(),
+  before: PackageBefore.nullable(),
+});
+export type OwnedPackage = z.infer<typeof OwnedPackage>;
+
+/**
+ * owned-files.json: every host resource the agent owns. Files by path: an entry is written before the
+ * first write to its path (sha256 null, with the original's copy if one existed) and gets its sha256
+ * only once the file was read back as declared: a crash between the two must not lose the original.
+ * Packages by name, the same way (OwnedPackage).
  */
 export const OwnedFiles = z.strictObject({
   files: z.record(z.string(), z.strictObject({ sha256: Sha256.nullable(), original: OriginalFile.nullable() })),
+  packages: z.record(z.string(), OwnedPackage).default({}),
 });
 export type OwnedFiles = z.infer<typeof OwnedFiles>;
 export type OwnedFile = OwnedFiles['files'][string];
+
+/**
+ * What a real pass would do to one host resource, as a dry run sees it: a file written (or confirmed),
+ * removed, or refused; a package installed (`installed`: the version dpkg has now, null when none),
+ * left as it is because dpkg already has it at the declared version (`unchanged`), removed or purged,
+ * or forgotten (there before the agent: left installed).
+ */
+export const PlannedResource = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('file'), path: z.string(), action: z.enum(['write', 'remove', 'refuse']) }),
+  z.strictObject({
+    kind: z.literal('package'),
+    manager: z.enum(PACKAGE_MANAGER_NAMES),
+    name: z.string(),
+    version: z.string().nullable(),
+    action: z.enum(['install', 'unchanged', 'remove', 'purge', 'forget']),
+    installed: z.string().nullable(),
+  }),
+]);
+export type PlannedResource = z.infer<typeof PlannedResource>;
 
 /** Control socket: one JSON line in, one JSON line out. */
 export const ControlRequest = z.discriminatedUnion('op', [
@@ -282,6 +364,8 @@ export const SyncOutcome = z.strictObject({
   code: z.string().nullable(),
   /** What the pass did to the set's host resources, when it got that far. */
   resources: z.array(ReportResource).optional(),
+  /** A dry run that would apply a set with host resources: what the pass would do to each, in order. */
+  planned: z.array(PlannedResource).optional(),
 });
 export type SyncOutcome = z.infer<typeof SyncOutcome>;
 

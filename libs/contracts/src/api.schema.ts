@@ -130,6 +130,23 @@ export const NodeSummary = z.object({
 });
 export const NodeList = z.object({ items: z.array(NodeSummary) });
 
+/**
+ * What the node's agent last reported doing to its host resources: the latest report that carried a
+ * resource list (an up-to-date pass carries none and leaves it), for the version it was about (the
+ * one applied, or the one tried when the pass failed).
+ */
+export const NodeResources = z.object({
+  version: z.number().int().nonnegative(),
+  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
+  reported_at: Timestamp,
+  items: z.array(ReportResource),
+});
+export type NodeResources = z.infer<typeof NodeResources>;
+
+/** One node: its summary, and what its agent last did to its host resources (null until it reports any). */
+export const NodeDetail = NodeSummary.extend({ resources: NodeResources.nullable() });
+export type NodeDetail = z.infer<typeof NodeDetail>;
+
 /** A lifecycle or a convergence word; a word of the older vocabulary is refused with the filter that replaces it. */
 export const NodeStateFilter = z.enum([...NodeLifecycle.options, ...ConvergenceState.options], { error: (iss) => stateFilterHint(iss.input, 'query') ?? undefined });
 /** A duration as in the rete (90s, 15m, 1h30m, 2d), as whole seconds. */

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { NodeResources } from '#contracts';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** int8 comes back as a string from pg and as a number or bigint from PGlite; repositories normalise it. */
@@ -118,6 +119,8 @@ export interface NodeStatusTable {
   inventory: Json<Record<string, unknown>> | null;
   ineligible: ColumnType<boolean, boolean | undefined, boolean>;
   briefing: Json<{ outcome: string; lines: unknown[] }> | null;
+  /** The last resource list a report carried (NodeResources). */
+  resources: Json<NodeResources> | null;
 }
 
 export interface NodeOutcomesTable {

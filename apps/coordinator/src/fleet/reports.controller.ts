@@ -32,6 +32,10 @@ export class ReportsController {
       last_result: r.result,
       last_error: r.error ?? null,
       ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
+      // The version a resource list is about: the one applied, or the one tried when the pass failed.
+      ...(r.resources
+        ? { resources: JSON.stringify({ version: r.result === 'failed' ? (r.target_version ?? r.active_version) : r.active_version, result: r.result, reported_at: now.toISOString(), items: r.resources }) }
+        : {}),
     };
     await this.db.kysely.transaction().execute(async (trx) => {
       await trx

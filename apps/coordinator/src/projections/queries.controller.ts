@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { DiffQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
-import { loadNodeRecords } from '../fleet/fleet.repository.js';
+import { loadNodeRecords, type NodeRecord } from '../fleet/fleet.repository.js';
 import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
@@ -45,26 +45,25 @@ export class QueriesController {
       if (after !== null && (!contact || contact.getTime() < after)) continue;
       // Never is older than any age: a node that never made contact is one to chase too.
       if (q.contact_older_than !== undefined && age !== null && age <= q.contact_older_than) continue;
-      items.push({
-        node: r.node,
-        version: r.head?.version ?? null,
-        set_digest: r.headRow?.set_digest ?? null,
-        retired: r.head?.retired ?? false,
-        updated_at: r.headRow ? iso(r.headRow.updated_at) : null,
-        publish_id: r.headRow?.publish_id ?? null,
-        state,
-        credential,
-        convergence: conv,
-        ineligible: r.status?.ineligible ?? false,
-        failed_briefing: r.status?.ineligible ? failedLines(r.status.briefing) : [],
-        applied_version: r.appliedVersion,
-        last_contact: contact ? contact.toISOString() : null,
-        last_contact_age_seconds: age,
-        last_result: r.status?.last_result ?? null,
-        last_error: r.status?.last_error ?? null,
-      });
+      items.push(summary(r, state, credential, conv, contact, age));
     }
     return { items };
+  }
+
+  /** One node as the list shows it, plus what its agent last reported doing to its host resources. */
+  @Get('nodes/:node')
+  @Access('reader')
+  async node(@Param('node') node: string) {
+    const name = parseInput(NodeName, node, 'path');
+    const now = new Date();
+    const r = (await loadNodeRecords(this.db.kysely, [name], now)).get(name)!;
+    if (!r.head && !r.status && r.liveCredentials + r.revokedCredentials === 0 && !r.pendingToken) {
+      throw new DomainError('unknown_node', `no node ${name} is known: never published, given an enrolment token or enrolled`, { node: name });
+    }
+    const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
+    const age = contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null;
+    const row = await this.db.kysely.selectFrom('node_status').select('resources').where('node', '=', name).executeTakeFirst();
+    return { ...summary(r, lifecycleState(r), credentialState(r), convergence(r), contact, age), resources: row?.resources ?? null };
   }
 
   @Get('nodes/:node/versions')
@@ -171,6 +170,35 @@ export class QueriesController {
     await this.requireNode(node);
     throw new DomainError('unknown_version', `node ${node} has no version ${version}`, { node, version });
   }
+}
+
+/** A node's row in the fleet listing (NodeSummary). */
+function summary(
+  r: NodeRecord,
+  state: ReturnType<typeof lifecycleState>,
+  credential: ReturnType<typeof credentialState>,
+  conv: ReturnType<typeof convergence>,
+  contact: Date | null,
+  age: number | null,
+) {
+  return {
+    node: r.node,
+    version: r.head?.version ?? null,
+    set_digest: r.headRow?.set_digest ?? null,
+    retired: r.head?.retired ?? false,
+    updated_at: r.headRow ? iso(r.headRow.updated_at) : null,
+    publish_id: r.headRow?.publish_id ?? null,
+    state,
+    credential,
+    convergence: conv,
+    ineligible: r.status?.ineligible ?? false,
+    failed_briefing: r.status?.ineligible ? failedLines(r.status.briefing) : [],
+    applied_version: r.appliedVersion,
+    last_contact: contact ? contact.toISOString() : null,
+    last_contact_age_seconds: age,
+    last_result: r.status?.last_result ?? null,
+    last_error: r.status?.last_error ?? null,
+  };
 }
 
 function toPublish(r: { publish_id: string; position: unknown; kind: string; actor: string; message: string; recorded_at: Date | string; changed: unknown; unchanged: number; accepted_ineligible: unknown }) {

@@ -3,12 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
 import { fileArtifactName, type FileResource, type ResourcesJson } from '#contracts';
-import { applyResourceSteps, ResourcePassFailed } from './file-resources.js';
+import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
 import { planResources } from './resource-plan.js';
+import type { PackageManager } from './package-manager.js';
 import { StateDir } from './state-dir.js';
 import { systemUserDb } from './user-db.js';
 
 const users = systemUserDb();
+/** These sets declare no packages: a package manager the pass must never call. */
+const NO_PACKAGES = { apt: new Proxy({}, { get: (_t, k) => { throw new Error(`a files-only pass used the package manager (${String(k)})`); } }) as PackageManager };
 const DAEMON_UID = users.uid('daemon')!;
 const NOGROUP_GID = users.gid('nogroup')!;
 
@@ -35,11 +38,11 @@ describe('file resources on the real filesystem', () => {
   };
   const pass = (files: FileResource[], own: string[] = [dir.root]) => {
     const declared: ResourcesJson = { files, packages: [] };
-    return applyResourceSteps(dir, planResources(declared, dir.readOwned(), own), contents, users);
+    return applyResourceSteps(dir, planResources(declared, dir.readOwned(), own), { contents, users, packageManagers: NO_PACKAGES, sources: [] });
   };
-  const failure = (run: () => unknown): ResourcePassFailed => {
+  const failure = async (run: () => Promise<unknown>): Promise<ResourcePassFailed> => {
     try {
-      run();
+      await run();
     } catch (err) {
       if (err instanceof ResourcePassFailed) return err;
       throw err;
@@ -51,10 +54,10 @@ describe('file resources on the real filesystem', () => {
     return { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   };
 
-  it('writes each file with its mode, owner and group, creating parents, and records it once read back', () => {
+  it('writes each file with its mode, owner and group, creating parents, and records it once read back', async () => {
     const motd = file('etc/motd', 'hello\n');
     const secret = file('srv/app/deep/secret.conf', 'k=v\n', { mode: '0640', owner: 'daemon', group: 'nogroup' });
-    expect(pass([motd, secret])).toEqual([
+    expect(await pass([motd, secret])).toEqual([
       { kind: 'file', path: motd.path, outcome: 'applied' },
       { kind: 'file', path: secret.path, outcome: 'applied' },
     ]);
@@ -65,18 +68,19 @@ describe('file resources on the real filesystem', () => {
     expect(statSync(join(host, 'srv/app/deep')).mode & 0o777).toBe(0o755);
     expect(dir.readOwned()).toEqual({
       files: { [motd.path]: { sha256: motd.content.sha256, original: null }, [secret.path]: { sha256: secret.content.sha256, original: null } },
+      packages: {},
     });
     // No temp file is left next to them.
     expect(readdirSync(join(host, 'etc'))).toEqual(['motd']);
   });
 
-  it('is idempotent: a file that matches is left alone and reported unchanged; one that drifted is rewritten', () => {
+  it('is idempotent: a file that matches is left alone and reported unchanged; one that drifted is rewritten', async () => {
     const motd = file('etc/motd', 'hello\n');
     const other = file('etc/other', 'x\n');
-    pass([motd, other]);
+    await pass([motd, other]);
     const before = statSync(motd.path);
     chmodSync(other.path, 0o600);
-    expect(pass([motd, other])).toEqual([
+    expect(await pass([motd, other])).toEqual([
       { kind: 'file', path: motd.path, outcome: 'unchanged' },
       { kind: 'file', path: other.path, outcome: 'applied' },
     ]);
@@ -84,11 +88,11 @@ describe('file resources on the real filesystem', () => {
     expect(meta(other.path).mode).toBe(0o644);
   });
 
-  it('removes a file the set no longer declares and forgets it', () => {
+  it('removes a file the set no longer declares and forgets it', async () => {
     const motd = file('etc/motd', 'hello\n');
     const gone = file('etc/gone', 'bye\n');
-    pass([motd, gone]);
-    expect(pass([motd])).toEqual([
+    await pass([motd, gone]);
+    expect(await pass([motd])).toEqual([
       { kind: 'file', path: motd.path, outcome: 'unchanged' },
       { kind: 'file', path: gone.path, outcome: 'removed' },
     ]);
@@ -96,31 +100,31 @@ describe('file resources on the real filesystem', () => {
     expect(Object.keys(dir.readOwned().files)).toEqual([motd.path]);
   });
 
-  it('keeps the original of a file it replaces and puts it back, with its mode and owner, on removal', () => {
+  it('keeps the original of a file it replaces and puts it back, with its mode and owner, on removal', async () => {
     mkdirSync(join(host, 'etc'), { recursive: true });
     const path = join(host, 'etc/issue');
     writeFileSync(path, 'original\n', { mode: 0o600 });
     chmodSync(path, 0o600);
     const issue = file('etc/issue', 'managed\n', { owner: 'daemon', group: 'nogroup' });
-    expect(pass([issue])).toEqual([{ kind: 'file', path, outcome: 'applied' }]);
+    expect(await pass([issue])).toEqual([{ kind: 'file', path, outcome: 'applied' }]);
     expect(readFileSync(path, 'utf8')).toBe('managed\n');
     const entry = dir.readOwned().files[path];
     expect(entry.original).toEqual({ copy: expect.stringMatching(/^[0-9a-f]{64}$/), mode: 0o600, uid: 0, gid: 0 });
     expect(readFileSync(join(dir.originalsDir, entry.original!.copy), 'utf8')).toBe('original\n');
 
-    expect(pass([])).toEqual([{ kind: 'file', path, outcome: 'removed' }]);
+    expect(await pass([])).toEqual([{ kind: 'file', path, outcome: 'removed' }]);
     expect(readFileSync(path, 'utf8')).toBe('original\n');
     expect(meta(path)).toEqual({ mode: 0o600, uid: 0, gid: 0 });
-    expect(dir.readOwned()).toEqual({ files: {} });
+    expect(dir.readOwned()).toEqual({ files: {}, packages: {} });
     expect(readdirSync(dir.originalsDir)).toEqual([]);
   });
 
-  it('resumes after a crash from the store: a written but unrecorded file is recorded without rewriting, keeping its original', () => {
+  it('resumes after a crash from the store: a written but unrecorded file is recorded without rewriting, keeping its original', async () => {
     mkdirSync(join(host, 'etc'), { recursive: true });
     const first = file('etc/first', 'one\n');
     const second = file('etc/second', 'two\n');
     const third = file('etc/third', 'three\n');
-    pass([first]);
+    await pass([first]);
     // The crash hit after `second` was written over an original and before its read-back was recorded;
     // `third` was never reached.
     mkdirSync(dir.originalsDir, { recursive: true });
@@ -132,7 +136,7 @@ describe('file resources on the real filesystem', () => {
     chmodSync(second.path, 0o644);
     const inode = statSync(second.path).ino;
 
-    expect(pass([first, second, third])).toEqual([
+    expect(await pass([first, second, third])).toEqual([
       { kind: 'file', path: first.path, outcome: 'unchanged' },
       { kind: 'file', path: second.path, outcome: 'unchanged' },
       { kind: 'file', path: third.path, outcome: 'applied' },
@@ -140,15 +144,15 @@ describe('file resources on the real filesystem', () => {
     expect(statSync(second.path).ino).toBe(inode);
     expect(dir.readOwned().files[second.path]).toEqual({ sha256: second.content.sha256, original: { copy: 'd'.repeat(64), mode: 0o644, uid: 0, gid: 0 } });
     // The original kept before the crash is what removal restores.
-    pass([first, third]);
+    await pass([first, third]);
     expect(readFileSync(second.path, 'utf8')).toBe('pre-agent\n');
   });
 
-  it('fails at an unknown user, naming it: earlier files stay applied and recorded, later ones are not attempted', () => {
+  it('fails at an unknown user, naming it: earlier files stay applied and recorded, later ones are not attempted', async () => {
     const first = file('etc/first', 'one\n');
     const bad = file('etc/bad', 'bad\n', { owner: 'florete-no-such-user' });
     const later = file('etc/later', 'later\n');
-    const err = failure(() => pass([first, bad, later]));
+    const err = await failure(() => pass([first, bad, later]));
     expect(err.code).toBe('unknown_user');
     expect(err.message).toContain(bad.path);
     expect(err.message).toContain('florete-no-such-user');
@@ -161,41 +165,41 @@ describe('file resources on the real filesystem', () => {
     expect(Object.keys(dir.readOwned().files)).toEqual([first.path]);
   });
 
-  it('fails at an unknown group with its own code', () => {
+  it('fails at an unknown group with its own code', async () => {
     const bad = file('etc/bad', 'bad\n', { group: 'florete-no-such-group' });
-    expect(failure(() => pass([bad])).code).toBe('unknown_group');
+    expect((await failure(() => pass([bad]))).code).toBe('unknown_group');
   });
 
-  it("refuses a file in the agent's own paths without writing it", () => {
+  it("refuses a file in the agent's own paths without writing it", async () => {
     const own = file('state-like/x.conf', 'x\n');
-    const err = failure(() => pass([own], [join(host, 'state-like')]));
+    const err = await failure(() => pass([own], [join(host, 'state-like')]));
     expect(err.code).toBe('refused_resource');
     expect(err.resources).toEqual([{ kind: 'file', path: own.path, outcome: 'failed', error: expect.stringContaining("the agent's own") }]);
     expect(existsSync(own.path)).toBe(false);
-    expect(dir.readOwned()).toEqual({ files: {} });
+    expect(dir.readOwned()).toEqual({ files: {}, packages: {} });
   });
 
-  it('refuses to replace a directory', () => {
+  it('refuses to replace a directory', async () => {
     mkdirSync(join(host, 'etc/conf.d'), { recursive: true });
-    const err = failure(() => pass([file('etc/conf.d', 'x\n')]));
+    const err = await failure(() => pass([file('etc/conf.d', 'x\n')]));
     expect(err.code).toBe('resource_failed');
     expect(err.message).toContain('a directory');
     expect(statSync(join(host, 'etc/conf.d')).isDirectory()).toBe(true);
   });
 
-  it('clears the temp file a killed agent left next to a resource', () => {
+  it('clears the temp file a killed agent left next to a resource', async () => {
     mkdirSync(join(host, 'etc'), { recursive: true });
     const stray = join(host, 'etc', '.motd.tmp-12345-0badcafe');
     writeFileSync(stray, 'half a write');
     const motd = file('etc/motd', 'hello\n');
-    pass([motd]);
+    await pass([motd]);
     expect(readdirSync(join(host, 'etc'))).toEqual(['motd']);
   });
 
-  it('deletes a copy of an original that no entry points at any more (a kill after the restore was recorded)', () => {
+  it('deletes a copy of an original that no entry points at any more (a kill after the restore was recorded)', async () => {
     mkdirSync(dir.originalsDir, { recursive: true });
     writeFileSync(join(dir.originalsDir, 'e'.repeat(64)), 'restored already\n');
-    pass([file('etc/motd', 'hello\n')]);
+    await pass([file('etc/motd', 'hello\n')]);
     expect(readdirSync(dir.originalsDir)).toEqual([]);
   });
 });

@@ -1,24 +1,11 @@
 import { existsSync, readdirSync, lstatSync, mkdirSync, chmodSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles, type ReportResource } from '#contracts';
+import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles } from '#contracts';
 import { sha256Hex } from '#bundle';
-import { AgentError, type AgentErrorCode } from '../errors.js';
+import { AgentError } from '../errors.js';
 import { fsyncDir, isTempName, writeFileAtomic, writeFileDurable } from './atomic-fs.js';
-import type { ResourceStep } from './resource-plan.js';
 import type { UserDb } from './user-db.js';
-
-/** A resource pass that stopped at a resource: what it did up to there, the failed one last. */
-export class ResourcePassFailed extends AgentError {
-  constructor(
-    code: AgentErrorCode,
-    message: string,
-    readonly resources: ReportResource[],
-    options?: { cause?: unknown },
-  ) {
-    super(code, message, options);
-  }
-}
 
 /** Where the pass keeps its record: owned-files.json and the originals/ copies, both in the state dir. */
 export interface OwnedStore {
@@ -82,40 +69,18 @@ function writeOwnedFile(path: string, bytes: Uint8Array, want: Omit<Wanted, 'sha
   writeFileAtomic(path, bytes, want.mode, want);
 }
 
-/**
- * Takes the steps of a resource pass in order and returns what each did. Each file is read back
- * after its write and recorded as owned only then; a failure stops the pass at that resource
- * (ResourcePassFailed), leaving what came before applied and recorded. Safe to run again after a
- * crash at any point: a file that already matches is recorded without being written.
- */
-export function applyResourceSteps(store: OwnedStore, steps: readonly ResourceStep[], contents: ReadonlyMap<string, Uint8Array>, users: UserDb): ReportResource[] {
-  const done: ReportResource[] = [];
-  const owned = store.readOwned();
-  for (const step of steps) {
-    const path = step.kind === 'apply' ? step.resource.path : step.path;
-    try {
-      if (step.kind === 'refuse') throw new AgentError('refused_resource', step.reason);
-      const outcome = step.kind === 'apply' ? applyFile(store, owned, step.resource, contents, users) : removeFile(store, owned, step.path, step.original);
-      done.push({ kind: 'file', path, outcome });
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      const code: AgentErrorCode = err instanceof AgentError ? err.code : 'resource_failed';
-      done.push({ kind: 'file', path, outcome: 'failed', error: message.slice(0, 2048) });
-      throw new ResourcePassFailed(code, `file resource ${path}: ${message}`, done, { cause: err });
-    }
-  }
-  sweepOriginals(store, owned);
-  return done;
-}
-
 /** Copies no entry points at: a kill between forgetting a restored path and deleting its copy leaves one. */
-function sweepOriginals(store: OwnedStore, owned: OwnedFiles): void {
+export function sweepOriginals(store: OwnedStore, owned: OwnedFiles): void {
   if (!existsSync(store.originalsDir)) return;
   const kept = new Set(Object.values(owned.files).map((f) => f.original?.copy));
   for (const n of readdirSync(store.originalsDir)) if (!kept.has(n)) rmSync(join(store.originalsDir, n), { force: true });
 }
 
-function applyFile(store: OwnedStore, owned: OwnedFiles, r: FileResource, contents: ReadonlyMap<string, Uint8Array>, users: UserDb): 'applied' | 'unchanged' {
+/**
+ * Writes (or confirms) one declared file, reads it back and only then records it as owned. A file
+ * that already matches is recorded without being written.
+ */
+export function applyFile(store: OwnedStore, owned: OwnedFiles, r: FileResource, contents: ReadonlyMap<string, Uint8Array>, users: UserDb): 'applied' | 'unchanged' {
   const uid = users.uid(r.owner);
   if (uid === undefined) throw new AgentError('unknown_user', `the user ${r.owner} does not exist on this host`);
   const gid = users.gid(r.group);
@@ -162,7 +127,8 @@ function keepOriginal(store: OwnedStore, path: string): OriginalFile | null {
   return { copy, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
 }
 
-function removeFile(store: OwnedStore, owned: OwnedFiles, path: string, original: OriginalFile | null): 'removed' {
+/** Removes a file the agent owns (or puts back the original it replaced) and forgets it. */
+export function removeFile(store: OwnedStore, owned: OwnedFiles, path: string, original: OriginalFile | null): 'removed' {
   if (original) {
     const bytes = readFileSync(join(store.originalsDir, original.copy));
     writeOwnedFile(path, bytes, original);

@@ -62,12 +62,20 @@ describe('applying a local set', () => {
     expect(dir.readState().local_set).toMatchObject({ node: 'first', set_digest: b.set_digest, source: two });
   });
 
-  it('fails a set that declares a package before writing anything, as a pass does, and keeps nothing of it', async () => {
+  it('fails a set whose package apt cannot install, as a pass does: the file before it stays written and recorded, nothing is switched', async () => {
+    // apt reads an empty list folder of the test's own: the package cannot be found, and the machine's sources are not read.
+    const lists = join(root, 'apt-lists');
+    mkdirSync(join(lists, 'partial'), { recursive: true });
+    const config = AgentConfig.parse({ install: { dir: join(root, 'etc') }, packages: { apt: { options: [`Dir::State::Lists=${lists}`, 'Dir::Etc::sourceparts=-', `Dir::Etc::sourcelist=${join(root, 'none.list')}`] } } });
+    const activator = createActivator({ kind: 'none' });
+    const log = () => {};
+    apply = new LocalSetApply(dir, config, activator, new SyncPass(dir, config, activator, log), log);
     const set = compiled('pkg', `      files:\n${file('etc/motd', 'one\n')}      packages:\n        - { name: florete-fixture-first, version: 1.0-1 }\n`);
     const r = await apply.run({ dir: set });
-    expect(r).toMatchObject({ result: 'failed', code: 'unsupported_resource', node: 'first' });
-    expect(r.reason).toMatch(/package resources \(apt\) are not applied by this agent version .*florete-fixture-first 1\.0-1/);
-    expect(existsSync(join(host, 'etc/motd'))).toBe(false);
+    expect(r).toMatchObject({ result: 'failed', node: 'first' });
+    expect(r.reason).toMatch(/florete-fixture-first=1\.0-1[\s\S]*Unable to locate package/);
+    expect(readFileSync(join(host, 'etc/motd'), 'utf8')).toBe('one\n');
+    expect(dir.readOwned().files[join(host, 'etc/motd')]).toBeDefined();
     expect(existsSync(dir.activeLink)).toBe(false);
     expect(readdirSync(dir.setsDir)).toEqual([]);
     expect(dir.readState()).toMatchObject({ local_set: null, last_result: 'failed', last_error: r.reason });

@@ -20,7 +20,7 @@ import { setDigest, sha256Hex } from '#bundle';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
-import { ResourcePassFailed } from './file-resources.js';
+import { ResourcePassFailed } from './resource-pass.js';
 import { installSet, isResourceArtifact } from './installer.js';
 import type { Log } from './log.js';
 import type { StateDir } from './state-dir.js';
@@ -206,7 +206,7 @@ export class LocalSetApply {
     // Host resources before the switch, as in a pass: a set whose resources fail never becomes the active one.
     let resources: ReportResource[];
     try {
-      resources = this.pass.applyResources({ payload: { retired: false, version: 0 }, files: set.files });
+      resources = await this.pass.applyResources({ payload: { retired: false, version: 0 }, files: set.files });
     } catch (err) {
       return this.failed(named, err);
     }

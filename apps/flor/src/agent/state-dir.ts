@@ -25,7 +25,7 @@ export class StateDir {
   readonly setsDir: string;
   readonly activeLink: string;
   readonly socketPath: string;
-  /** File resources the agent owns, and copies of what they replaced. */
+  /** Host resources the agent owns (files and packages), and copies of the files they replaced. */
   readonly ownedPath: string;
   readonly originalsDir: string;
 
@@ -94,7 +94,7 @@ export class StateDir {
   }
 
   readOwned(): OwnedFiles {
-    if (!existsSync(this.ownedPath)) return { files: {} };
+    if (!existsSync(this.ownedPath)) return { files: {}, packages: {} };
     return OwnedFiles.parse(JSON.parse(readFileSync(this.ownedPath, 'utf8')));
   }
 

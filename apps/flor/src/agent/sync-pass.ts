@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type ReportResource, type SyncOutcome } from '#contracts';
+import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
 import type { Activated, Activator } from './activator.js';
@@ -10,10 +10,11 @@ import { CoordinatorClient } from './coordinator-client.js';
 import { dryRunResult } from './dry-run.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
-import { applyResourceSteps, ResourcePassFailed } from './file-resources.js';
-import { planResources, refuseUnsupported } from './resource-plan.js';
+import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
+import { declaredSources, planResources, plannedResources } from './resource-plan.js';
 import { systemUserDb, type UserDb } from './user-db.js';
-import { AGENT_VERSION } from '../version.js';
+import { AptPackageManager } from './apt.js';
+import type { InstalledPackage, ManagerName, PackageManager } from './package-manager.js';
 import { isRetired } from './retirement.js';
 import { keepsLocalConfig } from './local-set.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
@@ -37,6 +38,22 @@ export interface ResourceSet {
   readonly files: ReadonlyMap<string, Buffer>;
 }
 
+/** The set's resources.json, checked (null when it has none, and for a retired set: nothing is declared). */
+function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Array>): ResourcesJson | null {
+  const raw = retired ? undefined : files.get(RESOURCES_JSON);
+  if (!raw) return null;
+  let parsed;
+  try {
+    parsed = ResourcesJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
+  } catch (err) {
+    throw new AgentError('bad_resources', `${RESOURCES_JSON} is not JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!parsed.success) {
+    throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}
+
 /**
  * One sync pass (DESIGN section 7): conditional fetch → verify → stage sets/<version> → persist the
  * high-water mark → switch `active` → install → activate → report → persist state. Every step is
@@ -52,6 +69,7 @@ export class SyncPass {
     /** Paths outside the state dir and install dir that are the agent's own (its config file). */
     private readonly extraOwnPaths: readonly string[] = [],
     private readonly users: () => UserDb = () => systemUserDb(),
+    private readonly packageManagers: Readonly<Record<ManagerName, PackageManager>> = { apt: new AptPackageManager(config.packages.apt) },
   ) {}
 
   /** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
@@ -101,7 +119,7 @@ export class SyncPass {
     Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
     if (fetched.status === 304 || fetched.status === 'none') {
-      if (dryRun) return this.dryRun(base, state, null);
+      if (dryRun) return await this.dryRun(base, state, null);
       return this.finish(client, state, active, active, []);
     }
 
@@ -130,7 +148,7 @@ export class SyncPass {
       return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
     }
     const version = verified.payload.version;
-    if (dryRun) return this.dryRun(base, state, version);
+    if (dryRun) return this.dryRun(base, state, version, verified.files);
     if (version === active) {
       state.etag = fetched.etag;
       return this.finish(client, state, active, active, []);
@@ -141,7 +159,7 @@ export class SyncPass {
     // Host resources before the switch: a set whose resources fail never becomes the active one.
     let resources: ReportResource[];
     try {
-      resources = this.applyResources(this.readSet(version));
+      resources = await this.applyResources(this.readSet(version));
     } catch (err) {
       return this.failed(client, state, version, active, err);
     }
@@ -154,29 +172,16 @@ export class SyncPass {
   }
 
   /**
-   * The set's host resources: refuses what this agent cannot apply before touching anything, then
-   * applies the declared files in order and removes the owned ones the set dropped (all of them for
-   * a retired set). Idempotent, so finishing an interrupted pass runs it again.
+   * The set's host resources: the declared files, then the declared packages, in order; then removes
+   * the owned ones the set dropped (all of them for a retired set). Idempotent, so finishing an
+   * interrupted pass runs it again.
    */
-  applyResources(set: ResourceSet): ReportResource[] {
-    let declared: ResourcesJson | null = null;
-    const raw = set.payload.retired ? undefined : set.files.get(RESOURCES_JSON);
-    if (raw) {
-      let parsed;
-      try {
-        parsed = ResourcesJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
-      } catch (err) {
-        throw new AgentError('bad_resources', `${RESOURCES_JSON} is not JSON: ${(err as Error).message}`, { cause: err });
-      }
-      if (!parsed.success) {
-        throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-      }
-      declared = parsed.data;
-    }
-    refuseUnsupported(declared, AGENT_VERSION);
+  async applyResources(set: ResourceSet): Promise<ReportResource[]> {
+    const declared = declaredResources(set.payload.retired, set.files);
     const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
     if (steps.length === 0) return [];
-    const done = applyResourceSteps(this.dir, steps, set.files, this.users());
+    const sources = declaredSources(declared, (path) => Object.values(this.packageManagers).some((pm) => pm.isSource(path)));
+    const done = await applyResourceSteps(this.dir, steps, { contents: set.files, users: this.users(), packageManagers: this.packageManagers, sources });
     this.log('info', 'resources applied', { version: set.payload.version, resources: done.length });
     return done;
   }
@@ -223,7 +228,7 @@ export class SyncPass {
     let resources: ReportResource[];
     try {
       // Finishing a set that was switched to earlier (a crash, a failed activation): its resources again, idempotently.
-      resources = resourcesDone ?? this.applyResources(set);
+      resources = resourcesDone ?? (await this.applyResources(set));
       installed = installSet(this.dir, this.config, version, set.payload.retired ? new Map() : set.files, alsoOwned);
       if (set.payload.retired) {
         await this.activator.stop();
@@ -262,12 +267,41 @@ export class SyncPass {
    * A dry run stops after verify and writes nothing: it says which version a real pass would apply
    * against the active one (`version` null: a 304, or nothing published, leaves the active set).
    */
-  private dryRun(base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean }, state: AgentState, version: number | null): PassOutcome {
+  private async dryRun(
+    base: { dry_run: boolean; was: number; active_version: number; contactFailed: boolean },
+    state: AgentState,
+    version: number | null,
+    files?: ReadonlyMap<string, Uint8Array>,
+  ): Promise<PassOutcome> {
     const active = base.active_version;
     const complete = state.applied_version === active && this.dir.readInstalled().complete_version === active;
     const result = dryRunResult(version, active, complete);
     const would = version !== null && version > active ? version : active;
-    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null };
+    const planned = result === 'would_apply' && version !== null && version > active && files ? await this.planned(files) : [];
+    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null, ...(planned.length > 0 ? { planned } : {}) };
+  }
+
+  /** The resource steps a real pass would take for this set, packages checked against dpkg (read only). */
+  private async planned(files: ReadonlyMap<string, Uint8Array>): Promise<PlannedResource[]> {
+    let declared: ResourcesJson | null;
+    try {
+      declared = declaredResources(false, files);
+    } catch {
+      return []; // the real pass reports it
+    }
+    const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
+    const installed = new Map<string, InstalledPackage>();
+    for (const step of steps) {
+      const name = step.kind === 'install' ? step.resource.name : step.kind === 'uninstall' || step.kind === 'forget' ? step.name : null;
+      const manager = step.kind === 'install' ? step.resource.manager : step.kind === 'uninstall' || step.kind === 'forget' ? step.manager : null;
+      if (name === null || manager === null) continue;
+      try {
+        installed.set(name, await this.packageManagers[manager].query(name));
+      } catch {
+        // unknown: shown as not installed
+      }
+    }
+    return plannedResources(steps, installed);
   }
 
   /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */

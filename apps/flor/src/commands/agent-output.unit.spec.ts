@@ -14,6 +14,26 @@ describe('agent output', () => {
     expect(describeOutcome(outcome({ result: 'applied', version: 8, was: 7, active_version: 8 }))).toBe('applied 8 (was 7)');
   });
 
+  it("lists a dry run's resource steps under the version it would apply", () => {
+    const planned: SyncOutcome['planned'] = [
+      { kind: 'file', path: '/etc/apt/sources.list.d/mesh.list', action: 'write' },
+      { kind: 'package', manager: 'apt', name: 'hello', version: '1.1', action: 'install', installed: '1.0' },
+      { kind: 'package', manager: 'apt', name: 'curl', version: '7.88', action: 'unchanged', installed: '7.88' },
+      { kind: 'package', manager: 'apt', name: 'gone', version: null, action: 'purge', installed: '2' },
+      { kind: 'package', manager: 'apt', name: 'pre', version: null, action: 'forget', installed: '3' },
+    ];
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 8, was: 7, planned }))).toBe(
+      [
+        'would apply 8 (active 7)',
+        '  write     file /etc/apt/sources.list.d/mesh.list',
+        '  install   package hello=1.1 (installed 1.0)',
+        '  unchanged package curl=7.88 (installed 7.88)',
+        '  purge     package gone (installed 2)',
+        '  forget    package pre (installed 3): there before the agent, left installed',
+      ].join('\n'),
+    );
+  });
+
   it('says whether a node is behind, what it saw and why it is not in effect', () => {
     expect(formatBehind(null)).toBe('no');
     expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'failed', detail: 'vertex exited with 1', seen_at: null })).toBe('version 3 seen, 2 in effect: its apply failed: vertex exited with 1');

@@ -1,4 +1,4 @@
-import type { SyncOutcome } from '#contracts';
+import type { PlannedResource, SyncOutcome } from '#contracts';
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
@@ -11,7 +11,7 @@ export function describeOutcome(o: SyncOutcome): string {
   const v = o.version === null ? '' : ` ${o.version}`;
   switch (o.result) {
     case 'would_apply':
-      return o.version === o.was ? `would apply ${o.version} again (active ${o.was}, its apply did not complete)` : `would apply ${o.version} (active ${o.was})`;
+      return (o.version === o.was ? `would apply ${o.version} again (active ${o.was}, its apply did not complete)` : `would apply ${o.version} (active ${o.was})`) + plannedLines(o.planned ?? []);
     case 'up_to_date':
       return `up to date at ${o.active_version}`;
     case 'applied':
@@ -27,6 +27,19 @@ export function describeOutcome(o: SyncOutcome): string {
       return String(never);
     }
   }
+}
+
+/** A dry run's resource steps, one indented line each: `install package hello=1.1 (installed 1.0)`. */
+export function plannedLines(planned: readonly PlannedResource[]): string {
+  return planned
+    .map((p) => {
+      if (p.kind === 'file') return `\n  ${p.action.padEnd(9)} file ${p.path}`;
+      const what = p.version === null ? p.name : `${p.name}=${p.version}`;
+      const now = p.installed === null ? 'not installed' : `installed ${p.installed}`;
+      const note = p.action === 'forget' ? ': there before the agent, left installed' : '';
+      return `\n  ${p.action.padEnd(9)} package ${what} (${now})${note}`;
+    })
+    .join('');
 }
 
 /** Asks the daemon for a pass; true when it applied, was already up to date, or (a dry run) would apply. */
