@@ -61,5 +61,7 @@ describe('agent output', () => {
     expect(text).toMatch(new RegExp(`^applied version  local set ${'cd'.repeat(32)}$`, 'm'));
     expect(text).toMatch(/^local set        node first, from \/r\/\.flor\/compiled\/first, applied at 2026-12-01T09:00:00\.000Z$/m);
     expect(formatStatus({ ...status, local_set: null })).not.toMatch(/local set/);
+    // A coordinator's version switched to and not yet in effect: active is that version, not the local set.
+    expect(formatStatus({ ...status, active_version: 1 })).toMatch(/^active version   1$/m);
   });
 });

@@ -30,7 +30,7 @@ export function formatStatus(s: AgentStatus): string {
     ...(s.retired ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]] : []),
     ['node', s.node ?? '-'],
     ['coordinator', s.coordinator ?? '-'],
-    ['active version', s.local_set ? `${s.active_version} (local set)` : String(s.active_version)],
+    ['active version', s.local_set && s.active_version === 0 ? '0 (local set)' : String(s.active_version)],
     ['applied version', s.local_set ? `local set ${s.local_set.set_digest}` : String(s.applied_version)],
     ...(s.local_set ? [['local set', `node ${s.local_set.node}, from ${s.local_set.source}, applied at ${s.local_set.applied_at}`] as [string, string]] : []),
     ['staged versions', s.staged_versions.join(', ') || '-'],
