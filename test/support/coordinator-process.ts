@@ -30,7 +30,12 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
   const output: string[] = [];
   let adminToken: string | undefined;
   const url = await new Promise<string>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 60 s:\n${output.join('\n')}`)), 60_000);
+    // Generous: a fresh embedded database on a busy 2-core machine can take a minute. A coordinator
+    // that never listens is killed, so it cannot keep the test run from exiting.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`coordinator did not start within 120 s:\n${output.join('\n')}`));
+    }, 120_000);
     const onLine = (line: string) => {
       output.push(line);
       const m = /^admin token: (\S+)$/.exec(line);
