@@ -8,6 +8,8 @@ const TIMEOUT_MS = 60_000;
 export interface RequestOptions {
   readonly json?: unknown;
   readonly raw?: Uint8Array;
+  /** How long to wait for the answer; uploads of large packages need longer than the default. */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -34,9 +36,9 @@ export class CoordinatorClient {
     const target = `${this.connection.url}${path}`;
     let res: Response;
     try {
-      res = await fetch(target, { method, headers, body, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      res = await fetch(target, { method, headers, body, signal: AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS) });
     } catch (e) {
-      throw new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e)}`, { cause: e });
+      throw new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e, options.timeoutMs ?? TIMEOUT_MS)}`, { cause: e });
     }
     const text = await res.text().catch(() => '');
     if (res.status >= 400) throw failure(res.status, text, `${method} ${path}`);
@@ -55,9 +57,22 @@ export class CoordinatorClient {
   }
 }
 
-function networkReason(e: unknown): string {
+/** A file anyone may read (no token is sent), as bytes. */
+export async function fetchPublic(url: string, path: string): Promise<Buffer> {
+  let res: Response;
+  try {
+    res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+  } catch (e) {
+    throw new RetectlError('network', `cannot reach the coordinator at ${url}: ${networkReason(e, TIMEOUT_MS)}`, { cause: e });
+  }
+  const bytes = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
+  if (res.status >= 400) throw failure(res.status, bytes.toString('utf8'), `GET ${path}`);
+  return bytes;
+}
+
+function networkReason(e: unknown, timeoutMs: number): string {
   const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err.name === 'TimeoutError') return `no answer within ${TIMEOUT_MS / 1000} s`;
+  if (err.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s`;
   return err.cause?.code ?? err.cause?.message ?? err.message ?? 'unknown network error';
 }
 

@@ -71,6 +71,18 @@ export function checkUrl(url: string, from: string): string {
  */
 export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, env: NodeJS.ProcessEnv = process.env): Connection {
   const file = flags.coordinator && flags.token ? {} : readConfig(configPath(env));
+  const url = coordinatorUrl(flags, file, fallbackUrl, env);
+  const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
+  if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
+  return { url, token };
+}
+
+/** The coordinator URL alone, for what anyone may read without a token (the repository's key). */
+export function resolveUrl(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env): string {
+  return coordinatorUrl(flags, flags.coordinator ? {} : readConfig(configPath(env)), undefined, env);
+}
+
+function coordinatorUrl(flags: ConnectionFlags, file: RetectlConfig, fallbackUrl: string | undefined, env: NodeJS.ProcessEnv): string {
   const url =
     flags.coordinator !== undefined ? checkUrl(flags.coordinator, '--coordinator')
     : env.FLORETE_COORDINATOR ? checkUrl(env.FLORETE_COORDINATOR, 'FLORETE_COORDINATOR')
@@ -78,7 +90,5 @@ export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, 
     : fallbackUrl ? checkUrl(fallbackUrl, 'mesh.coordinator')
     : undefined;
   if (!url) throw usageError('no coordinator URL: pass --coordinator, set FLORETE_COORDINATOR or run `retectl config set coordinator <url>`');
-  const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
-  if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
-  return { url, token };
+  return url;
 }
