@@ -51,11 +51,6 @@ const installedVersion = (name: string): string | null => {
   }
 };
 
-const purge = async (...names: string[]) => {
-  const present = names.filter((n) => installedVersion(n) !== null);
-  if (present.length) await run('dpkg', ['--purge', ...present]);
-};
-
 /** The real apt, reading only this test's source list, lists and cache: the machine's own are never touched. */
 function isolatedApt(dir: string) {
   mkdirSync(join(dir, 'lists', 'partial'), { recursive: true });
@@ -77,6 +72,14 @@ function isolatedApt(dir: string) {
     },
     update: () => run('apt-get', [...options, 'update']),
     install: (...pkgs: string[]) => run('apt-get', [...options, 'install', '-y', '--no-install-recommends', ...pkgs]),
+    /** Removes what is installed of these, waiting for the dpkg lock other work may hold. */
+    async purge(...names: string[]) {
+      const present = names.filter((n) => installedVersion(n) !== null);
+      if (present.length === 0) return;
+      if (!existsSync(join(dir, 'sources.list'))) writeFileSync(join(dir, 'sources.list'), '', { mode: 0o644 });
+      const r = await run('apt-get', [...options, 'purge', '-y', ...present]);
+      if (r.code !== 0) throw new Error(`apt-get purge ${present.join(' ')} failed:\n${r.out}`);
+    },
   };
 }
 
@@ -99,6 +102,7 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
   let hello11: string;
   let needs: string;
   let keyring: string;
+  let purge: (...names: string[]) => Promise<void>;
 
   const retectl = (args: string[], token = publisherToken) => runRetectl(args, { env: { FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: token } });
   const expectOneLine = (r: RetectlRun, code: number, pattern: RegExp) => {
@@ -111,6 +115,8 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'florete-repo-e2e-'));
     chmodSync(work, 0o755);
+    const cleaner = isolatedApt(join(work, 'apt-purge'));
+    purge = (...names) => cleaner.purge(...names);
     await purge(NEEDS, HELLO);
     coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined, env: { FLORETE_PACKAGE_LIMIT: String(PACKAGE_LIMIT) } });
     anon = new Client(coordinator.url);
@@ -127,7 +133,7 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
   });
 
   afterAll(async () => {
-    await purge(NEEDS, HELLO);
+    await purge?.(NEEDS, HELLO);
     await coordinator?.stop();
     if (work) rmSync(work, { recursive: true, force: true });
   });

@@ -30,7 +30,12 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
   const output: string[] = [];
   let adminToken: string | undefined;
   const url = await new Promise<string>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 60 s:\n${output.join('\n')}`)), 60_000);
+    // A generous bound: a new embedded database on a busy machine takes long to create. A coordinator
+    // that never listened is killed, not left running to keep the test process alive.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`coordinator did not start within 180 s:\n${output.join('\n')}`));
+    }, 180_000);
     const onLine = (line: string) => {
       output.push(line);
       const m = /^admin token: (\S+)$/.exec(line);

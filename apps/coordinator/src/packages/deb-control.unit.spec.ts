@@ -27,7 +27,7 @@ function tarOf(files: Record<string, string | Buffer>): Buffer {
 
 /** A common-format ar archive, as dpkg-deb writes the .deb around its members. */
 function arOf(members: [string, Buffer][]): Buffer {
-  const parts = [Buffer.from('!<arch>\n', 'latin1')];
+  const parts: Buffer[] = [Buffer.from('!<arch>\n', 'latin1')];
   for (const [name, data] of members) {
     const header = `${name.padEnd(16)}${'0'.padEnd(12)}${'0'.padEnd(6)}${'0'.padEnd(6)}${'100644'.padEnd(8)}${String(data.length).padEnd(10)}\`\n`;
     parts.push(Buffer.from(header, 'latin1'), data);
@@ -37,7 +37,7 @@ function arOf(members: [string, Buffer][]): Buffer {
 }
 
 const CONTROL = 'Package: florete-fixture-repo-hello\nVersion: 1:1.0-2\nArchitecture: all\nMaintainer: Tests <t@florete.invalid>\nDepends: coreutils (>= 8)\nDescription: says hello\n a longer text\n .\n with a blank line\n';
-const debOf = (control: string | Buffer = CONTROL, member = 'control.tar.gz', pack = (t: Buffer) => gzipSync(t)) =>
+const debOf = (control: string | Buffer = CONTROL, member = 'control.tar.gz', pack: (t: Buffer) => Buffer = (t) => gzipSync(t)) =>
   arOf([
     ['debian-binary', Buffer.from('2.0\n')],
     [member, pack(tarOf({ './': Buffer.alloc(0), './control': control, './md5sums': 'x  usr/x\n' }))],
