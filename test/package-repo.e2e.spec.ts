@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -103,6 +103,8 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
   let needs: string;
   let keyring: string;
   let purge: (...names: string[]) => Promise<void>;
+  let databaseUrl: string | undefined;
+  let dataDir: string;
 
   const retectl = (args: string[], token = publisherToken) => runRetectl(args, { env: { FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: token } });
   const expectOneLine = (r: RetectlRun, code: number, pattern: RegExp) => {
@@ -118,7 +120,9 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     const cleaner = isolatedApt(join(work, 'apt-purge'));
     purge = (...names) => cleaner.purge(...names);
     await purge(NEEDS, HELLO);
-    coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined, env: { FLORETE_PACKAGE_LIMIT: String(PACKAGE_LIMIT) } });
+    databaseUrl = database === 'postgres' ? await createPostgresDatabase() : undefined;
+    dataDir = join(work, 'data');
+    coordinator = await startCoordinatorProcess({ databaseUrl, dataDir, env: { FLORETE_PACKAGE_LIMIT: String(PACKAGE_LIMIT) } });
     anon = new Client(coordinator.url);
     const admin = anon.as(coordinator.adminToken);
     const token = async (role: string, name: string) => (await admin.post('/v1/api-tokens', { name, role })).body.token as string;
@@ -164,6 +168,26 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     const { items } = JSON.parse((await retectl(['package', 'list', '--json'], readerToken)).stdout);
     expect(items.map((p: { sha256: string }) => p.sha256)).toEqual([hello10, hello11, needs].map((f) => sha256Hex(readFileSync(f))));
     expect(items[0]).toEqual({ name: HELLO, version: '1.0', architecture: 'all', sha256: expect.any(String), size: readFileSync(hello10).length, filename: expect.stringMatching(/^pool\/[0-9a-f]{64}\.deb$/), actor: 'alice', position: expect.any(Number), pushed_at: expect.any(String) });
+  });
+
+  it('signs the indices once per push, not per request, and keeps its key and its Release across a restart', async () => {
+    const get = async (file: string) => Buffer.from(await (await fetch(`${coordinator.url}/repo/debian/${file}`)).arrayBuffer());
+    const inRelease = await get('InRelease');
+    // Every OpenPGP.js signature carries a random salt: the same bytes twice mean one signature, served twice.
+    expect(await get('InRelease')).toEqual(inRelease);
+    expect(await get('Release.gpg')).toEqual(await get('Release.gpg'));
+    const [release, key] = [await get('Release'), await get('key.gpg')];
+    const keyFile = join(dataDir, 'keys', 'repo-signing-key.asc');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(keyFile, 'utf8')).toMatch(/^-----BEGIN PGP PRIVATE KEY BLOCK-----/);
+
+    await coordinator.stop();
+    coordinator = await startCoordinatorProcess({ databaseUrl, dataDir, env: { FLORETE_PACKAGE_LIMIT: String(PACKAGE_LIMIT) } });
+    anon = new Client(coordinator.url);
+    publisher = anon.as(publisherToken);
+    expect(await get('key.gpg')).toEqual(key);
+    // Dated with the last push, so a restart (or another replica) renders the same Release.
+    expect(await get('Release')).toEqual(release);
   });
 
   it('prints the signing key as the repository serves it: binary for signed-by=….gpg, armored with --armor', async () => {

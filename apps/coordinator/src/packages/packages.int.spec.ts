@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
@@ -14,9 +14,7 @@ import { AuditRepo } from '../mirror/repo/audit-repo.js';
 import { databaseCheckpoints } from '../mirror/store/checkpoint.js';
 import { verifyWithMirror } from '../mirror/verify-mirror.js';
 import type { PushedPackage } from '../ledger/domain/package.decider.js';
-import { AptRepository } from './apt-repository.js';
 import { listPackages } from './packages.repository.js';
-import { RepoKey } from './repo-key.js';
 
 const deb = (name: string, version: string, content: string): { pushed: PushedPackage; bytes: Buffer } => {
   const bytes = Buffer.from(content);
@@ -102,36 +100,5 @@ describe.each(testDatabases)("the mesh's package repository on $name", (database
     expect(synced.checkpoint.position).toBe(last.position);
     const verdict = await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir));
     expect(verdict).toEqual(expect.objectContaining({ ok: true, position: last.position, mirror: expect.objectContaining({ commits: 2, lag: 0 }) }));
-  });
-
-  it('keeps its signing key: created once with mode 0600, the same key on every later start', async () => {
-    const path = join(dir, 'keys', 'repo.asc');
-    const first = await RepoKey.open(path);
-    expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(readFileSync(path, 'utf8')).toMatch(/^-----BEGIN PGP PRIVATE KEY BLOCK-----/);
-    const again = await RepoKey.open(path);
-    expect(again.fingerprint).toBe(first.fingerprint);
-    expect(again.publicBinary).toEqual(first.publicBinary);
-    // The binary key starts with a public-key packet (tag 6), the form signed-by=….gpg reads.
-    const b = first.publicBinary[0];
-    expect(b & 0x80).toBe(0x80);
-    expect(b & 0x40 ? b & 0x3f : (b >> 2) & 0x0f).toBe(6);
-    expect(first.publicArmored).toMatch(/^-----BEGIN PGP PUBLIC KEY BLOCK-----/);
-  });
-
-  it('signs the indices once per change, not once per request', async () => {
-    const apt = new AptRepository(h.db.kysely, await RepoKey.open(join(dir, 'keys', 'repo.asc')));
-    const empty = await apt.current();
-    expect(empty.files.get('Packages')!.bytes.length).toBe(0);
-    expect(await apt.current()).toBe(empty);
-    await push(deb('florete-fixture-repo-hello', '1.0', 'hello 1.0'));
-    const [a, b] = await Promise.all([apt.current(), apt.current()]);
-    expect(a).toBe(b);
-    expect(a).not.toBe(empty);
-    expect(a.position).toBe(1);
-    expect(a.files.get('Packages')!.bytes.toString()).toMatch(/^Package: florete-fixture-repo-hello\n/);
-    expect(a.files.get('InRelease')!.bytes.toString()).toMatch(/^-----BEGIN PGP SIGNED MESSAGE-----\n/);
-    expect(a.files.get('Release.gpg')!.bytes.toString()).toMatch(/^-----BEGIN PGP SIGNATURE-----\n/);
-    expect(await apt.current()).toBe(a);
   });
 });
