@@ -8,6 +8,8 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
+# xz and zstd read the control archive of pushed packages (dpkg-deb's default, and Ubuntu's).
+RUN apt-get update && apt-get install -y --no-install-recommends xz-utils zstd && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 FLORETE_DATA=/data
 COPY --from=build /app/package.json ./

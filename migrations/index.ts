@@ -8,6 +8,7 @@ import * as m0006 from './0006-activation.js';
 import * as m0007 from './0007-revocation-reason.js';
 import * as m0008 from './0008-accepted-ineligible.js';
 import * as m0009 from './0009-node-resources.js';
+import * as m0010 from './0010-packages.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007-revocation-reason': m0007,
   '0008-accepted-ineligible': m0008,
   '0009-node-resources': m0009,
+  '0010-packages': m0010,
 };

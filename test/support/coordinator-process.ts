@@ -30,12 +30,12 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
   const output: string[] = [];
   let adminToken: string | undefined;
   const url = await new Promise<string>((resolvePromise, reject) => {
-    // Generous: a fresh embedded database on a busy 2-core machine can take a minute. A coordinator
-    // that never listens is killed, so it cannot keep the test run from exiting.
+    // A generous bound: a new embedded database on a busy machine takes long to create. A coordinator
+    // that never listened is killed, not left running to keep the test process alive.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`coordinator did not start within 120 s:\n${output.join('\n')}`));
-    }, 120_000);
+      reject(new Error(`coordinator did not start within 180 s:\n${output.join('\n')}`));
+    }, 180_000);
     const onLine = (line: string) => {
       output.push(line);
       const m = /^admin token: (\S+)$/.exec(line);

@@ -1,11 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
-import type { Logger } from 'pino';
-import type { CoordinatorConfig } from './config.js';
-import type { Db } from './db/connect.js';
-import { CoreModule } from './db/db.module.js';
-import type { SigningKeyStore } from './bundles/signing-keys.js';
+import { CoreModule, type CoreResources } from './db/db.module.js';
 import { BundlesController } from './bundles/bundles.controller.js';
 import { BlobsController } from './bundles/blobs.controller.js';
 import { LedgerController } from './ledger/ledger.controller.js';
@@ -21,14 +17,16 @@ import { ReportsController } from './fleet/reports.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { Metrics } from './health/metrics.js';
 import { MirrorModule } from './mirror/mirror.module.js';
+import { PackagesController } from './packages/packages.controller.js';
+import { AptRepoController } from './packages/apt-repo.controller.js';
 
 @Module({})
 export class AppModule {
-  static with(resources: { db: Db; keys: SigningKeyStore; config: CoordinatorConfig; log: Logger; enrolmentPin?: () => string | undefined }): DynamicModule {
+  static with(resources: CoreResources): DynamicModule {
     return {
       module: AppModule,
       imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
-      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController],
+      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController],
       providers: [
         LedgerWriter,
         PublishTreeHandler,

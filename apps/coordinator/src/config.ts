@@ -11,6 +11,8 @@ const Env = z.object({
   FLORETE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
+  FLORETE_PACKAGE_LIMIT: z.coerce.number().int().positive().max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  FLORETE_REPO_KEY_FILE: z.string().optional(),
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
@@ -36,6 +38,10 @@ export interface CoordinatorConfig {
   readonly logLevel: string;
   readonly bodyLimit: number;
   readonly blobLimit: number;
+  /** Largest .deb `retectl package push` uploads. */
+  readonly packageLimit: number;
+  /** The armored OpenPGP private key that signs the apt repository (0600). */
+  readonly repoKeyFile: string;
   readonly dbPoolSize: number;
   /** Requests per address per anonymous route (enrol, JWKS, health) per minute; 0: no limit. */
   readonly anonymousRateLimit: number;
@@ -90,6 +96,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     logLevel: e.FLORETE_LOG_LEVEL,
     bodyLimit: e.FLORETE_BODY_LIMIT,
     blobLimit: e.FLORETE_BLOB_LIMIT,
+    packageLimit: e.FLORETE_PACKAGE_LIMIT,
+    repoKeyFile: resolve(e.FLORETE_REPO_KEY_FILE ?? `${dataDir}/keys/repo-signing-key.asc`),
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     mirror: {

@@ -8,11 +8,12 @@ import { BundlesController } from './bundles/bundles.controller.js';
 import { BlobsController } from './bundles/blobs.controller.js';
 import { IdentityController } from './identity/identity.controller.js';
 import { ReportsController } from './fleet/reports.controller.js';
+import { PackagesController } from './packages/packages.controller.js';
 
 /** The /v1 routes Nest actually serves, as OpenAPI `method path` pairs. */
 function servedRoutes(): string[] {
   const out: string[] = [];
-  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController]) {
+  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];
@@ -32,8 +33,8 @@ describe('OpenAPI document', () => {
   it('documents every /v1 route the coordinator serves, and nothing it does not', () => {
     const all = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`)).sort();
     const documented = all.filter((r) => r.split(' ')[1].startsWith('/v1/'));
-    // Outside /v1: the anonymous routes (keys, health) and the metrics a reader scrapes.
-    expect(all.filter((r) => !documented.includes(r))).toEqual(['get /.well-known/jwks.json', 'get /healthz', 'get /metrics', 'get /readyz']);
+    // Outside /v1: the anonymous routes (keys, health, the apt repository) and the metrics a reader scrapes.
+    expect(all.filter((r) => !documented.includes(r))).toEqual(['get /.well-known/jwks.json', 'get /healthz', 'get /metrics', 'get /readyz', 'get /repo/debian/pool/{file}', 'get /repo/debian/{file}']);
     const served = servedRoutes();
     expect(served.length).toBeGreaterThan(15);
     // Admin-only conveniences without a contract of their own are listed here on purpose.

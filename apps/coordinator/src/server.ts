@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
@@ -7,6 +8,9 @@ import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/connect.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
+import { AptRepository } from './packages/apt-repository.js';
+import { RepoKey } from './packages/repo-key.js';
+import { foldFlatDist } from './packages/apt-repo.controller.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, createApiToken } from './identity/api-tokens.js';
@@ -50,6 +54,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const applied = await migrateToLatest(db.kysely);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     const keys = await SigningKeyStore.open(config.signingKeysFile);
+    const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
     const firstAdminToken = await ensureFirstAdminToken(db);
     if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
 
@@ -62,16 +67,17 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       ...(certificate ? { https: { cert: certificate.current.cert, key: certificate.current.key } } : {}),
       // The client address (rate limits, logs) comes from X-Forwarded-For only when the proxy sent it.
       trustProxy: config.tls.proxy ? [...config.tls.trustedProxies] : false,
+      rewriteUrl: (req: IncomingMessage) => foldFlatDist(req.url ?? '/'),
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
-    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log, apt, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
       logger: new PinoNestLogger(log),
       abortOnError: false,
       bodyParser: false,
     });
     const fastify = app.getHttpAdapter().getInstance();
-    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, anonymousPerMinute: config.anonymousRateLimit });
+    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, anonymousPerMinute: config.anonymousRateLimit });
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');

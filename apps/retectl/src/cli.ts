@@ -10,6 +10,7 @@ import * as history from './commands/history.js';
 import * as init from './commands/init.js';
 import * as keysRotate from './commands/keys-rotate.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
+import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
 import * as retire from './commands/retire.js';
@@ -138,6 +139,19 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(keys.command('rotate').description('add a signing key to the running coordinator (admin) and print its kid; older keys stay in the JWKS'))).action(async (o) =>
     done(await keysRotate.run(o)),
   );
+
+  const pkgs = program.command('package').description("the mesh's apt repository, served by the coordinator at /repo/debian/");
+  json(remote(pkgs.command('push').argument('<file.deb>', 'the package to upload').description('upload a .deb (publisher); its name, version and architecture come from the package, and the ledger records who pushed it'))).action(
+    async (file: string, o) => done(await pkg.push({ ...o, file })),
+  );
+  json(remote(pkgs.command('list').description('the packages in the repository, in push order, with who pushed each'))).action(async (o) => done(await pkg.list(o)));
+  pkgs
+    .command('key')
+    .description("print the repository's signing key for apt's signed-by= (binary; redirect it to a file of the rete)")
+    .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, then the config file); no token is needed")
+    .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
+    .option('--armor', 'print it ASCII-armored, for a signed-by= file ending in .asc')
+    .action(async (o) => done(await pkg.key(o)));
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));

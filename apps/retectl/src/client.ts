@@ -11,6 +11,8 @@ const TIMEOUT_MS = 60_000;
 export interface RequestOptions {
   readonly json?: unknown;
   readonly raw?: Uint8Array;
+  /** How long to wait for the answer; uploads of large packages need longer than the default. */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -20,7 +22,8 @@ export interface RequestOptions {
 export class CoordinatorClient {
   private agent: Agent | undefined;
 
-  constructor(private readonly connection: Connection) {}
+  /** Without a token, only `fetchPublic` may be used: it sends none. */
+  constructor(private readonly connection: Omit<Connection, 'token'> & { readonly token?: string }) {}
 
   /** For https: verifies the coordinator before a request (and its token) is written; kept alive across calls. */
   private agentFor(url: URL): Agent | undefined {
@@ -38,11 +41,34 @@ export class CoordinatorClient {
     return this.agent;
   }
 
+  /** A failed exchange as one line: which TLS check refused the coordinator, or why it was not reached. */
+  private networkError(e: unknown, timeoutMs: number): RetectlError {
+    if (e instanceof TlsRefusedError) {
+      const hint = this.connection.caFile === undefined ? 'give its CA with --cacert FILE or `retectl config set ca_file FILE`' : `check that ${this.connection.caFrom} names the CA of ${this.connection.url}`;
+      return new RetectlError('tls', `${e.message}: ${hint}`, { cause: e });
+    }
+    return new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e, timeoutMs)}`, { cause: e });
+  }
+
+  /** A file anyone may read (the repository's key), as bytes; no token is sent. */
+  async fetchPublic(path: string): Promise<Buffer> {
+    const target = new URL(`${this.connection.url}${path}`);
+    let res: { status: number; bytes: Buffer };
+    try {
+      res = await exchange(target, 'GET', {}, undefined, this.agentFor(target), TIMEOUT_MS);
+    } catch (e) {
+      throw this.networkError(e, TIMEOUT_MS);
+    }
+    if (res.status >= 400) throw failure(res.status, res.bytes.toString('utf8'), `GET ${path}`);
+    return res.bytes;
+  }
+
   get url(): string {
     return this.connection.url;
   }
 
   async call<S extends z.ZodType>(method: string, path: string, schema: S, options: RequestOptions = {}): Promise<{ status: number; body: z.infer<S> }> {
+    if (this.connection.token === undefined) throw new Error('CoordinatorClient.call needs a token');
     const headers: Record<string, string> = { authorization: `Bearer ${this.connection.token}`, accept: 'application/json' };
     let body: string | Uint8Array | undefined;
     if (options.json !== undefined) {
@@ -53,17 +79,13 @@ export class CoordinatorClient {
       body = options.raw;
     }
     const target = new URL(`${this.connection.url}${path}`);
-    let res: { status: number; text: string };
+    let res: { status: number; bytes: Buffer };
     try {
-      res = await exchange(target, method, headers, body, this.agentFor(target));
+      res = await exchange(target, method, headers, body, this.agentFor(target), options.timeoutMs ?? TIMEOUT_MS);
     } catch (e) {
-      if (e instanceof TlsRefusedError) {
-        const hint = this.connection.caFile === undefined ? 'give its CA with --cacert FILE or `retectl config set ca_file FILE`' : `check that ${this.connection.caFrom} names the CA of ${this.connection.url}`;
-        throw new RetectlError('tls', `${e.message}: ${hint}`, { cause: e });
-      }
-      throw new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e)}`, { cause: e });
+      throw this.networkError(e, options.timeoutMs ?? TIMEOUT_MS);
     }
-    const text = res.text;
+    const text = res.bytes.toString('utf8');
     if (res.status >= 400) throw failure(res.status, text, `${method} ${path}`);
     let json: unknown;
     try {
@@ -82,8 +104,8 @@ export class CoordinatorClient {
 
 class TimeoutError extends Error {}
 
-/** One request, its answer read whole as text; rejects on a network failure or after TIMEOUT_MS. */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, agent: Agent | undefined): Promise<{ status: number; text: string }> {
+/** One request, its answer read whole; rejects on a network failure or after `timeoutMs`. */
+function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, agent: Agent | undefined, timeoutMs: number): Promise<{ status: number; bytes: Buffer }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
@@ -93,10 +115,10 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
       res.on('error', reject);
       res.on('end', () => {
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) });
       });
     });
-    const timer = setTimeout(() => req.destroy(new TimeoutError()), TIMEOUT_MS);
+    const timer = setTimeout(() => req.destroy(new TimeoutError()), timeoutMs);
     req.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -105,8 +127,8 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
   });
 }
 
-function networkReason(e: unknown): string {
-  if (e instanceof TimeoutError) return `no answer within ${TIMEOUT_MS / 1000} s`;
+function networkReason(e: unknown, timeoutMs: number): string {
+  if (e instanceof TimeoutError) return `no answer within ${timeoutMs / 1000} s`;
   const err = e as { code?: string; message?: string };
   return err.code ?? err.message ?? 'unknown network error';
 }

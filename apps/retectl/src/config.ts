@@ -78,6 +78,31 @@ export function checkUrl(url: string, from: string): string {
 export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, env: NodeJS.ProcessEnv = process.env): Connection {
   // The file also says how to trust the coordinator: it is read unless the flags leave it nothing to say.
   const file = flags.coordinator && flags.token && (flags.cacert !== undefined || flags.insecureHttp) ? {} : readConfig(configPath(env));
+  const url = coordinatorUrl(flags, file, fallbackUrl, env);
+  const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
+  if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
+  // Before any connection: the token must not cross the network in clear.
+  const refusal = cleartextRefusal(new URL(url), 'API token', 'pass --insecure-http (or run `retectl config set insecure_http true`)', flags.insecureHttp === true || file.insecure_http === true);
+  if (refusal) throw usageError(refusal);
+  return { url, token, ...trustOf(flags, file, env) };
+}
+
+/**
+ * The coordinator alone, for what anyone may read without a token (the repository's key): its URL
+ * and how to trust it. No secret is sent, so plain http is not refused.
+ */
+export function resolvePublic(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env): Omit<Connection, 'token'> {
+  const file = flags.coordinator && flags.cacert !== undefined ? {} : readConfig(configPath(env));
+  return { url: coordinatorUrl(flags, file, undefined, env), ...trustOf(flags, file, env) };
+}
+
+function trustOf(flags: ConnectionFlags, file: RetectlConfig, env: NodeJS.ProcessEnv): Pick<Connection, 'caFile' | 'caFrom'> {
+  return flags.cacert !== undefined ? { caFile: resolve(flags.cacert), caFrom: '--cacert' }
+    : file.ca_file !== undefined ? { caFile: file.ca_file, caFrom: `ca_file in ${configPath(env)}` }
+    : {};
+}
+
+function coordinatorUrl(flags: ConnectionFlags, file: RetectlConfig, fallbackUrl: string | undefined, env: NodeJS.ProcessEnv): string {
   const url =
     flags.coordinator !== undefined ? checkUrl(flags.coordinator, '--coordinator')
     : env.FLORETE_COORDINATOR ? checkUrl(env.FLORETE_COORDINATOR, 'FLORETE_COORDINATOR')
@@ -85,14 +110,5 @@ export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, 
     : fallbackUrl ? checkUrl(fallbackUrl, 'mesh.coordinator')
     : undefined;
   if (!url) throw usageError('no coordinator URL: pass --coordinator, set FLORETE_COORDINATOR or run `retectl config set coordinator <url>`');
-  const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
-  if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
-  // Before any connection: the token must not cross the network in clear.
-  const refusal = cleartextRefusal(new URL(url), 'API token', 'pass --insecure-http (or run `retectl config set insecure_http true`)', flags.insecureHttp === true || file.insecure_http === true);
-  if (refusal) throw usageError(refusal);
-  const ca =
-    flags.cacert !== undefined ? { caFile: resolve(flags.cacert), caFrom: '--cacert' }
-    : file.ca_file !== undefined ? { caFile: file.ca_file, caFrom: `ca_file in ${configPath(env)}` }
-    : {};
-  return { url, token, ...ca };
+  return url;
 }

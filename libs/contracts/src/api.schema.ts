@@ -297,3 +297,21 @@ export const IneligibleNodesProblem = Problem.extend({
 });
 export type IneligibleNodesProblem = z.infer<typeof IneligibleNodesProblem>;
 
+
+/** A package in the mesh's apt repository, as `retectl package push` and `package list` show it. */
+export const PackageEntry = z.object({
+  name: z.string(),
+  version: z.string(),
+  architecture: z.string(),
+  sha256: Sha256,
+  size: z.number().int().nonnegative(),
+  /** Where the repository serves it, from `/repo/debian/`. */
+  filename: z.string(),
+  /** Who pushed it: the API token's name. */
+  actor: z.string(),
+  position: Position,
+  pushed_at: Timestamp,
+});
+export const PackageList = z.object({ items: z.array(PackageEntry) });
+/** 201 with created: true for a new package; 200 with created: false when the same bytes were pushed before. */
+export const PackagePushResponse = z.object({ created: z.boolean(), package: PackageEntry });

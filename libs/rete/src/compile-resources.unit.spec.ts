@@ -113,6 +113,26 @@ describe('compile with resources', () => {
     expect(tree.get('beta')!.has('resources.json')).toBe(false);
   });
 
+  it("compiles the example's repository entry once uncommented and the key is in the rete: the source list and the keyring", () => {
+    const uncommented = example().map((s) => (s.file === 'repository.yaml' ? { ...s, text: textOf(s).replace(/^# (resources:|  .*)$/gm, '$1') } : s));
+    expect(textOf(uncommented.find((s) => s.file === 'repository.yaml')!)).toMatch(/^resources:$/m);
+    const tree = compile(uncommented);
+    for (const node of ['alpha', 'beta']) {
+      const json = ResourcesJson.parse(JSON.parse(tree.get(node)!.get('resources.json') as string));
+      expect(json.files.map((f) => [f.path, f.mode])).toEqual([
+        ['/etc/apt/sources.list.d/florete.list', '0644'],
+        ['/usr/share/keyrings/florete.gpg', '0644'],
+      ]);
+      const list = 'deb [signed-by=/usr/share/keyrings/florete.gpg] https://coordinator.example.net/repo/debian/ ./\n';
+      expect(json.files[0].content).toEqual({ sha256: sha(list), size: list.length });
+      expect(json.files[1].content).toEqual({ sha256: sha(KEY), size: KEY.length });
+    }
+    expect(tree.get('laptop')!.has('resources.json')).toBe(false);
+    // Without the key file, the entry names what is missing.
+    const { diagnostics } = validateRete(uncommented);
+    expect(diagnostics.map(formatDiagnostic).join('\n')).toMatch(/^repository\.yaml:\d+:\d+: .*files\/florete\.gpg/m);
+  });
+
   it('gives a node with packages only a resources.json and no file artifacts', () => {
     const sources = [...example(), { file: 'r.yaml', text: 'resources:\n  - select: { tags: [staff] }\n    packages: [{ name: curl, version: 7.88.1-10+deb12u8 }]\n' }];
     expect([...compile(sources).get('laptop')!.keys()]).toEqual(['agent.json', 'flor.json', 'resources.json']);

@@ -1,7 +1,7 @@
 /**
  * The rete `retectl init` writes: three nodes, a group, a service and an ACL rule, split over files
  * the way a real rete grows. It validates without warnings and compiles as it is; its commented-out
- * resources entry does too once uncommented.
+ * resources entries do too once uncommented (repository.yaml's once its key file is in the rete).
  */
 export const EXAMPLE_RETE: Readonly<Record<string, string>> = {
   'rete.yaml': `# The mesh as a whole. Every *.yaml file under this folder merges into one rete.
@@ -49,6 +49,22 @@ defaults:
     kind: device
     listen: 192.168.1.20:7946
     tags: [staff]
+`,
+  'repository.yaml': `# The mesh's package repository: the coordinator serves a signed apt repository of what
+# \`retectl package push\` uploaded, at <mesh.coordinator>/repo/debian/. Two file resources point a
+# node's apt at it: the source list, and the key apt checks the repository's signature with. To use
+# it, put the key into the rete (retectl package key > files/florete.gpg), uncomment the entry
+# below, set its URL to your coordinator's, and publish. Then a \`packages:\` entry (name and exact version) installs a package from it on these nodes.
+# resources:
+#   - select: { tags: [web, backend] }
+#     description: the mesh's apt repository
+#     files:
+#       - path: /etc/apt/sources.list.d/florete.list
+#         content: "deb [signed-by=/usr/share/keyrings/florete.gpg] https://coordinator.example.net/repo/debian/ ./\\n"
+#         mode: "0644"
+#       - path: /usr/share/keyrings/florete.gpg
+#         source: files/florete.gpg
+#         mode: "0644"
 `,
   'policy.yaml': `groups:
   - name: ops

@@ -4,6 +4,8 @@ export type DomainErrorCode =
   | 'invalid_query'
   | 'invalid_path'
   | 'missing_blobs'
+  | 'invalid_deb'
+  | 'package_conflict'
   | 'digest_mismatch'
   | 'stale_position'
   | 'unknown_node'

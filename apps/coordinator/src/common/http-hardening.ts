@@ -9,7 +9,7 @@ import type { Principal } from '../identity/principal.js';
 import { roleAllows } from '../identity/principal.js';
 import { DomainError } from './domain-error.js';
 import { sendProblem, toProblem } from './problem.filter.js';
-import type { FloreteRouteConfig } from './route-limits.js';
+import type { FloreteRouteConfig, RouteLimits } from './route-limits.js';
 import { clip, PROBLEM_LIMITS, quoteInput } from './problem-bounds.js';
 
 /** Every body but a publisher's tree or blob: enrolment, reports, tokens, rollbacks. */
@@ -20,6 +20,8 @@ export interface HardeningOptions {
   readonly treeLimit: number;
   /** Largest blob upload. */
   readonly blobLimit: number;
+  /** Largest package (.deb) upload. */
+  readonly packageLimit: number;
   /** Requests per address per anonymous route per minute; 0 turns the limit off. */
   readonly anonymousPerMinute: number;
 }
@@ -31,7 +33,7 @@ export interface HardeningOptions {
  */
 const DISCARD_BYTES = 256 * 1024;
 const LINGER_MS = 1000;
-const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only blob uploads, PUT /v1/blobs/{sha256}, take application/octet-stream)';
+const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream)';
 
 const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
 const isType = (header: string | undefined, type: string) => header !== undefined && header.split(';')[0].trim().toLowerCase() === type;
@@ -99,10 +101,10 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     // No route, no body to judge: the answer is 404 whatever was sent (and nothing is parsed).
     if (req.is404 || !hasBody(req)) return;
     const limits = limitsOf(req);
-    const blob = limits !== undefined && 'body' in limits && limits.body === 'blob';
+    const raw = limits !== undefined && 'body' in limits && (limits.body === 'blob' || limits.body === 'package') ? limits.body : undefined;
     const type = req.headers['content-type'];
-    if (blob ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
-      throw new DomainError('unsupported_media_type', blob ? `blob bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE);
+    if (raw ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
+      throw new DomainError('unsupported_media_type', raw ? `${raw} bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE);
     }
     const declared = Number(req.headers['content-length']);
     const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
@@ -139,16 +141,17 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
       if (options.anonymousPerMinute > 0) route.config = { ...route.config, rateLimit: { max: options.anonymousPerMinute, timeWindow: 60_000 } } as typeof route.config;
       return;
     }
-    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : options.blobLimit;
+    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : limits.body === 'package' ? options.packageLimit : options.blobLimit;
     // Before the body is read: a stranger's megabytes are refused, not buffered.
     const hooks = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...hooks, authenticatePublisher as never];
   });
 
-  // The onRequest hook has already let octet-stream through to the blob route only, and refused a
-  // declared size over its limit; what is left to watch is a body sent without a length.
-  fastify.addContentTypeParser('application/octet-stream', (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
-    readLimited(payload, options.blobLimit).then((body) => done(null, body), (err: Error) => done(err));
+  // The onRequest hook has already let octet-stream through to the upload routes only, and refused a
+  // declared size over the route's limit; what is left to watch is a body sent without a length.
+  fastify.addContentTypeParser('application/octet-stream', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
+    const limit = req.routeOptions.bodyLimit ?? options.blobLimit;
+    readLimited(payload, limit, limitsOf(req)).then((body) => done(null, body), (err: Error) => done(err));
   });
 
   await fastify.register(rateLimit, {
@@ -174,8 +177,9 @@ function stopReading(raw: Unread): void {
 }
 
 /** The body as one Buffer, refused as soon as the bytes counted pass `limit`. */
-function readLimited(payload: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new DomainError('body_too_large', `blob uploads are limited to ${limit} bytes`);
+function readLimited(payload: IncomingMessage, limit: number, limits: RouteLimits | undefined): Promise<Buffer> {
+  const what = limits !== undefined && 'body' in limits && limits.body === 'package' ? 'package' : 'blob';
+  const tooLarge = () => new DomainError('body_too_large', `${what} uploads are limited to ${limit} bytes`);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

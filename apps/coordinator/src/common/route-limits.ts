@@ -6,11 +6,12 @@ import { RouteConfig } from '@nestjs/platform-fastify';
  * - `anonymous`: no credential; a small body limit and a per-address rate limit.
  * - `tree`: a publisher's large JSON body (a whole tree, or its list of digests), read only
  *   after the bearer has been checked.
- * - `blob`: raw bytes (application/octet-stream), the only route that takes them, also read
- *   only after the bearer has been checked.
+ * - `blob`: raw bytes (application/octet-stream), also read only after the bearer has been checked.
+ * - `package`: a .deb for the mesh's apt repository: raw bytes like a blob, with a limit of its own.
+ * Only `blob` and `package` routes take application/octet-stream.
  * Every other route takes JSON up to the small limit.
  */
-export type RouteLimits = { readonly anonymous: true } | { readonly body: 'tree' | 'blob' };
+export type RouteLimits = { readonly anonymous: true } | { readonly body: 'tree' | 'blob' | 'package' };
 
 export interface FloreteRouteConfig {
   readonly florete?: RouteLimits;

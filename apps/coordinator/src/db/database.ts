@@ -145,6 +145,19 @@ export interface MirrorStateTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** The mesh's apt repository: one row per package_pushed event, a projection like the others. */
+export interface PackagesTable {
+  name: string;
+  version: string;
+  architecture: string;
+  sha256: string;
+  size: number;
+  control: string;
+  actor: string;
+  position: BigIntColumn;
+  recorded_at: Timestamp;
+}
+
 export interface Database {
   ledger: LedgerTable;
   blobs: BlobsTable;
@@ -157,4 +170,5 @@ export interface Database {
   node_status: NodeStatusTable;
   node_outcomes: NodeOutcomesTable;
   mirror_state: MirrorStateTable;
+  packages: PackagesTable;
 }

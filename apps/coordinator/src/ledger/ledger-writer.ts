@@ -10,6 +10,9 @@ import { DomainError } from '../common/domain-error.js';
 import { project } from '../projections/project.js';
 import { decide, type Heads, type LedgerCommand } from './domain/ledger.decider.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
+import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
+import { findPackage } from '../packages/packages.repository.js';
+import { putBlob } from '../bundles/blobs.repository.js';
 import { appendEvents } from './store/append.js';
 import { lockLedger } from './store/lock.js';
 import { nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
@@ -65,6 +68,29 @@ export class LedgerWriter {
     });
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (result.publish_id) this.mirror?.nudge();
+    return result;
+  }
+
+  /**
+   * Records a pushed package: the file into the blob store and a package_pushed event, in one
+   * transaction under the ledger lock, so two pushes of one version cannot both win. The same bytes
+   * again record nothing; other bytes for a recorded version are refused (see decidePackagePush).
+   */
+  async pushPackage(pushed: PushedPackage, content: Uint8Array, actor: string): Promise<{ readonly created: boolean; readonly position: number }> {
+    const result = await this.db.kysely.transaction().execute(async (trx) => {
+      await lockLedger(trx);
+      const stored = await findPackage(trx, pushed.name, pushed.version, pushed.architecture);
+      const stream = `package:${pushed.name}` as const;
+      const decision = decidePackagePush(pushed, stored, (await readStreamRevision(trx, stream)) + 1);
+      if (decision.kind === 'already_pushed') return { created: false, position: decision.position };
+      await putBlob(trx, pushed.sha256, content);
+      const head = await readLedgerHead(trx);
+      const events = await appendEvents(trx, head, [{ event: decision.event, meta: { actor } }], await nextRecordedAt(trx));
+      await project(trx, events, this.keys);
+      return { created: true, position: events[0].position };
+    });
+    // The mirror records no packages, but its checkpoint follows the ledger past the event.
+    if (result.created) this.mirror?.nudge();
     return result;
   }
 

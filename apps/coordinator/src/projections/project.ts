@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { signBundle, type SigningKey } from '#bundle';
 import type { Database } from '../db/database.js';
 import type { StoredEvent } from '../ledger/store/ledger-row.js';
-import type { NodeSetStamped, PublishRecorded } from '../ledger/domain/ledger.events.js';
+import type { NodeSetStamped, PackagePushed, PublishRecorded } from '../ledger/domain/ledger.events.js';
 import { bundlePayloadBytes, etagOf } from '../bundles/bundle-payload.js';
 import { readLedgerBlobs } from '../bundles/blobs.repository.js';
 
@@ -18,6 +18,7 @@ export interface Signer {
  * the publish record that closes the group.
  */
 export async function project(trx: Transaction<Database>, events: readonly StoredEvent[], signer: Signer): Promise<void> {
+  await projectPackages(trx, events);
   const records = new Map<string, PublishRecorded['data']>();
   for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
   const stamps = events.filter((e) => e.type === 'node_set_stamped');
@@ -83,4 +84,15 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       })
       .execute();
   }
+}
+
+/** The repository's packages: the ledger event carries everything the Packages index needs. */
+async function projectPackages(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
+  const rows = events
+    .filter((e) => e.type === 'package_pushed')
+    .map((e) => {
+      const d = e.data as PackagePushed['data'];
+      return { name: d.name, version: d.version, architecture: d.architecture, sha256: d.sha256, size: d.size, control: d.control, actor: String(e.meta.actor), position: e.position, recorded_at: e.recorded_at };
+    });
+  if (rows.length > 0) await trx.insertInto('packages').values(rows).execute();
 }

@@ -15,6 +15,7 @@ export async function rebuildProjections(db: Kysely<Database>, signer: Signer): 
     await trx.deleteFrom('node_heads').execute();
     await trx.deleteFrom('node_versions').execute();
     await trx.deleteFrom('publishes').execute();
+    await trx.deleteFrom('packages').execute();
     let group: StoredEvent[] = [];
     let count = 0;
     for await (const e of allEvents(trx)) {

@@ -23,4 +23,5 @@ export async function run(options: InitOptions): Promise<void> {
   if (options.json) return outJson({ dir: options.dir, files });
   out(`wrote an example rete to ${options.dir}: ${files.join(', ')}`);
   out('next: retectl validate, retectl compile, retectl plan, retectl publish');
+  out("to point nodes at the mesh's package repository: retectl package key > files/florete.gpg, then uncomment repository.yaml");
 }

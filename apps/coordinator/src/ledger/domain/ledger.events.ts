@@ -53,7 +53,27 @@ export interface IdentityRecorded {
   readonly data: Record<string, unknown>;
 }
 
-export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded;
+/**
+ * A package pushed to the mesh's apt repository: who pushed it is the event's actor. One stream per
+ * package name, one event per version and architecture, never replaced: a second push of the same
+ * version with other bytes is refused before it gets here.
+ */
+export interface PackagePushed {
+  readonly type: 'package_pushed';
+  readonly stream: `package:${string}`;
+  readonly revision: number;
+  readonly data: {
+    readonly name: string;
+    readonly version: string;
+    readonly architecture: string;
+    readonly sha256: string;
+    readonly size: number;
+    /** The control paragraph the repository's Packages index carries for it. */
+    readonly control: string;
+  };
+}
+
+export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded | PackagePushed;
 
 /** What every appended event carries besides its data: who, when, and with which key its bundle was signed. */
 export interface EventMeta {
