@@ -19,7 +19,8 @@ export type AgentErrorCode =
   | 'refused_resource'
   | 'unknown_user'
   | 'unknown_group'
-  | 'resource_failed';
+  | 'resource_failed'
+  | 'bad_state';
 
 export class AgentError extends Error {
   constructor(
