@@ -2,7 +2,11 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { arch, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import { AptSandbox, buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
+import { agentFiles, agentJson, Fleet, florJson, removeTree, socketStatus, waitFor } from './fixtures/agent/harness.js';
+import { startCoordinatorProcess } from './support/coordinator-process.js';
+import { Client } from './support/http.js';
 
 jest.setTimeout(600_000);
 
@@ -47,6 +51,8 @@ describe('the agent package (npm run package:agent)', () => {
   /** A config and a state dir for self-check, like a node's (a state dir the agent wrote is in agent-self-check). */
   const config = join(work, 'agent.yaml');
   const stateDir = join(work, 'state');
+  /** The .tar.gz, unpacked where no package manager put it. */
+  const unpacked = join(work, 'opt', 'florete-agent');
   let installedProvider = false;
   let installedAgent = false;
 
@@ -56,6 +62,9 @@ describe('the agent package (npm run package:agent)', () => {
     writeFileSync(config, `state_dir: ${stateDir}\ninstall:\n  dir: ${join(work, 'etc')}\nactivation:\n  kind: none\n`);
     const r = await sh(process.execPath, [SCRIPT, '--version', NEXT, '--out', out], { env: childEnv() });
     if (r.code !== 0) throw new Error(`package:agent failed:\n${r.stdout}\n${r.stderr}`);
+    mkdirSync(unpacked, { recursive: true });
+    const x = await sh('tar', ['-xzf', tarball, '-C', unpacked]);
+    if (x.code !== 0) throw new Error(`tar: ${x.stderr}`);
   });
 
   afterAll(async () => {
@@ -102,15 +111,40 @@ describe('the agent package (npm run package:agent)', () => {
     const debFiles = files((await sh('sh', ['-c', `dpkg-deb --fsys-tarfile '${deb}' | tar -t`])).stdout);
     expect(files((await sh('tar', ['-tzf', tarball])).stdout)).toEqual(debFiles);
 
-    const unpacked = join(work, 'opt', 'florete-agent');
-    mkdirSync(unpacked, { recursive: true });
-    expect((await sh('tar', ['-xzf', tarball, '-C', unpacked])).code).toBe(0);
     const empty = mkdtempSync(join(work, 'cwd-'));
     const version = await sh(join(unpacked, 'usr/bin/flor'), ['--version'], { cwd: empty, env: childEnv() });
     expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n` });
     const check = await sh(join(unpacked, 'usr/bin/flor'), ['self-check', '--config', config], { cwd: empty, env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
     expect(check.stdout).toContain(`flor ${NEXT} (node ${process.version})`);
+  });
+
+  it('runs the agent from the bundle: enrols as the version it was packaged as, applies a version and reports it', async () => {
+    const coordinator = await startCoordinatorProcess();
+    const files = agentFiles('none');
+    const flor = join(unpacked, 'usr/bin/flor');
+    const daemon = spawn(flor, ['agent', 'run', ...files.args], { env: childEnv({ FLORETE_LOG_LEVEL: 'warn' }), stdio: 'ignore' });
+    try {
+      const fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
+      await fleet.publish({ packed: { 'agent.json': agentJson('packed', 3600), 'flor.json': florJson('packed', 'one') } });
+      const enrol = await sh(flor, ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken('packed'), ...files.args], { env: childEnv() });
+      expect(enrol).toMatchObject({ code: 0, stderr: '' });
+      expect(enrol.stdout).toContain(`pass  agent version supported: agent ${NEXT}, at least `);
+      // The daemon started before enrolment; a pass asked for now applies version 1.
+      await waitFor('the control socket', async () => existsSync(join(files.stateDir, 'agent.sock')), 30_000);
+      const sync = await sh(flor, ['agent', 'sync', ...files.args], { env: childEnv() });
+      expect(sync).toMatchObject({ code: 0, stdout: 'applied 1 (was 0)\n' });
+      expect(readFileSync(join(files.installDir, 'flor.json'), 'utf8')).toBe(florJson('packed', 'one'));
+      expect(await socketStatus(files)).toMatchObject({ lifecycle: 'enrolled', node: 'packed', applied_version: 1 });
+      const node = await waitFor('the report', async () => (await fleet.nodeStatus('packed'))?.applied_version === 1 && fleet.nodeStatus('packed'));
+      expect(node).toMatchObject({ applied_version: 1, last_result: 'applied', last_error: null });
+    } finally {
+      const exited = new Promise((r) => daemon.once('exit', r));
+      daemon.kill('SIGTERM');
+      await exited;
+      await coordinator.stop();
+      removeTree(files.root);
+    }
   });
 
   it('installs with dpkg as /usr/bin/flor with its unit and config, and purges without a trace', async () => {
