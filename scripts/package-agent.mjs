@@ -34,23 +34,27 @@ class UsageError extends Error {}
 const DEBIAN_VERSION = /^[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$/;
 
 function options() {
-  const { values } = parseArgs({
-    options: {
-      version: { type: 'string' },
-      out: { type: 'string', default: join(ROOT, 'dist/package') },
-      sea: { type: 'boolean', default: true },
-      'no-sea': { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        version: { type: 'string' },
+        out: { type: 'string', default: join(ROOT, 'dist/package') },
+        'no-sea': { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError(`${err.message}; usage: node scripts/package-agent.mjs [--version V] [--out DIR] [--no-sea]`);
+  }
   if (values.help) {
     process.stdout.write('usage: node scripts/package-agent.mjs [--version V] [--out DIR] [--no-sea]\n');
     process.exit(0);
   }
   const version = values.version ?? (process.env.FLORETE_AGENT_VERSION || undefined) ?? JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
-  if (!DEBIAN_VERSION.test(version)) throw new UsageError(`--version ${JSON.stringify(version)} is not a Debian version (e.g. 0.1.1 or 0.2.0~rc1)`);
-  return { version, out: resolve(values.out), sea: values.sea && !values['no-sea'] };
+  if (!DEBIAN_VERSION.test(version)) throw new UsageError(`--version ${JSON.stringify(version)} is not a Debian version (e.g. 0.1.1)`);
+  return { version, out: resolve(values.out), sea: !values['no-sea'] };
 }
 
 /** `#contracts` and the other package imports, resolved to their TypeScript sources (the bundle never needs dist/). */
