@@ -1,15 +1,17 @@
 /**
- * Agent benchmark (DESIGN section 9): the daemon's idle RSS, and the time from publish to applied
- * after `flor agent sync`, against baselines measured in the same run:
- *  - RSS: a bare `node` process that only keeps its event loop alive (the runtime's floor);
+ * Agent benchmark: the daemon's idle RSS, and the time from publish to applied after
+ * `flor agent sync`, against baselines measured in the same run:
+ *  - RSS: the agent run from dist/ and the packaged agent (the one bundled file of
+ *    `npm run package:agent`, run by the package's /usr/bin/flor from its .tar.gz tree), side by
+ *    side, against a bare `node` process that only keeps its event loop alive (the runtime's floor);
  *  - publish→applied: publish over HTTP plus a bare in-process fetch + signature and digest check of
  *    the same bundle (what any agent must at least do) vs publish plus `flor agent sync` (a process
  *    start, the control socket, fetch, verify, stage, switch, install, activate, report).
  *
- *   npm run bench:agent [-- --repeat 10 --files 2]
+ *   npm run bench:agent [-- --repeat 10 --files 2 --settle 60]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -25,6 +27,8 @@ import { fmt, formatTable, median, ms } from './support/table.js';
 import { callControlSocket } from '../apps/flor/src/agent/control-socket.js';
 
 const NODE = 'bench-agent';
+/** The packaged agent's node: enrolled and idle next to the dist/ one, for the RSS comparison. */
+const PKG_NODE = 'bench-agent-pkg';
 const FLOR = join(REPO_ROOT, 'dist/apps/flor/src/main.js');
 const run = promisify(execFile);
 
@@ -50,8 +54,20 @@ async function idleRss(pid: number, samples = 5): Promise<number> {
   return median(values);
 }
 
-function spawnTracked(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+/** The packaged agent's tree, built from this checkout: `<tree>/usr/bin/flor` runs it as the package does. */
+async function packagedAgent(root: string): Promise<string> {
+  const out = join(root, 'package');
+  await run(process.execPath, [join(REPO_ROOT, 'scripts/package-agent.mjs'), '--no-sea', '--out', out]);
+  const tarball = readdirSync(out).find((f) => f.endsWith('.tar.gz'));
+  if (!tarball) throw new Error(`package:agent wrote no .tar.gz into ${out}`);
+  const tree = join(root, 'package-tree');
+  mkdirSync(tree);
+  await run('tar', ['-xzf', join(out, tarball), '-C', tree]);
+  return join(tree, 'usr/bin/flor');
+}
+
+function spawnTracked(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const stderr: string[] = [];
   child.stderr!.on('data', (c: Buffer) => stderr.push(c.toString()));
   const stop = async () => {
@@ -67,8 +83,10 @@ function spawnTracked(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseCli({ repeat: { type: 'string', default: '10' }, files: { type: 'string', default: '2' } });
+  const { values } = parseCli({ repeat: { type: 'string', default: '10' }, files: { type: 'string', default: '2' }, settle: { type: 'string', default: '60' } });
   const repeat = Number(values.repeat);
+  const settle = Number(values.settle);
+  if (!Number.isInteger(settle) || settle < 5) throw new UsageError('--settle must be a whole number of seconds, at least 5');
   const extraFiles = Number(values.files);
   if (!Number.isInteger(repeat) || repeat < 1) throw new UsageError('--repeat must be a positive integer');
   if (!Number.isInteger(extraFiles) || extraFiles < 0) throw new UsageError('--files must be a non-negative integer');
@@ -82,53 +100,74 @@ async function main(): Promise<void> {
   const stateDir = join(root, 'state');
   const config = join(root, 'agent.json');
   writeFileSync(config, JSON.stringify({ state_dir: stateDir, install: { dir: join(root, 'etc') }, activation: { kind: 'command', command: 'true' }, default_poll_interval: 3600 }));
+  const pkgConfig = join(root, 'agent-pkg.json');
+  writeFileSync(pkgConfig, JSON.stringify({ state_dir: join(root, 'state-pkg'), install: { dir: join(root, 'etc-pkg') }, activation: { kind: 'command', command: 'true' }, default_poll_interval: 3600 }));
+  say('building the packaged agent (npm run package:agent -- --no-sea)');
+  const packagedFlor = await packagedAgent(root);
   const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_LOG_LEVEL: 'warn' };
   delete env.NODE_OPTIONS;
 
-  const tree = (i: number) => {
+  const tree = (i: number, node = NODE) => {
     const files: Record<string, string> = {
-      'agent.json': canonicalPretty({ node: NODE, mesh: 'bench', coordinator: coordinator.url, sync: { poll_interval: 3600, splay: 0 } }),
-      'flor.json': canonicalPretty({ node: NODE, mesh: 'bench', listen: '127.0.0.1:7000', services: [], acl: { ingress: {}, egress: [], peers: [] }, revision: i }),
+      'agent.json': canonicalPretty({ node, mesh: 'bench', coordinator: coordinator.url, sync: { poll_interval: 3600, splay: 0 } }),
+      'flor.json': canonicalPretty({ node, mesh: 'bench', listen: '127.0.0.1:7000', services: [], acl: { ingress: {}, egress: [], peers: [] }, revision: i }),
     };
     for (let k = 0; k < extraFiles; k++) files[`extra-${k}.json`] = `${JSON.stringify({ k, i, pad: 'x'.repeat(2000) })}\n`;
     return files;
   };
-  const publish = async (i: number) => {
-    const artifacts: Record<string, string> = {};
-    for (const [name, content] of Object.entries(tree(i))) {
-      const bytes = Buffer.from(content, 'utf8');
-      const sha = sha256Hex(bytes);
-      await http.expect([200, 201], 'PUT', `/v1/blobs/${sha}`, { token: admin, body: bytes });
-      artifacts[name] = sha;
+  /** Publishes round `i` to `nodes`; the new version of the first. */
+  const publish = async (i: number, nodes = [NODE]) => {
+    const body: Record<string, { artifacts: Record<string, string> }> = {};
+    for (const node of nodes) {
+      const artifacts: Record<string, string> = {};
+      for (const [name, content] of Object.entries(tree(i, node))) {
+        const bytes = Buffer.from(content, 'utf8');
+        const sha = sha256Hex(bytes);
+        await http.expect([200, 201], 'PUT', `/v1/blobs/${sha}`, { token: admin, body: bytes });
+        artifacts[name] = sha;
+      }
+      body[node] = { artifacts };
     }
-    const r = await http.expect(201, 'POST', '/v1/publishes', { token: admin, body: { message: `bench ${i}`, nodes: { [NODE]: { artifacts } } } });
-    return r.json<{ changed: { to: number }[] }>().changed[0].to;
+    const r = await http.expect(201, 'POST', '/v1/publishes', { token: admin, body: { message: `bench ${i}`, nodes: body } });
+    return r.json<{ changed: { node: string; to: number }[] }>().changed.find((c) => c.node === nodes[0])!.to;
+  };
+  /** `flor` the dist/ way (node main.js …) or the packaged way (its /usr/bin/flor). */
+  const flor = (packaged: boolean, args: string[]) => (packaged ? run(packagedFlor, args, { env }) : run(process.execPath, [FLOR, ...args], { env }));
+  const startAgent = async (packaged: boolean, node: string, agentConfig: string): Promise<ChildProcess> => {
+    const token = (await http.expect(201, 'POST', '/v1/enrolment-tokens', { token: admin, body: { node } })).json<{ token: string }>().token;
+    await flor(packaged, ['agent', 'enroll', '--coordinator', coordinator.url, '--token', token, '--config', agentConfig]);
+    const args = ['agent', 'run', '--config', agentConfig];
+    const child = packaged ? spawnTracked(packagedFlor, args, env) : spawnTracked(process.execPath, [FLOR, ...args], env);
+    for (let t = 0; ; t++) {
+      try {
+        const { stdout } = await flor(packaged, ['agent', 'status', '--json', '--config', agentConfig]);
+        if ((JSON.parse(stdout) as { applied_version: number }).applied_version === 1) return child;
+      } catch {
+        /* not up yet */
+      }
+      if (t > 300) throw new Error(`${node}: agent did not apply version 1 within 30 s`);
+      await sleep(100);
+    }
   };
 
-  say('publishing version 1 and enrolling');
-  await publish(0);
-  const token = (await http.expect(201, 'POST', '/v1/enrolment-tokens', { token: admin, body: { node: NODE } })).json<{ token: string }>().token;
-  await run(process.execPath, [FLOR, 'agent', 'enroll', '--coordinator', coordinator.url, '--token', token, '--config', config], { env });
+  say('publishing version 1, enrolling and starting both agents (dist/ and packaged)');
+  await publish(0, [NODE, PKG_NODE]);
+  const agent = await startAgent(false, NODE, config);
   const identity = AgentIdentity.parse(JSON.parse(readFileSync(join(stateDir, 'identity.json'), 'utf8')));
+  const packaged = await startAgent(true, PKG_NODE, pkgConfig);
+  const packagedVersion = (await flor(true, ['--version'])).stdout.trim();
+  const floor = spawnTracked(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], env);
 
-  say('starting the agent daemon');
-  const agent = spawnTracked([FLOR, 'agent', 'run', '--config', config], env);
-  for (let t = 0; ; t++) {
-    try {
-      const { stdout } = await run(process.execPath, [FLOR, 'agent', 'status', '--json', '--config', config], { env });
-      if ((JSON.parse(stdout) as { applied_version: number }).applied_version === 1) break;
-    } catch {
-      /* not up yet */
-    }
-    if (t > 300) throw new Error('agent did not apply version 1 within 30 s');
-    await sleep(100);
-  }
-  const floor = spawnTracked(['-e', 'setInterval(() => {}, 1 << 30)'], env);
-
-  say('idle RSS: 3 s settle, then 5 samples');
+  // Twice: 3 s after the first pass, and once V8 has had the time to collect what starting and the
+  // pass left behind (its memory reducer runs after some seconds of idling, 10 to 45 s here). An
+  // agent polling every minute spends most of its life in the second state.
+  const idle = performance.now();
+  say('idle RSS: 3 s after the first pass, 5 samples of each');
   await sleep(3000);
-  const agentRss = await idleRss(agent.pid!);
-  const floorRss = await idleRss(floor.pid!);
+  const early = { agent: await idleRss(agent.pid!), packaged: await idleRss(packaged.pid!), floor: await idleRss(floor.pid!) };
+  say(`idle RSS: ${settle} s after the first pass, 5 samples of each`);
+  await sleep(Math.max(0, settle * 1000 - (performance.now() - idle)));
+  const settled = { agent: await idleRss(agent.pid!), packaged: await idleRss(packaged.pid!), floor: await idleRss(floor.pid!) };
 
   say(`publish → applied: ${repeat} rounds of publish + flor agent sync, and of publish + bare fetch/verify`);
   const viaSync: number[] = [];
@@ -164,12 +203,18 @@ async function main(): Promise<void> {
   }
   http.close();
 
+  const mib = (kib: number) => `${fmt(kib / 1024, 1)} MiB`;
   const rows = [
-    ['agent daemon (idle)', `${fmt(agentRss / 1024, 1)} MiB`, '', ''],
-    ['bare node process', `${fmt(floorRss / 1024, 1)} MiB`, '', ''],
+    ['agent daemon from dist/', mib(early.agent), mib(settled.agent)],
+    [`packaged agent ${packagedVersion}`, mib(early.packaged), mib(settled.packaged)],
+    ['bare node process', mib(early.floor), mib(settled.floor)],
   ];
-  process.stdout.write(`${formatTable(['idle RSS', 'median of 5', '', ''], rows)}\n`);
-  process.stdout.write(`ratio agent/bare node: ${fmt(agentRss / floorRss, 2)} (agent ${fmt((agentRss - floorRss) / 1024, 1)} MiB above the runtime floor)\n\n`);
+  process.stdout.write(`${formatTable(['idle RSS (median of 5)', '3 s after the pass', `${settle} s after the pass`], rows)}\n`);
+  const ratios = (a: number, b: number, c: number, d: number) => `${fmt(a / b, 2)} at 3 s, ${fmt(c / d, 2)} at ${settle} s`;
+  process.stdout.write(`ratio agent/bare node: ${ratios(early.agent, early.floor, settled.agent, settled.floor)} (agent ${fmt((settled.agent - settled.floor) / 1024, 1)} MiB above the runtime floor at ${settle} s)\n`);
+  process.stdout.write(
+    `ratio packaged/dist agent: ${ratios(early.packaged, early.agent, settled.packaged, settled.agent)} (packaged ${fmt((settled.packaged - settled.floor) / 1024, 1)} MiB above the runtime floor at ${settle} s)\n\n`,
+  );
   const m = (a: number[]) => median(a);
   process.stdout.write(
     `${formatTable(

@@ -4,6 +4,7 @@ import type * as runCmd from './commands/run.command.js';
 import type * as sync from './commands/sync.command.js';
 import type * as status from './commands/status.command.js';
 import type * as applySet from './commands/apply-set.command.js';
+import type * as selfCheck from './commands/self-check.command.js';
 import { AGENT_VERSION } from './version.js';
 
 /** What each command resolves to: false means "ran, but the outcome is a failure" (exit 1). */
@@ -44,6 +45,10 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
   common(agent.command('status').description('lifecycle, versions, last and next poll, last error'))
     .option('--json', 'print the status as JSON')
     .action((opts: status.RunOptions) => done(import('./commands/status.command.js').then((m) => m.run(opts))));
+
+  common(program.command('self-check').description('print the version, load the config and the state dir (writing nothing); exit 0 when both load'))
+    .option('--json', 'print the outcome as JSON')
+    .action((opts: selfCheck.RunOptions) => done(import('./commands/self-check.command.js').then((m) => m.run(opts))));
 
   return program;
 }

@@ -27,7 +27,8 @@ export type AgentErrorCode =
   | 'unknown_user'
   | 'unknown_group'
   | 'resource_failed'
-  | 'package_failed';
+  | 'package_failed'
+  | 'bad_state';
 
 export class AgentError extends Error {
   constructor(

@@ -2,7 +2,31 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentIdentity, AgentState, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
+import { AgentError } from '../errors.js';
 import { isTempName, writeJsonAtomic } from './atomic-fs.js';
+
+/** What the stores of a state dir say, in short (self-check prints it). */
+export interface StateSummary {
+  readonly node: string | null;
+  readonly coordinator: string | null;
+  readonly active_version: number;
+  readonly applied_version: number;
+  readonly high_water: number;
+  readonly staged_versions: number[];
+  readonly installed_files: number;
+  readonly owned_files: number;
+}
+
+/** Runs one read of `load`, naming the file and, for a schema mismatch, each field, when it fails. */
+function loading<T>(path: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    const issues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+    const why = Array.isArray(issues) ? issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ') : (err as Error).message;
+    throw new AgentError('bad_state', `${path}: ${why}`, { cause: err });
+  }
+}
 
 export const DEFAULT_STATE_DIR = '/var/lib/florete/agent';
 /** The staged JWS next to a set's artifacts; artifact names never start with a dot. */
@@ -135,6 +159,28 @@ export class StateDir {
       .filter((n) => /^[1-9][0-9]*$/.test(n))
       .map(Number)
       .sort((a, b) => a - b);
+  }
+
+  /**
+   * Reads every store kept here, the way the agent does, and changes nothing: what `flor self-check`
+   * loads. A store added to this dir belongs in this list too, so that a new agent version that can
+   * no longer read it fails its self-check instead of its first pass.
+   */
+  load(): StateSummary {
+    const identity = loading(this.identityPath, () => this.readIdentity());
+    const state = loading(this.statePath, () => this.readState());
+    const installed = loading(this.installedPath, () => this.readInstalled());
+    const owned = loading(this.ownedPath, () => this.readOwned());
+    return {
+      node: identity?.node ?? null,
+      coordinator: identity?.coordinator ?? null,
+      active_version: loading(this.activeLink, () => this.activeVersion()),
+      applied_version: state.applied_version,
+      high_water: state.high_water,
+      staged_versions: loading(this.setsDir, () => this.stagedVersions()),
+      installed_files: Object.keys(installed.files).length,
+      owned_files: Object.keys(owned.files).length,
+    };
   }
 
   /** Removes what a crash left half-written: staging folders and temp files. Never a complete set. */

@@ -1,0 +1,97 @@
+// The files of the agent's package other than the bundle itself: /usr/bin/flor, the unit, the
+// default config, DEBIAN/control and the maintainer scripts.
+
+/**
+ * Flags /usr/bin/flor gives node: none. Measured with `npm run bench:agent`: --max-semi-space-size=1
+ * takes about 1 MiB off the RSS right after a pass and nothing once the agent has idled a minute;
+ * --optimize-for-size, --no-opt, --single-threaded-gc and MALLOC_ARENA_MAX moved nothing beyond the
+ * noise. What did: a smaller bundle (see tree-shaking.mjs). The single executable cannot take flags
+ * on Node 20 anyway, so without them both run alike.
+ */
+export const NODE_FLAGS = [];
+
+/** /usr/bin/flor: runs the bundle next to it with the node on PATH (Debian's nodejs, NodeSource's, or a tarball's). Resolves its own path, so the .tar.gz tree runs from any folder. */
+export function wrapperScript() {
+  return [
+    '#!/bin/sh',
+    '# Florete node agent: the bundled program in ../lib/florete-agent, run by Node.js 20 or later.',
+    'here=$(dirname "$(readlink -f "$0")")',
+    `exec node ${NODE_FLAGS.map((f) => `${f} `).join('')}"$here/../lib/florete-agent/flor.mjs" "$@"`,
+    '',
+  ].join('\n');
+}
+
+/** The unit in deploy/systemd, which is the package's: checked here so the two cannot drift apart. */
+export function systemdUnit(text) {
+  for (const line of ['ExecStart=/usr/bin/flor agent run --config /etc/florete/agent.yaml', 'Restart=always']) {
+    if (!text.split('\n').includes(line)) throw new Error(`deploy/systemd/florete-agent.service must say ${line}`);
+  }
+  return text;
+}
+
+/** /etc/florete/agent.yaml, a conffile: the unit names it, and an operator's edits survive upgrades. */
+export function defaultConfig() {
+  return `# Florete node agent: the local config (never published). Every key and its default:
+# /usr/share/doc/florete-agent/README.md. Check it with: flor self-check
+state_dir: /var/lib/florete/agent
+install:
+  dir: /etc/florete            # every artifact goes here by default …
+  paths: {}                    # … unless it has its own path, e.g. flor.json: /etc/florete/vertex/flor.json
+activation:
+  kind: none                   # or: kind: command, command: systemctl restart florete-vertex
+default_poll_interval: 60      # until a set with an agent.json is active
+request_timeout_seconds: 10
+max_backoff_seconds: 300
+`;
+}
+
+export function controlFile({ version, installedKiB }) {
+  return `Package: florete-agent
+Version: ${version}
+Architecture: all
+Maintainer: Florete <packages@florete.invalid>
+Installed-Size: ${installedKiB}
+Depends: nodejs (>= 20)
+Section: admin
+Priority: optional
+Description: Florete node agent (flor)
+ Enrols the node with its Florete coordinator, then pulls the node's signed
+ bundle, verifies it, applies its host resources, installs its artifacts,
+ activates them and reports back. One bundled file run by Node.js 20 or later;
+ the systemd unit florete-agent.service runs it (enable it after enrolling).
+`;
+}
+
+/**
+ * The maintainer scripts, each only for what dpkg cannot do itself. None starts, enables or restarts
+ * the agent: enabling is the operator's step after enrolment, and an upgrade must never restart the
+ * agent under itself (when the agent upgrades its own package it exits, and systemd's Restart=always
+ * starts the new one).
+ */
+export function maintainerScripts() {
+  const systemd = '[ -d /run/systemd/system ]';
+  return {
+    // An upgraded unit file must be the one systemd uses when it next starts the agent.
+    postinst: `#!/bin/sh
+set -e
+if [ "$1" = configure ] && ${systemd}; then systemctl daemon-reload || true; fi
+exit 0
+`,
+    // Removing (not upgrading): stop the agent, whose program is about to go.
+    prerm: `#!/bin/sh
+set -e
+if [ "$1" = remove ] && ${systemd}; then systemctl stop florete-agent.service || true; fi
+exit 0
+`,
+    // Purge also removes the state dir systemd created (StateDirectory=): it holds the node's credential.
+    postrm: `#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+  rm -rf /var/lib/florete/agent
+  rmdir /var/lib/florete 2>/dev/null || true
+fi
+if { [ "$1" = remove ] || [ "$1" = purge ]; } && ${systemd}; then systemctl daemon-reload || true; fi
+exit 0
+`,
+  };
+}
