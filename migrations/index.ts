@@ -7,6 +7,7 @@ import * as m0005 from './0005-fleet.js';
 import * as m0006 from './0006-activation.js';
 import * as m0007 from './0007-revocation-reason.js';
 import * as m0008 from './0008-accepted-ineligible.js';
+import * as m0009 from './0009-trust.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006-activation': m0006,
   '0007-revocation-reason': m0007,
   '0008-accepted-ineligible': m0008,
+  '0009-trust': m0009,
 };

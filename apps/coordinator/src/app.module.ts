@@ -21,6 +21,8 @@ import { ReportsController } from './fleet/reports.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { Metrics } from './health/metrics.js';
 import { MirrorModule } from './mirror/mirror.module.js';
+import { TrustController } from './trust/trust.controller.js';
+import { CheckpointTicker } from './trust/checkpoint-ticker.js';
 
 @Module({})
 export class AppModule {
@@ -28,7 +30,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
-      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController],
+      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, TrustController],
       providers: [
         LedgerWriter,
         PublishTreeHandler,
@@ -36,6 +38,7 @@ export class AppModule {
         RetireNodeHandler,
         AuthService,
         Metrics,
+        CheckpointTicker,
         { provide: APP_GUARD, useClass: AuthGuard },
       ],
     };

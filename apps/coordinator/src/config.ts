@@ -12,6 +12,7 @@ const Env = z.object({
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
+  FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
   FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
@@ -35,6 +36,8 @@ export interface CoordinatorConfig {
   /** Requests per address per anonymous route (enrol, JWKS, health) per minute; 0: no limit. */
   readonly anonymousRateLimit: number;
   readonly mirror: MirrorConfig;
+  /** Seconds an idle ledger goes without a new signed checkpoint (appends sign one each). */
+  readonly checkpointIntervalSeconds: number;
 }
 
 export interface MirrorConfig {
@@ -72,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     blobLimit: e.FLORETE_BLOB_LIMIT,
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
+    checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',
       gitdir: resolve(dataDir, 'audit.git'),

@@ -6,3 +6,4 @@ export * from './artifacts.schema.js';
 export * from './agent.schema.js';
 export * from './rete.schema.js';
 export * from './lifecycle.schema.js';
+export * from './trust.schema.js';
