@@ -69,7 +69,7 @@ keys
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const r = await changeKeys(db.kysely, store, { kind: 'rotate' }, 'coordinator-cli');
-      process.stdout.write(`new signing key: ${r.kid} (trust version ${r.trust_version}, ${r.resigned} node heads re-signed)\n`);
+      process.stdout.write(`new signing key: ${r.kid}\ntrust version ${r.trust_version}, ${r.resigned} node heads re-signed\n`);
     });
   });
 keys
