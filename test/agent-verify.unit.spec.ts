@@ -29,7 +29,7 @@ async function rejection(promise: Promise<unknown>): Promise<{ code: string; ver
 describe('verifyBundle', () => {
   it('accepts a bundle for this node at or above the high-water mark and returns its files', async () => {
     const { key, jwks } = await keyPair();
-    const ok = await verifyBundle(await sign(payload(5, { 'flor.json': '{}\n' }), key), { pinned: jwks, node: 'alpha', highWater: 5 });
+    const ok = await verifyBundle(await sign(payload(5, { 'flor.json': '{}\n' }), key), { pinned: jwks, trustVersion: 1, revoked: [], node: 'alpha', highWater: 5, checkpointPosition: 1 });
     expect(ok.payload.version).toBe(5);
     expect(ok.files.get('flor.json')?.toString()).toBe('{}\n');
   });
@@ -37,7 +37,7 @@ describe('verifyBundle', () => {
   it('rejects each kind of bad bundle with its own code', async () => {
     const { key, jwks } = await keyPair();
     const other = await keyPair();
-    const ctx = { pinned: jwks, node: 'alpha', highWater: 5 };
+    const ctx = { pinned: jwks, trustVersion: 2, revoked: [], node: 'alpha', highWater: 5, checkpointPosition: 1 };
     const good = payload(6, { 'flor.json': '{}\n' });
     expect(await rejection(verifyBundle(await sign(good, other.key), ctx))).toEqual({ code: 'unknown_key', version: null });
     expect(await rejection(verifyBundle(await sign(good, { kid: key.kid, privateKey: other.key.privateKey }), ctx))).toEqual({ code: 'bad_signature', version: null });
@@ -50,5 +50,15 @@ describe('verifyBundle', () => {
     expect(await rejection(verifyBundle(await sign({ ...good, set_digest: sha256Hex('x') }, key), ctx))).toEqual({ code: 'digest_mismatch', version: 6 });
     expect(await rejection(verifyBundle(await sign({ ...good, extra: true }, key), ctx))).toEqual({ code: 'bad_payload', version: null });
     expect(await rejection(verifyBundle(await sign(payload(6, { a: '1' }, 'alpha', true), key), ctx))).toEqual({ code: 'bad_payload', version: 6 });
+    expect(await rejection(verifyBundle(await sign(good, other.key), { ...ctx, revoked: [other.key.kid] }))).toEqual({ code: 'revoked_key', version: null });
+  });
+
+  it('refuses a bundle stamped after the newest checkpoint it verified, or with none held', async () => {
+    const { key, jwks } = await keyPair();
+    const jws = await sign({ ...payload(6, {}), position: 41 }, key);
+    const ctx = { pinned: jwks, trustVersion: 1, revoked: [], node: 'alpha', highWater: 5 };
+    expect((await verifyBundle(jws, { ...ctx, checkpointPosition: 41 })).payload.position).toBe(41);
+    expect(await rejection(verifyBundle(jws, { ...ctx, checkpointPosition: 40 }))).toEqual({ code: 'stamped_after_checkpoint', version: 6 });
+    expect(await rejection(verifyBundle(jws, { ...ctx, checkpointPosition: null }))).toEqual({ code: 'stamped_after_checkpoint', version: 6 });
   });
 });

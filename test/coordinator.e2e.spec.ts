@@ -218,7 +218,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect((await poll(node, 'gamma', etag2)).status).toBe(304);
     });
 
-    it('signs new bundles with a rotated key while bundles signed before the rotation still verify', async () => {
+    it('rotates the key: every head re-signed with the new key in the same step, new bundles signed with it, older kids still in the JWKS', async () => {
       await publish({ epsilon: { 'flor.json': 'epsilon one\n' } });
       const node = await enrol('epsilon');
       const before = await poll(node, 'epsilon');
@@ -242,8 +242,12 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(keysAfter.keys.map((k) => k.kid)).toEqual([...keysBefore.keys.map((k) => k.kid), newKid]);
       for (const k of keysAfter.keys) expect(k).not.toHaveProperty('d'); // never a private key
 
-      // Bundles are signed once at publish: an untouched node keeps its old, still valid bundle.
-      expect((await poll(node, 'epsilon', etagBefore)).status).toBe(304);
+      // The rotation re-signed the untouched node's head: same payload, the new key, a new ETag.
+      expect(rotated.body).toMatchObject({ trust_version: 2, revoked: [], resigned: expect.any(Number) });
+      const resigned = await poll(node, 'epsilon', etagBefore);
+      expect(resigned.status).toBe(200);
+      expect(resigned.text.split('.')[1]).toBe(before.text.split('.')[1]);
+      expect((await openBundle(resigned.text, keysAfter)).kid).toBe(newKid);
       expect((await openBundle(before.text, keysAfter)).kid).toBe(oldKid);
 
       const pub = await publish({ epsilon: { 'flor.json': 'epsilon two\n' } }, 'after rotation');

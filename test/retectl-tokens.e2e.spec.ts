@@ -86,7 +86,7 @@ describe('retectl token create', () => {
   describe('keys rotate', () => {
     const jwksKids = async () => ((await admin().get('/.well-known/jwks.json')).body.keys as { kid: string }[]).map((k) => k.kid);
 
-    it('adds a signing key and prints its kid; older keys stay in the JWKS', async () => {
+    it('rotates the signing key and prints its kid; older keys stay in the JWKS', async () => {
       const before = await jwksKids();
       const run = await retectl(['keys', 'rotate']);
       expect(run.code).toBe(0);
@@ -94,11 +94,28 @@ describe('retectl token create', () => {
       const kid = run.stdout.trim();
       expect(before).not.toContain(kid);
       expect(await jwksKids()).toEqual(expect.arrayContaining([...before, kid]));
-      expect(run.stderr).toBe(`bundles are signed with ${kid} from now on; the JWKS keeps the ${before.length} older key${before.length === 1 ? '' : 's'}\n`);
+      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? re-signed, the old key signs nothing more\n$`));
 
       const again = JSON.parse((await retectl(['keys', 'rotate', '--json'])).stdout);
-      expect(again).toEqual({ kid: expect.any(String), jwks: { keys: expect.arrayContaining([expect.objectContaining({ kid }), expect.objectContaining({ kid: again.kid })]) } });
+      expect(again).toEqual({
+        kid: expect.any(String),
+        trust_version: expect.any(Number),
+        revoked: [],
+        resigned: expect.any(Number),
+        jwks: { keys: expect.arrayContaining([expect.objectContaining({ kid }), expect.objectContaining({ kid: again.kid })]) },
+      });
       expect(again.kid).not.toBe(kid);
+    });
+
+    it('revokes a key: it leaves the JWKS, and revoking it again changes nothing', async () => {
+      const kids = await jwksKids();
+      const old = kids[0];
+      const run = await retectl(['keys', 'revoke', old]);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+ revokes ${old}\n$`));
+      expect(await jwksKids()).not.toContain(old);
+      expectOneLine(await retectl(['keys', 'revoke', old]), 1, new RegExp(`key ${old} was already revoked \\(409 already_revoked\\)`));
+      expectOneLine(await retectl(['keys', 'revoke', 'no-such-key']), 1, /no signing key no-such-key is known to this coordinator \(404 unknown_key\)/);
     });
 
     it('needs an admin token', async () => {

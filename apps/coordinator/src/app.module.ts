@@ -19,6 +19,8 @@ import { Metrics } from './health/metrics.js';
 import { MirrorModule } from './mirror/mirror.module.js';
 import { PackagesController } from './packages/packages.controller.js';
 import { AptRepoController } from './packages/apt-repo.controller.js';
+import { TrustController } from './trust/trust.controller.js';
+import { CheckpointTicker } from './trust/checkpoint-ticker.js';
 
 @Module({})
 export class AppModule {
@@ -26,7 +28,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
-      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController],
+      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController, TrustController],
       providers: [
         LedgerWriter,
         PublishTreeHandler,
@@ -34,6 +36,7 @@ export class AppModule {
         RetireNodeHandler,
         AuthService,
         Metrics,
+        CheckpointTicker,
         { provide: APP_GUARD, useClass: AuthGuard },
       ],
     };

@@ -15,6 +15,7 @@ const Env = z.object({
   FLORETE_REPO_KEY_FILE: z.string().optional(),
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
+  FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
   FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
@@ -47,6 +48,8 @@ export interface CoordinatorConfig {
   readonly anonymousRateLimit: number;
   readonly mirror: MirrorConfig;
   readonly tls: TlsConfig;
+  /** Seconds an idle ledger goes without a new signed checkpoint (appends sign one each). */
+  readonly checkpointIntervalSeconds: number;
 }
 
 export interface TlsConfig {
@@ -100,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     repoKeyFile: resolve(e.FLORETE_REPO_KEY_FILE ?? `${dataDir}/keys/repo-signing-key.asc`),
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
+    checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',
       gitdir: resolve(dataDir, 'audit.git'),

@@ -8,7 +8,7 @@ import { SigningKeyStore } from './bundles/signing-keys.js';
 import { createApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';
-import { LedgerWriter } from './ledger/ledger-writer.js';
+import { changeKeys } from './trust/key-change.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/rebuild-mirror.js';
 
@@ -63,14 +63,25 @@ token
 const keys = program.command('keys').description('bundle signing keys');
 keys
   .command('rotate')
-  .description('add a new signing key; new bundles are signed with it, old kids stay in the JWKS')
+  .description('a new signing key: a new trust version signed by the old key, every node head re-signed with the new one; the old key stops signing')
   .action(async () => {
     await withDb('keys rotate', async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
-      const kid = await store.rotate();
-      await db.kysely.transaction().execute((trx) => new LedgerWriter(db, store).recordIdentity(trx, 'keys', 'signing_key_rotated', { kid }, 'coordinator-cli'));
-      process.stdout.write(`new signing key: ${kid}\n`);
+      const r = await changeKeys(db.kysely, store, { kind: 'rotate' }, 'coordinator-cli');
+      process.stdout.write(`new signing key: ${r.kid}\ntrust version ${r.trust_version}, ${r.resigned} node heads re-signed\n`);
+    });
+  });
+keys
+  .command('revoke')
+  .argument('<kid>', 'the key to revoke')
+  .description('a trust version that revokes the key; agents refuse anything it signs (revoking the signing key also rotates)')
+  .action(async (kid: string) => {
+    await withDb('keys revoke', async (db) => {
+      await migrateToLatest(db.kysely);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      const r = await changeKeys(db.kysely, store, { kind: 'revoke', kid }, 'coordinator-cli');
+      process.stdout.write(`revoked ${kid} (trust version ${r.trust_version}); signing key: ${r.kid}, ${r.resigned} node heads re-signed\n`);
     });
   });
 

@@ -50,7 +50,9 @@ const ROUTES: Route[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process answers', access: 'anonymous', responses: { 200: { description: 'alive' }, 429: rateLimited } },
   { method: 'get', path: '/readyz', summary: 'Readiness: the database answers; mirror lag is reported', access: 'anonymous', responses: { 200: { description: 'ready' }, 503: { description: 'not ready' }, 429: rateLimited } },
   { method: 'get', path: '/metrics', summary: 'Prometheus metrics', access: 'reader', responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: z.string() }, ...std } },
-  { method: 'post', path: '/v1/keys/rotate', summary: 'Add a signing key: bundles stamped from now on carry its kid; older keys stay in the JWKS', access: 'admin', responses: { 201: { description: 'the new kid and the JWKS', schema: C.KeyRotationResponse }, ...std } },
+  { method: 'post', path: '/v1/keys/rotate', summary: 'A new signing key: a new trust version signed by the old key, every node head re-signed with the new key', access: 'admin', responses: { 201: { description: 'the new signer, its trust version and the JWKS', schema: C.KeyRotationResponse }, ...std } },
+  { method: 'post', path: '/v1/keys/{kid}/revoke', summary: 'A trust version that revokes the key (revoking the signer also rotates); agents refuse what it signs', access: 'admin', responses: { 201: { description: 'the signer, the trust version and the JWKS', schema: C.KeyRotationResponse }, 404: problem('code unknown_key: no such key'), 409: problem('code already_revoked'), ...std } },
+  { method: 'get', path: '/v1/trust', summary: 'The signed trust versions after ?after, oldest first: each signed by a key of the version before it', access: 'anonymous', query: C.TrustChainQuery, responses: { 200: { description: 'trust versions', schema: C.TrustChainResponse }, 422: problem('invalid query'), 429: rateLimited } },
 ];
 
 export function openApiDocument(): Record<string, unknown> {

@@ -15,6 +15,7 @@ import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, createApiToken } from './identity/api-tokens.js';
 import { lockLedger } from './ledger/store/lock.js';
+import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
 import { AuthService } from './identity/auth.service.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
@@ -56,6 +57,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
     const firstAdminToken = await ensureFirstAdminToken(db);
+    await settleTrust(db, keys);
     if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
 
     const adapter = new FastifyAdapter({
@@ -111,6 +113,18 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     await db.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The first start on a database writes trust version 1; every start brings the key file in line
+ * with the trust head (the signer, and keys revoked while this process was not running).
+ */
+async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
+  const head = await db.kysely.transaction().execute(async (trx) => {
+    await lockLedger(trx);
+    return signingTrust(trx, keys);
+  });
+  await keys.settle(head.signingKid, head.doc.revoked);
 }
 
 /** Under the ledger lock, so two replicas starting together create one admin token, not two. */

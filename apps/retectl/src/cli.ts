@@ -9,6 +9,7 @@ import * as diff from './commands/diff.js';
 import * as history from './commands/history.js';
 import * as init from './commands/init.js';
 import * as keysRotate from './commands/keys-rotate.js';
+import * as keysRevoke from './commands/keys-revoke.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
 import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
@@ -136,8 +137,11 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
-  json(remote(keys.command('rotate').description('add a signing key to the running coordinator (admin) and print its kid; older keys stay in the JWKS'))).action(async (o) =>
+  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head re-signed; prints the new kid'))).action(async (o) =>
     done(await keysRotate.run(o)),
+  );
+  json(remote(keys.command('revoke').argument('<kid>', 'the key to revoke').description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'))).action(
+    async (kid: string, o) => done(await keysRevoke.run({ ...o, kid })),
   );
 
   const pkgs = program.command('package').description("the mesh's apt repository, served by the coordinator at /repo/debian/");

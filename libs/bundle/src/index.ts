@@ -9,3 +9,17 @@ export {
   type SigningKey,
   type BundleVerifyFailure,
 } from './jws.js';
+export { TRUST_TYP, TrustChainError, signTrustDocument, decodeTrustDocument, signedBy, pinOf, walkTrustChain, firstVersionListing, type TrustPin, type TrustChainFailure, type DecodedTrust } from './trust.js';
+export {
+  checkpointText,
+  noteKeyId,
+  signCheckpoint,
+  parseCheckpoint,
+  openCheckpoint,
+  compareCheckpoints,
+  CheckpointError,
+  type Checkpoint,
+  type NoteSignature,
+  type CheckpointFailure,
+  type CheckpointOrder,
+} from './checkpoint.js';

@@ -3,6 +3,8 @@ import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.j
 import { AgentLifecycle } from './lifecycle.schema.js';
 import { LocalSetRecord } from './local-set.schema.js';
 import { PACKAGE_MANAGER_NAMES } from './host.schema.js';
+import { parseDuration } from './rete.schema.js';
+import { TrustKey } from './trust.schema.js';
 
 /**
  * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
@@ -81,6 +83,20 @@ export const AgentConfig = z.strictObject({
   insecure_http: z.boolean().optional(),
   /** Package resources: one entry per package manager. */
   packages: z.strictObject({ apt: AptConfig.prefault({}) }).prefault({}),
+  /**
+   * How old the newest verified checkpoint may get before the agent says it is stale: a duration
+   * (`24h`, `90m`) or seconds. A coordinator signs one at least every minute, so only a frozen or
+   * unreachable coordinator, or replayed answers, let it age.
+   */
+  max_staleness: z
+    .union([
+      z.number().int().positive(),
+      z
+        .string()
+        .refine((s) => parseDuration(s) !== undefined && parseDuration(s)! > 0, 'must be a duration such as 90s, 30m, 24h or 7d')
+        .transform((s) => parseDuration(s)!),
+    ])
+    .default(86400),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
@@ -114,6 +130,35 @@ export const AgentIdentity = z.strictObject({
   insecure_http: z.boolean().optional(),
 });
 export type AgentIdentity = z.infer<typeof AgentIdentity>;
+
+/**
+ * trust.json: the trust version this agent has walked to, for the enrolment it names. Missing (or of
+ * an older enrolment) means only the key pinned at enrolment is trusted, and the next walk starts
+ * from the first version that lists it.
+ */
+export const AgentTrust = z.strictObject({
+  enrolled_at: Timestamp,
+  version: z.number().int().positive(),
+  keys: z.array(TrustKey).min(1),
+  revoked: z.array(z.string()),
+  /** sha256 of that version's JWS: the next version must name it. */
+  digest: Sha256.nullable(),
+});
+export type AgentTrust = z.infer<typeof AgentTrust>;
+
+/** checkpoint.json: the newest ledger checkpoint this agent verified, and when it first held it. */
+export const HeldCheckpoint = z.strictObject({
+  enrolled_at: Timestamp,
+  /** The C2SP signed note as the coordinator sent it. */
+  note: z.string(),
+  origin: z.string(),
+  position: z.number().int().nonnegative(),
+  hash: Sha256,
+  time: Timestamp,
+  trust_version: z.number().int().positive(),
+  received_at: Timestamp,
+});
+export type HeldCheckpoint = z.infer<typeof HeldCheckpoint>;
 
 export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error']);
 export type SyncResult = z.infer<typeof SyncResult>;
@@ -429,6 +474,20 @@ export const AgentStatus = z.strictObject({
   behind: Behind.nullable().default(null),
   /** The local set in effect (`flor agent apply --set`) while no coordinator's version has taken over. */
   local_set: LocalSetRecord.omit({ config_digest: true }).nullable().default(null),
+  /** The trust version this agent walked to; null before its first walk (only the enrolment key is trusted). */
+  trust_version: z.number().int().positive().nullable().default(null),
+  /**
+   * The newest checkpoint it verified, and since when it is stale: null while that checkpoint is
+   * younger than max_staleness.
+   */
+  freshness: z
+    .strictObject({
+      checkpoint: z.strictObject({ position: z.number().int().nonnegative(), time: Timestamp, origin: z.string() }).nullable(),
+      max_staleness_seconds: z.number().int().positive(),
+      stale_since: Timestamp.nullable(),
+    })
+    .nullable()
+    .default(null),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 

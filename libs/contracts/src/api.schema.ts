@@ -3,6 +3,7 @@ import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, 
 import { ActivationPath, HotReloadFallbackCode, ReportResource } from './agent.schema.js';
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
 import { parseDuration } from './rete.schema.js';
+import { KeyChangeResponse } from './trust.schema.js';
 
 const Message = z.string().max(4096);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
@@ -84,8 +85,9 @@ export const EnrolResponse = z.object({
 export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
 export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
 
-/** The new signing key's kid, and the JWKS that now holds it next to the older keys. */
-export const KeyRotationResponse = z.object({ kid: z.string(), jwks: Jwks });
+/** `keys rotate` and `keys revoke`: the signing key now, its trust version, the re-signed heads, and the JWKS (every key not revoked). */
+export const KeyRotationResponse = KeyChangeResponse.extend({ jwks: Jwks });
+export type KeyRotationResponse = z.infer<typeof KeyRotationResponse>;
 
 export const ReportActivation = z.strictObject({
   path: ActivationPath,
@@ -103,6 +105,10 @@ export const ReportRequest = z.strictObject({
   activation: ReportActivation.optional(),
   /** Host resources in the order the pass handled them; after a failed one, the rest were not attempted. */
   resources: z.array(ReportResource).max(4096).optional(),
+  /** The newest checkpoint the agent verified (a C2SP signed note): what it witnessed of the ledger. */
+  checkpoint: z.string().max(4096).optional(),
+  /** Set when that checkpoint is older than the agent's max_staleness: since when. */
+  stale_since: Timestamp.optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 

@@ -7,3 +7,4 @@ export * from './agent.schema.js';
 export * from './rete.schema.js';
 export * from './lifecycle.schema.js';
 export * from './local-set.schema.js';
+export * from './trust.schema.js';

@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Inject, Param, Res } from '@nestjs/common';
 import { sql, type RawBuilder } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { NodeName } from '#contracts';
@@ -11,9 +11,9 @@ import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
 import { Metrics } from '../health/metrics.js';
 import type { SigningKeyStore } from './signing-keys.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
-import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, type Principal } from '../identity/principal.js';
+
+/** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
+export const CHECKPOINT_HEADER = 'florete-checkpoint';
 
 /**
  * RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. Evaluated in the same
@@ -34,7 +34,6 @@ export class BundlesController {
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     private readonly metrics: Metrics,
     private readonly auth: AuthService,
-    private readonly ledger: LedgerWriter,
   ) {}
 
   /**
@@ -64,7 +63,18 @@ export class BundlesController {
       .selectFrom('node_credentials as c')
       // The credential's own node: the only head it may read, and the one a refusal speaks of.
       .leftJoin('node_heads as h', 'h.node', 'c.node')
-      .select(['c.node', 'c.secret_hash', 'c.revoked_at', 'c.revoked_reason', 'h.version', 'h.retired', 'h.etag', sql<string | null>`CASE WHEN ${matches} THEN NULL ELSE h.jws END`.as('jws')])
+      .select([
+        'c.node',
+        'c.secret_hash',
+        'c.revoked_at',
+        'c.revoked_reason',
+        'h.version',
+        'h.retired',
+        'h.etag',
+        sql<string | null>`CASE WHEN ${matches} THEN NULL ELSE h.jws END`.as('jws'),
+        // Same round trip: the checkpoint is as new as the head it is served with.
+        sql<string | null>`(SELECT note FROM ledger_checkpoint WHERE id = 1)`.as('checkpoint'),
+      ])
       .where('c.id', '=', parsed.id)
       .executeTakeFirst();
     const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
@@ -73,6 +83,7 @@ export class BundlesController {
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     reply.header('etag', row.etag).header('cache-control', 'no-cache');
+    if (row.checkpoint) reply.header(CHECKPOINT_HEADER, Buffer.from(row.checkpoint, 'utf8').toString('base64'));
     if (row.jws === null) {
       this.metrics.polls304++;
       void reply.status(304).send();
@@ -86,15 +97,5 @@ export class BundlesController {
   async jwks() {
     await this.keys.reloadIfChanged();
     return this.keys.jwks();
-  }
-
-  /** Adds a signing key; bundles stamped from now on carry its kid, older kids stay in the JWKS. */
-  @Post('v1/keys/rotate')
-  @HttpCode(201)
-  @Access('admin')
-  async rotate(@CurrentPrincipal() who: Principal) {
-    const kid = await this.keys.rotate();
-    await this.db.kysely.transaction().execute((trx) => this.ledger.recordIdentity(trx, 'keys', 'signing_key_rotated', { kid }, actorOf(who)));
-    return { kid, jwks: this.keys.jwks() };
   }
 }

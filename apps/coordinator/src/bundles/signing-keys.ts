@@ -3,16 +3,27 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync, openSync,
 import { dirname } from 'node:path';
 import * as jose from 'jose';
 import { keyThumbprint, type SigningKey } from '#bundle';
+import type { TrustKey } from '#contracts';
+
+interface KeyEntry {
+  kid: string;
+  created_at: string;
+  private_jwk: jose.JWK;
+  /** Set by `keys revoke`: out of the JWKS, never signs again (kept only so rebuilt projections match). */
+  revoked_at?: string;
+}
 
 interface KeyFile {
   active: string;
-  keys: { kid: string; created_at: string; private_jwk: jose.JWK }[];
+  keys: KeyEntry[];
 }
 
 /**
- * The coordinator's Ed25519 signing keys, kept in one 0600 JSON file. The newest key signs; older
- * ones stay in the JWKS so bundles signed before a rotation still verify. The file is re-read when
- * it changes, so `coordinator keys rotate` takes effect on a running process.
+ * The coordinator's Ed25519 signing keys, kept in one 0600 JSON file. Which key signs is decided by
+ * the trust document in the database, not by this file: a key is added here first and becomes the
+ * signer only when its trust version commits, so a failed rotation leaves an unused key and nothing
+ * else. `active` follows the trust head (the first key of a new data dir). The file is re-read when
+ * it changes, so a rotation by another process takes effect on a running one.
  */
 export class SigningKeyStore {
   private loadedMtime = -1;
@@ -42,11 +53,26 @@ export class SigningKeyStore {
     return this.byKid(this.file.active);
   }
 
-  /** A historical key by kid, for re-signing identical bundles when projections are rebuilt. */
+  /** A key by kid: the trust head's signer, or a historical one for re-signing identical bundles when projections are rebuilt. */
   byKid(kid: string): SigningKey {
     const privateKey = this.privateKeys.get(kid);
     if (!privateKey) throw new Error(`signing key ${kid} is not in ${this.path}`);
     return { kid, privateKey };
+  }
+
+  has(kid: string): boolean {
+    return this.privateKeys.has(kid);
+  }
+
+  isRevoked(kid: string): boolean {
+    return this.file.keys.some((k) => k.kid === kid && k.revoked_at !== undefined);
+  }
+
+  /** The public half of a key, as a trust document lists it. */
+  publicKey(kid: string): TrustKey {
+    const entry = this.file.keys.find((k) => k.kid === kid);
+    if (!entry) throw new Error(`signing key ${kid} is not in ${this.path}`);
+    return { kty: 'OKP', crv: 'Ed25519', x: entry.private_jwk.x as string, kid, alg: 'EdDSA', use: 'sig' };
   }
 
   jwks(): jose.JSONWebKeySet {
@@ -59,12 +85,25 @@ export class SigningKeyStore {
     return keyThumbprint(jwk);
   }
 
-  /** Adds a new key and makes it the signer; returns its kid. */
-  async rotate(): Promise<string> {
+  /** Adds a new key, not yet the signer (its trust version makes it that); returns its kid. */
+  async addKey(): Promise<string> {
     const added = await newKey();
-    await this.writeFile(this.file, added);
-    await this.reload();
+    await this.update((file) => ({ ...file, keys: [...file.keys, { kid: added.kid, created_at: new Date().toISOString(), private_jwk: added.private_jwk }] }));
     return added.kid;
+  }
+
+  /** Records in the file what a committed trust version decided: the signer, and keys revoked. */
+  async settle(active: string, revoked: readonly string[]): Promise<void> {
+    const now = new Date().toISOString();
+    const changed = this.file.active !== active || this.file.keys.some((k) => revoked.includes(k.kid) && k.revoked_at === undefined);
+    if (!changed) return;
+    await this.update((file) => ({ active, keys: file.keys.map((k) => (revoked.includes(k.kid) && k.revoked_at === undefined ? { ...k, revoked_at: now } : k)) }));
+  }
+
+  private async update(change: (file: KeyFile) => KeyFile): Promise<void> {
+    await this.reloadIfChanged();
+    this.write(change(this.file));
+    await this.reload();
   }
 
   private async reload(): Promise<void> {
@@ -75,7 +114,7 @@ export class SigningKeyStore {
     for (const k of file.keys) {
       this.privateKeys.set(k.kid, createPrivateKey({ key: k.private_jwk as import('node:crypto').JsonWebKey, format: 'jwk' }));
       const { d: _d, ...pub } = k.private_jwk;
-      keys.push({ ...pub, kid: k.kid, alg: 'EdDSA', use: 'sig' });
+      if (k.revoked_at === undefined) keys.push({ ...pub, kid: k.kid, alg: 'EdDSA', use: 'sig' });
     }
     if (!this.privateKeys.has(file.active)) throw new Error(`active signing key ${file.active} is not in ${this.path}`);
     this.file = file;
@@ -84,10 +123,10 @@ export class SigningKeyStore {
   }
 
   private async writeFile(current: KeyFile, added: { kid: string; private_jwk: jose.JWK }): Promise<void> {
-    const next: KeyFile = {
-      active: added.kid,
-      keys: [...current.keys, { kid: added.kid, created_at: new Date().toISOString(), private_jwk: added.private_jwk }],
-    };
+    this.write({ active: added.kid, keys: [...current.keys, { kid: added.kid, created_at: new Date().toISOString(), private_jwk: added.private_jwk }] });
+  }
+
+  private write(next: KeyFile): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
     // Write, fsync, rename: a crash leaves the old key file or the new one, never half of one.
     const tmp = `${this.path}.tmp-${process.pid}`;

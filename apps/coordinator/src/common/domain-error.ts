@@ -27,7 +27,9 @@ export type DomainErrorCode =
   | 'uri_too_long'
   | 'headers_too_large'
   | 'bad_request'
-  | 'request_timeout';
+  | 'request_timeout'
+  | 'unknown_key'
+  | 'already_revoked';
 
 export class DomainError extends Error {
   constructor(

@@ -33,6 +33,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   uri_too_long: 414,
   headers_too_large: 431,
   request_timeout: 408,
+  unknown_key: 404,
+  already_revoked: 409,
 };
 
 const TITLES: Record<number, string> = {

@@ -121,6 +121,9 @@ export interface NodeStatusTable {
   briefing: Json<{ outcome: string; lines: unknown[] }> | null;
   /** The last resource list a report carried (NodeResources). */
   resources: Json<NodeResources> | null;
+  /** The newest checkpoint the agent reported it verified (a signed note). */
+  checkpoint: ColumnType<string | null, string | null | undefined, string | null>;
+  stale_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface NodeOutcomesTable {
@@ -158,6 +161,26 @@ export interface PackagesTable {
   recorded_at: Timestamp;
 }
 
+/** One signed trust document version; `signing_kid` is the key it makes the signer. */
+export interface TrustVersionsTable {
+  version: number;
+  signing_kid: string;
+  /** The key of the previous version that signed it (its own key for version 1). */
+  signed_by: string;
+  document: string;
+  digest: string;
+  created_at: Timestamp;
+}
+
+/** The one latest checkpoint (id 1): a C2SP signed note over the ledger head. */
+export interface LedgerCheckpointTable {
+  id: number;
+  origin: string;
+  position: BigIntColumn;
+  signed_at: Timestamp;
+  note: string;
+}
+
 export interface Database {
   ledger: LedgerTable;
   blobs: BlobsTable;
@@ -171,4 +194,6 @@ export interface Database {
   node_outcomes: NodeOutcomesTable;
   mirror_state: MirrorStateTable;
   packages: PackagesTable;
+  trust_versions: TrustVersionsTable;
+  ledger_checkpoint: LedgerCheckpointTable;
 }

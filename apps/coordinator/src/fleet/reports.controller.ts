@@ -31,6 +31,8 @@ export class ReportsController {
       applied_version: r.active_version,
       last_result: r.result,
       last_error: r.error ?? null,
+      checkpoint: r.checkpoint ?? null,
+      stale_since: r.stale_since ?? null,
       ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
       // The version a resource list is about: the one applied, or the one tried when the pass failed.
       ...(r.resources

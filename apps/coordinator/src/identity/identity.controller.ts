@@ -11,6 +11,8 @@ import { actorOf, type Principal } from './principal.js';
 import { issueSecret, parseSecret, secretMatches } from './secrets.js';
 import { createApiToken } from './api-tokens.js';
 import { briefingFor } from './briefing.js';
+import { keyThumbprint } from '#bundle';
+import { readTrustHead } from '../trust/trust.repository.js';
 
 const DEFAULT_ENROLMENT_TTL = 3600;
 
@@ -28,7 +30,9 @@ export class IdentityController {
   async createEnrolmentToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
     const req = parseInput(EnrolmentTokenRequest, body, 'body');
     await this.keys.reloadIfChanged();
-    const thumbprint = await this.keys.activeThumbprint();
+    // The trust head's signer, not the key file's: that is the key the agent will meet.
+    const head = await readTrustHead(this.db.kysely);
+    const thumbprint = head ? await keyThumbprint(this.keys.publicKey(head.signingKid)) : await this.keys.activeThumbprint();
     const s = issueSecret('fle');
     const now = new Date();
     const expires = new Date(now.getTime() + (req.ttl_seconds ?? DEFAULT_ENROLMENT_TTL) * 1000);

@@ -17,6 +17,7 @@ import { appendEvents } from './store/append.js';
 import { lockLedger } from './store/lock.js';
 import { nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
 import { MirrorNudge } from '../mirror/mirror-nudge.js';
+import { signingTrust, stampCheckpoint } from '../trust/signing-trust.js';
 
 export interface WriteOptions {
   readonly actor: string;
@@ -40,10 +41,12 @@ export class LedgerWriter {
     prepare: (trx: Transaction<Database>) => Promise<{ command: LedgerCommand; heads: Heads }>,
   ): Promise<PublishResponse> {
     await this.keys.reloadIfChanged();
-    const kid = this.keys.activeKid();
     const publishId = randomUUID();
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
       await lockLedger(trx);
+      // The trust head names the signer, read under the lock: a rotation is either before this publish or after it.
+      const trust = await signingTrust(trx, this.keys);
+      const kid = trust.signingKid;
       const head = await readLedgerHead(trx);
       if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
         throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
@@ -58,6 +61,8 @@ export class LedgerWriter {
         await nextRecordedAt(trx),
       );
       await project(trx, stored, this.keys);
+      // One checkpoint per publish, however many nodes it stamped.
+      await stampCheckpoint(trx, this.keys, trust);
       return {
         publish_id: publishId,
         position: stored[stored.length - 1].position,
@@ -97,9 +102,11 @@ export class LedgerWriter {
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */
   async recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
     await lockLedger(trx);
+    const trust = await signingTrust(trx, this.keys);
     const head = await readLedgerHead(trx);
     const stream = `identity:${subject}` as const;
     const revision = (await readStreamRevision(trx, stream)) + 1;
     await appendEvents(trx, head, [{ event: { type, stream, revision, data }, meta: { actor } }], await nextRecordedAt(trx));
+    await stampCheckpoint(trx, this.keys, trust);
   }
 }

@@ -4,6 +4,7 @@ import { allEvents } from '../ledger/store/read-events.js';
 import { lockLedger } from '../ledger/store/lock.js';
 import type { StoredEvent } from '../ledger/store/ledger-row.js';
 import { project, type Signer } from './project.js';
+import { resignHeads } from '../trust/resign-heads.js';
 
 /**
  * Drops every projection and replays the ledger into it (rule 6). Runs under the ledger lock so no
@@ -25,9 +26,18 @@ export async function rebuildProjections(db: Kysely<Database>, signer: Signer): 
       if (e.type !== 'node_set_stamped') {
         await project(trx, group, signer);
         group = [];
+        // A key change re-signed every head with its signer then: replaying it does the same, to the same bytes.
+        const resignTo = keyChangeSigner(e);
+        if (resignTo) await resignHeads(trx, signer.byKid(resignTo));
       }
     }
     await project(trx, group, signer);
     return count;
   });
+}
+
+/** The signer a recorded key change re-signed the heads with; null for events before trust versions, which re-signed nothing. */
+function keyChangeSigner(e: StoredEvent): string | null {
+  if (e.type !== 'signing_key_rotated' && e.type !== 'signing_key_revoked') return null;
+  return typeof e.data.trust_version === 'number' && typeof e.data.signer === 'string' ? e.data.signer : null;
 }

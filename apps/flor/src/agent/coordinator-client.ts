@@ -1,13 +1,22 @@
 import type { Agent } from 'node:https';
-import type { AgentIdentity, ReportRequest } from '#contracts';
+import { TrustChainResponse, type AgentIdentity, type ReportRequest } from '#contracts';
+import { AgentError } from '../errors.js';
 import { answerError, httpCall } from './http.js';
 import { coordinatorAgent, type Transport } from './transport.js';
 
+/** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified. */
 export type BundleFetch =
-  | { readonly status: 304 }
+  | { readonly status: 304; readonly checkpoint: string | null }
   /** Nothing has been published for this node yet: a normal answer, not a failure. */
-  | { readonly status: 'none' }
-  | { readonly status: 200; readonly jws: string; readonly etag: string | null };
+  | { readonly status: 'none'; readonly checkpoint: null }
+  | { readonly status: 200; readonly jws: string; readonly etag: string | null; readonly checkpoint: string | null };
+
+const CHECKPOINT_HEADER = 'florete-checkpoint';
+
+function checkpointOf(headers: Record<string, string | string[] | undefined>): string | null {
+  const v = headers[CHECKPOINT_HEADER];
+  return typeof v === 'string' ? Buffer.from(v, 'base64').toString('utf8') : null;
+}
 
 /** The node-facing calls, with the node's credential. */
 export class CoordinatorClient {
@@ -34,11 +43,25 @@ export class CoordinatorClient {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
     const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs: this.timeoutMs, agent: this.agent });
-    if (a.status === 304) return { status: 304 };
-    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none' };
+    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers) };
+    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
     const tag = a.headers.etag;
-    return { status: 200, jws: a.body.toString('utf8').trim(), etag: typeof tag === 'string' ? tag : null };
+    return { status: 200, jws: a.body.toString('utf8').trim(), etag: typeof tag === 'string' ? tag : null, checkpoint: checkpointOf(a.headers) };
+  }
+
+  /** The signed trust versions after `after`; checked by the caller, step by step. */
+  async fetchTrust(after: number): Promise<TrustChainResponse> {
+    const a = await httpCall(this.url(`/v1/trust?after=${after}`), { headers: { accept: 'application/json' }, timeoutMs: this.timeoutMs, maxBytes: 4 * 1024 * 1024 });
+    if (a.status !== 200) throw answerError(a, 'fetching the trust chain');
+    let parsed;
+    try {
+      parsed = TrustChainResponse.safeParse(JSON.parse(a.body.toString('utf8')));
+    } catch {
+      parsed = null;
+    }
+    if (!parsed?.success) throw new AgentError('bad_response', 'the trust chain answer does not match the contract');
+    return parsed.data;
   }
 
   async report(body: ReportRequest): Promise<void> {

@@ -1,9 +1,10 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Server } from 'node:net';
-import type { AgentConfig, AgentStatus, ApplySetOutcome, ControlRequest, ControlResponse, LocalSetRecord } from '#contracts';
+import type { AgentConfig, AgentIdentity, AgentStatus, ApplySetOutcome, ControlRequest, ControlResponse, LocalSetRecord } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
 import { behindOf } from './behind.js';
+import { freshnessOf } from './freshness.js';
 import { serveControlSocket } from './control-socket.js';
 import { HotReloadActivation } from './hot-reload.activator.js';
 import { agentLifecycle } from './lifecycle.js';
@@ -236,7 +237,15 @@ export class Daemon {
       retired: retired ? { at: retired.at, version: retired.version } : null,
       behind: behindOf({ appliedVersion: state.applied_version, activeVersion: active, unapplied: state.unapplied, retired, dryRun: this.dryRunSeen }),
       local_set: localSetView(state.local_set),
+      ...this.trustStatus(identity),
     };
+  }
+
+  /** The trust version walked to and how fresh the newest verified checkpoint is, for this enrolment. */
+  private trustStatus(identity: AgentIdentity | null): Pick<AgentStatus, 'trust_version' | 'freshness'> {
+    const trust = this.dir.readTrust();
+    const mine = identity && trust && trust.enrolled_at === identity.enrolled_at ? trust : null;
+    return { trust_version: mine?.version ?? null, freshness: freshnessOf(identity, this.dir.readCheckpoint(), this.config.max_staleness, new Date()) };
   }
 
   /** SIGTERM: no new passes, let a running one finish, close the socket, stop a supervised vertex. */

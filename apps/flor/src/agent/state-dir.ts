@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentIdentity, AgentState, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
+import { AgentIdentity, AgentState, AgentTrust, HeldCheckpoint, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
 import { AgentError } from '../errors.js';
 import { isTempName, writeJsonAtomic } from './atomic-fs.js';
 
@@ -52,6 +52,9 @@ export class StateDir {
   /** Host resources the agent owns (files and packages), and copies of the files they replaced. */
   readonly ownedPath: string;
   readonly originalsDir: string;
+  /** The trust version walked to, and the newest checkpoint verified. */
+  readonly trustPath: string;
+  readonly checkpointPath: string;
 
   constructor(readonly root: string) {
     this.identityPath = join(root, 'identity.json');
@@ -62,6 +65,8 @@ export class StateDir {
     this.socketPath = join(root, 'agent.sock');
     this.ownedPath = join(root, 'owned-files.json');
     this.originalsDir = join(root, 'originals');
+    this.trustPath = join(root, 'trust.json');
+    this.checkpointPath = join(root, 'checkpoint.json');
   }
 
   ensure(): void {
@@ -124,6 +129,25 @@ export class StateDir {
 
   writeOwned(owned: OwnedFiles): void {
     writeJsonAtomic(this.ownedPath, owned, 0o600);
+  }
+
+  readTrust(): AgentTrust | null {
+    if (!existsSync(this.trustPath)) return null;
+    return AgentTrust.parse(JSON.parse(readFileSync(this.trustPath, 'utf8')));
+  }
+
+  /** Write-then-rename: the pin moves forward whole or not at all. */
+  writeTrust(trust: AgentTrust): void {
+    writeJsonAtomic(this.trustPath, trust, 0o600);
+  }
+
+  readCheckpoint(): HeldCheckpoint | null {
+    if (!existsSync(this.checkpointPath)) return null;
+    return HeldCheckpoint.parse(JSON.parse(readFileSync(this.checkpointPath, 'utf8')));
+  }
+
+  writeCheckpoint(held: HeldCheckpoint): void {
+    writeJsonAtomic(this.checkpointPath, held, 0o600);
   }
 
   /** 0 when nothing was ever activated, or when the active set is a local one (it has no version). */

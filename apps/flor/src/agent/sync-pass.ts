@@ -18,7 +18,9 @@ import type { InstalledPackage, ManagerName, PackageManager } from './package-ma
 import { isRetired } from './retirement.js';
 import { keepsLocalConfig } from './local-set.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
-import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
+import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
+import { TrustKeeper } from './trust-keeper.js';
+import { staleSince } from './freshness.js';
 import type { Log } from './log.js';
 
 export interface PassOutcome extends SyncOutcome {
@@ -26,6 +28,8 @@ export interface PassOutcome extends SyncOutcome {
   readonly contactFailed: boolean;
   readonly retryAfterMs?: number;
 }
+
+type PassBase = { dry_run: boolean; was: number; active_version: number; contactFailed: boolean };
 
 interface StagedSet {
   readonly payload: BundlePayload;
@@ -118,34 +122,29 @@ export class SyncPass {
     }
     Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
-    if (fetched.status === 304 || fetched.status === 'none') {
-      if (dryRun) return await this.dryRun(base, state, null);
-      return this.finish(client, state, active, active, []);
-    }
-
-    let verified;
+    let verified: VerifiedBundle | null = null;
     try {
-      verified = await verifyBundle(fetched.jws, { pinned: identity.pinned_jwks as never, node: identity.node, highWater });
-    } catch (err) {
-      if (!(err instanceof BundleRejected)) throw err;
-      this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message, dry_run: dryRun });
-      if (!dryRun) {
-        state.last_result = 'rejected';
-        state.last_error = err.message;
-        // Another node's bundle or a replayed one is not news of a newer version; anything else may be.
-        if (err.code !== 'wrong_node' && err.code !== 'replayed' && (err.version === null || err.version > active)) {
-          state.unapplied = { version: err.version, reason: 'rejected', detail: `${err.code}: ${err.message}`, at: stamp };
-        }
-        persist();
-        await this.report(client, {
-          active_version: active,
-          result: 'rejected',
-          error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}`,
-          // Only a new version of this node's own bundle is an outcome of that version; another node's or a replayed one is not.
-          ...(err.version !== null && err.version >= highWater && err.version > active && err.code !== 'wrong_node' ? { target_version: err.version } : {}),
+      // The answer's checkpoint first (it may name a newer trust version), then the bundle against what is trusted now.
+      const trust = new TrustKeeper(this.dir, identity, client, !dryRun, this.now);
+      const checkpoint = await trust.acceptCheckpoint(fetched.checkpoint);
+      if (fetched.status === 200) {
+        const { pin, keys } = await trust.trustFor(kidOf(fetched.jws));
+        verified = await verifyBundle(fetched.jws, {
+          pinned: { keys },
+          trustVersion: pin?.version ?? null,
+          revoked: pin?.revoked ?? [],
+          node: identity.node,
+          highWater,
+          checkpointPosition: checkpoint?.position ?? null,
         });
       }
-      return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
+    } catch (err) {
+      if (!(err instanceof BundleRejected)) throw err;
+      return this.rejected(client, state, err, base, highWater, dryRun, stamp);
+    }
+    if (fetched.status === 304 || fetched.status === 'none' || !verified) {
+      if (dryRun) return this.dryRun(base, state, null);
+      return this.finish(client, state, active, active, []);
     }
     const version = verified.payload.version;
     if (dryRun) return this.dryRun(base, state, version, verified.files);
@@ -169,6 +168,29 @@ export class SyncPass {
     symlinkAtomic(this.dir.setLinkTarget(version), this.dir.activeLink);
     this.log('info', 'set switched', { version, was: active });
     return this.finish(client, state, version, active, interrupted, resources);
+  }
+
+  /** A bundle, checkpoint or trust step the agent will not accept: nothing moves, the reason is kept and reported. */
+  private async rejected(client: CoordinatorClient, state: AgentState, err: BundleRejected, base: PassBase, highWater: number, dryRun: boolean, stamp: string): Promise<PassOutcome> {
+    const active = base.active_version;
+    this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message, dry_run: dryRun });
+    if (!dryRun) {
+      state.last_result = 'rejected';
+      state.last_error = err.message;
+      // Another node's bundle or a replayed one is not news of a newer version; anything else may be.
+      if (err.code !== 'wrong_node' && err.code !== 'replayed' && (err.version === null || err.version > active)) {
+        state.unapplied = { version: err.version, reason: 'rejected', detail: `${err.code}: ${err.message}`, at: stamp };
+      }
+      this.dir.writeState(state);
+      await this.report(client, {
+        active_version: active,
+        result: 'rejected',
+        error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}`,
+        // Only a new version of this node's own bundle is an outcome of that version; another node's or a replayed one is not.
+        ...(err.version !== null && err.version >= highWater && err.version > active && err.code !== 'wrong_node' ? { target_version: err.version } : {}),
+      });
+    }
+    return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
   }
 
   /**
@@ -307,10 +329,20 @@ export class SyncPass {
   /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */
   private async report(client: CoordinatorClient, body: ReportRequest): Promise<void> {
     try {
-      await client.report(body);
+      await client.report({ ...body, ...this.witnessed() });
     } catch (err) {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
     }
+  }
+
+  /** What every report adds: the newest checkpoint this agent verified, and since when it is stale. */
+  private witnessed(): Pick<ReportRequest, 'checkpoint' | 'stale_since'> {
+    const identity = this.dir.readIdentity();
+    if (!identity) return {};
+    const held = this.dir.readCheckpoint();
+    const mine = held && held.enrolled_at === identity.enrolled_at ? held : null;
+    const stale = staleSince(mine, identity.enrolled_at, this.config.max_staleness, this.now());
+    return { ...(mine ? { checkpoint: mine.note } : {}), ...(stale ? { stale_since: stale } : {}) };
   }
 
   /** Complete sets only ever appear under their final name: staged under a temp name, fsynced, renamed. */

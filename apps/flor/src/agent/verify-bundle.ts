@@ -1,8 +1,21 @@
 import type * as jose from 'jose';
 import { BundlePayload } from '#contracts';
-import { BundleVerifyError, setDigest, sha256Hex, verifyBundleSignature, type BundleVerifyFailure } from '#bundle';
+import { BundleVerifyError, setDigest, sha256Hex, verifyBundleSignature, type BundleVerifyFailure, type CheckpointFailure, type TrustChainFailure } from '#bundle';
 
-export type RejectionCode = BundleVerifyFailure | 'bad_payload' | 'wrong_node' | 'replayed' | 'digest_mismatch';
+export type RejectionCode =
+  | BundleVerifyFailure
+  | 'bad_payload'
+  | 'wrong_node'
+  | 'replayed'
+  | 'digest_mismatch'
+  | 'revoked_key'
+  | 'stamped_after_checkpoint'
+  | TrustChainFailure
+  | 'trust_unavailable'
+  | CheckpointFailure
+  | 'checkpoint_rollback'
+  | 'checkpoint_fork'
+  | 'checkpoint_origin';
 
 /** A bundle the agent will not apply; the reason goes to the operator and into the report. */
 export class BundleRejected extends Error {
@@ -24,15 +37,22 @@ export interface VerifiedBundle {
 }
 
 export interface VerifyContext {
+  /** The keys of the trust version the agent holds. */
   readonly pinned: jose.JSONWebKeySet;
+  /** That version's number and the keys it revoked, to say why a key is refused. */
+  readonly trustVersion: number | null;
+  readonly revoked: readonly string[];
   readonly node: string;
   readonly highWater: number;
+  /** The position of the newest checkpoint the agent verified; null when it holds none. */
+  readonly checkpointPosition: number | null;
 }
 
 /**
- * DESIGN section 5: signature against the pinned keys, the payload parses, the node is ours, the
- * version is not below the high-water mark (equal is "up to date", decided by the caller), every
- * artifact's digest and size and the set digest match.
+ * Signature against the trusted keys, the payload parses, the node is ours, the version is not
+ * below the high-water mark (equal is "up to date", decided by the caller), every artifact's digest
+ * and size and the set digest match, and the bundle was stamped no later than the newest checkpoint
+ * the agent verified (a bundle from another ledger, or from past the ledger it can vouch for, is not).
  */
 export async function verifyBundle(jws: string, ctx: VerifyContext): Promise<VerifiedBundle> {
   let bytes: Uint8Array;
@@ -40,11 +60,13 @@ export async function verifyBundle(jws: string, ctx: VerifyContext): Promise<Ver
     ({ payload: bytes } = await verifyBundleSignature(jws, ctx.pinned));
   } catch (err) {
     if (!(err instanceof BundleVerifyError)) throw err;
-    const message =
-      err.code === 'unknown_key'
-        ? `${err.message}, which is not pinned: the coordinator's signing key changed since enrolment; re-enrol the node to pin the new key`
-        : err.message;
-    throw new BundleRejected(err.code, message, null, { cause: err });
+    if (err.code === 'unknown_key') {
+      const kid = kidOf(jws) ?? '?';
+      const trust = ctx.trustVersion === null ? 'the key pinned at enrolment' : `trust version ${ctx.trustVersion}`;
+      if (ctx.revoked.includes(kid)) throw new BundleRejected('revoked_key', `bundle is signed by key ${kid}, which ${trust} revoked`, null, { cause: err });
+      throw new BundleRejected('unknown_key', `${err.message}, which ${trust} does not list`, null, { cause: err });
+    }
+    throw new BundleRejected(err.code, err.message, null, { cause: err });
   }
   let payload: BundlePayload;
   try {
@@ -70,7 +92,21 @@ export async function verifyBundle(jws: string, ctx: VerifyContext): Promise<Ver
   const digest = setDigest(payload.artifacts);
   if (digest !== payload.set_digest) throw new BundleRejected('digest_mismatch', `set digest is ${digest}, the bundle says ${payload.set_digest}`, v);
   if (payload.retired && payload.artifacts.length > 0) throw new BundleRejected('bad_payload', 'a retired bundle carries artifacts', v);
+  if (ctx.checkpointPosition === null || payload.position > ctx.checkpointPosition) {
+    const held = ctx.checkpointPosition === null ? 'this agent holds no verified checkpoint' : `the newest checkpoint this agent verified is at position ${ctx.checkpointPosition}`;
+    throw new BundleRejected('stamped_after_checkpoint', `bundle was stamped at ledger position ${payload.position}, but ${held}`, v);
+  }
   return { payload, files };
+}
+
+/** The kid a compact JWS names in its header, or null when it names none (it is then rejected as malformed). */
+export function kidOf(jws: string): string | null {
+  try {
+    const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf('.')), 'base64url').toString('utf8')) as { kid?: unknown };
+    return typeof header.kid === 'string' ? header.kid : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Reads back a set the agent staged itself after verifying it: no second verification. */

@@ -19,6 +19,13 @@ export function formatBehind(b: Behind | null): string {
   return `${seen} seen, ${b.active_version} in effect: ${BEHIND_REASON[b.reason]}${b.detail ? `: ${b.detail}` : ''}`;
 }
 
+/** `stale since …` once the newest verified checkpoint is older than max_staleness, else `fresh`, with that checkpoint. */
+export function formatFreshness(f: AgentStatus['freshness']): string {
+  if (f === null) return '-';
+  const held = f.checkpoint ? `checkpoint at position ${f.checkpoint.position} signed ${f.checkpoint.time}` : 'no checkpoint verified yet';
+  return f.stale_since ? `stale since ${f.stale_since} (${held})` : `fresh (${held})`;
+}
+
 function formatActivation(a: ActivationRecord): string {
   const how = a.answer ? `${a.activation} (${a.answer})` : a.fallback ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})` : a.activation;
   return `${a.version}: ${how} at ${a.at}`;
@@ -41,6 +48,8 @@ export function formatStatus(s: AgentStatus): string {
     ['next poll', s.next_poll ?? '-'],
     ['last result', s.last_result ?? '-'],
     ['last error', s.last_error ?? '-'],
+    ['trust version', s.trust_version === null ? 'enrolment key only' : String(s.trust_version)],
+    ['freshness', formatFreshness(s.freshness)],
   ];
   if (s.vertex) rows.push(['vertex', `${s.vertex.pid === null ? 'not running' : `pid ${s.vertex.pid}`}, ${s.vertex.starts} start(s)`]);
   // Newest first: how each recently applied version reached the vertex.

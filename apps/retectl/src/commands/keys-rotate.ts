@@ -7,12 +7,14 @@ export interface KeysRotateOptions extends ConnectionFlags {
   readonly json?: boolean;
 }
 
-/** Has the running coordinator add a signing key (admin); prints the new kid, which a script can keep. */
+/**
+ * Has the running coordinator rotate its signing key (admin); prints the new kid, which a script can
+ * keep. Agents walk to the new trust version by themselves: no node is re-enrolled.
+ */
 export async function run(options: KeysRotateOptions): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
   const { body } = await client.call('POST', '/v1/keys/rotate', KeyRotationResponse);
   if (options.json) return outJson(body);
   out(body.kid);
-  const older = body.jwks.keys.length - 1;
-  note(`bundles are signed with ${body.kid} from now on; the JWKS keeps the ${older} older key${older === 1 ? '' : 's'}`);
+  note(`trust version ${body.trust_version}: bundles are signed with ${body.kid} from now on; ${body.resigned} node head${body.resigned === 1 ? '' : 's'} re-signed, the old key signs nothing more`);
 }

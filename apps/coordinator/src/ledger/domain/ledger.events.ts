@@ -47,7 +47,7 @@ export interface PublishRecorded {
 }
 
 export interface IdentityRecorded {
-  readonly type: 'enrolment_token_issued' | 'node_enrolled' | 'credential_revoked' | 'api_token_created' | 'signing_key_rotated';
+  readonly type: 'enrolment_token_issued' | 'node_enrolled' | 'credential_revoked' | 'api_token_created' | 'signing_key_rotated' | 'signing_key_revoked';
   readonly stream: `identity:${string}`;
   readonly revision: number;
   readonly data: Record<string, unknown>;
