@@ -9,6 +9,7 @@ import * as m0007 from './0007-revocation-reason.js';
 import * as m0008 from './0008-accepted-ineligible.js';
 import * as m0009 from './0009-node-resources.js';
 import * as m0010 from './0010-packages.js';
+import * as m0011 from './0011-agent-version.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008-accepted-ineligible': m0008,
   '0009-node-resources': m0009,
   '0010-packages': m0010,
+  '0011-agent-version': m0011,
 };

@@ -103,6 +103,8 @@ export const ReportRequest = z.strictObject({
   activation: ReportActivation.optional(),
   /** Host resources in the order the pass handled them; after a failed one, the rest were not attempted. */
   resources: z.array(ReportResource).max(4096).optional(),
+  /** The version of the agent sending this report: after a self-upgrade, the new binary's. */
+  agent_version: z.string().min(1).max(64).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
@@ -127,6 +129,8 @@ export const NodeSummary = z.object({
   last_contact_age_seconds: z.number().int().nullable(),
   last_result: z.string().nullable(),
   last_error: z.string().nullable(),
+  /** The agent version the node last said it runs (enrolment, then each report); null until it says. */
+  agent_version: z.string().nullable(),
 });
 export const NodeList = z.object({ items: z.array(NodeSummary) });
 

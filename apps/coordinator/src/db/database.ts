@@ -121,6 +121,8 @@ export interface NodeStatusTable {
   briefing: Json<{ outcome: string; lines: unknown[] }> | null;
   /** The last resource list a report carried (NodeResources). */
   resources: Json<NodeResources> | null;
+  /** The agent version it last said it runs: its enrolment profile's, then each report's. */
+  agent_version: string | null;
 }
 
 export interface NodeOutcomesTable {

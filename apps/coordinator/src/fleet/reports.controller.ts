@@ -31,6 +31,8 @@ export class ReportsController {
       applied_version: r.active_version,
       last_result: r.result,
       last_error: r.error ?? null,
+      // An older agent says nothing: the version it enrolled with stays.
+      ...(r.agent_version ? { agent_version: r.agent_version } : {}),
       ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
       // The version a resource list is about: the one applied, or the one tried when the pass failed.
       ...(r.resources

@@ -20,6 +20,7 @@ import { keepsLocalConfig } from './local-set.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, verifyBundle } from './verify-bundle.js';
 import type { Log } from './log.js';
+import { AGENT_VERSION } from '../version.js';
 
 export interface PassOutcome extends SyncOutcome {
   /** The coordinator could not be reached or refused: the daemon backs off. */
@@ -304,10 +305,10 @@ export class SyncPass {
     return plannedResources(steps, installed);
   }
 
-  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */
+  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. Each says which agent sends it. */
   private async report(client: CoordinatorClient, body: ReportRequest): Promise<void> {
     try {
-      await client.report(body);
+      await client.report({ ...body, agent_version: AGENT_VERSION });
     } catch (err) {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
     }
