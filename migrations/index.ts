@@ -10,6 +10,7 @@ import * as m0008 from './0008-accepted-ineligible.js';
 import * as m0009 from './0009-node-resources.js';
 import * as m0010 from './0010-packages.js';
 import * as m0011 from './0011-trust.js';
+import * as m0012 from './0012-agent-version.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009-node-resources': m0009,
   '0010-packages': m0010,
   '0011-trust': m0011,
+  '0012-agent-version': m0012,
 };

@@ -589,6 +589,28 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       // A resource of a kind the contract does not know is refused.
       expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'applied', resources: [{ kind: 'service', name: 'x', outcome: 'applied' }] })).status).toBe(422);
     });
+
+    it('shows the agent version each node last said it runs: enrolment, then every report that names one', async () => {
+      await publish({ omicron: { 'flor.json': 'omicron\n' } });
+      const agentOf = async () => ({
+        listed: (await reader.get('/v1/nodes')).body.items.find((n: { node: string }) => n.node === 'omicron')?.agent_version,
+        detail: (await reader.get('/v1/nodes/omicron')).body.agent_version,
+      });
+      // Published but never enrolled: no agent has said anything.
+      expect(await agentOf()).toEqual({ listed: null, detail: null });
+      const node = await enrol('omicron');
+      expect(await agentOf()).toEqual({ listed: '0.1.0', detail: '0.1.0' });
+      // A self-upgraded agent's next report carries its new version.
+      expect((await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'applied', agent_version: '0.2.0' })).status).toBe(204);
+      expect(await agentOf()).toEqual({ listed: '0.2.0', detail: '0.2.0' });
+      // An older agent's report names none: the last one said stays.
+      expect((await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
+      expect(await agentOf()).toEqual({ listed: '0.2.0', detail: '0.2.0' });
+      // Bad input changes nothing.
+      expectProblem(await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date', agent_version: '' }), 422, 'invalid_body');
+      expectProblem(await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date', agent_version: 'x'.repeat(65) }), 422, 'invalid_body');
+      expect(await agentOf()).toEqual({ listed: '0.2.0', detail: '0.2.0' });
+    });
   });
 
   describe('ledger', () => {

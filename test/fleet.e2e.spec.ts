@@ -74,7 +74,7 @@ describe('fleet status and node lifecycle with real agents', () => {
     expect(all.laptop).toMatchObject({ state: 'enrolled', ineligible: true, version: null });
     expect(all.alpha).toMatchObject({ state: 'enrolled', ineligible: false });
     const table = await retectl(['status']);
-    expect(table.stdout).toMatch(/^laptop\s+-\s+-\s+live\s+never\s+enrolled, ineligible$/m);
+    expect(table.stdout).toMatch(/^laptop\s+-\s+-\s+0\.1\.0\s+live\s+never\s+enrolled, ineligible$/m);
   });
 
   it('tells applied, failed (with the reason) and outstanding apart, and a stopped node applies once started', async () => {
@@ -106,8 +106,8 @@ describe('fleet status and node lifecycle with real agents', () => {
     expect(all.laptop).toMatchObject({ state: 'enrolled', convergence: 'outstanding' });
     expect((await json(['status', '--state', 'failed'])).items.map((n: { node: string }) => n.node)).toEqual(['gamma']);
     const table = (await retectl(['status'])).stdout;
-    expect(table).toMatch(/^gamma\s+1\s+0\s+live\s+\S+ ago\s+enrolled, failed$/m);
-    expect(table).toMatch(/^laptop\s+1\s+-\s+live\s+never\s+enrolled, outstanding, ineligible$/m);
+    expect(table).toMatch(/^gamma\s+1\s+0\s+0\.1\.0\s+live\s+\S+ ago\s+enrolled, failed$/m);
+    expect(table).toMatch(/^laptop\s+1\s+-\s+0\.1\.0\s+live\s+never\s+enrolled, outstanding, ineligible$/m);
     // The failing agent itself says what went wrong.
     expect(await socketStatus(files.gamma)).toMatchObject({ applied_version: 0, last_result: 'failed', last_error: expect.stringContaining('exited with 5') });
 
@@ -138,7 +138,7 @@ describe('fleet status and node lifecycle with real agents', () => {
     await waitFor('laptop silent for 5 s', async () => ((await json(['status'])).items.find((n: { node: string }) => n.node === 'laptop').last_contact_age_seconds ?? 0) > 5, 30_000, 500);
     const silent = await retectl(['status', '--contact-older-than', '5s']);
     expect(silent.code).toBe(0);
-    expect(silent.stdout).toMatch(/^laptop\s+2\s+1\s+live\s+\d+s ago\s+enrolled, outstanding, ineligible$/m);
+    expect(silent.stdout).toMatch(/^laptop\s+2\s+1\s+0\.1\.0\s+live\s+\d+s ago\s+enrolled, outstanding, ineligible$/m);
     expect(silent.stdout).not.toMatch(/^(alpha|beta|gamma) /m);
   });
 
@@ -194,7 +194,7 @@ describe('fleet status and node lifecycle with real agents', () => {
       return g.state === 'retired' && g.convergence === 'converged';
     });
     expect((await json(['status', '--state', 'retired'])).items.map((n: { node: string }) => n.node)).toEqual(['gamma']);
-    expect((await retectl(['status'])).stdout).toMatch(/^gamma\s+2\s+2\s+revoked\s+\S+ ago\s+retired, converged$/m);
+    expect((await retectl(['status'])).stdout).toMatch(/^gamma\s+2\s+2\s+0\.1\.0\s+revoked\s+\S+ ago\s+retired, converged$/m);
     const credential = JSON.parse(readFileSync(join(files.gamma.stateDir, 'identity.json'), 'utf8')).credential as string;
     expect((await new Client(coordinator.url, credential).get('/v1/nodes/gamma/bundle')).status).toBe(401);
     await waitFor('gamma refused on its next poll', async () => /401/.test((await socketStatus(files.gamma)).last_error ?? ''), 60_000);

@@ -152,16 +152,16 @@ describe('retectl against a real coordinator', () => {
       const status = await retectl(['status']);
       expect(status.code).toBe(0);
       expect(status.stdout.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
-        ['NODE', 'VERSION', 'APPLIED', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
-        ['alpha', '3', '-', 'none', 'never', 'unmanaged'],
-        ['beta', '2', '-', 'none', 'never', 'unmanaged'],
-        ['laptop', '1', '-', 'none', 'never', 'unmanaged'],
+        ['NODE', 'VERSION', 'APPLIED', 'AGENT', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
+        ['alpha', '3', '-', '-', 'none', 'never', 'unmanaged'],
+        ['beta', '2', '-', '-', 'none', 'never', 'unmanaged'],
+        ['laptop', '1', '-', '-', 'none', 'never', 'unmanaged'],
         [''],
       ]);
       // One vocabulary: the table's state is the word --json gives (and --state takes).
       const json = JSON.parse((await retectl(['status', '--json'])).stdout);
       expect(json.items.map((n: { node: string; state: string; credential: string }) => `${n.node} ${n.state} ${n.credential}`)).toEqual(['alpha unmanaged none', 'beta unmanaged none', 'laptop unmanaged none']);
-      expect(json.items[0]).toMatchObject({ last_contact: null, last_contact_age_seconds: null, last_contact_age: 'never' });
+      expect(json.items[0]).toMatchObject({ last_contact: null, last_contact_age_seconds: null, last_contact_age: 'never', agent_version: null });
       expect((await retectl(['status', '--state', 'unmanaged'])).stdout.trimEnd().split('\n')).toHaveLength(4);
       expect(await retectl(['status', '--state', 'enrolled'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
       // Never made contact is older than any age.

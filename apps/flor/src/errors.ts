@@ -28,6 +28,7 @@ export type AgentErrorCode =
   | 'unknown_group'
   | 'resource_failed'
   | 'package_failed'
+  | 'self_check_failed'
   | 'bad_state';
 
 export class AgentError extends Error {

@@ -57,6 +57,35 @@ export const AptConfig = z.strictObject({
 });
 export type AptConfig = z.infer<typeof AptConfig>;
 
+/**
+ * The agent's own package: a package resource naming it at another version is a self-upgrade. The
+ * new version's `binary` is run once (`self-check`) before the running agent hands over to it.
+ */
+export const SelfUpgradeConfig = z.strictObject({
+  package: z.string().regex(/^[a-z0-9][a-z0-9+.-]+$/, 'must be a Debian package name').default('florete-agent'),
+  binary: AbsolutePath.default('/usr/bin/flor'),
+  /** The new binary's self-check is stopped, and counts as failed, after this long. */
+  check_timeout_seconds: z.number().int().positive().default(60),
+});
+export type SelfUpgradeConfig = z.infer<typeof SelfUpgradeConfig>;
+
+/**
+ * The agent's record of a version of its own package whose self-check failed (self-upgrade.json in
+ * the state dir): not installed again while the declaration still names that version.
+ */
+export const SelfUpgradeRecord = z.object({
+  refused: z
+    .object({
+      package: z.string(),
+      version: z.string(),
+      /** Why: the self-check's own output (its last lines), or its timeout. */
+      reason: z.string(),
+      at: z.string(),
+    })
+    .nullable(),
+});
+export type SelfUpgradeRecord = z.infer<typeof SelfUpgradeRecord>;
+
 /** The local config file (YAML or JSON), e.g. /etc/florete/agent.yaml. */
 export const AgentConfig = z.strictObject({
   state_dir: AbsolutePath.optional(),
@@ -97,6 +126,7 @@ export const AgentConfig = z.strictObject({
         .transform((s) => parseDuration(s)!),
     ])
     .default(86400),
+  self_upgrade: SelfUpgradeConfig.prefault({}),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 

@@ -109,6 +109,8 @@ export const ReportRequest = z.strictObject({
   checkpoint: z.string().max(4096).optional(),
   /** Set when that checkpoint is older than the agent's max_staleness: since when. */
   stale_since: Timestamp.optional(),
+  /** The version of the agent sending this report: after a self-upgrade, the new binary's. */
+  agent_version: z.string().min(1).max(64).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 
@@ -133,6 +135,8 @@ export const NodeSummary = z.object({
   last_contact_age_seconds: z.number().int().nullable(),
   last_result: z.string().nullable(),
   last_error: z.string().nullable(),
+  /** The agent version the node last said it runs (enrolment, then each report); null until it says. */
+  agent_version: z.string().nullable(),
 });
 export const NodeList = z.object({ items: z.array(NodeSummary) });
 

@@ -124,6 +124,8 @@ export interface NodeStatusTable {
   /** The newest checkpoint the agent reported it verified (a signed note). */
   checkpoint: ColumnType<string | null, string | null | undefined, string | null>;
   stale_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The agent version it last said it runs: its enrolment profile's, then each report's. */
+  agent_version: string | null;
 }
 
 export interface NodeOutcomesTable {

@@ -13,6 +13,7 @@ export interface NodeRecord extends NodeFacts {
     last_contact: Date | string | null;
     last_result: string | null;
     last_error: string | null;
+    agent_version: string | null;
     ineligible: boolean;
     /** The last enrolment briefing as stored: its failed lines say why the node is ineligible. */
     briefing: unknown;
@@ -26,7 +27,7 @@ export interface NodeRecord extends NodeFacts {
 export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly string[] | 'all', now: Date, minOutcomeVersion = 0): Promise<Map<string, NodeRecord>> {
   const batches = nodes === 'all' ? [null] : chunks(nodes);
   const heads = new Map<string, { version: number; retired: boolean; set_digest: string; updated_at: Date | string; publish_id: string }>();
-  const statuses = new Map<string, { applied_version: number | null; last_contact: Date | string | null; last_result: string | null; last_error: string | null; ineligible: boolean; briefing: unknown }>();
+  const statuses = new Map<string, { applied_version: number | null; last_contact: Date | string | null; last_result: string | null; last_error: string | null; agent_version: string | null; ineligible: boolean; briefing: unknown }>();
   const creds = new Map<string, { live: number; revoked: number }>();
   const pending = new Set<string>();
   const outcomes = new Map<string, Outcome[]>();
@@ -36,7 +37,7 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
     const inBatch = batch ?? [];
     const headRows = await db.selectFrom('node_heads').select(['node', 'version', 'retired', 'set_digest', 'updated_at', 'publish_id']).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
     for (const r of headRows) heads.set(r.node, r);
-    const statusRows = await db.selectFrom('node_status').select(['node', 'applied_version', 'last_contact', 'last_result', 'last_error', 'ineligible', briefingIfIneligible]).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const statusRows = await db.selectFrom('node_status').select(['node', 'applied_version', 'last_contact', 'last_result', 'last_error', 'agent_version', 'ineligible', briefingIfIneligible]).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
     for (const r of statusRows) statuses.set(r.node, r);
     for (const r of await db.selectFrom('node_credentials').select(['node', 'revoked_at']).$if(only, (q) => q.where('node', 'in', inBatch)).execute()) {
       const c = creds.get(r.node) ?? { live: 0, revoked: 0 };
@@ -68,7 +69,7 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
       pendingToken: pending.has(node),
       appliedVersion: s?.applied_version ?? null,
       outcomes: outcomes.get(node) ?? [],
-      status: s ? { last_contact: s.last_contact, last_result: s.last_result, last_error: s.last_error, ineligible: s.ineligible, briefing: s.briefing } : null,
+      status: s ? { last_contact: s.last_contact, last_result: s.last_result, last_error: s.last_error, agent_version: s.agent_version, ineligible: s.ineligible, briefing: s.briefing } : null,
     });
   }
   return out;

@@ -33,6 +33,8 @@ export class ReportsController {
       last_error: r.error ?? null,
       checkpoint: r.checkpoint ?? null,
       stale_since: r.stale_since ?? null,
+      // An older agent says nothing: the version it enrolled with stays.
+      ...(r.agent_version ? { agent_version: r.agent_version } : {}),
       ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
       // The version a resource list is about: the one applied, or the one tried when the pass failed.
       ...(r.resources

@@ -71,7 +71,7 @@ export class IdentityController {
       await trx.insertInto('node_credentials').values({ id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now }).execute();
       const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
       const previous = await trx.selectFrom('node_status').select('installed').where('node', '=', row.node).executeTakeFirst();
-      const status = { enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory), briefing: JSON.stringify(briefing), ineligible: briefing.outcome === 'fail' };
+      const status = { enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory), briefing: JSON.stringify(briefing), ineligible: briefing.outcome === 'fail', agent_version: req.profile.agent_version || null };
       await trx
         .insertInto('node_status')
         .values({ node: row.node, ...status })

@@ -198,6 +198,7 @@ function summary(
     last_contact_age_seconds: age,
     last_result: r.status?.last_result ?? null,
     last_error: r.status?.last_error ?? null,
+    agent_version: r.status?.agent_version ?? null,
   };
 }
 

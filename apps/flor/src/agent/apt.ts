@@ -1,4 +1,5 @@
-import { basename, dirname, resolve } from 'node:path';
+import { mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { AptConfig } from '#contracts';
 import { AgentError } from '../errors.js';
 import { ABSENT, lastLines, runCommand, type CommandResult, type InstalledPackage, type PackageManager } from './package-manager.js';
@@ -60,6 +61,29 @@ export class AptPackageManager implements PackageManager {
     if (r.code !== 0) throw this.failure(`apt-get install ${name}=${version}`, r);
   }
 
+  async download(name: string, version: string, dir: string): Promise<string> {
+    // apt-get download names the file after the package's control fields: fetched into a fresh folder,
+    // then moved to a name of the agent's choosing, so a half-fetched file never has the final name.
+    const work = mkdtempSync(join(dir, '.download-'));
+    try {
+      const r = await this.aptGet(['download', `${name}=${version}`], work);
+      if (r.code !== 0) throw this.failure(`apt-get download ${name}=${version}`, r);
+      const files = readdirSync(work).filter((f) => f.endsWith('.deb'));
+      if (files.length !== 1) throw new AgentError('package_failed', `apt-get download ${name}=${version} left ${files.length} package files, not one`);
+      const kept = join(dir, `${name}_${version.replace(/:/g, '%3a')}.deb`);
+      renameSync(join(work, files[0]), kept);
+      return kept;
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+
+  async installFile(path: string): Promise<void> {
+    // A path (not a name) makes apt-get install that file, resolving its dependencies as usual.
+    const r = await this.aptGet(['install', '--allow-downgrades', '--no-remove', resolve(path)]);
+    if (r.code !== 0) throw this.failure(`apt-get install ${path}`, r);
+  }
+
   async remove(name: string, purge: boolean): Promise<void> {
     const verb = purge ? 'purge' : 'remove';
     // apt-get removes whatever depends on the package along with it: ask it first what it would do.
@@ -79,7 +103,7 @@ export class AptPackageManager implements PackageManager {
     }
   }
 
-  private aptGet(args: readonly string[]): Promise<CommandResult> {
+  private aptGet(args: readonly string[], cwd?: string): Promise<CommandResult> {
     const argv = [
       'apt-get',
       '-y',
@@ -95,7 +119,7 @@ export class AptPackageManager implements PackageManager {
     ];
     // Under umask 022, whatever the agent's own (its unit sets 0077): the lists apt's _apt user must
     // read and the files maintainer scripts create are the host's, not the agent's private files.
-    return this.run(['/bin/sh', '-c', 'umask 022 && exec "$0" "$@"', ...argv], { timeoutMs: this.config.timeout_seconds * 1000, env: this.env() });
+    return this.run(['/bin/sh', '-c', 'umask 022 && exec "$0" "$@"', ...argv], { timeoutMs: this.config.timeout_seconds * 1000, env: this.env(), cwd });
   }
 
   private env(): NodeJS.ProcessEnv {

@@ -37,6 +37,12 @@ export class Daemon {
   private nextPollAt: Date | null = null;
   private stopping = false;
   private watchingIdentity = false;
+  private handedOver!: (version: string) => void;
+  /**
+   * Settles with the agent version this process installed and ran once (a self-upgrade): the pass
+   * that did it has reported, and the agent is to stop and exit 0 so its supervisor starts the new one.
+   */
+  readonly handover: Promise<string> = new Promise((resolve) => (this.handedOver = resolve));
   /** A version only a dry run has seen, since the last real pass that fetched: kept here because a dry run writes nothing. */
   private dryRunSeen: { version: number; at: string } | null = null;
 
@@ -49,7 +55,7 @@ export class Daemon {
   ) {
     const restart = createActivator(config.activation);
     this.activator = config.vertex_control ? new HotReloadActivation(restart, config.vertex_control, log) : restart;
-    this.syncPass = new SyncPass(dir, config, this.activator, log, undefined, configPath ? [resolve(configPath)] : []);
+    this.syncPass = new SyncPass(dir, config, this.activator, log, undefined, configPath ? [resolve(configPath)] : [], undefined, undefined, configPath ? resolve(configPath) : undefined);
     this.localSet = new LocalSetApply(dir, config, this.activator, this.syncPass, log);
   }
 
@@ -81,17 +87,29 @@ export class Daemon {
   /** Serialises passes; the returned promise settles with this pass's outcome. */
   sync(dryRun: boolean): Promise<PassOutcome> {
     const run = this.queue.then(async () => {
-      const outcome = await this.syncPass.run(dryRun);
-      this.remember(outcome);
-      return outcome;
+      try {
+        const outcome = await this.syncPass.run(dryRun);
+        this.remember(outcome);
+        return outcome;
+      } finally {
+        this.checkHandover();
+      }
     });
     this.queue = run.catch(() => {});
     return run;
   }
 
+  /** After a pass or a local set: a new agent version that passed its self-check takes over from this process. */
+  private checkHandover(): void {
+    const version = this.syncPass.handover;
+    if (version === null) return;
+    this.log('info', 'handing over to the new agent version', { version });
+    this.handedOver(version);
+  }
+
   /** `flor agent apply --set`: queued with the passes, so a local set never lands in the middle of one. */
   applySet(request: { dir: string; node?: string }): Promise<ApplySetOutcome> {
-    const run = this.queue.then(() => this.localSet.run(request));
+    const run = this.queue.then(() => this.localSet.run(request)).finally(() => this.checkHandover());
     this.queue = run.catch(() => {});
     return run;
   }

@@ -31,6 +31,10 @@ export interface PackageManager {
   install(name: string, version: string): Promise<void>;
   /** Removes `name` (`purge`: with its configuration files), refusing when that would remove any other package. */
   remove(name: string, purge: boolean): Promise<void>;
+  /** Fetches the package file of `name` at exactly `version` from the configured sources into `dir`, installing nothing; returns its path. */
+  download(name: string, version: string, dir: string): Promise<string>;
+  /** Installs a package file kept on this host (a rollback to the version that ran before). */
+  installFile(path: string): Promise<void>;
   /** Refreshes the package lists of these source files only. */
   refresh(sources: readonly string[]): Promise<void>;
   /** Whether a declared file at `path` is one of this manager's source files. */
@@ -61,9 +65,9 @@ const KEEP_OUTPUT = 64 * 1024;
  * Runs a program to completion without a shell. At the timeout it gets SIGTERM, and SIGKILL 10 s
  * later. A program that cannot start is an AgentError naming it.
  */
-export function runCommand(argv: readonly string[], options: { timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<CommandResult> {
+export function runCommand(argv: readonly string[], options: { timeoutMs: number; env?: NodeJS.ProcessEnv; cwd?: string }): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0], argv.slice(1), { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0], argv.slice(1), { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     let timedOut = false;
     const take = (c: Buffer) => {

@@ -2,6 +2,7 @@ import type { OwnedFiles, PackageBefore, PackageResource, ReportPackageResource 
 import { AgentError } from '../errors.js';
 import { isInstalledAt, type InstalledPackage, type PackageManager } from './package-manager.js';
 import type { OwnedStore } from './file-resources.js';
+import type { SelfUpgrade } from './self-upgrade.js';
 
 /** What the first touch of a package found: null when it was absent, so the agent is the one installing it. */
 export function beforeOf(found: InstalledPackage): PackageBefore | null {
@@ -14,6 +15,8 @@ export interface PackageContext {
   readonly sources: readonly string[];
   /** Set once the sources were refreshed in this pass. */
   refreshed: boolean;
+  /** The agent's own package: another version of it is installed, run once, and handed over to. */
+  readonly selfUpgrade?: SelfUpgrade;
 }
 
 /**
@@ -40,10 +43,14 @@ export async function installPackage(store: OwnedStore, owned: OwnedFiles, r: Pa
     return { ...base, outcome: 'unchanged' };
   }
   const was = now.status === 'installed' ? now.version : null;
+  const self = ctx.selfUpgrade?.step(r.name, r.version) === 'other' ? undefined : ctx.selfUpgrade;
+  if (self?.step(r.name, r.version) === 'refused') throw self.refusedError(r.version);
   if (!ctx.refreshed && ctx.sources.length > 0) {
     await pm.refresh(ctx.sources);
     ctx.refreshed = true;
   }
+  // Before another version of the agent goes in, the one running is kept to go back to.
+  const kept = self ? await self.keep(pm) : null;
   try {
     await pm.install(r.name, r.version);
   } catch (err) {
@@ -54,6 +61,8 @@ export async function installPackage(store: OwnedStore, owned: OwnedFiles, r: Pa
   if (!isInstalledAt(now, r.version)) {
     throw new AgentError('package_failed', `read back after installing: dpkg says ${now.status === 'absent' ? 'not installed' : `${now.status} ${now.version ?? ''}`.trim()}, not installed ${r.version}`);
   }
+  // Recorded only once the new agent ran: a failed one is replaced by the kept version again.
+  if (self && kept) await self.verify(pm, r.version, kept);
   record();
   return { ...base, outcome: 'applied', was };
 }

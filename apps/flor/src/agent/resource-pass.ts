@@ -5,6 +5,7 @@ import type { ManagerName, PackageManager } from './package-manager.js';
 import { forgetPackage, installPackage, uninstallPackage, type PackageContext } from './package-resources.js';
 import { stepLabel, type ResourceStep } from './resource-plan.js';
 import type { UserDb } from './user-db.js';
+import type { SelfUpgrade } from './self-upgrade.js';
 
 /** A resource pass that stopped at a resource: what it did up to there, the failed one last. */
 export class ResourcePassFailed extends AgentError {
@@ -26,6 +27,8 @@ export interface ResourcePassContext {
   readonly packageManagers: Readonly<Record<ManagerName, PackageManager>>;
   /** The declared files that are package sources, refreshed before the first install. */
   readonly sources: readonly string[];
+  /** Self-upgrade of the agent's own package (absent: it is an ordinary package). */
+  readonly selfUpgrade?: SelfUpgrade;
 }
 
 /** The report line of a step that failed. */
@@ -59,7 +62,7 @@ export async function applyResourceSteps(store: OwnedStore, steps: readonly Reso
     let c = packages.get(name);
     if (!c) {
       const manager = ctx.packageManagers[name];
-      c = { manager, sources: ctx.sources.filter((s) => manager.isSource(s)), refreshed: false };
+      c = { manager, sources: ctx.sources.filter((s) => manager.isSource(s)), refreshed: false, selfUpgrade: ctx.selfUpgrade };
       packages.set(name, c);
     }
     return c;

@@ -22,6 +22,8 @@ import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type Verified
 import { TrustKeeper } from './trust-keeper.js';
 import { staleSince } from './freshness.js';
 import type { Log } from './log.js';
+import { AGENT_VERSION } from '../version.js';
+import { SelfUpgrade } from './self-upgrade.js';
 
 export interface PassOutcome extends SyncOutcome {
   /** The coordinator could not be reached or refused: the daemon backs off. */
@@ -64,6 +66,9 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
  * safe to repeat, so a pass that a crash interrupted is finished by the next one.
  */
 export class SyncPass {
+  /** The agent's own package: set when a pass installed a new version that passed its self-check. */
+  readonly selfUpgrade: SelfUpgrade;
+
   constructor(
     private readonly dir: StateDir,
     private readonly config: AgentConfig,
@@ -74,7 +79,16 @@ export class SyncPass {
     private readonly extraOwnPaths: readonly string[] = [],
     private readonly users: () => UserDb = () => systemUserDb(),
     private readonly packageManagers: Readonly<Record<ManagerName, PackageManager>> = { apt: new AptPackageManager(config.packages.apt) },
-  ) {}
+    /** The config file the agent was started with: the new binary's self-check loads the same one. */
+    configPath?: string,
+  ) {
+    this.selfUpgrade = new SelfUpgrade({ config: config.self_upgrade, running: AGENT_VERSION, stateDir: dir.root, configPath });
+  }
+
+  /** The version of the agent's own package this process installed and ran once: it exits so its supervisor starts it. */
+  get handover(): string | null {
+    return this.selfUpgrade.handover;
+  }
 
   /** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
   ownPaths(): string[] {
@@ -200,10 +214,11 @@ export class SyncPass {
    */
   async applyResources(set: ResourceSet): Promise<ReportResource[]> {
     const declared = declaredResources(set.payload.retired, set.files);
+    this.selfUpgrade.settle(declared?.packages.find((p) => p.name === this.selfUpgrade.ownPackage)?.version ?? null);
     const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
     if (steps.length === 0) return [];
     const sources = declaredSources(declared, (path) => Object.values(this.packageManagers).some((pm) => pm.isSource(path)));
-    const done = await applyResourceSteps(this.dir, steps, { contents: set.files, users: this.users(), packageManagers: this.packageManagers, sources });
+    const done = await applyResourceSteps(this.dir, steps, { contents: set.files, users: this.users(), packageManagers: this.packageManagers, sources, selfUpgrade: this.selfUpgrade });
     this.log('info', 'resources applied', { version: set.payload.version, resources: done.length });
     return done;
   }
@@ -326,10 +341,10 @@ export class SyncPass {
     return plannedResources(steps, installed);
   }
 
-  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. */
+  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. Each says which agent sends it. */
   private async report(client: CoordinatorClient, body: ReportRequest): Promise<void> {
     try {
-      await client.report({ ...body, ...this.witnessed() });
+      await client.report({ ...body, ...this.witnessed(), agent_version: AGENT_VERSION });
     } catch (err) {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
     }

@@ -2,7 +2,10 @@ import { configPathFor, loadConfig, stateDirFor, type CommonOptions } from '../a
 import { Daemon } from '../agent/daemon.js';
 import { stderrLog } from '../agent/log.js';
 
-/** Runs until SIGTERM or SIGINT, then stops cleanly and resolves. */
+/**
+ * Runs until SIGTERM or SIGINT, or until a self-upgrade hands over to the new version: then stops
+ * cleanly and resolves (exit 0), and its supervisor (systemd's Restart=always) starts the new binary.
+ */
 export type RunOptions = CommonOptions;
 
 export async function run(options: RunOptions): Promise<void> {
@@ -12,7 +15,7 @@ export async function run(options: RunOptions): Promise<void> {
   await daemon.start();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
-      log('info', 'stopping', { signal });
+      log('info', 'stopping', { reason: signal });
       daemon.stop().then(resolve, (err: Error) => {
         log('error', 'stop failed', { reason: err.message });
         resolve();
@@ -20,5 +23,6 @@ export async function run(options: RunOptions): Promise<void> {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    void daemon.handover.then((version) => stop(`handover to ${version}`));
   });
 }

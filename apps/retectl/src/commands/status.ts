@@ -20,7 +20,7 @@ export interface StatusOptions extends ConnectionFlags {
   readonly contactOlderThan?: number;
 }
 
-/** One row per node: head and applied versions, credential, last contact as an age, lifecycle state and convergence. */
+/** One row per node: head and applied versions, the agent version it runs, credential, last contact as an age, lifecycle state and convergence. */
 export async function run(options: StatusOptions): Promise<void> {
   const filter = statusFilter({ state: options.state, credential: options.credential, contactOlderThanSeconds: options.contactOlderThan });
   if (!filter.ok) throw usageError(filter.error);
@@ -38,11 +38,12 @@ export async function run(options: StatusOptions): Promise<void> {
   if (body.items.length === 0) return out(filter.query ? 'no nodes match' : 'no nodes have been published yet');
   out(
     formatTable(
-      ['NODE', 'VERSION', 'APPLIED', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
+      ['NODE', 'VERSION', 'APPLIED', 'AGENT', 'CREDENTIAL', 'LAST CONTACT', 'STATE'],
       body.items.map((r) => [
         r.node,
         r.version === null ? '-' : String(r.version),
         r.applied_version === null ? '-' : String(r.applied_version),
+        r.agent_version ?? '-',
         r.credential,
         r.last_contact_age_seconds === null ? 'never' : `${age(r.last_contact_age_seconds)} ago`,
         nodeState(r),
@@ -69,6 +70,7 @@ async function nodeStatus(client: CoordinatorClient, node: string, json?: boolea
     ['node', n.node],
     ['version', n.version === null ? '-' : String(n.version)],
     ['applied', n.applied_version === null ? '-' : String(n.applied_version)],
+    ['agent', n.agent_version ?? '-'],
     ['state', nodeState(n)],
     ['credential', n.credential],
     ['last contact', n.last_contact_age_seconds === null ? 'never' : `${formatSeconds(n.last_contact_age_seconds)} ago`],
