@@ -52,7 +52,7 @@ export class CoordinatorClient {
 
   /** The signed trust versions after `after`; checked by the caller, step by step. */
   async fetchTrust(after: number): Promise<TrustChainResponse> {
-    const a = await httpCall(this.url(`/v1/trust?after=${after}`), { headers: { accept: 'application/json' }, timeoutMs: this.timeoutMs, maxBytes: 4 * 1024 * 1024 });
+    const a = await httpCall(this.url(`/v1/trust?after=${after}`), { headers: { accept: 'application/json' }, timeoutMs: this.timeoutMs, maxBytes: 4 * 1024 * 1024, agent: this.agent });
     if (a.status !== 200) throw answerError(a, 'fetching the trust chain');
     let parsed;
     try {
