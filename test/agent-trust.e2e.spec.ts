@@ -204,10 +204,12 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     const frozenAt = parseCheckpoint(Buffer.from(frozen.headers.get('florete-checkpoint')!, 'base64').toString('utf8')).checkpoint.time;
     let stale: AgentStatus;
     try {
-      stale = await waitFor('alpha stale', async () => {
+      // Status judges freshness when asked, a report when its pass ran: the threshold can fall between
+      // the two, so wait until a pass has reported it too.
+      stale = await waitFor('alpha stale, and a pass that reported it', async () => {
         expect((await syncAlpha()).stdout).toBe('up to date at 5\n');
         const s = await socketStatus(alpha);
-        return s.freshness?.stale_since ? s : null;
+        return s.freshness?.stale_since && reportsOf('alpha').at(-1)?.stale_since ? s : null;
       }, 60_000, 500);
     } finally {
       proxy.mode = { kind: 'pass' };
