@@ -1,6 +1,10 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+
+/** Where `npm run build` puts the web console: dist/console, beside dist/apps. */
+const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL('../../../console', import.meta.url));
 
 const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -13,6 +17,7 @@ const Env = z.object({
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
   FLORETE_PACKAGE_LIMIT: z.coerce.number().int().positive().max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
   FLORETE_REPO_KEY_FILE: z.string().optional(),
+  FLORETE_CONSOLE_DIR: z.string().optional(),
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
@@ -50,6 +55,8 @@ export interface CoordinatorConfig {
   readonly tls: TlsConfig;
   /** Seconds an idle ledger goes without a new signed checkpoint (appends sign one each). */
   readonly checkpointIntervalSeconds: number;
+  /** The built web console, served at /ui. */
+  readonly consoleDir: string;
 }
 
 export interface TlsConfig {
@@ -104,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
+    consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',
       gitdir: resolve(dataDir, 'audit.git'),

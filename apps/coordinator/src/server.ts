@@ -19,6 +19,7 @@ import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
 import { AuthService } from './identity/auth.service.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
+import { registerConsoleRoutes } from './console/console-http.js';
 import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
@@ -81,6 +82,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const fastify = app.getHttpAdapter().getInstance();
     await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, anonymousPerMinute: config.anonymousRateLimit });
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
+    registerConsoleRoutes(fastify, config.consoleDir, log);
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
       log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -138,7 +138,7 @@ export const NodeSummary = z.object({
   /** The agent version the node last said it runs (enrolment, then each report); null until it says. */
   agent_version: z.string().nullable(),
 });
-export const NodeList = z.object({ items: z.array(NodeSummary) });
+export const NodeList = z.object({ items: z.array(NodeSummary), next_cursor: NodeName.nullable().optional().describe('present when `limit` was given: the cursor of the next page, or null on the last') });
 
 /**
  * What the node's agent last reported doing to its host resources: the latest report that carried a
@@ -171,6 +171,15 @@ export const NodesQuery = z.strictObject({
   contact_older_than: DurationQuery.optional().describe('only nodes whose last contact is older than this (a duration such as 1h), or that never made contact'),
   contact_before: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is before this time (or never)'),
   contact_after: z.iso.datetime({ offset: true }).optional().describe('only nodes whose last contact is at or after this time'),
+  q: z.string().min(1).max(63).optional().describe('only nodes whose name contains this text'),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(1000))
+    .optional()
+    .describe('at most this many nodes, in name order, with next_cursor for the rest; without it, every node'),
+  cursor: NodeName.optional().describe('the next_cursor of the previous page: nodes whose name sorts after it'),
 });
 
 export const VersionEntry = z.object({
@@ -182,6 +191,10 @@ export const VersionEntry = z.object({
   message: z.string(),
   recorded_at: Timestamp,
   position: Position,
+  outcome: z
+    .object({ result: z.string(), error: z.string().nullable(), reported_at: Timestamp, activation: ReportActivation.nullable() })
+    .nullable()
+    .describe("what the node's agent reported doing with this version (applied or failed, and the activation path), or null if it has not"),
 });
 export const VersionPage = z.object({ items: z.array(VersionEntry), next_cursor: z.string().nullable() });
 export const PageQuery = z.strictObject({

@@ -75,6 +75,29 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
   return out;
 }
 
+/**
+ * The next `limit` node names after `after` in name order, of every node the listing knows (a head,
+ * a status, a credential or a live enrolment token), optionally only those containing `contains`.
+ */
+export async function nodeNamesAfter(db: Kysely<Database>, after: string | null, limit: number, contains: string | null, now: Date): Promise<string[]> {
+  const like = contains === null ? null : `%${contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const names = (table: 'node_heads' | 'node_status' | 'node_credentials') =>
+    db
+      .selectFrom(table)
+      .select('node')
+      .$if(after !== null, (q) => q.where('node', '>', after!))
+      .$if(like !== null, (q) => q.where('node', 'like', like!));
+  const tokens = db
+    .selectFrom('enrolment_tokens')
+    .select('node')
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .$if(after !== null, (q) => q.where('node', '>', after!))
+    .$if(like !== null, (q) => q.where('node', 'like', like!));
+  const rows = await names('node_heads').union(names('node_status')).union(names('node_credentials')).union(tokens).orderBy('node').limit(limit).execute();
+  return rows.map((r) => r.node);
+}
+
 function chunks<T>(items: readonly T[]): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));

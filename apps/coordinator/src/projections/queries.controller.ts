@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { DiffQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
-import { loadNodeRecords, type NodeRecord } from '../fleet/fleet.repository.js';
+import { loadNodeRecords, nodeNamesAfter, type NodeRecord } from '../fleet/fleet.repository.js';
 import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
@@ -29,25 +29,33 @@ export class QueriesController {
   async nodes(@Query() query: unknown) {
     const q = parseInput(NodesQuery, query, 'query');
     const now = new Date();
-    const records = await loadNodeRecords(this.db.kysely, 'all', now);
-    const before = q.contact_before ? Date.parse(q.contact_before) : null;
-    const after = q.contact_after ? Date.parse(q.contact_after) : null;
-    const items = [];
-    for (const r of records.values()) {
-      const state = lifecycleState(r);
-      const credential = credentialState(r);
-      const conv = convergence(r);
-      if (q.state && q.state !== state && q.state !== conv) continue;
-      if (q.credential && q.credential !== credential) continue;
-      const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
-      const age = contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null;
-      if (before !== null && contact && contact.getTime() >= before) continue;
-      if (after !== null && (!contact || contact.getTime() < after)) continue;
-      // Never is older than any age: a node that never made contact is one to chase too.
-      if (q.contact_older_than !== undefined && age !== null && age <= q.contact_older_than) continue;
-      items.push(summary(r, state, credential, conv, contact, age));
+    const keep = nodeFilter(q, now);
+    if (q.limit === undefined) {
+      const items = [];
+      for (const r of (await loadNodeRecords(this.db.kysely, 'all', now)).values()) {
+        const row = keep(r);
+        if (row) items.push(row);
+      }
+      return { items };
     }
-    return { items };
+    // A page in name order: names are read in batches past the cursor and filtered until the page is
+    // full, so a page of a 100,000-node fleet loads a few hundred records, not all of them. A filter
+    // that matches almost nothing stops after a bounded scan and hands back a cursor to go on from.
+    const items: ReturnType<typeof summary>[] = [];
+    const batch = Math.max(q.limit, 200);
+    let after = q.cursor ?? null;
+    for (let round = 0; round < 20; round++) {
+      const names = await nodeNamesAfter(this.db.kysely, after, batch, q.q ?? null, now);
+      const records = await loadNodeRecords(this.db.kysely, names, now);
+      for (const name of names) {
+        const row = keep(records.get(name)!);
+        if (row) items.push(row);
+        after = name;
+        if (items.length === q.limit) return { items, next_cursor: names.length === batch || name !== names[names.length - 1] ? name : null };
+      }
+      if (names.length < batch) return { items, next_cursor: null };
+    }
+    return { items, next_cursor: after };
   }
 
   /** One node as the list shows it, plus what its agent last reported doing to its host resources. */
@@ -77,6 +85,18 @@ export class QueriesController {
     if (q.cursor) select = select.where('version', '<', Number(q.cursor));
     const rows = await select.orderBy('version', 'desc').limit(q.limit + 1).execute();
     const page = rows.slice(0, q.limit);
+    const outcomes = new Map(
+      page.length === 0
+        ? []
+        : (
+            await this.db.kysely
+              .selectFrom('node_outcomes')
+              .select(['version', 'result', 'error', 'reported_at', 'activation'])
+              .where('node', '=', name)
+              .where('version', 'in', page.map((r) => r.version))
+              .execute()
+          ).map((o) => [o.version, { result: o.result, error: o.error, reported_at: iso(o.reported_at), activation: o.activation ?? null }]),
+    );
     return {
       items: page.map((r) => ({
         version: r.version,
@@ -87,6 +107,7 @@ export class QueriesController {
         message: r.message,
         recorded_at: iso(r.recorded_at),
         position: Number(r.position),
+        outcome: outcomes.get(r.version) ?? null,
       })),
       next_cursor: rows.length > q.limit ? String(page[page.length - 1].version) : null,
     };
@@ -170,6 +191,31 @@ export class QueriesController {
     await this.requireNode(node);
     throw new DomainError('unknown_version', `node ${node} has no version ${version}`, { node, version });
   }
+}
+
+/**
+ * The fleet listing's filters as one predicate: the node's row when the record passes them all,
+ * else null. Contact ages and the contact filters use this coordinator's clock, so what the list
+ * shows and what it filters on agree whatever the caller's clock says.
+ */
+function nodeFilter(q: z.infer<typeof NodesQuery>, now: Date) {
+  const before = q.contact_before ? Date.parse(q.contact_before) : null;
+  const after = q.contact_after ? Date.parse(q.contact_after) : null;
+  return (r: NodeRecord) => {
+    if (q.q && !r.node.includes(q.q)) return null;
+    const state = lifecycleState(r);
+    const credential = credentialState(r);
+    const conv = convergence(r);
+    if (q.state && q.state !== state && q.state !== conv) return null;
+    if (q.credential && q.credential !== credential) return null;
+    const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
+    const age = contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null;
+    if (before !== null && contact && contact.getTime() >= before) return null;
+    if (after !== null && (!contact || contact.getTime() < after)) return null;
+    // Never is older than any age: a node that never made contact is one to chase too.
+    if (q.contact_older_than !== undefined && age !== null && age <= q.contact_older_than) return null;
+    return summary(r, state, credential, conv, contact, age);
+  };
 }
 
 /** A node's row in the fleet listing (NodeSummary). */

@@ -1,0 +1,49 @@
+import { useEffect, useState } from 'preact/hooks';
+
+/**
+ * Pages live in the URL's fragment (#/nodes/web-1), so every page is a link that can be shared or
+ * bookmarked, the browser's back button works, and the coordinator serves one static file for all.
+ */
+export type Route =
+  | { page: 'fleet'; params: URLSearchParams }
+  | { page: 'node'; node: string; params: URLSearchParams }
+  | { page: 'publishes'; params: URLSearchParams }
+  | { page: 'publish'; id: string }
+  | { page: 'ledger' }
+  | { page: 'missing'; path: string };
+
+export function parseRoute(hash: string): Route {
+  const [path, search = ''] = hash.replace(/^#/, '').split('?');
+  const params = new URLSearchParams(search);
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts.length === 0 || (parts[0] === 'fleet' && parts.length === 1)) return { page: 'fleet', params };
+  if (parts[0] === 'nodes' && parts.length === 2) return { page: 'node', node: parts[1], params };
+  if (parts[0] === 'publishes' && parts.length === 1) return { page: 'publishes', params };
+  if (parts[0] === 'publishes' && parts.length === 2) return { page: 'publish', id: parts[1] };
+  if (parts[0] === 'ledger' && parts.length === 1) return { page: 'ledger' };
+  return { page: 'missing', path };
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+export const href = {
+  fleet: (params: Record<string, string> = {}) => `#/fleet${qs(params)}`,
+  node: (node: string, params: Record<string, string> = {}) => `#/nodes/${encodeURIComponent(node)}${qs(params)}`,
+  publishes: () => '#/publishes',
+  publish: (id: string) => `#/publishes/${encodeURIComponent(id)}`,
+  ledger: () => '#/ledger',
+};
+
+function qs(params: Record<string, string>): string {
+  const p = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== ''));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,14 @@
+/** The API's answers as the console reads them: the shared contracts, as types only (no schema code reaches the page). */
+import type { z } from 'zod';
+import type * as C from '../../../libs/contracts/src/index.js';
+
+export type NodeSummary = z.infer<typeof C.NodeSummary>;
+export type NodeList = z.infer<typeof C.NodeList>;
+export type NodeDetail = z.infer<typeof C.NodeDetail>;
+export type VersionPage = z.infer<typeof C.VersionPage>;
+export type VersionEntry = z.infer<typeof C.VersionEntry>;
+export type PublishDetail = z.infer<typeof C.PublishDetail>;
+export type PublishList = z.infer<typeof C.PublishList>;
+export type LedgerHead = z.infer<typeof C.LedgerHead>;
+export type DiffResponse = z.infer<typeof C.DiffResponse>;
+export type ReportActivation = z.infer<typeof C.ReportActivation>;
