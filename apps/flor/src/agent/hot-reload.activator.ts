@@ -5,7 +5,7 @@ import { callVertexControl } from '#vertex-control';
 import { AgentError } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
 import { hotReloadVerdict, type HotReloadVerdict } from './hot-reload.verdict.js';
-import type { Log } from './log.js';
+import type { Log } from '#runtime';
 
 /**
  * Hot reload in front of the configured restart (DESIGN section 7): the set's verified flor.json goes

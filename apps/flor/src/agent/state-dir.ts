@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameS
 import { join } from 'node:path';
 import { AgentIdentity, AgentState, AgentTrust, HeldCheckpoint, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
 import { AgentError } from '../errors.js';
-import { isTempName, writeJsonAtomic } from './atomic-fs.js';
+import { isTempName, writeJsonAtomic } from '#runtime';
 
 /** What the stores of a state dir say, in short (self-check prints it). */
 export interface StateSummary {
