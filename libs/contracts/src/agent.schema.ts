@@ -7,7 +7,7 @@ import { parseDuration } from './rete.schema.js';
 import { TrustKey } from './trust.schema.js';
 
 /**
- * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
+ * The node agent's local files and its control socket (docs/architecture.md, "The agent"). None of this is published:
  * the local config is installed on the host, identity and state live in the agent's state dir.
  */
 
@@ -31,7 +31,7 @@ export const Activation = z.discriminatedUnion('kind', [
 export type Activation = z.infer<typeof Activation>;
 
 /**
- * Hot reload (DESIGN section 7): the running vertex's control socket. When set, the agent first hands
+ * Hot reload: the running vertex's control socket. When set, the agent first hands
  * a new set's flor.json to the vertex there and restarts it (`activation`) only when the vertex does
  * not answer `swapped` or `unchanged` within `timeout_ms`.
  */

@@ -8,7 +8,7 @@ import { hotReloadVerdict, type HotReloadVerdict } from './hot-reload.verdict.js
 import type { Log } from '#runtime';
 
 /**
- * Hot reload in front of the configured restart (DESIGN section 7): the set's verified flor.json goes
+ * Hot reload in front of the configured restart: the set's verified flor.json goes
  * to the running vertex's control socket once; `swapped` or `unchanged` means applied, anything else
  * (an answer, a timeout, an error) means the full restart, exactly as without hot reload. The agent
  * passes the file through and reads the answer: deciding what a change takes is the vertex's job.

@@ -37,7 +37,7 @@ const LOCAL_SET_PREFIX = 'local-';
 const LOCAL_SET_NAME = /^local-([0-9a-f]{64})$/;
 
 /**
- * The agent's state dir (DESIGN section 7): identity.json (0600), state.json, installed.json,
+ * The agent's state dir: identity.json (0600), state.json, installed.json,
  * sets/<version>/ (complete sets only: staged under a temp name, then renamed), sets/local-<digest>/
  * (a local set, applied before the node was enrolled), `active` (symlink to one of them), agent.sock.
  * The `active` symlink is the truth about the active version.

@@ -61,7 +61,7 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
 }
 
 /**
- * One sync pass (DESIGN section 7): conditional fetch → verify → stage sets/<version> → persist the
+ * One sync pass: conditional fetch → verify → stage sets/<version> → persist the
  * high-water mark → switch `active` → install → activate → report → persist state. Every step is
  * safe to repeat, so a pass that a crash interrupted is finished by the next one.
  */
