@@ -1,4 +1,4 @@
-/** Three tiers by suffix: *.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts (see HOUSE-STYLE). */
+/** Three tiers by suffix: *.unit.spec.ts, *.int.spec.ts, *.e2e.spec.ts (the tiers are described under Tests in README.md). */
 const common = {
   preset: 'ts-jest/presets/default-esm',
   testEnvironment: 'node',
@@ -9,6 +9,7 @@ const common = {
     '^#rete$': '<rootDir>/libs/rete/src/index.ts',
     '^#tls$': '<rootDir>/libs/tls/src/index.ts',
     '^#vertex-control$': '<rootDir>/libs/vertex-control/src/index.ts',
+    '^#runtime$': '<rootDir>/libs/runtime/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },

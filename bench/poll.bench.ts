@@ -1,5 +1,5 @@
 /**
- * Poll-path benchmark (DESIGN section 9): `GET /v1/nodes/{node}/bundle` with a valid node credential
+ * Poll-path benchmark: `GET /v1/nodes/{node}/bundle` with a valid node credential
  * and a matching If-None-Match, answered 304, against the real coordinator process and against a bare
  * node:http server doing the same credential check and ETag lookup in memory (the runtime's ceiling).
  * Both run in their own process and are driven by the same autocannon load from this process; the

@@ -1,5 +1,5 @@
 /**
- * Publish benchmark (DESIGN section 9): a 10,000-node tree on real PostgreSQL, published over HTTP to
+ * Publish benchmark: a 10,000-node tree on real PostgreSQL, published over HTTP to
  * the spawned coordinator process the way retectl does it — ask which blobs are missing, upload only
  * those, then POST the tree. Four publishes in one process:
  *   (a) first publish: every node new (agent.json + flor.json each, all distinct)
@@ -31,7 +31,7 @@ function sha256(b: Buffer): string {
   return createHash('sha256').update(b).digest('hex');
 }
 
-/** Canonical JSON pretty-printed with 2 spaces and a trailing newline, as compiled artifacts are (DESIGN section 5). */
+/** Canonical JSON pretty-printed with 2 spaces and a trailing newline, as compiled artifacts are. */
 function artifact(value: unknown): Buffer {
   const sort = (v: unknown): unknown =>
     Array.isArray(v)

@@ -58,7 +58,7 @@ function options() {
 }
 
 /** `#contracts` and the other package imports, resolved to their TypeScript sources (the bundle never needs dist/). */
-function packageImports() {
+export function packageImports() {
   const imports = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).imports ?? {};
   return {
     name: 'florete-package-imports',

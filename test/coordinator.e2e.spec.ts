@@ -38,7 +38,7 @@ const refsOf = (files: Files) => Object.entries(files).map(([name, content]) => 
 async function openBundle(jws: string, jwks: Jwks) {
   const { payload, kid } = await verifyBundleSignature(jws, jwks);
   const text = Buffer.from(payload).toString('utf8');
-  // The signed bytes are canonical JSON (DESIGN 5): re-serialising must not change a byte.
+  // The signed bytes are canonical JSON: re-serialising must not change a byte.
   expect(canonicalJson(JSON.parse(text))).toBe(text);
   return { kid, header: jose.decodeProtectedHeader(jws), bundle: BundlePayload.parse(JSON.parse(text)) };
 }
@@ -501,7 +501,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const diff01 = await reader.get('/v1/nodes/hist/diff?from=0&to=1');
       expect(diff01.body.changed).toEqual([{ name: 'a.json', change: 'added', from_sha256: null, to_sha256: sha256Hex('one\n'), diff: expect.stringMatching(/^\+one$/m) }]);
 
-      // Rollback stamps a new, higher version carrying the old content (rule 7).
+      // Rollback stamps a new, higher version carrying the old content: an old version is never served again.
       const rollback = await publisher.post('/v1/nodes/hist/rollback', { to_version: 1, message: 'back to one' });
       expect(rollback.status).toBe(201);
       expect(rollback.body).toEqual({ publish_id: expect.stringMatching(UUID), position: expect.any(Number), changed: [{ node: 'hist', from: 3, to: 4 }], unchanged: 0 });
@@ -535,7 +535,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const older = await reader.get(`/v1/publishes?limit=3&cursor=${latest.body.next_cursor}`);
       expect(older.body.items.map((p: { publish_id: string }) => p.publish_id)).toEqual([p3.body.publish_id, p2.body.publish_id, p1.body.publish_id]);
 
-      // Retire is a final empty set, served and signed like any version (rule 8).
+      // Retire is a final empty set, served and signed like any version.
       const retire = await publisher.post('/v1/nodes/hist/retire', { message: 'decommissioned' });
       expect(retire.status).toBe(201);
       expect(retire.body.changed).toEqual([{ node: 'hist', from: 4, to: 5 }]);

@@ -3,7 +3,7 @@ import { CommanderError } from 'commander';
 import { buildCli, type Outcome } from './cli.js';
 import { AgentError, UsageError } from './errors.js';
 
-/** The only place that exits: 0 ok, 1 failure, 2 usage error (HOUSE-STYLE, CLIs). */
+/** The only place that exits: 0 ok, 1 failure, 2 usage error (as every program of the project). */
 function fail(err: unknown): never {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   if (err instanceof UsageError) {

@@ -20,7 +20,9 @@ import * as show from './commands/show.js';
 import * as status from './commands/status.js';
 import * as tokenCreate from './commands/token-create.js';
 import * as validate from './commands/validate.js';
+import { bashCompletion, completionTable, zshCompletion } from './completion.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
+import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
 
 export const VERSION = '0.1.0';
@@ -173,6 +175,17 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (key: string, value: string | undefined) => done(await configSet.run({ key, value })));
   cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await configUnset.run({ key })));
   json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await configShow.run(o)));
+
+  program
+    .command('completion')
+    .argument('<shell>', 'bash or zsh')
+    .description('print a shell completion script: source <(retectl completion bash), or the same with zsh in ~/.zshrc')
+    .action((shell: string) => {
+      if (shell !== 'bash' && shell !== 'zsh') throw usageError(`completion: the shell must be bash or zsh, not ${JSON.stringify(shell)}`);
+      const table = completionTable(program);
+      process.stdout.write(shell === 'bash' ? bashCompletion(table) : zshCompletion(table));
+      done(0);
+    });
 
   return { program, status: () => exitStatus };
 }

@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { writeJsonAtomic } from '#runtime';
 import { RetectlConfig } from '#contracts';
 import { cleartextRefusal } from '#tls';
 import { RetectlError, usageError } from './errors.js';
@@ -51,13 +52,10 @@ export function readConfig(path = configPath()): RetectlConfig {
   return parsed.data;
 }
 
-/** Writes the config with mode 0600 in a 0700 folder; rename so a crash never leaves half a file. */
+/** Writes the config with mode 0600 in a 0700 folder; atomically, so a crash never leaves half a file. */
 export function writeConfig(config: RetectlConfig, path = configPath()): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, path);
+  writeJsonAtomic(path, config, 0o600);
 }
 
 export function checkUrl(url: string, from: string): string {

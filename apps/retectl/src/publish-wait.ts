@@ -1,5 +1,5 @@
 import { PublishDetail } from '#contracts';
-import { waitVerdict, type WaitExit } from '#rete';
+import { waitVerdict, type WaitExit } from './publish-status.js';
 import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
 

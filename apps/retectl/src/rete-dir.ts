@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
+import { writeFileAtomic } from '#runtime';
 import {
   compileRete,
   diffTrees,
@@ -133,11 +134,9 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
   return tree;
 }
 
-/** Temp + rename, so a reader never sees half a file. */
+/** Atomically, so a reader never sees half a file. */
 function replaceFile(dir: string, name: string, content: string | Uint8Array): void {
-  const tmp = join(dir, `.${name}.${process.pid}.tmp`);
-  writeFileSync(tmp, content);
-  renameSync(tmp, join(dir, name));
+  writeFileAtomic(join(dir, name), content);
 }
 
 /** The digest list beside mgmt/, rewritten only when its bytes differ (an older compile wrote none). */

@@ -4,10 +4,10 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { join } from 'node:path';
 import { FLOR_JSON, FlorJson, Version } from '#contracts';
 import { VertexControlError } from '#vertex-control';
-import { jsonLog } from './json-log.js';
+import { jsonLineLog } from '#runtime';
 import { Vertex } from './vertex.js';
 
-const log = jsonLog('vertex');
+const log = jsonLineLog({ fields: { name: 'vertex', pid: process.pid } });
 
 class StartError extends Error {}
 class UsageError extends Error {}

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { NodeName } from '#contracts';
 import type { AclTable } from '#vertex-control';
-import type { Log } from './json-log.js';
+import type { Log } from '#runtime';
 
 const MAX_HELLO = 256;
 export const HELLO_TIMEOUT_MS = 5_000;

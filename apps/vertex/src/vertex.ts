@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { FlorJson } from '#contracts';
 import { VertexControl } from '#vertex-control';
-import type { Log } from './json-log.js';
+import type { Log } from '#runtime';
 import { handlePeer } from './peer-connection.js';
 
 function hostOf(listen: string): string {

@@ -1,5 +1,5 @@
 /**
- * Canonical JSON (DESIGN section 5): object keys sorted by UTF-16 code unit, no insignificant
+ * Canonical JSON (docs/architecture.md, "Canonical JSON, digests and the bundle format"): object keys sorted by UTF-16 code unit, no insignificant
  * whitespace. Digests and the ledger's hash chain are computed over this form, so it must be
  * byte-stable on every machine.
  */

@@ -10,7 +10,7 @@ export interface ArtifactRef {
   readonly sha256: string;
 }
 
-/** Set digest = sha256 of canonical JSON of [{name, sha256}] sorted by name (DESIGN section 5). */
+/** Set digest = sha256 of canonical JSON of [{name, sha256}] sorted by name: the same tree gives the same digest on every machine. */
 export function setDigest(artifacts: readonly ArtifactRef[]): string {
   const sorted = [...artifacts]
     .map(({ name, sha256 }) => ({ name, sha256 }))

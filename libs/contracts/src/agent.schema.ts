@@ -7,7 +7,7 @@ import { parseDuration } from './rete.schema.js';
 import { TrustKey } from './trust.schema.js';
 
 /**
- * The node agent's local files and its control socket (DESIGN section 7). None of this is published:
+ * The node agent's local files and its control socket (docs/architecture.md, "The agent"). None of this is published:
  * the local config is installed on the host, identity and state live in the agent's state dir.
  */
 
@@ -31,7 +31,7 @@ export const Activation = z.discriminatedUnion('kind', [
 export type Activation = z.infer<typeof Activation>;
 
 /**
- * Hot reload (DESIGN section 7): the running vertex's control socket. When set, the agent first hands
+ * Hot reload: the running vertex's control socket. When set, the agent first hands
  * a new set's flor.json to the vertex there and restarts it (`activation`) only when the vertex does
  * not answer `swapped` or `unchanged` within `timeout_ms`.
  */
@@ -193,13 +193,6 @@ export type HeldCheckpoint = z.infer<typeof HeldCheckpoint>;
 export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error']);
 export type SyncResult = z.infer<typeof SyncResult>;
 
-export const PendingReport = z.strictObject({
-  active_version: z.number().int().nonnegative(),
-  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
-  error: z.string().optional(),
-  installed: z.array(z.string()).optional(),
-});
-
 /** How an applied version reached the vertex. `stop`: a retired set; `none`: install only. */
 export const ActivationPath = z.enum(['hot-reload', 'restart', 'stop', 'none']);
 export type ActivationPath = z.infer<typeof ActivationPath>;
@@ -280,8 +273,12 @@ export const AgentState = z.strictObject({
   reconnected_at: Timestamp.nullable().default(null),
   last_result: SyncResult.nullable(),
   last_error: z.string().nullable(),
-  /** A report the coordinator has not acknowledged yet; sent again on the next contact. */
-  unsent_report: PendingReport.nullable(),
+  /**
+   * Always null, and read by nothing: a report that fails is not kept, the next pass reports afresh.
+   * Still written because agents up to 0.1.0 require the key in state.json and an operator may
+   * downgrade the agent by publishing an older version; it can go once no such agent runs anywhere.
+   */
+  unsent_report: z.null().default(null),
   /** The newest first: how each recently applied version reached the vertex. */
   activations: z.array(ActivationRecord).max(MAX_ACTIVATION_RECORDS).default([]),
   /** Set while the node is retired: the daemon then polls at most hourly. */

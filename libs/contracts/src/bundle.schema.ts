@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ArtifactName, NodeName, Position, Sha256, Timestamp } from './primitives.schema.js';
 
-/** The signed payload of a node's bundle (DESIGN section 5). Content is base64 so any bytes travel. */
+/** The signed payload of a node's bundle (docs/architecture.md describes the bundle format). Content is base64 so any bytes travel. */
 export const BundleArtifact = z.strictObject({
   name: ArtifactName,
   sha256: Sha256,

@@ -6,10 +6,7 @@ export { noSources, type ReadSource, type SourceFile } from './resolve-resources
 export type { Rete, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds, NodeResources, FileResourceModel, PackageResourceModel } from './model.js';
 export { compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJsonText } from './set-digests.js';
-export { bytesOf, diffTrees, sameBytes, treesEqual, type TreeChange } from './tree-diff.js';
+export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type ResourceSides, type BriefingFailure, type IneligibleEntry } from './plan.js';
 export { diffResources, formatResourceChange, artifactsText, type ResourceChange, type FileAttributeChange } from './resource-changes.js';
-export { nodeState, formatAge, formatSeconds, formatTable, type NodeStatusInput } from './status.js';
-export { statusFilter, type StatusFilter, type StatusFilterFlags } from './status-filter.js';
-export { waitVerdict, formatCounts, formatPublishNodes, type PublishCounts, type PublishNodeRow, type WaitExit, type WaitVerdict } from './publish-status.js';
 export { EXAMPLE_RETE } from './example.js';

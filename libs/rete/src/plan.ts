@@ -71,7 +71,7 @@ export function nodesToInspect(local: ReadonlyMap<string, ArtifactDigests>, head
 }
 
 /**
- * What a publish would do, mirroring the coordinator's rule (DESIGN section 4, rule 2): a node is
+ * What a publish would do, mirroring the coordinator's rule that only what changed moves (docs/architecture.md): a node is
  * stamped only when its set digest differs from its head; a retired head is re-added. With prune,
  * live heads missing from the tree are retired; without it they are listed as absent and kept. With
  * both sides' resources.json, new and changed nodes also say how their host resources change.

@@ -30,11 +30,6 @@ export function diffTrees(before: CompiledTree, after: CompiledTree): TreeChange
   return { added, changed, removed, unchanged };
 }
 
-export const treesEqual = (a: CompiledTree, b: CompiledTree): boolean => {
-  const d = diffTrees(a, b);
-  return d.added.length === 0 && d.changed.length === 0 && d.removed.length === 0;
-};
-
 /** Whether two artifacts hold the same bytes, whichever of them is text and whichever raw. */
 export function sameBytes(a: ArtifactBytes | undefined, b: ArtifactBytes | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;

@@ -9,5 +9,3 @@ export function spkiPin(cert: X509Certificate | string | Buffer): string {
   const x509 = cert instanceof X509Certificate ? cert : new X509Certificate(cert);
   return createHash('sha256').update(x509.publicKey.export({ type: 'spki', format: 'der' })).digest('base64url');
 }
-
-export const PIN_PATTERN = /^[A-Za-z0-9_-]{43}$/;

@@ -1,13 +1,10 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { FlorJson, Version } from '#contracts';
 import { canonicalPretty } from '#bundle';
 import type { AclTable } from './acl-table.js';
 import { decideApply, initialRunning, type RunningConfig } from './apply.decider.js';
 import { VertexControlError } from './errors.js';
-import { readLines } from './line-reader.js';
-import { socketIsLive } from './socket-liveness.js';
+import { LineSocketError, serveLineSocket, type LineServer } from '#runtime';
 import { MAX_REQUEST_LINE, VertexControlRequest, type ErrorAnswer, type StatusAnswer, type VertexControlAnswer, type VertexControlErrorAnswerCode } from './protocol.schema.js';
 
 export type VertexControlLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -37,12 +34,12 @@ function errorAnswer(code: VertexControlErrorAnswerCode, reason: string, version
 /**
  * The vertex side of hot reload. Holds the running config and its ACL tables as one immutable value
  * behind one reference: `acl` is read once per new connection, and an accepted `apply` replaces the
- * whole value in a single assignment after the new tables are fully built (DESIGN section 7).
+ * whole value in a single assignment after the new tables are fully built, so a connection never sees
+ * half of one config and half of another.
  */
 export class VertexControl {
   #running: RunningConfig;
-  #server: Server | null = null;
-  readonly #sockets = new Set<Socket>();
+  #server: LineServer | null = null;
   readonly #log: VertexControlLog;
   readonly #maxLine: number;
 
@@ -119,68 +116,25 @@ export class VertexControl {
    */
   async listen(path: string): Promise<void> {
     if (this.#server) throw new TypeError('VertexControl is already listening');
-    await clearStaleSocket(path);
-    const server = createServer({ allowHalfOpen: true }, (socket) => this.#serve(socket));
-    server.maxConnections = MAX_CONNECTIONS;
-    const previous = process.umask(0o177);
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(path, () => {
-          server.off('error', reject);
-          resolve();
-        });
+      this.#server = await serveLineSocket(path, {
+        maxLine: this.#maxLine,
+        maxConnections: MAX_CONNECTIONS,
+        onLine: (line) => this.handleLine(line),
+        onTooLong: () => errorAnswer('line_too_long', `request lines are limited to ${this.#maxLine} bytes`),
+        onError: (err) => this.#log('error', 'control socket error', { reason: err.message }),
       });
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      throw new VertexControlError(code === 'EADDRINUSE' ? 'socket_in_use' : 'unreachable', `cannot listen on ${path}: ${(err as Error).message}`, { cause: err });
-    } finally {
-      process.umask(previous);
+      if (!(err instanceof LineSocketError)) throw err;
+      const code = err.code === 'socket_in_use' || err.code === 'not_a_socket' ? err.code : 'unreachable';
+      throw new VertexControlError(code, err.message, { cause: err.cause ?? err });
     }
-    chmodSync(path, 0o600);
-    server.on('error', (err) => this.#log('error', 'control socket error', { reason: err.message }));
-    this.#server = server;
-  }
-
-  #serve(socket: Socket): void {
-    this.#sockets.add(socket);
-    socket.on('close', () => this.#sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-    const send = (answer: VertexControlAnswer): void => {
-      if (socket.writable) socket.write(`${JSON.stringify(answer)}\n`);
-    };
-    readLines(socket, this.#maxLine, {
-      onLine: (line) => {
-        if (line.trim() !== '') send(this.handleLine(line));
-      },
-      // The rest of an over-long line cannot be told from the next request: answer and hang up.
-      onTooLong: () => {
-        send(errorAnswer('line_too_long', `request lines are limited to ${this.#maxLine} bytes`));
-        socket.end();
-      },
-      onEnd: () => socket.end(),
-    });
   }
 
   /** Stops serving, drops open control connections and removes the socket file. */
   async close(): Promise<void> {
     const server = this.#server;
     this.#server = null;
-    if (!server) return;
-    for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server?.close();
   }
-}
-
-async function clearStaleSocket(path: string): Promise<void> {
-  let isSocket: boolean;
-  try {
-    isSocket = lstatSync(path).isSocket();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (!isSocket) throw new VertexControlError('not_a_socket', `${path} exists and is not a socket; refusing to replace it`);
-  if (await socketIsLive(path)) throw new VertexControlError('socket_in_use', `another process serves ${path}`);
-  unlinkSync(path);
 }

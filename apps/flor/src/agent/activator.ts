@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Activation, ActivationRecord } from '#contracts';
+import { backoffDelay } from '#runtime';
 import { AgentError } from '../errors.js';
 
 const OUTPUT_TAIL = 4096;
@@ -157,7 +158,7 @@ class Supervisor implements Activator {
 
   /** A crash of a vertex that had started fine: retried, but never in a tight loop. */
   private scheduleRestart(): void {
-    const delay = Math.min(60_000, 1000 * 2 ** this.crashes++);
+    const delay = backoffDelay(this.crashes++, 1000, 60_000);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       if (this.current && !this.child) this.start().catch(() => this.scheduleRestart());

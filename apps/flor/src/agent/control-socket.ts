@@ -1,107 +1,71 @@
-import { chmodSync, existsSync, unlinkSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { ControlRequest, ControlResponse } from '#contracts';
-import { socketIsLive } from '#vertex-control';
+import { LineSocketError, causeCode, requestLine, serveLineSocket, type LineServer } from '#runtime';
 import { AgentError } from '../errors.js';
 
 const MAX_LINE = 64 * 1024;
 
-function readLine(socket: Socket, onLine: (line: string) => void, onTooLong: () => void): void {
-  let buf = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => {
-    buf += chunk;
-    const nl = buf.indexOf('\n');
-    if (nl >= 0) {
-      socket.removeAllListeners('data');
-      onLine(buf.slice(0, nl));
-    } else if (buf.length > MAX_LINE) {
-      socket.removeAllListeners('data');
-      onTooLong();
-    }
-  });
+/** A request line as the daemon's handler gets it, or the answer that refuses it. */
+function parseRequest(line: string): ControlRequest | ControlResponse {
+  try {
+    const parsed = ControlRequest.safeParse(JSON.parse(line));
+    if (!parsed.success) return { ok: false, error: `bad request: ${parsed.error.issues.map((i) => i.message).join('; ')}` };
+    return parsed.data;
+  } catch (err) {
+    return { ok: false, error: `bad request: ${(err as Error).message}` };
+  }
 }
 
-
 /**
- * The control socket: one JSON request line in, one JSON response line out. Mode 0600 from the start
- * (umask around listen), so only the agent's user can trigger syncs or read status.
+ * The control socket: one JSON request line in, one JSON response line out, then the agent hangs up.
+ * Mode 0600 from the start, so only the agent's user can trigger syncs or read status.
  */
-export async function serveControlSocket(path: string, handle: (req: ControlRequest) => Promise<ControlResponse>): Promise<Server> {
-  if (existsSync(path)) {
-    if (await socketIsLive(path)) throw new AgentError('bad_config', `another agent is running on ${path}`);
-    unlinkSync(path);
-  }
-  const server = createServer((socket) => {
-    socket.on('error', () => {});
-    const answer = (res: ControlResponse) => socket.end(`${JSON.stringify(res)}\n`);
-    readLine(
-      socket,
-      (line) => {
-        let req: ControlRequest;
-        try {
-          const parsed = ControlRequest.safeParse(JSON.parse(line));
-          if (!parsed.success) throw new Error(parsed.error.issues.map((i) => i.message).join('; '));
-          req = parsed.data;
-        } catch (err) {
-          answer({ ok: false, error: `bad request: ${(err as Error).message}` });
-          return;
-        }
-        handle(req).then(answer, (err: unknown) => answer({ ok: false, error: err instanceof Error ? err.message : String(err) }));
-      },
-      () => answer({ ok: false, error: 'request line too long' }),
-    );
-  });
-  const previous = process.umask(0o177);
+export async function serveControlSocket(path: string, handle: (req: ControlRequest) => Promise<ControlResponse>): Promise<LineServer> {
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(path, () => resolve());
+    return await serveLineSocket(path, {
+      maxLine: MAX_LINE,
+      oneShot: true,
+      onLine: async (line): Promise<ControlResponse> => {
+        const req = parseRequest(line);
+        if ('ok' in req) return req;
+        try {
+          return await handle(req);
+        } catch (err) {
+          return { ok: false, error: err instanceof Error ? err.message : String(err) };
+        }
+      },
+      onTooLong: (): ControlResponse => ({ ok: false, error: 'request line too long' }),
     });
-  } finally {
-    process.umask(previous);
+  } catch (err) {
+    if (!(err instanceof LineSocketError)) throw err;
+    const why = err.code === 'socket_in_use' ? `another agent is running on ${path}` : err.message;
+    throw new AgentError('bad_config', why, { cause: err });
   }
-  chmodSync(path, 0o600);
-  return server;
 }
 
 /** The client side, used by `flor agent sync` and `flor agent status`. */
-export function callControlSocket(path: string, req: ControlRequest, timeoutMs: number): Promise<ControlResponse> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(path);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new AgentError('timeout', `the agent did not answer on ${path} within ${timeoutMs / 1000} s`));
-    }, timeoutMs);
-    socket.once('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      const why = err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? 'is the daemon running? (flor agent run)' : err.message;
-      reject(new AgentError('not_running', `cannot reach the agent on ${path}: ${why}`, { cause: err }));
-    });
-    socket.once('connect', () => socket.write(`${JSON.stringify(req)}\n`));
-    let answered = false;
-    socket.once('close', () => {
-      clearTimeout(timer);
-      if (!answered) reject(new AgentError('bad_response', `the agent closed ${path} without answering`));
-    });
-    readLine(
-      socket,
-      (line) => {
-        answered = true;
-        clearTimeout(timer);
-        socket.destroy();
-        try {
-          resolve(ControlResponse.parse(JSON.parse(line)));
-        } catch (err) {
-          reject(new AgentError('bad_response', `the agent answered something unreadable: ${(err as Error).message}`));
-        }
-      },
-      () => {
-        answered = true;
-        clearTimeout(timer);
-        socket.destroy();
-        reject(new AgentError('bad_response', 'the agent answered an over-long line'));
-      },
-    );
-  });
+export async function callControlSocket(path: string, req: ControlRequest, timeoutMs: number): Promise<ControlResponse> {
+  let line: string;
+  try {
+    line = await requestLine(path, req, { timeoutMs, maxLine: MAX_LINE });
+  } catch (err) {
+    if (!(err instanceof LineSocketError)) throw err;
+    switch (err.code) {
+      case 'timeout':
+        throw new AgentError('timeout', `the agent did not answer on ${path} within ${timeoutMs / 1000} s`);
+      case 'unreachable': {
+        const code = causeCode(err);
+        const why = code === 'ENOENT' || code === 'ECONNREFUSED' ? 'is the daemon running? (flor agent run)' : (err.cause as Error).message;
+        throw new AgentError('not_running', `cannot reach the agent on ${path}: ${why}`, { cause: err.cause });
+      }
+      case 'too_long':
+        throw new AgentError('bad_response', 'the agent answered an over-long line');
+      default:
+        throw new AgentError('bad_response', `the agent closed ${path} without answering`, { cause: err });
+    }
+  }
+  try {
+    return ControlResponse.parse(JSON.parse(line));
+  } catch (err) {
+    throw new AgentError('bad_response', `the agent answered something unreadable: ${(err as Error).message}`);
+  }
 }

@@ -1,16 +1,16 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Server } from 'node:net';
 import type { AgentConfig, AgentIdentity, AgentStatus, ApplySetOutcome, ControlRequest, ControlResponse, LocalSetRecord } from '#contracts';
 import { createActivator, type Activator } from './activator.js';
 import { behindOf } from './behind.js';
 import { freshnessOf } from './freshness.js';
 import { serveControlSocket } from './control-socket.js';
+import type { LineServer } from '#runtime';
 import { HotReloadActivation } from './hot-reload.activator.js';
 import { agentLifecycle } from './lifecycle.js';
-import type { Log } from './log.js';
+import type { Log } from '#runtime';
 import { isRetired } from './retirement.js';
-import { backoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
+import { pollBackoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
 import { StateDir } from './state-dir.js';
 import { SyncPass, type PassOutcome } from './sync-pass.js';
 import { LocalSetApply } from './local-set.js';
@@ -30,7 +30,7 @@ export class Daemon {
   private readonly activator: Activator;
   private readonly syncPass: SyncPass;
   private readonly localSet: LocalSetApply;
-  private server: Server | null = null;
+  private server: LineServer | null = null;
   private timer: NodeJS.Timeout | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private failures = 0;
@@ -143,7 +143,7 @@ export class Daemon {
       delay = retiredPollDelay(timing, Math.random());
     } else if (outcome === null || outcome.contactFailed) {
       this.failures++;
-      delay = backoffDelay(timing, this.failures, this.config.max_backoff_seconds * 1000, Math.random(), outcome?.retryAfterMs);
+      delay = pollBackoffDelay(timing, this.failures, this.config.max_backoff_seconds * 1000, Math.random(), outcome?.retryAfterMs);
     } else {
       this.failures = 0;
       delay = nextPollDelay(timing, Math.random());
@@ -272,7 +272,8 @@ export class Daemon {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.stopWatchingIdentity();
-    const closed = new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    // Stop accepting, but let a request already on the socket get its answer.
+    const closed = new Promise<void>((r) => (this.server ? this.server.server.close(() => r()) : r()));
     await this.queue;
     await this.activator.stop();
     await closed;

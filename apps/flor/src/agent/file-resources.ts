@@ -4,7 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { AgentError } from '../errors.js';
-import { fsyncDir, isTempName, writeFileAtomic, writeFileDurable } from './atomic-fs.js';
+import { fsyncDir, isTempName, writeFileAtomic, writeFileDurable } from '#runtime';
 import type { UserDb } from './user-db.js';
 
 /** Where the pass keeps its record: owned-files.json and the originals/ copies, both in the state dir. */

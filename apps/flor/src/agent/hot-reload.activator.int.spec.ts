@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { AgentError } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
 import { HotReloadActivation } from './hot-reload.activator.js';
-import { silentLog } from './log.js';
+import { silentLog } from '#runtime';
 
 /** The configured restart, recording what it was asked to do. */
 class FakeRestart implements Activator {

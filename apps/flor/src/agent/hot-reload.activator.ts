@@ -5,10 +5,10 @@ import { callVertexControl } from '#vertex-control';
 import { AgentError } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
 import { hotReloadVerdict, type HotReloadVerdict } from './hot-reload.verdict.js';
-import type { Log } from './log.js';
+import type { Log } from '#runtime';
 
 /**
- * Hot reload in front of the configured restart (DESIGN section 7): the set's verified flor.json goes
+ * Hot reload in front of the configured restart: the set's verified flor.json goes
  * to the running vertex's control socket once; `swapped` or `unchanged` means applied, anything else
  * (an answer, a timeout, an error) means the full restart, exactly as without hot reload. The agent
  * passes the file through and reads the answer: deciding what a change takes is the vertex's job.

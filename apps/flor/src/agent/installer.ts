@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
 import { FILE_ARTIFACT, RESOURCES_JSON, type AgentConfig } from '#contracts';
-import { writeFileAtomic } from './atomic-fs.js';
+import { writeFileAtomic } from '#runtime';
 import type { StateDir } from './state-dir.js';
 
 export const DEFAULT_INSTALL_DIR = '/etc/florete';

@@ -19,10 +19,10 @@ import {
 import { setDigest, sha256Hex } from '#bundle';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
-import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
+import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import { ResourcePassFailed } from './resource-pass.js';
 import { installSet, isResourceArtifact } from './installer.js';
-import type { Log } from './log.js';
+import type { Log } from '#runtime';
 import type { StateDir } from './state-dir.js';
 import type { SyncPass } from './sync-pass.js';
 

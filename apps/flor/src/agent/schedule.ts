@@ -1,4 +1,5 @@
 import { AgentJson } from '#contracts';
+import { backoffDelay, upperHalfJitter } from '#runtime';
 
 export interface PollTiming {
   readonly pollIntervalMs: number;
@@ -15,10 +16,9 @@ export function nextPollDelay(timing: PollTiming, random: number): number {
  * jitter over the upper half so a restarted coordinator is not hit by the whole fleet at once. A
  * Retry-After from the coordinator is a floor.
  */
-export function backoffDelay(timing: PollTiming, failures: number, maxMs: number, random: number, retryAfterMs?: number): number {
-  const ceiling = Math.min(maxMs, timing.pollIntervalMs * 2 ** Math.max(0, failures - 1));
-  const jittered = Math.floor(ceiling / 2 + (random * ceiling) / 2);
-  return Math.max(jittered, retryAfterMs ?? 0);
+export function pollBackoffDelay(timing: PollTiming, failures: number, maxMs: number, random: number, retryAfterMs?: number): number {
+  const ceiling = backoffDelay(failures - 1, timing.pollIntervalMs, maxMs);
+  return Math.max(upperHalfJitter(ceiling, random), retryAfterMs ?? 0);
 }
 
 /** A retired node's agent polls no more often than this, whatever its interval or backoff says. */

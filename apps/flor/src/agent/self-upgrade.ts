@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { join } from 'node:path';
 import { SelfUpgradeRecord, type SelfUpgradeConfig } from '#contracts';
 import { AgentError } from '../errors.js';
-import { writeJsonAtomic } from './atomic-fs.js';
+import { writeJsonAtomic } from '#runtime';
 import { isInstalledAt, lastLines, runCommand, sameVersion, type PackageManager } from './package-manager.js';
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameS
 import { join } from 'node:path';
 import { AgentIdentity, AgentState, AgentTrust, HeldCheckpoint, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
 import { AgentError } from '../errors.js';
-import { isTempName, writeJsonAtomic } from './atomic-fs.js';
+import { isTempName, writeJsonAtomic } from '#runtime';
 
 /** What the stores of a state dir say, in short (self-check prints it). */
 export interface StateSummary {
@@ -37,7 +37,7 @@ const LOCAL_SET_PREFIX = 'local-';
 const LOCAL_SET_NAME = /^local-([0-9a-f]{64})$/;
 
 /**
- * The agent's state dir (DESIGN section 7): identity.json (0600), state.json, installed.json,
+ * The agent's state dir: identity.json (0600), state.json, installed.json,
  * sets/<version>/ (complete sets only: staged under a temp name, then renamed), sets/local-<digest>/
  * (a local set, applied before the node was enrolled), `active` (symlink to one of them), agent.sock.
  * The `active` symlink is the truth about the active version.

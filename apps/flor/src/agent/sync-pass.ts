@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
-import { fsyncDir, symlinkAtomic, writeFileDurable } from './atomic-fs.js';
+import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
 import { transportFor } from './transport.js';
 import { CoordinatorClient } from './coordinator-client.js';
@@ -21,7 +21,7 @@ import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
 import { TrustKeeper } from './trust-keeper.js';
 import { staleSince } from './freshness.js';
-import type { Log } from './log.js';
+import type { Log } from '#runtime';
 import { AGENT_VERSION } from '../version.js';
 import { SelfUpgrade } from './self-upgrade.js';
 
@@ -61,7 +61,7 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
 }
 
 /**
- * One sync pass (DESIGN section 7): conditional fetch → verify → stage sets/<version> → persist the
+ * One sync pass: conditional fetch → verify → stage sets/<version> → persist the
  * high-water mark → switch `active` → install → activate → report → persist state. Every step is
  * safe to repeat, so a pass that a crash interrupted is finished by the next one.
  */

@@ -1,6 +1,6 @@
 import { configPathFor, loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { Daemon } from '../agent/daemon.js';
-import { stderrLog } from '../agent/log.js';
+import { jsonLineLog, logLevelFrom } from '#runtime';
 
 /**
  * Runs until SIGTERM or SIGINT, or until a self-upgrade hands over to the new version: then stops
@@ -10,7 +10,8 @@ export type RunOptions = CommonOptions;
 
 export async function run(options: RunOptions): Promise<void> {
   const config = loadConfig(options);
-  const log = stderrLog((process.env.FLORETE_LOG_LEVEL as 'info' | undefined) ?? 'info');
+  // stderr: journald keeps it, and stdout stays for commands' own output.
+  const log = jsonLineLog({ stream: 'stderr', minimum: logLevelFrom(process.env.FLORETE_LOG_LEVEL) });
   const daemon = new Daemon(stateDirFor(options, config), config, log, configPathFor(options));
   await daemon.start();
   await new Promise<void>((resolve) => {

@@ -1,6 +1,6 @@
 import { VersionPage } from '#contracts';
 import type { z } from "zod";
-import { formatTable } from '#rete';
+import { formatTable } from '../status.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { PackageList, PackagePushResponse } from '#contracts';
-import { formatTable } from '#rete';
+import { formatTable } from '../status.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, resolvePublic, type ConnectionFlags } from '../config.js';
 import { RetectlError, usageError } from '../errors.js';

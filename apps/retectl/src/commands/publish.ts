@@ -1,5 +1,7 @@
 import { BlobsMissingResponse, PublishResponse } from '#contracts';
-import { bytesOf, formatAge, formatCounts, formatPublishNodes } from '#rete';
+import { bytesOf } from '#rete';
+import { formatCounts, formatPublishNodes } from '../publish-status.js';
+import { formatAge } from '../status.js';
 import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';

@@ -13,7 +13,7 @@ export interface RollbackOptions extends ConnectionFlags {
   readonly allowIneligible?: boolean;
 }
 
-/** Stamps a new version carrying an older version's content (DESIGN rule 7: old versions are never re-served). */
+/** Stamps a new version carrying an older version's content (old versions are never served again). */
 export async function run(options: RollbackOptions): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
   const { body } = await client

@@ -1,5 +1,7 @@
 import { NodeDetail, NodeList, PublishDetail, type ReportResource } from '#contracts';
-import { formatAge, formatCounts, formatPublishNodes, formatSeconds, formatTable, nodeState, statusFilter } from '#rete';
+import { formatCounts, formatPublishNodes } from '../publish-status.js';
+import { formatAge, formatSeconds, formatTable, nodeState } from '../status.js';
+import { statusFilter } from '../status-filter.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { usageError } from '../errors.js';

@@ -1,8 +1,8 @@
 import { INITIAL_AGENT_STATE, type AgentIdentity } from '#contracts';
-import { backoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom } from '../apps/flor/src/agent/schedule.js';
-import { answerError, parseRetryAfter } from '../apps/flor/src/agent/http.js';
-import { isRetired } from '../apps/flor/src/agent/retirement.js';
-import { AgentError } from '../apps/flor/src/errors.js';
+import { pollBackoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom } from './schedule.js';
+import { answerError, parseRetryAfter } from './http.js';
+import { isRetired } from './retirement.js';
+import { AgentError } from '../errors.js';
 
 const timing = { pollIntervalMs: 30_000, splayMs: 10_000 };
 
@@ -23,15 +23,15 @@ describe('agent poll schedule', () => {
 
   it('backs off exponentially with jitter over the upper half, up to the cap', () => {
     const max = 300_000;
-    expect([1, 2, 3].map((n) => backoffDelay(timing, n, max, 1))).toEqual([30_000, 60_000, 120_000]);
-    expect([1, 2, 3].map((n) => backoffDelay(timing, n, max, 0))).toEqual([15_000, 30_000, 60_000]);
-    expect(backoffDelay(timing, 20, max, 1)).toBe(max);
-    expect(backoffDelay(timing, 20, max, 0)).toBe(max / 2);
+    expect([1, 2, 3].map((n) => pollBackoffDelay(timing, n, max, 1))).toEqual([30_000, 60_000, 120_000]);
+    expect([1, 2, 3].map((n) => pollBackoffDelay(timing, n, max, 0))).toEqual([15_000, 30_000, 60_000]);
+    expect(pollBackoffDelay(timing, 20, max, 1)).toBe(max);
+    expect(pollBackoffDelay(timing, 20, max, 0)).toBe(max / 2);
   });
 
   it('never retries before a Retry-After', () => {
-    expect(backoffDelay(timing, 1, 300_000, 0, 100_000)).toBe(100_000);
-    expect(backoffDelay(timing, 1, 300_000, 0, 1_000)).toBe(15_000);
+    expect(pollBackoffDelay(timing, 1, 300_000, 0, 100_000)).toBe(100_000);
+    expect(pollBackoffDelay(timing, 1, 300_000, 0, 1_000)).toBe(15_000);
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {

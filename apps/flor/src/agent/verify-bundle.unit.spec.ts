@@ -1,6 +1,6 @@
 import * as jose from 'jose';
 import { canonicalJson, setDigest, sha256Hex, signBundle, type SigningKey } from '#bundle';
-import { BundleRejected, verifyBundle } from '../apps/flor/src/agent/verify-bundle.js';
+import { BundleRejected, verifyBundle } from './verify-bundle.js';
 
 async function keyPair(): Promise<{ key: SigningKey; jwks: jose.JSONWebKeySet }> {
   const { privateKey, publicKey } = await jose.generateKeyPair('Ed25519', { extractable: true });

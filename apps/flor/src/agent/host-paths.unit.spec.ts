@@ -1,7 +1,7 @@
 import { agentPathAt } from '#contracts';
-import { DEFAULT_CONFIG_PATH } from '../apps/flor/src/agent/config.js';
-import { DEFAULT_INSTALL_DIR } from '../apps/flor/src/agent/installer.js';
-import { DEFAULT_STATE_DIR } from '../apps/flor/src/agent/state-dir.js';
+import { DEFAULT_CONFIG_PATH } from './config.js';
+import { DEFAULT_INSTALL_DIR } from './installer.js';
+import { DEFAULT_STATE_DIR } from './state-dir.js';
 
 // The rete refuses file resources over the agent's own folders by a list kept in the contracts; if the
 // agent's defaults move, that list must move with them or a resource could overwrite the agent.

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 
 /**
  * Splits a socket's bytes into newline-terminated lines (a trailing `\r` dropped), holding at most
- * `maxLine` bytes of an unfinished line: a peer cannot make the vertex buffer without bound.
+ * `maxLine` bytes of an unfinished line: a peer cannot make the reader buffer without bound.
  * `onTooLong` is called once and no further line is delivered. A last line without its newline is
  * delivered when the peer ends its side.
  */
