@@ -179,4 +179,53 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect((await nodes.goner.get('/v1/nodes/goner/bundle')).status).toBe(401);
     expect((await nodeList()).find((n) => n.node === 'goner')).toMatchObject({ state: 'retired', credential: 'revoked', convergence: 'converged' });
   });
+  it('pages the fleet in name order with a cursor, searching by name, and filters within pages', async () => {
+    // Known in four ways: a head, a status, a credential, a live enrolment token (escapes in the search are literal).
+    for (let i = 0; i < 12; i++) await admin.post('/v1/enrolment-tokens', { node: `page-${String(i).padStart(2, '0')}` });
+    const everyone = names(await nodeList());
+    const walk = async (query: string, limit: number) => {
+      const seen: string[] = [];
+      const sizes: number[] = [];
+      let cursor: string | null = null;
+      for (let guard = 0; guard < 100; guard++) {
+        const r = await reader.get(`/v1/nodes?limit=${limit}${query}${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(r.status).toBe(200);
+        seen.push(...names(r.body.items));
+        sizes.push(r.body.items.length);
+        cursor = r.body.next_cursor;
+        if (cursor === null) return { seen, sizes };
+      }
+      throw new Error('the cursor never ended');
+    };
+    // Every node exactly once, in the same order as the unpaged list, at several page sizes.
+    for (const limit of [1, 5, 7, 1000]) expect((await walk('', limit)).seen).toEqual(everyone);
+    const five = await walk('', 5);
+    expect(five.sizes.slice(0, -1).every((n) => n === 5)).toBe(true);
+    // A page that ends exactly on the last node says so (no empty page after it).
+    expect((await reader.get(`/v1/nodes?limit=${everyone.length}`)).body.next_cursor).toBeNull();
+    expect((await walk('&q=page-', 5)).seen).toEqual(everyone.filter((n) => n.includes('page-')));
+    expect((await walk('&q=%25', 5)).seen).toEqual([]);
+    expect((await walk('&q=_', 5)).seen).toEqual([]);
+    // Filters apply inside the scan: pages fill with matching nodes only.
+    const enrolled = await walk('&state=enrolled', 2);
+    expect(enrolled.seen).toEqual(names(await nodeList('?state=enrolled')));
+    // Without limit the answer is the whole list, without a cursor (what retectl status reads).
+    expect((await reader.get('/v1/nodes')).body.next_cursor).toBeUndefined();
+    for (const bad of ['limit=0', 'limit=1001', 'limit=x', 'cursor=Not_A_Name', `q=${'a'.repeat(64)}`]) {
+      const r = await reader.get(`/v1/nodes?${bad}`);
+      expect({ bad, status: r.status, code: r.body.code }).toEqual({ bad, status: 422, code: 'invalid_query' });
+    }
+  });
+
+  it("shows with each of a node's versions what its agent reported doing with it", async () => {
+    await publish({ outcomes: 'o1' }, 'outcome one');
+    await enrol('outcomes');
+    await publish({ outcomes: 'o2' }, 'outcome two');
+    const hotReload = { path: 'hot-reload', answer: 'swapped' };
+    expect((await report('outcomes', { active_version: 2, result: 'applied', activation: hotReload })).status).toBe(204);
+    const items = (await reader.get('/v1/nodes/outcomes/versions')).body.items;
+    expect(items.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    expect(items[0].outcome).toEqual({ result: 'applied', error: null, reported_at: expect.any(String), activation: hotReload });
+    expect(items[1].outcome).toBeNull();
+  });
 });
