@@ -25,6 +25,7 @@ import * as tokenCreate from './commands/token-create.js';
 import * as validate from './commands/validate.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { nodeList } from './ineligible.js';
+import { usageError } from './errors.js';
 
 export const VERSION = '0.1.0';
 
@@ -167,7 +168,11 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--checkpoint <file>', 'a checkpoint kept earlier (the output of `retectl audit checkpoint`)')
     .option('--no-mirror', 'with --checkpoint: do not read the git mirror')
     .option('--mirror-clone <dir>', 'with --checkpoint: read this local clone of the audit mirror (your own copy) instead of cloning it from the coordinator')
-    .action(async (o) => done(o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o)));
+    .action(async (o) => {
+      // --no-mirror and --mirror-clone are about a kept checkpoint; without one they would be silently ignored.
+      if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined)) throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
+      done(o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o));
+    });
   json(remote(audit.command('checkpoint').description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"))).action(async (o) =>
     done(await auditCheckpoint.run(o)),
   );

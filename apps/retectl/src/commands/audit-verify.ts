@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { attributeCheckpoint, CheckpointAuditError, firstDisagreement, type AttributedCheckpoint } from '#bundle';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
-import { RetectlError } from '../errors.js';
+import { RetectlError, usageError } from '../errors.js';
 import { out, outJson } from '../output.js';
 import { ledgerHashes, trustDocuments } from '../audit/coordinator-reads.js';
 import { fetchMirrorLog, readMirrorLog, type MirrorCommit } from '../audit/mirror-log.js';
@@ -32,6 +32,7 @@ export interface Disagreement {
  * disagreement, each named with its source, position, and the expected and found hashes.
  */
 export async function run(options: AuditVerifyOptions): Promise<number> {
+  if (options.mirror === false && options.mirrorClone !== undefined) throw usageError('give --mirror-clone or --no-mirror, not both');
   let note: string;
   try {
     note = readFileSync(options.checkpoint, 'utf8');
