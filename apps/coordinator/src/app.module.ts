@@ -21,6 +21,7 @@ import { PackagesController } from './packages/packages.controller.js';
 import { AptRepoController } from './packages/apt-repo.controller.js';
 import { TrustController } from './trust/trust.controller.js';
 import { CheckpointTicker } from './trust/checkpoint-ticker.js';
+import { WitnessesController } from './trust/witnesses.controller.js';
 
 @Module({})
 export class AppModule {
@@ -28,7 +29,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
-      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController, TrustController],
+      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController, TrustController, WitnessesController],
       providers: [
         LedgerWriter,
         PublishTreeHandler,

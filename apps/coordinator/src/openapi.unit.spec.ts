@@ -10,11 +10,12 @@ import { IdentityController } from './identity/identity.controller.js';
 import { ReportsController } from './fleet/reports.controller.js';
 import { PackagesController } from './packages/packages.controller.js';
 import { TrustController } from './trust/trust.controller.js';
+import { WitnessesController } from './trust/witnesses.controller.js';
 
 /** The /v1 routes Nest actually serves, as OpenAPI `method path` pairs. */
 function servedRoutes(): string[] {
   const out: string[] = [];
-  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController]) {
+  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];

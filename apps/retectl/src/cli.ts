@@ -11,6 +11,9 @@ import * as init from './commands/init.js';
 import * as keysRotate from './commands/keys-rotate.js';
 import * as keysRevoke from './commands/keys-revoke.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
+import * as auditCheckpoint from './commands/audit-checkpoint.js';
+import * as auditVerify from './commands/audit-verify.js';
+import * as auditWitnesses from './commands/audit-witnesses.js';
 import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
@@ -24,6 +27,7 @@ import { bashCompletion, completionTable, zshCompletion } from './completion.js'
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
+import { usageError } from './errors.js';
 
 export const VERSION = '0.1.0';
 
@@ -161,9 +165,21 @@ export function buildCli(): { program: Command; status: () => number } {
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
-  const audit = program.command('audit').description('the git audit mirror');
-  json(remote(audit.command('verify').description('verify the ledger and the audit mirror against it; exit 1 on a break'))).action(async (o) =>
-    done(await ledgerVerify.run({ ...o, mirror: true })),
+  const audit = program.command('audit').description('the git audit mirror and the signed ledger checkpoints');
+  json(remote(audit.command('verify').description('verify the ledger and the audit mirror against it; with --checkpoint, prove a kept checkpoint against the trust chain, the ledger and the mirror; exit 1 on any disagreement')))
+    .option('--checkpoint <file>', 'a checkpoint kept earlier (the output of `retectl audit checkpoint`)')
+    .option('--no-mirror', 'with --checkpoint: do not read the git mirror')
+    .option('--mirror-clone <dir>', 'with --checkpoint: read this local clone of the audit mirror (your own copy) instead of cloning it from the coordinator')
+    .action(async (o) => {
+      // --no-mirror and --mirror-clone are about a kept checkpoint; without one they would be silently ignored.
+      if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined)) throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
+      done(o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o));
+    });
+  json(remote(audit.command('checkpoint').description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"))).action(async (o) =>
+    done(await auditCheckpoint.run(o)),
+  );
+  json(remote(audit.command('witnesses').description("every node's held checkpoint; flags one position with two hashes, or a hash the ledger no longer has; exit 1 when something is flagged"))).action(
+    async (o) => done(await auditWitnesses.run(o)),
   );
 
   const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token, CA file), stored with mode 0600`);

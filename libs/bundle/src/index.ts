@@ -23,3 +23,16 @@ export {
   type CheckpointFailure,
   type CheckpointOrder,
 } from './checkpoint.js';
+export {
+  ledgerOrigin,
+  attributeCheckpoint,
+  firstDisagreement,
+  flagWitnesses,
+  CheckpointAuditError,
+  type CheckpointAuditFailure,
+  type AttributedCheckpoint,
+  type KeyEvent,
+  type Sighting,
+  type HeldBy,
+  type WitnessFlag,
+} from './checkpoint-audit.js';

@@ -8,3 +8,4 @@ export * from './rete.schema.js';
 export * from './lifecycle.schema.js';
 export * from './local-set.schema.js';
 export * from './trust.schema.js';
+export * from './audit.schema.js';

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { sha256Hex, signCheckpoint, signTrustDocument, type SigningKey } from '#bundle';
+import { ledgerOrigin, sha256Hex, signCheckpoint, signTrustDocument, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
 import type { Database } from '../db/database.js';
 import { appendEvents } from '../ledger/store/append.js';
@@ -16,7 +16,7 @@ export interface TrustKeys {
 }
 
 /** The checkpoint origin (and note key name) of a ledger: fixed by its first trust version. */
-export const originOf = (genesisDigest: string): string => `florete.ledger/${genesisDigest.slice(0, 16)}`;
+export const originOf = ledgerOrigin;
 
 /**
  * The trust head: which key signs now. On the first call on a database it writes version 1 from the

@@ -1,0 +1,49 @@
+import type { Kysely } from 'kysely';
+import { parseCheckpoint } from '#bundle';
+import type { CheckpointView, Witness } from '#contracts';
+import type { Database } from '../db/database.js';
+import { GENESIS_HASH } from '../ledger/domain/hash-chain.js';
+
+/** The checkpoint the coordinator serves now, or null before its first start signed one. */
+export async function readServedCheckpoint(db: Kysely<Database>): Promise<CheckpointView | null> {
+  const row = await db.selectFrom('ledger_checkpoint').select('note').where('id', '=', 1).executeTakeFirst();
+  if (!row) return null;
+  const { checkpoint: c } = parseCheckpoint(row.note);
+  return { note: row.note, origin: c.origin, position: c.position, hash: c.hash, time: c.time, trust_version: c.trustVersion };
+}
+
+/** The ledger's hash at each position asked for; a position past the head is absent. Position 0 is the empty ledger. */
+export async function ledgerHashesAt(db: Kysely<Database>, positions: readonly number[]): Promise<Map<number, string>> {
+  const wanted = [...new Set(positions.filter((p) => p > 0))];
+  const hashes = new Map<number, string>(positions.includes(0) ? [[0, GENESIS_HASH]] : []);
+  if (wanted.length === 0) return hashes;
+  const rows = await db.selectFrom('ledger').select(['position', 'hash']).where('position', 'in', wanted).execute();
+  for (const r of rows) hashes.set(Number(r.position), r.hash);
+  return hashes;
+}
+
+/**
+ * One page of the nodes that reported a checkpoint, by name, each with the ledger's hash today at
+ * its position. A note that does not parse is listed with its problem: a node reported it, and an
+ * auditor should see it, not lose it.
+ */
+export async function readWitnesses(db: Kysely<Database>, after: string | undefined, limit: number): Promise<{ items: Witness[]; nextAfter: string | null }> {
+  let q = db.selectFrom('node_status').select(['node', 'checkpoint', 'last_contact', 'stale_since']).where('checkpoint', 'is not', null);
+  if (after !== undefined) q = q.where('node', '>', after);
+  const rows = await q.orderBy('node').limit(limit).execute();
+  const read = rows.map((r) => {
+    const note = r.checkpoint as string;
+    const base = { node: r.node, note, reported_at: iso(r.last_contact), stale_since: iso(r.stale_since) };
+    try {
+      const { checkpoint: c } = parseCheckpoint(note);
+      return { ...base, origin: c.origin, position: c.position, hash: c.hash, time: c.time };
+    } catch (err) {
+      return { ...base, origin: null, position: null, hash: null, time: null, problem: (err as Error).message };
+    }
+  });
+  const hashes = await ledgerHashesAt(db, read.flatMap((w) => (w.position === null ? [] : [w.position])));
+  const items = read.map((w) => ({ ...w, ledger_hash: w.position === null ? null : (hashes.get(w.position) ?? null) }));
+  return { items, nextAfter: rows.length === limit ? rows[rows.length - 1].node : null };
+}
+
+const iso = (t: Date | string | null): string | null => (t === null ? null : new Date(t).toISOString());
