@@ -27,7 +27,6 @@ import { bashCompletion, completionTable, zshCompletion } from './completion.js'
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
-import { usageError } from './errors.js';
 
 export const VERSION = '0.1.0';
 

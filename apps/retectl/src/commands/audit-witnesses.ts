@@ -1,6 +1,6 @@
 import { attributeCheckpoint, CheckpointAuditError, flagWitnesses, type HeldBy, type WitnessFlag } from '#bundle';
 import { WitnessesResponse, type Witness } from '#contracts';
-import { formatTable } from '#rete';
+import { formatTable } from '../status.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
