@@ -230,8 +230,13 @@ describe('web console in a real browser', () => {
     await seeText(page.locator('.verify').first(), new RegExp(`intact through position ${head.position}`));
     await page.getByRole('button', { name: 'Verify the chain and the mirror' }).click();
     await seeText(page.locator('.verify').nth(1), /intact through position \d+; mirror at position/, 30_000);
-    expect(await page.locator('pre code').textContent()).toContain('/audit.git');
-    expect(await page.locator('pre code').textContent()).not.toContain(readerToken);
+    const clone = page.locator('pre code').filter({ hasText: 'git clone' });
+    expect(await clone.textContent()).toContain('/audit.git');
+    expect(await clone.textContent()).not.toContain(readerToken);
+    // The latest signed checkpoint as served, and every agent's held checkpoint agreeing with the ledger.
+    const checkpoint = (await admin.get('/v1/ledger/checkpoint')).body;
+    await seeText(page.getByTestId('checkpoint'), new RegExp(`^florete\\.ledger/[0-9a-f]{16} ${checkpoint.position} `));
+    for (const node of NODES) await seeText(page.locator(`[data-testid="witnesses"] tr[data-node="${node}"]`), /agrees/);
     await shot('ledger');
   });
 

@@ -12,3 +12,5 @@ export type PublishList = z.infer<typeof C.PublishList>;
 export type LedgerHead = z.infer<typeof C.LedgerHead>;
 export type DiffResponse = z.infer<typeof C.DiffResponse>;
 export type ReportActivation = z.infer<typeof C.ReportActivation>;
+export type CheckpointResponse = z.infer<typeof C.CheckpointResponse>;
+export type WitnessesResponse = z.infer<typeof C.WitnessesResponse>;
