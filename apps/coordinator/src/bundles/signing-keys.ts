@@ -5,6 +5,9 @@ import * as jose from 'jose';
 import { keyThumbprint, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
 
+/** The Nest token of the process's signing key store, provided by the bundles module. */
+export const KEYS = Symbol('KEYS');
+
 interface KeyEntry {
   kid: string;
   created_at: string;

@@ -4,7 +4,7 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access } from '../identity/auth.decorators.js';
-import { Metrics } from '../health/metrics.js';
+import { Metrics } from '../core/metrics.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
 
 /**

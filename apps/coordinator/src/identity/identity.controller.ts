@@ -1,8 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName } from '#contracts';
-import { DB, ENROLMENT_PIN, KEYS, type EnrolmentPin } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/enrolment-pin.js';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
 import type { Db } from '../db/connect.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';

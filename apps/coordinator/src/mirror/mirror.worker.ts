@@ -1,7 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB, LOG } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { LOG } from '../core/core.module.js';
 import type { Db } from '../db/connect.js';
 import { MirrorError } from './mirror-error.js';
 import { MirrorNudge } from './mirror-nudge.js';
