@@ -2,9 +2,8 @@ import { sql } from 'kysely';
 import { BundlePayload } from '#contracts';
 import { EMPTY_SET_DIGEST, verifyBundleSignature } from '#bundle';
 import { testDatabases, hasPostgres } from '../../../../test/support/databases.js';
-import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
+import { ledgerHarness, writerOf, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { openDatabase } from '../db/connect.js';
-import { LedgerWriter } from './ledger-writer.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { verifyLedger } from './store/verify.js';
@@ -98,7 +97,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
         return h.keys.byKid(kid);
       },
     } as unknown as SigningKeyStore;
-    const handler = new PublishTreeHandler(new LedgerWriter(h.db, failing));
+    const handler = new PublishTreeHandler(writerOf(h.db, failing));
     const good = (await h.publish({ alpha: { f: '2' }, beta: { f: '3' } }, { message: 'warm blobs' })).position;
     const mid = await h.head();
     expect(mid.position).toBe(good);
@@ -234,7 +233,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
       const warmHeads = (await h.db.kysely.selectFrom('node_heads').select(['node', 'artifacts']).where('node', '=', 'warm').execute()).length;
       expect(warmHeads).toBe(1);
       const shaOf = async (c: string) => (await import('#bundle')).sha256Hex(Buffer.from(c));
-      const writers = [new PublishTreeHandler(new LedgerWriter(h.db, h.keys)), new PublishTreeHandler(new LedgerWriter(other, h.keys))];
+      const writers = [new PublishTreeHandler(writerOf(h.db, h.keys)), new PublishTreeHandler(writerOf(other, h.keys))];
       const results = await Promise.all(
         contents.map(async (c, i) =>
           writers[i % 2].execute(new PublishTreeCommand({ message: `race ${i}`, nodes: { alpha: { artifacts: { f: await shaOf(c) } }, beta: { artifacts: { f: await shaOf(`${c}`) } } } }, 'racer')),

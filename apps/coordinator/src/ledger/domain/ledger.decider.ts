@@ -35,6 +35,11 @@ export type LedgerCommand =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      /**
+       * The nodes whose set differs from their head (changedNodesOf), when the caller has already
+       * worked them out to read only their blobs; worked out here when absent.
+       */
+      readonly changed?: readonly string[];
       /** Sizes of the blobs the changed nodes reference; a digest missing here is a missing blob. */
       readonly blobSizes: ReadonlyMap<string, number>;
     } & IneligibleFacts)
@@ -96,7 +101,7 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
 }
 
 function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
-  const changedNodes = changedNodesOf(command.nodes, heads);
+  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads);
   const accepted = admitIneligible(changedNodes, command);
   const missing = new Set<string>();
   for (const node of changedNodes) {
