@@ -10,7 +10,7 @@ import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { Access, Anonymous, CurrentPrincipal } from './auth.decorators.js';
 import { actorOf, type Principal } from './principal.js';
 import { issueSecret, parseSecret, secretMatches } from './secrets.js';
-import { createApiToken } from './api-tokens.js';
+import { issueApiToken } from './api-tokens.js';
 import { briefingFor } from './briefing.js';
 import { keyThumbprint } from '#bundle';
 import { readTrustHead } from '../trust/trust.repository.js';
@@ -109,11 +109,7 @@ export class IdentityController {
   @Access('admin')
   async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
     const req = parseInput(ApiTokenRequest, body, 'body');
-    return this.db.kysely.transaction().execute(async (trx) => {
-      const created = await createApiToken(trx, req.name, req.role);
-      await this.ledger.recordIdentity(trx, 'api', 'api_token_created', { id: created.id, name: req.name, role: req.role }, actorOf(who));
-      return created;
-    });
+    return this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, req, actorOf(who)));
   }
 
   @Get('api-tokens')
