@@ -1,5 +1,5 @@
 /**
- * Mirror benchmark (DESIGN section 9): commit time for a one-node change in a 10,000-node tree.
+ * Mirror benchmark: commit time for a one-node change in a 10,000-node tree.
  * On a throwaway PostgreSQL it publishes a 10,000-node tree (agent.json + flor.json each) through
  * the ledger writer, then times the mirror worker's step (read the new events and blobs, build the
  * touched folder, the root tree and the commit, write the loose objects, move the branch and

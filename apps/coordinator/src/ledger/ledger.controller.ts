@@ -77,7 +77,7 @@ export class LedgerController {
     return this.queries.execute(new VerifyWithMirrorQuery());
   }
 
-  /** 201 when something was stamped; 200 with `changed: []` when the tree was identical (rule 2). */
+  /** 201 when something was stamped; 200 with `changed: []` when the tree was identical: an unchanged node is never stamped. */
   private answer(reply: FastifyReply, result: PublishResponse): void {
     if (result.publish_id) this.metrics.publishes++;
     void reply.status(result.publish_id ? 201 : 200).send(result);

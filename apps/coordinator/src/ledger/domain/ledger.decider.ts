@@ -187,7 +187,7 @@ function stamp(
   ctx: DecisionContext,
   restoredFrom?: number,
 ): NodeSetStamped {
-  // Versions continue across retire and re-add: a name's stream never restarts (rule 1).
+  // Versions continue across retire and re-add: a name's stream never restarts.
   const version = (head?.version ?? 0) + 1;
   return {
     type: 'node_set_stamped',
