@@ -52,10 +52,6 @@ export class SigningKeyStore {
     return this.file.active;
   }
 
-  active(): SigningKey {
-    return this.byKid(this.file.active);
-  }
-
   /** A key by kid: the trust head's signer, or a historical one for re-signing identical bundles when projections are rebuilt. */
   byKid(kid: string): SigningKey {
     const privateKey = this.privateKeys.get(kid);

@@ -217,18 +217,5 @@ function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[]
   return { events: [...stamps, record], changed, unchanged, acceptedIneligible: accepted };
 }
 
-/** Folds a stamped set into the heads: the state a later decision sees. */
-export function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, NodeHead> {
-  if (event.type === 'node_set_stamped') {
-    heads.set(event.data.node, {
-      version: event.data.version,
-      setDigest: event.data.set_digest,
-      retired: event.data.retired,
-      artifacts: event.data.artifacts,
-    });
-  }
-  return heads;
-}
-
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const byName = (a: { name: string }, b: { name: string }): number => compare(a.name, b.name);
