@@ -22,6 +22,7 @@ import { sha256Hex } from '#bundle';
 import { migrateToLatest, openDatabase } from '../apps/coordinator/src/db/connect.js';
 import { SigningKeyStore } from '../apps/coordinator/src/bundles/signing-keys.js';
 import { LedgerWriter } from '../apps/coordinator/src/ledger/ledger-writer.js';
+import { ReadModelProjection } from '../apps/coordinator/src/projections/project.js';
 import { PublishTreeHandler } from '../apps/coordinator/src/ledger/commands/publish-tree.handler.js';
 import { PublishTreeCommand } from '../apps/coordinator/src/ledger/commands/publish-tree.command.js';
 import { MirrorSync } from '../apps/coordinator/src/mirror/mirror-sync.js';
@@ -58,7 +59,9 @@ runBench('mirror.bench', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'florete-bench-mirror-'));
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const keys = await SigningKeyStore.open(join(dir, 'signing-keys.json'));
-  const publisher = new PublishTreeHandler(new LedgerWriter(db, keys));
+  const writer = new LedgerWriter(db, keys);
+  writer.projectInto(new ReadModelProjection(keys));
+  const publisher = new PublishTreeHandler(writer);
   const gitdir = join(dir, 'audit.git');
 
   const publish = async (files: Map<number, Buffer[]>, message: string) => {

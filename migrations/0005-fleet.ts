@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 /**
  * What each node did with each version it was given: the basis of a publish's convergence. Reports
- * are frequent; a row changes only when a version's outcome does. Not ledger events (DESIGN section 3).
+ * are frequent; a row changes only when a version's outcome does. Not ledger events: the ledger holds what was decided, not what nodes say.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

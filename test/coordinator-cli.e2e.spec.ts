@@ -49,6 +49,40 @@ describe('coordinator commands', () => {
     }
   });
 
+  it('records in the ledger each token it creates itself, as the HTTP route does: the first admin token and token create', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'florete-cli-events-'));
+    try {
+      let running = await startCoordinatorProcess({ dataDir: fresh });
+      const admin = running.adminToken;
+      await running.stop();
+      expect(admin).toBeDefined();
+      const created = coordinator(fresh, 'token', 'create', '--role', 'publisher', '--name', 'ci');
+      expect(created.status).toBe(0);
+      const secret = /^publisher token for ci: (flt\.\S+)$/m.exec(created.stdout)?.[1];
+      expect(secret).toBeDefined();
+      running = await startCoordinatorProcess({ dataDir: fresh });
+      try {
+        const answer = await fetch(`${running.url}/v1/ledger/events?after=0&limit=100`, { headers: { authorization: `Bearer ${admin}` } });
+        expect(answer.status).toBe(200);
+        const events = ((await answer.json()) as { items: { type: string; stream: string; data: Record<string, unknown>; meta: Record<string, unknown> }[] }).items;
+        const tokens = events.filter((e) => e.type === 'api_token_created');
+        expect(tokens.map((e) => ({ stream: e.stream, name: e.data.name, role: e.data.role, actor: e.meta.actor }))).toEqual([
+          { stream: 'identity:api', name: 'admin', role: 'admin', actor: 'coordinator' },
+          { stream: 'identity:api', name: 'ci', role: 'publisher', actor: 'coordinator-cli' },
+        ]);
+        // The event names the token by its id, never by its secret.
+        expect(JSON.stringify(events)).not.toContain(secret!.split('.').pop());
+        expect(tokens[1].data.id).toBe(secret!.split('.')[1]);
+        const verify = coordinatorVerify(running.url, admin!);
+        expect(await verify).toMatchObject({ ok: true });
+      } finally {
+        await running.stop();
+      }
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
   it('refuses an unknown role as a usage error without creating anything', () => {
     const r = coordinator(dataDir, 'token', 'create', '--role', 'root', '--name', 'x');
     expect(r.status).not.toBe(0);
@@ -74,6 +108,12 @@ describe('coordinator commands', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, position: expect.any(Number) });
   });
 });
+
+/** The ledger's own verdict on its hash chain, asked of the running coordinator. */
+async function coordinatorVerify(url: string, token: string): Promise<unknown> {
+  const r = await fetch(`${url}/v1/ledger/verify`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  return r.json();
+}
 
 /** Every file under dir with its size and sha256: what a refused command must leave as it was. */
 function snapshot(dir: string): Record<string, string> {

@@ -68,7 +68,7 @@ describe.each(targets)('audit mirror served by the coordinator on $database', ({
     url.password = readerToken;
 
     await publish({ alpha: { 'flor.json': '{"v":1}\n' }, beta: { 'flor.json': '{"b":1}\n' } }, 'first fleet');
-    // The ledger writer nudges the worker: with a 60 s poll interval, only the nudge can make this quick.
+    // The ledger's append event wakes the worker: with a 60 s poll interval, only that event can make this quick.
     const first = await mirrored();
     await git(work, 'clone', '--quiet', url.toString(), 'clone');
     const clone = join(work, 'clone');

@@ -13,7 +13,8 @@ import { RollbackNodeHandler } from '../../apps/coordinator/src/ledger/commands/
 import { RollbackNodeCommand } from '../../apps/coordinator/src/ledger/commands/rollback-node.command.js';
 import { RetireNodeHandler } from '../../apps/coordinator/src/ledger/commands/retire-node.handler.js';
 import { RetireNodeCommand } from '../../apps/coordinator/src/ledger/commands/retire-node.command.js';
-import { readLedgerHead } from '../../apps/coordinator/src/ledger/store/read-head.js';
+import { readLedgerHead } from '../../apps/coordinator/src/ledger/ledger.reads.js';
+import { ReadModelProjection, type Signer } from '../../apps/coordinator/src/projections/project.js';
 import type { TestDatabase } from './databases.js';
 
 /** The ledger's write side wired by hand over a real database: what the Nest module does, minus HTTP. */
@@ -34,7 +35,7 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
   const db = await database.open();
   const dir = mkdtempSync(join(tmpdir(), 'florete-keys-'));
   const keys = await SigningKeyStore.open(join(dir, 'signing-keys.json'));
-  const writer = new LedgerWriter(db, keys);
+  const writer = writerOf(db, keys);
   const publishHandler = new PublishTreeHandler(writer);
   const harness: LedgerHarness = {
     db,
@@ -63,4 +64,11 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
     },
   };
   return harness;
+}
+
+/** A ledger writer wired as the projections module wires it: its appends move the read models. */
+export function writerOf(db: Db, keys: SigningKeyStore): LedgerWriter {
+  const writer = new LedgerWriter(db, keys);
+  writer.projectInto(new ReadModelProjection(keys as Signer));
+  return writer;
 }

@@ -1,44 +1,56 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
-import { CoreModule, type CoreResources } from './db/db.module.js';
-import { BundlesController } from './bundles/bundles.controller.js';
-import { BlobsController } from './bundles/blobs.controller.js';
-import { LedgerController } from './ledger/ledger.controller.js';
-import { LedgerWriter } from './ledger/ledger-writer.js';
-import { PublishTreeHandler } from './ledger/commands/publish-tree.handler.js';
-import { RollbackNodeHandler } from './ledger/commands/rollback-node.handler.js';
-import { RetireNodeHandler } from './ledger/commands/retire-node.handler.js';
-import { QueriesController } from './projections/queries.controller.js';
-import { IdentityController } from './identity/identity.controller.js';
-import { AuthService } from './identity/auth.service.js';
-import { AuthGuard } from './identity/auth.guard.js';
-import { ReportsController } from './fleet/reports.controller.js';
-import { HealthController } from './health/health.controller.js';
-import { Metrics } from './health/metrics.js';
+import type { Logger } from 'pino';
+import type { CoordinatorConfig } from './config.js';
+import { CoreModule } from './core/core.module.js';
+import { DbModule } from './db/db.module.js';
+import type { Db } from './db/connect.js';
+import { BundlesModule } from './bundles/bundles.module.js';
+import type { SigningKeyStore } from './bundles/signing-keys.js';
+import { FleetModule } from './fleet/fleet.module.js';
+import { HealthModule } from './health/health.module.js';
+import { IdentityModule } from './identity/identity.module.js';
+import { LedgerModule } from './ledger/ledger.module.js';
 import { MirrorModule } from './mirror/mirror.module.js';
-import { PackagesController } from './packages/packages.controller.js';
-import { AptRepoController } from './packages/apt-repo.controller.js';
-import { TrustController } from './trust/trust.controller.js';
-import { CheckpointTicker } from './trust/checkpoint-ticker.js';
-import { WitnessesController } from './trust/witnesses.controller.js';
+import { PackagesModule } from './packages/packages.module.js';
+import type { AptRepository } from './packages/apt-repository.js';
+import { ProjectionsModule } from './projections/projections.module.js';
+import { TlsModule } from './tls/tls.module.js';
+import type { EnrolmentPin } from './tls/enrolment-pin.js';
+import { TrustModule } from './trust/trust.module.js';
 
+/** The process-wide resources, opened before Nest starts so that failures are reported plainly. */
+export interface CoreResources {
+  readonly db: Db;
+  readonly keys: SigningKeyStore;
+  readonly config: CoordinatorConfig;
+  readonly log: Logger;
+  /** The mesh's apt repository and the OpenPGP key that signs it. */
+  readonly apt: AptRepository;
+  /** The SPKI pin new enrolment tokens carry, when the coordinator serves TLS itself. */
+  readonly enrolmentPin?: EnrolmentPin;
+}
+
+/** The coordinator: one module per folder, each handed the resources it owns. */
 @Module({})
 export class AppModule {
   static with(resources: CoreResources): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.with(resources), CqrsModule.forRoot(), MirrorModule],
-      controllers: [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, HealthController, PackagesController, AptRepoController, TrustController, WitnessesController],
-      providers: [
-        LedgerWriter,
-        PublishTreeHandler,
-        RollbackNodeHandler,
-        RetireNodeHandler,
-        AuthService,
-        Metrics,
-        CheckpointTicker,
-        { provide: APP_GUARD, useClass: AuthGuard },
+      imports: [
+        CoreModule.with(resources),
+        DbModule.with(resources.db),
+        BundlesModule.with(resources.keys),
+        TlsModule.with(resources.enrolmentPin),
+        CqrsModule.forRoot(),
+        LedgerModule,
+        ProjectionsModule,
+        IdentityModule,
+        FleetModule,
+        MirrorModule,
+        HealthModule,
+        PackagesModule.with(resources.apt),
+        TrustModule,
       ],
     };
   }

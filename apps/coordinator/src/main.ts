@@ -5,7 +5,7 @@ import { Role } from '#contracts';
 import { loadConfig } from './config.js';
 import { migrateToLatest, openDatabase } from './db/connect.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
-import { createApiToken } from './identity/api-tokens.js';
+import { issueApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';
 import { changeKeys } from './trust/key-change.js';
@@ -55,7 +55,9 @@ token
   .action(async (opts: { role: Role; name: string }) => {
     await withDb('token create', async (db) => {
       await migrateToLatest(db.kysely);
-      const created = await createApiToken(db.kysely, opts.name, opts.role);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      await store.reloadIfChanged();
+      const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, opts, 'coordinator-cli'));
       process.stdout.write(`${opts.role} token for ${opts.name}: ${created.token}\n`);
     });
   });

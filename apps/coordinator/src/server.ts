@@ -13,7 +13,7 @@ import { RepoKey } from './packages/repo-key.js';
 import { foldFlatDist } from './packages/apt-repo.controller.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
-import { countApiTokens, createApiToken } from './identity/api-tokens.js';
+import { countApiTokens, issueApiToken } from './identity/api-tokens.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
@@ -57,7 +57,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
-    const firstAdminToken = await ensureFirstAdminToken(db);
+    const firstAdminToken = await ensureFirstAdminToken(db, keys);
     await settleTrust(db, keys);
     if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
 
@@ -129,11 +129,14 @@ async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
   await keys.settle(head.signingKid, head.doc.revoked);
 }
 
-/** Under the ledger lock, so two replicas starting together create one admin token, not two. */
-async function ensureFirstAdminToken(db: Db): Promise<string | undefined> {
+/**
+ * Under the ledger lock, so two replicas starting together create one admin token, not two; recorded
+ * in the ledger like every other token, by the coordinator itself.
+ */
+async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore): Promise<string | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockLedger(trx);
     if ((await countApiTokens(trx)) > 0) return undefined;
-    return (await createApiToken(trx, 'admin', 'admin')).token;
+    return (await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator')).token;
   });
 }

@@ -70,6 +70,8 @@ export const EnrolRequest = z.strictObject({
 });
 export const BriefingLine = z.object({ check: z.string(), outcome: z.enum(['pass', 'fail']), detail: z.string() });
 export const Briefing = z.object({ outcome: z.enum(['pass', 'fail']), lines: z.array(BriefingLine) });
+export type BriefingLine = z.infer<typeof BriefingLine>;
+export type Briefing = z.infer<typeof Briefing>;
 /** The coordinator's public signing keys, as served at /.well-known/jwks.json. */
 export const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
 export const EnrolResponse = z.object({
@@ -249,6 +251,7 @@ export const PublishSummary = z.object({
   accepted_ineligible: z.array(IneligibleNode),
 });
 export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'superseded']);
+export type PublishNodeStatus = z.infer<typeof PublishNodeStatus>;
 export const PublishDetail = PublishSummary.extend({
   nodes: z.array(
     NodeChange.extend({

@@ -2,7 +2,7 @@ import { canonicalJson, sha256Hex } from '#bundle';
 import type { BundlePayload } from '#contracts';
 import type { StampedArtifact } from '../ledger/domain/ledger.events.js';
 
-/** The exact bytes that get signed: canonical JSON of the payload (DESIGN section 5). */
+/** The exact bytes that get signed: canonical JSON of the payload (the bundle format in docs/architecture.md). */
 export function bundlePayloadBytes(
   stamp: { node: string; version: number; set_digest: string; retired: boolean; artifacts: readonly StampedArtifact[]; publish_id: string },
   position: number,

@@ -2,14 +2,14 @@ import { Controller, Get, Headers, Inject, Param, Res } from '@nestjs/common';
 import { sql, type RawBuilder } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { NodeName } from '#contracts';
-import { DB, KEYS } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { KEYS, type SigningKeyStore } from './signing-keys.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
-import { Metrics } from '../health/metrics.js';
-import type { SigningKeyStore } from './signing-keys.js';
+import { Metrics } from '../core/metrics.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */

@@ -5,6 +5,9 @@ import * as jose from 'jose';
 import { keyThumbprint, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
 
+/** The Nest token of the process's signing key store, provided by the bundles module. */
+export const KEYS = Symbol('KEYS');
+
 interface KeyEntry {
   kid: string;
   created_at: string;
@@ -47,10 +50,6 @@ export class SigningKeyStore {
 
   activeKid(): string {
     return this.file.active;
-  }
-
-  active(): SigningKey {
-    return this.byKid(this.file.active);
   }
 
   /** A key by kid: the trust head's signer, or a historical one for re-signing identical bundles when projections are rebuilt. */

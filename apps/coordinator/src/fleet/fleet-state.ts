@@ -1,4 +1,4 @@
-import type { ConvergenceState, CredentialState, NodeLifecycle } from '#contracts';
+import type { ConvergenceState, CredentialState, NodeLifecycle, PublishNodeStatus } from '#contracts';
 
 /**
  * Pure classification of where each node stands. Outstanding and failed are never conflated: a
@@ -8,8 +8,6 @@ import type { ConvergenceState, CredentialState, NodeLifecycle } from '#contract
  * `disconnected` by a threshold.
  */
 
-export type Convergence = ConvergenceState;
-export type PublishNodeStatus = 'applied' | 'outstanding' | 'failed' | 'superseded';
 
 export interface Outcome {
   readonly version: number;
@@ -50,7 +48,7 @@ export function credentialState(f: Pick<NodeFacts, 'liveCredentials' | 'revokedC
 }
 
 /** Whether the node runs its head version; null when nothing was ever published for it. */
-export function convergence(f: NodeFacts): Convergence | null {
+export function convergence(f: NodeFacts): ConvergenceState | null {
   if (!f.head) return null;
   const atHead = f.outcomes.find((o) => o.version === f.head!.version);
   if (atHead?.result === 'applied' || (f.appliedVersion !== null && f.appliedVersion >= f.head.version)) return 'converged';

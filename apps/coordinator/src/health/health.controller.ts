@@ -5,7 +5,7 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { readLedgerHead } from '../ledger/store/read-head.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from '../core/metrics.js';
 import { MirrorWorker } from '../mirror/mirror.worker.js';
 import { readCheckpoint } from '../mirror/store/checkpoint.js';
 

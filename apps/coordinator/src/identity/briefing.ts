@@ -1,15 +1,7 @@
 import type { z } from 'zod';
-import type { Profile } from '#contracts';
+import type { Briefing, BriefingLine, Profile } from '#contracts';
 
-export interface BriefingLine {
-  check: string;
-  outcome: 'pass' | 'fail';
-  detail: string;
-}
-export interface Briefing {
-  outcome: 'pass' | 'fail';
-  lines: BriefingLine[];
-}
+export type { Briefing, BriefingLine };
 
 /** The oldest agent whose bundle handling this coordinator supports. */
 export const MIN_AGENT_VERSION = '0.1.0';

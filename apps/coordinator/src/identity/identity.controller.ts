@@ -1,16 +1,19 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
 import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName } from '#contracts';
-import { DB, ENROLMENT_PIN, KEYS, type EnrolmentPin } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/enrolment-pin.js';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
 import type { Db } from '../db/connect.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { Access, Anonymous, CurrentPrincipal } from './auth.decorators.js';
 import { actorOf, type Principal } from './principal.js';
-import { issueSecret, parseSecret, secretMatches } from './secrets.js';
-import { createApiToken } from './api-tokens.js';
-import { briefingFor } from './briefing.js';
+import { issueSecret } from './secrets.js';
+import { issueApiToken } from './api-tokens.js';
+import { EnrolNodeCommand } from './commands/enrol-node.command.js';
+import { RevokeCredentialCommand } from './commands/revoke-credential.command.js';
 import { keyThumbprint } from '#bundle';
 import { readTrustHead } from '../trust/trust.repository.js';
 
@@ -22,6 +25,7 @@ export class IdentityController {
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     private readonly ledger: LedgerWriter,
+    private readonly commands: CommandBus,
     @Inject(ENROLMENT_PIN) private readonly tlsPin: EnrolmentPin,
   ) {}
 
@@ -52,42 +56,9 @@ export class IdentityController {
   @Post('enrol')
   @Anonymous()
   async enrol(@Body() body: unknown) {
-    const req = parseInput(EnrolRequest, body, 'body');
-    const parsed = parseSecret(req.token);
-    if (!parsed || parsed.kind !== 'fle') throw new DomainError('invalid_enrolment_token', 'enrolment token is malformed');
-    const now = new Date();
-    const credential = issueSecret('fln');
-    const enrolled = await this.db.kysely.transaction().execute(async (trx) => {
-      // Row lock: two agents racing with one token cannot both enrol.
-      const row = await trx.selectFrom('enrolment_tokens').selectAll().where('id', '=', parsed.id).forUpdate().executeTakeFirst();
-      const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
-      if (!row || !ok) throw new DomainError('invalid_enrolment_token', 'enrolment token is unknown');
-      if (row.used_at) throw new DomainError('invalid_enrolment_token', 'enrolment token was already used');
-      if (new Date(row.expires_at) <= now) throw new DomainError('invalid_enrolment_token', `enrolment token expired at ${new Date(row.expires_at).toISOString()}`);
-      if (row.thumbprint !== parsed.thumbprint) throw new DomainError('invalid_enrolment_token', 'enrolment token carries the wrong key thumbprint');
-      await trx.updateTable('enrolment_tokens').set({ used_at: now }).where('id', '=', row.id).execute();
-      // Enrolling again revokes what the node held before: one live credential per node.
-      await trx.updateTable('node_credentials').set({ revoked_at: now, revoked_reason: 'enrolled_again' }).where('node', '=', row.node).where('revoked_at', 'is', null).execute();
-      await trx.insertInto('node_credentials').values({ id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now }).execute();
-      const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
-      const previous = await trx.selectFrom('node_status').select('installed').where('node', '=', row.node).executeTakeFirst();
-      const status = { enrolled_at: now, profile: JSON.stringify(req.profile), inventory: JSON.stringify(req.inventory), briefing: JSON.stringify(briefing), ineligible: briefing.outcome === 'fail', agent_version: req.profile.agent_version || null };
-      await trx
-        .insertInto('node_status')
-        .values({ node: row.node, ...status })
-        .onConflict((oc) => oc.column('node').doUpdateSet(status))
-        .execute();
-      await this.ledger.recordIdentity(
-        trx,
-        row.node,
-        'node_enrolled',
-        { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname, briefing: briefing.outcome },
-        `node:${row.node}`,
-      );
-      return { node: row.node, briefing, installed: previous?.installed ?? null };
-    });
+    const enrolled = await this.commands.execute(new EnrolNodeCommand(parseInput(EnrolRequest, body, 'body')));
     await this.keys.reloadIfChanged();
-    return { node: enrolled.node, credential: credential.token, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed };
+    return { node: enrolled.node, credential: enrolled.credential, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed };
   }
 
   @Delete('nodes/:node/credential')
@@ -95,11 +66,7 @@ export class IdentityController {
   @Access('admin')
   async revoke(@Param('node') node: string, @CurrentPrincipal() who: Principal) {
     const name = parseInput(NodeName, node, 'path');
-    const revoked = await this.db.kysely.transaction().execute(async (trx) => {
-      const rows = await trx.updateTable('node_credentials').set({ revoked_at: new Date(), revoked_reason: 'revoked' }).where('node', '=', name).where('revoked_at', 'is', null).returning('id').execute();
-      if (rows.length > 0) await this.ledger.recordIdentity(trx, name, 'credential_revoked', { node: name, credential_ids: rows.map((r) => r.id) }, actorOf(who));
-      return rows.length;
-    });
+    const revoked = await this.commands.execute(new RevokeCredentialCommand(name, actorOf(who)));
     if (revoked === 0) throw new DomainError('not_found', `node ${name} holds no live credential`, { node: name });
     return { node: name, revoked };
   }
@@ -108,11 +75,7 @@ export class IdentityController {
   @Access('admin')
   async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
     const req = parseInput(ApiTokenRequest, body, 'body');
-    return this.db.kysely.transaction().execute(async (trx) => {
-      const created = await createApiToken(trx, req.name, req.role);
-      await this.ledger.recordIdentity(trx, 'api', 'api_token_created', { id: created.id, name: req.name, role: req.role }, actorOf(who));
-      return created;
-    });
+    return this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, req, actorOf(who)));
   }
 
   @Get('api-tokens')

@@ -1,22 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { EventBus } from '@nestjs/cqrs';
 import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
-import { DB, KEYS } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/database.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
-import { project } from '../projections/project.js';
-import { decide, type Heads, type LedgerCommand } from './domain/ledger.decider.js';
+import { decide } from './domain/ledger.decider.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
 import { findPackage } from '../packages/packages.repository.js';
 import { putBlob } from '../bundles/blobs.repository.js';
+import { LedgerAppended } from './ledger-appended.event.js';
 import { appendEvents } from './store/append.js';
+import { recordIdentity } from './store/record-identity.js';
+import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
+import type { LedgerProjection } from './ledger-projection.js';
 import { lockLedger } from './store/lock.js';
+import type { StoredEvent } from './store/ledger-row.js';
 import { nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
-import { MirrorNudge } from '../mirror/mirror-nudge.js';
 import { signingTrust, stampCheckpoint } from '../trust/signing-trust.js';
 
 export interface WriteOptions {
@@ -25,21 +29,27 @@ export interface WriteOptions {
 }
 
 /**
- * The one place that appends to the ledger: lock, check the expected position, decide, append,
- * project, all in one transaction (rules 3 and 4). A thrown error rolls everything back.
+ * The one place that appends to the ledger. A request goes straight down, in one transaction: lock,
+ * check the expected position, read the state the decision needs, decide, append, hand the events to
+ * the read models' projection, sign a checkpoint. A thrown error rolls everything back, read models
+ * included; only after the commit is the append announced on the event bus.
  */
 @Injectable()
 export class LedgerWriter {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
-    @Optional() private readonly mirror?: MirrorNudge,
+    @Optional() private readonly events?: EventBus,
   ) {}
 
-  async write(
-    options: WriteOptions,
-    prepare: (trx: Transaction<Database>) => Promise<{ command: LedgerCommand; heads: Heads }>,
-  ): Promise<PublishResponse> {
+  private projection: LedgerProjection | null = null;
+
+  /** The read models' projection, registered once by the projections module (or a test harness). */
+  projectInto(projection: LedgerProjection): void {
+    this.projection = projection;
+  }
+
+  async write(options: WriteOptions, request: LedgerRequest): Promise<PublishResponse> {
     await this.keys.reloadIfChanged();
     const publishId = randomUUID();
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
@@ -51,7 +61,7 @@ export class LedgerWriter {
       if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
         throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
       }
-      const { command, heads } = await prepare(trx);
+      const { command, heads } = await loadDecisionInput(trx, request);
       const decision = decide(command, heads, { publishId });
       if (decision.events.length === 0) return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
       const stored = await appendEvents(
@@ -60,7 +70,7 @@ export class LedgerWriter {
         decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
         await nextRecordedAt(trx),
       );
-      await project(trx, stored, this.keys);
+      await this.project(trx, stored);
       // One checkpoint per publish, however many nodes it stamped.
       await stampCheckpoint(trx, this.keys, trust);
       return {
@@ -72,7 +82,7 @@ export class LedgerWriter {
       };
     });
     // After the commit, never inside it: the git mirror follows asynchronously.
-    if (result.publish_id) this.mirror?.nudge();
+    if (result.publish_id) this.events?.publish(new LedgerAppended(result.position));
     return result;
   }
 
@@ -91,22 +101,22 @@ export class LedgerWriter {
       await putBlob(trx, pushed.sha256, content);
       const head = await readLedgerHead(trx);
       const events = await appendEvents(trx, head, [{ event: decision.event, meta: { actor } }], await nextRecordedAt(trx));
-      await project(trx, events, this.keys);
+      await this.project(trx, events);
       return { created: true, position: events[0].position };
     });
     // The mirror records no packages, but its checkpoint follows the ledger past the event.
-    if (result.created) this.mirror?.nudge();
+    if (result.created) this.events?.publish(new LedgerAppended(result.position));
     return result;
   }
 
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */
-  async recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
-    await lockLedger(trx);
-    const trust = await signingTrust(trx, this.keys);
-    const head = await readLedgerHead(trx);
-    const stream = `identity:${subject}` as const;
-    const revision = (await readStreamRevision(trx, stream)) + 1;
-    await appendEvents(trx, head, [{ event: { type, stream, revision, data }, meta: { actor } }], await nextRecordedAt(trx));
-    await stampCheckpoint(trx, this.keys, trust);
+  recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+    return recordIdentity(trx, this.keys, subject, type, data, actor);
+  }
+
+  /** Read models move in the appending transaction: a write with no projection registered is refused, not half done. */
+  private async project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
+    if (!this.projection) throw new Error('no read-model projection is registered with the ledger writer');
+    await this.projection.project(trx, events);
   }
 }

@@ -1,25 +1,21 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
-import { CommandBus } from '@nestjs/cqrs';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { FastifyReply } from 'fastify';
 import { LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type PublishResponse } from '#contracts';
 import { z } from 'zod';
-import { DB, KEYS } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { parseInput } from '../common/parse.js';
 import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
 import { actorOf, type Principal } from '../identity/principal.js';
-import { Metrics } from '../health/metrics.js';
-import { rebuildProjections } from '../projections/rebuild.js';
+import { Metrics } from '../core/metrics.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { RetireNodeCommand } from './commands/retire-node.command.js';
 import { RollbackNodeCommand } from './commands/rollback-node.command.js';
 import { readEvents } from './store/read-events.js';
 import { readLedgerHead } from './store/read-head.js';
 import { verifyLedger } from './store/verify.js';
-import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { AuditRepo } from '../mirror/repo/audit-repo.js';
-import { verifyWithMirror } from '../mirror/verify-mirror.js';
+import { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
 import { RouteLimits } from '../common/route-limits.js';
 
 const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
@@ -28,10 +24,9 @@ const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional(
 export class LedgerController {
   constructor(
     private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
     private readonly metrics: Metrics,
     @Inject(DB) private readonly db: Db,
-    @Inject(KEYS) private readonly keys: SigningKeyStore,
-    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
   @Post('v1/publishes')
@@ -78,20 +73,11 @@ export class LedgerController {
   async verify(@Query() query: unknown) {
     const q = parseInput(VerifyQuery, query, 'query');
     if (q.mirror !== 'true') return verifyLedger(this.db.kysely);
-    return verifyWithMirror(this.db.kysely, await AuditRepo.open(this.config.mirror.gitdir));
+    // Answered by the mirror module, which knows the audit repository.
+    return this.queries.execute(new VerifyWithMirrorQuery());
   }
 
-  /** Drops and replays every projection from the ledger: recovery for a damaged read model. */
-  @Post('v1/projections/rebuild')
-  @HttpCode(200)
-  @Access('admin')
-  async rebuild() {
-    await this.keys.reloadIfChanged();
-    const events = await rebuildProjections(this.db.kysely, this.keys);
-    return { events, head: await readLedgerHead(this.db.kysely) };
-  }
-
-  /** 201 when something was stamped; 200 with `changed: []` when the tree was identical (rule 2). */
+  /** 201 when something was stamped; 200 with `changed: []` when the tree was identical: an unchanged node is never stamped. */
   private answer(reply: FastifyReply, result: PublishResponse): void {
     if (result.publish_id) this.metrics.publishes++;
     void reply.status(result.publish_id ? 201 : 200).send(result);

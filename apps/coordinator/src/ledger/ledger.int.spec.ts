@@ -2,9 +2,8 @@ import { sql } from 'kysely';
 import { BundlePayload } from '#contracts';
 import { EMPTY_SET_DIGEST, verifyBundleSignature } from '#bundle';
 import { testDatabases, hasPostgres } from '../../../../test/support/databases.js';
-import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
+import { ledgerHarness, writerOf, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { openDatabase } from '../db/connect.js';
-import { LedgerWriter } from './ledger-writer.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { verifyLedger } from './store/verify.js';
@@ -46,7 +45,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     return BundlePayload.parse(JSON.parse(Buffer.from(payload).toString('utf8')));
   };
 
-  it('numbers each node 1, 2, 3 without gaps, across retire and re-add (rule 1)', async () => {
+  it('numbers each node 1, 2, 3 without gaps, across retire and re-add', async () => {
     await h.publish({ alpha: { 'flor.json': '1' } });
     await h.publish({ alpha: { 'flor.json': '2' } });
     await h.retire('alpha');
@@ -57,7 +56,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(events.filter((e) => e.stream === 'node:alpha').map((e) => e.revision)).toEqual([1, 2, 3, 4]);
   });
 
-  it('stamps only nodes whose set changed, leaving the others and their bundles as they were (rule 2)', async () => {
+  it('stamps only nodes whose set changed, leaving the others and their bundles as they were', async () => {
     await h.publish({ alpha: { 'flor.json': 'a1' }, beta: { 'flor.json': 'b1' } });
     const betaBefore = await headOf('beta');
     const r = await h.publish({ alpha: { 'flor.json': 'a2' }, beta: { 'flor.json': 'b1' } });
@@ -86,7 +85,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(await h.db.kysely.selectFrom('node_heads').select('node').execute()).toEqual([{ node: 'alpha' }]);
   });
 
-  it('rolls back every event and projection row when projecting fails part-way (rule 3)', async () => {
+  it('rolls back every event and projection row when projecting fails part-way', async () => {
     await h.publish({ alpha: { f: '1' } });
     const before = await h.head();
     let signed = 0;
@@ -98,7 +97,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
         return h.keys.byKid(kid);
       },
     } as unknown as SigningKeyStore;
-    const handler = new PublishTreeHandler(new LedgerWriter(h.db, failing));
+    const handler = new PublishTreeHandler(writerOf(h.db, failing));
     const good = (await h.publish({ alpha: { f: '2' }, beta: { f: '3' } }, { message: 'warm blobs' })).position;
     const mid = await h.head();
     expect(mid.position).toBe(good);
@@ -110,7 +109,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(before.position).toBeLessThan(mid.position);
   });
 
-  it('refuses a stale expected_position and writes nothing (rule 4)', async () => {
+  it('refuses a stale expected_position and writes nothing', async () => {
     const first = await h.publish({ alpha: { f: '1' } });
     await h.publish({ alpha: { f: '2' } });
     const before = await h.head();
@@ -134,7 +133,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
   });
 
-  it('chains every event to the one before it (rule 5)', async () => {
+  it('chains every event to the one before it', async () => {
     await h.publish({ alpha: { f: '1' }, beta: { f: '1' } });
     await h.publish({ alpha: { f: '2' } });
     const events = await readEvents(h.db.kysely, 0, 100);
@@ -167,7 +166,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(await verifyLedger(h.db.kysely)).toEqual({ ok: false, position: 3, reason: expect.stringContaining('altered') });
   });
 
-  it('rebuilds projections from the ledger identical to the incremental ones (rule 6)', async () => {
+  it('rebuilds projections from the ledger identical to the incremental ones', async () => {
     await h.publish({ alpha: { f: '1', g: 'x' }, beta: { f: '1' } });
     await h.publish({ alpha: { f: '2', g: 'x' }, gamma: { f: 'g' } });
     await changeKeys(h.db.kysely, h.keys, { kind: 'rotate' }, 'tester');
@@ -185,7 +184,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(await snapshot()).toEqual(incremental);
   });
 
-  it('rolls back by stamping a new version that carries the old content (rule 7)', async () => {
+  it('rolls back by stamping a new version that carries the old content', async () => {
     await h.publish({ alpha: { 'flor.json': 'old' } });
     await h.publish({ alpha: { 'flor.json': 'new' } });
     const r = await h.rollback('alpha', 1);
@@ -197,7 +196,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(p.set_digest).toBe(v1.set_digest);
   });
 
-  it('retires with a final empty set that the bundle says is retired (rule 8)', async () => {
+  it('retires with a final empty set that the bundle says is retired', async () => {
     await h.publish({ alpha: { f: '1' } });
     await h.retire('alpha');
     const p = await payloadOf('alpha');
@@ -234,7 +233,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
       const warmHeads = (await h.db.kysely.selectFrom('node_heads').select(['node', 'artifacts']).where('node', '=', 'warm').execute()).length;
       expect(warmHeads).toBe(1);
       const shaOf = async (c: string) => (await import('#bundle')).sha256Hex(Buffer.from(c));
-      const writers = [new PublishTreeHandler(new LedgerWriter(h.db, h.keys)), new PublishTreeHandler(new LedgerWriter(other, h.keys))];
+      const writers = [new PublishTreeHandler(writerOf(h.db, h.keys)), new PublishTreeHandler(writerOf(other, h.keys))];
       const results = await Promise.all(
         contents.map(async (c, i) =>
           writers[i % 2].execute(new PublishTreeCommand({ message: `race ${i}`, nodes: { alpha: { artifacts: { f: await shaOf(c) } }, beta: { artifacts: { f: await shaOf(`${c}`) } } } }, 'racer')),

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
-import { MirrorNudge } from './mirror-nudge.js';
+import { FollowLedger } from './follow-ledger.handler.js';
 import { MirrorWorker } from './mirror.worker.js';
+import { VerifyWithMirrorHandler } from './verify-with-mirror.handler.js';
 
-/** The git audit mirror: the worker that follows the ledger and the nudge the ledger writer pokes. */
+/** The git audit mirror: the worker that follows the ledger, woken by each committed append, and the ledger's verification against it. */
 @Module({
-  providers: [MirrorNudge, MirrorWorker],
-  exports: [MirrorNudge, MirrorWorker],
+  providers: [MirrorWorker, FollowLedger, VerifyWithMirrorHandler],
+  exports: [MirrorWorker],
 })
 export class MirrorModule {}

@@ -1,10 +1,10 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB, LOG } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { LOG } from '../core/core.module.js';
 import type { Db } from '../db/connect.js';
 import { MirrorError } from './mirror-error.js';
-import { MirrorNudge } from './mirror-nudge.js';
 import { MirrorPusher } from './mirror-push.js';
 import { MirrorSync } from './mirror-sync.js';
 import { AuditRepo } from './repo/audit-repo.js';
@@ -15,7 +15,7 @@ export type WorkerState = 'off' | 'starting' | 'writing' | 'standby' | 'diverged
 
 /**
  * Follows the ledger into the audit repository after publishes commit, never inside them: on a
- * timer and when nudged by the ledger writer. Runs never overlap; a nudge during a run queues one more.
+ * timer and whenever a committed append is published on the event bus (FollowLedger). Runs never overlap; a kick during a run queues one more.
  */
 @Injectable()
 export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -28,13 +28,12 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
-  private readonly onNudge = () => this.kick();
+  private readonly onTick = () => this.kick();
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     @Inject(LOG) private readonly log: Logger,
-    private readonly nudge: MirrorNudge,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -45,8 +44,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     await repo.refreshInfoRefs();
     if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
     this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++ });
-    this.nudge.on(this.onNudge);
-    this.timer = setInterval(this.onNudge, mirror.intervalMs);
+    this.timer = setInterval(this.onTick, mirror.intervalMs);
     this.timer.unref();
     if (this.pusher && (await repo.readRef())) this.pusher.request();
     this.kick();
@@ -54,7 +52,6 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
-    this.nudge.off(this.onNudge);
     if (this.timer) clearInterval(this.timer);
     await this.idle();
     await this.pusher?.close();

@@ -49,7 +49,7 @@ class Disagreement extends Error {
  * must hold exactly the files whose sha256 give the node's set digest and version. A mirror that is
  * only behind (asynchronous) is not a disagreement; a branch rewound behind its checkpoint is.
  */
-export async function verifyWithMirror(db: Kysely<Database>, repo: AuditRepo): Promise<MirrorVerdict | ChainVerdict> {
+export async function verifyWithMirror(db: Kysely<Database>, repo: AuditRepo): Promise<MirrorVerdict> {
   const chain = await verifyLedger(db);
   if (!chain.ok) return chain;
   try {

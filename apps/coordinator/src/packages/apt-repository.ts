@@ -5,6 +5,9 @@ import { gzipIndex, renderPackages, renderRelease } from './apt-index.js';
 import { lastPushPosition, listPackages } from './packages.repository.js';
 import type { RepoKey } from './repo-key.js';
 
+/** The Nest token of the mesh's apt repository, provided by the packages module. */
+export const APT_REPOSITORY = Symbol('APT_REPOSITORY');
+
 /** One index file of the repository, ready to serve. */
 export interface IndexFile {
   readonly bytes: Buffer;

@@ -1,20 +1,15 @@
 import { sql, type Transaction } from 'kysely';
-import { signBundle, type SigningKey } from '#bundle';
 import type { Database } from '../db/database.js';
-import type { StoredEvent } from '../ledger/store/ledger-row.js';
-import type { NodeSetStamped, PackagePushed, PublishRecorded } from '../ledger/domain/ledger.events.js';
-import { bundlePayloadBytes, etagOf } from '../bundles/bundle-payload.js';
-import { readLedgerBlobs } from '../bundles/blobs.repository.js';
+import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
+import { signStamps, type Signer } from '../bundles/sign-stamps.js';
+
+export type { Signer };
 
 const CHUNK = 1000;
 
-export interface Signer {
-  byKid(kid: string): SigningKey;
-}
-
 /**
- * Applies appended events to the read models inside the appending transaction (rule 3), or during
- * a rebuild. Events of one publish must arrive together: a node version row takes its message from
+ * Applies appended events to the read models inside the appending transaction, or during a rebuild:
+ * a read model never shows what the ledger does not hold. Events of one publish must arrive together: a node version row takes its message from
  * the publish record that closes the group.
  */
 export async function project(trx: Transaction<Database>, events: readonly StoredEvent[], signer: Signer): Promise<void> {
@@ -24,16 +19,13 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   const stamps = events.filter((e) => e.type === 'node_set_stamped');
   if (stamps.length === 0 && records.size === 0) return;
 
-  const contents = await readLedgerBlobs(trx, stamps.flatMap((e) => (e.data as NodeSetStamped['data']).artifacts.map((a) => a.sha256)));
-  const contentOf = (sha: string): Uint8Array => contents.get(sha)!;
-
+  const signed = await signStamps(trx, stamps, signer);
   const heads = [];
   const versions = [];
-  for (const e of stamps) {
+  for (const [i, e] of stamps.entries()) {
     const d = e.data as NodeSetStamped['data'];
     const record = records.get(d.publish_id);
-    const kid = e.meta.kid as string;
-    const jws = await signBundle(bundlePayloadBytes(d, e.position, e.recorded_at, contentOf), signer.byKid(kid));
+    const { jws, etag } = signed[i];
     const common = {
       node: d.node,
       version: d.version,
@@ -43,7 +35,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       publish_id: d.publish_id,
       position: e.position,
     };
-    heads.push({ ...common, jws, etag: etagOf(jws), updated_at: e.recorded_at });
+    heads.push({ ...common, jws, etag, updated_at: e.recorded_at });
     versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
   }
   for (let i = 0; i < heads.length; i += CHUNK) {
@@ -95,4 +87,13 @@ async function projectPackages(trx: Transaction<Database>, events: readonly Stor
       return { name: d.name, version: d.version, architecture: d.architecture, sha256: d.sha256, size: d.size, control: d.control, actor: String(e.meta.actor), position: e.position, recorded_at: e.recorded_at };
     });
   if (rows.length > 0) await trx.insertInto('packages').values(rows).execute();
+}
+
+/** The read models as the ledger writer sees them: registered with it by the projections module. */
+export class ReadModelProjection implements LedgerProjection {
+  constructor(private readonly signer: Signer) {}
+
+  project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
+    return project(trx, events, this.signer);
+  }
 }

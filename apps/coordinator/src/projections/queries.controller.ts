@@ -9,7 +9,7 @@ import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { Access } from '../identity/auth.decorators.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
-import { loadVersion } from './heads.repository.js';
+import { loadVersion } from '../ledger/ledger.reads.js';
 import { diffSets } from './artifact-diff.js';
 import { failedLines } from '../identity/briefing.js';
 

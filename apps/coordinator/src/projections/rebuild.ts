@@ -1,13 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.js';
-import { allEvents } from '../ledger/store/read-events.js';
-import { lockLedger } from '../ledger/store/lock.js';
-import type { StoredEvent } from '../ledger/store/ledger-row.js';
+import { allEvents, lockLedger, type StoredEvent } from '../ledger/ledger.reads.js';
 import { project, type Signer } from './project.js';
 import { resignHeads } from '../trust/resign-heads.js';
 
 /**
- * Drops every projection and replays the ledger into it (rule 6). Runs under the ledger lock so no
+ * Drops every projection and replays the ledger into it: the read models are only ever a function of the ledger. Runs under the ledger lock so no
  * publish interleaves. Ed25519 signatures are deterministic, so rebuilt bundles are byte-identical.
  */
 export async function rebuildProjections(db: Kysely<Database>, signer: Signer): Promise<number> {

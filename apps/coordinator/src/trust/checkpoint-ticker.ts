@@ -1,9 +1,10 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB, KEYS, LOG } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { LOG } from '../core/core.module.js';
 import type { Db } from '../db/connect.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { lockLedger } from '../ledger/store/lock.js';
 import { signingTrust, stampCheckpoint } from './signing-trust.js';
 

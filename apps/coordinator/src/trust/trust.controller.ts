@@ -1,9 +1,9 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
 import { TrustChainQuery, type KeyRotationResponse, type TrustChainResponse } from '#contracts';
-import { DB, KEYS } from '../db/db.module.js';
+import { DB } from '../db/db.module.js';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
 import type { Db } from '../db/connect.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { parseInput } from '../common/parse.js';
 import { Access, Anonymous, CurrentPrincipal } from '../identity/auth.decorators.js';
 import { actorOf, type Principal } from '../identity/principal.js';

@@ -1,6 +1,5 @@
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { PublishResponse } from '#contracts';
-import { loadHeads } from '../../projections/heads.repository.js';
 import { LedgerWriter } from '../ledger-writer.js';
 import { RetireNodeCommand } from './retire-node.command.js';
 
@@ -9,9 +8,6 @@ export class RetireNodeHandler implements ICommandHandler<RetireNodeCommand, Pub
   constructor(private readonly writer: LedgerWriter) {}
 
   execute(c: RetireNodeCommand): Promise<PublishResponse> {
-    return this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition }, async (trx) => ({
-      heads: await loadHeads(trx, [c.node]),
-      command: { type: 'retire_node', node: c.node, message: c.message },
-    }));
+    return this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition }, { type: 'retire_node', node: c.node, message: c.message });
   }
 }

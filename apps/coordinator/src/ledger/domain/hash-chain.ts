@@ -12,7 +12,7 @@ export interface ChainedFields {
   readonly recorded_at: string;
 }
 
-/** hash = sha256(prev_hash ‖ canonical_json(event without hashes)) (DESIGN section 4, rule 5). */
+/** hash = sha256(prev_hash ‖ canonical_json(event without hashes)): each event seals the whole ledger before it (docs/architecture.md, ledger invariants). */
 export function chainHash(prevHash: string, event: ChainedFields): string {
   const body = canonicalJson({
     position: event.position,

@@ -35,6 +35,11 @@ export type LedgerCommand =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      /**
+       * The nodes whose set differs from their head (changedNodesOf), when the caller has already
+       * worked them out to read only their blobs; worked out here when absent.
+       */
+      readonly changed?: readonly string[];
       /** Sizes of the blobs the changed nodes reference; a digest missing here is a missing blob. */
       readonly blobSizes: ReadonlyMap<string, number>;
     } & IneligibleFacts)
@@ -96,7 +101,7 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
 }
 
 function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
-  const changedNodes = changedNodesOf(command.nodes, heads);
+  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads);
   const accepted = admitIneligible(changedNodes, command);
   const missing = new Set<string>();
   for (const node of changedNodes) {
@@ -182,7 +187,7 @@ function stamp(
   ctx: DecisionContext,
   restoredFrom?: number,
 ): NodeSetStamped {
-  // Versions continue across retire and re-add: a name's stream never restarts (rule 1).
+  // Versions continue across retire and re-add: a name's stream never restarts.
   const version = (head?.version ?? 0) + 1;
   return {
     type: 'node_set_stamped',
@@ -210,19 +215,6 @@ function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[]
     data: { publish_id: ctx.publishId, kind, message, changed, unchanged, ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}) },
   };
   return { events: [...stamps, record], changed, unchanged, acceptedIneligible: accepted };
-}
-
-/** Folds a stamped set into the heads: the state a later decision sees. */
-export function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, NodeHead> {
-  if (event.type === 'node_set_stamped') {
-    heads.set(event.data.node, {
-      version: event.data.version,
-      setDigest: event.data.set_digest,
-      retired: event.data.retired,
-      artifacts: event.data.artifacts,
-    });
-  }
-  return heads;
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import { decide, evolve, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead } from './ledger.decider.js';
+import { decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead } from './ledger.decider.js';
 import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
@@ -27,6 +27,14 @@ function publish(nodes: Record<string, Record<string, string>>, prune = false, i
 
 function rollback(node: string, toVersion: number, target: NodeHead | undefined, extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {}): LedgerCommand {
   return { type: 'rollback_node', node, toVersion, target, message: 'undo', ...NONE_INELIGIBLE, ...extra };
+}
+
+/** Folds a stamped set into the heads: the state a later decision sees, as the node_heads projection holds it. */
+function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, NodeHead> {
+  if (event.type === 'node_set_stamped') {
+    heads.set(event.data.node, { version: event.data.version, setDigest: event.data.set_digest, retired: event.data.retired, artifacts: event.data.artifacts });
+  }
+  return heads;
 }
 
 /** given(events) → when(command) → then: the events a decision appends. */

@@ -74,10 +74,3 @@ export interface PackagePushed {
 }
 
 export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded | PackagePushed;
-
-/** What every appended event carries besides its data: who, when, and with which key its bundle was signed. */
-export interface EventMeta {
-  readonly actor: string;
-  readonly kid?: string;
-  readonly [key: string]: unknown;
-}

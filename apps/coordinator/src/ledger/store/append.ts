@@ -15,7 +15,7 @@ export interface AppendInput {
 /**
  * Appends events after `head`, chaining each hash to the previous one. Takes a transaction that
  * already holds the ledger lock: positions are computed here, not by a sequence, so that a
- * rolled-back publish leaves no gap (rule 1 and 4).
+ * rolled-back publish leaves no gap, and two appends never share one.
  */
 export async function appendEvents(trx: Transaction<Database>, head: LedgerHead, inputs: readonly AppendInput[], recordedAt: Date): Promise<StoredEvent[]> {
   const recorded_at = recordedAt.toISOString();

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
 
-/** One key for the whole ledger: appends are serialised across every replica on the database (rule 4). */
+/** One key for the whole ledger: appends are serialised across every replica on the database (see the ledger invariants in docs/architecture.md). */
 const LEDGER_LOCK_KEY = 0x466c6f72; // "Flor"
 
 export async function lockLedger(trx: Transaction<Database>): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database, StoredArtifact } from '../db/database.js';
-import type { NodeHead } from '../ledger/domain/ledger.decider.js';
+import type { Database, StoredArtifact } from '../../db/database.js';
+import type { NodeHead } from '../domain/ledger.decider.js';
 
 const CHUNK = 1000;
 

@@ -1,0 +1,37 @@
+import { Inject } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { DB } from '../../db/db.module.js';
+import type { Db } from '../../db/connect.js';
+import { revokeLiveCredentials } from '../../identity/credentials.repository.js';
+import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { readRetirementHead, recordOutcome, recordReportStatus } from '../reports.repository.js';
+import { confirmsRetirement, reportedOutcome } from '../report.rules.js';
+import { RecordReportCommand } from './record-report.command.js';
+
+/**
+ * Reports are frequent and are not ledger events: they update the node's status row in place, and
+ * record a version's outcome only when it changes. A node that confirms its retirement has its
+ * credential revoked here, the last thing it was allowed to do, and that revocation is recorded.
+ */
+@CommandHandler(RecordReportCommand)
+export class RecordReportHandler implements ICommandHandler<RecordReportCommand, void> {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly ledger: LedgerWriter,
+  ) {}
+
+  async execute({ node, report: r }: RecordReportCommand): Promise<void> {
+    const now = new Date();
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await recordReportStatus(trx, node, r, now);
+      const outcome = reportedOutcome(r);
+      if (outcome) await recordOutcome(trx, node, outcome, r.activation, now);
+      const head = await readRetirementHead(trx, node);
+      if (!head || !confirmsRetirement(head, r)) return;
+      // Only credentials the node held when it was retired: one enrolled since is the operator bringing
+      // the node back, and revoking it at its first report would retire the node a second time.
+      const revoked = await revokeLiveCredentials(trx, node, 'retired', now, head.updated_at);
+      if (revoked.length > 0) await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked, reason: 'retired' }, `node:${node}`);
+    });
+  }
+}

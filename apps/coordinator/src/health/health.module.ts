@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { MirrorModule } from '../mirror/mirror.module.js';
+import { HealthController } from './health.controller.js';
+
+/** Liveness, readiness and the Prometheus scrape. */
+@Module({
+  imports: [MirrorModule],
+  controllers: [HealthController],
+})
+export class HealthModule {}

@@ -1,0 +1,48 @@
+import { Inject } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { DB } from '../../db/db.module.js';
+import type { Db } from '../../db/connect.js';
+import { DomainError } from '../../common/domain-error.js';
+import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { recordEnrolmentStatus } from '../../fleet/node-status.repository.js';
+import { briefingFor } from '../briefing.js';
+import { insertCredential, lockEnrolmentToken, markEnrolmentTokenUsed, revokeLiveCredentials } from '../credentials.repository.js';
+import { enrolmentTokenRefusal } from '../enrolment.rules.js';
+import { issueSecret, parseSecret, secretMatches } from '../secrets.js';
+import { EnrolNodeCommand, type Enrolled } from './enrol-node.command.js';
+
+@CommandHandler(EnrolNodeCommand)
+export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrolled> {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly ledger: LedgerWriter,
+  ) {}
+
+  async execute({ request: req }: EnrolNodeCommand): Promise<Enrolled> {
+    const parsed = parseSecret(req.token);
+    if (!parsed || parsed.kind !== 'fle') throw new DomainError('invalid_enrolment_token', 'enrolment token is malformed');
+    const now = new Date();
+    const credential = issueSecret('fln');
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await lockEnrolmentToken(trx, parsed.id);
+      const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
+      if (!row || !ok) throw new DomainError('invalid_enrolment_token', 'enrolment token is unknown');
+      const refusal = enrolmentTokenRefusal(row, parsed, now);
+      if (refusal) throw new DomainError('invalid_enrolment_token', refusal);
+      await markEnrolmentTokenUsed(trx, row.id, now);
+      // Enrolling again revokes what the node held before: one live credential per node.
+      await revokeLiveCredentials(trx, row.node, 'enrolled_again', now);
+      await insertCredential(trx, { id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now });
+      const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
+      const installed = await recordEnrolmentStatus(trx, row.node, { at: now, profile: req.profile, inventory: req.inventory, briefing });
+      await this.ledger.recordIdentity(
+        trx,
+        row.node,
+        'node_enrolled',
+        { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname, briefing: briefing.outcome },
+        `node:${row.node}`,
+      );
+      return { node: row.node, credential: credential.token, briefing, installed };
+    });
+  }
+}

@@ -1,0 +1,23 @@
+import { Inject } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { DB } from '../../db/db.module.js';
+import type { Db } from '../../db/connect.js';
+import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { revokeLiveCredentials } from '../credentials.repository.js';
+import { RevokeCredentialCommand } from './revoke-credential.command.js';
+
+@CommandHandler(RevokeCredentialCommand)
+export class RevokeCredentialHandler implements ICommandHandler<RevokeCredentialCommand, number> {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly ledger: LedgerWriter,
+  ) {}
+
+  execute({ node, actor }: RevokeCredentialCommand): Promise<number> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const ids = await revokeLiveCredentials(trx, node, 'revoked', new Date());
+      if (ids.length > 0) await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: ids }, actor);
+      return ids.length;
+    });
+  }
+}

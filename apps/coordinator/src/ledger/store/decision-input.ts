@@ -1,0 +1,57 @@
+import type { Transaction } from 'kysely';
+import { blobSizes } from '../../bundles/blobs.repository.js';
+import type { Database } from '../../db/database.js';
+import { loadIneligible } from '../../fleet/ineligible.repository.js';
+import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
+import { loadHeads, loadVersion } from './heads.js';
+
+/** What an operator asks of the ledger, before the state the decision needs is read. */
+export type LedgerRequest =
+  | {
+      readonly type: 'publish_tree';
+      readonly message: string;
+      readonly prune: boolean;
+      readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      readonly allowIneligible: readonly string[];
+    }
+  | { readonly type: 'rollback_node'; readonly node: string; readonly toVersion: number; readonly message: string; readonly allowIneligible: readonly string[] }
+  | { readonly type: 'retire_node'; readonly node: string; readonly message: string };
+
+/**
+ * Reads what the decider needs for one request, inside the appending transaction and under the
+ * ledger lock, so the heads and ineligibility flags are those of the moment the decision is recorded.
+ */
+export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest): Promise<{ command: LedgerCommand; heads: Heads }> {
+  switch (request.type) {
+    case 'publish_tree': {
+      const heads = await loadHeads(trx, request.prune ? 'all' : [...request.nodes.keys()]);
+      // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a digest, not a read.
+      const changed = changedNodesOf(request.nodes, heads);
+      const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
+      const command: LedgerCommand = {
+        ...request,
+        changed,
+        blobSizes: sizes,
+        ineligible: await loadIneligible(trx, changed),
+        allowIneligible: new Set(request.allowIneligible),
+      };
+      return { heads, command };
+    }
+    case 'rollback_node':
+      return {
+        heads: await loadHeads(trx, [request.node]),
+        command: {
+          ...request,
+          target: await loadVersion(trx, request.node, request.toVersion),
+          ineligible: await loadIneligible(trx, [request.node]),
+          allowIneligible: new Set(request.allowIneligible),
+        },
+      };
+    case 'retire_node':
+      return { heads: await loadHeads(trx, [request.node]), command: request };
+    default: {
+      const unreachable: never = request;
+      throw new TypeError(`unknown ledger request ${JSON.stringify(unreachable)}`);
+    }
+  }
+}

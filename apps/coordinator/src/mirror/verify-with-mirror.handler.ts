@@ -1,0 +1,20 @@
+import { Inject } from '@nestjs/common';
+import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
+import { DB } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import { VerifyWithMirrorQuery } from '../ledger/queries/verify-with-mirror.query.js';
+import { AuditRepo } from './repo/audit-repo.js';
+import { verifyWithMirror, type MirrorVerdict } from './verify-mirror.js';
+
+@QueryHandler(VerifyWithMirrorQuery)
+export class VerifyWithMirrorHandler implements IQueryHandler<VerifyWithMirrorQuery> {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+  ) {}
+
+  async execute(): Promise<MirrorVerdict> {
+    return verifyWithMirror(this.db.kysely, await AuditRepo.open(this.config.mirror.gitdir));
+  }
+}

@@ -1,0 +1,26 @@
+import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { ReadModelProjection } from './project.js';
+import { ProjectionsController } from './projections.controller.js';
+import { QueriesController } from './queries.controller.js';
+
+/**
+ * The read models the ledger is projected into, the history queries over them and their rebuild.
+ * The ledger writer knows them only as a projection this module registers with it.
+ */
+@Module({
+  imports: [LedgerModule],
+  controllers: [QueriesController, ProjectionsController],
+})
+export class ProjectionsModule implements OnModuleInit {
+  constructor(
+    private readonly writer: LedgerWriter,
+    @Inject(KEYS) private readonly keys: SigningKeyStore,
+  ) {}
+
+  onModuleInit(): void {
+    this.writer.projectInto(new ReadModelProjection(this.keys));
+  }
+}
