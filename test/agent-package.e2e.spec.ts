@@ -5,10 +5,12 @@ import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { AptSandbox, buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
 import { agentFiles, agentJson, Fleet, florJson, removeTree, socketStatus, waitFor } from './fixtures/agent/harness.js';
+import { lockAgentPackage } from './support/agent-package.js';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 
-jest.setTimeout(600_000);
+// Waiting for the other suites that install florete-agent (lockAgentPackage) counts against this.
+jest.setTimeout(1_800_000);
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 /** "The next version" of this same tree, as a self-upgrade test would build it. */
@@ -55,8 +57,11 @@ describe('the agent package (npm run package:agent)', () => {
   const unpacked = join(work, 'opt', 'florete-agent');
   let installedProvider = false;
   let installedAgent = false;
+  let unlock: (() => void) | undefined;
 
   beforeAll(async () => {
+    // It installs /usr/bin/flor: one such suite at a time on this machine.
+    unlock = await lockAgentPackage();
     chmodSync(work, 0o755);
     mkdirSync(stateDir);
     writeFileSync(config, `state_dir: ${stateDir}\ninstall:\n  dir: ${join(work, 'etc')}\nactivation:\n  kind: none\n`);
@@ -73,6 +78,7 @@ describe('the agent package (npm run package:agent)', () => {
     if (installedProvider) await apt.aptGet(['purge', 'florete-fixture-nodejs-provider']);
     rmSync(work, { recursive: true, force: true });
     rmSync(apt.root, { recursive: true, force: true });
+    unlock?.();
   });
 
   it('builds a .deb of one bundled file that depends on nodejs (>= 20), with no node_modules and none of the coordinator', async () => {
@@ -113,7 +119,8 @@ describe('the agent package (npm run package:agent)', () => {
 
     const empty = mkdtempSync(join(work, 'cwd-'));
     const version = await sh(join(unpacked, 'usr/bin/flor'), ['--version'], { cwd: empty, env: childEnv() });
-    expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n` });
+    // Nothing on stderr: the node flags /usr/bin/flor passes (see NODE_FLAGS) make V8 warn about nothing.
+    expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n`, stderr: '' });
     const check = await sh(join(unpacked, 'usr/bin/flor'), ['self-check', '--config', config], { cwd: empty, env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
     expect(check.stdout).toContain(`flor ${NEXT} (node ${process.version})`);
@@ -170,7 +177,8 @@ describe('the agent package (npm run package:agent)', () => {
     expect((await sh('dpkg-query', ['-W', '-f=${Conffiles}', 'florete-agent'])).stdout).toContain('/etc/florete/agent.yaml');
 
     const version = await sh('/usr/bin/flor', ['--version'], { env: childEnv() });
-    expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n` });
+    // Nothing on stderr: the node flags /usr/bin/flor passes (see NODE_FLAGS) make V8 warn about nothing.
+    expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n`, stderr: '' });
     const check = await sh('/usr/bin/flor', ['self-check', '--config', config], { env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
     expect(check.stdout.split('\n')[0]).toBe(`flor ${NEXT} (node ${process.version})`);

@@ -1,15 +1,18 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import { canonicalPretty, sha256Hex } from '#bundle';
-import { fileArtifactName, type FileResource, type PackageResource } from '#contracts';
+import type { PackageResource } from '#contracts';
+import { sh } from './fixtures/package/apt.js';
+import { agentFiles, agentJson, Fleet, florJson, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { agentEnv, bumpVersion, buildAgentDebs, InstalledAgent, lockAgentPackage, pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts, Supervisor } from './support/agent-package.js';
+import { AptWorld, buildFixture, dpkg, dpkgStatus, purgeFixtures, type FixturePackage } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { runRetectl } from './support/retectl-process.js';
-import { AptWorld, buildFixture, dpkg, dpkgStatus, FlatRepo, purgeFixtures, type FixturePackage } from './support/apt-repo.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 
-jest.setTimeout(300_000);
+// Waiting for the other suites that install florete-agent (lockAgentPackage) counts against this.
+jest.setTimeout(1_800_000);
 
 const NODE = 'alpha';
 /** Unique to this file: other test files build and install their own fixtures at the same time. */
@@ -17,58 +20,57 @@ const PREFIX = 'florete-fixture-apt-';
 const HELLO = `${PREFIX}hello`;
 const PRE = `${PREFIX}pre`;
 const LATER = `${PREFIX}later`;
+/** The agent's version in this test: built from this tree, installed, and never upgraded here. */
+const AGENT_VERSION = bumpVersion(21);
 
 /**
- * Package resources end to end: a real coordinator, a real agent process, real apt and dpkg fed
- * from a signed flat repository on loopback. apt sees only this test's sources and lists.
+ * Package resources end to end, run by the agent as a host runs it: the built .deb installed with apt
+ * (/usr/bin/flor) under a supervisor that restarts it on exit as systemd would, a real coordinator
+ * whose own repository (/repo/debian/) serves the fixture packages pushed with `retectl package
+ * push`, and real apt and dpkg. apt sees only this test's sources and lists.
+ *
+ * It installs /usr/bin/flor, as the self-upgrade, fleet-upgrade and package suites do: each takes
+ * the machine-wide lock of lockAgentPackage for its whole run, so they never install it at once.
  */
-describe('flor agent: package resources with real apt and dpkg', () => {
+describe('flor agent: package resources with real apt and dpkg, run by the installed agent', () => {
   let coordinator: CoordinatorProcess;
   let fleet: Fleet;
   let files: AgentFiles;
   let world: AptWorld;
-  let repo: FlatRepo;
   let work: string;
   let log: string;
+  let keyring: Buffer;
+  let agent: InstalledAgent | undefined;
+  let supervisor: Supervisor | undefined;
+  let unlock: (() => void) | undefined;
   const debs = new Map<string, FixturePackage>();
 
-  const sourcePath = () => join(world.sourcesDir, 'florete-apt-test.list');
-  const keyringPath = () => join(world.keyringsDir, 'florete-apt-test.gpg');
-  /** The two file resources that point apt at the repository, as an operator would declare them. */
-  const repoFiles = () => {
-    const source = Buffer.from(`deb [signed-by=${keyringPath()}] ${repo.url} ./\n`);
-    const keyring = Buffer.from(repo.keyring());
-    const res = (path: string, bytes: Buffer): { declared: FileResource; bytes: Buffer } => ({
-      declared: { path, mode: '0644', owner: 'root', group: 'root', content: { sha256: sha256Hex(bytes), size: bytes.length } },
-      bytes,
-    });
-    return [res(sourcePath(), source), res(keyringPath(), keyring)];
-  };
+  const repoFiles = () => repositoryFiles(world, coordinator.url, keyring, 'florete-apt-test');
+  const sourcePath = () => repoFiles()[0].declared.path;
+  const keyringPath = () => repoFiles()[1].declared.path;
   const apt = (name: string, version: string): PackageResource => ({ manager: 'apt', name, version });
-  const setWith = (marker: string, packages: PackageResource[]) => {
-    const fs = repoFiles();
-    const set: Record<string, string | Uint8Array> = { 'agent.json': agentJson(NODE, 3600), 'flor.json': florJson(NODE, marker) };
-    set['resources.json'] = canonicalPretty({ files: fs.map((f) => f.declared), packages });
-    // The keyring is binary: its artifact carries its bytes as they are.
-    for (const f of fs) set[fileArtifactName(f.declared.content.sha256)] = f.bytes;
-    return { [NODE]: set };
-  };
+  const setWith = (marker: string, packages: PackageResource[]) => ({
+    [NODE]: { 'agent.json': agentJson(NODE, 3600), 'flor.json': florJson(NODE, marker), ...resourceArtifacts(repoFiles(), packages) },
+  });
+  /** The installed CLI asks the supervised daemon for a pass over its control socket. */
+  const installedFlor = (args: readonly string[]) => sh('/usr/bin/flor', args, { env: agentEnv({ FLORETE_LOG_LEVEL: 'warn' }) });
   const sync = async () => {
-    const r = await flor(['agent', 'sync', '--json', ...files.args]);
+    const r = await installedFlor(['agent', 'sync', '--json', ...files.args]);
     return { code: r.code, outcome: JSON.parse(r.stdout) };
   };
   const owned = () => JSON.parse(readFileSync(join(files.stateDir, 'owned-files.json'), 'utf8'));
   const scriptLog = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
   const nodeDetail = async () => (await fleet.admin.get(`/v1/nodes/${NODE}`)).body;
   const fileLines = (outcome: string) => repoFiles().map((f) => ({ kind: 'file', path: f.declared.path, outcome }));
+  const coordinatorPort = () => new URL(coordinator.url).port;
 
   beforeAll(async () => {
+    unlock = await lockAgentPackage();
     await purgeFixtures(PREFIX);
+    work = mkdtempSync(join(tmpdir(), 'florete-packages-'));
+    chmodSync(work, 0o755);
     world = new AptWorld();
-    work = join(world.root, 'build');
     log = join(world.root, 'maintainer-scripts.log');
-    repo = new FlatRepo(join(world.root, 'repo'));
-    await repo.start();
     for (const [name, version] of [
       [HELLO, '1.0'],
       [HELLO, '1.1'],
@@ -76,30 +78,46 @@ describe('flor agent: package resources with real apt and dpkg', () => {
       [PRE, '1.1'],
       [LATER, '1.0'],
     ] as const) {
-      debs.set(`${name}=${version}`, await buildFixture(work, name, version, log));
+      debs.set(`${name}=${version}`, await buildFixture(join(work, 'fixtures'), name, version, log));
     }
-    await repo.publish([...debs.values()]);
-    // Undeclared, unreachable: the agent must refresh only the source its declaration wrote.
-    writeFileSync(join(world.sourcesDir, 'not-declared.list'), 'deb [trusted=yes] http://127.0.0.1:9/ ./\n');
+    const agentDeb = (await buildAgentDebs(work, [AGENT_VERSION]))[AGENT_VERSION];
 
     coordinator = await startCoordinatorProcess();
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
+    await pushPackages(coordinator, [...debs.values()].map((d) => d.path));
+    keyring = await repositoryKeyring(coordinator.url);
+    // Undeclared, unreachable: the agent must refresh only the source its declaration wrote.
+    writeFileSync(join(world.sourcesDir, 'not-declared.list'), 'deb [trusted=yes] http://127.0.0.1:9/ ./\n');
+
+    agent = new InstalledAgent(world, work);
+    await agent.install(agentDeb);
     files = agentFiles('none', { packages: world.agentConfig() });
-    const enrolled = await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(NODE), ...files.args]);
+    const enrolled = await installedFlor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(NODE), ...files.args]);
     expect(enrolled).toEqual(expect.objectContaining({ code: 0 }));
-    await startAgent(files);
+    supervisor = new Supervisor(['/usr/bin/flor', 'agent', 'run', ...files.args]);
+    supervisor.start();
+    // The agent that reports is the installed one.
+    await waitFor('the first report', async () => (await nodeDetail()).agent_version === AGENT_VERSION, 60_000, 200);
+    await waitFor('the control socket', async () => (await installedFlor(['agent', 'status', '--json', ...files.args])).code === 0, 30_000, 200);
   });
 
   afterAll(async () => {
-    await stopAllAgents();
+    await supervisor?.stop();
     await coordinator?.stop();
-    await repo?.stop();
     try {
       await purgeFixtures(PREFIX);
+      await agent?.purge();
     } finally {
       if (files) removeTree(files.root);
       world?.remove();
+      if (work) rmSync(work, { recursive: true, force: true });
+      unlock?.();
     }
+  });
+
+  afterEach(() => {
+    // An ordinary package never makes the agent exit: the supervisor never had to start it again.
+    expect(supervisor!.exits).toEqual([]);
   });
 
   it('installs a package from the repository its own file resources configure, reads it back, records and reports it', async () => {
@@ -129,7 +147,7 @@ describe('flor agent: package resources with real apt and dpkg', () => {
       [PRE]: { manager: 'apt', version: '1.0', before: { status: 'installed', version: '1.0' } },
     });
     // Only the declared source was refreshed: no lists of the undeclared one.
-    expect(world.listFiles().some((n) => n.startsWith(`127.0.0.1:${repo.port}_`))).toBe(true);
+    expect(world.listFiles().some((n) => n.startsWith(`127.0.0.1:${coordinatorPort()}_repo_debian_`))).toBe(true);
     expect(world.listFiles().filter((n) => n.startsWith('127.0.0.1:9_'))).toEqual([]);
 
     // The coordinator keeps what each resource did, per node, and shows it.
@@ -148,7 +166,7 @@ describe('flor agent: package resources with real apt and dpkg', () => {
   it('upgrades both packages to the next version, the one that was there before the agent included', async () => {
     expect(await fleet.publish(setWith('two', [apt(HELLO, '1.1'), apt(PRE, '1.1')]))).toEqual({ [NODE]: 2 });
     // A dry run shows the package steps and changes nothing.
-    const dry = await flor(['agent', 'sync', '--dry-run', ...files.args]);
+    const dry = await installedFlor(['agent', 'sync', '--dry-run', ...files.args]);
     expect(dry.stdout).toBe(
       [
         'would apply 2 (active 1)',

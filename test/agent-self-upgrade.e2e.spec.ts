@@ -1,65 +1,21 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import { canonicalPretty, sha256Hex } from '#bundle';
-import { fileArtifactName, type FileResource } from '#contracts';
-import { buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
+import { installedVersion, sh } from './fixtures/package/apt.js';
 import { agentFiles, agentJson, Fleet, florJson, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { agentEnv as childEnv, bumpVersion as bump, buildAgentDebs, InstalledAgent, lockAgentPackage, pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts, Supervisor } from './support/agent-package.js';
 import { AptWorld } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { runRetectl } from './support/retectl-process.js';
 
-jest.setTimeout(900_000);
+// Waiting for the other suites that install florete-agent (lockAgentPackage) counts against this.
+jest.setTimeout(1_800_000);
 
 const NODE = 'upgraded';
-const SCRIPT = resolve('scripts/package-agent.mjs');
-const PACKAGE_VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 /** Versions of this same tree only this test builds: the first installed, the next one, and a broken one. */
-const bump = (n: number) => PACKAGE_VERSION.replace(/(\d+)$/, (p) => String(Number(p) + n));
 const [V1, V2, BROKEN] = [bump(11), bump(12), bump(13)];
-
-const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
-  for (const k of ['NODE_OPTIONS', 'FLORETE_AGENT_CONFIG', 'FLORETE_AGENT_STATE_DIR', 'FLORETE_AGENT_VERSION']) delete env[k];
-  return env;
-};
-
-/**
- * What systemd's Restart=always does for the agent's unit, in small: runs `/usr/bin/flor agent run`
- * and starts it again whenever it exits, whatever the code, until stopped. Records every exit.
- */
-class Supervisor {
-  readonly exits: (number | null)[] = [];
-  readonly output: string[] = [];
-  private child: ChildProcess | null = null;
-  private stopped = false;
-
-  constructor(private readonly argv: readonly string[]) {}
-
-  start(): void {
-    const child = spawn(this.argv[0], this.argv.slice(1), { env: childEnv({ FLORETE_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (c: Buffer) => this.output.push(c.toString()));
-    child.stderr!.on('data', (c: Buffer) => this.output.push(c.toString()));
-    child.once('exit', (code) => {
-      this.exits.push(code);
-      this.child = null;
-      if (!this.stopped) setTimeout(() => this.start(), 200);
-    });
-    this.child = child;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    const child = this.child;
-    if (!child) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
-}
 
 /**
  * Self-upgrade end to end: the agent's own package built at three versions of this tree, pushed to a
@@ -75,45 +31,30 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
   let files: AgentFiles;
   let supervisor: Supervisor | null = null;
   let keyring: Buffer;
-  let installedProvider = false;
-  let installedAgent = false;
+  let agent: InstalledAgent | undefined;
+  let unlock: (() => void) | undefined;
   /** Each run of the broken version's flor appends a line here before exiting 1. */
   let brokenRuns: string;
   const debs: Record<string, string> = {};
 
-  const aptGet = (args: readonly string[]) =>
-    sh('apt-get', ['-y', '-q', ...world.aptOptions.flatMap((o) => ['-o', o]), '-o', 'DPkg::Lock::Timeout=240', ...args], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  const sourcePath = () => join(world.sourcesDir, 'florete.list');
-  const keyringPath = () => join(world.keyringsDir, 'florete.gpg');
   /** The repository's source file and keyring (as repository.yaml declares them), and the agent's own package at `version`. */
-  const setWith = (marker: string, version: string) => {
-    const source = Buffer.from(`deb [signed-by=${keyringPath()}] ${coordinator.url}/repo/debian/ ./\n`);
-    const res = (path: string, bytes: Buffer): { declared: FileResource; bytes: Buffer } => ({
-      declared: { path, mode: '0644', owner: 'root', group: 'root', content: { sha256: sha256Hex(bytes), size: bytes.length } },
-      bytes,
-    });
-    const fs = [res(sourcePath(), source), res(keyringPath(), keyring)];
-    const set: Record<string, string | Uint8Array> = { 'agent.json': agentJson(NODE, 1), 'flor.json': florJson(NODE, marker) };
-    set['resources.json'] = canonicalPretty({ files: fs.map((f) => f.declared), packages: [{ manager: 'apt', name: 'florete-agent', version }] });
-    for (const f of fs) set[fileArtifactName(f.declared.content.sha256)] = f.bytes;
-    return { [NODE]: set };
-  };
+  const setWith = (marker: string, version: string) => ({
+    [NODE]: {
+      'agent.json': agentJson(NODE, 1),
+      'flor.json': florJson(NODE, marker),
+      ...resourceArtifacts(repositoryFiles(world, coordinator.url, keyring), [{ manager: 'apt', name: 'florete-agent', version }]),
+    },
+  });
   const node = async () => (await fleet.admin.get(`/v1/nodes/${NODE}`)).body;
   const runs = () => (existsSync(brokenRuns) ? readFileSync(brokenRuns, 'utf8').split('\n').filter(Boolean).length : 0);
 
   beforeAll(async () => {
-    if ((await installedVersion('florete-agent')) !== null) throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
+    unlock = await lockAgentPackage();
     work = mkdtempSync(join(tmpdir(), 'florete-self-upgrade-'));
     chmodSync(work, 0o755);
     brokenRuns = join(work, 'broken-runs');
     world = new AptWorld();
-    mkdirSync(world.keyringsDir, { recursive: true, mode: 0o755 });
-    for (const v of [V1, V2, BROKEN]) {
-      const out = join(work, `out-${v}`);
-      const r = await sh(process.execPath, [SCRIPT, '--version', v, '--out', out, '--no-sea'], { env: childEnv() });
-      if (r.code !== 0) throw new Error(`package:agent --version ${v} failed:\n${r.stdout}\n${r.stderr}`);
-      debs[v] = join(out, `florete-agent_${v}_all.deb`);
-    }
+    Object.assign(debs, await buildAgentDebs(work, [V1, V2, BROKEN]));
     // The broken version: the same package, whose program says so and exits 1 whatever it is asked.
     const tree = join(work, 'broken-tree');
     expect((await sh('dpkg-deb', ['-R', debs[BROKEN], tree])).code).toBe(0);
@@ -129,23 +70,10 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
 
     coordinator = await startCoordinatorProcess();
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
-    const env = { FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: coordinator.adminToken! };
-    for (const v of [V1, V2, BROKEN]) {
-      const pushed = await runRetectl(['package', 'push', debs[v]], { env });
-      expect({ code: pushed.code, stderr: pushed.stderr }).toEqual({ code: 0, stderr: '' });
-    }
-    keyring = Buffer.from(await (await fetch(`${coordinator.url}/repo/debian/key.gpg`)).arrayBuffer());
-
-    // The package depends on nodejs (>= 20): where Node came from a tarball, a fixture package says the node on PATH is it.
-    const realNode = await installedVersion('nodejs');
-    if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
-      const provider = await buildNodejsProvider(work, process.version.slice(1));
-      expect(await aptGet(['install', provider])).toMatchObject({ code: 0 });
-      installedProvider = true;
-    }
-    installedAgent = true;
-    const install = await aptGet(['install', debs[V1]]);
-    expect({ code: install.code, errors: install.stderr.split('\n').filter((l) => /^E:/.test(l)) }).toEqual({ code: 0, errors: [] });
+    await pushPackages(coordinator, [V1, V2, BROKEN].map((v) => debs[v]));
+    keyring = await repositoryKeyring(coordinator.url);
+    agent = new InstalledAgent(world, work);
+    await agent.install(debs[V1]);
     expect(await installedVersion('florete-agent')).toBe(V1);
 
     files = agentFiles('none', { packages: world.agentConfig() });
@@ -160,12 +88,12 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
     await supervisor?.stop();
     await coordinator?.stop();
     try {
-      if (installedAgent && (await installedVersion('florete-agent')) !== null) await aptGet(['purge', 'florete-agent']);
-      if (installedProvider) await aptGet(['purge', 'florete-fixture-nodejs-provider']);
+      await agent?.purge();
     } finally {
       if (files) removeTree(files.root);
       world?.remove();
       if (work) rmSync(work, { recursive: true, force: true });
+      unlock?.();
     }
   });
 

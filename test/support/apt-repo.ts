@@ -202,12 +202,17 @@ export class AptWorld {
   readonly sourcesDir: string;
   readonly keyringsDir: string;
 
-  constructor() {
+  /**
+   * The sources are another world's when `sourcesFrom` is given: several agents on one machine, each
+   * with its own lists and cache as on its own host, all reading the source file their common
+   * declaration writes at one path.
+   */
+  constructor(sourcesFrom?: AptWorld) {
     this.root = mkdtempSync(join(tmpdir(), 'florete-apt-'));
     chmodSync(this.root, 0o755);
-    this.sourcesDir = join(this.root, 'sources.list.d');
-    this.keyringsDir = join(this.root, 'keyrings');
-    for (const d of [this.sourcesDir, join(this.root, 'lists/partial'), join(this.root, 'cache/archives/partial')]) mkdirSync(d, { recursive: true, mode: 0o755 });
+    this.sourcesDir = sourcesFrom?.sourcesDir ?? join(this.root, 'sources.list.d');
+    this.keyringsDir = sourcesFrom?.keyringsDir ?? join(this.root, 'keyrings');
+    for (const d of [this.sourcesDir, this.keyringsDir, join(this.root, 'lists/partial'), join(this.root, 'cache/archives/partial')]) mkdirSync(d, { recursive: true, mode: 0o755 });
     for (const d of [join(this.root, 'lists'), join(this.root, 'cache'), join(this.root, 'cache/archives')]) chmodSync(d, 0o755);
   }
 

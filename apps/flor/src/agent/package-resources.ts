@@ -2,11 +2,31 @@ import type { OwnedFiles, PackageBefore, PackageResource, ReportPackageResource 
 import { AgentError } from '../errors.js';
 import { isInstalledAt, type InstalledPackage, type PackageManager } from './package-manager.js';
 import type { OwnedStore } from './file-resources.js';
-import type { SelfUpgrade } from './self-upgrade.js';
+import type { SelfUpgrade, SelfUpgradeStep } from './self-upgrade.js';
 
 /** What the first touch of a package found: null when it was absent, so the agent is the one installing it. */
 export function beforeOf(found: InstalledPackage): PackageBefore | null {
   return found.status === 'absent' ? null : { status: found.status, version: found.version ?? '' };
+}
+
+/**
+ * What a pass does with one declared package, from whether dpkg already has it at the declared
+ * version and what it is to the running agent (see selfUpgradeStep):
+ * - `install`: install it, read it back (and for the agent's own package, run it once and hand over);
+ * - `unchanged`: nothing, dpkg has it;
+ * - `run-installed`: dpkg has the agent's own package at the declared version, but this process runs
+ *   another one: something else installed it (an operator, or another agent process sharing this
+ *   host's package, as in a test fleet on one machine). The installed binary is run once and handed
+ *   over to as after an install of its own; otherwise this agent would keep running and reporting
+ *   the old version until restarted by chance;
+ * - `refused`: the agent's own package at a version whose self-check failed, still declared.
+ */
+export type PackageAction = 'install' | 'unchanged' | 'run-installed' | 'refused';
+
+export function packageAction(installedAtDeclared: boolean, step: SelfUpgradeStep): PackageAction {
+  if (step === 'refused') return 'refused';
+  if (!installedAtDeclared) return 'install';
+  return step === 'upgrade' ? 'run-installed' : 'unchanged';
 }
 
 /** The pass's package context: the manager, and the sources to refresh once, before the first install. */
@@ -38,17 +58,29 @@ export async function installPackage(store: OwnedStore, owned: OwnedFiles, r: Pa
     owned.packages[r.name] = { ...owned.packages[r.name], version: r.version };
     store.writeOwned(owned);
   };
-  if (isInstalledAt(now, r.version)) {
+  const step = ctx.selfUpgrade?.step(r.name, r.version) ?? 'other';
+  const self = step === 'other' ? undefined : ctx.selfUpgrade;
+  const action = packageAction(isInstalledAt(now, r.version), step);
+  if (action === 'refused') throw self!.refusedError(r.version);
+  const refresh = async () => {
+    if (!ctx.refreshed && ctx.sources.length > 0) {
+      await pm.refresh(ctx.sources);
+      ctx.refreshed = true;
+    }
+  };
+  if (action === 'unchanged') {
+    record();
+    return { ...base, outcome: 'unchanged' };
+  }
+  if (action === 'run-installed') {
+    // Not this process's install: the same checks as after one, so a broken binary is still caught and undone.
+    await refresh();
+    await self!.verify(pm, r.version, await self!.keep(pm));
     record();
     return { ...base, outcome: 'unchanged' };
   }
   const was = now.status === 'installed' ? now.version : null;
-  const self = ctx.selfUpgrade?.step(r.name, r.version) === 'other' ? undefined : ctx.selfUpgrade;
-  if (self?.step(r.name, r.version) === 'refused') throw self.refusedError(r.version);
-  if (!ctx.refreshed && ctx.sources.length > 0) {
-    await pm.refresh(ctx.sources);
-    ctx.refreshed = true;
-  }
+  await refresh();
   // Before another version of the agent goes in, the one running is kept to go back to.
   const kept = self ? await self.keep(pm) : null;
   try {
