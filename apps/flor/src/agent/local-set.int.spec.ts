@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { canonicalPretty, setDigest, sha256Hex } from '#bundle';
 import { INITIAL_AGENT_STATE, type CompiledSetDigests } from '#contracts';
 import { compileRete, digestsJsonText, validateRete } from '#rete';
-import { configDigest, keepsLocalConfig, LocalSetRefused, readCompiledSet } from './local-set.js';
+import { configDigest, keepsLocalConfig } from './local-config.js';
+import { LocalSetRefused, readCompiledSet } from './local-set.js';
 
 /** A compiled node folder as retectl compile writes it, for a node with two file resources. */
 const RETE = {

@@ -11,7 +11,6 @@ import {
   RESOURCES_JSON,
   ResourcesJson,
   type AgentConfig,
-  type AgentState,
   type ApplySetOutcome,
   type LocalSetRecord,
   type ReportResource,
@@ -21,6 +20,7 @@ import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { Activated, Activator } from './activator.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import { ResourcePassFailed } from './resource-pass.js';
+import { configDigest } from './local-config.js';
 import { installSet, isResourceArtifact } from './installer.js';
 import type { Log } from '#runtime';
 import type { StateDir } from './state-dir.js';
@@ -148,21 +148,6 @@ export function readCompiledSet(source: string): LocalSet {
     }
   }
   return { source, digests, files };
-}
-
-/** The digest of what a set installs for the vertex: every artifact but its host resources, as a set digest. */
-export function configDigest(files: ReadonlyMap<string, Uint8Array>): string {
-  return setDigest([...files].filter(([name]) => !isResourceArtifact(name)).map(([name, bytes]) => ({ name, sha256: sha256Hex(bytes) })));
-}
-
-/**
- * Whether a coordinator's version taking over from the local set in effect installs for the vertex
- * exactly what the local set did: then the vertex already runs it, and a restart would only drop its
- * connections. Compared with the local set's own record, never with what is installed now, so a pass
- * that finishes an interrupted takeover decides the same.
- */
-export function keepsLocalConfig(state: AgentState, files: ReadonlyMap<string, Uint8Array>): boolean {
-  return state.local_set !== null && state.local_set.config_digest === configDigest(files);
 }
 
 /**

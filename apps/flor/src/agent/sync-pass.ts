@@ -16,7 +16,7 @@ import { systemUserDb, type UserDb } from './user-db.js';
 import { AptPackageManager } from './apt.js';
 import type { InstalledPackage, ManagerName, PackageManager } from './package-manager.js';
 import { isRetired } from './retirement.js';
-import { keepsLocalConfig } from './local-set.js';
+import { keepsLocalConfig } from './local-config.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
 import { TrustKeeper } from './trust-keeper.js';
