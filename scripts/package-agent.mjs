@@ -116,7 +116,7 @@ export function bundledPackages(metafile) {
 }
 
 /** The licence texts of the bundled npm packages: their MIT/ISC terms ask that the notice travel with the code. */
-function thirdPartyNotices(packages) {
+export function thirdPartyNotices(packages, bundle = `/${LIB_DIR}/flor.mjs`) {
   const parts = [];
   for (const { name, dir } of packages) {
     if (!dir) continue;
@@ -125,7 +125,7 @@ function thirdPartyNotices(packages) {
     const text = file ? readFileSync(join(dir, file), 'utf8').trim() : `(no licence file in the npm package; package.json says: ${pkg.license ?? 'nothing'})`;
     parts.push(`${name} ${pkg.version} (${pkg.license ?? 'unknown licence'})\n\n${text}\n`);
   }
-  return `Third-party code bundled into /${LIB_DIR}/flor.mjs\n\n${parts.join(`\n${'-'.repeat(72)}\n\n`)}`;
+  return `Third-party code bundled into ${bundle}\n\n${parts.join(`\n${'-'.repeat(72)}\n\n`)}`;
 }
 
 function write(path, content, mode) {

@@ -10,12 +10,12 @@
 //   florete-retectl-<v>.tgz     an npm package of that file: `npm install -g florete-retectl-<v>.tgz`
 //                               puts `retectl` on the PATH. It has no dependencies: nothing is fetched.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { bundledPackages, packageImports } from './package-agent.mjs';
+import { bundledPackages, packageImports, thirdPartyNotices } from './package-agent.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ENTRY = join(ROOT, 'apps/retectl/src/main.ts');
@@ -59,25 +59,13 @@ async function bundleCli(outfile) {
   return bundledPackages(result.metafile);
 }
 
-function notices(packages) {
-  const parts = [];
-  for (const { name, dir } of packages) {
-    if (!dir) continue;
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-    const file = readdirSync(dir).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
-    const text = file ? readFileSync(join(dir, file), 'utf8').trim() : `(no licence file in the npm package; package.json says: ${pkg.license ?? 'nothing'})`;
-    parts.push(`${name} ${pkg.version} (${pkg.license ?? 'unknown licence'})\n\n${text}\n`);
-  }
-  return `Third-party code bundled into retectl.mjs\n\n${parts.join(`\n${'-'.repeat(72)}\n\n`)}`;
-}
-
 /** The npm package: the bundle, its README and notices, and a package.json with no dependencies. */
 function packFolder(stage, version, bundle, packages) {
   mkdirSync(stage, { recursive: true });
   copyFileSync(bundle, join(stage, 'retectl.mjs'));
   chmodSync(join(stage, 'retectl.mjs'), 0o755);
   copyFileSync(join(ROOT, 'apps/retectl/README.md'), join(stage, 'README.md'));
-  writeFileSync(join(stage, 'THIRD-PARTY-NOTICES'), notices(packages));
+  writeFileSync(join(stage, 'THIRD-PARTY-NOTICES'), thirdPartyNotices(packages, 'retectl.mjs'));
   const manifest = {
     name: NAME,
     version,

@@ -370,14 +370,19 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(coordinator.reports).toEqual([]);
   });
 
-  it('finishes a pass a crash interrupted after staging and persisting the mark, before the switch: fetches whole despite its ETag and applies', async () => {
-    await applyOne();
+  /** Version 2 staged as a pass leaves it before the switch: sets/2 complete with its JWS, its mark and ETag persisted. */
+  async function stageTwo(): Promise<void> {
     const jws = await serve(2, two);
-    // What the pass leaves at that point: sets/2 complete under its final name, the mark and ETag of 2 persisted, `active` still on 1.
     mkdirSync(dir.setDir(2));
     for (const [name, content] of Object.entries(two)) writeFileSync(join(dir.setDir(2), name), content);
     writeFileSync(join(dir.setDir(2), SET_JWS), `${jws}\n`);
     dir.writeState({ ...dir.readState(), high_water: 2, etag: '"v2"' });
+  }
+
+  it('finishes a pass a crash interrupted after staging and persisting the mark, before the switch: fetches whole despite its ETag and applies', async () => {
+    await applyOne();
+    // What the pass leaves at that point: sets/2 complete under its final name, the mark and ETag of 2 persisted, `active` still on 1.
+    await stageTwo();
     expect(readlinkSync(dir.activeLink)).toBe('sets/1');
 
     const outcome = await pass().run(false);
@@ -394,11 +399,7 @@ describe('SyncPass against a loopback coordinator', () => {
 
   it('finishes a pass a crash interrupted after the switch, before install and activation: installs, activates and removes what the old set had', async () => {
     await applyOne();
-    const jws = await serve(2, two);
-    mkdirSync(dir.setDir(2));
-    for (const [name, content] of Object.entries(two)) writeFileSync(join(dir.setDir(2), name), content);
-    writeFileSync(join(dir.setDir(2), SET_JWS), `${jws}\n`);
-    dir.writeState({ ...dir.readState(), high_water: 2, etag: '"v2"' });
+    await stageTwo();
     rmSync(dir.activeLink);
     // `active` on 2, installed.json and applied_version still on 1.
     symlinkSync(dir.setLinkTarget(2), dir.activeLink);
