@@ -15,7 +15,7 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 FLORETE_DATA=/data
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-RUN mkdir /data && chown node:node /data
+RUN mkdir /data /keys && chown node:node /data /keys
 VOLUME /data
 EXPOSE 8080
 USER node

@@ -10,6 +10,7 @@ import { onCleanup } from './cleanup.js';
 export interface CoordinatorProcess {
   readonly url: string;
   readonly dataDir: string;
+  /** The first admin token; '' when serving a given data dir that already had one. */
   readonly adminToken: string;
   readonly child: ChildProcess;
   /** The last lines the process wrote (stdout and stderr). */
@@ -23,6 +24,8 @@ export interface CoordinatorOptions {
   readonly env?: Record<string, string>;
   /** Extra node flags for the coordinator process, e.g. ['--cpu-prof', '--cpu-prof-dir=…']. */
   readonly nodeArgs?: readonly string[];
+  /** An existing data dir to serve from (kept at stop); a fresh one, removed at stop, otherwise. */
+  readonly dataDir?: string;
 }
 
 const KEEP_LINES = 200;
@@ -47,7 +50,10 @@ export function freePort(): Promise<number> {
  */
 export async function startCoordinator(options: CoordinatorOptions = {}): Promise<CoordinatorProcess> {
   if (!existsSync(COORDINATOR_MAIN)) throw new Error(`${COORDINATOR_MAIN} is missing: run npm run build`);
-  const dataDir = mkdtempSync(join(tmpdir(), 'florete-bench-coord-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'florete-bench-coord-'));
+  const removeDataDir = () => {
+    if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
   const port = await freePort();
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
@@ -76,16 +82,16 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
       await exited;
       clearTimeout(timer);
     }
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
   };
   onCleanup(stop, () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
   });
 
   let adminToken: string | undefined;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 60 s:\n${output.join('\n')}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 180 s:\n${output.join("\n")}`)), 180_000);
     const onExit = (code: number | null, signal: string | null) => {
       clearTimeout(timer);
       reject(new Error(`coordinator exited (${signal ?? code}) before serving:\n${output.join('\n')}`));
@@ -98,7 +104,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
       if (/^listening: /.test(line)) {
         clearTimeout(timer);
         child.off('exit', onExit);
-        if (adminToken) resolve();
+        if (adminToken || options.dataDir) resolve();
         else reject(new Error(`coordinator printed no admin token on a fresh data dir:\n${output.join('\n')}`));
       }
     });
@@ -108,7 +114,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
     if (code !== 0 && signal !== 'SIGTERM') process.stderr.write(`coordinator exited (${signal ?? code}):\n${output.slice(-20).join('\n')}\n`);
   });
 
-  return { url: `http://127.0.0.1:${port}`, dataDir, adminToken: adminToken as string, child, output, stop };
+  return { url: `http://127.0.0.1:${port}`, dataDir, adminToken: adminToken ?? '', child, output, stop };
 }
 
 /** `--cpu-prof <dir>`: the coordinator writes a V8 CPU profile (.cpuprofile) into dir when it stops. */

@@ -60,7 +60,8 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
     child,
     output,
     stop: async () => {
-      if (child.exitCode === null) {
+      // A process already killed (a test's SIGKILL) has a signal and no exit code: nothing to wait for.
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

@@ -24,6 +24,7 @@ import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } fro
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
 import { ServedCertificate } from './tls/served-certificate.js';
+import { Metrics, observeRequestLatency } from './health/metrics.js';
 
 export interface RunningCoordinator {
   readonly app: NestFastifyApplication;
@@ -83,6 +84,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, anonymousPerMinute: config.anonymousRateLimit });
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
+    observeRequestLatency(fastify, app.get(Metrics));
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
       log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -1,6 +1,34 @@
 import { Injectable } from '@nestjs/common';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Process-local Prometheus counters; ledger position and similar gauges are read at scrape time. */
+/** The gauges read from the database at scrape time: every replica reports the same ledger and mirror. */
+export interface ScrapeGauges {
+  readonly ledgerPosition: number;
+  readonly mirrorPosition: number;
+  readonly mirrorLagPositions: number;
+  /** Age of the oldest ledger event the mirror has not consumed yet; 0 when it is current. */
+  readonly mirrorLagSeconds: number;
+  readonly mirrorCommits: number;
+  readonly mirrorWriting: boolean;
+  readonly mirrorPushFailures: number;
+}
+
+/** The two routes whose latency is a histogram of its own, by method and Fastify route. */
+const POLL_ROUTE = 'GET /v1/nodes/:node/bundle';
+const PUBLISH_ROUTE = 'POST /v1/publishes';
+
+/** Seconds. A 304 poll answers in well under a millisecond when nothing waits; a publish of a large tree takes seconds. */
+const POLL_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const PUBLISH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const NOTIFICATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/**
+ * The coordinator's Prometheus metrics, one registry per coordinator (so several in one test process
+ * never share counts). Controllers count polls, 304s, publishes and reports in the plain fields
+ * below; the registry reads them at scrape time. Request latencies come from one Fastify hook
+ * ({@link observeRequestLatency}), so no route has to time itself.
+ */
 @Injectable()
 export class Metrics {
   polls = 0;
@@ -8,18 +36,90 @@ export class Metrics {
   publishes = 0;
   reports = 0;
 
-  render(gauges: Record<string, number>): string {
-    const lines = [
-      '# TYPE florete_bundle_polls_total counter',
-      `florete_bundle_polls_total ${this.polls}`,
-      '# TYPE florete_bundle_polls_not_modified_total counter',
-      `florete_bundle_polls_not_modified_total ${this.polls304}`,
-      '# TYPE florete_publishes_total counter',
-      `florete_publishes_total ${this.publishes}`,
-      '# TYPE florete_reports_total counter',
-      `florete_reports_total ${this.reports}`,
-    ];
-    for (const [name, value] of Object.entries(gauges)) lines.push(`# TYPE ${name} gauge`, `${name} ${value}`);
-    return `${lines.join('\n')}\n`;
+  readonly registry = new Registry();
+
+  private readonly pollSeconds: Histogram<'status'>;
+  private readonly publishSeconds: Histogram<'status'>;
+  private readonly cacheHits: Counter;
+  private readonly cacheMisses: Counter;
+  private readonly notificationLag: Histogram;
+  private readonly gauges: Record<keyof ScrapeGauges, Gauge>;
+
+  /**
+   * For the in-process poll cache: a poll answered from memory is a hit, one that had to ask the
+   * database (an unknown credential or node, a cache not trusted while its notifications are down)
+   * a miss.
+   */
+  readonly pollCache = {
+    hit: (): void => this.cacheHits.inc(),
+    miss: (): void => this.cacheMisses.inc(),
+  };
+
+  /**
+   * For the cache's notification listener: `received(seconds)` with the time from the change's
+   * commit (the time the notifying replica put in the payload) to this replica handling it.
+   */
+  readonly notifications = {
+    received: (lagSeconds: number): void => this.notificationLag.observe(Math.max(0, lagSeconds)),
+  };
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const fromField = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    fromField('florete_bundle_polls_total', 'Bundle polls received (GET /v1/nodes/{node}/bundle), whatever their answer.', () => this.polls);
+    fromField('florete_bundle_polls_not_modified_total', 'Bundle polls answered 304: the node already holds its current version.', () => this.polls304);
+    fromField('florete_publishes_total', 'Publishes that stamped at least one node (answered 201).', () => this.publishes);
+    fromField('florete_reports_total', 'Agent reports accepted.', () => this.reports);
+    this.pollSeconds = new Histogram({ name: 'florete_poll_duration_seconds', help: 'Time to answer a bundle poll, by HTTP status.', labelNames: ['status'], buckets: POLL_BUCKETS, registers });
+    this.publishSeconds = new Histogram({ name: 'florete_publish_duration_seconds', help: 'Time to answer POST /v1/publishes, by HTTP status.', labelNames: ['status'], buckets: PUBLISH_BUCKETS, registers });
+    this.cacheHits = new Counter({ name: 'florete_poll_cache_hits_total', help: 'Polls answered from the in-process poll cache.', registers });
+    this.cacheMisses = new Counter({ name: 'florete_poll_cache_misses_total', help: 'Polls the poll cache could not answer, sent to the database.', registers });
+    this.notificationLag = new Histogram({
+      name: 'florete_notification_lag_seconds',
+      help: 'Time from a change committing (publish, revoke, enrolment) to this replica handling its notification.',
+      buckets: NOTIFICATION_BUCKETS,
+      registers,
+    });
+    const gauge = (name: string, help: string) => new Gauge({ name, help, registers });
+    this.gauges = {
+      ledgerPosition: gauge('florete_ledger_position', 'Position of the newest ledger event.'),
+      mirrorPosition: gauge('florete_mirror_position', 'Last ledger position the git audit mirror has consumed.'),
+      mirrorLagPositions: gauge('florete_mirror_lag_positions', 'Ledger events not yet in the git audit mirror.'),
+      mirrorLagSeconds: gauge('florete_mirror_lag_seconds', 'Age of the oldest ledger event not yet in the git audit mirror; 0 when it is current.'),
+      mirrorCommits: gauge('florete_mirror_commits_total', 'Mirror commits this process wrote since it started.'),
+      mirrorWriting: gauge('florete_mirror_writing', '1 when this process is the replica writing the git audit mirror.'),
+      mirrorPushFailures: gauge('florete_mirror_push_failures_total', 'Failed pushes of the mirror to its remote since this process started.'),
+    };
   }
+
+  /** One request's latency, for the routes that have a histogram. */
+  observe(route: string, status: number, seconds: number): void {
+    if (route === POLL_ROUTE) this.pollSeconds.observe({ status: String(status) }, seconds);
+    else if (route === PUBLISH_ROUTE) this.publishSeconds.observe({ status: String(status) }, seconds);
+  }
+
+  /** The exposition text, with the database-read gauges as given. */
+  async render(gauges: ScrapeGauges): Promise<string> {
+    for (const [key, value] of Object.entries(gauges) as [keyof ScrapeGauges, number | boolean][]) this.gauges[key].set(Number(value));
+    return this.registry.metrics();
+  }
+}
+
+/** Times every poll and publish from the request's arrival to the response's last byte. */
+export function observeRequestLatency(fastify: FastifyInstance, metrics: Metrics): void {
+  fastify.addHook('onResponse', (req, reply, done) => {
+    const url = req.routeOptions?.url;
+    if (url) metrics.observe(`${req.method} ${url}`, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 }

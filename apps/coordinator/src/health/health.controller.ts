@@ -81,17 +81,24 @@ export class HealthController {
 
   @Get('metrics')
   @Access('reader')
-  @Header('content-type', 'text/plain; version=0.0.4')
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   async prometheus(): Promise<string> {
     const head = await readLedgerHead(this.db.kysely);
     const mirror = await this.mirrorStatus(head.position);
     return this.metrics.render({
-      florete_ledger_position: head.position,
-      florete_mirror_position: mirror.position,
-      florete_mirror_lag_positions: mirror.lag,
-      florete_mirror_commits_total: this.mirror.commits,
-      florete_mirror_writing: mirror.state === 'writing' ? 1 : 0,
-      florete_mirror_push_failures_total: this.mirror.pusher?.failures ?? 0,
+      ledgerPosition: head.position,
+      mirrorPosition: mirror.position,
+      mirrorLagPositions: mirror.lag,
+      mirrorLagSeconds: mirror.lag > 0 ? await this.unmirroredAge(mirror.position) : 0,
+      mirrorCommits: this.mirror.commits,
+      mirrorWriting: mirror.state === 'writing',
+      mirrorPushFailures: this.mirror.pusher?.failures ?? 0,
     });
+  }
+
+  /** Seconds since the first ledger event after the mirror's position was recorded (one indexed read). */
+  private async unmirroredAge(mirrorPosition: number): Promise<number> {
+    const row = await this.db.kysely.selectFrom('ledger').select('recorded_at').where('position', '=', mirrorPosition + 1).executeTakeFirst();
+    return row ? Math.max(0, (Date.now() - new Date(row.recorded_at).getTime()) / 1000) : 0;
   }
 }
