@@ -24,7 +24,7 @@ import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } fro
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
 import { ServedCertificate } from './tls/served-certificate.js';
-import { Metrics, observeRequestLatency } from './health/metrics.js';
+import { Metrics, observeRequestLatency } from './core/metrics.js';
 
 export interface RunningCoordinator {
   readonly app: NestFastifyApplication;
