@@ -5,6 +5,9 @@ import { Injectable } from '@nestjs/common';
 export class Metrics {
   polls = 0;
   polls304 = 0;
+  /** Polls answered from this replica's memory, and polls that went to the database. */
+  pollCacheHits = 0;
+  pollCacheMisses = 0;
   publishes = 0;
   reports = 0;
 
