@@ -11,6 +11,7 @@ import * as m0009 from './0009-node-resources.js';
 import * as m0010 from './0010-packages.js';
 import * as m0011 from './0011-trust.js';
 import * as m0012 from './0012-agent-version.js';
+import * as m0013 from './0013-poll-notify.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010-packages': m0010,
   '0011-trust': m0011,
   '0012-agent-version': m0012,
+  '0013-poll-notify': m0013,
 };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { CoordinatorConfig } from './config.js';
 import { CoreModule } from './core/core.module.js';
 import { DbModule } from './db/db.module.js';
+import type { ChangeFeed } from './db/change-feed.js';
 import type { Db } from './db/connect.js';
 import { BundlesModule } from './bundles/bundles.module.js';
 import type { SigningKeyStore } from './bundles/signing-keys.js';
@@ -22,6 +23,8 @@ import { TrustModule } from './trust/trust.module.js';
 /** The process-wide resources, opened before Nest starts so that failures are reported plainly. */
 export interface CoreResources {
   readonly db: Db;
+  /** Tells this replica what other writers changed (the poll's memory) and lets writes wait until every replica knows. */
+  readonly feed: ChangeFeed;
   readonly keys: SigningKeyStore;
   readonly config: CoordinatorConfig;
   readonly log: Logger;
@@ -39,7 +42,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.with(resources),
-        DbModule.with(resources.db),
+        DbModule.with(resources.db, resources.feed),
         BundlesModule.with(resources.keys),
         TlsModule.with(resources.enrolmentPin),
         CqrsModule.forRoot(),

@@ -21,6 +21,7 @@ const Env = z.object({
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
+  FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
   FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
@@ -57,6 +58,8 @@ export interface CoordinatorConfig {
   readonly checkpointIntervalSeconds: number;
   /** The built web console, served at /ui. */
   readonly consoleDir: string;
+  /** How often the last contacts that polls noted in memory are written, in one statement. */
+  readonly contactFlushMs: number;
 }
 
 export interface TlsConfig {
@@ -111,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
+    contactFlushMs: e.FLORETE_CONTACT_FLUSH_MS,
     consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',

@@ -7,6 +7,7 @@ import { pino, type Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/connect.js';
+import { openChangeFeed, type ChangeFeed } from './db/change-feed.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
 import { AptRepository } from './packages/apt-repository.js';
 import { RepoKey } from './packages/repo-key.js';
@@ -53,9 +54,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
   if (refusal) throw new Error(refusal);
   const certificate = config.tls.certFile !== undefined ? ServedCertificate.load(config.tls.certFile, config.tls.keyFile!, log) : undefined;
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, command: 'serve' });
+  let feed: ChangeFeed | undefined;
   try {
     const applied = await migrateToLatest(db.kysely);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
+    feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
     const firstAdminToken = await ensureFirstAdminToken(db, keys);
@@ -75,7 +78,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
-    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, keys, config, log, apt, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
+    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, feed, keys, config, log, apt, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
       logger: new PinoNestLogger(log),
       abortOnError: false,
       bodyParser: false,
@@ -85,6 +88,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
     observeRequestLatency(fastify, app.get(Metrics));
+    feed?.observeLag?.((seconds) => app.get(Metrics).notifications.received(seconds));
     fastify.addHook('onResponse', (req, reply, done) => {
       const poll = req.url.endsWith('/bundle');
       log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -110,10 +114,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       close: async () => {
         certificate?.close();
         await app.close();
+        await feed?.close();
         await db.close();
       },
     };
   } catch (err) {
+    await feed?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw err;
   }

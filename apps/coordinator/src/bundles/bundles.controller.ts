@@ -11,20 +11,20 @@ import { Access, Anonymous } from '../identity/auth.decorators.js';
 import { bearerOf, parseSecret, secretMatches } from '../identity/secrets.js';
 import { Metrics } from '../core/metrics.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
+import { ContactLog } from '../fleet/contact-log.js';
+import { ifNoneMatchTags, PollCache } from './poll-cache.js';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
 export const CHECKPOINT_HEADER = 'florete-checkpoint';
 
 /**
- * RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. Evaluated in the same
- * query as the lookup so a 304 never transfers the JWS from the database.
+ * If-None-Match as SQL, evaluated in the same query as the lookup so a 304 that memory could not
+ * answer still never transfers the JWS from the database.
  */
-function ifNoneMatchCondition(header: string | undefined): RawBuilder<boolean> {
-  if (!header) return sql<boolean>`FALSE`;
-  const tags = header.split(',').map((t) => t.trim().replace(/^W\//, '')).filter((t) => t.length > 0);
+function ifNoneMatchCondition(tags: readonly string[]): RawBuilder<boolean> {
   if (tags.includes('*')) return sql<boolean>`h.etag IS NOT NULL`;
   if (tags.length === 0) return sql<boolean>`FALSE`;
-  return sql<boolean>`h.etag IN (${sql.join(tags.slice(0, 16))})`;
+  return sql<boolean>`h.etag IN (${sql.join([...tags])})`;
 }
 
 @Controller()
@@ -34,11 +34,15 @@ export class BundlesController {
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     private readonly metrics: Metrics,
     private readonly auth: AuthService,
+    private readonly cache: PollCache,
+    private readonly contacts: ContactLog,
   ) {}
 
   /**
-   * The poll path. Authentication and the head lookup are one indexed read, and nothing is signed
-   * here: the JWS was signed when the version was stamped. A matching If-None-Match skips the body.
+   * The poll path. An agent whose version is current is answered 304 from this replica's memory, with
+   * no database work (PollCache, ChangeFeed); the poll is its contact, noted in memory and written in
+   * batches (ContactLog). Anything else — a new version, a refusal, memory not current — is one
+   * indexed read. Nothing is signed here: the JWS was signed when the version was stamped.
    */
   @Get('v1/nodes/:node/bundle')
   @Access('public')
@@ -58,7 +62,20 @@ export class BundlesController {
     }
     if (!parsed || parsed.kind !== 'fln') throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
     const name = parseInput(NodeName, node, 'path');
-    const matches = ifNoneMatchCondition(ifNoneMatch);
+    const tags = ifNoneMatchTags(ifNoneMatch);
+    const memory = this.cache.notModified(parsed.id, name, tags, (hash) => secretMatches(parsed.secret, hash));
+    if (memory) {
+      this.metrics.pollCache.hit();
+      this.contacts.seen(name);
+      reply.header('etag', memory.etag).header('cache-control', 'no-cache');
+      if (memory.checkpoint) reply.header(CHECKPOINT_HEADER, Buffer.from(memory.checkpoint, 'utf8').toString('base64'));
+      this.metrics.polls304++;
+      void reply.status(304).send();
+      return;
+    }
+    this.metrics.pollCache.miss();
+    const matches = ifNoneMatchCondition(tags);
+    const mark = this.cache.mark();
     const row = await this.db.kysely
       .selectFrom('node_credentials as c')
       // The credential's own node: the only head it may read, and the one a refusal speaks of.
@@ -79,8 +96,10 @@ export class BundlesController {
       .executeTakeFirst();
     const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
     if (!row || !ok) throw new DomainError('unauthenticated', 'node credential is unknown or revoked');
+    this.cache.remember(mark, parsed.id, row);
     if (row.revoked_at) throw refusedNodeCredential(row.node, row.revoked_reason, row.retired ? row.version : null);
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
+    this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     reply.header('etag', row.etag).header('cache-control', 'no-cache');
     if (row.checkpoint) reply.header(CHECKPOINT_HEADER, Buffer.from(row.checkpoint, 'utf8').toString('base64'));

@@ -33,6 +33,7 @@ const NOTIFICATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 export class Metrics {
   polls = 0;
   polls304 = 0;
+  /** Polls answered from this replica's memory, and polls that went to the database. */
   publishes = 0;
   reports = 0;
 
@@ -55,10 +56,7 @@ export class Metrics {
     miss: (): void => this.cacheMisses.inc(),
   };
 
-  /**
-   * For the cache's notification listener: `received(seconds)` with the time from the change's
-   * commit (the time the notifying replica put in the payload) to this replica handling it.
-   */
+  /** For the cache's notification listener: `received(seconds)` with how long one of its pings took to come back. */
   readonly notifications = {
     received: (lagSeconds: number): void => this.notificationLag.observe(Math.max(0, lagSeconds)),
   };
@@ -86,7 +84,7 @@ export class Metrics {
     this.cacheMisses = new Counter({ name: 'florete_poll_cache_misses_total', help: 'Polls the poll cache could not answer, sent to the database.', registers });
     this.notificationLag = new Histogram({
       name: 'florete_notification_lag_seconds',
-      help: 'Time from a change committing (publish, revoke, enrolment) to this replica handling its notification.',
+      help: "Time a notification takes to reach this replica's poll-cache listener, measured by the listener's own ping every 500 ms (PostgreSQL only).",
       buckets: NOTIFICATION_BUCKETS,
       registers,
     });

@@ -15,6 +15,8 @@ export interface Db {
   readonly kind: DatabaseKind;
   /** The embedded instance, when kind is pglite. */
   readonly pglite?: import('@electric-sql/pglite').PGlite;
+  /** The connection string, when kind is postgres: the change feed opens its own listening session with it. */
+  readonly databaseUrl?: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +33,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, kind: 'postgres', close: () => kysely.destroy() };
+    return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, close: () => kysely.destroy() };
   }
   const lock = lockDataDir(options.dataDir, options.command ?? 'coordinator');
   try {

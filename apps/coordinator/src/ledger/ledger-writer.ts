@@ -3,7 +3,8 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
-import { DB } from '../db/db.module.js';
+import { CHANGE_FEED, DB } from '../db/db.module.js';
+import type { ChangeFeed } from '../db/change-feed.js';
 import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/database.js';
@@ -40,6 +41,7 @@ export class LedgerWriter {
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     @Optional() private readonly events?: EventBus,
+    @Optional() @Inject(CHANGE_FEED) private readonly feed?: ChangeFeed,
   ) {}
 
   private projection: LedgerProjection | null = null;
@@ -83,6 +85,8 @@ export class LedgerWriter {
     });
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (result.publish_id) this.events?.publish(new LedgerAppended(result.position));
+    // New heads, new ETags: answered only once no replica's memory serves the old ones.
+    if (result.publish_id) await this.settle();
     return result;
   }
 
@@ -107,6 +111,15 @@ export class LedgerWriter {
     // The mirror records no packages, but its checkpoint follows the ledger past the event.
     if (result.created) this.events?.publish(new LedgerAppended(result.position));
     return result;
+  }
+
+  /**
+   * Waits until every replica's poll memory reflects what this process committed (ChangeFeed). Every
+   * write that changes a poll's answer (new heads, a revoked or new credential) calls it after its
+   * commit and before it answers.
+   */
+  settle(): Promise<void> {
+    return this.feed?.settle() ?? Promise.resolve();
   }
 
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */

@@ -7,6 +7,8 @@ import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access, Anonymous, CurrentPrincipal } from '../identity/auth.decorators.js';
 import { actorOf, type Principal } from '../identity/principal.js';
+import type { ChangeFeed } from '../db/change-feed.js';
+import { CHANGE_FEED } from '../db/db.module.js';
 import { changeKeys, type KeyRequest } from './key-change.js';
 import { readTrustChain, readTrustHead } from './trust.repository.js';
 
@@ -17,6 +19,7 @@ export class TrustController {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
+    @Inject(CHANGE_FEED) private readonly feed: ChangeFeed,
   ) {}
 
   /** The signed trust versions, public like the JWKS: an agent walks them from the version it pinned. */
@@ -46,6 +49,8 @@ export class TrustController {
 
   private async change(request: KeyRequest, who: Principal): Promise<KeyRotationResponse> {
     const result = await changeKeys(this.db.kysely, this.keys, request, actorOf(who));
+    // Re-signed heads have new ETags: every replica's memory drops the old ones before the answer.
+    await this.feed.settle();
     return { ...result, jwks: this.keys.jwks() };
   }
 }

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
+import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type HeldCheckpoint, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
@@ -61,6 +61,18 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
 }
 
 /**
+ * What makes a report news, as a string to compare: its result, versions, error, agent version,
+ * staleness, and the ledger position and trust version of the checkpoint it carries. Not the
+ * checkpoint's signing time: an idle ledger re-signs its checkpoint every interval, and that alone is
+ * no reason for every node to write a report.
+ */
+export function reportNews(report: ReportRequest, held: HeldCheckpoint | null): string {
+  const { checkpoint, ...rest } = report;
+  const at = checkpoint === undefined ? null : held && held.note === checkpoint ? { position: held.position, hash: held.hash, trust: held.trust_version } : checkpoint;
+  return JSON.stringify({ ...rest, checkpoint: at });
+}
+
+/**
  * One sync pass: conditional fetch → verify → stage sets/<version> → persist the
  * high-water mark → switch `active` → install → activate → report → persist state. Every step is
  * safe to repeat, so a pass that a crash interrupted is finished by the next one.
@@ -68,6 +80,8 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
 export class SyncPass {
   /** The agent's own package: set when a pass installed a new version that passed its self-check. */
   readonly selfUpgrade: SelfUpgrade;
+  /** What the last delivered report said, as reportNews compares it; null until one is delivered by this process. */
+  private lastReported: string | null = null;
 
   constructor(
     private readonly dir: StateDir,
@@ -256,7 +270,8 @@ export class SyncPass {
       state.last_error = null;
       state.unapplied = null;
       this.dir.writeState(state);
-      await this.report(client, { active_version: version, result: 'up_to_date' });
+      // The poll itself was the contact: an up-to-date pass reports only when it has news.
+      await this.report(client, { active_version: version, result: 'up_to_date' }, { onlyNews: true });
       return { ...base, result: 'up_to_date', code: null, reason: null };
     }
     const set = this.readSet(version);
@@ -341,10 +356,18 @@ export class SyncPass {
     return plannedResources(steps, installed);
   }
 
-  /** A report is best effort: the next pass reports again, and the coordinator keeps only the latest. Each says which agent sends it. */
-  private async report(client: CoordinatorClient, body: ReportRequest): Promise<void> {
+  /**
+   * A report is best effort: the next pass reports again, and the coordinator keeps only the latest.
+   * Each says which agent sends it. With onlyNews, a report that would say what the last delivered one
+   * said is not sent (an idle node writes nothing; its poll is its contact).
+   */
+  private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<void> {
+    const full: ReportRequest = { ...body, ...this.witnessed(), agent_version: AGENT_VERSION };
+    const news = reportNews(full, this.dir.readCheckpoint());
+    if (options.onlyNews && news === this.lastReported) return;
     try {
-      await client.report({ ...body, ...this.witnessed(), agent_version: AGENT_VERSION });
+      await client.report(full);
+      this.lastReported = news;
     } catch (err) {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
     }

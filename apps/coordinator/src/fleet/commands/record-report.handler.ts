@@ -22,16 +22,18 @@ export class RecordReportHandler implements ICommandHandler<RecordReportCommand,
 
   async execute({ node, report: r }: RecordReportCommand): Promise<void> {
     const now = new Date();
-    await this.db.kysely.transaction().execute(async (trx) => {
+    const revokedAny = await this.db.kysely.transaction().execute(async (trx): Promise<boolean> => {
       await recordReportStatus(trx, node, r, now);
       const outcome = reportedOutcome(r);
       if (outcome) await recordOutcome(trx, node, outcome, r.activation, now);
       const head = await readRetirementHead(trx, node);
-      if (!head || !confirmsRetirement(head, r)) return;
+      if (!head || !confirmsRetirement(head, r)) return false;
       // Only credentials the node held when it was retired: one enrolled since is the operator bringing
       // the node back, and revoking it at its first report would retire the node a second time.
       const revoked = await revokeLiveCredentials(trx, node, 'retired', now, head.updated_at);
       if (revoked.length > 0) await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked, reason: 'retired' }, `node:${node}`);
+      return revoked.length > 0;
     });
+    if (revokedAny) await this.ledger.settle();
   }
 }

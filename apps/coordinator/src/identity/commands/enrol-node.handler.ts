@@ -23,7 +23,7 @@ export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrol
     if (!parsed || parsed.kind !== 'fle') throw new DomainError('invalid_enrolment_token', 'enrolment token is malformed');
     const now = new Date();
     const credential = issueSecret('fln');
-    return this.db.kysely.transaction().execute(async (trx) => {
+    const enrolled = await this.db.kysely.transaction().execute(async (trx) => {
       const row = await lockEnrolmentToken(trx, parsed.id);
       const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
       if (!row || !ok) throw new DomainError('invalid_enrolment_token', 'enrolment token is unknown');
@@ -44,5 +44,8 @@ export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrol
       );
       return { node: row.node, credential: credential.token, briefing, installed };
     });
+    // The credential it replaced is refused by every replica before the new one is handed out.
+    await this.ledger.settle();
+    return enrolled;
   }
 }

@@ -13,11 +13,14 @@ export class RevokeCredentialHandler implements ICommandHandler<RevokeCredential
     private readonly ledger: LedgerWriter,
   ) {}
 
-  execute({ node, actor }: RevokeCredentialCommand): Promise<number> {
-    return this.db.kysely.transaction().execute(async (trx) => {
+  async execute({ node, actor }: RevokeCredentialCommand): Promise<number> {
+    const revoked = await this.db.kysely.transaction().execute(async (trx) => {
       const ids = await revokeLiveCredentials(trx, node, 'revoked', new Date());
       if (ids.length > 0) await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: ids }, actor);
       return ids.length;
     });
+    // Answered once every replica refuses the credential.
+    if (revoked > 0) await this.ledger.settle();
+    return revoked;
   }
 }

@@ -1,0 +1,182 @@
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import pg from 'pg';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { Client } from './support/http.js';
+
+jest.setTimeout(180_000);
+
+const PROFILE = {
+  hostname: 'host-1',
+  os: 'linux',
+  arch: 'x86_64',
+  agent_version: '0.1.0',
+  // Read when sent, as a real agent's clock is: a node whose clock is off is ineligible.
+  get clock() {
+    return new Date().toISOString();
+  },
+};
+const NODE = 'alpha';
+
+async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Two coordinator replicas on one PostgreSQL, each answering polls from its own memory: a publish or
+ * a revocation on one is seen by a poll on the other as soon as it is answered, also when the
+ * other's notification connection was killed.
+ */
+(hasPostgres ? describe : describe.skip)('poll path across two replicas (PostgreSQL)', () => {
+  let url: string;
+  let sql: pg.Client;
+  let a: CoordinatorProcess;
+  let b: CoordinatorProcess;
+  let adminA: Client;
+  let n = 0;
+
+  const env = { FLORETE_MIRROR: 'off', FLORETE_CONTACT_FLUSH_MS: '200' };
+
+  beforeAll(async () => {
+    url = await createPostgresDatabase();
+    sql = new pg.Client({ connectionString: url });
+    await sql.connect();
+    a = await startCoordinatorProcess({ databaseUrl: url, env });
+    // Replicas share the signing keys: the second reads the first's key file.
+    b = await startCoordinatorProcess({ databaseUrl: url, env: { ...env, FLORETE_SIGNING_KEYS_FILE: join(a.dataDir, 'keys', 'signing-keys.json') } });
+    adminA = new Client(a.url, a.adminToken!);
+  });
+
+  afterAll(async () => {
+    await sql?.end();
+    await b?.stop();
+    await a?.stop();
+  });
+
+  async function publish(): Promise<void> {
+    n++;
+    const sha = await adminA.putBlob(`{"n":${n}}\n`);
+    const r = await adminA.post('/v1/publishes', { message: `change ${n}`, nodes: { [NODE]: { artifacts: { 'flor.json': sha } } } });
+    expect(r.status).toBe(201);
+  }
+
+  async function enrol(): Promise<string> {
+    const token = (await adminA.post('/v1/enrolment-tokens', { node: NODE })).body.token as string;
+    const r = await new Client(a.url).post('/v1/enrol', { token, profile: PROFILE, inventory: {} });
+    expect(r.status).toBe(201);
+    return r.body.credential as string;
+  }
+
+  const poll = (replica: CoordinatorProcess, credential: string, etag?: string) =>
+    new Client(replica.url, credential).get(`/v1/nodes/${NODE}/bundle`, etag ? { headers: { 'if-none-match': etag } } : {});
+
+  async function counters(replica: CoordinatorProcess): Promise<{ hits: number; misses: number }> {
+    const text = (await new Client(replica.url, a.adminToken!).get('/metrics')).text;
+    const read = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)![1]);
+    return { hits: read('florete_poll_cache_hits_total'), misses: read('florete_poll_cache_misses_total') };
+  }
+
+  const listenersOf = async (replica: CoordinatorProcess): Promise<number[]> =>
+    (await sql.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, [`florete-cache:${replica.child.pid}:%`])).rows.map((r) => r.pid);
+
+  let credential: string;
+  let etag: string;
+
+  it('answers a current agent 304 from memory on the replica that did not publish', async () => {
+    await publish();
+    credential = await enrol();
+    const first = await poll(b, credential);
+    expect(first.status).toBe(200);
+    etag = first.headers.get('etag')!;
+    expect((await poll(b, credential, etag)).status).toBe(304);
+    const before = await counters(b);
+    for (let i = 0; i < 10; i++) {
+      const r = await poll(b, credential, etag);
+      expect(r.status).toBe(304);
+      expect(r.headers.get('etag')).toBe(etag);
+      expect(r.headers.get('florete-checkpoint')).toBeTruthy();
+    }
+    const after = await counters(b);
+    expect(after.hits - before.hits).toBe(10);
+    expect(after.misses - before.misses).toBe(0);
+  });
+
+  it('never gives the old ETag on B once a publish on A has answered 201', async () => {
+    for (let i = 0; i < 5; i++) {
+      await publish();
+      const r = await poll(b, credential, etag);
+      expect(r.status).toBe(200);
+      const next = r.headers.get('etag')!;
+      expect(next).not.toBe(etag);
+      etag = next;
+      expect((await poll(b, credential, etag)).status).toBe(304);
+    }
+  });
+
+  it('idle polls write no row, and last contact still advances', async () => {
+    // Statement triggers count every write to the tables a poll or a report could touch.
+    await sql.query(`CREATE TABLE test_writes (tbl text, at timestamptz DEFAULT now())`);
+    await sql.query(`CREATE FUNCTION test_count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_writes(tbl) VALUES (TG_TABLE_NAME); RETURN NULL; END $$`);
+    for (const t of ['node_status', 'node_outcomes', 'node_heads', 'node_credentials', 'ledger']) {
+      await sql.query(`CREATE TRIGGER ${t}_test_count AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION test_count_write()`);
+    }
+    const contactOf = async () => (await sql.query<{ last_contact: Date | null }>(`SELECT last_contact FROM node_status WHERE node = $1`, [NODE])).rows[0].last_contact;
+    await waitFor('the first contacts written', async () => (await contactOf()) !== null);
+    const start = await contactOf();
+    // Both replicas have this credential in memory (a first poll reads it from the database).
+    for (const replica of [a, b]) expect((await poll(replica, credential, etag)).status).toBe(304);
+    const before = { a: await counters(a), b: await counters(b) };
+    const passes = 40;
+    for (let i = 0; i < passes; i++) expect((await poll(i % 2 ? a : b, credential, etag)).status).toBe(304);
+    const after = { a: await counters(a), b: await counters(b) };
+    // No database read: every one was answered from memory.
+    expect(after.a.misses - before.a.misses + after.b.misses - before.b.misses).toBe(0);
+    expect(after.a.hits - before.a.hits + after.b.hits - before.b.hits).toBe(passes);
+    await waitFor('last contact to advance', async () => (await contactOf())!.getTime() > start!.getTime());
+    // What was written is the batched contact flush: node_status only, never one statement per poll.
+    const writes = (await sql.query<{ tbl: string }>(`SELECT tbl FROM test_writes`)).rows.map((r) => r.tbl);
+    expect(new Set(writes)).toEqual(new Set(['node_status']));
+    expect(writes.length).toBeLessThan(passes / 4);
+    await sql.query(`DROP TABLE test_writes`);
+    for (const t of ['node_status', 'node_outcomes', 'node_heads', 'node_credentials', 'ledger']) await sql.query(`DROP TRIGGER ${t}_test_count ON ${t}`);
+  });
+
+  it('refuses on B a credential revoked on A, as soon as the revocation answered', async () => {
+    expect((await poll(b, credential, etag)).status).toBe(304);
+    const r = await adminA.delete(`/v1/nodes/${NODE}/credential`);
+    expect(r.status).toBeLessThan(300);
+    expect((await poll(b, credential, etag)).status).toBe(401);
+    expect((await poll(a, credential, etag)).status).toBe(401);
+  });
+
+  it('goes to the database while its notification connection is down, and back to memory once it listens again', async () => {
+    credential = await enrol();
+    expect((await poll(b, credential, etag)).status).toBe(304);
+    const [listener] = await listenersOf(b);
+    expect(listener).toBeDefined();
+    await sql.query(`SELECT pg_terminate_backend($1)`, [listener]);
+    // Right after the kill: a publish on A is still never answered with the old ETag on B.
+    await publish();
+    const r = await poll(b, credential, etag);
+    expect(r.status).toBe(200);
+    etag = r.headers.get('etag')!;
+    const revoked = await enrol(); // enrolling again revokes the credential before it
+    expect((await poll(b, credential, etag)).status).toBe(401);
+    credential = revoked;
+    await waitFor('B listening again', async () => (await listenersOf(b)).some((pid) => pid !== listener));
+    await waitFor('B answering from memory again', async () => {
+      const before = await counters(b);
+      expect((await poll(b, credential, etag)).status).toBe(304);
+      return (await counters(b)).hits > before.hits;
+    });
+    await publish();
+    const fresh = await poll(b, credential, etag);
+    expect(fresh.status).toBe(200);
+    expect(fresh.headers.get('etag')).not.toBe(etag);
+  });
+});
