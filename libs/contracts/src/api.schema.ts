@@ -10,6 +10,9 @@ const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000'
 
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
+/** The answer to a blob archive (POST /v1/blobs): distinct blobs received, how many were new, their bytes. */
+export const BlobArchiveResponse = z.object({ received: z.number().int().nonnegative(), created: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() });
+export type BlobArchiveResponse = z.infer<typeof BlobArchiveResponse>;
 
 /** A line of an enrolment briefing that failed: why its node is ineligible for new content. */
 export const FailedBriefingLine = z.object({ check: z.string(), detail: z.string() });
