@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { NodeDetail, NodeList, PublishDetail, type ReportResource } from '#contracts';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge, formatSeconds, formatTable, nodeState } from '../status.js';
@@ -33,7 +34,7 @@ export async function run(options: StatusOptions): Promise<void> {
   }
   if (options.publish !== undefined) return publishStatus(client, options.publish, options.json);
   for (const n of filter.notes) note(`warning: ${n}`);
-  const { body } = await client.call('GET', `/v1/nodes${filter.query}`, NodeList);
+  const body = { items: await listNodes(client, filter.query) };
   // Ages are the coordinator's (last_contact_age_seconds), the clock its filter used: this machine's may be off.
   const age = (seconds: number | null) => (seconds === null ? 'never' : formatSeconds(seconds));
   if (options.json) return outJson({ items: body.items.map((n) => ({ ...n, last_contact_age: age(n.last_contact_age_seconds) })) });
@@ -52,6 +53,22 @@ export async function run(options: StatusOptions): Promise<void> {
       ]),
     ),
   );
+}
+
+/** Nodes asked for a page at a time, following the cursor: a 100,000-node fleet is never one answer. */
+export const STATUS_PAGE = 1000;
+
+async function listNodes(client: CoordinatorClient, query: string): Promise<z.infer<typeof NodeList>['items']> {
+  const items: z.infer<typeof NodeList>['items'] = [];
+  let cursor: string | null | undefined;
+  do {
+    const page = `limit=${STATUS_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const { body } = await client.call('GET', `/v1/nodes${query ? `${query}&${page}` : `?${page}`}`, NodeList);
+    items.push(...body.items);
+    // A coordinator that ignores the limit answers everything at once, without a cursor.
+    cursor = body.next_cursor;
+  } while (cursor);
+  return items;
 }
 
 async function publishStatus(client: CoordinatorClient, id: string, json?: boolean): Promise<void> {
