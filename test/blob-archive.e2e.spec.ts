@@ -122,6 +122,23 @@ describe.each(targets)('blob archives on $database', ({ database }) => {
     expect(JSON.stringify(version.body)).toContain(entries[0].name);
   });
 
+  it('lists heads as digests only, a page at a time, for a plan to compare', async () => {
+    const entries = [blob('{"head":"p1"}\n'), blob('{"head":"p2"}\n'), blob('{"head":"p3"}\n')];
+    expect((await sendArchive(coordinator.url, publisher.token!, await tarOf(entries))).status).toBe(200);
+    const nodes = Object.fromEntries(entries.map((e, i) => [`page-${i + 1}`, { artifacts: { 'a.json': e.name } }]));
+    expect((await publisher.post('/v1/publishes', { message: 'heads', nodes })).status).toBe(201);
+    const first = await reader.get('/v1/heads?limit=2&cursor=page-0');
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((h: { node: string }) => h.node)).toEqual(['page-1', 'page-2']);
+    expect(first.body.items[0]).toEqual({ node: 'page-1', version: 1, set_digest: expect.stringMatching(/^[0-9a-f]{64}$/), retired: false, artifacts: [{ name: 'a.json', sha256: entries[0].name, size: entries[0].content.length }] });
+    expect(first.body.next_cursor).toBe('page-2');
+    const rest = await reader.get(`/v1/heads?limit=2&cursor=${first.body.next_cursor}`);
+    expect(rest.body).toEqual({ items: [expect.objectContaining({ node: 'page-3' })], next_cursor: null });
+    // Digests only: no artifact content travels.
+    expect(first.text + rest.text).not.toContain('content');
+    expectProblem(await reader.get('/v1/heads?limit=0'), 422, 'invalid_query');
+  });
+
   it('stores an archive streamed without a length', async () => {
     const entries = Array.from({ length: 40 }, (_, i) => blob(`{"streamed":${i},"pad":"${'x'.repeat(1000 + i)}"}\n`));
     const r = await sendArchive(coordinator.url, publisher.token!, await tarOf(entries), { chunked: true });

@@ -1,9 +1,9 @@
-import type { z } from 'zod';
-import { NodeDetail, NodeList, PublishDetail, type ReportResource } from '#contracts';
+import { NodeDetail, PublishDetail, type ReportResource } from '#contracts';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge, formatSeconds, formatTable, nodeState } from '../status.js';
 import { statusFilter } from '../status-filter.js';
 import { CoordinatorClient } from '../client.js';
+import { listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { usageError } from '../errors.js';
 import { note, out, outJson } from '../output.js';
@@ -53,22 +53,6 @@ export async function run(options: StatusOptions): Promise<void> {
       ]),
     ),
   );
-}
-
-/** Nodes asked for a page at a time, following the cursor: a 100,000-node fleet is never one answer. */
-export const STATUS_PAGE = 1000;
-
-async function listNodes(client: CoordinatorClient, query: string): Promise<z.infer<typeof NodeList>['items']> {
-  const items: z.infer<typeof NodeList>['items'] = [];
-  let cursor: string | null | undefined;
-  do {
-    const page = `limit=${STATUS_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const { body } = await client.call('GET', `/v1/nodes${query ? `${query}&${page}` : `?${page}`}`, NodeList);
-    items.push(...body.items);
-    // A coordinator that ignores the limit answers everything at once, without a cursor.
-    cursor = body.next_cursor;
-  } while (cursor);
-  return items;
 }
 
 async function publishStatus(client: CoordinatorClient, id: string, json?: boolean): Promise<void> {
