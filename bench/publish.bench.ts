@@ -1,24 +1,35 @@
 /**
- * Publish benchmark: a 10,000-node tree on real PostgreSQL, published over HTTP to
- * the spawned coordinator process the way retectl does it — ask which blobs are missing, upload only
- * those, then POST the tree. Four publishes in one process:
+ * Publish benchmark: trees of 1,000, 10,000 and 100,000 nodes on real PostgreSQL, published over HTTP
+ * to the spawned coordinator process the way retectl does it — ask which blobs are missing, upload
+ * only those as tar archives (POST /v1/blobs), then POST the tree. For each size, a fresh database and
+ * coordinator, and four kinds of publish:
  *   (a) first publish: every node new (agent.json + flor.json each, all distinct)
  *   (b) every node changed (a new flor.json everywhere)
  *   (c) exactly one node changed (repeated --repeat times, a different node each time)
  *   (d) the identical tree again: a recorded no-op (repeated --repeat times)
  * It prints client-visible wall time per publish (blob check + uploads + POST /v1/publishes) and the
  * POST alone, the ledger position delta (GET /v1/ledger/head) and the rows each publish wrote, and the
- * one-changed/all-changed ratio: (b) is the baseline measured in the same run.
+ * one-changed/all-changed ratio: (b) is the baseline measured in the same run. Then a growth table:
+ * per size, the POST and wall time of each kind and the cost per node, and the time `retectl compile`
+ * takes for a rete of that many nodes. A size that takes longer than --budget seconds ends the run
+ * there, with what was measured printed.
  *
- *   npm run bench:publish [-- --nodes 10000 --repeat 3 --concurrency 8]
+ *   npm run bench:publish [-- --sizes 1000,10000,100000 --repeat 3 --budget 300]
+ *   npm run bench:publish -- --nodes 10000     # one size
  */
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
+import { pack } from 'tar-stream';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
-import { HttpClient, mapLimit } from './support/http.js';
+import { HttpClient } from './support/http.js';
+import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
 const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
@@ -121,18 +132,52 @@ interface Run {
   readonly rows: RowCounts & { node_heads: number };
 }
 
-async function main(): Promise<void> {
-  const { values } = parseCli({
-    nodes: { type: 'string', default: '10000' },
-    repeat: { type: 'string', default: '3' },
-    concurrency: { type: 'string', default: '8' },
-    'cpu-prof': { type: 'string' },
-  });
-  const nodes = Number(values.nodes);
-  const repeat = Number(values.repeat);
-  const concurrency = Number(values.concurrency);
-  for (const [k, v] of Object.entries({ nodes, repeat, concurrency })) if (!Number.isInteger(v) || v < 1) throw new UsageError(`--${k} must be a positive integer`);
+/** Blobs per archive request, as retectl sends them. */
+const ARCHIVE_BLOBS = 20_000;
 
+/** A tar archive of these blobs, each entry named by its sha256. */
+async function tarOf(digests: readonly string[], blobs: ReadonlyMap<string, Buffer>): Promise<Buffer> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    p.on('data', (c) => chunks.push(c as Buffer));
+    p.on('end', () => resolve());
+    p.on('error', reject);
+  });
+  for (const d of digests) p.entry({ name: d, size: blobs.get(d)!.byteLength }, blobs.get(d)!);
+  p.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}
+
+/** A rete of `nodes` servers, as an operator would write it. */
+function reteYaml(nodes: number): string {
+  const lines = ['mesh:', '  name: bench', '  coordinator: https://coordinator.bench.invalid', 'nodes:'];
+  for (let i = 0; i < nodes; i++) lines.push(`  - name: ${nodeName(i)}`, '    kind: server', `    listen: 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:7946`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Wall time of `retectl compile` (the built CLI, its own process) on a rete of `nodes` nodes. */
+async function compileMs(nodes: number): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'florete-bench-rete-'));
+  onCleanup(async () => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'rete.yaml'), reteYaml(nodes));
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) =>
+    execFile(process.execPath, [join(REPO_ROOT, 'dist/apps/retectl/src/main.js'), 'compile', '-C', dir], { maxBuffer: 256 * 1024 * 1024 }, (err, _out, stderr) => (err ? reject(new Error(`retectl compile failed: ${stderr.slice(0, 2000)}`)) : resolve())),
+  );
+  const elapsed = performance.now() - t0;
+  rmSync(dir, { recursive: true, force: true });
+  return elapsed;
+}
+
+interface SizeResult {
+  readonly nodes: number;
+  readonly runs: Run[];
+  readonly compileMs: number;
+}
+
+async function measure(nodes: number, repeat: number, cpuProf: string | undefined): Promise<SizeResult> {
   // Every tree up front: building them is not part of any measured publish.
   say(`building ${repeat + 2} trees of ${fmt(nodes)} nodes`);
   const blobs = new Map<string, Buffer>();
@@ -161,15 +206,13 @@ async function main(): Promise<void> {
   say('starting a throwaway PostgreSQL');
   const postgres = await startThrowawayPostgres();
   say('starting the coordinator');
-  const coordinator = await startCoordinator({ databaseUrl: postgres.url, env, nodeArgs: cpuProfArgs(values['cpu-prof']) });
-  const api = new HttpClient(coordinator.url, Math.max(concurrency, 4));
-  onCleanup(() => api.close());
+  const coordinator = await startCoordinator({ databaseUrl: postgres.url, env, nodeArgs: cpuProfArgs(cpuProf) });
+  const api = new HttpClient(coordinator.url, 4);
   const token = coordinator.adminToken;
 
   // Row counts straight from the database, outside every timed span.
   const db = new pg.Client({ connectionString: postgres.url });
   await db.connect();
-  onCleanup(() => db.end());
   const countRows = async (): Promise<RowCounts> => {
     const { rows } = await db.query<Record<keyof RowCounts, string>>(`SELECT ${COUNTED.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`).join(', ')}`);
     return Object.fromEntries(COUNTED.map((t) => [t, Number(rows[0][t])])) as unknown as RowCounts;
@@ -177,47 +220,62 @@ async function main(): Promise<void> {
   const headPosition = async (): Promise<number> => (await api.expect(200, 'GET', '/v1/ledger/head', { token })).json<{ position: number }>().position;
 
   const runs: Run[] = [];
-  for (const step of plan) {
-    say(`${step.label} …`);
-    const before = await countRows();
-    const positionBefore = await headPosition();
+  try {
+    for (const step of plan) {
+      say(`${step.label} …`);
+      const before = await countRows();
+      const positionBefore = await headPosition();
 
-    const t0 = performance.now();
-    const missing = (await api.expect(200, 'POST', '/v1/blobs/missing', { token, body: { digests: step.tree.digests } })).json<{ missing: string[] }>().missing;
-    const t1 = performance.now();
-    let uploadedBytes = 0;
-    await mapLimit(missing, concurrency, async (d) => {
-      const content = blobs.get(d);
-      if (!content) throw new Error(`the coordinator asked for ${d}, which this tree does not reference`);
-      uploadedBytes += content.byteLength;
-      await api.expect([200, 201], 'PUT', `/v1/blobs/${d}`, { token, body: content });
-    });
-    const t2 = performance.now();
-    const res = await api.expect([200, 201], 'POST', '/v1/publishes', { token, body: step.tree.body });
-    const t3 = performance.now();
+      const t0 = performance.now();
+      const missing = (await api.expect(200, 'POST', '/v1/blobs/missing', { token, body: { digests: step.tree.digests } })).json<{ missing: string[] }>().missing;
+      const t1 = performance.now();
+      let uploadedBytes = 0;
+      for (let i = 0; i < missing.length; i += ARCHIVE_BLOBS) {
+        const batch = missing.slice(i, i + ARCHIVE_BLOBS);
+        for (const d of batch) {
+          const content = blobs.get(d);
+          if (!content) throw new Error(`the coordinator asked for ${d}, which this tree does not reference`);
+          uploadedBytes += content.byteLength;
+        }
+        // Packing is part of what the client does, so it is inside the measured span.
+        await api.expect(200, 'POST', '/v1/blobs', { token, body: await tarOf(batch, blobs), headers: { 'content-type': 'application/x-tar' } });
+      }
+      const t2 = performance.now();
+      const res = await api.expect([200, 201], 'POST', '/v1/publishes', { token, body: step.tree.body });
+      const t3 = performance.now();
 
-    const answer = res.json<{ publish_id: string | null; changed: unknown[] }>();
-    const positionAfter = await headPosition();
-    const after = await countRows();
-    const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
-    const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
-    runs.push({
-      label: step.label,
-      expectChanged: step.expectChanged,
-      totalMs: t3 - t0,
-      missingMs: t1 - t0,
-      uploadMs: t2 - t1,
-      publishMs: t3 - t2,
-      uploaded: missing.length,
-      uploadedBytes,
-      status: res.status,
-      changed: answer.changed.length,
-      publishId: answer.publish_id,
-      ledgerDelta: positionAfter - positionBefore,
-      rows: { ...rows, node_heads: Number(heads[0].n) },
-    });
+      const answer = res.json<{ publish_id: string | null; changed: unknown[] }>();
+      const positionAfter = await headPosition();
+      const after = await countRows();
+      const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
+      const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
+      runs.push({
+        label: step.label,
+        expectChanged: step.expectChanged,
+        totalMs: t3 - t0,
+        missingMs: t1 - t0,
+        uploadMs: t2 - t1,
+        publishMs: t3 - t2,
+        uploaded: missing.length,
+        uploadedBytes,
+        status: res.status,
+        changed: answer.changed.length,
+        publishId: answer.publish_id,
+        ledgerDelta: positionAfter - positionBefore,
+        rows: { ...rows, node_heads: Number(heads[0].n) },
+      });
+    }
+  } finally {
+    api.close();
+    await db.end();
+    await coordinator.stop();
+    postgres.stop();
   }
+  say(`retectl compile of ${fmt(nodes)} nodes …`);
+  return { nodes, runs, compileMs: await compileMs(nodes) };
+}
 
+function printSize({ nodes, runs }: SizeResult): void {
   const times = formatTable(
     ['publish', 'status', 'changed', 'wall time', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
     runs.map((r) => [r.label, String(r.status), fmt(r.changed), ms(r.totalMs), ms(r.missingMs), `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, ms(r.uploadMs), ms(r.publishMs)]),
@@ -234,11 +292,11 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       '',
-      `publish: ${fmt(nodes)}-node tree (agent.json + flor.json per node) on PostgreSQL (throwaway, fsync=off), over HTTP to the coordinator process; uploads ${concurrency} in flight; Node ${process.version}`,
+      `publish: ${fmt(nodes)}-node tree (agent.json + flor.json per node) on PostgreSQL (throwaway, fsync=off), over HTTP to the coordinator process; missing blobs sent as tar archives of up to ${fmt(ARCHIVE_BLOBS)}; Node ${process.version}`,
       '',
       times,
       '',
-      'wall time = POST /v1/blobs/missing + PUT of the missing blobs + POST /v1/publishes, as the client sees them',
+      'wall time = POST /v1/blobs/missing + POST /v1/blobs (tar archives) of the missing blobs + POST /v1/publishes, as the client sees them',
       '',
       written,
       '',
@@ -249,21 +307,78 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+}
 
+/** One row per size: each kind's POST and wall, per node in µs, and retectl compile. */
+function printGrowth(results: readonly SizeResult[]): void {
+  const us = (msValue: number, nodes: number) => `${fmt((msValue * 1000) / nodes, 1)} µs`;
+  const rows = results.map(({ nodes, runs, compileMs: compile }) => {
+    const all = runs[1];
+    const one = runs.filter((r) => r.label.startsWith('(c)'));
+    const noop = runs.filter((r) => r.label.startsWith('(d)'));
+    const onePost = median(one.map((r) => r.publishMs));
+    const noopPost = median(noop.map((r) => r.publishMs));
+    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(compile), us(compile, nodes)];
+  });
+  process.stdout.write(
+    [
+      '',
+      'growth: cost per node as the tree grows (one changed and identical: medians)',
+      '',
+      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'retectl compile', 'per node'], rows),
+      '',
+    ].join('\n'),
+  );
+}
+
+function checkCounts(runs: readonly Run[], nodes: number): string[] {
   // Correctness of what was measured (counts, not times): a one-node publish writes one stamp and one record.
   const problems: string[] = [];
   for (const r of runs) {
+    const label = `${fmt(nodes)} nodes ${r.label}`;
     const events = r.expectChanged === 0 ? 0 : r.expectChanged + 1;
     const status = r.expectChanged === 0 ? 200 : 201;
-    if (r.changed !== r.expectChanged) problems.push(`${r.label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
-    if (r.status !== status) problems.push(`${r.label}: answered ${r.status}, expected ${status}`);
-    if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${r.label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
-    if (r.ledgerDelta !== events) problems.push(`${r.label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`);
-    if (r.rows.ledger !== r.ledgerDelta) problems.push(`${r.label}: ${r.rows.ledger} ledger rows written but the head moved by ${r.ledgerDelta}`);
+    if (r.changed !== r.expectChanged) problems.push(`${label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
+    if (r.status !== status) problems.push(`${label}: answered ${r.status}, expected ${status}`);
+    if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
+    if (r.ledgerDelta !== events) problems.push(`${label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`);
+    if (r.rows.ledger !== r.ledgerDelta) problems.push(`${label}: ${r.rows.ledger} ledger rows written but the head moved by ${r.ledgerDelta}`);
     if (r.rows.node_versions !== r.expectChanged || r.rows.node_heads !== r.expectChanged) {
-      problems.push(`${r.label}: wrote ${r.rows.node_versions} node_versions and ${r.rows.node_heads} node_heads rows, expected ${r.expectChanged} of each`);
+      problems.push(`${label}: wrote ${r.rows.node_versions} node_versions and ${r.rows.node_heads} node_heads rows, expected ${r.expectChanged} of each`);
     }
   }
+  return problems;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCli({
+    nodes: { type: 'string' },
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    repeat: { type: 'string', default: '3' },
+    budget: { type: 'string', default: '300' },
+    'cpu-prof': { type: 'string' },
+  });
+  const sizes = (values.nodes ?? values.sizes).split(',').map(Number);
+  const repeat = Number(values.repeat);
+  const budget = Number(values.budget);
+  for (const n of sizes) if (!Number.isInteger(n) || n < 1) throw new UsageError('--sizes and --nodes take positive integers (comma-separated for --sizes)');
+  for (const [k, v] of Object.entries({ repeat, budget })) if (!Number.isInteger(v) || v < 1) throw new UsageError(`--${k} must be a positive integer`);
+
+  const results: SizeResult[] = [];
+  const problems: string[] = [];
+  for (const nodes of sizes) {
+    const t0 = performance.now();
+    const result = await measure(nodes, repeat, values['cpu-prof']);
+    results.push(result);
+    printSize(result);
+    problems.push(...checkCounts(result.runs, nodes));
+    const took = (performance.now() - t0) / 1000;
+    if (took > budget && nodes !== sizes[sizes.length - 1]) {
+      process.stdout.write(`\n${fmt(nodes)} nodes took ${fmt(took)} s, over the ${budget} s budget: larger sizes not measured\n`);
+      break;
+    }
+  }
+  printGrowth(results);
   for (const p of problems) process.stderr.write(`unexpected: ${p}\n`);
   if (problems.length) process.exitCode = 1;
 }

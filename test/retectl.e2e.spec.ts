@@ -277,6 +277,31 @@ describe('retectl against a real coordinator', () => {
     });
   });
 
+  it('status follows the node list a page at a time until the last page', async () => {
+    const asked: string[] = [];
+    const summary = (node: string) => ({ node, version: 1, set_digest: 'a'.repeat(64), retired: false, updated_at: null, publish_id: 'p', state: 'unmanaged', credential: 'none', convergence: null, ineligible: false, failed_briefing: [], applied_version: null, last_contact: null, last_contact_age_seconds: null, last_result: null, last_error: null, agent_version: null });
+    const pages: Record<string, unknown> = {
+      '/v1/nodes?state=unmanaged&limit=1000': { items: [summary('a-1'), summary('a-2')], next_cursor: 'a-2' },
+      '/v1/nodes?state=unmanaged&limit=1000&cursor=a-2': { items: [summary('b-1')], next_cursor: 'b-1' },
+      '/v1/nodes?state=unmanaged&limit=1000&cursor=b-1': { items: [], next_cursor: null },
+    };
+    const paged = createHttpServer((req, res) => {
+      asked.push(req.url ?? '');
+      const page = pages[req.url ?? ''];
+      if (page) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(page));
+      else res.writeHead(404, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ type: 'x', title: 'Not Found', status: 404, detail: 'no such page', code: 'not_found' }));
+    });
+    await new Promise<void>((r) => paged.listen(0, '127.0.0.1', () => r()));
+    try {
+      const run = await retectl(['status', '--state', 'unmanaged', '--json', '--coordinator', `http://127.0.0.1:${(paged.address() as AddressInfo).port}`]);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(run.stdout).items.map((n: { node: string }) => n.node)).toEqual(['a-1', 'a-2', 'b-1']);
+      expect(asked).toEqual(Object.keys(pages));
+    } finally {
+      await new Promise<void>((r) => paged.close(() => r()));
+    }
+  });
+
   describe('answers a real coordinator would rarely give', () => {
     let fake: Server;
     let fakeUrl: string;
@@ -284,7 +309,7 @@ describe('retectl against a real coordinator', () => {
       fake = createHttpServer((req, res) => {
         if (req.url === '/v1/ledger/verify') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, position: 7, reason: 'hash mismatch at position 7' }));
-        } else if (req.url === '/v1/nodes') {
+        } else if (req.url === '/v1/nodes?limit=1000') {
           res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>');
         } else {
           res.writeHead(200, { 'content-type': 'application/json' }).end('{"items": "not a list"}');
@@ -302,7 +327,7 @@ describe('retectl against a real coordinator', () => {
     });
 
     it('a gateway error page and a body that breaks the contract are one line each', async () => {
-      expectOneLine(await retectl(['status', '--coordinator', fakeUrl]), 1, /^retectl: the coordinator failed: HTTP 502 to GET \/v1\/nodes\n$/);
+      expectOneLine(await retectl(['status', '--coordinator', fakeUrl]), 1, /^retectl: the coordinator failed: HTTP 502 to GET \/v1\/nodes\?limit=1000\n$/);
       expectOneLine(await retectl(['history', 'alpha', '--coordinator', fakeUrl]), 1, /^retectl: unexpected answer to GET \/v1\/nodes\/alpha\/versions\?limit=100: items: /);
     });
   });

@@ -15,6 +15,7 @@ const Env = z.object({
   FLORETE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
+  FLORETE_ARCHIVE_LIMIT: z.coerce.number().int().positive().max(4 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
   FLORETE_PACKAGE_LIMIT: z.coerce.number().int().positive().max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
   FLORETE_REPO_KEY_FILE: z.string().optional(),
   FLORETE_CONSOLE_DIR: z.string().optional(),
@@ -47,6 +48,8 @@ export interface CoordinatorConfig {
   readonly blobLimit: number;
   /** Largest .deb `retectl package push` uploads. */
   readonly packageLimit: number;
+  /** Largest blob archive (many blobs in one tar upload). */
+  readonly archiveLimit: number;
   /** The armored OpenPGP private key that signs the apt repository (0600). */
   readonly repoKeyFile: string;
   readonly dbPoolSize: number;
@@ -110,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     bodyLimit: e.FLORETE_BODY_LIMIT,
     blobLimit: e.FLORETE_BLOB_LIMIT,
     packageLimit: e.FLORETE_PACKAGE_LIMIT,
+    archiveLimit: e.FLORETE_ARCHIVE_LIMIT,
     repoKeyFile: resolve(e.FLORETE_REPO_KEY_FILE ?? `${dataDir}/keys/repo-signing-key.asc`),
     dbPoolSize: e.FLORETE_DB_POOL,
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,

@@ -84,7 +84,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       bodyParser: false,
     });
     const fastify = app.getHttpAdapter().getInstance();
-    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, anonymousPerMinute: config.anonymousRateLimit });
+    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit });
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
     observeRequestLatency(fastify, app.get(Metrics));

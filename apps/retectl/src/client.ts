@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import type { Readable } from 'node:stream';
 import { request as httpsRequest, type Agent } from 'node:https';
 import { Problem } from '#contracts';
 import { CaFileError, TlsRefusedError, trustAnchors, VerifyingAgent } from '#tls';
@@ -11,6 +12,8 @@ const TIMEOUT_MS = 60_000;
 export interface RequestOptions {
   readonly json?: unknown;
   readonly raw?: Uint8Array;
+  /** A body sent as it is produced (chunked, no length), with its content type. */
+  readonly stream?: { readonly body: Readable; readonly contentType: string };
   /** How long to wait for the answer; uploads of large packages need longer than the default. */
   readonly timeoutMs?: number;
 }
@@ -70,8 +73,11 @@ export class CoordinatorClient {
   async call<S extends z.ZodType>(method: string, path: string, schema: S, options: RequestOptions = {}): Promise<{ status: number; body: z.infer<S> }> {
     if (this.connection.token === undefined) throw new Error('CoordinatorClient.call needs a token');
     const headers: Record<string, string> = { authorization: `Bearer ${this.connection.token}`, accept: 'application/json' };
-    let body: string | Uint8Array | undefined;
-    if (options.json !== undefined) {
+    let body: string | Uint8Array | Readable | undefined;
+    if (options.stream !== undefined) {
+      headers['content-type'] = options.stream.contentType;
+      body = options.stream.body;
+    } else if (options.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(options.json);
     } else if (options.raw !== undefined) {
@@ -104,12 +110,20 @@ export class CoordinatorClient {
 
 class TimeoutError extends Error {}
 
-/** One request, its answer read whole; rejects on a network failure or after `timeoutMs`. */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, agent: Agent | undefined, timeoutMs: number): Promise<{ status: number; bytes: Buffer }> {
+/**
+ * One request, its answer read whole; rejects on a network failure or after `timeoutMs`. A stream
+ * body is sent chunked; when the coordinator answers before reading all of it (a refusal), the
+ * answer counts, not the write that failed after it.
+ */
+function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | Readable | undefined, agent: Agent | undefined, timeoutMs: number): Promise<{ status: number; bytes: Buffer }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array) ? body : undefined;
+  if (body !== undefined && !streamed) headers['content-length'] = String(Buffer.byteLength(body as string | Uint8Array));
+  let answered = false;
   return new Promise((resolve, reject) => {
     const req = send(url, { method, headers, ...(agent ? { agent } : {}) }, (res) => {
+      answered = true;
+      streamed?.unpipe(req);
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
@@ -120,10 +134,14 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
     });
     const timer = setTimeout(() => req.destroy(new TimeoutError()), timeoutMs);
     req.on('error', (err) => {
+      if (answered) return;
       clearTimeout(timer);
       reject(err);
     });
-    req.end(body);
+    if (streamed) {
+      streamed.once('error', (err) => req.destroy(err));
+      streamed.pipe(req);
+    } else req.end(body);
   });
 }
 

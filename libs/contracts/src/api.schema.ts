@@ -10,6 +10,9 @@ const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000'
 
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
+/** The answer to a blob archive (POST /v1/blobs): distinct blobs received, how many were new, their bytes. */
+export const BlobArchiveResponse = z.object({ received: z.number().int().nonnegative(), created: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() });
+export type BlobArchiveResponse = z.infer<typeof BlobArchiveResponse>;
 
 /** A line of an enrolment briefing that failed: why its node is ineligible for new content. */
 export const FailedBriefingLine = z.object({ check: z.string(), detail: z.string() });
@@ -199,6 +202,26 @@ export const VersionEntry = z.object({
     .describe("what the node's agent reported doing with this version (applied or failed, and the activation path), or null if it has not"),
 });
 export const VersionPage = z.object({ items: z.array(VersionEntry), next_cursor: z.string().nullable() });
+/** A page of node heads as digests only (GET /v1/heads): what `retectl plan` compares, with no artifact contents. */
+export const HeadsQuery = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,5}$/, 'must be a number from 1 to 10000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(10_000))
+    .optional()
+    .describe('at most this many heads (default 1000), in name order'),
+  cursor: NodeName.optional().describe('the next_cursor of the previous page: heads of nodes whose name sorts after it'),
+});
+export const HeadDigests = z.object({
+  node: NodeName,
+  version: Version,
+  set_digest: Sha256,
+  retired: z.boolean(),
+  artifacts: z.array(z.object({ name: z.string(), sha256: Sha256, size: z.number().int().nonnegative() })),
+});
+export const HeadsPage = z.object({ items: z.array(HeadDigests), next_cursor: NodeName.nullable() });
+
 export const PageQuery = z.strictObject({
   cursor: z
     .string()

@@ -1,6 +1,7 @@
-import { Body, Controller, Headers, HttpCode, Inject, Param, Post, Put, Res } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
-import { BlobsMissingRequest, Sha256 } from '#contracts';
+import { Readable } from 'node:stream';
+import { Body, Controller, Headers, HttpCode, Inject, Param, Post, Put, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type BlobArchiveResponse, BlobsMissingRequest, Sha256 } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
@@ -9,11 +10,17 @@ import { parseInput } from '../common/parse.js';
 import { quoteInput } from '../common/problem-bounds.js';
 import { Access } from '../identity/auth.decorators.js';
 import { RouteLimits } from '../common/route-limits.js';
-import { missingBlobs, putBlob } from './blobs.repository.js';
+import { missingBlobs, putBlob, putBlobs } from './blobs.repository.js';
+import { readBlobArchive } from './blob-archive.js';
+import { stopReading } from '../common/http-hardening.js';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 
 @Controller('v1/blobs')
 export class BlobsController {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+  ) {}
 
   /** The client asks first and uploads only what is missing: a one-node change uploads one node's blobs. */
   @Post('missing')
@@ -23,6 +30,23 @@ export class BlobsController {
   async missing(@Body() body: unknown) {
     const { digests } = parseInput(BlobsMissingRequest, body, 'body');
     return { missing: await missingBlobs(this.db.kysely, digests) };
+  }
+
+  /**
+   * Many blobs in one request: a tar archive whose entries are named by their sha256. Digests are
+   * checked as the bytes arrive and the first bad entry refuses the whole upload; the blobs are stored
+   * only once the archive has been read to its end, in one transaction.
+   */
+  @Post()
+  @HttpCode(200)
+  @Access('publisher')
+  @RouteLimits({ body: 'archive' })
+  async putArchive(@Body() body: unknown, @Req() req: FastifyRequest) {
+    if (!(body instanceof Readable)) throw new DomainError('invalid_archive', 'the request body is empty: expected a tar archive of blobs');
+    const blobs = await readBlobArchive(body, { archiveBytes: this.config.archiveLimit, blobBytes: this.config.blobLimit }, () => stopReading(req.raw));
+    const created = await putBlobs(this.db.kysely, blobs);
+    const answer: BlobArchiveResponse = { received: blobs.length, created, bytes: blobs.reduce((n, b) => n + b.content.byteLength, 0) };
+    return answer;
   }
 
   @Put(':sha256')

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
-import { signBundle, type SigningKey } from '#bundle';
+import type { SigningKey } from '#bundle';
+import { signingPool } from './signing-pool.js';
 import type { Database } from '../db/database.js';
 import type { NodeSetStamped, StoredEvent } from '../ledger/ledger.reads.js';
 import { readLedgerBlobs } from './blobs.repository.js';
@@ -22,10 +23,19 @@ export interface SignedBundle {
 export async function signStamps(trx: Transaction<Database>, stamps: readonly StoredEvent[], signer: Signer): Promise<SignedBundle[]> {
   const contents = await readLedgerBlobs(trx, stamps.flatMap((e) => (e.data as NodeSetStamped['data']).artifacts.map((a) => a.sha256)));
   const contentOf = (sha: string): Uint8Array => contents.get(sha)!;
-  const signed: SignedBundle[] = [];
-  for (const e of stamps) {
-    const jws = await signBundle(bundlePayloadBytes(e.data as NodeSetStamped['data'], e.position, e.recorded_at, contentOf), signer.byKid(e.meta.kid as string));
-    signed.push({ jws, etag: etagOf(jws) });
+  // Grouped by key (one, except in a rebuild across a rotation), each group signed on every core.
+  const byKid = new Map<string, number[]>();
+  for (const [i, e] of stamps.entries()) {
+    const kid = e.meta.kid as string;
+    const group = byKid.get(kid);
+    if (group) group.push(i);
+    else byKid.set(kid, [i]);
+  }
+  const signed: SignedBundle[] = new Array(stamps.length);
+  for (const [kid, indexes] of byKid) {
+    const payloads = indexes.map((i) => bundlePayloadBytes(stamps[i].data as NodeSetStamped['data'], stamps[i].position, stamps[i].recorded_at, contentOf));
+    const jws = await signingPool.signAll(payloads, signer.byKid(kid));
+    for (const [k, i] of indexes.entries()) signed[i] = { jws: jws[k], etag: etagOf(jws[k]) };
   }
   return signed;
 }

@@ -5,6 +5,7 @@ export type DomainErrorCode =
   | 'invalid_path'
   | 'missing_blobs'
   | 'invalid_deb'
+  | 'invalid_archive'
   | 'package_conflict'
   | 'digest_mismatch'
   | 'stale_position'

@@ -22,6 +22,8 @@ export interface HardeningOptions {
   readonly blobLimit: number;
   /** Largest package (.deb) upload. */
   readonly packageLimit: number;
+  /** Largest blob archive (a tar of many blobs). */
+  readonly archiveLimit: number;
   /** Requests per address per anonymous route per minute; 0 turns the limit off. */
   readonly anonymousPerMinute: number;
 }
@@ -33,7 +35,7 @@ export interface HardeningOptions {
  */
 const DISCARD_BYTES = 256 * 1024;
 const LINGER_MS = 1000;
-const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream)';
+const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream, and POST /v1/blobs takes application/x-tar)';
 
 const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
 const isType = (header: string | undefined, type: string) => header !== undefined && header.split(';')[0].trim().toLowerCase() === type;
@@ -102,8 +104,11 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     if (req.is404 || !hasBody(req)) return;
     const limits = limitsOf(req);
     const raw = limits !== undefined && 'body' in limits && (limits.body === 'blob' || limits.body === 'package') ? limits.body : undefined;
+    const archive = limits !== undefined && 'body' in limits && limits.body === 'archive';
     const type = req.headers['content-type'];
-    if (raw ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
+    if (archive) {
+      if (!isType(type, 'application/x-tar')) throw new DomainError('unsupported_media_type', `blob archives are sent as application/x-tar, not ${type === undefined ? 'nothing' : quoteInput(type)}`);
+    } else if (raw ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
       throw new DomainError('unsupported_media_type', raw ? `${raw} bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE);
     }
     const declared = Number(req.headers['content-length']);
@@ -141,7 +146,7 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
       if (options.anonymousPerMinute > 0) route.config = { ...route.config, rateLimit: { max: options.anonymousPerMinute, timeWindow: 60_000 } } as typeof route.config;
       return;
     }
-    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : limits.body === 'package' ? options.packageLimit : options.blobLimit;
+    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : limits.body === 'package' ? options.packageLimit : limits.body === 'archive' ? options.archiveLimit : options.blobLimit;
     // Before the body is read: a stranger's megabytes are refused, not buffered.
     const hooks = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...hooks, authenticatePublisher as never];
@@ -153,6 +158,11 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     const limit = req.routeOptions.bodyLimit ?? options.blobLimit;
     readLimited(payload, limit, limitsOf(req)).then((body) => done(null, body), (err: Error) => done(err));
   });
+
+  // A blob archive is handed to its route as the stream it is: the route reads it entry by entry,
+  // checking digests as bytes arrive and counting them against the route's limit (a body sent
+  // without a length is not refused by the onRequest hook).
+  fastify.addContentTypeParser('application/x-tar', (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: IncomingMessage) => void) => done(null, payload));
 
   await fastify.register(rateLimit, {
     global: false,
@@ -170,7 +180,7 @@ type Unread = IncomingMessage & { [UNREAD]?: true };
  * and backpressure stops reading from the socket after a few kilobytes. The connection is then not
  * reusable: the answer closes it (onSend), and onResponse cuts it.
  */
-function stopReading(raw: Unread): void {
+export function stopReading(raw: Unread): void {
   if (raw[UNREAD]) return;
   raw[UNREAD] = true;
   raw.pipe(new Writable({ highWaterMark: 1, write: () => undefined }));

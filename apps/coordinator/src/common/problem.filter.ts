@@ -10,6 +10,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   invalid_path: 422,
   missing_blobs: 422,
   invalid_deb: 422,
+  invalid_archive: 422,
   package_conflict: 409,
   digest_mismatch: 422,
   invalid_rollback_target: 422,
@@ -88,7 +89,7 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
   return { type: 'https://florete.dev/problems/internal', title: TITLES[500], status: 500, detail: 'internal error; the coordinator log has the details', code: 'internal' };
 }
 
-const UNSUPPORTED_MEDIA_TYPE = 'this route takes application/json (blob and package uploads take application/octet-stream)';
+const UNSUPPORTED_MEDIA_TYPE = 'this route takes application/json (blob and package uploads take application/octet-stream, blob archives application/x-tar)';
 
 /** Framework errors (Fastify's body parsing, Nest's routing) get stable codes of their own. */
 function clientErrorCode(error: unknown, status: number): string {

@@ -8,10 +8,12 @@ import { RouteConfig } from '@nestjs/platform-fastify';
  *   after the bearer has been checked.
  * - `blob`: raw bytes (application/octet-stream), also read only after the bearer has been checked.
  * - `package`: a .deb for the mesh's apt repository: raw bytes like a blob, with a limit of its own.
- * Only `blob` and `package` routes take application/octet-stream.
+ * - `archive`: many blobs in one tar archive (application/x-tar), read as a stream by the route
+ *   itself, which counts its bytes against the archive limit; also only after the bearer was checked.
+ * Only `blob` and `package` routes take application/octet-stream, only `archive` routes application/x-tar.
  * Every other route takes JSON up to the small limit.
  */
-export type RouteLimits = { readonly anonymous: true } | { readonly body: 'tree' | 'blob' | 'package' };
+export type RouteLimits = { readonly anonymous: true } | { readonly body: 'tree' | 'blob' | 'package' | 'archive' };
 
 export interface FloreteRouteConfig {
   readonly florete?: RouteLimits;

@@ -3,7 +3,8 @@ import type { Database } from '../db/database.js';
 import { failedLines } from '../identity/briefing.js';
 import type { Ineligible } from '../ledger/domain/ledger.decider.js';
 
-const CHUNK = 1000;
+/** Keys per statement: a 10,000-node publish is one indexed read. */
+const CHUNK = 10_000;
 
 /**
  * Which of the given nodes are ineligible (a failed line in their last enrolment briefing), each with

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import { DiffQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
+import { DiffQuery, HeadsQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
 import { loadNodeRecords, nodeNamesAfter, type NodeRecord } from '../fleet/fleet.repository.js';
 import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
@@ -24,6 +24,25 @@ export class QueriesController {
    * filterable. Contact ages and the contact filters use this coordinator's clock, so what the list
    * shows and what it filters on agree whatever the caller's clock says.
    */
+  /**
+   * Every node's head as digests (version, set digest, each artifact's name, sha256 and size), a page
+   * at a time in name order: a plan compares a whole tree with no artifact content read.
+   */
+  @Get('heads')
+  @Access('reader')
+  async heads(@Query() query: unknown) {
+    const q = parseInput(HeadsQuery, query, 'query');
+    const limit = q.limit ?? 1000;
+    let select = this.db.kysely.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']).orderBy('node').limit(limit + 1);
+    if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);
+    const rows = await select.execute();
+    const page = rows.slice(0, limit);
+    return {
+      items: page.map((r) => ({ node: r.node, version: r.version, set_digest: r.set_digest, retired: r.retired, artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) })),
+      next_cursor: rows.length > limit ? page[page.length - 1].node : null,
+    };
+  }
+
   @Get('nodes')
   @Access('reader')
   async nodes(@Query() query: unknown) {

@@ -1,7 +1,8 @@
 import { sha256Hex } from '#bundle';
-import { NodeList, RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
+import { RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
 import { artifactsText, bytesOf, formatResourceChange, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
 import { CoordinatorClient } from '../client.js';
+import { listHeadDigests, listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
 import { loadCompiledTree } from '../rete-dir.js';
@@ -30,21 +31,32 @@ export async function run(options: PlanOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const local = digestsOf(tree);
-  const { body: heads } = await client.call('GET', '/v1/nodes', NodeList);
-  // Only nodes whose set digest differs need their head's per-artifact digests.
-  const headArtifacts = new Map<string, ArtifactDigests>();
-  const headResources = new Map<string, ResourcesJson>();
-  for (const node of nodesToInspect(local, heads.items)) {
-    const head = heads.items.find((h) => h.node === node) as { version: number };
-    const { body } = await client.call('GET', `/v1/nodes/${node}/versions/${head.version}`, VersionDetail);
-    headArtifacts.set(node, new Map(body.artifacts.map((a) => [a.name, a.sha256])));
-    const resources = resourcesOf(body);
-    if (resources) headResources.set(node, resources);
-  }
+  // The fleet a page at a time, and the heads as digests only: no artifact content is asked for,
+  // except a changed resources.json, whose old content the plan needs to say what changes.
+  const heads = { items: await listNodes(client) };
+  const digests = new Map((await listHeadDigests(client)).map((h) => [h.node, h]));
   const localResources = new Map<string, ResourcesJson>();
   for (const [node, files] of tree) {
     const text = files.get(RESOURCES_JSON);
     if (text !== undefined) localResources.set(node, parseResources(bytesOf(text).toString('utf8'), `${node}'s compiled ${RESOURCES_JSON}`));
+  }
+  // Only nodes whose set digest differs need their head's per-artifact digests.
+  const headArtifacts = new Map<string, ArtifactDigests>();
+  const headResources = new Map<string, ResourcesJson>();
+  for (const node of nodesToInspect(local, heads.items)) {
+    const head = digests.get(node);
+    if (!head) continue; // published after the listing was read: planned as new
+    headArtifacts.set(node, new Map(head.artifacts.map((a) => [a.name, a.sha256])));
+    const headSha = head.artifacts.find((a) => a.name === RESOURCES_JSON)?.sha256;
+    if (headSha === undefined) continue;
+    if (headSha === local.get(node)?.get(RESOURCES_JSON)) {
+      // The same bytes on both sides: nothing to read, nothing changes.
+      headResources.set(node, localResources.get(node)!);
+      continue;
+    }
+    const { body } = await client.call('GET', `/v1/nodes/${node}/versions/${head.version}`, VersionDetail);
+    const resources = resourcesOf(body);
+    if (resources) headResources.set(node, resources);
   }
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
   if (options.json) outJson(plan);

@@ -1,9 +1,12 @@
-import { BlobsMissingResponse, PublishResponse } from '#contracts';
+import { BlobArchiveResponse, BlobsMissingResponse, PublishResponse } from '#contracts';
+import { pack } from 'tar-stream';
+import { Readable } from 'node:stream';
 import { bytesOf } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
+import { RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson } from '../output.js';
 import { waitForPublish, type WaitResult } from '../publish-wait.js';
@@ -27,6 +30,9 @@ export interface PublishOptions extends ConnectionFlags {
 const UPLOAD_CONCURRENCY = 8;
 /** Below this many uploads a bar would only flicker. */
 const PROGRESS_THRESHOLD = 10;
+/** Blobs per archive request: a large tree goes in a few requests, each well under the coordinator's limit. */
+const ARCHIVE_BLOBS = 20_000;
+const ARCHIVE_BYTES = 64 * 1024 * 1024;
 
 /**
  * Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. With a
@@ -42,18 +48,10 @@ export async function run(options: PublishOptions): Promise<number> {
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
   const { body: ask } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: [...bytes.keys()].sort() } });
-  const queue = [...ask.missing];
-  const bar = queue.length >= PROGRESS_THRESHOLD ? progressBar('uploading', queue.length) : { tick() {}, done() {} };
-  const worker = async () => {
-    for (let sha = queue.shift(); sha !== undefined; sha = queue.shift()) {
-      const raw = bytes.get(sha);
-      if (!raw) continue; // the coordinator asked for something we never offered: nothing to send
-      await client.call('PUT', `/v1/blobs/${sha}`, z.unknown(), { raw });
-      bar.tick();
-    }
-  };
+  const missing = ask.missing.filter((sha) => bytes.has(sha)); // anything else was never offered: nothing to send
+  const bar = missing.length >= PROGRESS_THRESHOLD ? progressBar('uploading', missing.length) : { tick() {}, done() {} };
   try {
-    await Promise.all(Array.from({ length: UPLOAD_CONCURRENCY }, worker));
+    await uploadBlobs(client, missing, bytes, bar);
   } finally {
     bar.done();
   }
@@ -94,4 +92,64 @@ function printWaited(w: WaitResult, seconds: number): void {
   if (w.detail.nodes.length > 0) out(formatPublishNodes(w.detail.nodes, (since) => formatAge(since, now)));
   out(formatCounts(w.detail.counts));
   if (w.timedOut) note(`timed out after ${seconds} s with ${w.detail.counts.outstanding} node${w.detail.counts.outstanding === 1 ? '' : 's'} outstanding`);
+}
+
+/**
+ * Sends the missing blobs as tar archives (POST /v1/blobs), each entry named by its sha256 and
+ * written as the request streams, the bar ticking as entries go out. A coordinator without the
+ * archive route gets one PUT per blob, as before.
+ */
+async function uploadBlobs(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
+  for (const batch of archiveBatches(missing, bytes)) {
+    try {
+      await client.call('POST', '/v1/blobs', BlobArchiveResponse, { stream: { body: archiveOf(batch, bytes, bar), contentType: 'application/x-tar' }, timeoutMs: 600_000 });
+    } catch (e) {
+      if (!(e instanceof RetectlError && e.code === 'not_found')) throw e;
+      return putEach(client, missing, bytes, bar);
+    }
+  }
+}
+
+/** Consecutive runs of digests, each under ARCHIVE_BLOBS entries and about ARCHIVE_BYTES. */
+export function archiveBatches(digests: readonly string[], bytes: ReadonlyMap<string, Uint8Array>): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const sha of digests) {
+    const n = bytes.get(sha)!.byteLength + 1024;
+    if (current.length > 0 && (current.length >= ARCHIVE_BLOBS || size + n > ARCHIVE_BYTES)) {
+      batches.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(sha);
+    size += n;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+/** A tar archive of these blobs as a stream: the next entry is written once the one before was taken. */
+function archiveOf(digests: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Readable {
+  const tar = pack();
+  void (async () => {
+    for (const sha of digests) {
+      const content = bytes.get(sha)!;
+      await new Promise<void>((resolve, reject) => tar.entry({ name: sha, size: content.byteLength, mode: 0o644, mtime: new Date(0) }, content, (err) => (err ? reject(err) : resolve())));
+      bar.tick();
+    }
+    tar.finalize();
+  })().catch((err: Error) => tar.destroy(err));
+  return Readable.from(tar as AsyncIterable<Buffer>);
+}
+
+async function putEach(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
+  const queue = [...missing];
+  const worker = async () => {
+    for (let sha = queue.shift(); sha !== undefined; sha = queue.shift()) {
+      await client.call('PUT', `/v1/blobs/${sha}`, z.unknown(), { raw: bytes.get(sha)! });
+      bar.tick();
+    }
+  };
+  await Promise.all(Array.from({ length: UPLOAD_CONCURRENCY }, worker));
 }

@@ -1,8 +1,9 @@
-import { NodeDetail, NodeList, PublishDetail, type ReportResource } from '#contracts';
+import { NodeDetail, PublishDetail, type ReportResource } from '#contracts';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge, formatSeconds, formatTable, nodeState } from '../status.js';
 import { statusFilter } from '../status-filter.js';
 import { CoordinatorClient } from '../client.js';
+import { listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { usageError } from '../errors.js';
 import { note, out, outJson } from '../output.js';
@@ -33,7 +34,7 @@ export async function run(options: StatusOptions): Promise<void> {
   }
   if (options.publish !== undefined) return publishStatus(client, options.publish, options.json);
   for (const n of filter.notes) note(`warning: ${n}`);
-  const { body } = await client.call('GET', `/v1/nodes${filter.query}`, NodeList);
+  const body = { items: await listNodes(client, filter.query) };
   // Ages are the coordinator's (last_contact_age_seconds), the clock its filter used: this machine's may be off.
   const age = (seconds: number | null) => (seconds === null ? 'never' : formatSeconds(seconds));
   if (options.json) return outJson({ items: body.items.map((n) => ({ ...n, last_contact_age: age(n.last_contact_age_seconds) })) });

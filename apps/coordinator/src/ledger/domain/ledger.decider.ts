@@ -2,11 +2,17 @@ import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
 import type { IneligibleNode, LedgerEvent, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
 
-/** The decider's view of one node: its head in the ledger. Absent = never published. */
+/**
+ * The decider's view of one node: its head in the ledger. Absent = never published. A publish reads
+ * heads without their artifact lists (it compares set digests); a rollback's target carries its list.
+ */
 export interface NodeHead {
   readonly version: number;
   readonly setDigest: string;
   readonly retired: boolean;
+  readonly artifacts?: readonly StampedArtifact[];
+}
+export interface NodeSet extends NodeHead {
   readonly artifacts: readonly StampedArtifact[];
 }
 export type Heads = ReadonlyMap<string, NodeHead>;
@@ -35,6 +41,8 @@ export type LedgerCommand =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      /** The set digest of each node of the tree, when the caller worked them out (outside the lock). */
+      readonly setDigests?: ReadonlyMap<string, string>;
       /**
        * The nodes whose set differs from their head (changedNodesOf), when the caller has already
        * worked them out to read only their blobs; worked out here when absent.
@@ -49,7 +57,7 @@ export type LedgerCommand =
       readonly node: string;
       readonly toVersion: number;
       /** The node's set at toVersion as the ledger recorded it, or undefined when there is no such version. */
-      readonly target: NodeHead | undefined;
+      readonly target: NodeSet | undefined;
     } & IneligibleFacts)
   | { readonly type: 'retire_node'; readonly message: string; readonly node: string };
 
@@ -69,13 +77,20 @@ export interface Decision {
 const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged, acceptedIneligible: [] });
 
 /** Nodes of a tree whose set digest differs from their head: the only ones a publish touches. */
-export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads): string[] {
+export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads, digests?: ReadonlyMap<string, string>): string[] {
   const changed: string[] = [];
   for (const [node, artifacts] of nodes) {
     const head = heads.get(node);
-    if (!head || head.retired || !(sameArtifacts(head.artifacts, artifacts) || head.setDigest === setDigest(artifacts))) changed.push(node);
+    if (!head || head.retired) changed.push(node);
+    else if (head.artifacts !== undefined && sameArtifacts(head.artifacts, artifacts)) continue;
+    else if (head.setDigest !== (digests?.get(node) ?? setDigest(artifacts))) changed.push(node);
   }
   return changed;
+}
+
+/** The set digest of every node of a tree: pure, so worked out before the ledger is locked. */
+export function treeSetDigests(nodes: ReadonlyMap<string, readonly ArtifactRef[]>): Map<string, string> {
+  return new Map([...nodes].map(([node, artifacts]) => [node, setDigest(artifacts)]));
 }
 
 /** Equal name/sha256 pairs mean an equal set digest: most nodes of a large tree skip hashing. */
@@ -101,7 +116,7 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
 }
 
 function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
-  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads);
+  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads, command.setDigests);
   const accepted = admitIneligible(changedNodes, command);
   const missing = new Set<string>();
   for (const node of changedNodes) {

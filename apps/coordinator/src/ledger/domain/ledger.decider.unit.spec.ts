@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import { decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead } from './ledger.decider.js';
+import { decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
@@ -25,12 +25,12 @@ function publish(nodes: Record<string, Record<string, string>>, prune = false, i
   };
 }
 
-function rollback(node: string, toVersion: number, target: NodeHead | undefined, extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {}): LedgerCommand {
+function rollback(node: string, toVersion: number, target: NodeSet | undefined, extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {}): LedgerCommand {
   return { type: 'rollback_node', node, toVersion, target, message: 'undo', ...NONE_INELIGIBLE, ...extra };
 }
 
 /** Folds a stamped set into the heads: the state a later decision sees, as the node_heads projection holds it. */
-function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, NodeHead> {
+function evolve(heads: Map<string, NodeSet>, event: LedgerEvent): Map<string, NodeSet> {
   if (event.type === 'node_set_stamped') {
     heads.set(event.data.node, { version: event.data.version, setDigest: event.data.set_digest, retired: event.data.retired, artifacts: event.data.artifacts });
   }
@@ -39,7 +39,7 @@ function evolve(heads: Map<string, NodeHead>, event: LedgerEvent): Map<string, N
 
 /** given(events) → when(command) → then: the events a decision appends. */
 function given(events: LedgerEvent[]) {
-  const heads = events.reduce((h, e) => evolve(h, e), new Map<string, NodeHead>());
+  const heads = events.reduce((h, e) => evolve(h, e), new Map<string, NodeSet>());
   return {
     heads: heads as Heads,
     when: (command: LedgerCommand) => decide(command, heads, ctx()),
@@ -132,7 +132,7 @@ describe('ledger decider', () => {
       const e2 = given([...e1]).when(publish({ alpha: { f: B } })).events;
       return [...e1, ...e2];
     };
-    const v1: NodeHead = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
+    const v1: NodeSet = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
 
     it('stamps version+1 carrying the old content', () => {
       const d = given(history()).when(rollback('alpha', 1, v1));
@@ -232,7 +232,7 @@ describe('ledger decider', () => {
     it('refuses a rollback onto an ineligible node unless it is accepted, and records the acceptance', () => {
       const e1 = given([]).when(publish({ alpha: { f: A } })).events;
       const e2 = given([...e1]).when(publish({ alpha: { f: B } })).events;
-      const v1: NodeHead = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
+      const v1: NodeSet = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
       expect(refusal(() => given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible }))).details).toEqual({ nodes: [{ node: 'alpha', failed_briefing: [skew] }] });
       const d = given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible, allowIneligible: new Set(['alpha']) }));
       expect(d.changed).toEqual([{ node: 'alpha', from: 2, to: 3 }]);

@@ -3,7 +3,7 @@ import { blobSizes } from '../../bundles/blobs.repository.js';
 import type { Database } from '../../db/database.js';
 import { loadIneligible } from '../../fleet/ineligible.repository.js';
 import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
-import { loadHeads, loadVersion } from './heads.js';
+import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
 
 /** What an operator asks of the ledger, before the state the decision needs is read. */
 export type LedgerRequest =
@@ -12,6 +12,8 @@ export type LedgerRequest =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
+      /** Each node's set digest, worked out from the tree before the lock is taken. */
+      readonly setDigests: ReadonlyMap<string, string>;
       readonly allowIneligible: readonly string[];
     }
   | { readonly type: 'rollback_node'; readonly node: string; readonly toVersion: number; readonly message: string; readonly allowIneligible: readonly string[] }
@@ -24,9 +26,10 @@ export type LedgerRequest =
 export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest): Promise<{ command: LedgerCommand; heads: Heads }> {
   switch (request.type) {
     case 'publish_tree': {
-      const heads = await loadHeads(trx, request.prune ? 'all' : [...request.nodes.keys()]);
+      // Versions and set digests only, a few thousand nodes per statement: the tree's digests are already known.
+      const heads = await loadHeadDigests(trx, request.prune ? 'all' : [...request.nodes.keys()]);
       // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a digest, not a read.
-      const changed = changedNodesOf(request.nodes, heads);
+      const changed = changedNodesOf(request.nodes, heads, request.setDigests);
       const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
       const command: LedgerCommand = {
         ...request,

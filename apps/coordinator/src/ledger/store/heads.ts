@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database, StoredArtifact } from '../../db/database.js';
-import type { NodeHead } from '../domain/ledger.decider.js';
+import type { NodeHead, NodeSet } from '../domain/ledger.decider.js';
 
-const CHUNK = 1000;
+/** Nodes per statement: a 10,000-node tree is one indexed read, 100,000 nodes ten. */
+const CHUNK = 10_000;
 
 /** The decider's state for the given nodes (or every node), read from the node_heads projection. */
 export async function loadHeads(db: Kysely<Database>, nodes: readonly string[] | 'all'): Promise<Map<string, NodeHead>> {
@@ -17,7 +18,22 @@ export async function loadHeads(db: Kysely<Database>, nodes: readonly string[] |
   return heads;
 }
 
-export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeHead | undefined> {
+/**
+ * A publish's view of the heads: version, set digest and retired only. The tree's own set digests are
+ * worked out before the lock, so comparing needs no artifact lists from the database.
+ */
+export async function loadHeadDigests(db: Kysely<Database>, nodes: readonly string[] | 'all'): Promise<Map<string, NodeHead>> {
+  const heads = new Map<string, NodeHead>();
+  const base = db.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired']);
+  for (const batch of nodes === 'all' ? [null] : chunk(nodes)) {
+    if (batch && batch.length === 0) continue;
+    const rows = await (batch ? base.where('node', 'in', batch) : base).execute();
+    for (const r of rows) heads.set(r.node, { version: r.version, setDigest: r.set_digest, retired: r.retired });
+  }
+  return heads;
+}
+
+export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeSet | undefined> {
   const r = await db.selectFrom('node_versions').select(['version', 'set_digest', 'retired', 'artifacts']).where('node', '=', node).where('version', '=', version).executeTakeFirst();
   return r ? { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts as StoredArtifact[] } : undefined;
 }

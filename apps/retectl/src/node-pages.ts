@@ -1,0 +1,34 @@
+import { HeadsPage, NodeList } from '#contracts';
+import type { z } from 'zod';
+import type { CoordinatorClient } from './client.js';
+
+/** Nodes asked for a page at a time, following the cursor: a 100,000-node fleet is never one answer. */
+export const NODE_PAGE = 1000;
+/** Heads are digests only, so a page holds more of them. */
+export const HEAD_PAGE = 10_000;
+
+/** Every node of the listing (with the filter's query, `?…` or empty), following next_cursor. */
+export async function listNodes(client: CoordinatorClient, query = ''): Promise<z.infer<typeof NodeList>['items']> {
+  const items: z.infer<typeof NodeList>['items'] = [];
+  let cursor: string | null | undefined;
+  do {
+    const page = `limit=${NODE_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const { body } = await client.call('GET', `/v1/nodes${query ? `${query}&${page}` : `?${page}`}`, NodeList);
+    items.push(...body.items);
+    // A coordinator that ignores the limit answers everything at once, without a cursor.
+    cursor = body.next_cursor;
+  } while (cursor);
+  return items;
+}
+
+/** Every node head as digests (no artifact contents), following next_cursor. */
+export async function listHeadDigests(client: CoordinatorClient): Promise<z.infer<typeof HeadsPage>['items']> {
+  const items: z.infer<typeof HeadsPage>['items'] = [];
+  let cursor: string | null = null;
+  do {
+    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call('GET', `/v1/heads?limit=${HEAD_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, HeadsPage);
+    items.push(...body.items);
+    cursor = body.next_cursor;
+  } while (cursor);
+  return items;
+}
