@@ -31,7 +31,10 @@ async function seeText(locator: Locator, pattern: RegExp, timeoutMs = 15_000): P
   for (;;) {
     last = (await locator.count()) > 0 ? await locator.first().innerText() : null;
     if (last !== null && pattern.test(last.replace(/\s+/g, ' '))) return;
-    if (Date.now() > deadline) throw new Error(`expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}`);
+    if (Date.now() > deadline) {
+      const body = last === null ? ` The page said: ${JSON.stringify((await locator.page().locator('body').innerText()).slice(0, 600))}` : '';
+      throw new Error(`expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}.${body}`);
+    }
     await sleep(100);
   }
 }
@@ -263,7 +266,8 @@ describe('web console in a real browser', () => {
   it('sends a viewer whose token stopped working back to sign in, saying why', async () => {
     await page.evaluate("sessionStorage.setItem('florete.console.token', 'revoked-or-expired')");
     await page.reload();
-    await seeText(page.locator('.notice'), /refused your token.*sign in with a current one/);
+    // A busy machine (CI runs everything at once) can take long to load the page again.
+    await seeText(page.locator('.notice'), /refused your token.*sign in with a current one/, 60_000);
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
