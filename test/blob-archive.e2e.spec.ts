@@ -7,7 +7,7 @@ import { pack } from 'tar-stream';
 import { sha256Hex } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
-import { Client, expectProblem, type Reply } from './support/http.js';
+import { Client, expectProblem, jsonOrUndefined, type Reply } from './support/http.js';
 
 jest.setTimeout(120_000);
 
@@ -57,13 +57,7 @@ function sendArchive(url: string, token: string | null, body: Buffer, options: {
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), text, body: parsed });
+        resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), text, body: jsonOrUndefined(text) });
       });
     });
     // The coordinator may refuse and stop reading before the whole body is written.

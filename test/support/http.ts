@@ -18,6 +18,31 @@ export interface RequestOptions {
   readonly token?: string | null;
 }
 
+/** The headers and body a request sends: the bearer (the client's, or the one the options give), then JSON or raw bytes, then any extra headers. */
+export function requestParts(clientToken: string | undefined, options: RequestOptions): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
+  const headers: Record<string, string> = {};
+  const token = options.token === undefined ? clientToken : options.token;
+  if (token) headers.authorization = `Bearer ${token}`;
+  let body: string | Uint8Array | undefined;
+  if (options.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.json);
+  } else if (options.raw !== undefined) {
+    body = options.raw;
+  }
+  Object.assign(headers, options.headers);
+  return { headers, body };
+}
+
+/** An answer's text as JSON, or undefined when it is empty or not JSON. */
+export function jsonOrUndefined(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A tiny fetch client for the real coordinator process: a base URL and an optional bearer. */
 export class Client {
   constructor(
@@ -30,26 +55,10 @@ export class Client {
   }
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<Reply> {
-    const headers: Record<string, string> = {};
-    const token = options.token === undefined ? this.token : options.token;
-    if (token) headers.authorization = `Bearer ${token}`;
-    let body: string | Uint8Array | undefined;
-    if (options.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.json);
-    } else if (options.raw !== undefined) {
-      body = options.raw;
-    }
-    Object.assign(headers, options.headers);
+    const { headers, body } = requestParts(this.token, options);
     const res = await fetch(new URL(path, this.baseUrl), { method, headers, body });
     const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, body: parsed };
+    return { status: res.status, headers: res.headers, text, body: jsonOrUndefined(text) };
   }
 
   get(path: string, options?: RequestOptions): Promise<Reply> {

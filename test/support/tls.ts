@@ -3,7 +3,7 @@ import { createHash, webcrypto } from 'node:crypto';
 import { request, Agent } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import * as x509 from '@peculiar/x509';
-import type { Reply, RequestOptions } from './http.js';
+import { jsonOrUndefined, requestParts, type Reply, type RequestOptions } from './http.js';
 
 x509.cryptoProvider.set(webcrypto as never);
 
@@ -103,17 +103,7 @@ export class TlsClient {
   }
 
   request(method: string, path: string, options: RequestOptions = {}): Promise<TlsReply> {
-    const headers: Record<string, string> = {};
-    const token = options.token === undefined ? this.token : options.token;
-    if (token) headers.authorization = `Bearer ${token}`;
-    let body: string | Uint8Array | undefined;
-    if (options.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.json);
-    } else if (options.raw !== undefined) {
-      body = options.raw;
-    }
-    Object.assign(headers, options.headers);
+    const { headers, body } = requestParts(this.token, options);
     return new Promise((resolve, reject) => {
       const req = request(new URL(path, this.baseUrl), { method, headers, ca: this.ca, agent: this.agent ?? new Agent({ ca: this.ca, keepAlive: false }) }, (res) => {
         // Read here: by the end of the answer a kept-alive socket is back in its agent.
@@ -124,12 +114,7 @@ export class TlsClient {
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            parsed = undefined;
-          }
+          const parsed = jsonOrUndefined(text);
           const h = new Headers();
           for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
           resolve({ status: res.statusCode ?? 0, headers: h, text, body: parsed, fingerprint, socket });
