@@ -261,6 +261,9 @@ describe('web console in a real browser', () => {
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'A', text: 'Publishes', outline: 'solid' });
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Publishes' }).waitFor();
+    // The page asks for its list after it first paints: wait for the answer, so no request of this page
+    // is still to be made when the next test changes the token under it.
+    await seeText(page.locator('main'), /open port for metrics/);
   });
 
   it('sends a viewer whose token stopped working back to sign in, saying why', async () => {
