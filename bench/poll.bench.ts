@@ -3,9 +3,12 @@
  * and a matching If-None-Match, answered 304, against the real coordinator process and against a bare
  * node:http server doing the same credential check and ETag lookup in memory (the runtime's ceiling).
  * Both run in their own process and are driven by the same autocannon load from this process; the
- * figure to read is the coordinator/baseline ratio, measured in the same run.
+ * figure to read is the coordinator/baseline ratio, measured in the same run. The two sides take
+ * turns (coordinator, baseline, coordinator, …), `--rounds` times each, and the ratio is the median
+ * of the rounds' ratios: a shared machine's load drifts, and turns keep a drift from landing on
+ * one side only.
  *
- *   npm run bench:poll [-- --pglite] [-- --duration 10 --warmup 2 --connections 64]
+ *   npm run bench:poll [-- --pglite] [-- --duration 5 --rounds 3 --warmup 2 --connections 64]
  */
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
@@ -61,13 +64,14 @@ async function measure(name: string, url: string, headers: Record<string, string
 async function main(): Promise<void> {
   const { values } = parseCli({
     pglite: { type: 'boolean', default: false },
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '64' },
     'cpu-prof': { type: 'string' },
   });
-  const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections) };
-  for (const [k, v] of Object.entries(opts)) if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0)) throw new UsageError(`--${k} must be a positive number`);
+  const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections), rounds: Number(values.rounds) };
+  for (const [k, v] of Object.entries(opts)) if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0) || (k === 'rounds' && !Number.isInteger(v))) throw new UsageError(`--${k} must be a positive ${k === 'rounds' ? 'integer' : 'number'}`);
 
   let database = 'PGlite (embedded)';
   let databaseUrl: string | undefined;
@@ -119,12 +123,18 @@ async function main(): Promise<void> {
     return Number(m[1]);
   };
 
-  // Coordinator first, then the baseline; the other side idles (the baseline is only polled while measured).
+  // Turns: coordinator, then baseline, each round; the side not measured idles. Each side warms up once, before its first turn.
   const before304 = await served304();
-  const coordinatorSide = await measure('coordinator', coordinator.url + path, headers, opts);
+  const rounds: { coordinator: Side; baseline: Side; ratio: number }[] = [];
+  for (let r = 0; r < opts.rounds; r++) {
+    const warmup = r === 0 ? opts.warmup : 0;
+    const coordinatorSide = await measure(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup });
+    const baselineSide = await measure(`node:http baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup });
+    rounds.push({ coordinator: coordinatorSide, baseline: baselineSide, ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average });
+  }
   const countedByServer = (await served304()) - before304;
-  const sides = [coordinatorSide, await measure('node:http baseline', baseline.url + path, headers, opts)];
   await baseline.stop();
+  const sides = rounds.flatMap((r) => [r.coordinator, r.baseline]);
 
   const rows = sides.map((s) => [
     s.name,
@@ -136,19 +146,22 @@ async function main(): Promise<void> {
     fmt(s.unexpected),
     fmt(s.errors),
   ]);
-  const [coord, base] = sides.map((s) => s.result);
-  const ratio = coord.requests.average / base.requests.average;
+  const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
+  const median = ratios.length % 2 ? ratios[(ratios.length - 1) / 2] : (ratios[ratios.length / 2 - 1] + ratios[ratios.length / 2]) / 2;
+  const mean = (side: 'coordinator' | 'baseline', read: (r: autocannon.Result) => number) => rounds.reduce((n, r) => n + read(r[side].result), 0) / rounds.length;
+  const coordinatorRate = mean('coordinator', (r) => r.requests.average);
   process.stdout.write(
     [
       '',
       `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304)`,
-      `database: ${database}; ${opts.connections} connections, ${opts.duration} s per side after ${opts.warmup} s warm-up; Node ${process.version}`,
+      `database: ${database}; ${opts.connections} connections; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns, after ${opts.warmup} s warm-up each; Node ${process.version}`,
       '',
       formatTable(['server', 'req/s', 'mean', 'p50', 'p99', '304s', 'non-304', 'errors'], rows),
       '',
-      `ratio coordinator/baseline: throughput ${fmt(ratio, 3)} (${fmt(ratio * 100, 1)} % of the bare node:http ceiling); ` +
-        `mean latency ×${times(coord.latency.mean, base.latency.mean)}, p99 latency ×${times(coord.latency.p99, base.latency.p99)}`,
-      `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and run; ` +
+      `ratio coordinator/baseline: throughput ${fmt(median, 3)} (median of the rounds: ${ratios.map((r) => fmt(r, 3)).join(', ')}); ` +
+        `coordinator ${fmt(coordinatorRate)} req/s on average; ` +
+        `mean latency ×${times(mean('coordinator', (r) => r.latency.mean), mean('baseline', (r) => r.latency.mean))}, p99 latency ×${times(mean('coordinator', (r) => r.latency.p99), mean('baseline', (r) => r.latency.p99))}`,
+      `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and runs; ` +
         `autocannon's latency histogram has 1 ms resolution`,
       '',
     ].join('\n'),
@@ -159,8 +172,9 @@ async function main(): Promise<void> {
     const codes = Object.entries(s.result.statusCodeStats).map(([code, { count }]) => `${code}: ${count}`).join(', ');
     process.stderr.write(`${s.name}: ${s.errors} errors (${s.result.errors - s.result.timeouts} socket errors, ${s.result.timeouts} timeouts), ${s.unexpected} answers other than 304; status codes ${codes}\n`);
   }
-  if (countedByServer < coordinatorSide.all304) {
-    process.stderr.write(`the coordinator counted ${countedByServer} not-modified polls but autocannon received ${coordinatorSide.all304} 304s\n`);
+  const received304 = rounds.reduce((n, r) => n + r.coordinator.all304, 0);
+  if (countedByServer < received304) {
+    process.stderr.write(`the coordinator counted ${countedByServer} not-modified polls but autocannon received ${received304} 304s\n`);
     process.exitCode = 1;
   }
   if (bad.length) process.exitCode = 1;

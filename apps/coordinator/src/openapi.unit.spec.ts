@@ -11,10 +11,12 @@ import { ReportsController } from './fleet/reports.controller.js';
 import { PackagesController } from './packages/packages.controller.js';
 import { TrustController } from './trust/trust.controller.js';
 import { WitnessesController } from './trust/witnesses.controller.js';
+import { POLL_PATH } from './bundles/poll-route.js';
 
-/** The /v1 routes Nest actually serves, as OpenAPI `method path` pairs. */
+/** The /v1 routes the coordinator actually serves, as OpenAPI `method path` pairs. */
 function servedRoutes(): string[] {
-  const out: string[] = [];
+  // The poll route is served by Fastify directly, outside Nest's controllers.
+  const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`];
   for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {

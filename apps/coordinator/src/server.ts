@@ -19,6 +19,7 @@ import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
 import { AuthService } from './identity/auth.service.js';
+import { PollRoute } from './bundles/poll-route.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
 import { registerConsoleRoutes } from './console/console-http.js';
 import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
@@ -85,13 +86,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     });
     const fastify = app.getHttpAdapter().getInstance();
     await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit });
+    app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
     observeRequestLatency(fastify, app.get(Metrics));
     feed?.observeLag?.((seconds) => app.get(Metrics).notifications.received(seconds));
     fastify.addHook('onResponse', (req, reply, done) => {
-      const poll = req.url.endsWith('/bundle');
-      log[poll ? 'debug' : 'info']({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      const level = req.url.endsWith('/bundle') ? 'debug' : 'info';
+      // Polls are the bulk of the traffic: their line is not even assembled unless it is written.
+      if (log.isLevelEnabled(level)) log[level]({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 
 /** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
+/** A node's name is a DNS label. */
+export const NODE_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
 export const NodeName = z
   .string()
-  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
+  .regex(NODE_NAME_PATTERN, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
 export type NodeName = z.infer<typeof NodeName>;
 
 export const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');

@@ -6,6 +6,7 @@ import { IdentityModule } from '../identity/identity.module.js';
 import { PollCache } from './poll-cache.js';
 import { BlobsController } from './blobs.controller.js';
 import { BundlesController } from './bundles.controller.js';
+import { PollRoute } from './poll-route.js';
 import { KEYS, type SigningKeyStore } from './signing-keys.js';
 
 /**
@@ -19,7 +20,8 @@ export class BundlesModule {
     const providers = [
       { provide: KEYS, useValue: keys },
       { provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] },
+      PollRoute,
     ];
-    return { module: BundlesModule, imports: [IdentityModule, FleetModule], controllers: [BundlesController, BlobsController], providers, exports: [KEYS] };
+    return { module: BundlesModule, imports: [IdentityModule, FleetModule], controllers: [BundlesController, BlobsController], providers, exports: [KEYS, PollRoute] };
   }
 }

@@ -40,6 +40,11 @@ export function etagMatches(tags: readonly string[], etag: string | null): boole
   return etag !== null && (tags.includes('*') || tags.includes(etag));
 }
 
+/** The checkpoint header's value: the signed note, base64 (a note has newlines, a header may not). */
+export function checkpointHeader(note: string): string {
+  return Buffer.from(note, 'utf8').toString('base64');
+}
+
 /**
  * The poll's memory on one replica: credential id → (node, secret hash, revoked), node → ETag (or no
  * head yet), and the checkpoint note. Filled from the database rows polls read anyway, emptied by the
@@ -52,6 +57,7 @@ export function etagMatches(tags: readonly string[], etag: string | null): boole
 export class PollCache {
   private readonly credentials = new Map<string, Credential>();
   private readonly heads = new Map<string, Head | null>();
+  /** The checkpoint as the poll answer's header carries it: encoded once, not on every poll. */
   private checkpoint: string | null | undefined = undefined;
   private generation = 0;
 
@@ -89,12 +95,12 @@ export class PollCache {
     if (mark !== this.generation || !this.feed.trusted()) return;
     this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
     this.heads.set(row.node, row.etag === null ? null : { etag: row.etag });
-    this.checkpoint = row.checkpoint;
+    this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
   }
 
   /**
    * The answer memory can give on its own: a live credential of `node` whose secret `matches`, and a
-   * head whose ETag is one of `tags` — a 304 with that ETag and the checkpoint. Anything else (not in
+   * head whose ETag is one of `tags` — a 304 with that ETag and the checkpoint header. Anything else (not in
    * memory, a refusal, a new version, memory not trusted) is null: the database answers it.
    */
   notModified(credentialId: string, node: string, tags: readonly string[], matches: (secretHash: string) => boolean): { etag: string; checkpoint: string | null } | null {

@@ -99,7 +99,9 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   // Refusals that depend only on the headers come before any parser runs. Answered from a hook, the
   // connection is not closed at once (the client is still writing, and closing on unread data
   // resets the connection, which can lose the answer before the client read it): see onResponse.
-  fastify.addHook('onRequest', async (req) => {
+  // The three hooks run on every request, polls included, so they take callbacks: an async hook
+  // costs a promise per request even when it has nothing to do.
+  const refuseBeforeBody = (req: FastifyRequest): void => {
     // No route, no body to judge: the answer is 404 whatever was sent (and nothing is parsed).
     if (req.is404 || !hasBody(req)) return;
     const limits = limitsOf(req);
@@ -114,14 +116,24 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     const declared = Number(req.headers['content-length']);
     const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
     if (Number.isFinite(declared) && declared > limit) throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
+  };
+  fastify.addHook('onRequest', (req, _reply, done) => {
+    try {
+      refuseBeforeBody(req);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
   });
   // An answer sent before its request's body was read: Node would read ("dump") the rest of the
   // body once the answer is written, however large. A small remainder is left to that, and the
   // connection stays usable; a larger one is never read (see stopReading) and the connection is
   // closed: the answer says so, so that no client sends its next request on it.
-  fastify.addHook('onSend', async (req, reply, payload) => {
+  fastify.addHook('onSend', (req, reply, payload, done) => {
     const declared = Number(req.headers['content-length']);
-    if (req.raw.complete || (Number.isFinite(declared) && declared <= DISCARD_BYTES)) return payload;
+    // A request without a body has nothing unread, though Node marks it complete only after a
+    // handler that answers synchronously (a poll from memory) has already answered.
+    if (!hasBody(req) || req.raw.complete || (Number.isFinite(declared) && declared <= DISCARD_BYTES)) return done(null, payload);
     stopReading(req.raw);
     void reply.header('connection', 'close');
     const socket = req.raw.socket as (Socket & { destroySoon?: () => void }) | null;
@@ -129,13 +141,14 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     // bytes still arriving, that close is a reset, which can reach the client before it has read the
     // answer. Only the sending half is closed here; onResponse cuts the rest a little later.
     if (socket) socket.destroySoon = () => void socket.end();
-    return payload;
+    done(null, payload);
   });
-  fastify.addHook('onResponse', async (req) => {
+  fastify.addHook('onResponse', (req, _reply, done) => {
     const socket = req.raw.socket;
     // The client, whose writes stall once the socket's buffers are full, has the answer already;
     // the connection is cut once it had time to read it.
     if ((req.raw as Unread)[UNREAD] && socket && !socket.destroyed) setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    done();
   });
 
   fastify.addHook('onRoute', (route) => {
