@@ -27,7 +27,8 @@ const fs = {
   promises: { ...nodeFs.promises, writeFile: atomicWriteFile, stat: async (path: string) => nodeFs.statSync(path), lstat: async (path: string) => nodeFs.lstatSync(path) },
 };
 
-const WRITE_CONCURRENCY = 32;
+/** Objects written between two turns of the event loop, so polls are answered while a large commit is written. */
+const WRITE_SLICE = 256;
 /** A big root tree is mostly 20-byte hashes that do not compress: Huffman coding alone deflates it at half the cost. */
 const BIG = 64 * 1024;
 const FAST = { level: 1 };
@@ -72,14 +73,28 @@ export class AuditRepo {
     await this.writeInfoRefs(await this.readRef());
   }
 
-  /** Several writes in flight: a first commit of 10,000 folders is 40,000 objects. */
+  /**
+   * Writes loose objects: `objects/<2 hex>/<38 hex>`, the zlib-deflated `<type> <size>\0<content>`,
+   * each written whole under a temporary name and renamed, and never rewritten once present (its
+   * name is its content's hash). Written here rather than through isomorphic-git, whose
+   * writeObject set up a file-system wrapper and looked for the git directory on every call: that
+   * was most of the mirror's time for a 10,000-node commit (40,000 objects for the first one).
+   */
   async writeObjects(objects: readonly GitObject[]): Promise<void> {
-    const fresh = objects.filter((o) => !nodeFs.existsSync(join(this.gitdir, 'objects', o.oid.slice(0, 2), o.oid.slice(2))));
-    const write = (o: GitObject) => {
+    const dirs = new Set<string>();
+    for (let i = 0; i < objects.length; i++) {
+      if (i > 0 && i % WRITE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+      const o = objects[i];
+      const dir = join(this.gitdir, 'objects', o.oid.slice(0, 2));
+      const path = join(dir, o.oid.slice(2));
+      if (nodeFs.existsSync(path)) continue;
+      if (!dirs.has(dir)) {
+        nodeFs.mkdirSync(dir, { recursive: true });
+        dirs.add(dir);
+      }
       const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
-      return git.writeObject({ fs, gitdir: this.gitdir, type: o.type, object: deflateSync(wrapped, wrapped.length > BIG ? HUFFMAN : FAST), format: 'deflated', oid: o.oid });
-    };
-    for (let i = 0; i < fresh.length; i += WRITE_CONCURRENCY) await Promise.all(fresh.slice(i, i + WRITE_CONCURRENCY).map(write));
+      await atomicWriteFile(path, deflateSync(wrapped, wrapped.length > BIG ? HUFFMAN : FAST));
+    }
   }
 
   async readRef(): Promise<string | null> {
