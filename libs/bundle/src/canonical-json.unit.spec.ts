@@ -57,6 +57,17 @@ describe('set digest', () => {
     expect(setDigest([a, { ...f, name: 'flor2.json' }])).not.toBe(setDigest([a, f]));
   });
 
+  it('is exactly the canonicalJson form for any names and digests, unicode and escapes included', () => {
+    const ref = fc.record({ name: fc.string({ unit: 'binary', maxLength: 12 }), sha256: fc.string({ unit: 'binary', maxLength: 8 }) });
+    fc.assert(
+      fc.property(fc.array(ref, { maxLength: 6 }), (refs) => {
+        const sorted = [...refs].map(({ name, sha256 }) => ({ name, sha256 })).sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+        expect(setDigest(refs)).toBe(sha256Hex(canonicalJson(sorted)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('gives the empty set a fixed digest', () => {
     expect(EMPTY_SET_DIGEST).toBe(sha256Hex('[]'));
   });

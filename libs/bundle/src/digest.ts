@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-import { canonicalJson } from './canonical-json.js';
+import { hash } from 'node:crypto';
 
+/** One-shot hashing: about twice as fast as createHash for the small inputs digests are mostly taken of. */
 export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
+  return hash('sha256', data, 'hex');
 }
 
 export interface ArtifactRef {
@@ -10,12 +10,17 @@ export interface ArtifactRef {
   readonly sha256: string;
 }
 
-/** Set digest = sha256 of canonical JSON of [{name, sha256}] sorted by name: the same tree gives the same digest on every machine. */
+/**
+ * Set digest = sha256 of canonical JSON of [{name, sha256}] sorted by name: the same tree gives the
+ * same digest on every machine. The canonical text is written directly (keys `name` then `sha256`,
+ * strings as JSON.stringify writes them), which is exactly what canonicalJson gives for this shape
+ * (a unit test holds the two together): a publish of 10,000 nodes computes 10,000 of these.
+ */
 export function setDigest(artifacts: readonly ArtifactRef[]): string {
-  const sorted = [...artifacts]
-    .map(({ name, sha256 }) => ({ name, sha256 }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return sha256Hex(canonicalJson(sorted));
+  const sorted = [...artifacts].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  let text = '[';
+  for (let i = 0; i < sorted.length; i++) text += `${i ? ',' : ''}{"name":${JSON.stringify(sorted[i].name)},"sha256":${JSON.stringify(sorted[i].sha256)}}`;
+  return sha256Hex(`${text}]`);
 }
 
 /** The digest of the empty set: what a retired node carries. */
