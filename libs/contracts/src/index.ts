@@ -9,3 +9,4 @@ export * from './lifecycle.schema.js';
 export * from './local-set.schema.js';
 export * from './trust.schema.js';
 export * from './audit.schema.js';
+export * from './publish-request.js';

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 /** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
-/** A node's name is a DNS label. */
 export const NODE_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const NodeName = z
@@ -9,12 +8,14 @@ export const NodeName = z
   .regex(NODE_NAME_PATTERN, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
 export type NodeName = z.infer<typeof NodeName>;
 
-export const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');
+export const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+export const Sha256 = z.string().regex(SHA256_PATTERN, 'must be a lowercase hex sha256');
 
 /** Artifact file names are plain file names: no folders, no dot-files, nothing a path could escape with. */
+export const ARTIFACT_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 export const ArtifactName = z
   .string()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a plain file name of letters, digits, "_", "-" and "."')
+  .regex(ARTIFACT_NAME_PATTERN, 'must be a plain file name of letters, digits, "_", "-" and "."')
   .refine((s) => s !== 'VERSION', 'VERSION is reserved');
 /** A publish carries at most this many artifacts per node. */
 export const MAX_ARTIFACTS_PER_NODE = 256;
