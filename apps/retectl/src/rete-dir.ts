@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
-import { writeFileAtomic } from '#runtime';
+import { replaceFileUnsynced } from '#runtime';
 import {
   compileRete,
   diffTrees,
@@ -134,9 +134,13 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
   return tree;
 }
 
-/** Atomically, so a reader never sees half a file. */
+/**
+ * Atomically, so a reader never sees half a file; not fsynced, because nothing uses the compiled tree
+ * unchecked: publish and plan compare it with a fresh compile (loadCompiledTree) and `flor agent
+ * apply --set` with its digests.json, so a write a crash lost is a refusal, never a wrong set.
+ */
 function replaceFile(dir: string, name: string, content: string | Uint8Array): void {
-  writeFileAtomic(join(dir, name), content);
+  replaceFileUnsynced(join(dir, name), content);
 }
 
 /** The digest list beside mgmt/, rewritten only when its bytes differ (an older compile wrote none). */

@@ -5,4 +5,4 @@ export { socketIsLive } from './socket-liveness.js';
 export { LineSocketError, causeCode, clearStaleSocket, requestLine, serveLineSocket, type LineServer, type LineServerOptions, type LineSocketErrorCode } from './line-socket.js';
 export { backoffDelay, upperHalfJitter } from './backoff.js';
 export { jsonLineLog, logLevelFrom, silentLog, type Log, type LogLevel, type JsonLineLogOptions } from './json-log.js';
-export { fsyncDir, isTempName, symlinkAtomic, tempNameFor, writeFileAtomic, writeFileDurable, writeJsonAtomic, type FileOwner } from './atomic-write.js';
+export { fsyncDir, isTempName, replaceFileUnsynced, symlinkAtomic, tempNameFor, writeFileAtomic, writeFileDurable, writeJsonAtomic, type FileOwner } from './atomic-write.js';
