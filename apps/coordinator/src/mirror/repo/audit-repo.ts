@@ -27,8 +27,13 @@ const fs = {
   promises: { ...nodeFs.promises, writeFile: atomicWriteFile, stat: async (path: string) => nodeFs.statSync(path), lstat: async (path: string) => nodeFs.lstatSync(path) },
 };
 
-/** Objects written between two turns of the event loop, so polls are answered while a large commit is written. */
-const WRITE_SLICE = 256;
+/**
+ * Objects written between two turns of the event loop (a few milliseconds of work), so polls and
+ * publishes are answered while a large commit is written: with 256, a publish arriving while the
+ * mirror wrote a 10,000-node commit waited twice as long (bench:publish, one node changed: 517 ms,
+ * with 16: 206 ms, with the mirror off: 139 ms).
+ */
+const WRITE_SLICE = 16;
 /** A big root tree is mostly 20-byte hashes that do not compress: Huffman coding alone deflates it at half the cost. */
 const BIG = 64 * 1024;
 const FAST = { level: 1 };
