@@ -42,12 +42,12 @@ export function writeFileDurable(path: string, data: Uint8Array | string, mode =
   }
 }
 
-/** Write temp, fsync, rename, fsync the folder: a crash leaves the old file or the new one, never a torn one. */
-export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
+/** Writes `path`'s content under a temp name beside it with `write`, then renames it over `path`; the temp file never outlives a failure. */
+function writeThenRename(path: string, write: (tmp: string) => void): void {
   mkdirSync(dirname(path), { recursive: true });
   const tmp = tempNameFor(path);
   try {
-    writeFileDurable(tmp, data, mode, owner);
+    write(tmp);
     renameSync(tmp, path);
   } catch (err) {
     try {
@@ -57,6 +57,11 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
     }
     throw err;
   }
+}
+
+/** Write temp, fsync, rename, fsync the folder: a crash leaves the old file or the new one, never a torn one. */
+export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
+  writeThenRename(path, (tmp) => writeFileDurable(tmp, data, mode, owner));
   fsyncDir(dirname(path));
 }
 
@@ -67,19 +72,7 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
  * each of 30,000 files was nearly all of a 10,000-node compile.
  */
 export function replaceFileUnsynced(path: string, data: Uint8Array | string, mode = 0o644): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = tempNameFor(path);
-  try {
-    writeFileSync(tmp, data, { mode });
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      /* already renamed or never created */
-    }
-    throw err;
-  }
+  writeThenRename(path, (tmp) => writeFileSync(tmp, data, { mode }));
 }
 
 export function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
