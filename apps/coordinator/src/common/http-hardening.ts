@@ -37,7 +37,10 @@ const DISCARD_BYTES = 256 * 1024;
 const LINGER_MS = 1000;
 const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream, and POST /v1/blobs takes application/x-tar)';
 
-const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+/** The request says a body follows, whatever its method (junk sent with a GET still arrives). */
+const declaresBody = (req: FastifyRequest) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+/** A body the routes would read: only methods that take one. */
+const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && declaresBody(req);
 const isType = (header: string | undefined, type: string) => header !== undefined && header.split(';')[0].trim().toLowerCase() === type;
 
 type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
@@ -131,9 +134,10 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   // closed: the answer says so, so that no client sends its next request on it.
   fastify.addHook('onSend', (req, reply, payload, done) => {
     const declared = Number(req.headers['content-length']);
-    // A request without a body has nothing unread, though Node marks it complete only after a
-    // handler that answers synchronously (a poll from memory) has already answered.
-    if (!hasBody(req) || req.raw.complete || (Number.isFinite(declared) && declared <= DISCARD_BYTES)) return done(null, payload);
+    // A request that declares no body has nothing unread, though Node marks it complete only after
+    // a handler that answers synchronously (a poll from memory) has already answered. One that
+    // declares a body is judged by what is left of it, whatever its method.
+    if (!declaresBody(req) || req.raw.complete || (Number.isFinite(declared) && declared <= DISCARD_BYTES)) return done(null, payload);
     stopReading(req.raw);
     void reply.header('connection', 'close');
     const socket = req.raw.socket as (Socket & { destroySoon?: () => void }) | null;
