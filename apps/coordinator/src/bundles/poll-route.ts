@@ -27,6 +27,13 @@ const SUFFIX = '/bundle';
 
 type PollRequest = FastifyRequest<{ Params: { node: string } }>;
 
+/** The headers of every poll answer, 304 or 200, from memory or from the database. */
+function pollHeaders(etag: string, checkpoint: string | null): Record<string, string> {
+  const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
+  if (checkpoint) headers[CHECKPOINT_HEADER] = checkpoint;
+  return headers;
+}
+
 /**
  * If-None-Match as SQL, evaluated in the same query as the lookup so a 304 that memory could not
  * answer still never transfers the JWS from the database.
@@ -77,22 +84,20 @@ export class PollRoute implements OnApplicationShutdown {
     this.frontDoor(fastify.server as Server);
     fastify.get(POLL_PATH, (req: PollRequest, reply: FastifyReply) => {
       this.metrics.polls++;
-      let credential: ParsedSecret | null;
-      let name: string;
-      let tags: string[];
       try {
         const token = bearerOf(req.headers.authorization);
-        credential = token ? parseSecret(token) : null;
-        if (credential?.kind !== 'fln') return this.fromDatabase(req, reply, credential, '', []);
-        name = parseInput(NodeName, req.params.node, 'path');
-        tags = ifNoneMatchTags(req.headers['if-none-match']);
-        // Answered synchronously: Fastify wants nothing returned then (a returned reply is sent again).
-        if (this.fromMemory(reply, credential, name, tags)) return undefined;
+        const credential = token ? parseSecret(token) : null;
+        if (credential?.kind !== 'fln') return this.answering(reply, this.refuse(req, credential));
+        const name = parseInput(NodeName, req.params.node, 'path');
+        const tags = ifNoneMatchTags(req.headers['if-none-match']);
+        const headers = this.notModified(credential, name, tags);
+        if (!headers) return this.answering(reply, this.fromDatabase(reply, credential, name, tags));
+        void reply.headers(headers).status(304).send();
       } catch (err) {
         sendProblem(reply, toProblem(err, this.log));
-        return undefined;
       }
-      return this.fromDatabase(req, reply, credential, name, tags);
+      // Answered synchronously: Fastify wants nothing returned then (a returned reply is sent again).
+      return undefined;
     });
   }
 
@@ -120,52 +125,48 @@ export class PollRoute implements OnApplicationShutdown {
     const token = bearerOf(req.headers.authorization);
     const credential = token ? parseSecret(token) : null;
     if (credential?.kind !== 'fln') return false;
-    const tags = ifNoneMatchTags(req.headers['if-none-match']);
-    const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
-    if (!memory) return false;
+    const headers = this.notModified(credential, name, ifNoneMatchTags(req.headers['if-none-match']));
+    if (!headers) return false;
+    // Counted here only once answered: a poll sent on to the route is counted there.
     this.metrics.polls++;
-    this.metrics.pollCache.hit();
-    this.metrics.polls304++;
-    this.contacts.seen(name);
-    res.setHeader('etag', memory.etag);
-    res.setHeader('cache-control', 'no-cache');
-    if (memory.checkpoint) res.setHeader(CHECKPOINT_HEADER, memory.checkpoint);
-    res.writeHead(304).end();
+    res.writeHead(304, headers).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
     if (this.log.isLevelEnabled('debug')) this.log.debug({ method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
     return true;
   }
 
-  /** A 304 from memory when it can say so with certainty; false sends nothing. */
-  private fromMemory(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[]): boolean {
+  /** The headers of a 304 memory can answer with certainty, counted as one; null when it cannot. */
+  private notModified(credential: ParsedSecret, name: string, tags: readonly string[]): Record<string, string> | null {
     const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
-    if (!memory) return false;
+    if (!memory) return null;
     this.metrics.pollCache.hit();
-    this.contacts.seen(name);
-    void reply.header('etag', memory.etag).header('cache-control', 'no-cache');
-    if (memory.checkpoint) void reply.header(CHECKPOINT_HEADER, memory.checkpoint);
     this.metrics.polls304++;
-    void reply.status(304).send();
-    return true;
+    this.contacts.seen(name);
+    return pollHeaders(memory.etag, memory.checkpoint);
   }
 
-  private async fromDatabase(req: PollRequest, reply: FastifyReply, credential: ParsedSecret | null, name: string, tags: readonly string[]): Promise<FastifyReply> {
+  /** Sends what `work` throws as a problem; the reply is returned for Fastify, as an async route must. */
+  private async answering(reply: FastifyReply, work: Promise<void>): Promise<FastifyReply> {
     try {
-      await this.answerFromDatabase(req, reply, credential, name, tags);
+      await work;
     } catch (err) {
       sendProblem(reply, toProblem(err, this.log));
     }
     return reply;
   }
 
-  private async answerFromDatabase(req: PollRequest, reply: FastifyReply, credential: ParsedSecret | null, name: string, tags: readonly string[]): Promise<void> {
+  /** A poll without a node credential: a valid API token is forbidden here, anything else unauthenticated. */
+  private async refuse(req: PollRequest, credential: ParsedSecret | null): Promise<void> {
     if (credential?.kind === 'flt') {
       // A valid API token is known but not allowed here; only an invalid one is a 401.
       await this.auth.authenticate(req.headers.authorization);
       throw new DomainError('forbidden', 'bundles are read only by the node they belong to, with its node credential');
     }
-    if (!credential || credential.kind !== 'fln') throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
+    throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
+  }
+
+  private async fromDatabase(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[]): Promise<void> {
     this.metrics.pollCache.miss();
     const mark = this.cache.mark();
     const row = await this.db.kysely
@@ -193,8 +194,7 @@ export class PollRoute implements OnApplicationShutdown {
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
     this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
-    void reply.header('etag', row.etag).header('cache-control', 'no-cache');
-    if (row.checkpoint) void reply.header(CHECKPOINT_HEADER, checkpointHeader(row.checkpoint));
+    void reply.headers(pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint)));
     if (row.jws === null) {
       this.metrics.polls304++;
       void reply.status(304).send();
