@@ -5,7 +5,9 @@ import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } fro
 import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
 
-const Message = z.string().max(4096);
+/** The longest message a publish, rollback or retirement may carry. */
+export const MAX_MESSAGE_LENGTH = 4096;
+const Message = z.string().max(MAX_MESSAGE_LENGTH);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
 
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
