@@ -6,7 +6,7 @@ import pg from 'pg';
 import { sha256Hex } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
-import { Client, expectProblem, type Reply } from './support/http.js';
+import { AGENT_PROFILE, Client, expectProblem, type Reply } from './support/http.js';
 
 jest.setTimeout(120_000);
 
@@ -16,16 +16,6 @@ jest.setTimeout(120_000);
  */
 
 const BODY_LIMIT = 65_536;
-/** The agent's clock is read when the profile is sent, as a real agent's would be. */
-const PROFILE = {
-  hostname: 'host-1',
-  os: 'linux',
-  arch: 'x86_64',
-  agent_version: '0.1.0',
-  get clock() {
-    return new Date().toISOString();
-  },
-};
 const LONG_NAME = 'a'.repeat(64);
 const HUGE = 99_999_999_999; // a safe integer, far beyond any version or int4 column
 
@@ -62,7 +52,7 @@ const wouldPublish = (c: Ctx, patch: Record<string, unknown> = {}) => ({ message
 const withArtifact = (c: Ctx, name: string) => ({ message: 'must not land', nodes: { fresh: { artifacts: { [name]: c.blob } } } });
 const withNode = (c: Ctx, node: string) => ({ message: 'must not land', nodes: { [node]: { artifacts: { 'a.json': c.blob } } } });
 const rawJson = (client: Client, method: string, path: string, raw: string) => client.request(method, path, { raw, headers: { 'content-type': 'application/json' } });
-const enrolWith = (c: Ctx, token: string, patch: Record<string, unknown> = {}) => c.anon.post('/v1/enrol', { token, profile: PROFILE, inventory: {}, ...patch });
+const enrolWith = (c: Ctx, token: string, patch: Record<string, unknown> = {}) => c.anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: {}, ...patch });
 const flip = (s: string) => `${s.slice(0, -1)}${s.endsWith('A') ? 'B' : 'A'}`;
 /** JSON.stringify cannot write an unpaired surrogate escape, so it is spliced into the text. */
 const splice = (json: string, placeholder: string, raw: string) => {
@@ -228,13 +218,13 @@ const cases: Case[] = [
   // NUL characters and unpaired surrogates, which PostgreSQL text and jsonb cannot hold
   { name: 'publish with a NUL in the message', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/publishes', wouldPublish(c, { message: 'before\u0000after' })) },
   { name: 'publish with a NUL in a node name', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/publishes', withNode(c, 'fresh\u0000')) },
-  { name: 'enrol with a NUL in the hostname', status: 422, code: 'invalid_body', send: (c) => enrolWith(c, c.spareToken, { profile: { ...PROFILE, hostname: 'host\u0000' } }) },
+  { name: 'enrol with a NUL in the hostname', status: 422, code: 'invalid_body', send: (c) => enrolWith(c, c.spareToken, { profile: { ...AGENT_PROFILE, hostname: 'host\u0000' } }) },
   { name: 'report with a NUL in the error', status: 422, code: 'invalid_body', send: (c) => c.own.post('/v1/nodes/own/reports', { active_version: 1, result: 'failed', error: 'boom\u0000' }) },
   { name: 'api token with a NUL in the name', status: 422, code: 'invalid_body', send: (c) => c.admin.post('/v1/api-tokens', { name: 'x\u0000', role: 'reader' }) },
   { name: 'publishes with a NUL in the cursor', status: 422, code: 'invalid_query', send: (c) => c.reader.get('/v1/publishes?cursor=%00') },
   { name: 'versions of a node named NUL', status: 422, code: 'invalid_path', send: (c) => c.reader.get('/v1/nodes/%00/versions') },
   { name: 'publish with an unpaired surrogate in the message', status: 422, code: 'invalid_body', send: (c) => rawJson(c.publisher, 'POST', '/v1/publishes', splice(JSON.stringify(wouldPublish(c)), '"must not land"', '"\\ud800"')) },
-  { name: 'enrol with an unpaired surrogate in the hostname', status: 422, code: 'invalid_body', send: (c) => rawJson(c.anon, 'POST', '/v1/enrol', splice(JSON.stringify({ token: c.spareToken, profile: { ...PROFILE, hostname: 'HOST' }, inventory: {} }), '"HOST"', '"\\udc00"')) },
+  { name: 'enrol with an unpaired surrogate in the hostname', status: 422, code: 'invalid_body', send: (c) => rawJson(c.anon, 'POST', '/v1/enrol', splice(JSON.stringify({ token: c.spareToken, profile: { ...AGENT_PROFILE, hostname: 'HOST' }, inventory: {} }), '"HOST"', '"\\udc00"')) },
   { name: 'report with an unpaired surrogate in installed', status: 422, code: 'invalid_body', send: (c) => rawJson(c.own, 'POST', '/v1/nodes/own/reports', '{"active_version":1,"result":"applied","installed":["\\ud800"]}') },
 
   // Query parameters
@@ -296,7 +286,7 @@ describe.each(targets)('bad input on $database', ({ database }) => {
     await publish({ phoenix: { 'a.json': other } });
     const enrolmentToken = async (node: string) => (await ok(admin.post('/v1/enrolment-tokens', { node }))).body.token as string;
     const usedToken = await enrolmentToken('own');
-    const own = anon.as((await ok(anon.post('/v1/enrol', { token: usedToken, profile: PROFILE, inventory: {} }))).body.credential);
+    const own = anon.as((await ok(anon.post('/v1/enrol', { token: usedToken, profile: AGENT_PROFILE, inventory: {} }))).body.credential);
     const spareToken = await enrolmentToken('spare');
     let expiredToken: string | undefined;
     if (databaseUrl) {

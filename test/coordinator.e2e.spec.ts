@@ -7,7 +7,7 @@ import { BundlePayload } from '#contracts';
 import { canonicalJson, setDigest, sha256Hex, verifyBundleSignature, EMPTY_SET_DIGEST } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
-import { Client, expectProblem, type Reply } from './support/http.js';
+import { AGENT_PROFILE, Client, expectProblem, type Reply } from './support/http.js';
 
 jest.setTimeout(120_000);
 
@@ -19,16 +19,6 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const API_TOKEN = /^flt\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}$/;
 const NODE_CREDENTIAL = /^fln\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}$/;
 const ENROLMENT_TOKEN = /^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}$/;
-/** The agent's clock is read when the profile is sent, as a real agent's would be. */
-const PROFILE = {
-  hostname: 'host-1',
-  os: 'linux',
-  arch: 'x86_64',
-  agent_version: '0.1.0',
-  get clock() {
-    return new Date().toISOString();
-  },
-};
 
 const targets = [{ database: 'pglite' as const }, ...(hasPostgres ? [{ database: 'postgres' as const }] : [])];
 
@@ -93,7 +83,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
 
   /** Enrols a node the way an agent does and returns a client holding its credential. */
   async function enrol(node: string): Promise<Client> {
-    const r = await anon.post('/v1/enrol', { token: await enrolmentToken(node), profile: PROFILE, inventory: {} });
+    const r = await anon.post('/v1/enrol', { token: await enrolmentToken(node), profile: AGENT_PROFILE, inventory: {} });
     expect(r.status).toBe(201);
     expect(r.body.credential).toMatch(NODE_CREDENTIAL);
     return anon.as(r.body.credential);
@@ -136,7 +126,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect((await head()).position).toBe(pub.body.position);
 
       const token = await enrolmentToken('alpha');
-      const enrolled = await anon.post('/v1/enrol', { token, profile: PROFILE, inventory: { cpus: 2 } });
+      const enrolled = await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: { cpus: 2 } });
       expect(enrolled.status).toBe(201);
       const keys = await jwks();
       expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null });
@@ -263,7 +253,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const token = await enrolmentToken('epsilon');
       const newKey = keysAfter.keys.find((k) => k.kid === newKid) as jose.JWK;
       expect(token.split('.')[3]).toBe(await jose.calculateJwkThumbprint(newKey, 'sha256'));
-      const reenrolled = await anon.post('/v1/enrol', { token, profile: PROFILE, inventory: {} });
+      const reenrolled = await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: {} });
       expect(reenrolled.status).toBe(201);
       expect(reenrolled.body.jwks).toEqual(keysAfter);
     });
@@ -397,19 +387,19 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         `fln.${id}.${secret}`,
         'not a token',
       ]) {
-        expectProblem(await anon.post('/v1/enrol', { token: bad, profile: PROFILE, inventory: {} }), 401, 'invalid_enrolment_token');
+        expectProblem(await anon.post('/v1/enrol', { token: bad, profile: AGENT_PROFILE, inventory: {} }), 401, 'invalid_enrolment_token');
       }
       // A rejected attempt writes nothing: no credential, no ledger event, the token is not used up.
       expect(await head()).toEqual(before);
 
-      const enrolled = await anon.post('/v1/enrol', { token, profile: PROFILE, inventory: {} });
+      const enrolled = await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: {} });
       expect(enrolled.status).toBe(201);
       expect(enrolled.body.node).toBe('kappa');
       expect((await poll(anon.as(enrolled.body.credential), 'kappa')).status).toBe(200);
 
       const afterEnrol = await head();
       expect(afterEnrol.position).toBeGreaterThan(before.position);
-      expectProblem(await anon.post('/v1/enrol', { token, profile: PROFILE, inventory: {} }), 401, 'invalid_enrolment_token');
+      expectProblem(await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: {} }), 401, 'invalid_enrolment_token');
       expect(await head()).toEqual(afterEnrol);
       // The reuse attempt did not replace the credential the first enrolment issued.
       expect((await poll(anon.as(enrolled.body.credential), 'kappa')).status).toBe(200);

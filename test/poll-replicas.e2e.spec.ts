@@ -5,20 +5,10 @@ import { jest } from '@jest/globals';
 import pg from 'pg';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
-import { Client } from './support/http.js';
+import { AGENT_PROFILE, Client } from './support/http.js';
 
 jest.setTimeout(180_000);
 
-const PROFILE = {
-  hostname: 'host-1',
-  os: 'linux',
-  arch: 'x86_64',
-  agent_version: '0.1.0',
-  // Read when sent, as a real agent's clock is: a node whose clock is off is ineligible.
-  get clock() {
-    return new Date().toISOString();
-  },
-};
 const NODE = 'alpha';
 
 /** Sends each request after the previous answer arrived, all on one socket; fails if the server closes it early. */
@@ -97,7 +87,7 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
 
   async function enrol(): Promise<string> {
     const token = (await adminA.post('/v1/enrolment-tokens', { node: NODE })).body.token as string;
-    const r = await new Client(a.url).post('/v1/enrol', { token, profile: PROFILE, inventory: {} });
+    const r = await new Client(a.url).post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: {} });
     expect(r.status).toBe(201);
     return r.body.credential as string;
   }

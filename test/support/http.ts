@@ -96,3 +96,14 @@ export function expectProblem(reply: Reply, status: number, code: string): void 
   expect(reply.body.detail.trim().length).toBeGreaterThan(0);
   expect(reply.text).not.toMatch(STACK_TRACE);
 }
+
+/** An enrolling agent's profile; its clock is read when the profile is sent, as a real agent's would be. */
+export const AGENT_PROFILE = {
+  hostname: 'host-1',
+  os: 'linux',
+  arch: 'x86_64',
+  agent_version: '0.1.0',
+  get clock() {
+    return new Date().toISOString();
+  },
+};
