@@ -246,7 +246,10 @@ describe('web console in a real browser', () => {
   it('moves through the page with the keyboard, with focus always visible', async () => {
     await page.goto(ui('#/fleet'));
     await page.getByRole('heading', { name: 'Fleet' }).waitFor();
-    // A page moves focus to its content: the first Tab reaches the page's own first control.
+    // A page moves focus to its content in an effect that runs after its first paint, so the heading can
+    // show before focus moves: wait for the move, or a Tab pressed first is undone by it.
+    await page.waitForFunction("document.activeElement?.tagName === 'MAIN'");
+    // From there, the first Tab reaches the page's own first control.
     await page.keyboard.press('Tab');
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'INPUT', text: '', outline: 'solid' });
     // Backwards from there: the header's controls in reverse order, up to the skip link.
