@@ -104,7 +104,9 @@ runBench('mirror.bench', async () => {
   say(`mirroring ${repeat} one-node publishes`);
   const warm = [];
   for (let k = 0; k < repeat; k++) warm.push(await one(k, sync));
-  const cold = await one(repeat, new MirrorSync(await AuditRepo.open(gitdir), databaseCheckpoints));
+  const coldRepo = await AuditRepo.open(gitdir);
+  const cold = await one(repeat, new MirrorSync(coldRepo, databaseCheckpoints));
+  await Promise.all([repo.close(), coldRepo.close()]);
 
   const wrongObjects = [...warm, cold].filter((s) => s.objects < 5 || s.objects > 6);
   if (wrongObjects.length) {

@@ -24,6 +24,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   commits = 0;
   pusher: MirrorPusher | null = null;
   private sync: MirrorSync | null = null;
+  private repo: AuditRepo | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
@@ -41,6 +42,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (!mirror.enabled) return;
     this.state = 'starting';
     const repo = await AuditRepo.open(mirror.gitdir);
+    this.repo = repo;
     await repo.refreshInfoRefs();
     if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
     this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++ });
@@ -54,6 +56,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.idle();
+    await this.repo?.close();
     await this.pusher?.close();
   }
 

@@ -17,7 +17,10 @@ export async function rebuildMirror(db: Db, gitdir: string, onCommit?: (position
     const old = `${gitdir}.old-${stamp}`;
     try {
       const checkpoints = memoryCheckpoints();
-      const built = await new MirrorSync(await AuditRepo.open(fresh), checkpoints, { onCommit: (_c, p) => onCommit?.(p.position) }).run(q);
+      const repo = await AuditRepo.open(fresh);
+      const built = await new MirrorSync(repo, checkpoints, { onCommit: (_c, p) => onCommit?.(p.position) })
+        .run(q)
+        .finally(() => repo.close());
       if (existsSync(gitdir)) renameSync(gitdir, old);
       renameSync(fresh, gitdir);
       await resetCheckpoint(q, built.checkpoint);

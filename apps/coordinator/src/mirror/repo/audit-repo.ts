@@ -1,21 +1,14 @@
 import * as nodeFs from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
 import { BRANCH, ledgerPositionOf } from '../domain/mirror-tree.js';
+import { writeFileAtomicSync } from './loose-objects.js';
+import { ObjectWriter } from './object-writer.js';
 
-/**
- * Write to a temporary name, then rename: a crash leaves the old file or the new one, never half of
- * one. Synchronous underneath: objects are small and a thread-pool round trip per call made a
- * one-node commit several times slower; the largest write (a 10,000-entry root) takes about 1 ms.
- */
-async function atomicWriteFile(path: string, data: string | Uint8Array, options?: unknown): Promise<void> {
-  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  nodeFs.writeFileSync(tmp, data, options as never);
-  nodeFs.renameSync(tmp, path);
+async function atomicWriteFile(path: string, data: string | Uint8Array, options?: nodeFs.WriteFileOptions): Promise<void> {
+  writeFileAtomicSync(path, data, options);
 }
 
 /**
@@ -26,18 +19,6 @@ const fs = {
   ...nodeFs,
   promises: { ...nodeFs.promises, writeFile: atomicWriteFile, stat: async (path: string) => nodeFs.statSync(path), lstat: async (path: string) => nodeFs.lstatSync(path) },
 };
-
-/**
- * Objects written between two turns of the event loop (a few milliseconds of work), so polls and
- * publishes are answered while a large commit is written: with 256, a publish arriving while the
- * mirror wrote a 10,000-node commit waited twice as long (bench:publish, one node changed: 517 ms,
- * with 16: 206 ms, with the mirror off: 139 ms).
- */
-const WRITE_SLICE = 16;
-/** A big root tree is mostly 20-byte hashes that do not compress: Huffman coding alone deflates it at half the cost. */
-const BIG = 64 * 1024;
-const FAST = { level: 1 };
-const HUFFMAN = { level: 1, strategy: zlibConstants.Z_HUFFMAN_ONLY };
 
 export interface RepoHead {
   readonly commit: string | null;
@@ -57,6 +38,7 @@ export interface StoredCommit {
 export class AuditRepo {
   /** The head this process last wrote, so a warm worker need not re-read its commit for the trailer. */
   private lastHead: RepoHead | null = null;
+  private readonly writer = new ObjectWriter();
 
   private constructor(readonly gitdir: string) {}
 
@@ -80,26 +62,19 @@ export class AuditRepo {
 
   /**
    * Writes loose objects: `objects/<2 hex>/<38 hex>`, the zlib-deflated `<type> <size>\0<content>`,
-   * each written whole under a temporary name and renamed, and never rewritten once present (its
-   * name is its content's hash). Written here rather than through isomorphic-git, whose
-   * writeObject set up a file-system wrapper and looked for the git directory on every call: that
-   * was most of the mirror's time for a 10,000-node commit (40,000 objects for the first one).
+   * each written whole under a temporary name and renamed, and never rewritten once present, on the
+   * writer's own thread (see ObjectWriter). Written by the mirror itself rather than through
+   * isomorphic-git, whose writeObject set up a file-system wrapper and looked for the git directory
+   * on every call: that was most of the mirror's time for a 10,000-node commit (40,000 objects for
+   * the first one).
    */
   async writeObjects(objects: readonly GitObject[]): Promise<void> {
-    const dirs = new Set<string>();
-    for (let i = 0; i < objects.length; i++) {
-      if (i > 0 && i % WRITE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
-      const o = objects[i];
-      const dir = join(this.gitdir, 'objects', o.oid.slice(0, 2));
-      const path = join(dir, o.oid.slice(2));
-      if (nodeFs.existsSync(path)) continue;
-      if (!dirs.has(dir)) {
-        nodeFs.mkdirSync(dir, { recursive: true });
-        dirs.add(dir);
-      }
-      const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
-      await atomicWriteFile(path, deflateSync(wrapped, wrapped.length > BIG ? HUFFMAN : FAST));
-    }
+    await this.writer.write(this.gitdir, objects);
+  }
+
+  /** Stops the object writer's thread; a later write starts it again. */
+  async close(): Promise<void> {
+    await this.writer.close();
   }
 
   async readRef(): Promise<string | null> {
