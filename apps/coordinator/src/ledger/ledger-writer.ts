@@ -18,6 +18,8 @@ import { LedgerAppended } from './ledger-appended.event.js';
 import { appendEvents } from './store/append.js';
 import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
+import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
+import type { NodeSetStamped } from './domain/ledger.events.js';
 import type { LedgerProjection } from './ledger-projection.js';
 import { lockLedger } from './store/lock.js';
 import type { StoredEvent } from './store/ledger-row.js';
@@ -45,6 +47,8 @@ export class LedgerWriter {
   ) {}
 
   private projection: LedgerProjection | null = null;
+  /** Every node's head as of the last write this process committed (see HeadsMemo). */
+  private readonly heads = new HeadsMemo();
 
   /** The read models' projection, registered once by the projections module (or a test harness). */
   projectInto(projection: LedgerProjection): void {
@@ -54,6 +58,7 @@ export class LedgerWriter {
   async write(options: WriteOptions, request: LedgerRequest): Promise<PublishResponse> {
     await this.keys.reloadIfChanged();
     const publishId = randomUUID();
+    let after: HeadsSnapshot | null = null;
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
       await lockLedger(trx);
       // The trust head names the signer, read under the lock: a rotation is either before this publish or after it.
@@ -63,15 +68,23 @@ export class LedgerWriter {
       if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
         throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
       }
-      const { command, heads } = await loadDecisionInput(trx, request);
+      const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune));
       const decision = decide(command, heads, { publishId });
-      if (decision.events.length === 0) return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
+      if (decision.events.length === 0) {
+        if (allHeads) after = { at: head, heads: allHeads };
+        return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
+      }
       const stored = await appendEvents(
         trx,
         head,
         decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
         await nextRecordedAt(trx),
       );
+      if (allHeads) {
+        const last = stored[stored.length - 1];
+        const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
+        after = advanceHeads(allHeads, stamps, { position: last.position, hash: last.hash });
+      }
       await this.project(trx, stored);
       // One checkpoint per publish, however many nodes it stamped.
       await stampCheckpoint(trx, this.keys, trust);
@@ -83,6 +96,8 @@ export class LedgerWriter {
         ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
       };
     });
+    // Kept only once committed: a write rolled back leaves the snapshot of the last one that was not.
+    if (after) this.heads.keep(after);
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (result.publish_id) this.events?.publish(new LedgerAppended(result.position));
     // New heads, new ETags: answered only once no replica's memory serves the old ones.

@@ -23,11 +23,28 @@ export type LedgerRequest =
  * Reads what the decider needs for one request, inside the appending transaction and under the
  * ledger lock, so the heads and ineligibility flags are those of the moment the decision is recorded.
  */
-export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest): Promise<{ command: LedgerCommand; heads: Heads }> {
+export interface DecisionInput {
+  readonly command: LedgerCommand;
+  readonly heads: Heads;
+  /** Every node's head, when they were known or read (a large or pruning publish), else null. */
+  readonly allHeads: Heads | null;
+}
+
+/**
+ * `known` is every node's head as of the ledger head, from memory, or null; `wantsAll` says whether a
+ * publish should read them all when they are not known.
+ */
+export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean): Promise<DecisionInput> {
+  const input = await load(trx, request, known, wantsAll);
+  return { ...input, allHeads: known ?? input.allHeads };
+}
+
+async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean): Promise<DecisionInput> {
   switch (request.type) {
     case 'publish_tree': {
       // Versions and set digests only, a few thousand nodes per statement: the tree's digests are already known.
-      const heads = await loadHeadDigests(trx, request.prune ? 'all' : [...request.nodes.keys()]);
+      const all = !known && wantsAll(request.nodes.size, request.prune);
+      const heads = known ?? (await loadHeadDigests(trx, all ? 'all' : [...request.nodes.keys()]));
       // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a digest, not a read.
       const changed = changedNodesOf(request.nodes, heads, request.setDigests);
       const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
@@ -38,10 +55,11 @@ export async function loadDecisionInput(trx: Transaction<Database>, request: Led
         ineligible: await loadIneligible(trx, changed),
         allowIneligible: new Set(request.allowIneligible),
       };
-      return { heads, command };
+      return { heads, command, allHeads: all ? heads : null };
     }
     case 'rollback_node':
       return {
+        allHeads: null,
         heads: await loadHeads(trx, [request.node]),
         command: {
           ...request,
@@ -51,7 +69,7 @@ export async function loadDecisionInput(trx: Transaction<Database>, request: Led
         },
       };
     case 'retire_node':
-      return { heads: await loadHeads(trx, [request.node]), command: request };
+      return { heads: await loadHeads(trx, [request.node]), command: request, allHeads: null };
     default: {
       const unreachable: never = request;
       throw new TypeError(`unknown ledger request ${JSON.stringify(unreachable)}`);
