@@ -22,6 +22,15 @@ function looseFiles(gitdir: string): Map<string, Buffer> {
   return out;
 }
 
+/** The nice value of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
+function nicenessOfThreads(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
 /**
  * The mirror's object writer as the built coordinator runs it (the compiled thread beside the
  * compiled writer): a batch handed to the thread lands on disk as the very files the calling
@@ -46,6 +55,8 @@ describe('the mirror object writer, built', () => {
       await thread.write(threaded, objects);
       // The thread was started and is still there for the next batch.
       expect((thread as unknown as { worker: unknown }).worker).not.toBeNull();
+      // It runs at the lowest priority (nice 19), so its writing waits for idle CPU; this process's other threads do not.
+      expect(nicenessOfThreads().filter((n) => n === 19)).toHaveLength(1);
       // A batch whose objects cannot be written (the objects folder is a file) fails with the cause.
       rmSync(join(dir, 'broken.git'), { recursive: true, force: true });
       execFileSync('git', ['init', '-q', '--bare', join(dir, 'broken.git')]);

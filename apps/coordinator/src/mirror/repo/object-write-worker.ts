@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { unpackObjects, writeLooseObjectsSync, type PackedObjects } from './loose-objects.js';
 
@@ -9,6 +11,23 @@ export interface WriteJob {
 }
 
 export type WriteAnswer = { readonly id: number } | { readonly id: number; readonly error: string };
+
+/**
+ * The mirror follows the ledger and may lag it: this thread runs at the lowest priority, so on a busy
+ * machine its deflating and writing waits for idle CPU instead of taking a core from the publishes
+ * and polls it follows. On Linux a thread's priority is its own, set by its thread id
+ * (/proc/thread-self names it); elsewhere the thread keeps the process's priority.
+ */
+function lowerOwnPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, constants.priority.PRIORITY_LOW);
+  } catch {
+    // No /proc, or not allowed: the thread runs at normal priority.
+  }
+}
+
+if (parentPort) lowerOwnPriority();
 
 parentPort?.on('message', (job: WriteJob) => {
   try {
