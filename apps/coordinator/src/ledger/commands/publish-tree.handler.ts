@@ -1,6 +1,6 @@
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { PublishResponse } from '#contracts';
-import { treeSetDigests, type ArtifactRef } from '../domain/ledger.decider.js';
+import type { ArtifactRef } from '../domain/ledger.decider.js';
 import { LedgerWriter } from '../ledger-writer.js';
 import { PublishTreeCommand } from './publish-tree.command.js';
 
@@ -14,8 +14,7 @@ export class PublishTreeHandler implements ICommandHandler<PublishTreeCommand, P
     );
     return this.writer.write(
       { actor, expectedPosition: request.expected_position },
-      // The set digests are pure work on the request: done here, before the ledger is locked.
-      { type: 'publish_tree', message: request.message, prune: request.prune ?? false, nodes, setDigests: treeSetDigests(nodes), allowIneligible: request.allow_ineligible ?? [] },
+      { type: 'publish_tree', message: request.message, prune: request.prune ?? false, nodes, allowIneligible: request.allow_ineligible ?? [] },
     );
   }
 }

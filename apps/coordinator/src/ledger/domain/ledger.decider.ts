@@ -41,8 +41,6 @@ export type LedgerCommand =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
-      /** The set digest of each node of the tree, when the caller worked them out (outside the lock). */
-      readonly setDigests?: ReadonlyMap<string, string>;
       /**
        * The nodes whose set differs from their head (changedNodesOf), when the caller has already
        * worked them out to read only their blobs; worked out here when absent.
@@ -77,27 +75,31 @@ export interface Decision {
 const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged, acceptedIneligible: [] });
 
 /** Nodes of a tree whose set digest differs from their head: the only ones a publish touches. */
-export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads, digests?: ReadonlyMap<string, string>): string[] {
+export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads): string[] {
   const changed: string[] = [];
   for (const [node, artifacts] of nodes) {
     const head = heads.get(node);
     if (!head || head.retired) changed.push(node);
     else if (head.artifacts !== undefined && sameArtifacts(head.artifacts, artifacts)) continue;
-    else if (head.setDigest !== (digests?.get(node) ?? setDigest(artifacts))) changed.push(node);
+    else if (head.setDigest !== setDigest(artifacts)) changed.push(node);
   }
   return changed;
 }
 
-/** The set digest of every node of a tree: pure, so worked out before the ledger is locked. */
-export function treeSetDigests(nodes: ReadonlyMap<string, readonly ArtifactRef[]>): Map<string, string> {
-  return new Map([...nodes].map(([node, artifacts]) => [node, setDigest(artifacts)]));
-}
-
-/** Equal name/sha256 pairs mean an equal set digest: most nodes of a large tree skip hashing. */
-function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef[]): boolean {
+/**
+ * Equal name/sha256 pairs mean an equal set digest: most nodes of a large tree skip hashing. Names
+ * are unique in a set, so every pair of `b` found in `a`, with equal lengths, is the same set.
+ */
+export function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef[]): boolean {
   if (a.length !== b.length) return false;
-  const byName = new Map(a.map((x) => [x.name, x.sha256]));
-  return b.every((x) => byName.get(x.name) === x.sha256);
+  outer: for (const x of b) {
+    for (const y of a) if (y.name === x.name) {
+      if (y.sha256 !== x.sha256) return false;
+      continue outer;
+    }
+    return false;
+  }
+  return true;
 }
 
 export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContext): Decision {
@@ -116,7 +118,7 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
 }
 
 function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>, heads: Heads, ctx: DecisionContext): Decision {
-  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads, command.setDigests);
+  const changedNodes = command.changed ?? changedNodesOf(command.nodes, heads);
   const accepted = admitIneligible(changedNodes, command);
   const missing = new Set<string>();
   for (const node of changedNodes) {

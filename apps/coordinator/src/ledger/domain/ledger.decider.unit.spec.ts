@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import { decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
+import { changedNodesOf, decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
@@ -61,6 +61,36 @@ function refusal(decide: () => unknown): DomainError {
 }
 
 describe('ledger decider', () => {
+  describe('which nodes of a tree changed', () => {
+    const refs = (v: Record<string, string>) => Object.entries(v).map(([name, sha256]): ArtifactRef => ({ name, sha256 }));
+    const tree = new Map([
+      ['same', refs({ 'a.json': A, 'b.json': B })],
+      ['reordered', refs({ 'b.json': B, 'a.json': A })],
+      ['new-content', refs({ 'a.json': C, 'b.json': B })],
+      ['renamed', refs({ 'a.json': A, 'c.json': B })],
+      ['one-more', refs({ 'a.json': A, 'b.json': B, 'c.json': C })],
+      ['one-less', refs({ 'a.json': A })],
+      ['never-published', refs({ 'a.json': A })],
+      ['retired', refs({ 'a.json': A, 'b.json': B })],
+    ]);
+    const headOf = (artifacts: Record<string, string>, retired = false): NodeSet => {
+      const list = refs(artifacts).map((a) => ({ ...a, size: sizes.get(a.sha256)! }));
+      return { version: 3, setDigest: retired ? EMPTY_SET_DIGEST : setDigest(list), retired, artifacts: retired ? [] : list };
+    };
+    const before = { 'a.json': A, 'b.json': B };
+    const heads = new Map<string, NodeHead>([...tree.keys()].filter((k) => k !== 'never-published').map((k) => [k, headOf(before, k === 'retired')]));
+    const changed = ['new-content', 'renamed', 'one-more', 'one-less', 'never-published', 'retired'];
+
+    it('compares artifact lists when the heads carry them (heads kept in memory)', () => {
+      expect(changedNodesOf(tree, heads)).toEqual(changed);
+    });
+
+    it('compares set digests when the heads carry none, with the same answer', () => {
+      const digestsOnly = new Map([...heads].map(([k, h]) => [k, { version: h.version, setDigest: h.setDigest, retired: h.retired }]));
+      expect(changedNodesOf(tree, digestsOnly)).toEqual(changed);
+    });
+  });
+
   describe('publish', () => {
     it('stamps version 1 on new nodes and records the publish last', () => {
       const d = given([]).when(publish({ alpha: { 'flor.json': A }, beta: { 'flor.json': B } }));

@@ -12,8 +12,6 @@ export type LedgerRequest =
       readonly message: string;
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
-      /** Each node's set digest, worked out from the tree before the lock is taken. */
-      readonly setDigests: ReadonlyMap<string, string>;
       readonly allowIneligible: readonly string[];
     }
   | { readonly type: 'rollback_node'; readonly node: string; readonly toVersion: number; readonly message: string; readonly allowIneligible: readonly string[] }
@@ -42,11 +40,13 @@ export async function loadDecisionInput(trx: Transaction<Database>, request: Led
 async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean): Promise<DecisionInput> {
   switch (request.type) {
     case 'publish_tree': {
-      // Versions and set digests only, a few thousand nodes per statement: the tree's digests are already known.
+      // Every head with its artifact list (kept in memory after), or the tree's own heads with their set
+      // digests only: a few thousand nodes per statement either way.
       const all = !known && wantsAll(request.nodes.size, request.prune);
-      const heads = known ?? (await loadHeadDigests(trx, all ? 'all' : [...request.nodes.keys()]));
-      // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a digest, not a read.
-      const changed = changedNodesOf(request.nodes, heads, request.setDigests);
+      const heads = known ?? (all ? await loadHeads(trx, 'all') : await loadHeadDigests(trx, [...request.nodes.keys()]));
+      // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a comparison of
+      // its artifact list with its head's (or a digest, when the head came without one), not a read.
+      const changed = changedNodesOf(request.nodes, heads);
       const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
       const command: LedgerCommand = {
         ...request,

@@ -52,6 +52,6 @@ export class HeadsMemo {
 /** The snapshot after appending stamps to the heads of `before`: a copy, the old one untouched. */
 export function advanceHeads(before: Heads, stamps: readonly NodeSetStamped['data'][], at: LedgerHead): HeadsSnapshot {
   const heads = new Map<string, NodeHead>(before);
-  for (const s of stamps) heads.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired });
+  for (const s of stamps) heads.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired, artifacts: s.artifacts });
   return { at, heads };
 }

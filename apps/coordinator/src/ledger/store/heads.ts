@@ -19,8 +19,8 @@ export async function loadHeads(db: Kysely<Database>, nodes: readonly string[] |
 }
 
 /**
- * A publish's view of the heads: version, set digest and retired only. The tree's own set digests are
- * worked out before the lock, so comparing needs no artifact lists from the database.
+ * A small publish's view of its own nodes' heads: version, set digest and retired only; the tree's
+ * few set digests are cheaper than reading artifact lists.
  */
 export async function loadHeadDigests(db: Kysely<Database>, nodes: readonly string[] | 'all'): Promise<Map<string, NodeHead>> {
   const heads = new Map<string, NodeHead>();
