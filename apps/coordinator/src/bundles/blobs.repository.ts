@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.js';
+import { anyOf } from '../db/any-of.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
 const CHUNK = 10_000;
@@ -8,7 +9,7 @@ export async function blobSizes(db: Kysely<Database>, digests: readonly string[]
   const sizes = new Map<string, number>();
   const unique = [...new Set(digests)];
   for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where('sha256', 'in', unique.slice(i, i + CHUNK)).execute();
+    const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where(anyOf('sha256', unique.slice(i, i + CHUNK))).execute();
     for (const r of rows) sizes.set(r.sha256, r.size);
   }
   return sizes;
@@ -58,7 +59,7 @@ export async function readBlobs(db: Kysely<Database>, digests: Iterable<string>)
   const out = new Map<string, Uint8Array>();
   const unique = [...new Set(digests)];
   for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', unique.slice(i, i + CHUNK)).execute();
+    const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where(anyOf('sha256', unique.slice(i, i + CHUNK))).execute();
     for (const r of rows) out.set(r.sha256, r.content);
   }
   return out;

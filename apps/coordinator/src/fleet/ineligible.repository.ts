@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.js';
 import { failedLines } from '../identity/briefing.js';
 import type { Ineligible } from '../ledger/domain/ledger.decider.js';
+import { anyOf } from '../db/any-of.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
 const CHUNK = 10_000;
@@ -18,7 +19,7 @@ export async function loadIneligible(db: Kysely<Database>, nodes: readonly strin
       .selectFrom('node_status')
       .select(['node', 'briefing'])
       .where('ineligible', '=', true)
-      .where('node', 'in', nodes.slice(i, i + CHUNK))
+      .where(anyOf('node', nodes.slice(i, i + CHUNK)))
       .execute();
     for (const r of rows) out.set(r.node, failedLines(r.briefing));
   }

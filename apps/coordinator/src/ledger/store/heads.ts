@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, StoredArtifact } from '../../db/database.js';
 import type { NodeHead, NodeSet } from '../domain/ledger.decider.js';
+import { anyOf } from '../../db/any-of.js';
 
 /** Nodes per statement: a 10,000-node tree is one indexed read, 100,000 nodes ten. */
 const CHUNK = 10_000;
@@ -12,7 +13,7 @@ export async function loadHeads(db: Kysely<Database>, nodes: readonly string[] |
   const batches = nodes === 'all' ? [null] : chunk(nodes);
   for (const batch of batches) {
     if (batch && batch.length === 0) continue;
-    const rows = await (batch ? base.where('node', 'in', batch) : base).execute();
+    const rows = await (batch ? base.where(anyOf('node', batch)) : base).execute();
     for (const r of rows) heads.set(r.node, { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts });
   }
   return heads;
@@ -27,7 +28,7 @@ export async function loadHeadDigests(db: Kysely<Database>, nodes: readonly stri
   const base = db.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired']);
   for (const batch of nodes === 'all' ? [null] : chunk(nodes)) {
     if (batch && batch.length === 0) continue;
-    const rows = await (batch ? base.where('node', 'in', batch) : base).execute();
+    const rows = await (batch ? base.where(anyOf('node', batch)) : base).execute();
     for (const r of rows) heads.set(r.node, { version: r.version, setDigest: r.set_digest, retired: r.retired });
   }
   return heads;
