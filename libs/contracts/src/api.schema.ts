@@ -10,7 +10,9 @@ export const MAX_MESSAGE_LENGTH = 4096;
 const Message = z.string().max(MAX_MESSAGE_LENGTH);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
 
-export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(100_000) });
+/** Digests one POST /v1/blobs/missing may ask about; a client with more asks in slices of this many. */
+export const MAX_DIGESTS_PER_ASK = 100_000;
+export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(MAX_DIGESTS_PER_ASK) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
 /** The answer to a blob archive (POST /v1/blobs): distinct blobs received, how many were new, their bytes. */
 export const BlobArchiveResponse = z.object({ received: z.number().int().nonnegative(), created: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() });

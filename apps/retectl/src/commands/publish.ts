@@ -1,4 +1,4 @@
-import { BlobArchiveResponse, BlobsMissingResponse, PublishResponse } from '#contracts';
+import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishResponse } from '#contracts';
 import { pack } from 'tar-stream';
 import { Readable } from 'node:stream';
 import { bytesOf } from '#rete';
@@ -35,6 +35,20 @@ const ARCHIVE_BLOBS = 20_000;
 const ARCHIVE_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The digests the coordinator has no blob for, asked in slices of at most MAX_DIGESTS_PER_ASK (a
+ * 100,000-node tree of two artifacts each names 200,000). `offered` filters the answer: a digest
+ * this tree does not hold was never asked about, so there is nothing to send for it.
+ */
+export async function missingBlobs(client: CoordinatorClient, digests: readonly string[], offered: (sha: string) => boolean, perAsk = MAX_DIGESTS_PER_ASK): Promise<string[]> {
+  const missing: string[] = [];
+  for (let i = 0; i < digests.length; i += perAsk) {
+    const { body } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: digests.slice(i, i + perAsk) } });
+    for (const sha of body.missing) if (offered(sha)) missing.push(sha);
+  }
+  return missing;
+}
+
+/**
  * Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. With a
  * wait, returns 0 once every touched node applied it, 1 if one failed, 4 if some are still
  * outstanding at the timeout. A publish giving ineligible nodes new content fails unless each is
@@ -47,8 +61,7 @@ export async function run(options: PublishOptions): Promise<number> {
 
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
-  const { body: ask } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: [...bytes.keys()].sort() } });
-  const missing = ask.missing.filter((sha) => bytes.has(sha)); // anything else was never offered: nothing to send
+  const missing = await missingBlobs(client, [...bytes.keys()].sort(), (sha) => bytes.has(sha));
   const bar = missing.length >= PROGRESS_THRESHOLD ? progressBar('uploading', missing.length) : { tick() {}, done() {} };
   try {
     await uploadBlobs(client, missing, bytes, bar);
@@ -74,14 +87,14 @@ export async function run(options: PublishOptions): Promise<number> {
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
   if (options.json) {
-    outJson({ ...body, uploaded: ask.missing.length, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
+    outJson({ ...body, uploaded: missing.length, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
   for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
   out(
     body.publish_id === null
       ? `nothing changed: ${body.unchanged} unchanged`
-      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${ask.missing.length} blob${ask.missing.length === 1 ? '' : 's'} uploaded)`,
+      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${missing.length} blob${missing.length === 1 ? '' : 's'} uploaded)`,
   );
   if (waited) printWaited(waited, options.waitSeconds!);
   return waited?.exit ?? 0;
