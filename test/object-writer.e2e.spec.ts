@@ -10,6 +10,8 @@ jest.setTimeout(60_000);
 
 type Obj = { type: 'blob' | 'tree' | 'commit'; oid: string; content: Uint8Array };
 type Writer = { write(gitdir: string, objects: readonly Obj[]): Promise<void>; close(): Promise<void> };
+type WriterClass = new (useThread?: boolean, idleMs?: number) => Writer;
+const workerOf = (w: Writer) => (w as unknown as { worker: unknown }).worker;
 
 const blob = (content: Buffer): Obj => ({ type: 'blob', oid: createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex'), content });
 
@@ -41,7 +43,7 @@ describe('the mirror object writer, built', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('writes a batch on its thread exactly as on the calling thread', async () => {
-    const { ObjectWriter } = (await import(pathToFileURL(resolve('dist/apps/coordinator/src/mirror/repo/object-writer.js')).href)) as { ObjectWriter: new (useThread?: boolean) => Writer };
+    const { ObjectWriter } = (await import(pathToFileURL(resolve('dist/apps/coordinator/src/mirror/repo/object-writer.js')).href)) as { ObjectWriter: WriterClass };
     const objects = [
       ...Array.from({ length: 500 }, (_, i) => blob(Buffer.from(`${i}\n${randomBytes(i % 200).toString('hex')}`))),
       // One large object (over the size that switches to Huffman-only coding), and one already in the batch.
@@ -50,11 +52,11 @@ describe('the mirror object writer, built', () => {
     ];
     const [threaded, here] = ['threaded.git', 'here.git'].map((name) => join(dir, name));
     for (const g of [threaded, here]) execFileSync('git', ['init', '-q', '--bare', g]);
-    const thread = new ObjectWriter(true);
+    const thread = new ObjectWriter(true, 300);
     try {
       await thread.write(threaded, objects);
       // The thread was started and is still there for the next batch.
-      expect((thread as unknown as { worker: unknown }).worker).not.toBeNull();
+      expect(workerOf(thread)).not.toBeNull();
       // It runs at the lowest priority (nice 19), so its writing waits for idle CPU; this process's other threads do not.
       expect(nicenessOfThreads().filter((n) => n === 19)).toHaveLength(1);
       // A batch whose objects cannot be written (the objects folder is a file) fails with the cause.
@@ -65,6 +67,12 @@ describe('the mirror object writer, built', () => {
       await expect(thread.write(join(dir, 'broken.git'), objects.slice(0, 3))).rejects.toThrow(/mirror object writer: .*(ENOTDIR|EEXIST)/);
       // The thread survives a refused batch.
       await thread.write(threaded, [blob(Buffer.from('after the failure\n'))]);
+      // With no batch for a while it stops, and is started again by the next one.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(workerOf(thread)).toBeNull();
+      expect(nicenessOfThreads().filter((n) => n === 19)).toHaveLength(0);
+      await thread.write(threaded, [blob(Buffer.from('after the failure\n'))]);
+      expect(workerOf(thread)).not.toBeNull();
     } finally {
       await thread.close();
     }

@@ -13,11 +13,15 @@ const WORKER_FILE = fileURLToPath(new URL('./object-write-worker.js', import.met
  */
 const WRITE_SLICE = 16;
 
+/** A thread with no batch for this long is stopped: an idle coordinator does not keep its heap. */
+const IDLE_MS = 30_000;
+
 /**
  * Writes the mirror's loose objects on a thread of its own. Deflating and writing the 40,000 objects
  * of a 10,000-node commit is seconds of synchronous work; on the coordinator's event loop it delayed
  * every poll and publish answered meanwhile (bench:publish, one node changed right after all nodes
- * changed). The thread starts with the first batch and keeps the process alive only while a batch is out; code run
+ * changed). The thread starts with the first batch, stops after IDLE_MS without one, and keeps the
+ * process alive only while a batch is out; code run
  * from its TypeScript sources (no compiled worker beside it) writes on the calling thread, yielding
  * between slices.
  */
@@ -25,13 +29,19 @@ export class ObjectWriter {
   private worker: Worker | null = null;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  private idleTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly useThread = existsSync(WORKER_FILE)) {}
+  constructor(
+    private readonly useThread = existsSync(WORKER_FILE),
+    private readonly idleMs = IDLE_MS,
+  ) {}
 
   async write(gitdir: string, objects: readonly LooseObject[]): Promise<void> {
     if (objects.length === 0) return;
     if (!this.useThread) return writeHere(gitdir, objects);
     const worker = this.start();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const id = this.nextId++;
     const packed = packObjects(objects);
     await new Promise<void>((resolve, reject) => {
@@ -43,6 +53,8 @@ export class ObjectWriter {
   }
 
   async close(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const worker = this.worker;
     this.worker = null;
     if (worker) await worker.terminate();
@@ -56,7 +68,12 @@ export class ObjectWriter {
       const waiting = this.pending.get(answer.id);
       if (!waiting) return;
       this.pending.delete(answer.id);
-      if (this.pending.size === 0) w.unref();
+      if (this.pending.size === 0) {
+        w.unref();
+        this.idleTimer = setTimeout(() => {
+          if (this.pending.size === 0 && this.worker === w) void this.close();
+        }, this.idleMs).unref();
+      }
       if ('error' in answer) waiting.reject(new Error(`mirror object writer: ${answer.error}`));
       else waiting.resolve();
     });
