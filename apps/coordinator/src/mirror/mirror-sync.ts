@@ -16,6 +16,11 @@ export interface SyncOptions {
   readonly pageSize?: number;
   /** Called after each commit is on the branch and checkpointed. */
   readonly onCommit?: (commit: string, publish: MirrorPublish) => void;
+  /**
+   * Aborted when the writer must stop (the coordinator shutting down): the run ends before its next
+   * commit, everything before it written and checkpointed, and the next run resumes from there.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -71,6 +76,7 @@ export class MirrorSync {
           continue;
         }
         const p = item.publish;
+        if (this.options.signal?.aborted) return { commits, checkpoint };
         crossCheckpoint(p.position);
         const parent = tree.commit;
         const { commit, objects } = tree.apply(p, blobOf);
@@ -81,6 +87,7 @@ export class MirrorSync {
         } else {
           const ref = await this.repo.readRef();
           if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
+          if (this.options.signal?.aborted) return { commits, checkpoint };
           await this.repo.writeObjects(objects);
           await this.repo.setRef(commit, p.position);
         }

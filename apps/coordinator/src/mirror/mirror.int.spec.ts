@@ -44,6 +44,27 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     return { first, second, rollback, retire };
   }
 
+  it('stops before its next commit when told to stop, and the next run resumes from there', async () => {
+    const { first, retire } = await history();
+    const stop = new AbortController();
+    // Told to stop as its first commit lands (a shutdown arriving mid-run).
+    const stopped = await new MirrorSync(await AuditRepo.open(gitdir), databaseCheckpoints, { signal: stop.signal, onCommit: () => stop.abort() }).run(h.db.kysely);
+    expect(stopped.commits).toBe(1);
+    expect(stopped.checkpoint).toEqual({ position: first.position, commit: git('rev-parse', 'main').trim() });
+    expect(await readCheckpoint(h.db.kysely)).toEqual(stopped.checkpoint);
+    // Stopped before it began: nothing more is written.
+    const idle = await new MirrorSync(await AuditRepo.open(gitdir), databaseCheckpoints, { signal: stop.signal }).run(h.db.kysely);
+    expect(idle.commits).toBe(0);
+    expect(git('rev-list', '--count', 'main').trim()).toBe('1');
+
+    const resumed = await sync();
+    expect(resumed.commits).toBe(3);
+    expect(resumed.checkpoint.position).toBe(retire.position);
+    git('fsck', '--strict', '--no-dangling');
+    expect(git('log', '--format=%s', 'main').trim().split('\n')).toEqual(['retire beta', 'rollback alpha', 'tighten alpha', 'first fleet']);
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: true });
+  });
+
   it('writes one fsck-clean commit per publish, with the layout, message, author and dates of the ledger', async () => {
     const { first, second, rollback, retire } = await history();
     const result = await sync();

@@ -30,6 +30,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private again = false;
   private stopped = false;
   private readonly onTick = () => this.kick();
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -45,7 +46,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.repo = repo;
     await repo.refreshInfoRefs();
     if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
-    this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++ });
+    this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++, signal: this.stopping.signal });
     this.timer = setInterval(this.onTick, mirror.intervalMs);
     this.timer.unref();
     if (this.pusher && (await repo.readRef())) this.pusher.request();
@@ -55,8 +56,12 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.idle();
+    // A run stops before its next commit, and a commit being written is abandoned with its thread: its
+    // objects are written whole or not at all and the branch has not moved, so the next start redoes
+    // it. Waiting for it instead held a shutdown for minutes at 100,000 nodes.
+    this.stopping.abort();
     await this.repo?.close();
+    await this.idle();
     await this.pusher?.close();
   }
 
@@ -88,6 +93,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
       this.lastError = null;
       if (result?.commits) this.pusher?.request();
     } catch (err) {
+      if (this.stopped) return;
       this.state = err instanceof MirrorError && err.code === 'mirror_diverged' ? 'diverged' : 'failing';
       const message = err instanceof Error ? err.message : String(err);
       // Logged when the failure changes, not on every poll.
