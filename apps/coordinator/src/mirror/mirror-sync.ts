@@ -79,7 +79,7 @@ export class MirrorSync {
         if (this.options.signal?.aborted) return { commits, checkpoint };
         crossCheckpoint(p.position);
         const parent = tree.commit;
-        const { commit, objects } = tree.apply(p, blobOf);
+        const { commit, objects } = await tree.applyInSlices(p, blobOf);
         if (p.position <= local.position) {
           if (p.position === local.position && commit !== local.commit) {
             throw new MirrorError('mirror_diverged', `position ${p.position} gives commit ${commit}, the branch has ${local.commit}`, p.position);

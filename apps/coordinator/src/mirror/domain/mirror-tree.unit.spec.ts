@@ -29,6 +29,32 @@ function publish(stamps: { node: string; version: number; files?: string[]; reti
 }
 
 describe('mirror tree', () => {
+  it('folds a publish in slices to the same commit and objects as in one piece, letting others run between slices', async () => {
+    const stamps = Array.from({ length: 1000 }, (_, i) => ({ node: `n${String(i).padStart(4, '0')}`, version: 1, files: [`flor.json=${i}`] }));
+    const retire = [{ node: 'n0007', version: 2, retired: true }];
+    const whole = MirrorTree.empty();
+    const sliced = MirrorTree.empty();
+    for (const p of [publish(stamps), publish(retire)]) {
+      const one = whole.apply(p, blobOf);
+      let turns = 0;
+      // Counts the turns the event loop got while the sliced fold ran.
+      let counting = true;
+      const count = () => {
+        if (!counting) return;
+        turns++;
+        setImmediate(count);
+      };
+      setImmediate(count);
+      const inSlices = await sliced.applyInSlices(p, blobOf, 100);
+      counting = false;
+      expect(inSlices.commit).toBe(one.commit);
+      expect(inSlices.objects.map((o) => o.oid)).toEqual(one.objects.map((o) => o.oid));
+      if (p.stamps.length === 1000) expect(turns).toBeGreaterThanOrEqual(9);
+    }
+    expect(sliced.commit).toBe(whole.commit);
+    expect(sliced.rootEntries()).toEqual(whole.rootEntries());
+  });
+
   it('hashes objects exactly as git does', () => {
     const blob = gitObject('blob', Buffer.from('hello\n'));
     expect(blob.oid).toBe(execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n', encoding: 'utf8' }).trim());
