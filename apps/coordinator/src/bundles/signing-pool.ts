@@ -14,6 +14,9 @@ const POOL_THRESHOLD = 2000;
 
 const WORKER_FILE = fileURLToPath(new URL('./sign-worker.js', import.meta.url));
 
+/** Threads with no batch for this long are stopped: an idle coordinator does not keep their heaps. */
+const IDLE_MS = 30_000;
+
 /**
  * Signs many bundle payloads on every core: the batch is split into one slice per worker thread, each
  * signs its slice with the same key, and the answers come back in the order asked. Ed25519 is
@@ -24,10 +27,12 @@ export class SigningPool {
   private workers: Worker[] | null = null;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (jws: string[]) => void; reject: (err: Error) => void }>();
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly size = Math.max(1, availableParallelism()),
     private readonly threshold = POOL_THRESHOLD,
+    private readonly idleMs = IDLE_MS,
   ) {}
 
   async signAll(payloads: readonly Uint8Array[], key: SigningKey): Promise<string[]> {
@@ -37,14 +42,27 @@ export class SigningPool {
       for (const p of payloads) out.push(await signBundle(p, key));
       return out;
     }
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const privateKey = key.privateKey instanceof KeyObject ? key.privateKey : KeyObject.from(key.privateKey as Parameters<typeof KeyObject.from>[0]);
     const slice = Math.ceil(payloads.length / workers.length);
-    const parts = await Promise.all(workers.map((w, i) => this.ask(w, key.kid, privateKey, payloads.slice(i * slice, (i + 1) * slice))));
-    return parts.flat();
+    try {
+      const parts = await Promise.all(workers.map((w, i) => this.ask(w, key.kid, privateKey, payloads.slice(i * slice, (i + 1) * slice))));
+      return parts.flat();
+    } finally {
+      if (this.pending.size === 0) {
+        if (this.idleTimer) clearTimeout(this.idleTimer);
+        this.idleTimer = setTimeout(() => {
+          if (this.pending.size === 0 && this.workers === workers) void this.close();
+        }, this.idleMs).unref();
+      }
+    }
   }
 
   /** Stops the threads; a later batch starts them again. */
   async close(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     const workers = this.workers;
     this.workers = null;
     if (workers) await Promise.all(workers.map((w) => w.terminate()));
