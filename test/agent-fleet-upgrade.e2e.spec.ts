@@ -30,6 +30,9 @@ const [V1, V2] = [bumpVersion(31), bumpVersion(32)];
  * and find apt has nothing left to do), and every one of them still runs the installed binary once
  * (`flor self-check`), exits 0, and is started again by its supervisor as the new version.
  */
+/** A command's exit code and stderr, and its stdout when it failed: retectl says there which node failed and why. */
+const outcome = (r: { code: number | null; stdout: string; stderr: string }) => ({ code: r.code, stderr: r.stderr, ...(r.code === 0 ? {} : { stdout: r.stdout }) });
+
 describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
   let work: string;
   let shared: AptWorld;
@@ -68,7 +71,7 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
   const compileRete = async (agentVersion: string) => {
     writeRete(agentVersion);
     const compiled = await retectl(['compile']);
-    expect({ code: compiled.code, stderr: compiled.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(outcome(compiled)).toEqual({ code: 0, stderr: '' });
   };
 
   beforeAll(async () => {
@@ -98,7 +101,7 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
     // The whole fleet on the repository and the version it runs: nothing to install, nothing to hand over.
     await compileRete(V1);
     const first = await retectl(['publish', '-m', `the fleet on florete-agent ${V1}`, '--wait=300s']);
-    expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(outcome(first)).toEqual({ code: 0, stderr: '' });
     for (const name of NODES) await waitFor(`${name} reports ${V1}`, async () => (await node(name)).agent_version === V1, 60_000, 200);
   });
 
@@ -124,7 +127,7 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
     await compileRete(V2);
     const published = Date.now();
     const r = await retectl(['publish', '-m', `the fleet on florete-agent ${V2}`]);
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(outcome(r)).toEqual({ code: 0, stderr: '' });
     const all = await waitFor('every node reporting the new agent version', async () => {
       const seen = await nodes();
       return NODES.every((n) => seen[n]?.agent_version === V2) && seen;

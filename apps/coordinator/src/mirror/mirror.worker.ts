@@ -88,7 +88,12 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private async runOnce(): Promise<void> {
     const before = this.state;
     try {
-      const result = await withMirrorLock(this.db, (q) => this.sync!.run(q));
+      const result = await withMirrorLock(this.db, (q) => {
+        // Writing from the moment this replica holds the writer's lock, not only once a run ends: a
+        // long run would otherwise show its previous state, `standby` after a turn the other replica had.
+        this.state = 'writing';
+        return this.sync!.run(q);
+      });
       this.state = result === null ? 'standby' : 'writing';
       this.lastError = null;
       if (result?.commits) this.pusher?.request();

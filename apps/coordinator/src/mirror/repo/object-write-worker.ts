@@ -13,15 +13,16 @@ export interface WriteJob {
 export type WriteAnswer = { readonly id: number } | { readonly id: number; readonly error: string };
 
 /**
- * The mirror follows the ledger and may lag it: this thread runs at the lowest priority, so on a busy
- * machine its deflating and writing waits for idle CPU instead of taking a core from the publishes
- * and polls it follows. On Linux a thread's priority is its own, set by its thread id
- * (/proc/thread-self names it); elsewhere the thread keeps the process's priority.
+ * The mirror follows the ledger and may lag it: this thread runs below normal priority (nice 10), so
+ * on a busy machine its deflating and writing yields most of a core to the publishes and polls it
+ * follows. Not the lowest (nice 19): under sustained load that left it about 1.5% of a core, and the
+ * mirror fell behind for as long as the load lasted. On Linux a thread's priority is its own, set by
+ * its thread id (/proc/thread-self names it); elsewhere the thread keeps the process's priority.
  */
 function lowerOwnPriority(): void {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, constants.priority.PRIORITY_LOW);
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, constants.priority.PRIORITY_BELOW_NORMAL);
   } catch {
     // No /proc, or not allowed: the thread runs at normal priority.
   }
