@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LineSocketError, requestLine, serveLineSocket, type LineServer } from './line-socket.js';
@@ -59,8 +59,11 @@ describe('newline-delimited JSON over a unix socket', () => {
   it('tells unreachable, timeout, closed and too_long apart on the client side', async () => {
     await expect(requestLine(join(dir, 'absent.sock'), {}, { timeoutMs: 5000, maxLine: 64 })).rejects.toMatchObject({ code: 'unreachable' });
 
+    // Every connection the stand-in servers accept, destroyed at the end: a socket nobody reads never
+    // sees its peer hang up, and stays open for good, keeping the test process alive after the run.
+    const accepted: Socket[] = [];
     const silent = join(dir, 'silent.sock');
-    const hung = createServer(() => {});
+    const hung = createServer((s) => void accepted.push(s));
     await new Promise<void>((r) => hung.listen(silent, () => r()));
     await expect(requestLine(silent, {}, { timeoutMs: 200, maxLine: 64 })).rejects.toMatchObject({ code: 'timeout' });
 
@@ -70,13 +73,18 @@ describe('newline-delimited JSON over a unix socket', () => {
     await expect(requestLine(rude, {}, { timeoutMs: 5000, maxLine: 64 })).rejects.toMatchObject({ code: 'closed' });
 
     const chatty = join(dir, 'chatty.sock');
-    const long = createServer((s) => s.end(`${'x'.repeat(200)}\n`));
+    const long = createServer((s) => {
+      accepted.push(s);
+      s.end(`${'x'.repeat(200)}\n`);
+    });
     await new Promise<void>((r) => long.listen(chatty, () => r()));
     const err = await requestLine(chatty, {}, { timeoutMs: 5000, maxLine: 64 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LineSocketError);
     expect(err).toMatchObject({ code: 'too_long' });
 
-    for (const s of [hung, hangUp, long]) s.close();
+    for (const s of accepted) s.destroy();
+    // Each server closes once its last connection has: nothing of this test is left open.
+    await Promise.all([hung, hangUp, long].map((s) => new Promise((resolve) => s.close(resolve))));
   });
 
   it('serves one request per connection when one-shot, and answers in order otherwise', async () => {
