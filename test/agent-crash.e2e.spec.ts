@@ -87,7 +87,8 @@ describe('flor agent crash safety', () => {
       const agent = await startAgent(files, { waitForSocket: false });
       // The socket is (re)created right before the pass at start begins: land anywhere in that pass.
       // A killed agent leaves its socket file behind, so wait for a fresh one.
-      await waitFor('the control socket', async () => (existsSync(sock) && statSync(sock).ctimeMs >= startedAt) || agent.child.exitCode !== null, 20_000, 5);
+      // The agent replaces the file as it starts, so it may vanish between two looks: one stat, a missing file is not yet.
+      await waitFor('the control socket', async () => (statSync(sock, { throwIfNoEntry: false })?.ctimeMs ?? 0) >= startedAt || agent.child.exitCode !== null, 20_000, 5);
       await sleep(Math.random() * window);
       await agent.kill9();
       const now = inspect(files);
