@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { signBundle, type SigningKey } from '#bundle';
 import type { SignAnswer, SignJob } from './sign-worker.js';
+import { IdleStop } from '../common/idle-stop.js';
 
 /**
  * Below this many bundles the hand-off to threads (and, the first time, starting them) costs about
@@ -27,13 +28,17 @@ export class SigningPool {
   private workers: Worker[] | null = null;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (jws: string[]) => void; reject: (err: Error) => void }>();
-  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly idle: IdleStop;
 
   constructor(
     private readonly size = Math.max(1, availableParallelism()),
     private readonly threshold = POOL_THRESHOLD,
-    private readonly idleMs = IDLE_MS,
-  ) {}
+    idleMs = IDLE_MS,
+  ) {
+    this.idle = new IdleStop(idleMs, () => {
+      if (this.pending.size === 0) void this.close();
+    });
+  }
 
   async signAll(payloads: readonly Uint8Array[], key: SigningKey): Promise<string[]> {
     const workers = payloads.length >= this.threshold && this.size > 1 ? this.start() : null;
@@ -42,27 +47,20 @@ export class SigningPool {
       for (const p of payloads) out.push(await signBundle(p, key));
       return out;
     }
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    this.idle.cancel();
     const privateKey = key.privateKey instanceof KeyObject ? key.privateKey : KeyObject.from(key.privateKey as Parameters<typeof KeyObject.from>[0]);
     const slice = Math.ceil(payloads.length / workers.length);
     try {
       const parts = await Promise.all(workers.map((w, i) => this.ask(w, key.kid, privateKey, payloads.slice(i * slice, (i + 1) * slice))));
       return parts.flat();
     } finally {
-      if (this.pending.size === 0) {
-        if (this.idleTimer) clearTimeout(this.idleTimer);
-        this.idleTimer = setTimeout(() => {
-          if (this.pending.size === 0 && this.workers === workers) void this.close();
-        }, this.idleMs).unref();
-      }
+      if (this.pending.size === 0) this.idle.arm();
     }
   }
 
   /** Stops the threads; a later batch starts them again. */
   async close(): Promise<void> {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    this.idle.cancel();
     const workers = this.workers;
     this.workers = null;
     if (workers) await Promise.all(workers.map((w) => w.terminate()));

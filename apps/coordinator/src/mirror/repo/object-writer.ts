@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
 import type { WriteAnswer, WriteJob } from './object-write-worker.js';
+import { IdleStop } from '../../common/idle-stop.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./object-write-worker.js', import.meta.url));
 
@@ -29,19 +30,22 @@ export class ObjectWriter {
   private worker: Worker | null = null;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
-  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly idle: IdleStop;
 
   constructor(
     private readonly useThread = existsSync(WORKER_FILE),
-    private readonly idleMs = IDLE_MS,
-  ) {}
+    idleMs = IDLE_MS,
+  ) {
+    this.idle = new IdleStop(idleMs, () => {
+      if (this.pending.size === 0) void this.close();
+    });
+  }
 
   async write(gitdir: string, objects: readonly LooseObject[]): Promise<void> {
     if (objects.length === 0) return;
     if (!this.useThread) return writeHere(gitdir, objects);
     const worker = this.start();
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    this.idle.cancel();
     const id = this.nextId++;
     const packed = packObjects(objects);
     await new Promise<void>((resolve, reject) => {
@@ -53,8 +57,7 @@ export class ObjectWriter {
   }
 
   async close(): Promise<void> {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
+    this.idle.cancel();
     const worker = this.worker;
     this.worker = null;
     if (worker) await worker.terminate();
@@ -70,9 +73,7 @@ export class ObjectWriter {
       this.pending.delete(answer.id);
       if (this.pending.size === 0) {
         w.unref();
-        this.idleTimer = setTimeout(() => {
-          if (this.pending.size === 0 && this.worker === w) void this.close();
-        }, this.idleMs).unref();
+        this.idle.arm();
       }
       if ('error' in answer) waiting.reject(new Error(`mirror object writer: ${answer.error}`));
       else waiting.resolve();
