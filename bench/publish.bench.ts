@@ -6,7 +6,9 @@
  *   (a) first publish: every node new (agent.json + flor.json each, all distinct)
  *   (b) every node changed (a new flor.json everywhere)
  *   (c) exactly one node changed (repeated --repeat times, a different node each time)
- *   (d) the identical tree again: a recorded no-op (repeated --repeat times)
+ *   (d) the identical tree again, under a new message each time: decided in full, a no-op (repeated --repeat times)
+ *   (e) the last of those bodies again, byte for byte, as a pipeline re-running one commit sends it: answered
+ *       as the repeat of the body the coordinator published last, without deciding it (repeated --repeat times)
  * It prints client-visible wall time per publish (blob check + uploads + POST /v1/publishes) and the
  * POST alone, the ledger position delta (GET /v1/ledger/head) and the rows each publish wrote, and the
  * one-changed/all-changed ratio: (b) is the baseline measured in the same run. Then a growth table:
@@ -120,6 +122,9 @@ const COUNTED: (keyof RowCounts)[] = ['ledger', 'node_versions', 'publishes', 'b
 interface Run {
   readonly label: string;
   readonly expectChanged: number;
+  /** Whether the coordinator is expected to answer it as a repeat, and whether it did (florete_publish_repeats_total). */
+  readonly expectRepeat: boolean;
+  readonly repeated: boolean;
   readonly totalMs: number;
   readonly missingMs: number;
   readonly uploadMs: number;
@@ -183,7 +188,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
   say(`building ${repeat + 2} trees of ${fmt(nodes)} nodes`);
   const blobs = new Map<string, Buffer>();
   const generations = new Array<number>(nodes).fill(1);
-  const plan: { label: string; tree: Tree; expectChanged: number }[] = [];
+  const plan: { label: string; tree: Tree; expectChanged: number; expectRepeat?: boolean }[] = [];
   plan.push({ label: '(a) first publish, all new', tree: buildTree(nodes, generations, 'bench: first publish', blobs), expectChanged: nodes });
   generations.fill(2);
   plan.push({ label: '(b) all nodes changed', tree: buildTree(nodes, generations, 'bench: all changed', blobs), expectChanged: nodes });
@@ -193,7 +198,9 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     plan.push({ label: `(c) one node changed #${r + 1}`, tree: buildTree(nodes, generations, `bench: one changed (${nodeName(i)})`, blobs), expectChanged: 1 });
   }
   const last = plan[plan.length - 1].tree;
-  for (let r = 0; r < repeat; r++) plan.push({ label: `(d) identical tree #${r + 1}`, tree: { body: { ...last.body, message: 'bench: identical' }, digests: last.digests }, expectChanged: 0 });
+  for (let r = 0; r < repeat; r++) plan.push({ label: `(d) identical tree #${r + 1}`, tree: { body: { ...last.body, message: `bench: identical #${r + 1}` }, digests: last.digests }, expectChanged: 0 });
+  const lastIdentical = plan[plan.length - 1].tree;
+  for (let r = 0; r < repeat; r++) plan.push({ label: `(e) same bytes again #${r + 1}`, tree: lastIdentical, expectChanged: 0, expectRepeat: true });
 
   const bodyBytes = Math.max(...plan.map((p) => Buffer.byteLength(JSON.stringify(p.tree.body))), Buffer.byteLength(JSON.stringify({ digests: plan[0].tree.digests })));
   const env: Record<string, string> = {};
@@ -219,6 +226,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     return Object.fromEntries(COUNTED.map((t) => [t, Number(rows[0][t])])) as unknown as RowCounts;
   };
   const headPosition = async (): Promise<number> => (await api.expect(200, 'GET', '/v1/ledger/head', { token })).json<{ position: number }>().position;
+  const repeats = async (): Promise<number> => Number(/^florete_publish_repeats_total (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token })).body.toString('utf8'))?.[1] ?? NaN);
 
   const runs: Run[] = [];
   try {
@@ -226,6 +234,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
       say(`${step.label} …`);
       const before = await countRows();
       const positionBefore = await headPosition();
+      const repeatsBefore = await repeats();
 
       const t0 = performance.now();
       // In slices, as retectl asks: a 100,000-node tree names more digests than one request may.
@@ -252,12 +261,15 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
 
       const answer = res.json<{ publish_id: string | null; changed: unknown[] }>();
       const positionAfter = await headPosition();
+      const repeated = (await repeats()) > repeatsBefore;
       const after = await countRows();
       const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
       const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
       runs.push({
         label: step.label,
         expectChanged: step.expectChanged,
+        expectRepeat: step.expectRepeat ?? false,
+        repeated,
         totalMs: t3 - t0,
         missingMs: t1 - t0,
         uploadMs: t2 - t1,
@@ -283,8 +295,8 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
 
 function printSize({ nodes, runs }: SizeResult): void {
   const times = formatTable(
-    ['publish', 'status', 'changed', 'wall time', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
-    runs.map((r) => [r.label, String(r.status), fmt(r.changed), ms(r.totalMs), ms(r.missingMs), `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, ms(r.uploadMs), ms(r.publishMs)]),
+    ['publish', 'status', 'changed', 'repeat', 'wall time', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
+    runs.map((r) => [r.label, String(r.status), fmt(r.changed), r.repeated ? 'yes' : 'no', ms(r.totalMs), ms(r.missingMs), `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, ms(r.uploadMs), ms(r.publishMs)]),
   );
   const written = formatTable(
     ['publish', 'ledger head Δ', 'ledger', 'node_versions', 'node_heads', 'publishes', 'blobs'],
@@ -293,6 +305,7 @@ function printSize({ nodes, runs }: SizeResult): void {
   const all = runs[1];
   const one = runs.filter((r) => r.label.startsWith('(c)'));
   const noop = runs.filter((r) => r.label.startsWith('(d)'));
+  const again = runs.filter((r) => r.label.startsWith('(e)'));
   const oneWall = median(one.map((r) => r.totalMs));
   const onePost = median(one.map((r) => r.publishMs));
   process.stdout.write(
@@ -303,11 +316,12 @@ function printSize({ nodes, runs }: SizeResult): void {
       times,
       '',
       'wall time = POST /v1/blobs/missing + POST /v1/blobs (tar archives) of the missing blobs + POST /v1/publishes, as the client sees them',
+      'repeat = answered as the repeat of the body published last, without deciding it (florete_publish_repeats_total moved)',
       '',
       written,
       '',
       'rows written per publish: ledger head Δ from GET /v1/ledger/head; the rest counted in PostgreSQL (node_heads: rows now past the old head position)',
-      `one changed (median of ${one.length}): wall ${ms(oneWall)}, POST ${ms(onePost)}; identical tree (median of ${noop.length}): wall ${ms(median(noop.map((r) => r.totalMs)))}, POST ${ms(median(noop.map((r) => r.publishMs)))}`,
+      `one changed (median of ${one.length}): wall ${ms(oneWall)}, POST ${ms(onePost)}; identical tree (median of ${noop.length}): wall ${ms(median(noop.map((r) => r.totalMs)))}, POST ${ms(median(noop.map((r) => r.publishMs)))}; same bytes again (median of ${again.length}): POST ${ms(median(again.map((r) => r.publishMs)))}`,
       `ratio one-changed/all-changed: wall time ${fmt(oneWall / all.totalMs, 4)} (${fmt(all.totalMs / oneWall, 1)}× faster), ` +
         `POST /v1/publishes ${fmt(onePost / all.publishMs, 4)} (${fmt(all.publishMs / onePost, 1)}× faster)`,
       '',
@@ -322,16 +336,18 @@ function printGrowth(results: readonly SizeResult[]): void {
     const all = runs[1];
     const one = runs.filter((r) => r.label.startsWith('(c)'));
     const noop = runs.filter((r) => r.label.startsWith('(d)'));
+    const again = runs.filter((r) => r.label.startsWith('(e)'));
     const onePost = median(one.map((r) => r.publishMs));
     const noopPost = median(noop.map((r) => r.publishMs));
-    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(compile), us(compile, nodes)];
+    const againPost = median(again.map((r) => r.publishMs));
+    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(againPost), ms(compile), us(compile, nodes)];
   });
   process.stdout.write(
     [
       '',
-      'growth: cost per node as the tree grows (one changed and identical: medians)',
+      'growth: cost per node as the tree grows (one changed, identical and same bytes: medians)',
       '',
-      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'retectl compile', 'per node'], rows),
+      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'same bytes: POST', 'retectl compile', 'per node'], rows),
       '',
     ].join('\n'),
   );
@@ -346,6 +362,7 @@ function checkCounts(runs: readonly Run[], nodes: number): string[] {
     const status = r.expectChanged === 0 ? 200 : 201;
     if (r.changed !== r.expectChanged) problems.push(`${label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
     if (r.status !== status) problems.push(`${label}: answered ${r.status}, expected ${status}`);
+    if (r.repeated !== r.expectRepeat) problems.push(`${label}: ${r.repeated ? 'answered as a repeat' : 'decided in full'}, expected ${r.expectRepeat ? 'a repeat' : 'a full decision'}`);
     if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
     if (r.ledgerDelta !== events) problems.push(`${label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`);
     if (r.rows.ledger !== r.ledgerDelta) problems.push(`${label}: ${r.rows.ledger} ledger rows written but the head moved by ${r.ledgerDelta}`);

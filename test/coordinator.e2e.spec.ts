@@ -605,6 +605,41 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
     });
   });
 
+  describe('a repeated publish', () => {
+    const repeats = async () => Number(/^florete_publish_repeats_total (\d+)$/m.exec((await reader.get('/metrics')).text)?.[1]);
+    const send = (text: string) => publisher.request('POST', '/v1/publishes', { raw: text, headers: { 'content-type': 'application/json' } });
+
+    it('answers the same bytes again from what it decided, and decides anything else in full', async () => {
+      const nodes = { rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":1}\n') } }, sigma: { artifacts: { 'flor.json': await publisher.putBlob('{"sigma":1}\n') } } };
+      const text = JSON.stringify({ message: 'pipeline run', nodes });
+      const counted = await repeats();
+
+      const first = await send(text);
+      expect(first.status).toBe(201);
+      const again = await send(text);
+      expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 } });
+      expect(await repeats()).toBe(counted + 1);
+
+      // The same tree in other bytes is decided in full, with the same answer.
+      const spaced = await send(JSON.stringify({ message: 'pipeline run', nodes }, null, 1));
+      expect({ status: spaced.status, body: spaced.body }).toEqual({ status: 200, body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 } });
+      expect(await repeats()).toBe(counted + 1);
+
+      // After an append (a retirement), the first bytes are decided again and bring sigma back.
+      expect((await publisher.post('/v1/nodes/sigma/retire', {})).status).toBe(201);
+      const revived = await send(text);
+      expect(revived.status).toBe(201);
+      expect(revived.body.changed).toEqual([{ node: 'sigma', from: 2, to: 3 }]);
+      expect(await repeats()).toBe(counted + 1);
+
+      // Bytes that required the position the ledger has left are refused, never answered as a repeat.
+      const pinned = JSON.stringify({ message: 'pinned', expected_position: revived.body.position, nodes: { ...nodes, rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":2}\n') } } } });
+      expect((await send(pinned)).status).toBe(201);
+      expectProblem(await send(pinned), 409, 'stale_position');
+      expect(await repeats()).toBe(counted + 1);
+    });
+  });
+
   describe('ledger', () => {
     it('keeps a hash chain an auditor can recompute from the events API, and verify agrees', async () => {
       const events: { position: number; stream: string; revision: number; type: string; data: unknown; meta: Record<string, unknown>; recorded_at: string; prev_hash: string; hash: string }[] = [];

@@ -18,6 +18,7 @@ import { countApiTokens, issueApiToken } from './identity/api-tokens.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
+import { LedgerWriter } from './ledger/ledger-writer.js';
 import { AuthService } from './identity/auth.service.js';
 import { PollRoute } from './bundles/poll-route.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
@@ -85,7 +86,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       bodyParser: false,
     });
     const fastify = app.getHttpAdapter().getInstance();
-    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit });
+    const writer = app.get(LedgerWriter);
+    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit, knownBody: (digest) => writer.knowsBody(digest) });
     app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import type { Socket } from 'node:net';
@@ -26,6 +27,11 @@ export interface HardeningOptions {
   readonly archiveLimit: number;
   /** Requests per address per anonymous route per minute; 0 turns the limit off. */
   readonly anonymousPerMinute: number;
+  /**
+   * Whether a body with this sha256, on a route declared with `digest: true`, was accepted before
+   * and may be left unparsed until its route asks for it (see bodyOf); absent: always parsed.
+   */
+  readonly knownBody?: (digest: string) => boolean;
 }
 
 /**
@@ -169,6 +175,25 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     route.onRequest = [...hooks, authenticatePublisher as never];
   });
 
+  // Fastify's own JSON parser, unchanged (`__proto__` and `constructor` keys refused), with the text's
+  // sha256 kept for the routes that ask for it (a publish answers its repeat from it). Text whose
+  // digest is of a body accepted before is left unparsed: the route answers it without its tree, or
+  // parses it through bodyOf, where the same bytes cannot fail now as they did not then.
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: SMALL_BODY_LIMIT }, (req: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    const limits = limitsOf(req);
+    if (limits !== undefined && 'digest' in limits && limits.digest) {
+      const digest = createHash('sha256').update(text).digest('hex');
+      (req as Digested)[BODY_DIGEST] = digest;
+      if (options.knownBody?.(digest)) {
+        (req as Digested)[DEFERRED_TEXT] = text as string;
+        return done(null, DEFERRED);
+      }
+    }
+    parseJson(req, text as string, done as never);
+  });
+
   // The onRequest hook has already let octet-stream through to the upload routes only, and refused a
   // declared size over the route's limit; what is left to watch is a body sent without a length.
   fastify.addContentTypeParser('application/octet-stream', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
@@ -185,6 +210,28 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     global: false,
     errorResponseBuilder: (_req, ctx) => new DomainError('rate_limited', `too many requests from this address: at most ${ctx.max} a minute on this route; retry in ${ctx.after}`, { retry_after_seconds: Math.ceil(ctx.ttl / 1000) }),
   });
+}
+
+const BODY_DIGEST = Symbol('florete.bodyDigest');
+const DEFERRED_TEXT = Symbol('florete.deferredText');
+/** The body of a request whose text was left unparsed (knownBody); bodyOf parses it. */
+const DEFERRED: unknown = Object.freeze({});
+type Digested = FastifyRequest & { [BODY_DIGEST]?: string; [DEFERRED_TEXT]?: string };
+
+/** The sha256 (hex) of a JSON body's text, on a route declared with `digest: true`; else undefined. */
+export function bodyDigestOf(req: FastifyRequest): string | undefined {
+  return (req as Digested)[BODY_DIGEST];
+}
+
+/** A request's JSON body, parsed now if the parser left it as text (a digest route's known body). */
+export function bodyOf(req: FastifyRequest): unknown {
+  const r = req as Digested;
+  if (req.body !== DEFERRED) return req.body;
+  const text = r[DEFERRED_TEXT]!;
+  r[DEFERRED_TEXT] = undefined;
+  // Once accepted, bytes that had no `__proto__` or `constructor` key still have none: plain JSON.parse.
+  req.body = JSON.parse(text) as unknown;
+  return req.body;
 }
 
 const UNREAD = Symbol('florete.unread');

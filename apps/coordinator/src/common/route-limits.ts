@@ -13,7 +13,10 @@ import { RouteConfig } from '@nestjs/platform-fastify';
  * Only `blob` and `package` routes take application/octet-stream, only `archive` routes application/x-tar.
  * Every other route takes JSON up to the small limit.
  */
-export type RouteLimits = { readonly anonymous: true } | { readonly body: 'tree' | 'blob' | 'package' | 'archive' };
+export type RouteLimits =
+  | { readonly anonymous: true }
+  | { readonly body: 'tree'; /** Keep the sha256 of the body's text for the handler (bodyDigestOf). */ readonly digest?: true }
+  | { readonly body: 'blob' | 'package' | 'archive' };
 
 export interface FloreteRouteConfig {
   readonly florete?: RouteLimits;

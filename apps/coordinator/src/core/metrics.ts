@@ -33,8 +33,9 @@ const NOTIFICATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 export class Metrics {
   polls = 0;
   polls304 = 0;
-  /** Polls answered from this replica's memory, and polls that went to the database. */
   publishes = 0;
+  /** Publishes answered as the repeat of the body last published, without deciding them. */
+  repeatedPublishes = 0;
   reports = 0;
 
   readonly registry = new Registry();
@@ -77,6 +78,7 @@ export class Metrics {
     fromField('florete_bundle_polls_total', 'Bundle polls received (GET /v1/nodes/{node}/bundle), whatever their answer.', () => this.polls);
     fromField('florete_bundle_polls_not_modified_total', 'Bundle polls answered 304: the node already holds its current version.', () => this.polls304);
     fromField('florete_publishes_total', 'Publishes that stamped at least one node (answered 201).', () => this.publishes);
+    fromField('florete_publish_repeats_total', 'Publishes of the request body this replica published last, with nothing appended since, answered without deciding them again (200, nothing changed).', () => this.repeatedPublishes);
     fromField('florete_reports_total', 'Agent reports accepted.', () => this.reports);
     this.pollSeconds = new Histogram({ name: 'florete_poll_duration_seconds', help: 'Time to answer a bundle poll, by HTTP status.', labelNames: ['status'], buckets: POLL_BUCKETS, registers });
     this.publishSeconds = new Histogram({ name: 'florete_publish_duration_seconds', help: 'Time to answer POST /v1/publishes, by HTTP status.', labelNames: ['status'], buckets: PUBLISH_BUCKETS, registers });

@@ -19,6 +19,7 @@ import { appendEvents } from './store/append.js';
 import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
+import { RepeatMemo, type PublishedBody } from './store/repeat-memo.js';
 import type { NodeSetStamped } from './domain/ledger.events.js';
 import type { LedgerProjection } from './ledger-projection.js';
 import { lockLedger } from './store/lock.js';
@@ -29,6 +30,8 @@ import { signingTrust, stampCheckpoint } from '../trust/signing-trust.js';
 export interface WriteOptions {
   readonly actor: string;
   readonly expectedPosition?: number;
+  /** sha256 of the publish request's body, when it came over HTTP: kept to answer its repeat (RepeatMemo). */
+  readonly bodyDigest?: string;
 }
 
 /**
@@ -49,6 +52,8 @@ export class LedgerWriter {
   private projection: LedgerProjection | null = null;
   /** Every node's head as of the last write this process committed (see HeadsMemo). */
   private readonly heads = new HeadsMemo();
+  /** The body this process last published, to answer it again without deciding it (see RepeatMemo). */
+  private readonly repeats = new RepeatMemo();
 
   /** The read models' projection, registered once by the projections module (or a test harness). */
   projectInto(projection: LedgerProjection): void {
@@ -59,6 +64,12 @@ export class LedgerWriter {
     await this.keys.reloadIfChanged();
     const publishId = randomUUID();
     let after: HeadsSnapshot | null = null;
+    let published: PublishedBody | null = null;
+    const remember = (at: { position: number; hash: string }): void => {
+      if (options.bodyDigest !== undefined && request.type === 'publish_tree') {
+        published = { digest: options.bodyDigest, at: { position: at.position, hash: at.hash }, nodes: request.nodes.size, ...(options.expectedPosition !== undefined ? { expectedPosition: options.expectedPosition } : {}) };
+      }
+    };
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
       await lockLedger(trx);
       // The trust head names the signer, read under the lock: a rotation is either before this publish or after it.
@@ -72,6 +83,7 @@ export class LedgerWriter {
       const decision = decide(command, heads, { publishId });
       if (decision.events.length === 0) {
         if (allHeads) after = { at: head, heads: allHeads };
+        remember(head);
         return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
       }
       const stored = await appendEvents(
@@ -80,6 +92,7 @@ export class LedgerWriter {
         decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
         await nextRecordedAt(trx),
       );
+      remember(stored[stored.length - 1]);
       if (allHeads) {
         const last = stored[stored.length - 1];
         const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
@@ -98,11 +111,28 @@ export class LedgerWriter {
     });
     // Kept only once committed: a write rolled back leaves the snapshot of the last one that was not.
     if (after) this.heads.keep(after);
+    if (published) this.repeats.keep(published);
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (result.publish_id) this.events?.publish(new LedgerAppended(result.position));
     // New heads, new ETags: answered only once no replica's memory serves the old ones.
     if (result.publish_id) await this.settle();
     return result;
+  }
+
+  /**
+   * The answer to a publish whose request body (by its sha256) is the one this process published
+   * last, when nothing was appended since; null when it must be decided (RepeatMemo). Reads only the
+   * ledger head, without the lock: a publish still in flight has not moved it, and this answer comes
+   * before it, as it would have had it taken the lock first.
+   */
+  /** Whether `bodyDigest` is the body kept: a body this process published, so once parsed and accepted. */
+  knowsBody(bodyDigest: string): boolean {
+    return this.repeats.knows(bodyDigest);
+  }
+
+  async repeated(bodyDigest: string): Promise<PublishResponse | null> {
+    if (!this.repeats.knows(bodyDigest)) return null;
+    return this.repeats.answer(bodyDigest, await readLedgerHead(this.db.kysely));
   }
 
   /**

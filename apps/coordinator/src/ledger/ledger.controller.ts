@@ -1,6 +1,6 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isPlainPublishRequest, LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type PublishResponse } from '#contracts';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
@@ -17,6 +17,8 @@ import { readLedgerHead } from './store/read-head.js';
 import { verifyLedger } from './store/verify.js';
 import { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
 import { RouteLimits } from '../common/route-limits.js';
+import { bodyDigestOf, bodyOf } from '../common/http-hardening.js';
+import { RepeatedPublishQuery } from './queries/repeated-publish.query.js';
 
 const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
 
@@ -31,11 +33,19 @@ export class LedgerController {
 
   @Post('v1/publishes')
   @Access('publisher')
-  @RouteLimits({ body: 'tree' })
-  async publish(@Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
+  @RouteLimits({ body: 'tree', digest: true })
+  async publish(@CurrentPrincipal() who: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    // The body this replica published last, sent again with nothing appended since, is answered as
+    // it was decided: bytes once accepted are accepted again, and their tree changes nothing.
+    const digest = bodyDigestOf(req);
+    const repeated = digest === undefined ? null : await this.queries.execute(new RepeatedPublishQuery(digest));
+    if (repeated) {
+      this.metrics.repeatedPublishes++;
+      return this.answer(reply, repeated);
+    }
     // The schema is the contract; the plain check only spares a large, ordinary tree its cost.
-    const request = parseInput(PublishRequest, body, 'body', isPlainPublishRequest);
-    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who))));
+    const request = parseInput(PublishRequest, bodyOf(req), 'body', isPlainPublishRequest);
+    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest)));
   }
 
   @Post('v1/nodes/:node/rollback')

@@ -4,11 +4,12 @@ import { RetireNodeHandler } from './commands/retire-node.handler.js';
 import { RollbackNodeHandler } from './commands/rollback-node.handler.js';
 import { LedgerController } from './ledger.controller.js';
 import { LedgerWriter } from './ledger-writer.js';
+import { RepeatedPublishHandler } from './queries/repeated-publish.handler.js';
 
 /** The hash-chained ledger: the one writer, the publish commands and the ledger's own routes. */
 @Module({
   controllers: [LedgerController],
-  providers: [LedgerWriter, PublishTreeHandler, RollbackNodeHandler, RetireNodeHandler],
+  providers: [LedgerWriter, PublishTreeHandler, RollbackNodeHandler, RetireNodeHandler, RepeatedPublishHandler],
   exports: [LedgerWriter],
 })
 export class LedgerModule {}

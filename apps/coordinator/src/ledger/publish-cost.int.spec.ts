@@ -81,5 +81,52 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     await expect(h.publishRequest({ ...tree(() => 2), expected_position: 1 })).rejects.toThrow(/expected 1/);
     expect(await h.publishRequest(base)).toMatchObject({ publish_id: null, unchanged: NODES });
   });
+
+  it('answers the repeat of the body it published last only while the ledger has not moved', async () => {
+    const contents = ['{"rep":1}\n', '{"rep":2}\n'].map((c) => Buffer.from(c));
+    for (const c of contents) await putBlob(h.db.kysely, sha256Hex(c), c);
+    const tree = (gen: (node: string) => number): PublishRequest => ({
+      message: 'repeat',
+      nodes: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`r${i}`, { artifacts: { 'flor.json': sha256Hex(contents[gen(`r${i}`) - 1]) } }])),
+    });
+    const writer = writerOf(h.db, h.keys);
+    const publish = (request: PublishRequest, digest: string) => new PublishTreeHandler(writer).execute(new PublishTreeCommand(request, 'pipeline', digest));
+    const head = async () => Number((await h.db.kysely.selectFrom('ledger').select((eb) => eb.fn.max('position').as('p')).executeTakeFirstOrThrow()).p);
+
+    // A body never published, or published by nobody here, is decided in full.
+    expect(await writer.repeated('body-1')).toBeNull();
+    const first = await publish(tree(() => 1), 'body-1');
+    expect(first.changed).toHaveLength(50);
+    // Right after it changed nodes, the same body changes nothing, and says so without deciding it.
+    expect(await writer.repeated('body-1')).toEqual({ publish_id: null, position: first.position, changed: [], unchanged: 50 });
+    expect(await writer.repeated('body-2')).toBeNull();
+
+    // Another replica's publish moves the head: the repeat must be decided again, and it changes r3 back.
+    const replica = new PublishTreeHandler(writerOf(h.db, h.keys));
+    await replica.execute(new PublishTreeCommand(tree((n) => (n === 'r3' ? 2 : 1)), 'replica'));
+    expect(await writer.repeated('body-1')).toBeNull();
+    const back = await publish(tree(() => 1), 'body-1');
+    expect(back.changed).toEqual([{ node: 'r3', from: 2, to: 3 }]);
+    expect(await writer.repeated('body-1')).toMatchObject({ position: back.position, unchanged: 50 });
+
+    // Any append moves it, a retirement here too: retiring r4 and repeating must bring r4 back.
+    await h.retire('r4');
+    expect(await writer.repeated('body-1')).toBeNull();
+    expect((await publish(tree(() => 1), 'body-1')).changed).toEqual([{ node: 'r4', from: 2, to: 3 }]);
+
+    // A body that required a position repeats only while the ledger is there: after a publish that
+    // changed something it is stale, and the full path refuses it.
+    const at = await head();
+    const pinned = await publish({ ...tree(() => 2), expected_position: at }, 'body-3');
+    expect(pinned.changed).toHaveLength(50);
+    expect(await writer.repeated('body-3')).toBeNull();
+    await expect(publish({ ...tree(() => 2), expected_position: at }, 'body-3')).rejects.toThrow(/not the expected/);
+    // The same required position when the publish changed nothing: still there, so it repeats.
+    const now = await head();
+    expect(await publish({ ...tree(() => 2), expected_position: now }, 'body-4')).toMatchObject({ publish_id: null, unchanged: 50 });
+    expect(await writer.repeated('body-4')).toEqual({ publish_id: null, position: now, changed: [], unchanged: 50 });
+    // A refused publish keeps nothing: body-3 was refused last, body-4 is still the one kept.
+    expect(await writer.repeated('body-3')).toBeNull();
+  });
 });
 
