@@ -2,19 +2,20 @@
  * Mirror benchmark: commit time for a one-node change in a 10,000-node tree.
  * On a throwaway PostgreSQL it publishes a 10,000-node tree (agent.json + flor.json each) through
  * the ledger writer, then times the mirror worker's step (read the new events and blobs, build the
- * touched folder, the root tree and the commit, write the loose objects, move the branch and
+ * touched folder, the root tree and the commit, write the objects, move the branch and
  * info/refs, save the checkpoint) for:
  *   (a) the first commit, every folder new: the baseline, measured in the same run;
  *   (b) one node changed, --repeat times, a different node each time, with the worker warm;
  *   (c) the same after a restart (cold: the root tree is read back from the repository first).
- * It prints the loose objects each commit wrote and checks (b) wrote only the touched node's blobs
+ * It prints the objects each commit wrote (loose, plus those in the packs it added: a commit of 1,000
+ * objects or more is written as a pack) and checks (b) wrote only the touched node's blobs
  * and the trees on its path: the new flor.json blob, the VERSION blob (unless another folder already
  * holds that version: blobs are shared), mgmt/ and <node>/ trees, the root and the commit: 5 or 6.
  *
  *   npm run bench:mirror [-- --nodes 10000 --repeat 20]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -39,9 +40,12 @@ const agentJson = (i: number) => Buffer.from(`{\n  "node": "${nodeName(i)}",\n  
 const florJson = (i: number, generation: number) =>
   Buffer.from(`{\n  "acl": [\n    {\n      "allow": "10.${(i >> 8) & 255}.${i & 255}.0/24"\n    }\n  ],\n  "generation": ${generation},\n  "node": "${nodeName(i)}"\n}\n`);
 
+/** Objects in the repository: loose files, plus the count each pack's index ends its fan-out table with. */
 function looseObjects(gitdir: string): number {
   let n = 0;
   for (const d of readdirSync(join(gitdir, 'objects'))) if (/^[0-9a-f]{2}$/.test(d)) n += readdirSync(join(gitdir, 'objects', d)).length;
+  const packs = join(gitdir, 'objects', 'pack');
+  if (existsSync(packs)) for (const f of readdirSync(packs)) if (f.endsWith('.idx')) n += readFileSync(join(packs, f)).readUInt32BE(8 + 255 * 4);
   return n;
 }
 

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -93,6 +93,29 @@ describe.each(targets)('audit mirror served by the coordinator on $database', ({
     const verdict = await reader.post('/v1/ledger/verify?mirror=true');
     expect(verdict.status).toBe(200);
     expect(verdict.body).toEqual({ ok: true, position: expect.any(Number), hash: expect.any(String), mirror: { head: last.commit, position: expect.any(Number), commits: 4, lag: 0, nodes: 1 } });
+  });
+
+  it('writes a large publish as a pack, which an auditor clones over HTTP like loose objects', async () => {
+    const url = new URL('/audit.git', coordinator.url);
+    url.username = 'auditor';
+    url.password = readerToken;
+    // 300 nodes: a blob, a VERSION blob and two trees each, more objects than one pack starts at.
+    const tree: Record<string, Record<string, string>> = {};
+    for (let i = 0; i < 300; i++) tree[`fleet-${i}`] = { 'flor.json': `{"fleet":${i}}\n` };
+    await publish(tree, 'a fleet at once');
+    const head = await mirrored();
+    const packs = readdirSync(join(coordinator.dataDir, 'audit.git', 'objects', 'pack'));
+    expect(packs.filter((f) => f.endsWith('.pack'))).toHaveLength(1);
+    expect(readFileSync(join(coordinator.dataDir, 'audit.git', 'objects', 'info', 'packs'), 'utf8')).toBe(`P ${packs.find((f) => f.endsWith('.pack'))}\n\n`);
+
+    await git(work, 'clone', '--quiet', url.toString(), 'packed');
+    const clone = join(work, 'packed');
+    expect((await git(clone, 'rev-parse', 'HEAD')).trim()).toBe(head.commit);
+    expect(await git(clone, 'show', 'HEAD:fleet-123/mgmt/flor.json')).toBe('{"fleet":123}\n');
+    await git(clone, 'fsck', '--strict', '--no-dangling');
+    await git(coordinator.dataDir, '--git-dir', 'audit.git', 'fsck', '--strict', '--no-dangling');
+    const verdict = await reader.post('/v1/ledger/verify?mirror=true');
+    expect(verdict.body).toMatchObject({ ok: true, mirror: { head: head.commit, lag: 0 } });
   });
 
   it('asks git for basic auth, takes the reader token as password or bearer, and serves nothing but the repository', async () => {

@@ -48,7 +48,8 @@ export class AuditRepo {
     }
     const repo = new AuditRepo(gitdir);
     await mkdir(join(gitdir, 'objects', 'info'), { recursive: true });
-    // Objects are loose, never packed: an empty pack list tells dumb-HTTP clients not to look for packs.
+    // Small commits' objects are loose; a large commit's trees and blobs go into a pack of their own,
+    // listed here for dumb-HTTP clients as it is written (packfile.ts). Until then the list is empty.
     if (!nodeFs.existsSync(join(gitdir, 'objects', 'info', 'packs'))) await atomicWriteFile(join(gitdir, 'objects', 'info', 'packs'), '\n');
     // Only when missing: a reader opening the repository must not race the writer's info/refs.
     if (!nodeFs.existsSync(join(gitdir, 'info', 'refs'))) await repo.writeInfoRefs(await repo.readRef());
@@ -61,9 +62,10 @@ export class AuditRepo {
   }
 
   /**
-   * Writes loose objects: `objects/<2 hex>/<38 hex>`, the zlib-deflated `<type> <size>\0<content>`,
-   * each written whole under a temporary name and renamed, and never rewritten once present, on the
-   * writer's own thread (see ObjectWriter). Written by the mirror itself rather than through
+   * Writes objects, on the writer's own thread (see ObjectWriter): a small batch as loose objects,
+   * `objects/<2 hex>/<38 hex>`, the zlib-deflated `<type> <size>\0<content>`, each written whole under
+   * a temporary name and renamed, and never rewritten once present; a large one as a pack with its
+   * index, its commit loose (writeObjectsSync). Written by the mirror itself rather than through
    * isomorphic-git, whose writeObject set up a file-system wrapper and looked for the git directory
    * on every call: that was most of the mirror's time for a 10,000-node commit (40,000 objects for
    * the first one).

@@ -1,7 +1,8 @@
 import { readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { unpackObjects, writeLooseObjectsSync, type PackedObjects } from './loose-objects.js';
+import { unpackObjects, type PackedObjects } from './loose-objects.js';
+import { writeObjectsSync } from './packfile.js';
 
 /** One batch of objects to write into one repository; answered once every object is on disk. */
 export interface WriteJob {
@@ -32,7 +33,7 @@ if (parentPort) lowerOwnPriority();
 
 parentPort?.on('message', (job: WriteJob) => {
   try {
-    writeLooseObjectsSync(job.gitdir, unpackObjects(job.objects));
+    writeObjectsSync(job.gitdir, unpackObjects(job.objects));
     parentPort!.postMessage({ id: job.id } satisfies WriteAnswer);
   } catch (err) {
     parentPort!.postMessage({ id: job.id, error: err instanceof Error ? err.message : String(err) } satisfies WriteAnswer);

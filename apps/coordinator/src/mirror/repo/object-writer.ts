@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
+import { PACK_FROM, writeObjectsSync } from './packfile.js';
 import type { WriteAnswer, WriteJob } from './object-write-worker.js';
 import { IdleStop } from '../../common/idle-stop.js';
 
@@ -93,6 +94,8 @@ export class ObjectWriter {
 }
 
 async function writeHere(gitdir: string, objects: readonly LooseObject[]): Promise<void> {
+  // A batch large enough for a pack is one file: written in one go.
+  if (objects.length >= PACK_FROM) return writeObjectsSync(gitdir, objects);
   const dirs = new Set<string>();
   for (let i = 0; i < objects.length; i += WRITE_SLICE) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve));
