@@ -119,17 +119,17 @@ export class LedgerWriter {
     return result;
   }
 
+  /** Whether `bodyDigest` is the body kept: a body this process published, so once parsed and accepted. */
+  knowsBody(bodyDigest: string): boolean {
+    return this.repeats.knows(bodyDigest);
+  }
+
   /**
    * The answer to a publish whose request body (by its sha256) is the one this process published
    * last, when nothing was appended since; null when it must be decided (RepeatMemo). Reads only the
    * ledger head, without the lock: a publish still in flight has not moved it, and this answer comes
    * before it, as it would have had it taken the lock first.
    */
-  /** Whether `bodyDigest` is the body kept: a body this process published, so once parsed and accepted. */
-  knowsBody(bodyDigest: string): boolean {
-    return this.repeats.knows(bodyDigest);
-  }
-
   async repeated(bodyDigest: string): Promise<PublishResponse | null> {
     if (!this.repeats.knows(bodyDigest)) return null;
     return this.repeats.answer(bodyDigest, await readLedgerHead(this.db.kysely));

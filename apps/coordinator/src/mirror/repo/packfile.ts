@@ -70,13 +70,19 @@ export function writePackSync(gitdir: string, objects: readonly LooseObject[]): 
   nodeFs.mkdirSync(dir, { recursive: true });
   const base = join(dir, `pack-${checksum.toString('hex')}`);
   const tmp = `${base}.${randomBytes(6).toString('hex')}.tmp`;
-  const fd = nodeFs.openSync(tmp, 'w');
   try {
-    for (let i = 0; i < parts.length; i += WRITEV_MAX) writeAllSync(fd, parts.slice(i, i + WRITEV_MAX));
-  } finally {
-    nodeFs.closeSync(fd);
+    const fd = nodeFs.openSync(tmp, 'w');
+    try {
+      for (let i = 0; i < parts.length; i += WRITEV_MAX) writeAllSync(fd, parts.slice(i, i + WRITEV_MAX));
+    } finally {
+      nodeFs.closeSync(fd);
+    }
+    nodeFs.renameSync(tmp, `${base}.pack`);
+  } catch (err) {
+    // A pack not written whole leaves nothing behind; the batch fails with the cause.
+    nodeFs.rmSync(tmp, { force: true });
+    throw err;
   }
-  nodeFs.renameSync(tmp, `${base}.pack`);
   writeFileAtomicSync(`${base}.idx`, packIndex(entries, checksum));
   writeFileAtomicSync(
     join(gitdir, 'objects', 'info', 'packs'),
