@@ -64,7 +64,7 @@ runBench('mirror.bench', async () => {
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const keys = await SigningKeyStore.open(join(dir, 'signing-keys.json'));
   const writer = new LedgerWriter(db, keys);
-  writer.projectInto(new ReadModelProjection(keys));
+  writer.projectInto(new ReadModelProjection());
   const publisher = new PublishTreeHandler(writer);
   const gitdir = join(dir, 'audit.git');
 

@@ -14,7 +14,7 @@ import { RollbackNodeCommand } from '../../apps/coordinator/src/ledger/commands/
 import { RetireNodeHandler } from '../../apps/coordinator/src/ledger/commands/retire-node.handler.js';
 import { RetireNodeCommand } from '../../apps/coordinator/src/ledger/commands/retire-node.command.js';
 import { readLedgerHead } from '../../apps/coordinator/src/ledger/ledger.reads.js';
-import { ReadModelProjection, type Signer } from '../../apps/coordinator/src/projections/project.js';
+import { ReadModelProjection } from '../../apps/coordinator/src/projections/project.js';
 import type { TestDatabase } from './databases.js';
 
 /** The ledger's write side wired by hand over a real database: what the Nest module does, minus HTTP. */
@@ -69,6 +69,6 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
 /** A ledger writer wired as the projections module wires it: its appends move the read models. */
 export function writerOf(db: Db, keys: SigningKeyStore): LedgerWriter {
   const writer = new LedgerWriter(db, keys);
-  writer.projectInto(new ReadModelProjection(keys as Signer));
+  writer.projectInto(new ReadModelProjection());
   return writer;
 }

@@ -93,8 +93,7 @@ program
   .action(async () => {
     await withDb('rebuild', async (db) => {
       await migrateToLatest(db.kysely);
-      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
-      const n = await rebuildProjections(db.kysely, store);
+      const n = await rebuildProjections(db.kysely);
       process.stdout.write(`replayed ${n} events\n`);
     });
   });

@@ -22,7 +22,13 @@ export function bundlePayloadBytes(
   return Buffer.from(canonicalJson(payload), 'utf8');
 }
 
-/** Strong ETag derived from the stored JWS: changes exactly when the served bytes change. */
-export function etagOf(jws: string): string {
-  return `"${sha256Hex(jws).slice(0, 40)}"`;
+/**
+ * The strong ETag of a head's bundle, known without signing it: the stamped event's chain hash covers
+ * every byte of the payload (node, version, set digest, position, publish, issue time, and each
+ * artifact's digest, which names its content), and Ed25519 is deterministic, so the key's kid
+ * completes what the served JWS will be. Changes exactly when the served bytes change: a new version,
+ * or the same one re-signed by another key.
+ */
+export function bundleEtag(kid: string, eventHash: string): string {
+  return `"${sha256Hex(`${kid}:${eventHash}`).slice(0, 40)}"`;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { NODE_NAME_PATTERN, NodeName } from '#contracts';
@@ -14,7 +14,9 @@ import { bearerOf, parseSecret, secretMatches, type ParsedSecret } from '../iden
 import { Metrics } from '../core/metrics.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
 import { ContactLog } from '../fleet/contact-log.js';
-import { checkpointHeader, ifNoneMatchTags, PollCache } from './poll-cache.js';
+import { checkpointHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
+import { KEYS, type SigningKeyStore } from './signing-keys.js';
+import { signHeadBundle } from './head-bundle.js';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
 export const CHECKPOINT_HEADER = 'florete-checkpoint';
@@ -35,22 +37,13 @@ function pollHeaders(etag: string, checkpoint: string | null): Record<string, st
 }
 
 /**
- * If-None-Match as SQL, evaluated in the same query as the lookup so a 304 that memory could not
- * answer still never transfers the JWS from the database.
- */
-function ifNoneMatchCondition(tags: readonly string[]): RawBuilder<boolean> {
-  if (tags.includes('*')) return sql<boolean>`h.etag IS NOT NULL`;
-  if (tags.length === 0) return sql<boolean>`FALSE`;
-  return sql<boolean>`h.etag IN (${sql.join([...tags])})`;
-}
-
-/**
  * The poll path: `GET /v1/nodes/{node}/bundle`, the one request every node makes every few seconds.
  *
  * An agent whose version is current is answered 304 from this replica's memory, with no database
  * work (PollCache, ChangeFeed); the poll is its contact, noted in memory and written in batches
  * (ContactLog). Anything else (a new version, a refusal, memory not current) is one indexed read.
- * Nothing is signed here: the JWS was signed when the version was stamped.
+ * A new version is signed here, when its node fetches it (signHeadBundle): a publish stamps heads and
+ * signs nothing, and each bundle is fetched about once, by the node it belongs to.
  *
  * Two doors, one answer:
  * - the front door sits on the HTTP server, before Fastify: a plain, well-formed poll that memory can
@@ -68,6 +61,7 @@ export class PollRoute implements OnApplicationShutdown {
 
   constructor(
     @Inject(DB) private readonly db: Db,
+    @Inject(KEYS) private readonly keys: SigningKeyStore,
     @Inject(LOG) private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly auth: AuthService,
@@ -179,9 +173,14 @@ export class PollRoute implements OnApplicationShutdown {
         'c.revoked_at',
         'c.revoked_reason',
         'h.version',
+        'h.set_digest',
         'h.retired',
+        'h.artifacts',
+        'h.publish_id',
+        'h.position',
+        'h.updated_at',
+        'h.kid',
         'h.etag',
-        sql<string | null>`CASE WHEN ${ifNoneMatchCondition(tags)} THEN NULL ELSE h.jws END`.as('jws'),
         // Same round trip: the checkpoint is as new as the head it is served with.
         sql<string | null>`(SELECT note FROM ledger_checkpoint WHERE id = 1)`.as('checkpoint'),
       ])
@@ -194,12 +193,14 @@ export class PollRoute implements OnApplicationShutdown {
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
     this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
-    void reply.headers(pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint)));
-    if (row.jws === null) {
+    const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint));
+    if (etagMatches(tags, row.etag)) {
       this.metrics.polls304++;
-      void reply.status(304).send();
+      void reply.headers(headers).status(304).send();
       return;
     }
-    void reply.status(200).header('content-type', 'application/jose').send(row.jws);
+    // Every column of a head row is set, so the left join's are all there once its ETag is.
+    const jws = await signHeadBundle(this.db.kysely, this.keys, row as { [K in keyof typeof row]: NonNullable<(typeof row)[K]> });
+    void reply.headers(headers).status(200).header('content-type', 'application/jose').send(jws);
   }
 }

@@ -37,7 +37,9 @@ export interface NodeHeadsTable {
   set_digest: string;
   retired: boolean;
   artifacts: Json<StoredArtifact[]>;
-  jws: string;
+  /** The key that signs this head's bundle when its node fetches it (the stamp's, or the signer a key change moved it to). */
+  kid: string;
+  /** bundleEtag(kid, the stamped event's hash); a head migrated from a stored JWS keeps that JWS's ETag. */
   etag: string;
   position: BigIntColumn;
   publish_id: string;

@@ -71,7 +71,7 @@ describe.each(testDatabases)('ineligible nodes in the ledger on $name', (databas
     const rows = () => h.db.kysely.selectFrom('publishes').select(['publish_id', 'accepted_ineligible']).orderBy('position').execute();
     const incremental = await rows();
     expect(incremental.map((p) => p.accepted_ineligible)).toEqual([null, accepted]);
-    await rebuildProjections(h.db.kysely, h.keys);
+    await rebuildProjections(h.db.kysely);
     expect(await rows()).toEqual(incremental);
   });
 

@@ -16,6 +16,8 @@ import { rebuildProjections } from '../projections/rebuild.js';
 import type { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { changeKeys } from '../trust/key-change.js';
+import { signHeadBundle } from '../bundles/head-bundle.js';
+import { bundleEtag } from '../bundles/bundle-payload.js';
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
@@ -40,7 +42,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     (await h.db.kysely.selectFrom('node_versions').select('version').where('node', '=', node).orderBy('version').execute()).map((r) => r.version);
   const headOf = (node: string) => h.db.kysely.selectFrom('node_heads').selectAll().where('node', '=', node).executeTakeFirstOrThrow();
   const payloadOf = async (node: string) => {
-    const { jws } = await headOf(node);
+    const jws = await signHeadBundle(h.db.kysely, h.keys, await headOf(node));
     const { payload } = await verifyBundleSignature(jws, h.keys.jwks());
     return BundlePayload.parse(JSON.parse(Buffer.from(payload).toString('utf8')));
   };
@@ -86,27 +88,18 @@ describe.each(testDatabases)('ledger on $name', (database) => {
   });
 
   it('rolls back every event and projection row when projecting fails part-way', async () => {
-    await h.publish({ alpha: { f: '1' } });
+    await h.publish({ alpha: { f: '1' }, beta: { f: '1' } });
     const before = await h.head();
-    let signed = 0;
-    const failing = {
-      reloadIfChanged: () => h.keys.reloadIfChanged(),
-      activeKid: () => h.keys.activeKid(),
-      byKid: (kid: string) => {
-        if (++signed === 2) throw new Error('signing failed');
-        return h.keys.byKid(kid);
-      },
-    } as unknown as SigningKeyStore;
-    const handler = new PublishTreeHandler(writerOf(h.db, failing));
-    const good = (await h.publish({ alpha: { f: '2' }, beta: { f: '3' } }, { message: 'warm blobs' })).position;
-    const mid = await h.head();
-    expect(mid.position).toBe(good);
-    const tree = { message: 'm', nodes: { alpha: { artifacts: { f: (await headOf('alpha')).artifacts[0].sha256 } }, beta: { artifacts: { f: (await headOf('alpha')).artifacts[0].sha256 } }, gamma: { artifacts: {} } } };
-    await expect(handler.execute(new PublishTreeCommand(tree, 'tester'))).rejects.toThrow('signing failed');
-    expect(await h.head()).toEqual(mid);
-    expect((await headOf('beta')).version).toBe(1);
-    expect(await h.db.kysely.selectFrom('node_heads').select('node').where('node', '=', 'gamma').execute()).toEqual([]);
-    expect(before.position).toBeLessThan(mid.position);
+    const headsBefore = await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute();
+    // The database refuses gamma's version row: by then the events are appended and the heads upserted.
+    await sql`CREATE FUNCTION test_refuse_gamma() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.node = 'gamma' THEN RAISE EXCEPTION 'projecting gamma failed'; END IF; RETURN NEW; END $$`.execute(h.db.kysely);
+    await sql`CREATE TRIGGER test_refuse_gamma BEFORE INSERT ON node_versions FOR EACH ROW EXECUTE FUNCTION test_refuse_gamma()`.execute(h.db.kysely);
+    await expect(h.publish({ alpha: { f: '2' }, beta: { f: '3' }, gamma: { f: '4' } })).rejects.toThrow('projecting gamma failed');
+    expect(await h.head()).toEqual(before);
+    expect(await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute()).toEqual(headsBefore);
+    expect(await versionsOf('alpha')).toEqual([1]);
+    expect(await h.db.kysely.selectFrom('publishes').select('position').where('position', '>', before.position).execute()).toEqual([]);
   });
 
   it('refuses a stale expected_position and writes nothing', async () => {
@@ -180,7 +173,7 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     });
     const incremental = await snapshot();
     expect(incremental.heads.length).toBe(3);
-    await rebuildProjections(h.db.kysely, h.keys);
+    await rebuildProjections(h.db.kysely);
     expect(await snapshot()).toEqual(incremental);
   });
 
@@ -204,15 +197,27 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     expect(await codeOf(h.retire('alpha'))).toBe('node_retired');
   });
 
-  it('signs each bundle once, at stamping, with the active key', async () => {
+  it('signs nothing when stamping: the head names the key that signs its bundle when fetched, and an ETag that stands for those bytes', async () => {
     const r = await h.publish({ alpha: { 'flor.json': '{"a":1}\n' } });
     const p = await payloadOf('alpha');
     expect(p).toMatchObject({ node: 'alpha', version: 1, position: r.position - 1, publish_id: r.publish_id, retired: false });
     expect(p.artifacts).toEqual([{ name: 'flor.json', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), size: 8, content: Buffer.from('{"a":1}\n').toString('base64') }]);
+    const first = await headOf('alpha');
+    const [stamp] = (await readEvents(h.db.kysely, 0, 100)).filter((e) => e.stream === 'node:alpha');
+    expect(first.kid).toBe(h.keys.activeKid());
+    expect(first.etag).toBe(bundleEtag(first.kid, stamp.hash));
+    // Signed twice, the same bytes: what one ETag stands for on every replica.
+    expect(await signHeadBundle(h.db.kysely, h.keys, first)).toBe(await signHeadBundle(h.db.kysely, h.keys, await headOf('alpha')));
+    // A rotation moves the head to the new signer: same payload, new signature, new ETag.
     const { kid } = await changeKeys(h.db.kysely, h.keys, { kind: 'rotate' }, 'tester');
-    await h.publish({ alpha: { 'flor.json': '{"a":2}\n' } });
-    const { jws } = await headOf('alpha');
+    const moved = await headOf('alpha');
+    expect(moved).toMatchObject({ kid, version: 1, etag: bundleEtag(kid, stamp.hash) });
+    expect(moved.etag).not.toBe(first.etag);
+    const jws = await signHeadBundle(h.db.kysely, h.keys, moved);
     expect(JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid).toBe(kid);
+    expect(jws.split('.')[1]).toBe((await signHeadBundle(h.db.kysely, h.keys, first)).split('.')[1]);
+    await h.publish({ alpha: { 'flor.json': '{"a":2}\n' } });
+    expect((await headOf('alpha')).kid).toBe(kid);
   });
 });
 

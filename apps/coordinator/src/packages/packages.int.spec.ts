@@ -83,7 +83,7 @@ describe.each(testDatabases)("the mesh's package repository on $name", (database
     await push(deb('florete-fixture-repo-other', '2.0', 'other 2.0'), 'bob');
     const before = await listPackages(h.db.kysely);
     await h.db.kysely.deleteFrom('packages').execute();
-    expect(await rebuildProjections(h.db.kysely, h.keys)).toBe(6);
+    expect(await rebuildProjections(h.db.kysely)).toBe(6);
     expect(await listPackages(h.db.kysely)).toEqual(before);
   });
 

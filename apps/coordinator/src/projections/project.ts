@@ -1,9 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
 import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
-import { signStamps, type Signer } from '../bundles/sign-stamps.js';
-
-export type { Signer };
+import { bundleEtag } from '../bundles/bundle-payload.js';
 
 const CHUNK = 1000;
 
@@ -12,20 +10,18 @@ const CHUNK = 1000;
  * a read model never shows what the ledger does not hold. Events of one publish must arrive together: a node version row takes its message from
  * the publish record that closes the group.
  */
-export async function project(trx: Transaction<Database>, events: readonly StoredEvent[], signer: Signer): Promise<void> {
+export async function project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
   await projectPackages(trx, events);
   const records = new Map<string, PublishRecorded['data']>();
   for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
   const stamps = events.filter((e) => e.type === 'node_set_stamped');
   if (stamps.length === 0 && records.size === 0) return;
 
-  const signed = await signStamps(trx, stamps, signer);
   const heads = [];
   const versions = [];
-  for (const [i, e] of stamps.entries()) {
+  for (const e of stamps) {
     const d = e.data as NodeSetStamped['data'];
     const record = records.get(d.publish_id);
-    const { jws, etag } = signed[i];
     const common = {
       node: d.node,
       version: d.version,
@@ -35,7 +31,9 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       publish_id: d.publish_id,
       position: e.position,
     };
-    heads.push({ ...common, jws, etag, updated_at: e.recorded_at });
+    // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
+    const kid = String(e.meta.kid);
+    heads.push({ ...common, kid, etag: bundleEtag(kid, e.hash), updated_at: e.recorded_at });
     versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
   }
   for (let i = 0; i < heads.length; i += CHUNK) {
@@ -48,7 +46,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
           set_digest: sql`excluded.set_digest`,
           retired: sql`excluded.retired`,
           artifacts: sql`excluded.artifacts`,
-          jws: sql`excluded.jws`,
+          kid: sql`excluded.kid`,
           etag: sql`excluded.etag`,
           position: sql`excluded.position`,
           publish_id: sql`excluded.publish_id`,
@@ -91,9 +89,7 @@ async function projectPackages(trx: Transaction<Database>, events: readonly Stor
 
 /** The read models as the ledger writer sees them: registered with it by the projections module. */
 export class ReadModelProjection implements LedgerProjection {
-  constructor(private readonly signer: Signer) {}
-
   project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
-    return project(trx, events, this.signer);
+    return project(trx, events);
   }
 }

@@ -1,5 +1,4 @@
-import { Inject, Module, type OnModuleInit } from '@nestjs/common';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { Module, type OnModuleInit } from '@nestjs/common';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { ReadModelProjection } from './project.js';
@@ -15,12 +14,9 @@ import { QueriesController } from './queries.controller.js';
   controllers: [QueriesController, ProjectionsController],
 })
 export class ProjectionsModule implements OnModuleInit {
-  constructor(
-    private readonly writer: LedgerWriter,
-    @Inject(KEYS) private readonly keys: SigningKeyStore,
-  ) {}
+  constructor(private readonly writer: LedgerWriter) {}
 
   onModuleInit(): void {
-    this.writer.projectInto(new ReadModelProjection(this.keys));
+    this.writer.projectInto(new ReadModelProjection());
   }
 }

@@ -44,7 +44,7 @@ export async function changeKeys(db: Kysely<Database>, keys: SigningKeyStore, re
     const digest = sha256Hex(document);
     const version = decision.doc.version;
     await insertTrustVersion(trx, { version, signingKid: decision.signingKid, signedBy: decision.signedBy, document, digest, at });
-    const resigned = await resignHeads(trx, keys.byKid(decision.signingKid));
+    const resigned = await resignHeads(trx, decision.signingKid);
     const stream = 'identity:keys' as const;
     const revision = (await readStreamRevision(trx, stream)) + 1;
     const common = { signer: decision.signingKid, trust_version: version, trust_digest: digest, resigned };

@@ -1,34 +1,34 @@
 import { sql, type Transaction } from 'kysely';
-import { signBundle, type SigningKey } from '#bundle';
 import type { Database } from '../db/database.js';
-import { etagOf } from '../bundles/bundle-payload.js';
+import { bundleEtag } from '../bundles/bundle-payload.js';
 
-const PAGE = 500;
-
-const kidOf = (jws: string): unknown => JSON.parse(Buffer.from(jws.slice(0, jws.indexOf('.')), 'base64url').toString('utf8')).kid;
+const PAGE = 1000;
 
 /**
- * Re-signs every node head not signed by `key` with it: the same payload bytes (same version,
- * position and issue time), a new signature and so a new ETag, which every agent then fetches once.
- * Deterministic, so replaying the ledger re-signs to the same bytes. Returns how many it re-signed.
+ * Moves every node head not signed by `kid` to it: from now on its bundle is signed with that key
+ * when fetched, the same payload bytes (same version, position and issue time) under a new
+ * signature, so a new ETag, which every agent then fetches once. Nothing is signed here (see
+ * signHeadBundle), so a rotation costs one row update per head. Deterministic, so replaying the
+ * ledger re-stamps to the same ETags. Returns how many heads it moved.
  */
-export async function resignHeads(trx: Transaction<Database>, key: SigningKey): Promise<number> {
+export async function resignHeads(trx: Transaction<Database>, kid: string): Promise<number> {
   let after = '';
   let count = 0;
   for (;;) {
-    const rows = await trx.selectFrom('node_heads').select(['node', 'jws']).where('node', '>', after).orderBy('node').limit(PAGE).execute();
+    const rows = await trx
+      .selectFrom('node_heads as h')
+      .innerJoin('ledger as l', 'l.position', 'h.position')
+      .select(['h.node', 'h.kid', 'l.hash'])
+      .where('h.node', '>', after)
+      .orderBy('h.node')
+      .limit(PAGE)
+      .execute();
     if (rows.length === 0) return count;
     after = rows[rows.length - 1].node;
-    const changed = [];
-    for (const r of rows) {
-      if (kidOf(r.jws) === key.kid) continue;
-      const payload = Buffer.from(r.jws.split('.')[1], 'base64url');
-      const jws = await signBundle(payload, key);
-      changed.push(sql`(${r.node}, ${jws}, ${etagOf(jws)})`);
-    }
-    if (changed.length > 0) {
-      await sql`UPDATE node_heads SET jws = v.jws, etag = v.etag FROM (VALUES ${sql.join(changed)}) AS v(node, jws, etag) WHERE node_heads.node = v.node`.execute(trx);
-      count += changed.length;
+    const moved = rows.filter((r) => r.kid !== kid).map((r) => sql`(${r.node}, ${bundleEtag(kid, r.hash)})`);
+    if (moved.length > 0) {
+      await sql`UPDATE node_heads SET kid = ${kid}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(trx);
+      count += moved.length;
     }
   }
 }

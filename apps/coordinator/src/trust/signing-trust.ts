@@ -34,7 +34,7 @@ export async function signingTrust(trx: Transaction<Database>, keys: TrustKeys):
   const digest = sha256Hex(document);
   await insertTrustVersion(trx, { version: 1, signingKid: kid, signedBy: kid, document, digest, at });
   const genesis: TrustHead = { version: 1, signingKid: kid, doc, document, digest };
-  const resigned = await resignHeads(trx, keys.byKid(kid));
+  const resigned = await resignHeads(trx, kid);
   if (resigned > 0) {
     const stream = 'identity:keys' as const;
     const revision = (await readStreamRevision(trx, stream)) + 1;
