@@ -132,8 +132,12 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null });
       const node = anon.as(enrolled.body.credential);
 
+      // A publish signs nothing: the bundle is signed as its node fetches it, once per fetch of a 200.
+      const signed = async () => Number(/^florete_bundles_signed_total (\d+)$/m.exec((await reader.get('/metrics')).text)?.[1]);
+      const signedBefore = await signed();
       const served = await poll(node, 'alpha');
       expect(served.status).toBe(200);
+      expect(await signed()).toBe(signedBefore + 1);
       expect(served.headers.get('content-type')).toMatch(/^application\/jose\b/);
       const etag = served.headers.get('etag');
       expect(etag).toMatch(/^"[^"]+"$/); // strong: no W/ prefix
@@ -165,6 +169,8 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect((await poll(node, 'alpha', `W/${etag}`)).status).toBe(304);
       expect((await poll(node, 'alpha', '*')).status).toBe(304);
       expect((await poll(node, 'alpha', '"stale", W/"older"')).status).toBe(200);
+      // Two 200s since the first, the 304s signing nothing.
+      expect(await signed()).toBe(signedBefore + 3);
     });
 
     it('stamps version+1 and a new ETag only on the nodes a publish changes', async () => {

@@ -201,6 +201,7 @@ export class PollRoute implements OnApplicationShutdown {
     }
     // Every column of a head row is set, so the left join's are all there once its ETag is.
     const jws = await signHeadBundle(this.db.kysely, this.keys, row as { [K in keyof typeof row]: NonNullable<(typeof row)[K]> });
+    this.metrics.bundlesSigned++;
     void reply.headers(headers).status(200).header('content-type', 'application/jose').send(jws);
   }
 }

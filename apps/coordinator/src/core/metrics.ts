@@ -36,6 +36,8 @@ export class Metrics {
   publishes = 0;
   /** Publishes answered as the repeat of the body last published, without deciding them. */
   repeatedPublishes = 0;
+  /** Bundles signed as their node fetched them (a 200 on the poll path). */
+  bundlesSigned = 0;
   reports = 0;
 
   readonly registry = new Registry();
@@ -79,6 +81,7 @@ export class Metrics {
     fromField('florete_bundle_polls_not_modified_total', 'Bundle polls answered 304: the node already holds its current version.', () => this.polls304);
     fromField('florete_publishes_total', 'Publishes that stamped at least one node (answered 201).', () => this.publishes);
     fromField('florete_publish_repeats_total', 'Publishes of the request body this replica published last, with nothing appended since, answered without deciding them again (200, nothing changed).', () => this.repeatedPublishes);
+    fromField('florete_bundles_signed_total', 'Bundles signed as their node fetched them (polls answered 200): about one per node per new version or key change; a publish signs none.', () => this.bundlesSigned);
     fromField('florete_reports_total', 'Agent reports accepted.', () => this.reports);
     this.pollSeconds = new Histogram({ name: 'florete_poll_duration_seconds', help: 'Time to answer a bundle poll, by HTTP status.', labelNames: ['status'], buckets: POLL_BUCKETS, registers });
     this.publishSeconds = new Histogram({ name: 'florete_publish_duration_seconds', help: 'Time to answer POST /v1/publishes, by HTTP status.', labelNames: ['status'], buckets: PUBLISH_BUCKETS, registers });
