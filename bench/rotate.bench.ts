@@ -1,9 +1,9 @@
 /**
- * Key rotation benchmark: `keys rotate` writes a trust version and re-signs the head of every node
- * in one transaction. For each size N (default 100, 1,000 and 10,000 nodes) a fresh database on one
+ * Key rotation benchmark: `keys rotate` writes a trust version and moves the head of every node to
+ * the new key (a new kid and ETag each; bundles are signed when fetched) in one transaction. For each size N (default 100, 1,000 and 10,000 nodes) a fresh database on one
  * throwaway PostgreSQL gets a coordinator, a publish of N nodes (blobs uploaded first, outside the
  * timing), then a rotation. It prints both wall times as the client sees them, the rotation's cost
- * per re-signed head, and the rotation/publish ratio: the publish of the same N nodes in the same
+ * per moved head, and the rotation/publish ratio: the publish of the same N nodes in the same
  * run is the baseline.
  *
  *   npm run bench:rotate [-- --sizes 100,1000,10000 --concurrency 8]
@@ -53,7 +53,7 @@ async function measure(serverUrl: string, nodes: number, concurrency: number): P
     const t1 = performance.now();
     const rotation = (await api.expect(201, 'POST', '/v1/keys/rotate', { token })).json<{ resigned: number }>();
     const t2 = performance.now();
-    if (rotation.resigned !== nodes) throw new Error(`the rotation re-signed ${rotation.resigned} heads, not ${nodes}`);
+    if (rotation.resigned !== nodes) throw new Error(`the rotation moved ${rotation.resigned} heads to the new key, not ${nodes}`);
     return { nodes, publishMs: t1 - t0, rotateMs: t2 - t1, resigned: rotation.resigned };
   } finally {
     api.close();
@@ -76,9 +76,9 @@ async function main(): Promise<void> {
   }
   process.stdout.write(
     `${formatTable(
-      ['nodes', 'publish (baseline)', 'keys rotate', 'per re-signed head', 'rotate / publish'],
+      ['nodes', 'publish (baseline)', 'keys rotate', 'per moved head', 'rotate / publish'],
       results.map((r) => [fmt(r.nodes), ms(r.publishMs), ms(r.rotateMs), `${fmt((r.rotateMs * 1000) / r.resigned)} µs`, `${fmt(r.rotateMs / r.publishMs, 2)}×`]),
-    )}\n\npublish = POST /v1/publishes of N new nodes (blobs already uploaded); keys rotate = POST /v1/keys/rotate re-signing those N heads; both as the client sees them, on one coordinator per size\n`,
+    )}\n\npublish = POST /v1/publishes of N new nodes (blobs already uploaded); keys rotate = POST /v1/keys/rotate moving those N heads to the new key; both as the client sees them, on one coordinator per size\n`,
   );
 }
 
