@@ -34,7 +34,10 @@ export class SigningKeyStore {
   private readonly privateKeys = new Map<string, KeyObject>();
   private publicJwks: jose.JSONWebKeySet = { keys: [] };
 
-  private constructor(private readonly path: string) {}
+  private constructor(
+    /** The key file this store reads and writes. */
+    readonly path: string,
+  ) {}
 
   /** Opens the key file, creating it with a fresh key when it does not exist. */
   static async open(path: string): Promise<SigningKeyStore> {

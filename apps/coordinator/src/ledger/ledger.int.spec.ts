@@ -13,7 +13,7 @@ import { readLedgerHead } from './store/read-head.js';
 import { readEvents } from './store/read-events.js';
 import { chainHash, GENESIS_HASH } from './domain/hash-chain.js';
 import { rebuildProjections } from '../projections/rebuild.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import { SigningKeyStore } from '../bundles/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { changeKeys } from '../trust/key-change.js';
 import { signHeadBundle } from '../bundles/head-bundle.js';
@@ -195,6 +195,17 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     const p = await payloadOf('alpha');
     expect(p).toMatchObject({ node: 'alpha', version: 2, retired: true, artifacts: [], set_digest: EMPTY_SET_DIGEST });
     expect(await codeOf(h.retire('alpha'))).toBe('node_retired');
+  });
+
+  it('signs on fetch with a key another process made the signer after this one read the key file', async () => {
+    await h.publish({ alpha: { f: '1' } });
+    const stale = await SigningKeyStore.open(h.keys.path);
+    const { kid } = await changeKeys(h.db.kysely, h.keys, { kind: 'rotate' }, 'tester');
+    expect(stale.has(kid)).toBe(false);
+    const head = await headOf('alpha');
+    const jws = await signHeadBundle(h.db.kysely, stale, head);
+    expect(JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid).toBe(kid);
+    expect(jws).toBe(await signHeadBundle(h.db.kysely, h.keys, head));
   });
 
   it('signs nothing when stamping: the head names the key that signs its bundle when fetched, and an ETag that stands for those bytes', async () => {
