@@ -18,17 +18,16 @@ export async function resignHeads(trx: Transaction<Database>, kid: string): Prom
     const rows = await trx
       .selectFrom('node_heads as h')
       .innerJoin('ledger as l', 'l.position', 'h.position')
-      .select(['h.node', 'h.kid', 'l.hash'])
+      .select(['h.node', 'l.hash'])
+      .where('h.kid', '<>', kid)
       .where('h.node', '>', after)
       .orderBy('h.node')
       .limit(PAGE)
       .execute();
     if (rows.length === 0) return count;
     after = rows[rows.length - 1].node;
-    const moved = rows.filter((r) => r.kid !== kid).map((r) => sql`(${r.node}, ${bundleEtag(kid, r.hash)})`);
-    if (moved.length > 0) {
-      await sql`UPDATE node_heads SET kid = ${kid}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(trx);
-      count += moved.length;
-    }
+    const moved = rows.map((r) => sql`(${r.node}, ${bundleEtag(kid, r.hash)})`);
+    await sql`UPDATE node_heads SET kid = ${kid}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(trx);
+    count += moved.length;
   }
 }
