@@ -9,6 +9,10 @@
  *   (d) the identical tree again, under a new message each time: decided in full, a no-op (repeated --repeat times)
  *   (e) the last of those bodies again, byte for byte, as a pipeline re-running one commit sends it: answered
  *       as the repeat of the body the coordinator published last, without deciding it (repeated --repeat times)
+ *   (f) one node changed, and (g) the identical tree, published as retectl publishes them (retectl's own
+ *       code, publishTree): the heads compared bucket by bucket, only the differing nodes sent, pinned to
+ *       the position read (each repeated --repeat times; their wall time is the whole of it, from the
+ *       tree's digests to the answer)
  * It prints client-visible wall time per publish (blob check + uploads + POST /v1/publishes) and the
  * POST alone, the ledger position delta (GET /v1/ledger/head) and the rows each publish wrote, and the
  * one-changed/all-changed ratio: (b) is the baseline measured in the same run. Then a growth table:
@@ -31,11 +35,17 @@ import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
 import { MAX_DIGESTS_PER_ASK } from '#contracts';
+import { CoordinatorClient } from '../apps/retectl/src/client.js';
+import { publishTree } from '../apps/retectl/src/commands/publish.js';
+import { localHeads } from '../apps/retectl/src/delta.js';
 import { HttpClient } from './support/http.js';
 import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
 const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+
+/** A figure, or a dash where the run did not measure it. */
+const dash = (value: number, show: (v: number) => string): string => (Number.isNaN(value) ? '–' : show(value));
 
 function say(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -125,6 +135,8 @@ interface Run {
   /** Whether the coordinator is expected to answer it as a repeat (see SizeResult.repeats). */
   readonly expectRepeat: boolean;
   readonly totalMs: number;
+  /** retectl only: its set digests and buckets of the tree, before any request. */
+  readonly digestMs: number;
   readonly missingMs: number;
   readonly uploadMs: number;
   readonly publishMs: number;
@@ -133,6 +145,8 @@ interface Run {
   readonly status: number;
   readonly changed: number;
   readonly publishId: string | null;
+  /** Nodes the request named: the whole tree, or (retectl) those that differ from their heads. */
+  readonly sent: number;
   readonly ledgerDelta: number;
   readonly rows: RowCounts & { node_heads: number };
 }
@@ -189,7 +203,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
   say(`building ${repeat + 2} trees of ${fmt(nodes)} nodes`);
   const blobs = new Map<string, Buffer>();
   const generations = new Array<number>(nodes).fill(1);
-  const plan: { label: string; tree: Tree; expectChanged: number; expectRepeat?: boolean }[] = [];
+  const plan: { label: string; tree: Tree; expectChanged: number; expectRepeat?: boolean; retectl?: boolean }[] = [];
   plan.push({ label: '(a) first publish, all new', tree: buildTree(nodes, generations, 'bench: first publish', blobs), expectChanged: nodes });
   generations.fill(2);
   plan.push({ label: '(b) all nodes changed', tree: buildTree(nodes, generations, 'bench: all changed', blobs), expectChanged: nodes });
@@ -202,6 +216,13 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
   for (let r = 0; r < repeat; r++) plan.push({ label: `(d) identical tree #${r + 1}`, tree: { body: { ...last.body, message: `bench: identical #${r + 1}` }, digests: last.digests }, expectChanged: 0 });
   const lastIdentical = plan[plan.length - 1].tree;
   for (let r = 0; r < repeat; r++) plan.push({ label: `(e) same bytes again #${r + 1}`, tree: lastIdentical, expectChanged: 0, expectRepeat: true });
+  for (let r = 0; r < repeat; r++) {
+    const i = (r * 3331 + 1001) % nodes;
+    generations[i] += 1;
+    plan.push({ label: `(f) one changed, retectl #${r + 1}`, tree: buildTree(nodes, generations, `bench: one changed, retectl (${nodeName(i)})`, blobs), expectChanged: 1, retectl: true });
+  }
+  const lastOne = plan[plan.length - 1].tree;
+  for (let r = 0; r < repeat; r++) plan.push({ label: `(g) identical, retectl #${r + 1}`, tree: { body: { ...lastOne.body, message: `bench: identical, retectl #${r + 1}` }, digests: lastOne.digests }, expectChanged: 0, retectl: true });
 
   const bodyBytes = Math.max(...plan.map((p) => Buffer.byteLength(JSON.stringify(p.tree.body))), Buffer.byteLength(JSON.stringify({ digests: plan[0].tree.digests })));
   const env: Record<string, string> = {};
@@ -218,6 +239,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
   const coordinator = await startCoordinator({ databaseUrl: postgres.url, env, nodeArgs: cpuProfArgs(cpuProf) });
   const api = new HttpClient(coordinator.url, 4);
   const token = coordinator.adminToken;
+  const retectl = new CoordinatorClient({ url: coordinator.url, token: token! });
 
   // Row counts straight from the database, outside every timed span.
   const db = new pg.Client({ connectionString: postgres.url });
@@ -229,6 +251,15 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
   const headPosition = async (): Promise<number> => (await api.expect(200, 'GET', '/v1/ledger/head', { token })).json<{ position: number }>().position;
   const repeats = async (): Promise<number> => Number(/^florete_publish_repeats_total (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token })).body.toString('utf8'))?.[1] ?? NaN);
 
+  /** A run with what it wrote: ledger head Δ and row counts, read after the clock stopped. */
+  const counted = async (step: (typeof plan)[number], before: RowCounts, positionBefore: number, timed: Omit<Run, 'label' | 'expectChanged' | 'expectRepeat' | 'ledgerDelta' | 'rows'>): Promise<Run> => {
+    const positionAfter = await headPosition();
+    const after = await countRows();
+    const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
+    const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
+    return { ...timed, label: step.label, expectChanged: step.expectChanged, expectRepeat: step.expectRepeat ?? false, ledgerDelta: positionAfter - positionBefore, rows: { ...rows, node_heads: Number(heads[0].n) } };
+  };
+
   const runs: Run[] = [];
   let repeatsCounted = NaN;
   try {
@@ -236,6 +267,18 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
       say(`${step.label} …`);
       const before = await countRows();
       const positionBefore = await headPosition();
+      if (step.retectl) {
+        // The tree as retectl holds it once compiled: each node's artifact digests, and the bytes.
+        const digests = new Map(Object.entries(step.tree.body.nodes).map(([node, { artifacts }]) => [node, new Map(Object.entries(artifacts))]));
+        // Timed apart: retectl's own work on the tree (set digests and buckets), then its requests.
+        const t0 = performance.now();
+        const local = localHeads(digests);
+        const t1 = performance.now();
+        const out = await publishTree(retectl, { digests, bytes: blobs, local }, { message: step.tree.body.message });
+        const t2 = performance.now();
+        runs.push(await counted(step, before, positionBefore, { totalMs: t2 - t0, digestMs: t1 - t0, missingMs: NaN, uploadMs: NaN, publishMs: t2 - t1, uploaded: out.uploaded, uploadedBytes: NaN, status: out.body.publish_id === null ? 200 : 201, changed: out.body.changed.length, publishId: out.body.publish_id, sent: out.sent }));
+        continue;
+      }
       // Serialised before the clock starts, as the trees were built: the POST times the request, not
       // this process turning 2 MiB of objects into JSON (10–15 ms at 10,000 nodes).
       const body = Buffer.from(JSON.stringify(step.tree.body), 'utf8');
@@ -264,26 +307,21 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
       const t3 = performance.now();
 
       const answer = res.json<{ publish_id: string | null; changed: unknown[] }>();
-      const positionAfter = await headPosition();
-      const after = await countRows();
-      const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
-      const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
-      runs.push({
-        label: step.label,
-        expectChanged: step.expectChanged,
-        expectRepeat: step.expectRepeat ?? false,
-        totalMs: t3 - t0,
-        missingMs: t1 - t0,
-        uploadMs: t2 - t1,
-        publishMs: t3 - t2,
-        uploaded: missing.length,
-        uploadedBytes,
-        status: res.status,
-        changed: answer.changed.length,
-        publishId: answer.publish_id,
-        ledgerDelta: positionAfter - positionBefore,
-        rows: { ...rows, node_heads: Number(heads[0].n) },
-      });
+      runs.push(
+        await counted(step, before, positionBefore, {
+          totalMs: t3 - t0,
+          digestMs: NaN,
+          missingMs: t1 - t0,
+          uploadMs: t2 - t1,
+          publishMs: t3 - t2,
+          uploaded: missing.length,
+          uploadedBytes,
+          status: res.status,
+          changed: answer.changed.length,
+          publishId: answer.publish_id,
+          sent: Object.keys(step.tree.body.nodes).length,
+        }),
+      );
     }
     // Read once, after the last publish: scraping /metrics between publishes made the next one-changed
     // POSTs 30–60 ms slower (bench:publish with and without the scrapes, in turns with the build before).
@@ -300,8 +338,8 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
 
 function printSize({ nodes, runs, repeats }: SizeResult): void {
   const times = formatTable(
-    ['publish', 'status', 'changed', 'wall time', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
-    runs.map((r) => [r.label, String(r.status), fmt(r.changed), ms(r.totalMs), ms(r.missingMs), `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, ms(r.uploadMs), ms(r.publishMs)]),
+    ['publish', 'status', 'sent', 'changed', 'wall time', 'digests', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
+    runs.map((r) => [r.label, String(r.status), fmt(r.sent), fmt(r.changed), ms(r.totalMs), dash(r.digestMs, ms), dash(r.missingMs, ms), Number.isNaN(r.uploadedBytes) ? fmt(r.uploaded) : `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, dash(r.uploadMs, ms), ms(r.publishMs)]),
   );
   const written = formatTable(
     ['publish', 'ledger head Δ', 'ledger', 'node_versions', 'node_heads', 'publishes', 'blobs'],
@@ -311,6 +349,10 @@ function printSize({ nodes, runs, repeats }: SizeResult): void {
   const one = runs.filter((r) => r.label.startsWith('(c)'));
   const noop = runs.filter((r) => r.label.startsWith('(d)'));
   const again = runs.filter((r) => r.label.startsWith('(e)'));
+  const f = runs.filter((r) => r.label.startsWith('(f)'));
+  const g = runs.filter((r) => r.label.startsWith('(g)'));
+  const oneRetectl = median(f.map((r) => r.publishMs));
+  const noopRetectl = median(g.map((r) => r.publishMs));
   const oneWall = median(one.map((r) => r.totalMs));
   const onePost = median(one.map((r) => r.publishMs));
   process.stdout.write(
@@ -320,13 +362,17 @@ function printSize({ nodes, runs, repeats }: SizeResult): void {
       '',
       times,
       '',
-      'wall time = POST /v1/blobs/missing + POST /v1/blobs (tar archives) of the missing blobs + POST /v1/publishes, as the client sees them',
+      'wall time = POST /v1/blobs/missing + POST /v1/blobs (tar archives) of the missing blobs + POST /v1/publishes, as the client sees them;',
+      'for (f) and (g), wall time = digests (retectl\'s set digests and buckets of the tree, no request) + POST /publishes, which there is every request of',
+      'retectl\'s publishTree: GET /v1/heads/buckets, the differing buckets\' heads, then the missing blobs, uploads and POST of the differing nodes only',
       `answered as the repeat of the body published last, without deciding it: ${fmt(repeats)} publishes (florete_publish_repeats_total), expected the ${fmt(runs.filter((r) => r.expectRepeat).length)} of (e)`,
       '',
       written,
       '',
       'rows written per publish: ledger head Δ from GET /v1/ledger/head; the rest counted in PostgreSQL (node_heads: rows now past the old head position)',
       `one changed (median of ${one.length}): wall ${ms(oneWall)}, POST ${ms(onePost)}; identical tree (median of ${noop.length}): wall ${ms(median(noop.map((r) => r.totalMs)))}, POST ${ms(median(noop.map((r) => r.publishMs)))}; same bytes again (median of ${again.length}): POST ${ms(median(again.map((r) => r.publishMs)))}`,
+      `as retectl publishes them (medians): one changed: requests ${ms(oneRetectl)} (wall ${ms(median(f.map((r) => r.totalMs)))}); identical: requests ${ms(noopRetectl)} (wall ${ms(median(g.map((r) => r.totalMs)))}); ` +
+        `its digests of the tree ${ms(median([...f, ...g].map((r) => r.digestMs)))}; requests against the whole tree's POST: one changed ${fmt(oneRetectl / onePost, 3)}, identical ${fmt(noopRetectl / median(noop.map((r) => r.publishMs)), 3)}`,
       `ratio one-changed/all-changed: wall time ${fmt(oneWall / all.totalMs, 4)} (${fmt(all.totalMs / oneWall, 1)}× faster), ` +
         `POST /v1/publishes ${fmt(onePost / all.publishMs, 4)} (${fmt(all.publishMs / onePost, 1)}× faster)`,
       '',
@@ -345,14 +391,17 @@ function printGrowth(results: readonly SizeResult[]): void {
     const onePost = median(one.map((r) => r.publishMs));
     const noopPost = median(noop.map((r) => r.publishMs));
     const againPost = median(again.map((r) => r.publishMs));
-    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(againPost), ms(compile), us(compile, nodes)];
+    const delta = runs.filter((r) => r.label.startsWith('(f)') || r.label.startsWith('(g)'));
+    const oneRetectl = median(runs.filter((r) => r.label.startsWith('(f)')).map((r) => r.publishMs));
+    const noopRetectl = median(runs.filter((r) => r.label.startsWith('(g)')).map((r) => r.publishMs));
+    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(againPost), ms(oneRetectl), ms(noopRetectl), ms(median(delta.map((r) => r.digestMs))), ms(compile), us(compile, nodes)];
   });
   process.stdout.write(
     [
       '',
-      'growth: cost per node as the tree grows (one changed, identical and same bytes: medians)',
+      'growth: cost per node as the tree grows (medians; "retectl": the requests of retectl\'s publish of the difference, and its digests of the tree before them)',
       '',
-      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'same bytes: POST', 'retectl compile', 'per node'], rows),
+      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'same bytes: POST', 'one: retectl', 'identical: retectl', 'retectl digests', 'retectl compile', 'per node'], rows),
       '',
     ].join('\n'),
   );
@@ -367,6 +416,7 @@ function checkCounts({ runs, nodes, repeats }: SizeResult): string[] {
     const label = `${fmt(nodes)} nodes ${r.label}`;
     const events = r.expectChanged === 0 ? 0 : r.expectChanged + 1;
     const status = r.expectChanged === 0 ? 200 : 201;
+    if (r.label.startsWith('(f)') || r.label.startsWith('(g)') ? r.sent !== r.expectChanged : r.sent !== nodes) problems.push(`${label}: sent ${r.sent} nodes`);
     if (r.changed !== r.expectChanged) problems.push(`${label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
     if (r.status !== status) problems.push(`${label}: answered ${r.status}, expected ${status}`);
     if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);

@@ -87,7 +87,7 @@ describe('retectl against a real coordinator', () => {
       const pub = await retectl(['publish', '-m', 'first publish']);
       expect(pub.code).toBe(0);
       expect(pub.stdout.split('\n').slice(0, 3)).toEqual(['alpha 0 -> 1', 'beta 0 -> 1', 'laptop 0 -> 1']);
-      expect(pub.stdout).toMatch(/3 changed, 0 unchanged \(6 blobs uploaded\)/);
+      expect(pub.stdout).toMatch(/3 changed, 0 unchanged \(3 nodes sent, 6 blobs uploaded\)/);
       expect(await retectl(['plan'])).toEqual(expect.objectContaining({ code: 0, stdout: expect.stringMatching(/nothing to publish\n$/) }));
     });
 
@@ -116,7 +116,7 @@ describe('retectl against a real coordinator', () => {
     it('publish stamps only the changed nodes', async () => {
       const pub = await retectl(['publish', '-m', 'web for the laptop only']);
       expect(pub.code).toBe(0);
-      expect(pub.stdout).toMatch(/^alpha 1 -> 2\nbeta 1 -> 2\npublished [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged \(2 blobs uploaded\)\n$/);
+      expect(pub.stdout).toMatch(/^alpha 1 -> 2\nbeta 1 -> 2\npublished [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged \(2 nodes sent, 2 blobs uploaded\)\n$/);
       const nodes = (await admin.get('/v1/nodes')).body.items.map((n: { node: string; version: number }) => `${n.node}@${n.version}`);
       expect(nodes).toEqual(['alpha@2', 'beta@2', 'laptop@1']);
     });
@@ -348,7 +348,7 @@ describe('retectl against a real coordinator', () => {
     });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`\ruploading [${'#'.repeat(30)}] 16/16`);
-    expect(run.stdout).toMatch(/8 changed, 0 unchanged \(16 blobs uploaded\)/);
+    expect(run.stdout).toMatch(/8 changed, 0 unchanged \(8 nodes sent, 16 blobs uploaded\)/);
     // Without a terminal there is no bar, only the result.
     expect((await retectl(['publish', '-C', big], { cwd: home })).stdout).toBe('nothing changed: 8 unchanged\n');
   });

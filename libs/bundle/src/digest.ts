@@ -19,8 +19,16 @@ export interface ArtifactRef {
 export function setDigest(artifacts: readonly ArtifactRef[]): string {
   const sorted = [...artifacts].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   let text = '[';
-  for (let i = 0; i < sorted.length; i++) text += `${i ? ',' : ''}{"name":${JSON.stringify(sorted[i].name)},"sha256":${JSON.stringify(sorted[i].sha256)}}`;
+  for (let i = 0; i < sorted.length; i++) text += `${i ? ',' : ''}{"name":${quoted(sorted[i].name)},"sha256":${quoted(sorted[i].sha256)}}`;
   return sha256Hex(`${text}]`);
+}
+
+/** Printable ASCII without `"` and `\`: what JSON.stringify writes between quotes unchanged. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** A string as JSON.stringify writes it; names and digests are almost always plain, and skip it. */
+function quoted(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
 }
 
 /** The digest of the empty set: what a retired node carries. */

@@ -1,5 +1,6 @@
 export { canonicalJson, canonicalPretty } from './canonical-json.js';
 export { sha256Hex, setDigest, EMPTY_SET_DIGEST, type ArtifactRef } from './digest.js';
+export { bucketOf, bucketDigest, headBuckets } from './head-buckets.js';
 export {
   signBundle,
   verifyBundleSignature,

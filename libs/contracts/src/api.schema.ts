@@ -10,6 +10,13 @@ export const MAX_MESSAGE_LENGTH = 4096;
 const Message = z.string().max(MAX_MESSAGE_LENGTH);
 const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
 
+/**
+ * Heads are compared in this many buckets (GET /v1/heads/buckets): a tree that differs from the
+ * ledger in a few nodes asks only for the heads of the buckets whose digests differ, about 40 heads
+ * each at 10,000 nodes.
+ */
+export const HEAD_BUCKETS = 256;
+
 /** Digests one POST /v1/blobs/missing may ask about; a client with more asks in slices of this many. */
 export const MAX_DIGESTS_PER_ASK = 100_000;
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(MAX_DIGESTS_PER_ASK) });
@@ -216,6 +223,13 @@ export const HeadsQuery = z.strictObject({
     .optional()
     .describe('at most this many heads (default 1000), in name order'),
   cursor: NodeName.optional().describe('the next_cursor of the previous page: heads of nodes whose name sorts after it'),
+  buckets: z
+    .string()
+    .regex(/^[0-9]{1,3}(,[0-9]{1,3}){0,255}$/, `must be bucket numbers from 0 to ${HEAD_BUCKETS - 1}, comma-separated`)
+    .transform((s) => [...new Set(s.split(',').map(Number))])
+    .refine((b) => b.every((n) => n < HEAD_BUCKETS), `must be bucket numbers from 0 to ${HEAD_BUCKETS - 1}, comma-separated`)
+    .optional()
+    .describe('only heads of nodes in these buckets (GET /v1/heads/buckets), comma-separated'),
 });
 export const HeadDigests = z.object({
   node: NodeName,
@@ -224,7 +238,19 @@ export const HeadDigests = z.object({
   retired: z.boolean(),
   artifacts: z.array(z.object({ name: z.string(), sha256: Sha256, size: z.number().int().nonnegative() })),
 });
-export const HeadsPage = z.object({ items: z.array(HeadDigests), next_cursor: NodeName.nullable() });
+export const HeadsPage = z.object({
+  items: z.array(HeadDigests),
+  next_cursor: NodeName.nullable(),
+  position: Position.optional().describe('the ledger position the page was read at (absent from coordinators before head buckets)'),
+});
+/**
+ * The digest of each bucket of active heads (retired ones left out), read at one ledger position:
+ * buckets[i] is sha256 of the lines `<node> <set digest>\n` of the active heads whose node is in
+ * bucket i (the first byte of md5(node)), in byte order of the names. A client that computes the same
+ * over its tree asks only for the heads of the buckets that differ.
+ */
+export const HeadBuckets = z.object({ position: Position, buckets: z.array(Sha256).length(HEAD_BUCKETS) });
+export type HeadBuckets = z.infer<typeof HeadBuckets>;
 
 export const PageQuery = z.strictObject({
   cursor: z

@@ -3,13 +3,15 @@ import { DiffQuery, HeadsQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, Ve
 import { loadNodeRecords, nodeNamesAfter, type NodeRecord } from '../fleet/fleet.repository.js';
 import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
 import { z } from 'zod';
+import { anyOf } from '../db/any-of.js';
+import { HeadBucketIndex } from './head-bucket-index.js';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { Access } from '../identity/auth.decorators.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
-import { loadVersion } from '../ledger/ledger.reads.js';
+import { loadVersion, readLedgerHead } from '../ledger/ledger.reads.js';
 import { diffSets } from './artifact-diff.js';
 import { failedLines } from '../identity/briefing.js';
 
@@ -19,30 +21,65 @@ const iso = (d: Date | string): string => new Date(d).toISOString();
 export class QueriesController {
   constructor(@Inject(DB) private readonly db: Db) {}
 
-  /**
-   * Every node the coordinator knows of, with its lifecycle state, credential and convergence;
-   * filterable. Contact ages and the contact filters use this coordinator's clock, so what the list
-   * shows and what it filters on agree whatever the caller's clock says.
-   */
+  /** The heads by bucket, brought forward from the heads stamped since the last ask. */
+  private readonly buckets = new HeadBucketIndex();
+
   /**
    * Every node's head as digests (version, set digest, each artifact's name, sha256 and size), a page
-   * at a time in name order: a plan compares a whole tree with no artifact content read.
+   * at a time in name order, with the ledger position the page was read at: a plan compares a whole
+   * tree with no artifact content read. `buckets` keeps the heads of nodes in those buckets only.
    */
   @Get('heads')
   @Access('reader')
   async heads(@Query() query: unknown) {
     const q = parseInput(HeadsQuery, query, 'query');
     const limit = q.limit ?? 1000;
-    let select = this.db.kysely.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']).orderBy('node').limit(limit + 1);
-    if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);
-    const rows = await select.execute();
+    // One snapshot for the page and the position, so a client can pin a publish to what it read.
+    const { position, rows } = await this.db.kysely
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        let select = trx.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']).orderBy('node').limit(limit + 1);
+        if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);
+        let position: number;
+        if (q.buckets !== undefined) {
+          const view = await this.buckets.at(trx);
+          const nodes = view.nodesIn(q.buckets);
+          if (nodes.length === 0) return { position: view.position, rows: [] };
+          select = select.where(anyOf('node', nodes));
+          position = view.position;
+        } else {
+          position = (await readLedgerHead(trx)).position;
+        }
+        return { position, rows: await select.execute() };
+      });
     const page = rows.slice(0, limit);
     return {
       items: page.map((r) => ({ node: r.node, version: r.version, set_digest: r.set_digest, retired: r.retired, artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) })),
       next_cursor: rows.length > limit ? page[page.length - 1].node : null,
+      position,
     };
   }
 
+  /**
+   * The digest of each bucket of active heads at one ledger position (HeadBuckets): a client holding a
+   * tree computes the same and asks only for the heads of the buckets that differ.
+   */
+  @Get('heads/buckets')
+  @Access('reader')
+  async headBuckets() {
+    const view = await this.db.kysely
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute((trx) => this.buckets.at(trx));
+    return { position: view.position, buckets: view.buckets };
+  }
+
+  /**
+   * Every node the coordinator knows of, with its lifecycle state, credential and convergence;
+   * filterable. Contact ages and the contact filters use this coordinator's clock, so what the list
+   * shows and what it filters on agree whatever the caller's clock says.
+   */
   @Get('nodes')
   @Access('reader')
   async nodes(@Query() query: unknown) {

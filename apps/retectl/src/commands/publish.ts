@@ -1,7 +1,7 @@
 import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishResponse } from '#contracts';
 import { pack } from 'tar-stream';
 import { Readable } from 'node:stream';
-import { bytesOf } from '#rete';
+import { bytesOf, type ArtifactDigests } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
@@ -14,6 +14,7 @@ import { progressBar } from '../progress.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
+import { localHeads, readDelta, type LocalHeads } from '../delta.js';
 
 export interface PublishOptions extends ConnectionFlags {
   readonly dir: string;
@@ -25,6 +26,8 @@ export interface PublishOptions extends ConnectionFlags {
   readonly waitSeconds?: number;
   /** Ineligible nodes to give new content anyway; the coordinator records the acceptance. */
   readonly allowIneligible?: readonly string[];
+  /** Send the whole tree for the coordinator to compare, not only the nodes that differ from their heads. */
+  readonly full?: boolean;
 }
 
 const UPLOAD_CONCURRENCY = 8;
@@ -48,34 +51,81 @@ export async function missingBlobs(client: CoordinatorClient, digests: readonly 
   return missing;
 }
 
-/**
- * Uploads the blobs the coordinator lacks, then publishes the compiled tree in one request. With a
- * wait, returns 0 once every touched node applied it, 1 if one failed, 4 if some are still
- * outstanding at the timeout. A publish giving ineligible nodes new content fails unless each is
- * named in allowIneligible.
- */
-export async function run(options: PublishOptions): Promise<number> {
-  const { rete, tree } = loadCompiledTree(options.dir);
-  const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
-  const digests = digestsOf(tree);
+/** Times the heads are read again when the ledger moves under a delta, before the whole tree is sent. */
+const DELTA_ATTEMPTS = 3;
 
-  const bytes = new Map<string, Buffer>();
-  for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
-  const missing = await missingBlobs(client, [...bytes.keys()].sort(), (sha) => bytes.has(sha));
-  const bar = missing.length >= PROGRESS_THRESHOLD ? progressBar('uploading', missing.length) : { tick() {}, done() {} };
+export interface TreeToPublish {
+  /** Every node of the tree and its artifacts' digests. */
+  readonly digests: ReadonlyMap<string, ArtifactDigests>;
+  /** The bytes of each digest the tree names. */
+  readonly bytes: ReadonlyMap<string, Buffer>;
+  /** Its set digests and buckets, when already worked out (localHeads). */
+  readonly local?: LocalHeads;
+}
+
+export interface PublishTreeOptions {
+  readonly message: string;
+  readonly prune?: boolean;
+  readonly expectPosition?: number;
+  readonly allowIneligible?: readonly string[];
+  /** Send every node and let the coordinator compare them all, instead of the nodes that differ. */
+  readonly full?: boolean;
+  /** Whether to draw a bar while blobs upload. */
+  readonly progress?: boolean;
+}
+
+export interface PublishOutcome {
+  /** The coordinator's answer, with `unchanged` counting every node of the tree that did not change. */
+  readonly body: PublishResponse;
+  /** Nodes the request named: those that differ from their heads, or the whole tree. */
+  readonly sent: number;
+  readonly uploaded: number;
+}
+
+/**
+ * Publishes a tree as its difference from the ledger. The heads are compared bucket by bucket
+ * (readDelta) and only the nodes whose sets differ are sent, without prune, pinned with
+ * expected_position to the position they were read at: the ledger stamps exactly what the whole tree
+ * would have stamped there. When the ledger moves in between (another publish, an enrolment), the
+ * heads are read again; after DELTA_ATTEMPTS, or when a pruning tree retires nodes, or the
+ * coordinator has no head buckets, the whole tree is sent as before. An operator's pin stays the pin:
+ * a delta read at another position is refused by the coordinator as stale, like the whole tree.
+ */
+export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
+  const local = options.full ? null : (tree.local ?? localHeads(tree.digests));
+  for (let attempt = 0; local !== null && attempt < DELTA_ATTEMPTS; attempt++) {
+    const delta = await readDelta(client, local, options.prune ?? false);
+    if (delta.kind === 'full') break;
+    if (delta.kind === 'moved') continue;
+    try {
+      const sent = await send(client, tree, delta.send, { ...options, prune: false, expectPosition: options.expectPosition ?? delta.position });
+      return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.digests.size - delta.send.length } };
+    } catch (e) {
+      // The ledger moved after the heads were read: read them again. An operator's pin is final.
+      if (options.expectPosition === undefined && e instanceof RetectlError && e.problem?.code === 'stale_position') continue;
+      throw e;
+    }
+  }
+  return send(client, tree, [...tree.digests.keys()], options);
+}
+
+/** Uploads the blobs of these nodes the coordinator lacks, then publishes them in one request. */
+async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: readonly string[], options: PublishTreeOptions): Promise<PublishOutcome> {
+  const offered = new Set<string>();
+  for (const node of nodes) for (const sha of tree.digests.get(node)!.values()) offered.add(sha);
+  const missing = await missingBlobs(client, [...offered].sort(), (sha) => offered.has(sha));
+  const bar = options.progress && missing.length >= PROGRESS_THRESHOLD ? progressBar('uploading', missing.length) : { tick() {}, done() {} };
   try {
-    await uploadBlobs(client, missing, bytes, bar);
+    await uploadBlobs(client, missing, tree.bytes, bar);
   } finally {
     bar.done();
   }
-
-  const nodes = Object.fromEntries([...digests].map(([node, files]) => [node, { artifacts: Object.fromEntries(files) }]));
   const allow = [...new Set(options.allowIneligible ?? [])];
   const { body } = await client
     .call('POST', '/v1/publishes', PublishResponse, {
       json: {
-        message: options.message ?? 'published with retectl',
-        nodes,
+        message: options.message,
+        nodes: Object.fromEntries(nodes.map((node) => [node, { artifacts: Object.fromEntries(tree.digests.get(node)!) }])),
         ...(options.prune ? { prune: true } : {}),
         ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
         ...(allow.length > 0 ? { allow_ineligible: allow } : {}),
@@ -84,17 +134,46 @@ export async function run(options: PublishOptions): Promise<number> {
     .catch((e: unknown) => {
       throw explainIneligible(e, 'publish', (names) => `publish with --allow-ineligible ${names.join(',')}`);
     });
+  return { body, sent: nodes.length, uploaded: missing.length };
+}
+
+/**
+ * Uploads the blobs the coordinator lacks, then publishes the compiled tree (as its difference from
+ * the ledger: publishTree). With a wait, returns 0 once every touched node applied it, 1 if one
+ * failed, 4 if some are still outstanding at the timeout. A publish giving ineligible nodes new
+ * content fails unless each is named in allowIneligible.
+ */
+export async function run(options: PublishOptions): Promise<number> {
+  const { rete, tree } = loadCompiledTree(options.dir);
+  const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
+  const digests = digestsOf(tree);
+  const bytes = new Map<string, Buffer>();
+  for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
+
+  const { body, sent, uploaded } = await publishTree(
+    client,
+    { digests, bytes },
+    {
+      message: options.message ?? 'published with retectl',
+      progress: true,
+      ...(options.prune ? { prune: true } : {}),
+      ...(options.full ? { full: true } : {}),
+      ...(options.expectPosition !== undefined ? { expectPosition: options.expectPosition } : {}),
+      ...(options.allowIneligible ? { allowIneligible: options.allowIneligible } : {}),
+    },
+  );
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
   if (options.json) {
-    outJson({ ...body, uploaded: missing.length, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
+    outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
   for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
   out(
     body.publish_id === null
       ? `nothing changed: ${body.unchanged} unchanged`
-      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${missing.length} blob${missing.length === 1 ? '' : 's'} uploaded)`,
+      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`,
   );
   if (waited) printWaited(waited, options.waitSeconds!);
   return waited?.exit ?? 0;

@@ -1,0 +1,62 @@
+import { headBuckets } from '#bundle';
+import { testDatabases } from '../../../../test/support/databases.js';
+import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
+import { HeadBucketIndex } from './head-bucket-index.js';
+
+const fleet = (n: number, gen: (node: string) => number, prefix = 'n') =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, { 'flor.json': `{"node":"${prefix}${i}","gen":${gen(`${prefix}${i}`)}}\n` }]));
+
+describe.each(testDatabases)('head buckets kept in memory on $name', (database) => {
+  let h: LedgerHarness;
+  let other: LedgerHarness;
+  beforeAll(async () => {
+    h = await ledgerHarness(database);
+    other = await ledgerHarness(database);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await other?.close();
+  });
+
+  /** What the index answers, and the bucket digests of every active head read from the database, at one snapshot. */
+  const read = (harness: LedgerHarness, index: HeadBucketIndex) =>
+    harness.db.kysely
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        const view = await index.at(trx);
+        const heads = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).execute();
+        return { view, expected: headBuckets(heads.filter((r) => !r.retired).map((r) => [r.node, r.set_digest])), heads };
+      });
+
+  it('brought forward after publishes, a retirement and a re-add, it answers what a full read gives', async () => {
+    const index = new HeadBucketIndex();
+    await h.publish(fleet(300, () => 1));
+    let { view, expected, heads } = await read(h, index);
+    expect(view.buckets).toEqual(expected);
+    expect(view.position).toBe((await h.head()).position);
+    expect(view.nodesIn([...Array(256).keys()]).sort()).toEqual(heads.map((r) => r.node).sort());
+
+    await h.publish(fleet(300, (n) => (n === 'n17' ? 2 : 1)));
+    await h.retire('n42');
+    ({ view, expected } = await read(h, index));
+    expect(view.buckets).toEqual(expected);
+    // A retired head has no line in its bucket's digest, but is still in the bucket.
+    expect(view.nodesIn([...Array(256).keys()])).toContain('n42');
+    await h.publish({ n42: { 'flor.json': 'back\n' }, fresh: { 'flor.json': 'new\n' } });
+    ({ view, expected } = await read(h, index));
+    expect(view.buckets).toEqual(expected);
+    expect(view.position).toBe((await h.head()).position);
+  });
+
+  it('a database with another history past the position it kept is read in full', async () => {
+    const index = new HeadBucketIndex();
+    await other.publish(fleet(50, () => 1, 'a'));
+    const kept = (await read(other, index)).view;
+    // h holds a different ledger, further along: its event at the kept position has another hash.
+    expect((await h.head()).position).toBeGreaterThan(kept.position);
+    const { view, expected } = await read(h, index);
+    expect(view.buckets).toEqual(expected);
+    expect(view.nodesIn([...Array(256).keys()]).some((n) => n.startsWith('a'))).toBe(false);
+  });
+});

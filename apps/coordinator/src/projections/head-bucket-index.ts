@@ -1,0 +1,87 @@
+import { bucketDigest, bucketOf } from '#bundle';
+import { HEAD_BUCKETS } from '#contracts';
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/database.js';
+import { readLedgerHead } from '../ledger/ledger.reads.js';
+
+interface Member {
+  readonly digest: string;
+  readonly retired: boolean;
+}
+
+/** Every head by bucket, as of one ledger head. Never changed in place: a newer one replaces it. */
+interface Snapshot {
+  readonly position: number;
+  readonly hash: string;
+  /** node → its head's set digest and retired flag, retired heads included; one map per bucket. */
+  readonly members: readonly ReadonlyMap<string, Member>[];
+  /** bucketDigest of each bucket's active heads. */
+  readonly digests: readonly string[];
+}
+
+/** The heads by bucket at the ledger head a transaction sees. */
+export interface BucketView {
+  readonly position: number;
+  readonly buckets: readonly string[];
+  /** The nodes with a head (retired ones too) in these buckets. */
+  nodesIn(buckets: readonly number[]): string[];
+}
+
+/**
+ * The head buckets (GET /v1/heads/buckets) kept in memory and brought forward from the heads stamped
+ * since: after a publish of one node, one bucket is digested again, not 10,000 heads read. A read
+ * is always at the ledger head its transaction sees; the kept snapshot is used only when the event at
+ * its position still has its hash there (a database restored to another history is read in full).
+ */
+export class HeadBucketIndex {
+  private kept: Snapshot | null = null;
+
+  /** Call in a repeatable-read transaction, so the heads and the ledger head are one snapshot. */
+  async at(trx: Transaction<Database>): Promise<BucketView> {
+    const head = await readLedgerHead(trx);
+    const snapshot = await this.bringForward(trx, head);
+    // Concurrent reads finish in any order: keep the newest.
+    if (!this.kept || snapshot.position > this.kept.position || snapshot.hash !== this.kept.hash) this.kept = snapshot;
+    return {
+      position: snapshot.position,
+      buckets: snapshot.digests,
+      nodesIn: (buckets) => buckets.flatMap((b) => [...snapshot.members[b].keys()]),
+    };
+  }
+
+  private async bringForward(trx: Transaction<Database>, head: { position: number; hash: string }): Promise<Snapshot> {
+    const kept = this.kept;
+    if (kept && kept.position === head.position && kept.hash === head.hash) return kept;
+    if (kept && kept.position < head.position) {
+      const then = await trx.selectFrom('ledger').select('hash').where('position', '=', kept.position).executeTakeFirst();
+      if (then?.hash === kept.hash) {
+        const rows = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).where('position', '>', kept.position).execute();
+        return advance(kept, rows, head);
+      }
+    }
+    const rows = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).execute();
+    return advance({ position: 0, hash: '', members: Array.from({ length: HEAD_BUCKETS }, () => new Map()), digests: [] }, rows, head, true);
+  }
+}
+
+/** A new snapshot with these heads: only the buckets they touch are copied and digested again. */
+function advance(from: Snapshot, rows: readonly { node: string; set_digest: string; retired: boolean }[], head: { position: number; hash: string }, all = false): Snapshot {
+  const members = [...from.members];
+  const touched = new Set<number>();
+  for (const r of rows) {
+    const b = bucketOf(r.node);
+    if (!touched.has(b)) {
+      touched.add(b);
+      members[b] = new Map(members[b]);
+    }
+    (members[b] as Map<string, Member>).set(r.node, { digest: r.set_digest, retired: r.retired });
+  }
+  const digests = all ? [] : [...from.digests];
+  for (let b = 0; b < HEAD_BUCKETS; b++) {
+    if (!all && !touched.has(b)) continue;
+    const active: [string, string][] = [];
+    for (const [node, m] of members[b]) if (!m.retired) active.push([node, m.digest]);
+    digests[b] = bucketDigest(active);
+  }
+  return { position: head.position, hash: head.hash, members, digests };
+}

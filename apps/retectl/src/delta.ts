@@ -1,0 +1,76 @@
+import { bucketOf, headBuckets } from '#bundle';
+import { HeadBuckets, HeadsPage } from '#contracts';
+import { localSetDigest, type ArtifactDigests } from '#rete';
+import type { z } from 'zod';
+import type { CoordinatorClient } from './client.js';
+import { RetectlError } from './errors.js';
+import { HEAD_PAGE } from './node-pages.js';
+
+/**
+ * What a publish of this tree must send, read at one ledger position: the nodes whose sets differ
+ * from their heads (or that have none, or a retired one). Published without prune and pinned to
+ * `position`, those nodes stamp exactly what the whole tree would have stamped there.
+ */
+export interface Delta {
+  readonly kind: 'delta';
+  readonly position: number;
+  readonly send: readonly string[];
+}
+
+/**
+ * Why no delta: the coordinator cannot tell (`full`: it has no head buckets, or a pruning tree would
+ * retire nodes, which only the whole tree says), or the ledger moved while the heads were being read
+ * (`moved`: read again).
+ */
+export type DeltaOutcome = Delta | { readonly kind: 'full' } | { readonly kind: 'moved' };
+
+/** A tree as heads would hold it: each node's set digest, and the digest of each bucket of them. */
+export interface LocalHeads {
+  readonly sets: ReadonlyMap<string, string>;
+  readonly buckets: readonly string[];
+}
+
+/** Worked out once per publish: 10,000 set digests and their buckets are tens of milliseconds. */
+export function localHeads(tree: ReadonlyMap<string, ArtifactDigests>): LocalHeads {
+  const sets = new Map<string, string>();
+  for (const [node, artifacts] of tree) sets.set(node, localSetDigest(artifacts));
+  return { sets, buckets: headBuckets(sets) };
+}
+
+/**
+ * Compares the tree with the coordinator's heads bucket by bucket (GET /v1/heads/buckets), then reads
+ * the heads of the differing buckets only. Every read must be at the same ledger position.
+ */
+export async function readDelta(client: CoordinatorClient, local: LocalHeads, prune: boolean): Promise<DeltaOutcome> {
+  let summary: HeadBuckets;
+  try {
+    summary = (await client.call('GET', '/v1/heads/buckets', HeadBuckets)).body;
+  } catch (e) {
+    if (e instanceof RetectlError && e.code === 'not_found') return { kind: 'full' };
+    throw e;
+  }
+  const differing = local.buckets.flatMap((digest, i) => (digest === summary.buckets[i] ? [] : [i]));
+  if (differing.length === 0) return { kind: 'delta', position: summary.position, send: [] };
+
+  const heads = new Map<string, z.infer<typeof HeadsPage>['items'][number]>();
+  let cursor: string | null = null;
+  do {
+    const query: string = `/v1/heads?limit=${HEAD_PAGE}&buckets=${differing.join(',')}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const { body } = await client.call('GET', query, HeadsPage);
+    if (body.position === undefined) return { kind: 'full' };
+    if (body.position !== summary.position) return { kind: 'moved' };
+    for (const head of body.items) heads.set(head.node, head);
+    cursor = body.next_cursor;
+  } while (cursor);
+
+  const inDiffering = new Set(differing);
+  const send: string[] = [];
+  for (const [node, digest] of local.sets) {
+    if (!inDiffering.has(bucketOf(node))) continue;
+    const head = heads.get(node);
+    if (head === undefined || head.retired || head.set_digest !== digest) send.push(node);
+  }
+  // An active head the tree leaves out is one a pruning publish retires: only the whole tree says so.
+  if (prune) for (const head of heads.values()) if (!head.retired && !local.sets.has(head.node)) return { kind: 'full' };
+  return { kind: 'delta', position: summary.position, send };
+}

@@ -1,0 +1,30 @@
+import { hash } from 'node:crypto';
+import { HEAD_BUCKETS } from '#contracts';
+import { sha256Hex } from './digest.js';
+
+/**
+ * The bucket of a node: the first byte of md5(name), which spreads names evenly whatever their
+ * pattern. Nothing trusts md5 here: a bucket only says where to look, and its digest is sha256.
+ */
+export function bucketOf(node: string): number {
+  return hash('md5', node, 'buffer')[0];
+}
+
+/**
+ * The digest of one bucket: sha256 of the lines `<node> <set digest>\n` of its active heads, in byte
+ * order of their names (an empty bucket is the digest of no bytes). Two sides that give a bucket the
+ * same digest hold exactly the same nodes in it with the same sets.
+ */
+export function bucketDigest(members: Iterable<readonly [node: string, setDigest: string]>): string {
+  const sorted = [...members].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  let text = '';
+  for (const [node, digest] of sorted) text += `${node} ${digest}\n`;
+  return sha256Hex(text);
+}
+
+/** The digest of each bucket (bucketDigest) of these active heads. */
+export function headBuckets(heads: Iterable<readonly [node: string, setDigest: string]>): string[] {
+  const members: (readonly [string, string])[][] = Array.from({ length: HEAD_BUCKETS }, () => []);
+  for (const head of heads) members[bucketOf(head[0])].push(head);
+  return members.map(bucketDigest);
+}

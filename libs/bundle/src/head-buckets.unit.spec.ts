@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { HEAD_BUCKETS } from '#contracts';
+import { bucketOf, headBuckets } from './head-buckets.js';
+import { sha256Hex } from './digest.js';
+
+const digest = (s: string) => sha256Hex(s);
+const fleet = (n: number): [string, string][] => Array.from({ length: n }, (_, i) => [`node-${i}`, digest(`set ${i}`)]);
+
+describe('head buckets', () => {
+  it('puts a node in the bucket of the first byte of md5(name)', () => {
+    for (const name of ['a', 'edge-07', 'node-9999', 'x'.repeat(63)]) expect(bucketOf(name)).toBe(createHash('md5').update(name).digest()[0]);
+  });
+
+  it('digests each bucket as its lines in byte order of the names, empty buckets as no bytes', () => {
+    const heads: [string, string][] = [
+      ['a-b', digest('1')],
+      ['a', digest('2')],
+      ['a0', digest('3')],
+    ];
+    const buckets = headBuckets(heads);
+    expect(buckets).toHaveLength(HEAD_BUCKETS);
+    const expected = new Array<string>(HEAD_BUCKETS).fill('');
+    for (const [node, d] of [...heads].sort((x, y) => Buffer.compare(Buffer.from(x[0]), Buffer.from(y[0])))) expected[bucketOf(node)] += `${node} ${d}\n`;
+    expect(buckets).toEqual(expected.map((text) => sha256Hex(text)));
+  });
+
+  it('does not depend on the order heads come in', () => {
+    const heads = fleet(500);
+    expect(headBuckets([...heads].reverse())).toEqual(headBuckets(heads));
+  });
+
+  it('a changed, added or removed node changes its own bucket and no other', () => {
+    const heads = fleet(500);
+    const before = headBuckets(heads);
+    const differing = (after: string[]) => after.flatMap((d, i) => (d === before[i] ? [] : [i]));
+    const changed = heads.map(([n, d]): [string, string] => [n, n === 'node-42' ? digest('other') : d]);
+    expect(differing(headBuckets(changed))).toEqual([bucketOf('node-42')]);
+    expect(differing(headBuckets([...heads, ['node-new', digest('new')]]))).toEqual([bucketOf('node-new')]);
+    expect(differing(headBuckets(heads.filter(([n]) => n !== 'node-7')))).toEqual([bucketOf('node-7')]);
+  });
+});

@@ -1,0 +1,229 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { bucketOf, headBuckets } from '#bundle';
+import { HEAD_BUCKETS } from '#contracts';
+import type { z } from 'zod';
+import { CoordinatorClient, type RequestOptions } from '../apps/retectl/src/client.js';
+import { digestsOf } from '../apps/retectl/src/commands/plan.js';
+import { publishTree, type TreeToPublish } from '../apps/retectl/src/commands/publish.js';
+import { localHeads, readDelta } from '../apps/retectl/src/delta.js';
+import { loadCompiledTree } from '../apps/retectl/src/rete-dir.js';
+import { bytesOf } from '#rete';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { retectl, writeFleetRete, type RetectlEnv, type ReteNode } from './support/fleet.js';
+import { Client } from './support/http.js';
+
+jest.setTimeout(180_000);
+
+const targets = [{ database: 'pglite' as const }, ...(hasPostgres ? [{ database: 'postgres' as const }] : [])];
+
+interface Head {
+  node: string;
+  version: number;
+  set_digest: string;
+  retired: boolean;
+}
+
+/**
+ * retectl publishes a tree as its difference from the ledger: the heads are compared bucket by bucket
+ * (GET /v1/heads/buckets), only the differing buckets' heads are read, and only the nodes that differ
+ * are sent, pinned to the position they were read at. Driven with the built CLI against the built
+ * coordinator, on PGlite and PostgreSQL (the bucket digests are worked out in SQL).
+ */
+describe.each(targets)('publishing the difference from the ledger ($database)', ({ database }) => {
+  let coordinator: CoordinatorProcess;
+  let admin: Client;
+  let home: string;
+  let env: RetectlEnv;
+  const nodes: ReteNode[] = Array.from({ length: 40 }, (_, i) => ({ name: `edge-${String(i).padStart(2, '0')}`, port: 7000 + i }));
+
+  const headsNow = async (): Promise<Head[]> => (await admin.get('/v1/heads?limit=10000')).body.items;
+  const position = async (): Promise<number> => (await admin.get('/v1/ledger/head')).body.position;
+  const publishJson = async (...args: string[]) => {
+    const run = await retectl(env, ['publish', '--json', ...args]);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    return JSON.parse(run.stdout) as { publish_id: string | null; position: number; changed: { node: string; from: number; to: number }[]; unchanged: number; sent: number; uploaded: number };
+  };
+  const moveNode = async (name: string, port: number) => {
+    const i = nodes.findIndex((n) => n.name === name);
+    nodes[i] = { name, port };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+  };
+
+  beforeAll(async () => {
+    coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined });
+    admin = new Client(coordinator.url, coordinator.adminToken);
+    home = mkdtempSync(join(tmpdir(), 'retectl-delta-'));
+    env = { home, rete: join(home, 'rete'), coordinator: coordinator.url, token: coordinator.adminToken! };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('an empty ledger has every bucket empty; the first publish sends every node', async () => {
+    const empty = (await admin.get('/v1/heads/buckets')).body;
+    expect(empty).toEqual({ position: await position(), buckets: headBuckets([]) });
+    const first = await publishJson('-m', 'first');
+    expect({ sent: first.sent, changed: first.changed.length, unchanged: first.unchanged, uploaded: first.uploaded }).toEqual({ sent: 40, changed: 40, unchanged: 0, uploaded: 80 });
+  });
+
+  it('the coordinator digests its buckets as a client does, at the position it read them', async () => {
+    const heads = await headsNow();
+    const answer = (await admin.get('/v1/heads/buckets')).body;
+    expect(answer.buckets).toHaveLength(HEAD_BUCKETS);
+    expect(answer).toEqual({ position: await position(), buckets: headBuckets(heads.map((h) => [h.node, h.set_digest])) });
+    // A bucket's heads, and nothing else, with the position they were read at.
+    const bucket = bucketOf('edge-07');
+    const page = (await admin.get(`/v1/heads?buckets=${bucket}`)).body;
+    expect(page.position).toBe(answer.position);
+    expect(page.items.map((h: Head) => h.node)).toEqual(heads.filter((h) => bucketOf(h.node) === bucket).map((h) => h.node));
+    expect(page.items.map((h: Head) => h.node)).toContain('edge-07');
+    for (const bad of ['256', '1,,2', 'x', '-1']) {
+      const refused = await admin.get(`/v1/heads?buckets=${encodeURIComponent(bad)}`);
+      expect({ bad, status: refused.status, code: refused.body.code }).toEqual({ bad, status: 422, code: 'invalid_query' });
+    }
+    // A reader may ask; no token may not.
+    expect((await new Client(coordinator.url).get('/v1/heads/buckets')).status).toBe(401);
+  });
+
+  it('one node changed: only it is sent, its blob uploaded, and the ledger stamps only it', async () => {
+    await moveNode('edge-13', 7913);
+    const before = await headsNow();
+    const one = await publishJson('-m', 'edge-13 moves');
+    expect({ sent: one.sent, uploaded: one.uploaded, changed: one.changed, unchanged: one.unchanged }).toEqual({ sent: 1, uploaded: 1, changed: [{ node: 'edge-13', from: 1, to: 2 }], unchanged: 39 });
+    const after = await headsNow();
+    expect(after.filter((h, i) => h.version !== before[i].version).map((h) => h.node)).toEqual(['edge-13']);
+    // The ledger's record counts what the request named.
+    const record = (await admin.get(`/v1/publishes/${one.publish_id}`)).body;
+    expect({ changed: record.changed.map((c: { node: string }) => c.node), unchanged: record.unchanged }).toEqual({ changed: ['edge-13'], unchanged: 0 });
+    // The bucket digests moved in edge-13's bucket only.
+    const buckets = (await admin.get('/v1/heads/buckets')).body.buckets as string[];
+    expect(buckets).toEqual(headBuckets(after.map((h) => [h.node, h.set_digest])));
+  });
+
+  it('the identical tree sends nothing and moves nothing, in text and JSON', async () => {
+    const at = await position();
+    const same = await publishJson('-m', 'again');
+    expect(same).toEqual({ publish_id: null, position: at, changed: [], unchanged: 40, sent: 0, uploaded: 0 });
+    expect(await retectl(env, ['publish', '-m', 'again'])).toEqual({ code: 0, stdout: 'nothing changed: 40 unchanged\n', stderr: '' });
+    expect(await position()).toBe(at);
+  });
+
+  it('a retired node in the tree is sent, and comes back', async () => {
+    expect((await admin.post('/v1/nodes/edge-21/retire', { message: 'lost' })).status).toBe(201);
+    const back = await publishJson('-m', 'edge-21 is back');
+    expect({ sent: back.sent, changed: back.changed }).toEqual({ sent: 1, changed: [{ node: 'edge-21', from: 2, to: 3 }] });
+    expect((await headsNow()).find((h) => h.node === 'edge-21')).toEqual(expect.objectContaining({ version: 3, retired: false }));
+  });
+
+  it('a node the ledger has that the tree lacks: kept without --prune; --prune sends the whole tree and retires it', async () => {
+    nodes.splice(nodes.findIndex((n) => n.name === 'edge-30'), 1);
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const kept = await publishJson('-m', 'no prune');
+    expect({ sent: kept.sent, publish_id: kept.publish_id, unchanged: kept.unchanged }).toEqual({ sent: 0, publish_id: null, unchanged: 39 });
+    expect((await headsNow()).find((h) => h.node === 'edge-30')).toEqual(expect.objectContaining({ retired: false }));
+
+    const pruned = await publishJson('--prune', '-m', 'edge-30 leaves');
+    expect({ sent: pruned.sent, changed: pruned.changed, unchanged: pruned.unchanged }).toEqual({ sent: 39, changed: [{ node: 'edge-30', from: 1, to: 2 }], unchanged: 39 });
+    expect((await headsNow()).find((h) => h.node === 'edge-30')).toEqual(expect.objectContaining({ retired: true }));
+    // Already retired: nothing left to retire, so --prune sends the difference again.
+    expect(await publishJson('--prune', '-m', 'again')).toEqual(expect.objectContaining({ sent: 0, publish_id: null }));
+  });
+
+  it('--full sends every node and the coordinator finds the same changes', async () => {
+    // The tree is 39 nodes from here on: edge-30 stays retired.
+    await moveNode('edge-02', 7902);
+    const full = await publishJson('--full', '-m', 'whole tree');
+    expect({ sent: full.sent, changed: full.changed, unchanged: full.unchanged }).toEqual({ sent: 39, changed: [{ node: 'edge-02', from: 1, to: 2 }], unchanged: 38 });
+    const record = (await admin.get(`/v1/publishes/${full.publish_id}`)).body;
+    expect(record.unchanged).toBe(38);
+  });
+
+  describe('when the ledger moves between reading the heads and publishing', () => {
+    /** A client that, after each bucket read, has another operator move the ledger (an enrolment token is a ledger event). */
+    class Interleaved extends CoordinatorClient {
+      moves = 0;
+      constructor(private readonly times: number) {
+        super({ url: coordinator.url, token: coordinator.adminToken! });
+      }
+      override async call<S extends z.ZodType>(method: string, path: string, schema: S, options?: RequestOptions): Promise<{ status: number; body: z.infer<S> }> {
+        const answer = await super.call(method, path, schema, options);
+        if (path === '/v1/heads/buckets' && this.moves < this.times) {
+          this.moves += 1;
+          expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
+        }
+        return answer;
+      }
+    }
+    const compiled = (): TreeToPublish => {
+      const { tree } = loadCompiledTree(env.rete);
+      const digests = digestsOf(tree);
+      const bytes = new Map<string, Buffer>();
+      for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
+      return { digests, bytes };
+    };
+
+    it('a delta refused as stale is read again and published at the new position', async () => {
+      await moveNode('edge-05', 7905);
+      const client = new Interleaved(1);
+      const at = await position();
+      const { body, sent } = await publishTree(client, compiled(), { message: 'edge-05 moves, raced' });
+      expect(client.moves).toBe(1);
+      expect({ sent, changed: body.changed }).toEqual({ sent: 1, changed: [{ node: 'edge-05', from: 1, to: 2 }] });
+      // The token's event, then the stamp and the publish record.
+      expect(body.position).toBe(at + 3);
+    });
+
+    it('after three moves in a row, the whole tree is sent unpinned', async () => {
+      await moveNode('edge-06', 7906);
+      const client = new Interleaved(3);
+      const { body, sent } = await publishTree(client, compiled(), { message: 'edge-06 moves, raced thrice' });
+      expect(client.moves).toBe(3);
+      expect({ sent, changed: body.changed, unchanged: body.unchanged }).toEqual({ sent: 39, changed: [{ node: 'edge-06', from: 1, to: 2 }], unchanged: 38 });
+    });
+
+    it("an operator's pin is final: a moved ledger is refused, not read again", async () => {
+      await moveNode('edge-08', 7908);
+      const client = new Interleaved(1);
+      const at = await position();
+      await expect(publishTree(client, compiled(), { message: 'pinned', expectPosition: at })).rejects.toMatchObject({ code: 'conflict', problem: expect.objectContaining({ code: 'stale_position' }) });
+      expect(client.moves).toBe(1);
+      expect((await headsNow()).find((h) => h.node === 'edge-08')!.version).toBe(1);
+    });
+
+    it('a read whose pages disagree on the position is read again', async () => {
+      // readDelta alone: the bucket read and the heads read straddle a move.
+      const client = new (class extends CoordinatorClient {
+        override async call<S extends z.ZodType>(method: string, path: string, schema: S, options?: RequestOptions): Promise<{ status: number; body: z.infer<S> }> {
+          if (path.startsWith('/v1/heads?')) expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
+          return super.call(method, path, schema, options);
+        }
+      })({ url: coordinator.url, token: coordinator.adminToken! });
+      expect(await readDelta(client, localHeads(compiled().digests), false)).toEqual({ kind: 'moved' });
+      // Unraced, the same tree gives edge-08's change, read at the current position.
+      const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), localHeads(compiled().digests), false);
+      expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-08'] });
+    });
+  });
+
+  it('names of every length and prefix sort the same in SQL as in JavaScript', async () => {
+    // Names that are prefixes of each other, with "-" and digits around them: the byte order the
+    // coordinator's SQL uses (COLLATE "C") must be the one a client sorts by.
+    const sha = await admin.putBlob('{"same": true}\n');
+    const names = ['z', 'z-0', 'z0', 'z-00', 'z00', 'z-a', 'za', 'z-z', 'zz', 'z9', 'z-9'];
+    for (let i = 0; i < 300; i++) names.push(`z${'-'.repeat(i % 3)}${i.toString(36)}`);
+    const body = { message: 'names', nodes: Object.fromEntries([...new Set(names)].map((n) => [n, { artifacts: { 'flor.json': sha } }])) };
+    expect((await admin.post('/v1/publishes', body)).status).toBe(201);
+    const heads = await headsNow();
+    expect(heads.length).toBeGreaterThan(300);
+    expect((await admin.get('/v1/heads/buckets')).body.buckets).toEqual(headBuckets(heads.filter((h) => !h.retired).map((h) => [h.node, h.set_digest])));
+  });
+});
