@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
@@ -80,6 +80,22 @@ describe('coordinator commands', () => {
       }
     } finally {
       rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to serve with an apt repository key file that holds no key, naming the file, and leaves it as it was', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'florete-cli-repo-key-'));
+    try {
+      const keyFile = join(dir, 'keys', 'repo-signing-key.asc');
+      mkdirSync(join(dir, 'keys'), { recursive: true, mode: 0o700 });
+      writeFileSync(keyFile, '-----BEGIN PGP PRIVATE KEY BLOCK-----\n\ntruncated\n', { mode: 0o600 });
+      const run = coordinator(dir, 'serve');
+      expect(run.status).not.toBe(0);
+      expect(run.stderr).toContain(`the apt repository key ${keyFile}: `);
+      expect(run.stdout).not.toMatch(/^listening: /m);
+      expect(readFileSync(keyFile, 'utf8')).toBe('-----BEGIN PGP PRIVATE KEY BLOCK-----\n\ntruncated\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

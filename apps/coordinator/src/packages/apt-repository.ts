@@ -76,15 +76,15 @@ export class AptRepository {
     const index = renderPackages(packages);
     const gz = gzipIndex(index);
     const release = renderRelease({ date, files: [{ name: 'Packages', bytes: index }, { name: 'Packages.gz', bytes: gz }] });
-    const [inRelease, releaseGpg] = await Promise.all([this.key.clearsign(release.toString('utf8')), this.key.detachedSign(release)]);
+    const [inRelease, releaseGpg, publicKey] = await Promise.all([this.key.clearsign(release.toString('utf8')), this.key.detachedSign(release), this.key.publicKeys()]);
     const files = new Map<string, IndexFile>([
       ['Packages', file(index, 'text/plain; charset=utf-8')],
       ['Packages.gz', file(gz, 'application/gzip')],
       ['Release', file(release, 'text/plain; charset=utf-8')],
       ['InRelease', file(inRelease, 'text/plain; charset=utf-8')],
       ['Release.gpg', file(releaseGpg, 'application/pgp-signature')],
-      ['key.gpg', file(this.key.publicBinary, 'application/pgp-keys')],
-      ['key.asc', file(this.key.publicArmored, 'application/pgp-keys')],
+      ['key.gpg', file(publicKey.binary, 'application/pgp-keys')],
+      ['key.asc', file(publicKey.armored, 'application/pgp-keys')],
     ]);
     return { position, date, files };
   }

@@ -1,79 +1,82 @@
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import * as openpgp from 'openpgp';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { PrivateKey } from 'openpgp';
+
+interface Loaded {
+  readonly openpgp: typeof import('openpgp');
+  readonly privateKey: PrivateKey;
+  /** The public key, binary: the form apt's `signed-by=….gpg` reads. */
+  readonly publicBinary: Buffer;
+  /** The public key, ASCII-armored: for `signed-by=….asc`, and for people. */
+  readonly publicArmored: string;
+}
 
 /**
  * The OpenPGP key that signs the mesh's apt repository, kept beside the bundle signing keys in one
  * 0600 file (an armored private key). Created on first start; replicas that share the file sign with
  * the same key, so a node's keyring fits whichever replica answers.
  *
- * A v4 EdDSA key (`ed25519Legacy`): the newer v6 keys are refused by the gpgv that apt runs on
- * Debian 12.
+ * The file is created and checked at start in a child process, and OpenPGP.js is loaded into this
+ * one on the first signature: an idle coordinator, or one whose mesh has no packages, never holds it.
  */
 export class RepoKey {
+  private loaded: Promise<Loaded> | null = null;
+
   private constructor(
-    private readonly privateKey: openpgp.PrivateKey,
-    /** The public key, binary: the form apt's `signed-by=….gpg` reads. */
-    readonly publicBinary: Buffer,
-    /** The public key, ASCII-armored: for `signed-by=….asc`, and for people. */
-    readonly publicArmored: string,
+    private readonly armored: string,
+    /** The key's fingerprint, upper-case hex. */
+    readonly fingerprint: string,
   ) {}
 
-  /** Opens the key file, creating it with a fresh key when it does not exist. */
+  /** Opens the key file, creating it with a fresh key when it does not exist; a file that is no key fails here. */
   static async open(path: string): Promise<RepoKey> {
-    let armored: string;
-    try {
-      armored = readFileSync(path, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      armored = await createKeyFile(path);
-    }
-    const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
-    const publicKey = privateKey.toPublic();
-    return new RepoKey(privateKey, Buffer.from(publicKey.write()), publicKey.armor());
+    const fingerprint = await checkApart(path);
+    return new RepoKey(readFileSync(path, 'utf8'), fingerprint);
   }
 
-  get fingerprint(): string {
-    return this.privateKey.getFingerprint().toUpperCase();
+  /** The public key, binary and armored. */
+  async publicKeys(): Promise<{ binary: Buffer; armored: string }> {
+    const { publicBinary, publicArmored } = await this.load();
+    return { binary: publicBinary, armored: publicArmored };
   }
 
   /** The Release file signed in place, as apt reads InRelease. */
   async clearsign(text: string): Promise<string> {
+    const { openpgp, privateKey } = await this.load();
     const message = await openpgp.createCleartextMessage({ text });
-    return openpgp.sign({ message, signingKeys: this.privateKey });
+    return openpgp.sign({ message, signingKeys: privateKey });
   }
 
   /** A detached signature of the Release bytes, armored: apt refuses a binary Release.gpg. */
   async detachedSign(bytes: Uint8Array): Promise<string> {
+    const { openpgp, privateKey } = await this.load();
     const message = await openpgp.createMessage({ binary: bytes });
-    return openpgp.sign({ message, signingKeys: this.privateKey, detached: true, format: 'armored' });
+    return openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'armored' });
+  }
+
+  private load(): Promise<Loaded> {
+    this.loaded ??= (async () => {
+      const openpgp = await import('openpgp');
+      const privateKey = await openpgp.readPrivateKey({ armoredKey: this.armored });
+      const publicKey = privateKey.toPublic();
+      return { openpgp, privateKey, publicBinary: Buffer.from(publicKey.write()), publicArmored: publicKey.armor() };
+    })();
+    return this.loaded;
   }
 }
 
 /**
- * Writes a new key file without ever replacing one: written aside, fsynced, then hard-linked into
- * place, which fails if another process created it first; that one's key is then used.
+ * checkKeyFile in a child process, which takes OpenPGP.js's memory with it when it exits. Run from
+ * the TypeScript sources (no built script beside this one), it runs here.
  */
-async function createKeyFile(path: string): Promise<string> {
-  const { privateKey } = await openpgp.generateKey({
-    type: 'ecc',
-    curve: 'ed25519Legacy',
-    userIDs: [{ name: 'Florete mesh package repository' }],
-    format: 'armored',
+async function checkApart(path: string): Promise<string> {
+  if (import.meta.url.endsWith('.ts')) return (await import('./repo-key-file.js')).checkKeyFile(path);
+  const script = fileURLToPath(new URL('./repo-key-file.js', import.meta.url));
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, path], { env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`the apt repository key ${path}: ${stderr.trim() || err.message}`, { cause: err }));
+      else resolve((JSON.parse(stdout) as { fingerprint: string }).fingerprint);
+    });
   });
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, privateKey, { mode: 0o600 });
-  const fd = openSync(tmp, 'r');
-  fsyncSync(fd);
-  closeSync(fd);
-  try {
-    linkSync(tmp, path);
-    return privateKey;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return readFileSync(path, 'utf8');
-  } finally {
-    rmSync(tmp, { force: true });
-  }
 }
