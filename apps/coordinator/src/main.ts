@@ -11,7 +11,6 @@ import { verifyLedger } from './ledger/store/verify.js';
 import { changeKeys } from './trust/key-change.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/rebuild-mirror.js';
-import { favourSmallHeap } from './common/small-heap.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 
@@ -19,7 +18,6 @@ program
   .command('serve', { isDefault: true })
   .description('migrate the database and serve the API (PORT, HOST, FLORETE_DATA, DATABASE_URL)')
   .action(async () => {
-    favourSmallHeap();
     const config = loadConfig();
     const log = createLogger(config);
     const announce = (line: string) => process.stdout.write(`${line}\n`);
