@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +32,7 @@ interface Head {
  * retectl publishes a tree as its difference from the ledger: the heads are compared bucket by bucket
  * (GET /v1/heads/buckets), only the differing buckets' heads are read, and only the nodes that differ
  * are sent, pinned to the position they were read at. Driven with the built CLI against the built
- * coordinator, on PGlite and PostgreSQL (the bucket digests are worked out in SQL).
+ * coordinator, on PGlite and PostgreSQL.
  */
 describe.each(targets)('publishing the difference from the ledger ($database)', ({ database }) => {
   let coordinator: CoordinatorProcess;
@@ -214,9 +215,36 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     });
   });
 
-  it('names of every length and prefix sort the same in SQL as in JavaScript', async () => {
+  it('when most buckets differ, the whole tree is sent; when few do, only the differing nodes', async () => {
+    const client = new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! });
+    const blob = (text: string) => {
+      const bytes = Buffer.from(text);
+      return [createHash('sha256').update(bytes).digest('hex'), bytes] as const;
+    };
+    const tree = (n: number, changed: (i: number) => boolean): TreeToPublish => {
+      const digests = new Map<string, Map<string, string>>();
+      const bytes = new Map<string, Buffer>();
+      for (let i = 0; i < n; i++) {
+        const [sha, content] = blob(`{"wide":${i},"changed":${changed(i)}}\n`);
+        digests.set(`wide-${i}`, new Map([['flor.json', sha]]));
+        bytes.set(sha, content);
+      }
+      return { digests, bytes };
+    };
+    // 600 new nodes fill nearly every bucket: the whole tree (and the nodes the ledger had before, left out, are kept).
+    const first = await publishTree(client, tree(600, () => false), { message: 'wide' });
+    expect({ sent: first.sent, changed: first.body.changed.length }).toEqual({ sent: 600, changed: 600 });
+    // 300 of them changed: still most buckets, so the whole tree goes, and the coordinator finds the 300.
+    const many = await publishTree(client, tree(600, (i) => i % 2 === 0), { message: 'half of wide' });
+    expect({ sent: many.sent, changed: many.body.changed.length, unchanged: many.body.unchanged }).toEqual({ sent: 600, changed: 300, unchanged: 300 });
+    // Three changed: a few buckets, so only those three go.
+    const few = await publishTree(client, tree(600, (i) => i % 2 === 0 || i < 6), { message: 'three of wide' });
+    expect({ sent: few.sent, changed: few.body.changed.map((c) => c.node).sort(), unchanged: few.body.unchanged }).toEqual({ sent: 3, changed: ['wide-1', 'wide-3', 'wide-5'], unchanged: 597 });
+  });
+
+  it('names of every length and prefix sort the same on the coordinator as in a client', async () => {
     // Names that are prefixes of each other, with "-" and digits around them: the byte order the
-    // coordinator's SQL uses (COLLATE "C") must be the one a client sorts by.
+    // coordinator sorts by must be the one a client does.
     const sha = await admin.putBlob('{"same": true}\n');
     const names = ['z', 'z-0', 'z0', 'z-00', 'z00', 'z-a', 'za', 'z-z', 'zz', 'z9', 'z-9'];
     for (let i = 0; i < 300; i++) names.push(`z${'-'.repeat(i % 3)}${i.toString(36)}`);

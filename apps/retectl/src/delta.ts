@@ -1,5 +1,5 @@
 import { bucketOf, headBuckets } from '#bundle';
-import { HeadBuckets, HeadsPage } from '#contracts';
+import { HEAD_BUCKETS, HeadBuckets, HeadsPage } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
@@ -17,10 +17,13 @@ export interface Delta {
   readonly send: readonly string[];
 }
 
+/** More buckets differing than this, and the whole tree is sent instead of its difference. */
+export const MOST_BUCKETS = HEAD_BUCKETS / 2;
+
 /**
- * Why no delta: the coordinator cannot tell (`full`: it has no head buckets, or a pruning tree would
- * retire nodes, which only the whole tree says), or the ledger moved while the heads were being read
- * (`moved`: read again).
+ * Why no delta: the whole tree is the better request (`full`: the coordinator has no head buckets,
+ * a pruning tree would retire nodes, which only the whole tree says, or most buckets differ), or the
+ * ledger moved while the heads were being read (`moved`: read again).
  */
 export type DeltaOutcome = Delta | { readonly kind: 'full' } | { readonly kind: 'moved' };
 
@@ -51,6 +54,9 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   }
   const differing = local.buckets.flatMap((digest, i) => (digest === summary.buckets[i] ? [] : [i]));
   if (differing.length === 0) return { kind: 'delta', position: summary.position, send: [] };
+  // Most buckets differ (a fleet-wide change, a first publish): reading their heads would cost about
+  // what the coordinator's own comparison of the whole tree does, so the whole tree is sent.
+  if (differing.length > MOST_BUCKETS) return { kind: 'full' };
 
   const heads = new Map<string, z.infer<typeof HeadsPage>['items'][number]>();
   let cursor: string | null = null;

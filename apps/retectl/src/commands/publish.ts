@@ -87,8 +87,8 @@ export interface PublishOutcome {
  * (readDelta) and only the nodes whose sets differ are sent, without prune, pinned with
  * expected_position to the position they were read at: the ledger stamps exactly what the whole tree
  * would have stamped there. When the ledger moves in between (another publish, an enrolment), the
- * heads are read again; after DELTA_ATTEMPTS, or when a pruning tree retires nodes, or the
- * coordinator has no head buckets, the whole tree is sent as before. An operator's pin stays the pin:
+ * heads are read again; after DELTA_ATTEMPTS, when a pruning tree retires nodes, when most of
+ * the fleet differs, or when the coordinator has no head buckets, the whole tree is sent as before. An operator's pin stays the pin:
  * a delta read at another position is refused by the coordinator as stale, like the whole tree.
  */
 export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
