@@ -127,7 +127,10 @@ describe.each(targets)('blob archives on $database', ({ database }) => {
     expect(first.body.items[0]).toEqual({ node: 'page-1', version: 1, set_digest: expect.stringMatching(/^[0-9a-f]{64}$/), retired: false, artifacts: [{ name: 'a.json', sha256: entries[0].name, size: entries[0].content.length }] });
     expect(first.body.next_cursor).toBe('page-2');
     const rest = await reader.get(`/v1/heads?limit=2&cursor=${first.body.next_cursor}`);
-    expect(rest.body).toEqual({ items: [expect.objectContaining({ node: 'page-3' })], next_cursor: null });
+    // Each page says the ledger position it was read at: nothing was appended between the two.
+    const head = (await reader.get('/v1/ledger/head')).body.position;
+    expect(rest.body).toEqual({ items: [expect.objectContaining({ node: 'page-3' })], next_cursor: null, position: head });
+    expect(first.body.position).toBe(head);
     // Digests only: no artifact content travels.
     expect(first.text + rest.text).not.toContain('content');
     expectProblem(await reader.get('/v1/heads?limit=0'), 422, 'invalid_query');
