@@ -1,10 +1,9 @@
 import { bucketOf, headBuckets } from '#bundle';
-import { HEAD_BUCKETS, HeadBuckets, HeadsPage } from '#contracts';
+import { HEAD_BUCKETS, HeadBuckets } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
-import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
-import { HEAD_PAGE } from './node-pages.js';
+import { listHeadDigests } from './node-pages.js';
 
 /**
  * What a publish of this tree must send, read at one ledger position: the nodes whose sets differ
@@ -58,16 +57,10 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   // what the coordinator's own comparison of the whole tree does, so the whole tree is sent.
   if (differing.length > MOST_BUCKETS) return { kind: 'full' };
 
-  const heads = new Map<string, z.infer<typeof HeadsPage>['items'][number]>();
-  let cursor: string | null = null;
-  do {
-    const query: string = `/v1/heads?limit=${HEAD_PAGE}&buckets=${differing.join(',')}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const { body } = await client.call('GET', query, HeadsPage);
-    if (body.position === undefined) return { kind: 'full' };
-    if (body.position !== summary.position) return { kind: 'moved' };
-    for (const head of body.items) heads.set(head.node, head);
-    cursor = body.next_cursor;
-  } while (cursor);
+  const { items, positions } = await listHeadDigests(client, differing);
+  if (positions.has(undefined)) return { kind: 'full' };
+  if (positions.size !== 1 || !positions.has(summary.position)) return { kind: 'moved' };
+  const heads = new Map(items.map((head) => [head.node, head]));
 
   const inDiffering = new Set(differing);
   const send: string[] = [];

@@ -21,14 +21,21 @@ export async function listNodes(client: CoordinatorClient, query = ''): Promise<
   return items;
 }
 
-/** Every node head as digests (no artifact contents), following next_cursor. */
-export async function listHeadDigests(client: CoordinatorClient): Promise<z.infer<typeof HeadsPage>['items']> {
+/**
+ * Every node head as digests (no artifact contents), or those of the nodes in these buckets,
+ * following next_cursor; with the ledger position each page was read at (undefined from a
+ * coordinator that does not say).
+ */
+export async function listHeadDigests(client: CoordinatorClient, buckets?: readonly number[]): Promise<{ items: z.infer<typeof HeadsPage>['items']; positions: Set<number | undefined> }> {
   const items: z.infer<typeof HeadsPage>['items'] = [];
+  const positions = new Set<number | undefined>();
+  const only = buckets ? `&buckets=${buckets.join(',')}` : '';
   let cursor: string | null = null;
   do {
-    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call('GET', `/v1/heads?limit=${HEAD_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, HeadsPage);
+    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call('GET', `/v1/heads?limit=${HEAD_PAGE}${only}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, HeadsPage);
     items.push(...body.items);
+    positions.add(body.position);
     cursor = body.next_cursor;
   } while (cursor);
-  return items;
+  return { items, positions };
 }

@@ -34,7 +34,7 @@ export async function run(options: PlanOptions): Promise<number> {
   // The fleet a page at a time, and the heads as digests only: no artifact content is asked for,
   // except a changed resources.json, whose old content the plan needs to say what changes.
   const heads = { items: await listNodes(client) };
-  const digests = new Map((await listHeadDigests(client)).map((h) => [h.node, h]));
+  const digests = new Map((await listHeadDigests(client)).items.map((h) => [h.node, h]));
   const localResources = new Map<string, ResourcesJson>();
   for (const [node, files] of tree) {
     const text = files.get(RESOURCES_JSON);

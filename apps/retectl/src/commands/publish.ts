@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
 import { RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
-import { note, out, outJson } from '../output.js';
+import { note, out, outJson, plural } from '../output.js';
 import { waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { loadCompiledTree } from '../rete-dir.js';
@@ -87,9 +87,10 @@ export interface PublishOutcome {
  * (readDelta) and only the nodes whose sets differ are sent, without prune, pinned with
  * expected_position to the position they were read at: the ledger stamps exactly what the whole tree
  * would have stamped there. When the ledger moves in between (another publish, an enrolment), the
- * heads are read again; after DELTA_ATTEMPTS, when a pruning tree retires nodes, when most of
- * the fleet differs, or when the coordinator has no head buckets, the whole tree is sent as before. An operator's pin stays the pin:
- * a delta read at another position is refused by the coordinator as stale, like the whole tree.
+ * heads are read again; after DELTA_ATTEMPTS, when a pruning tree retires nodes, when most of the
+ * fleet differs, or when the coordinator has no head buckets, the whole tree is sent as before. An
+ * operator's pin stays the pin: a delta read at another position is refused by the coordinator as
+ * stale, like the whole tree.
  */
 export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
   const local = options.full ? null : (tree.local ?? localHeads(tree.digests));
@@ -169,7 +170,6 @@ export async function run(options: PublishOptions): Promise<number> {
     return waited?.exit ?? 0;
   }
   for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
   out(
     body.publish_id === null
       ? `nothing changed: ${body.unchanged} unchanged`

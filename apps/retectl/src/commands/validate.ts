@@ -1,6 +1,6 @@
 import { formatDiagnostic, validateRete } from '#rete';
 import { RetectlError } from '../errors.js';
-import { note, out, outJson } from '../output.js';
+import { note, out, outJson, plural } from '../output.js';
 import { readSources, sourceReader } from '../rete-dir.js';
 
 export interface ValidateOptions {
@@ -22,4 +22,3 @@ export async function run(options: ValidateOptions): Promise<void> {
   if (!options.json) out(`ok: ${plural(rete.nodes.length, 'node')}, ${plural(rete.groups.size, 'group')}, ${plural(rete.acl.length, 'ACL rule')}, ${plural(warnings.length, 'warning')}`);
 }
 
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
