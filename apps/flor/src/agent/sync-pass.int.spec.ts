@@ -22,6 +22,7 @@ const NODE = 'alpha';
 const ORIGIN = 'florete-sync-pass-test';
 /** Every crafted bundle is stamped below this ledger position, so the checkpoint vouches for it. */
 const CHECKPOINT_POSITION = 1000;
+const CHECKPOINT_SIGNED_AT = Date.parse('2026-11-30T09:30:00Z');
 
 type Files = Record<string, string>;
 
@@ -137,6 +138,8 @@ describe('SyncPass against a loopback coordinator', () => {
   let dir: StateDir;
   let coordinator: FakeCoordinator;
   let logged: { level: LogLevel; msg: string; fields?: Record<string, unknown> }[];
+  /** The passes' clock: half an hour after the checkpoint was signed, fresh under the default max_staleness, whatever the day the suite runs. */
+  let clock: Date;
 
   const one: Files = { 'flor.json': '{"set":"one"}\n', 'agent.json': '{"poll_interval":3600}\n', 'extra.conf': 'only in one\n' };
   const two: Files = { 'flor.json': '{"set":"two"}\n', 'agent.json': '{"poll_interval":3600}\n' };
@@ -152,7 +155,7 @@ describe('SyncPass against a loopback coordinator', () => {
         command: `if grep -q fail-to-start "$FLORETE_ACTIVE_DIR/flor.json"; then echo "vertex refuses set $FLORETE_SET_VERSION" >&2; exit 3; fi; ${activation}`,
       },
     });
-    return new SyncPass(dir, config, createActivator(config.activation), (level, msg, fields) => logged.push({ level, msg, fields }));
+    return new SyncPass(dir, config, createActivator(config.activation), (level, msg, fields) => logged.push({ level, msg, fields }), () => clock);
   };
   const serve = async (version: number, files: Files, signer: Key = key) => {
     coordinator.served = { jws: await bundle(version, files, signer), etag: `"v${version}"` };
@@ -171,7 +174,7 @@ describe('SyncPass against a loopback coordinator', () => {
   beforeAll(async () => {
     key = await newKey();
     trustDocument = signTrustDocument({ version: 1, keys: [key.jwk], revoked: [], issued_at: '2026-11-30T09:00:00.000Z', previous: null }, key);
-    checkpointNote = signCheckpoint({ origin: ORIGIN, position: CHECKPOINT_POSITION, hash: 'ab'.repeat(32), time: '2026-11-30T09:30:00Z', trustVersion: 1 }, key);
+    checkpointNote = signCheckpoint({ origin: ORIGIN, position: CHECKPOINT_POSITION, hash: 'ab'.repeat(32), time: new Date(CHECKPOINT_SIGNED_AT).toISOString(), trustVersion: 1 }, key);
   });
 
   beforeEach(async () => {
@@ -179,6 +182,7 @@ describe('SyncPass against a loopback coordinator', () => {
     installDir = join(root, 'etc');
     activations = join(root, 'activations.log');
     logged = [];
+    clock = new Date(CHECKPOINT_SIGNED_AT + 30 * 60_000);
     coordinator = new FakeCoordinator(trustDocument, checkpointNote);
     await coordinator.start();
     dir = new StateDir(join(root, 'state'));
@@ -243,6 +247,16 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(activated()).toEqual([1]);
     expect(dir.readState()).toMatchObject({ applied_version: 1, high_water: 1, last_result: 'up_to_date', activations: [expect.objectContaining({ version: 1 })] });
     expect(coordinator.reports).toEqual([{ active_version: 1, result: 'up_to_date', checkpoint: checkpointNote, agent_version: expect.any(String) }]);
+  });
+
+  it('reports since when it is stale once the newest checkpoint it holds is older than max_staleness, and keeps the active set', async () => {
+    await applyOne();
+    clock = new Date(CHECKPOINT_SIGNED_AT + 86_400_000 + 1000);
+    expect(await pass().run(false)).toMatchObject({ result: 'up_to_date', active_version: 1 });
+    expect(readlinkSync(dir.activeLink)).toBe('sets/1');
+    expect(coordinator.reports).toEqual([
+      { active_version: 1, result: 'up_to_date', checkpoint: checkpointNote, stale_since: new Date(CHECKPOINT_SIGNED_AT + 86_400_000).toISOString(), agent_version: expect.any(String) },
+    ]);
   });
 
   it('refuses a replayed older version: the active set, its files and the mark stay, the report names no target', async () => {
