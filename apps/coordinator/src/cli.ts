@@ -1,0 +1,145 @@
+/** The coordinator's commands, loaded by main.ts once the young generation is held (see young-generation.ts). */
+import 'reflect-metadata';
+import { Command, InvalidArgumentError } from 'commander';
+import { Role } from '#contracts';
+import { loadConfig } from './config.js';
+import { migrateToLatest, openDatabase } from './db/connect.js';
+import { SigningKeyStore } from './bundles/signing-keys.js';
+import { issueApiToken } from './identity/api-tokens.js';
+import { rebuildProjections } from './projections/rebuild.js';
+import { verifyLedger } from './ledger/store/verify.js';
+import { changeKeys } from './trust/key-change.js';
+import { createLogger, startCoordinator } from './server.js';
+import { rebuildMirror } from './mirror/rebuild-mirror.js';
+import { letYoungGenerationGrow } from './young-generation.js';
+
+const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
+// Only serve gains from a small young generation at start-up; the other commands do their work straight away.
+program.hook('preAction', (_program, action) => {
+  if (action.name() !== 'serve') letYoungGenerationGrow();
+});
+
+program
+  .command('serve', { isDefault: true })
+  .description('migrate the database and serve the API (PORT, HOST, FLORETE_DATA, DATABASE_URL)')
+  .action(async () => {
+    const config = loadConfig();
+    const log = createLogger(config);
+    const announce = (line: string) => process.stdout.write(`${line}\n`);
+    const running = await startCoordinator(config, log, { announce });
+    announce(`listening: ${running.url}`);
+    letYoungGenerationGrow();
+    const stop = async (signal: string) => {
+      log.info({ signal }, 'shutting down');
+      await running.close();
+      process.exit(0);
+    };
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+    process.once('SIGINT', () => void stop('SIGINT'));
+  });
+
+program
+  .command('migrate')
+  .description('run the database migrations and exit')
+  .action(async () => {
+    await withDb('migrate', async (db) => {
+      const applied = await migrateToLatest(db.kysely);
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    });
+  });
+
+const token = program.command('token').description('API tokens');
+token
+  .command('create')
+  .description('create an API token and print it once')
+  .requiredOption('--role <role>', 'admin | publisher | reader', (v) => {
+    const r = Role.safeParse(v);
+    if (!r.success) throw new InvalidArgumentError('must be admin, publisher or reader');
+    return r.data;
+  })
+  .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)')
+  .action(async (opts: { role: Role; name: string }) => {
+    await withDb('token create', async (db) => {
+      await migrateToLatest(db.kysely);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      await store.reloadIfChanged();
+      const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, opts, 'coordinator-cli'));
+      process.stdout.write(`${opts.role} token for ${opts.name}: ${created.token}\n`);
+    });
+  });
+
+const keys = program.command('keys').description('bundle signing keys');
+keys
+  .command('rotate')
+  .description('a new signing key: a new trust version signed by the old key, every node head re-signed with the new one; the old key stops signing')
+  .action(async () => {
+    await withDb('keys rotate', async (db) => {
+      await migrateToLatest(db.kysely);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      const r = await changeKeys(db.kysely, store, { kind: 'rotate' }, 'coordinator-cli');
+      process.stdout.write(`new signing key: ${r.kid}\ntrust version ${r.trust_version}, ${r.resigned} node heads re-signed\n`);
+    });
+  });
+keys
+  .command('revoke')
+  .argument('<kid>', 'the key to revoke')
+  .description('a trust version that revokes the key; agents refuse anything it signs (revoking the signing key also rotates)')
+  .action(async (kid: string) => {
+    await withDb('keys revoke', async (db) => {
+      await migrateToLatest(db.kysely);
+      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+      const r = await changeKeys(db.kysely, store, { kind: 'revoke', kid }, 'coordinator-cli');
+      process.stdout.write(`revoked ${kid} (trust version ${r.trust_version}); signing key: ${r.kid}, ${r.resigned} node heads re-signed\n`);
+    });
+  });
+
+program
+  .command('rebuild')
+  .description('drop every projection and replay it from the ledger')
+  .action(async () => {
+    await withDb('rebuild', async (db) => {
+      await migrateToLatest(db.kysely);
+      const n = await rebuildProjections(db.kysely);
+      process.stdout.write(`replayed ${n} events\n`);
+    });
+  });
+
+const mirror = program.command('mirror').description('the git audit mirror (<FLORETE_DATA>/audit.git)');
+mirror
+  .command('rebuild')
+  .description('rebuild the mirror from the ledger into a fresh directory and swap it in (repairs a diverged mirror)')
+  .action(async () => {
+    await withDb('mirror rebuild', async (db) => {
+      await migrateToLatest(db.kysely);
+      const progress = process.stderr.isTTY ? (position: number) => process.stderr.write(`\rmirrored up to ledger position ${position}`) : undefined;
+      const result = await rebuildMirror(db, loadConfig().mirror.gitdir, progress);
+      if (progress) process.stderr.write('\n');
+      process.stdout.write(`${JSON.stringify({ commits: result.commits, position: result.checkpoint.position, head: result.checkpoint.commit })}\n`);
+    });
+  });
+
+program
+  .command('verify')
+  .description('recompute the ledger hash chain')
+  .action(async () => {
+    await withDb('verify', async (db) => {
+      const verdict = await verifyLedger(db.kysely);
+      process.stdout.write(`${JSON.stringify(verdict)}\n`);
+      if (!verdict.ok) process.exitCode = 1;
+    });
+  });
+
+async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
+  const config = loadConfig();
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+  try {
+    await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`coordinator: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
