@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { treeShaking } from './package-agent/tree-shaking.mjs';
-import { systemdUnit, wrapperScript, defaultConfig, controlFile, maintainerScripts, NODE_FLAGS } from './package-agent/tree.mjs';
+import { systemdUnit, wrapperScript, defaultConfig, controlFile, maintainerScripts, NODE_FLAGS, seaFlags } from './package-agent/tree.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PACKAGE = 'florete-agent';
@@ -176,13 +176,17 @@ function debianControl(root, version) {
   for (const [name, body] of Object.entries(maintainerScripts())) write(join(root, 'DEBIAN', name), body, 0o755);
 }
 
-/** One self-contained executable: a CommonJS bundle injected into a copy of this node binary. */
+/**
+ * One self-contained executable: a CommonJS bundle injected into a copy of this node binary, with the
+ * launcher's V8 flags that this node accepts in its blob (`execArgv`, read from Node 22 on; older
+ * lines ignore the key and run without them).
+ */
 async function buildSea(work, version, outfile) {
   const main = join(work, 'flor.cjs');
   await bundleAgent({ format: 'cjs', version, outfile: main });
   const blob = join(work, 'sea-prep.blob');
   const config = join(work, 'sea-config.json');
-  writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true }));
+  writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true, execArgv: seaFlags(process.execPath) }));
   run(process.execPath, ['--experimental-sea-config', config]);
   copyFileSync(process.execPath, outfile);
   chmodSync(outfile, 0o755);
@@ -215,7 +219,8 @@ async function main() {
     const mib = (n) => `${(n / 1024 / 1024).toFixed(2)} MiB`;
     for (const f of built) process.stdout.write(`${relative(process.cwd(), f) || f}  ${mib(statSync(f).size)}\n`);
     process.stdout.write(`bundle ${mib(statSync(join(tree, LIB_DIR, 'flor.mjs')).size)}: ${packages.map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`).join(', ')}\n`);
-    process.stdout.write(`node flags in /usr/bin/flor: ${NODE_FLAGS.join(' ') || '(none)'}\n`);
+    process.stdout.write(`node flags in /usr/bin/flor, each where the node accepts it: ${NODE_FLAGS.join(' ')}\n`);
+    if (sea) process.stdout.write(`node flags in the single executable (node ${process.versions.node}): ${seaFlags(process.execPath).join(' ') || '(none)'}\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

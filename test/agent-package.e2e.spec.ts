@@ -1,6 +1,6 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { arch, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { AptSandbox, buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
@@ -8,6 +8,8 @@ import { agentFiles, agentJson, Fleet, florJson, removeTree, socketStatus, waitF
 import { lockAgentPackage } from './support/agent-package.js';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
+import { AGENT_NODE, AGENT_NODE_VERSION, withAgentNode } from './support/agent-node.js';
+import { stopChild } from './support/child.js';
 
 // Waiting for the other suites that install florete-agent (lockAgentPackage) counts against this.
 jest.setTimeout(1_800_000);
@@ -30,7 +32,7 @@ function files(listing: string): string[] {
 }
 
 const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  const env: NodeJS.ProcessEnv = withAgentNode({ ...process.env, ...extra });
   delete env.NODE_OPTIONS;
   delete env.FLORETE_AGENT_CONFIG;
   delete env.FLORETE_AGENT_STATE_DIR;
@@ -109,7 +111,7 @@ describe('the agent package (npm run package:agent)', () => {
     const bundle = readFileSync(join(tree, 'usr/lib/florete-agent/flor.mjs'), 'utf8');
     for (const needle of FORBIDDEN) expect({ needle, found: bundle.includes(needle) }).toEqual({ needle, found: false });
     // The defaults the unit runs with must be a config the agent accepts.
-    const check = await sh(process.execPath, [join(tree, 'usr/lib/florete-agent/flor.mjs'), 'self-check', '--config', join(tree, 'etc/florete/agent.yaml'), '--state-dir', join(work, 'no-state')], { env: childEnv() });
+    const check = await sh(AGENT_NODE, [join(tree, 'usr/lib/florete-agent/flor.mjs'), 'self-check', '--config', join(tree, 'etc/florete/agent.yaml'), '--state-dir', join(work, 'no-state')], { env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
   });
 
@@ -123,7 +125,23 @@ describe('the agent package (npm run package:agent)', () => {
     expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n`, stderr: '' });
     const check = await sh(join(unpacked, 'usr/bin/flor'), ['self-check', '--config', config], { cwd: empty, env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
-    expect(check.stdout).toContain(`flor ${NEXT} (node ${process.version})`);
+    expect(check.stdout).toContain(`flor ${NEXT} (node ${AGENT_NODE_VERSION})`);
+  });
+
+  it('starts from the .tar.gz on every supported Node.js line, with nothing on stderr', async () => {
+    // Each line's official binary, fetched from the npm registry once (scripts/node-lines.mjs).
+    const listed = await sh(process.execPath, ['scripts/node-lines.mjs']);
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    const lines = listed.stdout.trim().split('\n').map((l) => l.split(' '));
+    expect(lines.map(([major]) => major)).toEqual(['20', '22', '24', '26']);
+    const flor = join(unpacked, 'usr/bin/flor');
+    for (const [major, version, node] of lines) {
+      const env = { ...childEnv(), PATH: `${dirname(node)}:${process.env.PATH ?? ''}` };
+      const started = await sh(flor, ['--version'], { env });
+      expect({ major, ...started }).toMatchObject({ major, code: 0, stdout: `${NEXT}\n`, stderr: '' });
+      const check = await sh(flor, ['self-check', '--config', config], { env });
+      expect({ major, code: check.code, stderr: check.stderr, first: check.stdout.split('\n')[0] }).toEqual({ major, code: 0, stderr: '', first: `flor ${NEXT} (node v${version})` });
+    }
   });
 
   it('runs the agent from the bundle: enrols as the version it was packaged as, applies a version and reports it', async () => {
@@ -146,9 +164,7 @@ describe('the agent package (npm run package:agent)', () => {
       const node = await waitFor('the report', async () => (await fleet.nodeStatus('packed'))?.applied_version === 1 && fleet.nodeStatus('packed'));
       expect(node).toMatchObject({ applied_version: 1, last_result: 'applied', last_error: null });
     } finally {
-      const exited = new Promise((r) => daemon.once('exit', r));
-      daemon.kill('SIGTERM');
-      await exited;
+      await stopChild(daemon, 'the packaged agent');
       await coordinator.stop();
       removeTree(files.root);
     }
@@ -162,7 +178,7 @@ describe('the agent package (npm run package:agent)', () => {
     // it is used as is.
     const realNode = await installedVersion('nodejs');
     if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
-      const provider = await buildNodejsProvider(work, process.version.slice(1));
+      const provider = await buildNodejsProvider(work, AGENT_NODE_VERSION.slice(1));
       const r = await apt.aptGet(['install', provider]);
       expect(r).toMatchObject({ code: 0 });
       installedProvider = true;
@@ -181,7 +197,7 @@ describe('the agent package (npm run package:agent)', () => {
     expect(version).toMatchObject({ code: 0, stdout: `${NEXT}\n`, stderr: '' });
     const check = await sh('/usr/bin/flor', ['self-check', '--config', config], { env: childEnv() });
     expect(check).toMatchObject({ code: 0, stderr: '' });
-    expect(check.stdout.split('\n')[0]).toBe(`flor ${NEXT} (node ${process.version})`);
+    expect(check.stdout.split('\n')[0]).toBe(`flor ${NEXT} (node ${AGENT_NODE_VERSION})`);
     expect(check.stdout).toContain(`state dir  ${stateDir}: ok: not enrolled`);
     // With no flags: the installed /etc/florete/agent.yaml and the state dir it names.
     const defaults = await sh('/usr/bin/flor', ['self-check', '--json'], { env: childEnv() });
@@ -254,7 +270,7 @@ describe('the agent package (npm run package:agent)', () => {
     expect(readdirSync(plain).sort()).toEqual([`florete-agent_${PACKAGE_VERSION}.tar.gz`, `florete-agent_${PACKAGE_VERSION}_all.deb`]);
     const tree = join(plain, 'tree');
     expect((await sh('dpkg-deb', ['-x', join(plain, `florete-agent_${PACKAGE_VERSION}_all.deb`), tree])).code).toBe(0);
-    expect(await sh(process.execPath, [join(tree, 'usr/lib/florete-agent/flor.mjs'), '--version'], { env: childEnv() })).toMatchObject({ code: 0, stdout: `${PACKAGE_VERSION}\n` });
+    expect(await sh(AGENT_NODE, [join(tree, 'usr/lib/florete-agent/flor.mjs'), '--version'], { env: childEnv() })).toMatchObject({ code: 0, stdout: `${PACKAGE_VERSION}\n` });
     const bad = await sh(process.execPath, [SCRIPT, '--version', '1.0 beta', '--out', join(work, 'bad')], { env: childEnv() });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('is not a Debian version');

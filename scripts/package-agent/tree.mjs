@@ -1,5 +1,6 @@
 // The files of the agent's package other than the bundle itself: /usr/bin/flor, the unit, the
 // default config, DEBIAN/control and the maintainer scripts.
+import { spawnSync } from 'node:child_process';
 
 /**
  * Flags /usr/bin/flor gives node: `--lite-mode`, V8's own low-memory mode (no compilers to machine
@@ -7,27 +8,37 @@
  * idles between polls and does little computing in a pass (hashes and signature checks run in
  * OpenSSL, not in JavaScript), so JavaScript that is never compiled further costs it nothing that
  * matters, while the compilers' memory and the machine code of warm functions are what it would hold
- * for its whole life. Measured with `npm run bench:agent`: about 5 MiB less idle RSS, both right
- * after a pass and once idle.
+ * for its whole life. Measured with `npm run bench:agent` (bench/README.md).
  *
- * On Node 20, lite mode implies --jitless, which removes WebAssembly from the runtime. The agent uses
- * none (its requests go through node:http, not fetch, whose HTTP parser is WebAssembly; the bundle is
- * one ES module, so Node's CommonJS lexer never runs); `--no-expose-wasm` says so, which also keeps V8
- * from warning about the conflict on every start (stderr stays the command's own).
+ * Lite mode removes WebAssembly from the runtime. The agent uses none (its requests go through
+ * node:http, not fetch, whose HTTP parser is WebAssembly; the bundle is one ES module, so Node's
+ * CommonJS lexer never runs). Node 20 and 22 warn about that on every start unless told that
+ * WebAssembly is off (`--no-expose-wasm`); Node 24 and later have no such flag and refuse to start
+ * when given it.
  *
  * `--gc-memory-reducer-start-delay-ms=2000`: V8 gives back the memory a pass used once the process
  * has gone quiet, but waits 8 s before it even starts looking; the agent goes quiet right after each
- * pass, so 2 s brings it back to its idle size about 6 s sooner after every pass (bench:agent's
- * "3 s after the pass" column: 53.2 MiB with lite mode alone, 49.7 MiB with this too). It changes
- * when the collector runs, never what it keeps.
+ * pass, so 2 s brings it back to its idle size sooner after every pass. It changes when the collector
+ * runs, never what it keeps.
  *
- * Tried and left out: --max-semi-space-size=1 (about 1 MiB less right after a pass, nothing once
- * idle, nothing on top of lite mode), --optimize-for-size, --v8-pool-size=1, --single-threaded-gc
- * and MALLOC_ARENA_MAX (nothing beyond the noise). The single executable cannot take flags on
- * Node 20, so it runs without these. A node that did not know one of these flags would refuse to
- * start: test/agent-package.e2e.spec.ts runs the installed /usr/bin/flor with the node on the machine.
+ * None of them is needed for the agent to be correct, and each Node.js line accepts its own set of
+ * V8 flags, so the launcher asks the node it is about to run which of them it accepts
+ * (`node FLAG --version` parses the flag and exits without starting V8: about 3 ms each) and passes
+ * only those. A host whose nodejs is upgraded keeps its agent; a flag a future line drops costs
+ * memory, never the agent. test/agent-package.e2e.spec.ts runs the launcher on every supported line.
+ *
+ * Tried and left out: --max-semi-space-size=1, --optimize-for-size, --v8-pool-size=1,
+ * --single-threaded-gc and MALLOC_ARENA_MAX (nothing beyond the noise).
  */
 export const NODE_FLAGS = ['--lite-mode', '--no-expose-wasm', '--gc-memory-reducer-start-delay-ms=2000'];
+
+/**
+ * The flags of the single executable, which carries its own node (the one that built it) and takes
+ * them from its blob: only the ones that line accepts, found the same way as the launcher does.
+ */
+export function seaFlags(node) {
+  return NODE_FLAGS.filter((flag) => spawnSync(node, [flag, '--version'], { stdio: 'ignore' }).status === 0);
+}
 
 /** /usr/bin/flor: runs the bundle next to it with the node on PATH (Debian's nodejs, NodeSource's, or a tarball's). Resolves its own path, so the .tar.gz tree runs from any folder. */
 export function wrapperScript() {
@@ -35,7 +46,13 @@ export function wrapperScript() {
     '#!/bin/sh',
     '# Florete node agent: the bundled program in ../lib/florete-agent, run by Node.js 20 or later.',
     'here=$(dirname "$(readlink -f "$0")")',
-    `exec node ${NODE_FLAGS.map((f) => `${f} `).join('')}"$here/../lib/florete-agent/flor.mjs" "$@"`,
+    '# Memory-saving V8 flags, each passed only if this node accepts it: Node.js lines differ, and a',
+    '# node given a flag it does not know refuses to start.',
+    'flags=',
+    `for flag in ${NODE_FLAGS.join(' ')}; do`,
+    '  node "$flag" --version >/dev/null 2>&1 && flags="$flags $flag"',
+    'done',
+    'exec node $flags "$here/../lib/florete-agent/flor.mjs" "$@"',
     '',
   ].join('\n');
 }

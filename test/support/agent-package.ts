@@ -6,6 +6,8 @@ import { fileArtifactName, type FileResource } from '#contracts';
 import { buildNodejsProvider, installedVersion, sh, versionAtLeast, type Run } from '../fixtures/package/apt.js';
 import type { AptWorld } from './apt-repo.js';
 import { runRetectl } from './retectl-process.js';
+import { stopChild } from './child.js';
+import { AGENT_NODE_VERSION, withAgentNode } from './agent-node.js';
 
 /**
  * The agent as its package, for the E2E tests that install it: this tree built with
@@ -18,9 +20,9 @@ export const PACKAGE_VERSION = (JSON.parse(readFileSync('package.json', 'utf8'))
 /** package.json's version with its last number raised by `n`: a version of this tree no release has. */
 export const bumpVersion = (n: number) => PACKAGE_VERSION.replace(/(\d+)$/, (p) => String(Number(p) + n));
 
-/** The environment of a process the test starts from /usr/bin/flor: nothing of the test runner's own. */
+/** The environment of a process the test starts from /usr/bin/flor: nothing of the test runner's own, and the agent's node first on PATH. */
 export const agentEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  const env: NodeJS.ProcessEnv = withAgentNode({ ...process.env, ...extra });
   for (const k of ['NODE_OPTIONS', 'FLORETE_AGENT_CONFIG', 'FLORETE_AGENT_STATE_DIR', 'FLORETE_AGENT_VERSION']) delete env[k];
   return env;
 };
@@ -131,7 +133,7 @@ export class InstalledAgent {
     if ((await installedVersion('florete-agent')) !== null) throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
     const realNode = await installedVersion('nodejs');
     if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
-      const r = await aptGet(this.world, ['install', await buildNodejsProvider(this.work, process.version.slice(1))]);
+      const r = await aptGet(this.world, ['install', await buildNodejsProvider(this.work, AGENT_NODE_VERSION.slice(1))]);
       if (r.code !== 0) throw new Error(`installing the nodejs provider: ${r.stderr}`);
       this.provider = true;
     }
@@ -178,8 +180,6 @@ export class Supervisor {
     this.stopped = true;
     const child = this.child;
     if (!child) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
+    await stopChild(child, 'the installed agent', 'SIGTERM', 60_000);
   }
 }
