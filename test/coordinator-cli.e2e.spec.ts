@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
+import { stopChild } from './support/child.js';
 
 const MAIN = resolve('dist/apps/coordinator/src/main.js');
 
@@ -187,9 +188,7 @@ describe('one process holds the embedded database', () => {
 
   it('does not let a coordinator killed with SIGKILL block the next start', async () => {
     const killed = await startCoordinatorProcess({ dataDir });
-    const exited = new Promise((r) => killed.child.once('exit', r));
-    killed.child.kill('SIGKILL');
-    await exited;
+    await stopChild(killed.child, 'the coordinator', 'SIGKILL');
     const next = await startCoordinatorProcess({ dataDir });
     try {
       expect((await fetch(`${next.url}/readyz`)).status).toBe(200);

@@ -8,6 +8,7 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { stopChild, waitForExit } from './support/child.js';
 
 /**
  * Two coordinator replicas on one PostgreSQL behind HAProxy (Debian's package), a fleet of real
@@ -104,11 +105,7 @@ describeReplicas('two coordinator replicas behind HAProxy, one killed mid-run', 
 
   afterAll(async () => {
     await stopAllAgents();
-    if (proxy && proxy.exitCode === null && proxy.signalCode === null) {
-      const exited = new Promise((r) => proxy!.once('exit', r));
-      proxy.kill('SIGTERM');
-      await exited;
-    }
+    if (proxy) await stopChild(proxy, 'HAProxy');
     for (const r of replicas) await r.stop();
     for (const f of Object.values(files)) removeTree(f.root);
     rmSync(shared, { recursive: true, force: true });
@@ -190,7 +187,7 @@ describeReplicas('two coordinator replicas behind HAProxy, one killed mid-run', 
     await sleep(5);
     victim.child.kill('SIGKILL');
     killed = true;
-    await new Promise((r) => (victim.child.exitCode !== null || victim.child.signalCode !== null ? r(null) : victim.child.once('exit', r)));
+    await waitForExit(victim.child, 'the killed replica');
     await inFlight;
     const errorsAtKill = polls.errors;
     for (let i = 0; i < 8; i++) await publishRound();

@@ -14,6 +14,7 @@ import type { Client } from './support/http.js';
 import { RETECTL, runRetectl } from './support/retectl-process.js';
 import { ThrowawayCa, TlsClient, type Issued } from './support/tls.js';
 import { agentFiles, agentJson, Fleet, FLOR, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { stopChild } from './support/child.js';
 
 jest.setTimeout(300_000);
 
@@ -403,9 +404,7 @@ describe('plain HTTP off this machine', () => {
       );
       expect(attempts(probe)).toEqual([]);
     } finally {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      await stopChild(child, 'the agent');
       removeTree(files.root);
     }
   });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { stopChild } from './child.js';
 
 const MAIN = resolve('dist/apps/coordinator/src/main.js');
 
@@ -60,12 +61,7 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
     child,
     output,
     stop: async () => {
-      // A process already killed (a test's SIGKILL) has a signal and no exit code: nothing to wait for.
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await stopChild(child, 'the coordinator');
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

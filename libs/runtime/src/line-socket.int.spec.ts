@@ -45,7 +45,12 @@ describe('newline-delimited JSON over a unix socket', () => {
     await new Promise<void>((r) => child.stdout.once('data', () => r()));
     await expect(echo(path)).rejects.toMatchObject({ code: 'socket_in_use' });
     child.kill('SIGKILL');
-    await new Promise<void>((r) => child.once('exit', () => r()));
+    // Bounded, and settled at once if the child is already gone: its exit event fires only once.
+    await new Promise<void>((r, fail) => {
+      if (child.exitCode !== null || child.signalCode !== null) return r();
+      const timer = setTimeout(() => fail(new Error('the killed child did not exit within 10 s')), 10_000);
+      child.once('exit', () => (clearTimeout(timer), r()));
+    });
     expect(statSync(path).isSocket()).toBe(true);
     await echo(path);
     expect(JSON.parse(await requestLine(path, 7, { timeoutMs: 5000, maxLine: 1024 }))).toEqual({ echo: 7 });
