@@ -1,4 +1,4 @@
-import { Migrator } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { appendEvents } from '../apps/coordinator/src/ledger/store/append.js';

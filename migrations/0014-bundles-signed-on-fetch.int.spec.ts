@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import { sha256Hex, signBundle } from '#bundle';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';

@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely';
+import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001-ledger.js';
 import * as m0002 from './0002-projections.js';
 import * as m0003 from './0003-identity.js';
