@@ -5,7 +5,7 @@
 //   node scripts/package-cli.mjs [--out dist/cli]
 //
 // Writes into the out folder:
-//   retectl.mjs                 the CLI bundled into one ESM file; runs with a stock Node.js 20 from any
+//   retectl.mjs                 the CLI bundled into one ESM file; runs with a stock Node.js 22.12+ from any
 //                               folder (`node retectl.mjs …`, or make it executable: it has a #! line)
 //   florete-retectl-<v>.tgz     an npm package of that file: `npm install -g florete-retectl-<v>.tgz`
 //                               puts `retectl` on the PATH. It has no dependencies: nothing is fetched.
@@ -45,13 +45,13 @@ async function bundleCli(outfile) {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node22',
     minify: true,
     outfile,
     metafile: true,
     logLevel: 'warning',
     legalComments: 'none',
-    // commander is CommonJS and requires node: built-ins, which an ES module bundle can only do through createRequire.
+    // CommonJS dependencies require node: built-ins, which an ES module bundle can only do through createRequire.
     banner: { js: "import { createRequire as __floreteRequire } from 'node:module'; const require = __floreteRequire(import.meta.url);" },
     plugins: [packageImports()],
   });
@@ -73,7 +73,7 @@ function packFolder(stage, version, bundle, packages) {
     type: 'module',
     bin: { retectl: 'retectl.mjs' },
     files: ['retectl.mjs', 'README.md', 'THIRD-PARTY-NOTICES'],
-    engines: { node: '>=20' },
+    engines: { node: '>=22.12' },
     license: 'UNLICENSED',
   };
   writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -3,5 +3,12 @@
 // the commands come after, by a dynamic import (see young-generation.ts).
 import { holdYoungGeneration } from './young-generation.js';
 
+// The coordinator is built and tested on Node.js 22 and later (its dependencies need it); on an older
+// line it would fail somewhere deep and late, so it says so before doing anything.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 12)) {
+  process.stderr.write(`coordinator: needs Node.js 22.12 or later; this is ${process.version} (${process.execPath})\n`);
+  process.exit(1);
+}
 holdYoungGeneration();
 await import('./cli.js');

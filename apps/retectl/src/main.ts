@@ -7,7 +7,19 @@ import { RetectlError } from './errors.js';
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
 
+/** retectl is built and tested on Node.js 22.12 and later (commander 15 needs it): an older line is refused before anything runs. */
+function unsupportedNode(): string | undefined {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 12)) return undefined;
+  return `needs Node.js 22.12 or later; this is ${process.version} (${process.execPath})`;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
+  const unsupported = unsupportedNode();
+  if (unsupported) {
+    process.stderr.write(`retectl: ${unsupported}\n`);
+    return EXIT_FAILURE;
+  }
   const { program, status } = buildCli();
   try {
     await program.parseAsync(argv as string[]);
