@@ -5,6 +5,9 @@
 //
 //   node scripts/node-lines.mjs             every line: "<major> <version> <path of its node>"
 //   node scripts/node-lines.mjs path 26     the node binary of one line, fetched if missing
+//   node scripts/node-lines.mjs active      the current Active LTS line's major
+//   node scripts/node-lines.mjs others      the other supported lines' majors, oldest first
+//   node scripts/node-lines.mjs server-min  the oldest line the coordinator and retectl run on
 //
 // Binaries are kept in $FLORETE_NODE_CACHE (default ~/.cache/florete/node/<version>).
 import { spawnSync } from 'node:child_process';
@@ -61,9 +64,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const [verb, major] = process.argv.slice(2);
   try {
     if (verb === 'path' && major) process.stdout.write(`${nodeBinary(major)}\n`);
+    else if (verb === 'active') process.stdout.write(`${ACTIVE_LTS}\n`);
+    else if (verb === 'others') process.stdout.write(`${Object.keys(NODE_LINES).filter((m) => Number(m) !== ACTIVE_LTS).join(' ')}\n`);
+    else if (verb === 'server-min') process.stdout.write(`${SERVER_MIN_LINE}\n`);
     else if (!verb) for (const [m, v] of Object.entries(NODE_LINES)) process.stdout.write(`${m} ${v} ${nodeBinary(m)}\n`);
     else {
-      process.stderr.write('usage: node scripts/node-lines.mjs [path MAJOR]\n');
+      process.stderr.write('usage: node scripts/node-lines.mjs [path MAJOR | active | others | server-min]\n');
       process.exit(2);
     }
   } catch (err) {
