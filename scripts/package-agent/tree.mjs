@@ -23,7 +23,7 @@ import { spawnSync } from 'node:child_process';
  *
  * None of them is needed for the agent to be correct, and each Node.js line accepts its own set of
  * V8 flags, so the launcher asks the node it is about to run which of them it accepts
- * (`node FLAG --version` parses the flag and exits without starting V8: about 3 ms each) and passes
+ * (`node FLAG --version` parses the flag and exits without starting a JavaScript engine) and passes
  * only those. A host whose nodejs is upgraded keeps its agent; a flag a future line drops costs
  * memory, never the agent. test/agent-package.e2e.spec.ts runs the launcher on every supported line.
  *
