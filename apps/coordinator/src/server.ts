@@ -27,6 +27,7 @@ import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } fro
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
 import { ServedCertificate } from './tls/served-certificate.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './common/request-id.js';
 import { Metrics, observeRequestLatency } from './core/metrics.js';
 
 export interface RunningCoordinator {
@@ -40,8 +41,18 @@ export interface RunningCoordinator {
   close(): Promise<void>;
 }
 
+/**
+ * The coordinator's log: JSON lines in the agent's shape (libs/runtime json-log), so one query reads
+ * both: `time` an RFC 3339 string, `level` its name, `msg` the message.
+ */
 export function createLogger(config: CoordinatorConfig): Logger {
-  return pino({ level: config.logLevel, base: { service: 'coordinator' } });
+  return pino({
+    level: config.logLevel,
+    base: { service: 'coordinator' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    messageKey: 'msg',
+    formatters: { level: (label) => ({ level: label }) },
+  });
 }
 
 /** Opens storage, migrates, loads keys, and serves the API. */
@@ -77,6 +88,9 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       // The client address (rate limits, logs) comes from X-Forwarded-For only when the proxy sent it.
       trustProxy: config.tls.proxy ? [...config.tls.trustedProxies] : false,
       rewriteUrl: (req: IncomingMessage) => foldFlatDist(req.url ?? '/'),
+      // Fastify would take any request-id header as given; requestIdOf checks it first.
+      requestIdHeader: false,
+      genReqId: requestIdOf,
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
@@ -87,6 +101,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     });
     const fastify = app.getHttpAdapter().getInstance();
     const writer = app.get(LedgerWriter);
+    // onSend, not onRequest: it also runs for answers that a hook or an error produced.
+    fastify.addHook('onSend', (req, reply, payload, done) => {
+      void reply.header(REQUEST_ID_HEADER, req.id);
+      done(null, payload);
+    });
     await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit, knownBody: (digest) => writer.knowsBody(digest) });
     app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
@@ -96,7 +115,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     fastify.addHook('onResponse', (req, reply, done) => {
       const level = req.url.endsWith('/bundle') ? 'debug' : 'info';
       // Polls are the bulk of the traffic: their line is not even assembled unless it is written.
-      if (log.isLevelEnabled(level)) log[level]({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      if (log.isLevelEnabled(level)) log[level]({ req_id: req.id, method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
