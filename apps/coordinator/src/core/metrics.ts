@@ -22,11 +22,10 @@ export interface ScrapeCounts {
   readonly mirrorPushFailures: number;
 }
 
-export interface ScrapeReadings {
-  readonly gauges: ScrapeGauges;
-  readonly counts: ScrapeCounts;
-  readonly fleet: FleetGauges;
-}
+/** Ready: what the database says at this scrape. Not ready: this process's counts only. */
+export type ScrapeReadings =
+  | { readonly ready: true; readonly gauges: ScrapeGauges; readonly counts: ScrapeCounts; readonly fleet: FleetGauges }
+  | { readonly ready: false; readonly counts: ScrapeCounts };
 
 /** The two routes whose latency is a histogram of its own, by method and Fastify route. */
 const POLL_ROUTE = 'GET /v1/nodes/:node/bundle';
@@ -67,6 +66,7 @@ export class Metrics {
   private readonly contactAge: Gauge<'age'>;
   private readonly agentVersions: Gauge<'version'>;
   private readonly buildInfo: Gauge<'version' | 'node_version' | 'database'>;
+  private readonly ready: Gauge;
 
   /**
    * For the in-process poll cache: a poll answered from memory is a hit, one that had to ask the
@@ -129,6 +129,7 @@ export class Metrics {
     this.nodes = new Gauge({ name: 'florete_nodes', help: 'Nodes by lifecycle (enrolled, unmanaged, retired) and convergence (converged, outstanding, failed; unpublished when nothing was published for the node).', labelNames: ['lifecycle', 'convergence'], registers });
     this.contactAge = new Gauge({ name: 'florete_nodes_by_contact_age', help: 'Enrolled nodes by the age of their last contact: within 5m, 1h, 1d, 7d, older, or never since enrolment; each node in the first bucket it is within.', labelNames: ['age'], registers });
     this.agentVersions = new Gauge({ name: 'florete_nodes_by_agent_version', help: 'Enrolled nodes by the agent version they last said they run (unknown: never said; other: the rarest, past a bounded number of versions).', labelNames: ['version'], registers });
+    this.ready = gauge('florete_ready', '1 when the database answered the readiness check of this scrape (as /readyz answering 200); 0 leaves the database-read gauges out.');
     this.buildInfo = new Gauge({ name: 'florete_build_info', help: 'Always 1: the coordinator version, the Node.js version it runs on, and its database kind.', labelNames: ['version', 'node_version', 'database'], registers });
   }
 
@@ -140,12 +141,18 @@ export class Metrics {
 
   /** The exposition text, with the database-read gauges and this process's counts as given. */
   async render(readings: ScrapeReadings, database: string): Promise<string> {
-    for (const [key, value] of Object.entries(readings.gauges) as [keyof ScrapeGauges, number | boolean][]) this.gauges[key].set(Number(value));
+    this.ready.set(readings.ready ? 1 : 0);
+    if (readings.ready) {
+      for (const [key, value] of Object.entries(readings.gauges) as [keyof ScrapeGauges, number | boolean][]) this.gauges[key].set(Number(value));
+    } else {
+      // NaN, not the last values read: a stale ledger or mirror position would look current.
+      for (const gauge of Object.values(this.gauges)) gauge.set(Number.NaN);
+    }
     for (const [key, value] of Object.entries(readings.counts) as [keyof ScrapeCounts, number][]) {
       this.counts[key].reset();
       this.counts[key].inc(value);
     }
-    this.setFleet(readings.fleet);
+    this.setFleet(readings.ready ? readings.fleet : { nodes: [], contactAge: [], agentVersions: [] });
     this.buildInfo.reset();
     this.buildInfo.set({ version: COORDINATOR_VERSION, node_version: process.version, database }, 1);
     return this.registry.metrics();

@@ -101,6 +101,10 @@ export class HealthController {
   @Access('reader')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   async prometheus(): Promise<string> {
+    const counts = { mirrorCommits: this.mirror.commits, mirrorPushFailures: this.mirror.pusher?.failures ?? 0 };
+    // The same bounded, shared check /readyz runs: a database too slow for it leaves the database's
+    // gauges out of this scrape (florete_ready 0) rather than holding the scrape until it times out.
+    if ((await this.readiness()).status !== 200) return this.metrics.render({ ready: false, counts }, this.db.kind);
     const now = new Date();
     const head = await readLedgerHead(this.db.kysely);
     const mirror = await this.mirrorStatus(head.position);
@@ -112,8 +116,7 @@ export class HealthController {
       mirrorWriting: mirror.state === 'writing',
       checkpointAgeSeconds: await this.checkpointAge(now),
     };
-    const counts = { mirrorCommits: this.mirror.commits, mirrorPushFailures: this.mirror.pusher?.failures ?? 0 };
-    return this.metrics.render({ gauges, counts, fleet: await readFleetGauges(this.db.kysely, now) }, this.db.kind);
+    return this.metrics.render({ ready: true, gauges, counts, fleet: await readFleetGauges(this.db.kysely, now) }, this.db.kind);
   }
 
   /** Seconds since the served checkpoint was signed (one row by primary key); NaN before the first. */
