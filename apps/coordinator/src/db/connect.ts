@@ -34,6 +34,10 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    // An idle pooled connection the server closed (PostgreSQL stopped or restarted) is dropped by the
+    // pool, which then emits 'error'; unheard, that would end the process. The next query opens a new
+    // connection and fails or succeeds on its own, and /readyz says which.
+    pool.on('error', () => undefined);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, close: () => kysely.destroy() };
   }
