@@ -127,6 +127,12 @@ describe.each(targets)('restore drill on $database', ({ database }) => {
       expect(refused.stderr).toMatch(/refused the backup \(403\).*admin role/);
       expect(existsSync(join(work, 'by-reader'))).toBe(false);
     } else {
+      // PostgreSQL has its own tools: the command and the route say so, and write nothing.
+      const refused = await coordinatorCli(['backup', backupDir], { FLORETE_DATA: dataDir, DATABASE_URL: databaseUrl!, FLORETE_ADMIN_TOKEN: adminToken });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/back it up with pg_dump --format=custom/);
+      expect(existsSync(backupDir)).toBe(false);
+      expect(await admin().post('/v1/admin/backup', {})).toMatchObject({ status: 409, body: { code: 'backup_unavailable' } });
       mkdirSync(backupDir, { mode: 0o700 });
       const dump = await run('pg_dump', ['--format=custom', '--file', join(backupDir, 'florete.dump'), databaseUrl!]);
       expect(dump.stderr).toBe('');

@@ -12,8 +12,10 @@ import type { Db } from './connect.js';
  * (application/x-tar), taken by the running coordinator, the one process that may open its data dir.
  * Admins only: the backup holds the signing keys. A POST, so no cache or prefetch ever takes one.
  */
+export const BACKUP_PATH = '/v1/admin/backup';
+
 export function registerBackupRoute(fastify: FastifyInstance, db: Db, files: { signingKeysFile: string; repoKeyFile: string }, auth: AuthService, log: Logger): void {
-  fastify.post('/v1/admin/backup', async (req, reply) => {
+  fastify.post(BACKUP_PATH, async (req, reply) => {
     try {
       const principal = await auth.authenticate(req.headers.authorization);
       if (principal.kind !== 'api' || !roleAllows(principal.role, 'admin')) throw new DomainError('forbidden', 'a backup holds the signing keys: it is for API tokens with the admin role');
