@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { Role } from '#contracts';
 import { loadConfig } from './config.js';
 import { migrateToLatest, openDatabase } from './db/connect.js';
+import { DataDirError } from './db/data-dir-lock.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
 import { issueApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
@@ -12,6 +13,7 @@ import { changeKeys } from './trust/key-change.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/rebuild-mirror.js';
 import { letYoungGenerationGrow } from './young-generation.js';
+import { fetchBackup, localBackup, restoreInto } from './db/backup-cli.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 // Only serve gains from a small young generation at start-up; the other commands do their work straight away.
@@ -119,6 +121,29 @@ mirror
   });
 
 program
+  .command('backup')
+  .argument('<dir>', 'a new directory for the backup (absent or empty)')
+  .option('--url <url>', 'the running coordinator (default: http://HOST:PORT from the same environment as serve)')
+  .option('--token-file <file>', 'a file holding an admin API token, for a running coordinator (default: FLORETE_ADMIN_TOKEN)')
+  .description('back up the embedded database and the key files into DIR: through the running coordinator when one holds the data dir, else directly')
+  .action(async (dir: string, opts: { url?: string; tokenFile?: string }) => {
+    const result = await localBackup(loadConfig(), dir).catch(async (err: unknown) => {
+      if (!isHeldByServe(err)) throw err;
+      return fetchBackup(loadConfig(), dir, opts);
+    });
+    process.stdout.write(`${JSON.stringify({ dir, via: result.via, ledger: result.manifest.ledger, created_at: result.manifest.created_at })}\n`);
+  });
+
+program
+  .command('restore')
+  .argument('<dir>', 'a backup written by `coordinator backup`')
+  .description('restore a backup into a new, empty data dir (FLORETE_DATA) with its key files; refuses a data dir that holds anything')
+  .action(async (dir: string) => {
+    const manifest = await restoreInto(loadConfig(), dir);
+    process.stdout.write(`${JSON.stringify({ restored: dir, data_dir: loadConfig().dataDir, ledger: manifest.ledger })}\n`);
+  });
+
+program
   .command('verify')
   .description('recompute the ledger hash chain')
   .action(async () => {
@@ -128,6 +153,10 @@ program
       if (!verdict.ok) process.exitCode = 1;
     });
   });
+
+function isHeldByServe(err: unknown): boolean {
+  return err instanceof DataDirError && err.code === 'data_dir_locked' && err.holder?.command === 'serve';
+}
 
 async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
   const config = loadConfig();

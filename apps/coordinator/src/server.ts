@@ -23,6 +23,7 @@ import { AuthService } from './identity/auth.service.js';
 import { PollRoute } from './bundles/poll-route.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
 import { registerConsoleRoutes } from './console/console-http.js';
+import { registerBackupRoute } from './db/backup-http.js';
 import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
@@ -110,6 +111,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
+    registerBackupRoute(fastify, db, { signingKeysFile: config.signingKeysFile, repoKeyFile: config.repoKeyFile }, app.get(AuthService), log);
     observeRequestLatency(fastify, app.get(Metrics));
     feed?.observeLag?.((seconds) => app.get(Metrics).notifications.received(seconds));
     fastify.addHook('onResponse', (req, reply, done) => {
