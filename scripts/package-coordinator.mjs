@@ -89,6 +89,24 @@ function runtimeManifest(pkg, version) {
   return { name: 'florete-coordinator', version, private: true, type: 'module', license: pkg.license, engines: pkg.engines, imports, dependencies: pkg.dependencies, overrides: pkg.overrides };
 }
 
+/**
+ * npm keeps a package that the development tools need and a production package names only as an
+ * optional peer (typescript, for @nestjs/swagger): the lock marks it devOptional, and --omit=dev
+ * installs it. The coordinator never loads it, so it goes, unless a production package needs it.
+ */
+function dropDevOptional(lib) {
+  const packages = JSON.parse(readFileSync(join(lib, 'package-lock.json'), 'utf8')).packages ?? {};
+  const needed = new Set();
+  for (const [path, entry] of Object.entries(packages)) {
+    if (path === '' || entry.dev || entry.devOptional) continue;
+    for (const name of Object.keys(entry.dependencies ?? {})) needed.add(name);
+  }
+  for (const [path, entry] of Object.entries(packages)) {
+    const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    if (entry.devOptional && !needed.has(name)) rmSync(join(lib, path), { recursive: true, force: true });
+  }
+}
+
 /** The installed tree under `root`: the program, its production dependencies, the launcher, the unit and the environment file. */
 function stageTree(root, work, version) {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -103,6 +121,7 @@ function stageTree(root, work, version) {
   writeFileSync(join(lib, 'package.json'), JSON.stringify(pkg, null, 2));
   cpSync(join(ROOT, 'package-lock.json'), join(lib, 'package-lock.json'));
   run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: lib, env: { ...process.env, NODE_ENV: 'production' } });
+  dropDevOptional(lib);
   rmSync(join(lib, 'package-lock.json'));
   writeFileSync(join(lib, 'package.json'), `${JSON.stringify(runtimeManifest(pkg, version), null, 2)}\n`);
 
