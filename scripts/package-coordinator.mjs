@@ -68,7 +68,8 @@ function filesUnder(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) out.push(...filesUnder(path));
-    else out.push(path);
+    // Regular files only: md5sums and the size leave symlinks (node_modules/.bin) out.
+    else if (entry.isFile()) out.push(path);
   }
   return out;
 }
@@ -104,6 +105,11 @@ function dropDevOptional(lib) {
   for (const [path, entry] of Object.entries(packages)) {
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
     if (entry.devOptional && !needed.has(name)) rmSync(join(lib, path), { recursive: true, force: true });
+  }
+  // Their commands in node_modules/.bin now point nowhere.
+  const bin = join(lib, 'node_modules/.bin');
+  for (const link of existsSync(bin) ? readdirSync(bin) : []) {
+    if (!existsSync(join(bin, link))) rmSync(join(bin, link));
   }
 }
 
