@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,7 +10,7 @@ const MAIN = resolve('dist/apps/coordinator/src/main.js');
 export interface CoordinatorProcess {
   readonly url: string;
   readonly dataDir: string;
-  /** Printed on first start only. */
+  /** Created on the first start only, read from the file the coordinator names. */
   readonly adminToken: string | undefined;
   readonly child: ChildProcess;
   readonly output: string[];
@@ -39,8 +39,9 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
     }, 180_000);
     const onLine = (line: string) => {
       output.push(line);
-      const m = /^admin token: (\S+)$/.exec(line);
-      if (m) adminToken = m[1];
+      // Not a terminal: the coordinator names the 0600 file that holds the token, and prints no secret.
+      const m = /^first admin token written to (\S+) /.exec(line);
+      if (m) adminToken = readFileSync(m[1], 'utf8').trim();
       const listening = /^listening: (\S+)$/.exec(line);
       if (listening) {
         clearTimeout(timer);

@@ -28,7 +28,7 @@ program
     const config = loadConfig();
     const log = createLogger(config);
     const announce = (line: string) => process.stdout.write(`${line}\n`);
-    const running = await startCoordinator(config, log, { announce });
+    const running = await startCoordinator(config, log, { announce, terminal: process.stdout.isTTY === true });
     announce(`listening: ${running.url}`);
     letYoungGenerationGrow();
     const stop = async (signal: string) => {
@@ -60,15 +60,26 @@ token
     return r.data;
   })
   .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)')
-  .action(async (opts: { role: Role; name: string }) => {
-    await withDb('token create', async (db) => {
-      await migrateToLatest(db.kysely);
-      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
-      await store.reloadIfChanged();
-      const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, opts, 'coordinator-cli'));
-      process.stdout.write(`${opts.role} token for ${opts.name}: ${created.token}\n`);
-    });
+  .action((opts: { role: Role; name: string }) => createToken('token create', opts));
+// Break-glass: every admin token lost or revoked, whoever can run commands as the coordinator's user
+// on its machine (and so read its data dir or DATABASE_URL anyway) makes a new one.
+token
+  .command('create-admin')
+  .description('create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator\'s machine, as its user)')
+  .option('--name <name>', 'who holds it (recorded as the actor of what it does)', 'break-glass')
+  .action((opts: { name: string }) => createToken('token create-admin', { role: 'admin', name: opts.name }));
+
+/** Issues a token in the ledger, as the HTTP route does; the data-dir lock (withDb) keeps it off a running embedded database. */
+async function createToken(command: string, request: { role: Role; name: string }): Promise<void> {
+  if (request.name.trim() === '') throw new InvalidArgumentError('--name must not be empty');
+  await withDb(command, async (db) => {
+    await migrateToLatest(db.kysely);
+    const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+    await store.reloadIfChanged();
+    const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, request, 'coordinator-cli'));
+    process.stdout.write(`${request.role} token for ${request.name}: ${created.token}\n`);
   });
+}
 
 const keys = program.command('keys').description('bundle signing keys');
 keys
@@ -160,7 +171,16 @@ function isHeldByServe(err: unknown): boolean {
 
 async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
   const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+  let db;
+  try {
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+  } catch (err) {
+    // Break-glass means no admin token is at hand, so the API the lock's message points to is closed.
+    if (err instanceof DataDirError && err.code === 'data_dir_locked' && command === 'token create-admin') {
+      throw new Error(`${err.message}; without an admin token: stop the coordinator (systemctl stop florete-coordinator), run this again, then start it`, { cause: err });
+    }
+    throw err;
+  }
   try {
     await fn(db);
   } finally {

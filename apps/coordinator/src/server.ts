@@ -15,6 +15,7 @@ import { foldFlatDist } from './packages/apt-repo.controller.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, issueApiToken } from './identity/api-tokens.js';
+import { firstAdminTokenLines, writeFirstAdminToken, type WrittenToken } from './identity/first-admin-token.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
@@ -37,6 +38,8 @@ export interface RunningCoordinator {
   readonly db: Db;
   /** The first admin token when this start created it; undefined on every later start. */
   readonly firstAdminToken?: string;
+  /** The 0600 file in the data dir this start wrote the first admin token to. */
+  readonly firstAdminTokenFile?: string;
   /** When the coordinator serves TLS itself. */
   readonly certificate?: ServedCertificate;
   close(): Promise<void>;
@@ -58,8 +61,10 @@ export function createLogger(config: CoordinatorConfig): Logger {
 
 /** Opens storage, migrates, loads keys, and serves the API. */
 export interface StartOptions {
-  /** Receives the one-time lines an operator must see whatever the log level (the first admin token). */
+  /** Receives the one-time lines an operator must see whatever the log level (where the first admin token is). */
   readonly announce?: (line: string) => void;
+  /** announce reaches a terminal: the first admin token itself may be shown, not only its file. */
+  readonly terminal?: boolean;
 }
 
 export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config), options: StartOptions = {}): Promise<RunningCoordinator> {
@@ -75,9 +80,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
-    const firstAdminToken = await ensureFirstAdminToken(db, keys);
+    const firstAdmin = await ensureFirstAdminToken(db, keys, config.dataDir);
     await settleTrust(db, keys);
-    if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
+    if (firstAdmin) {
+      if (firstAdmin.written.replaced) log.warn({ file: firstAdmin.written.path }, 'replaced a first admin token file whose token this database never had');
+      for (const line of firstAdminTokenLines(firstAdmin.token, firstAdmin.written, options.terminal === true)) options.announce?.(line);
+    }
 
     const adapter = new FastifyAdapter({
       bodyLimit: SMALL_BODY_LIMIT,
@@ -135,7 +143,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       app,
       url,
       db,
-      firstAdminToken,
+      firstAdminToken: firstAdmin?.token,
+      firstAdminTokenFile: firstAdmin?.written.path,
       certificate,
       close: async () => {
         certificate?.close();
@@ -165,12 +174,14 @@ async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
 
 /**
  * Under the ledger lock, so two replicas starting together create one admin token, not two; recorded
- * in the ledger like every other token, by the coordinator itself.
+ * in the ledger like every other token, by the coordinator itself. The token's file is written
+ * before the transaction commits (see writeFirstAdminToken): no committed token without its file.
  */
-async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore): Promise<string | undefined> {
+async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore, dataDir: string): Promise<{ token: string; written: WrittenToken } | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockLedger(trx);
     if ((await countApiTokens(trx)) > 0) return undefined;
-    return (await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator')).token;
+    const { token } = await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator');
+    return { token, written: writeFirstAdminToken(dataDir, token) };
   });
 }
