@@ -7,6 +7,7 @@ import type { AgentStatus, ApplySetOutcome, CompiledSetDigests, SyncOutcome } fr
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { byNode, retectl as runRetectl, type RetectlEnv } from './support/fleet.js';
+import { setFoldersIn } from './support/agent-unit.js';
 import { agentFiles, flor, removeTree, socketStatus, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
 
 jest.setTimeout(240_000);
@@ -137,9 +138,12 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(await socketStatus(files)).toMatchObject({ lifecycle: 'hosted', local_set: null, applied_version: 0 });
 
     const digest = digests('first').set_digest;
-    const r = await flor(['agent', 'apply', '--set', compiled('first'), ...files.args]);
+    // Copied to the machine as the operator guide copies it, to the folder it names (under this test's host root).
+    const copied = path(setFoldersIn(readFileSync('docs/operator-guide.md', 'utf8'))[0].slice(1));
+    cpSync(compiled('first'), copied, { recursive: true });
+    const r = await flor(['agent', 'apply', '--set', copied, ...files.args]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
-    expect(r.stdout).toBe(`applied local set ${digest} (node first) from ${compiled('first')}: 3 resources, activation restart\n`);
+    expect(r.stdout).toBe(`applied local set ${digest} (node first) from ${copied}: 3 resources, activation restart\n`);
 
     expect(readEnvFile(envFile())).toEqual({ PORT: String(port), HOST: '127.0.0.1', FLORETE_DATA: path('var/lib/florete-coordinator') });
     expect(statSync(envFile()).mode & 0o7777).toBe(0o600);
@@ -152,15 +156,15 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
 
     const status = await socketStatus(files);
     expect(status).toMatchObject({ lifecycle: 'hosted', node: null, active_version: 0, applied_version: 0, last_result: 'applied', last_error: null, behind: null });
-    expect(status.local_set).toEqual({ node: 'first', set_digest: digest, source: compiled('first'), applied_at: expect.any(String) });
+    expect(status.local_set).toEqual({ node: 'first', set_digest: digest, source: copied, applied_at: expect.any(String) });
     const text = await statusText(files);
     expect(text).toMatch(/^lifecycle\s+hosted$/m);
     expect(text).toMatch(new RegExp(`^applied version\\s+local set ${digest}$`, 'm'));
-    expect(text).toMatch(new RegExp(`^local set\\s+node first, from ${compiled('first')}, applied at `, 'm'));
+    expect(text).toMatch(new RegExp(`^local set\\s+node first, from ${copied}, applied at `, 'm'));
 
     // Again: the same set is already in effect, and nothing is touched.
     const before = snapshot(files, [envFile(), path('etc/motd')], restarts(files));
-    expect(await apply(files, compiled('first'))).toMatchObject({ code: 0, outcome: { result: 'unchanged', set_digest: digest } });
+    expect(await apply(files, copied)).toMatchObject({ code: 0, outcome: { result: 'unchanged', set_digest: digest } });
     expect(snapshot(files, [envFile(), path('etc/motd')], restarts(files))).toEqual(before);
   });
 

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,6 +84,23 @@ describe('coordinator commands', () => {
     }
   });
 
+  it('on a terminal shows the first admin token itself, as well as writing it to the 0600 file', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'florete-cli-tty-'));
+    try {
+      const { output, exit } = await serveOnTerminal(fresh);
+      const file = join(fresh, 'first-admin-token');
+      const token = readFileSync(file, 'utf8').trim();
+      expect(token).toMatch(/^flt\.\S+$/);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const lines = output.split(/\r?\n/);
+      expect(lines).toContain(`admin token: ${token}`);
+      expect(lines).toContain(`(also in ${file}, mode 0600: remove it once the token is stored)`);
+      expect(exit).toMatchObject({ timedOut: false });
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to serve with an apt repository key file that holds no key, naming the file, and leaves it as it was', () => {
     const dir = mkdtempSync(join(tmpdir(), 'florete-cli-repo-key-'));
     try {
@@ -126,6 +143,52 @@ describe('coordinator commands', () => {
   });
 });
 
+/**
+ * `coordinator serve` with its stdout on a pseudo-terminal (util-linux `script`), as `npm start` in a
+ * shell has it: runs until it prints `listening:`, then stops it. Every wait is bounded.
+ */
+async function serveOnTerminal(dataDir: string): Promise<{ output: string; exit: { timedOut: boolean } }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'warn', PORT: '0', HOST: '127.0.0.1', FLORETE_MIRROR: 'off' };
+  delete env.DATABASE_URL;
+  delete env.NODE_OPTIONS;
+  const command = `exec '${process.execPath}' '${MAIN}' serve`;
+  // Its own process group: stopping it reaches script and the coordinator under it.
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const ended = () => child.exitCode !== null || child.signalCode !== null;
+  const stopGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      /* already gone */
+    }
+  };
+  try {
+    const deadline = Date.now() + 180_000;
+    while (!/^listening: /m.test(output)) {
+      if (ended()) throw new Error(`coordinator under script exited before listening:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`coordinator under script did not listen within 180 s:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    if (!ended()) stopGroup('SIGTERM');
+  }
+  const timedOut = await new Promise<boolean>((done) => {
+    if (ended()) return done(false);
+    const timer = setTimeout(() => {
+      stopGroup('SIGKILL');
+      done(true);
+    }, 30_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done(false);
+    });
+  });
+  return { output, exit: { timedOut } };
+}
+
 /** The ledger's own verdict on its hash chain, asked of the running coordinator. */
 async function coordinatorVerify(url: string, token: string): Promise<unknown> {
   const r = await fetch(`${url}/v1/ledger/verify`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
@@ -160,6 +223,10 @@ describe('one process holds the embedded database', () => {
       expect(refused.stdout).toBe('');
       expect(refused.stderr).toContain(`the coordinator (pid ${running.child.pid}) holds this data dir ${dataDir}`);
       expect(refused.stderr).toContain('retectl token create --role');
+      const breakGlass = coordinator(dataDir, 'token', 'create-admin');
+      expect({ status: breakGlass.status, stdout: breakGlass.stdout }).toEqual({ status: 1, stdout: '' });
+      expect(breakGlass.stderr).toContain(`the coordinator (pid ${running.child.pid}) holds this data dir ${dataDir}`);
+      expect(breakGlass.stderr).toContain('without an admin token: stop the coordinator');
       for (const args of [['serve'], ['migrate'], ['keys', 'rotate'], ['rebuild'], ['mirror', 'rebuild'], ['verify']]) {
         const r = coordinator(dataDir, ...args);
         expect({ args, status: r.status, stdout: r.stdout }).toEqual({ args, status: 1, stdout: '' });
@@ -181,6 +248,29 @@ describe('one process holds the embedded database', () => {
     const running = await startCoordinatorProcess({ dataDir });
     try {
       expect((await new Client(running.url, token).get('/v1/ledger/head')).status).toBe(200);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('token create-admin, once the coordinator stopped: an admin token printed once, accepted after the next start, recorded in the ledger', async () => {
+    const named = coordinator(dataDir, 'token', 'create-admin', '--name', 'ops-alice');
+    expect(named).toMatchObject({ status: 0, stderr: '' });
+    const token = /^admin token for ops-alice: (flt\.\S+)\n$/.exec(named.stdout)?.[1];
+    expect(token).toBeDefined();
+    const unnamed = coordinator(dataDir, 'token', 'create-admin');
+    expect(unnamed.status).toBe(0);
+    expect(unnamed.stdout).toMatch(/^admin token for break-glass: flt\.\S+\n$/);
+    expect(coordinator(dataDir, 'token', 'create-admin', '--name', ' ')).toMatchObject({ status: 1, stdout: '' });
+    const running = await startCoordinatorProcess({ dataDir });
+    try {
+      const client = new Client(running.url, token);
+      // Admin only: listing the tokens.
+      const tokens = await client.get('/v1/api-tokens');
+      expect(tokens.status).toBe(200);
+      expect(tokens.body.items.filter((t: { role: string }) => t.role === 'admin').map((t: { name: string }) => t.name)).toEqual(['admin', 'ops-alice', 'break-glass']);
+      const events = (await client.get('/v1/ledger/events?after=0&limit=100')).body.items as { type: string; data: { name: string }; meta: { actor: string } }[];
+      expect(events.filter((e) => e.type === 'api_token_created' && e.data.name === 'ops-alice').map((e) => e.meta.actor)).toEqual(['coordinator-cli']);
     } finally {
       await running.stop();
     }

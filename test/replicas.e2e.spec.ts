@@ -36,7 +36,7 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Round robin over both replicas, each checked on /healthz every 200 ms and taken out after one failed check. */
+/** Round robin over both replicas, each checked on /readyz (as deploy/haproxy/haproxy.cfg) every 200 ms and taken out after one failed check. */
 function haproxyConfig(port: number, backends: readonly number[]): string {
   return [
     'global',
@@ -54,7 +54,8 @@ function haproxyConfig(port: number, backends: readonly number[]): string {
     '  default_backend coordinators',
     'backend coordinators',
     '  balance roundrobin',
-    '  option httpchk GET /healthz',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
     ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
     '',
   ].join('\n');

@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -243,6 +243,31 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
     await run('git', ['-c', `http.sslCAInfo=${caFile}`, 'clone', '--quiet', url.toString(), join(work, 'clone')], { env });
     expect((await run('git', ['-C', join(work, 'clone'), 'log', '--format=%s', '--', 'alpha/'], { env })).stdout).toBe('agent test\n');
     expect(readFileSync(join(work, 'clone', 'alpha', 'mgmt', 'VERSION'), 'utf8')).toBe('1\n');
+  });
+
+  it('retectl audit verify --cacert clones the mirror trusting that CA, even where GIT_SSL_CAINFO names another bundle', async () => {
+    // Machines that set GIT_SSL_CAINFO to the system bundle exist (CI images, corporate setups); the
+    // environment variable beats git's http.sslCAInfo, so the test sets it as such a machine does.
+    const systemBundle = '/etc/ssl/certs/ca-certificates.crt';
+    let otherBundle = systemBundle;
+    if (!existsSync(systemBundle)) {
+      otherBundle = join(work, 'other-bundle.pem');
+      writeFileSync(otherBundle, (await ThrowawayCa.create('some other CA')).certPem);
+    }
+    const connection = ['--coordinator', coordinator.url, '--token', coordinator.adminToken!, '--cacert', caFile];
+    const checkpoint = await runRetectl(['audit', 'checkpoint', ...connection]);
+    expect(checkpoint).toMatchObject({ code: 0, stderr: '' });
+    const kept = join(work, 'kept-checkpoint.txt');
+    writeFileSync(kept, checkpoint.stdout);
+    await waitFor('the mirror to catch up', async () => (await admin.get('/readyz')).body.mirror.lag === 0);
+
+    const verify = await runRetectl(['audit', 'verify', '--checkpoint', kept, '--json', ...connection], { env: { GIT_SSL_CAINFO: otherBundle, GIT_CONFIG_GLOBAL: '/dev/null' } });
+    expect(verify.stderr).toBe('');
+    // The kept position may be a token's, which the mirror does not record; the clone read its publishes.
+    const verdict = JSON.parse(verify.stdout);
+    expect(verdict).toMatchObject({ ok: true, ledger: { agrees: true }, mirror: { first_disagreement: null }, disagreements: [] });
+    expect(verdict.mirror.commits).toBeGreaterThan(0);
+    expect(verify.code).toBe(0);
   });
 
   describe('a certificate replaced on disk', () => {

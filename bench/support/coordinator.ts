@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -44,8 +44,8 @@ export function freePort(): Promise<number> {
 
 /**
  * Starts the built coordinator (dist/, from `npm run build`) as its own process with a fresh data dir
- * and waits for its `listening:` line (printed whatever the log level), after the `admin token:` line a
- * fresh database prints first. Logs at `warn` unless env says otherwise. Stopped (and its data dir
+ * and waits for its `listening:` line (printed whatever the log level), after the line a fresh database
+ * prints first naming the file that holds the first admin token. Logs at `warn` unless env says otherwise. Stopped (and its data dir
  * removed) at cleanup.
  */
 export async function startCoordinator(options: CoordinatorOptions = {}): Promise<CoordinatorProcess> {
@@ -99,13 +99,14 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
     child.once('exit', onExit);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       keep(line);
-      const m = /^admin token: (\S+)$/.exec(line);
-      if (m) adminToken = m[1];
+      // Not a terminal: the coordinator names the 0600 file that holds the token, and prints no secret.
+      const m = /^first admin token written to (\S+) /.exec(line);
+      if (m) adminToken = readFileSync(m[1], 'utf8').trim();
       if (/^listening: /.test(line)) {
         clearTimeout(timer);
         child.off('exit', onExit);
         if (adminToken || options.dataDir) resolve();
-        else reject(new Error(`coordinator printed no admin token on a fresh data dir:\n${output.join('\n')}`));
+        else reject(new Error(`coordinator wrote no first admin token on a fresh data dir:\n${output.join('\n')}`));
       }
     });
     createInterface({ input: child.stderr! }).on('line', keep);

@@ -69,15 +69,33 @@ export function systemdUnit(text) {
 export function defaultConfig() {
   return `# Florete node agent: the local config (never published). Every key and its default:
 # /usr/share/doc/florete-agent/README.md. Check it with: flor self-check
+# A commented-out key is absent unless you set it; remove the "# " to set it.
 state_dir: /var/lib/florete/agent
 install:
   dir: /etc/florete            # every artifact goes here by default …
   paths: {}                    # … unless it has its own path, e.g. flor.json: /etc/florete/vertex/flor.json
 activation:
   kind: none                   # or: kind: command, command: systemctl restart florete-vertex
+# vertex_control:              # hot reload: hand a new set to the running vertex first, restart only if it cannot take it
+#   socket: /run/florete/vertex.sock
+#   timeout_ms: 5000
 default_poll_interval: 60      # until a set with an agent.json is active
 request_timeout_seconds: 10
 max_backoff_seconds: 300
+# tls:                         # absent: Node's CA list, the system bundle and NODE_EXTRA_CA_CERTS
+#   ca_file: /etc/florete/ca.pem   # the only CAs trusted for the coordinator's certificate
+# insecure_http: true          # send the node credential over plain http to a coordinator on another machine
+packages:
+  apt:
+    sources_dir: /etc/apt/sources.list.d   # which declared files are apt sources
+    options: []                # extra -o Name=value for every apt-get, e.g. [Acquire::Retries=3]
+    timeout_seconds: 600       # each apt-get is stopped after this long
+    lock_timeout_seconds: 300  # how long apt-get waits for the dpkg lock
+max_staleness: 24h             # status says "stale since …" when no newer signed checkpoint came for this long
+self_upgrade:
+  package: florete-agent       # the agent's own package
+  binary: /usr/bin/flor        # what the new version's package installs; run once (self-check) before the hand-over
+  check_timeout_seconds: 60    # the self-check is stopped, and failed, after this long
 `;
 }
 

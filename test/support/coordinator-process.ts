@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,7 +10,7 @@ const MAIN = resolve('dist/apps/coordinator/src/main.js');
 export interface CoordinatorProcess {
   readonly url: string;
   readonly dataDir: string;
-  /** Printed on first start only. */
+  /** Created on the first start only, read from the file the coordinator names. */
   readonly adminToken: string | undefined;
   readonly child: ChildProcess;
   readonly output: string[];
@@ -19,15 +19,15 @@ export interface CoordinatorProcess {
 
 /**
  * Starts the built coordinator (`npm run build` first) as a real process on a free port, with its own
- * data dir, and waits until it listens. PGlite unless databaseUrl is given.
+ * data dir, and waits until it listens. PGlite unless databaseUrl is given; `main` runs another build.
  */
-export async function startCoordinatorProcess(options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string> } = {}): Promise<CoordinatorProcess> {
+export async function startCoordinatorProcess(options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string>; main?: string } = {}): Promise<CoordinatorProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'florete-coord-'));
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'info', ...options.env };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [options.main ?? MAIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   let adminToken: string | undefined;
   const url = await new Promise<string>((resolvePromise, reject) => {
@@ -39,8 +39,9 @@ export async function startCoordinatorProcess(options: { databaseUrl?: string; d
     }, 180_000);
     const onLine = (line: string) => {
       output.push(line);
-      const m = /^admin token: (\S+)$/.exec(line);
-      if (m) adminToken = m[1];
+      // Not a terminal: the coordinator names the 0600 file that holds the token, and prints no secret.
+      const m = /^first admin token written to (\S+) /.exec(line);
+      if (m) adminToken = readFileSync(m[1], 'utf8').trim();
       const listening = /^listening: (\S+)$/.exec(line);
       if (listening) {
         clearTimeout(timer);

@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { Role } from '#contracts';
 import { loadConfig } from './config.js';
 import { migrateToLatest, openDatabase } from './db/connect.js';
+import { DataDirError } from './db/data-dir-lock.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
 import { issueApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
@@ -12,6 +13,7 @@ import { changeKeys } from './trust/key-change.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/rebuild-mirror.js';
 import { letYoungGenerationGrow } from './young-generation.js';
+import { fetchBackup, localBackup, restoreInto } from './db/backup-cli.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 // Only serve gains from a small young generation at start-up; the other commands do their work straight away.
@@ -26,7 +28,7 @@ program
     const config = loadConfig();
     const log = createLogger(config);
     const announce = (line: string) => process.stdout.write(`${line}\n`);
-    const running = await startCoordinator(config, log, { announce });
+    const running = await startCoordinator(config, log, { announce, terminal: process.stdout.isTTY === true });
     announce(`listening: ${running.url}`);
     letYoungGenerationGrow();
     const stop = async (signal: string) => {
@@ -58,15 +60,26 @@ token
     return r.data;
   })
   .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)')
-  .action(async (opts: { role: Role; name: string }) => {
-    await withDb('token create', async (db) => {
-      await migrateToLatest(db.kysely);
-      const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
-      await store.reloadIfChanged();
-      const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, opts, 'coordinator-cli'));
-      process.stdout.write(`${opts.role} token for ${opts.name}: ${created.token}\n`);
-    });
+  .action((opts: { role: Role; name: string }) => createToken('token create', opts));
+// Break-glass: every admin token lost or revoked, whoever can run commands as the coordinator's user
+// on its machine (and so read its data dir or DATABASE_URL anyway) makes a new one.
+token
+  .command('create-admin')
+  .description('create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator\'s machine, as its user)')
+  .option('--name <name>', 'who holds it (recorded as the actor of what it does)', 'break-glass')
+  .action((opts: { name: string }) => createToken('token create-admin', { role: 'admin', name: opts.name }));
+
+/** Issues a token in the ledger, as the HTTP route does; the data-dir lock (withDb) keeps it off a running embedded database. */
+async function createToken(command: string, request: { role: Role; name: string }): Promise<void> {
+  if (request.name.trim() === '') throw new InvalidArgumentError('--name must not be empty');
+  await withDb(command, async (db) => {
+    await migrateToLatest(db.kysely);
+    const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+    await store.reloadIfChanged();
+    const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, request, 'coordinator-cli'));
+    process.stdout.write(`${request.role} token for ${request.name}: ${created.token}\n`);
   });
+}
 
 const keys = program.command('keys').description('bundle signing keys');
 keys
@@ -119,6 +132,29 @@ mirror
   });
 
 program
+  .command('backup')
+  .argument('<dir>', 'a new directory for the backup (absent or empty)')
+  .option('--url <url>', 'the running coordinator (default: http://HOST:PORT from the same environment as serve)')
+  .option('--token-file <file>', 'a file holding an admin API token, for a running coordinator (default: FLORETE_ADMIN_TOKEN)')
+  .description('back up the embedded database and the key files into DIR: through the running coordinator when one holds the data dir, else directly')
+  .action(async (dir: string, opts: { url?: string; tokenFile?: string }) => {
+    const result = await localBackup(loadConfig(), dir).catch(async (err: unknown) => {
+      if (!isHeldByServe(err)) throw err;
+      return fetchBackup(loadConfig(), dir, opts);
+    });
+    process.stdout.write(`${JSON.stringify({ dir, via: result.via, ledger: result.manifest.ledger, created_at: result.manifest.created_at })}\n`);
+  });
+
+program
+  .command('restore')
+  .argument('<dir>', 'a backup written by `coordinator backup`')
+  .description('restore a backup into a new, empty data dir (FLORETE_DATA) with its key files; refuses a data dir that holds anything')
+  .action(async (dir: string) => {
+    const manifest = await restoreInto(loadConfig(), dir);
+    process.stdout.write(`${JSON.stringify({ restored: dir, data_dir: loadConfig().dataDir, ledger: manifest.ledger })}\n`);
+  });
+
+program
   .command('verify')
   .description('recompute the ledger hash chain')
   .action(async () => {
@@ -129,9 +165,22 @@ program
     });
   });
 
+function isHeldByServe(err: unknown): boolean {
+  return err instanceof DataDirError && err.code === 'data_dir_locked' && err.holder?.command === 'serve';
+}
+
 async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
   const config = loadConfig();
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+  let db;
+  try {
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+  } catch (err) {
+    // Break-glass means no admin token is at hand, so the API the lock's message points to is closed.
+    if (err instanceof DataDirError && err.code === 'data_dir_locked' && command === 'token create-admin') {
+      throw new Error(`${err.message}; without an admin token: stop the coordinator (systemctl stop florete-coordinator), run this again, then start it`, { cause: err });
+    }
+    throw err;
+  }
   try {
     await fn(db);
   } finally {

@@ -12,11 +12,12 @@ import { PackagesController } from './packages/packages.controller.js';
 import { TrustController } from './trust/trust.controller.js';
 import { WitnessesController } from './trust/witnesses.controller.js';
 import { POLL_PATH } from './bundles/poll-route.js';
+import { BACKUP_PATH } from './db/backup-http.js';
 
 /** The /v1 routes the coordinator actually serves, as OpenAPI `method path` pairs. */
 function servedRoutes(): string[] {
-  // The poll route is served by Fastify directly, outside Nest's controllers.
-  const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`];
+  // The poll and backup routes are served by Fastify directly, outside Nest's controllers.
+  const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`, `post ${BACKUP_PATH}`];
   for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {

@@ -15,6 +15,7 @@ import { foldFlatDist } from './packages/apt-repo.controller.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
 import { countApiTokens, issueApiToken } from './identity/api-tokens.js';
+import { firstAdminTokenLines, writeFirstAdminToken, type WrittenToken } from './identity/first-admin-token.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
 import { openApiDocument } from './openapi.js';
@@ -23,10 +24,12 @@ import { AuthService } from './identity/auth.service.js';
 import { PollRoute } from './bundles/poll-route.js';
 import { registerAuditRoutes } from './mirror/audit-http.js';
 import { registerConsoleRoutes } from './console/console-http.js';
+import { registerBackupRoute } from './db/backup-http.js';
 import { clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT } from './common/http-hardening.js';
 import type { Server as HttpsServer } from 'node:https';
 import { cleartextListenRefusal } from './tls/listen-policy.js';
 import { ServedCertificate } from './tls/served-certificate.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './common/request-id.js';
 import { Metrics, observeRequestLatency } from './core/metrics.js';
 
 export interface RunningCoordinator {
@@ -35,19 +38,33 @@ export interface RunningCoordinator {
   readonly db: Db;
   /** The first admin token when this start created it; undefined on every later start. */
   readonly firstAdminToken?: string;
+  /** The 0600 file in the data dir this start wrote the first admin token to. */
+  readonly firstAdminTokenFile?: string;
   /** When the coordinator serves TLS itself. */
   readonly certificate?: ServedCertificate;
   close(): Promise<void>;
 }
 
+/**
+ * The coordinator's log: JSON lines in the agent's shape (libs/runtime json-log), so one query reads
+ * both: `time` an RFC 3339 string, `level` its name, `msg` the message.
+ */
 export function createLogger(config: CoordinatorConfig): Logger {
-  return pino({ level: config.logLevel, base: { service: 'coordinator' } });
+  return pino({
+    level: config.logLevel,
+    base: { service: 'coordinator' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    messageKey: 'msg',
+    formatters: { level: (label) => ({ level: label }) },
+  });
 }
 
 /** Opens storage, migrates, loads keys, and serves the API. */
 export interface StartOptions {
-  /** Receives the one-time lines an operator must see whatever the log level (the first admin token). */
+  /** Receives the one-time lines an operator must see whatever the log level (where the first admin token is). */
   readonly announce?: (line: string) => void;
+  /** announce reaches a terminal: the first admin token itself may be shown, not only its file. */
+  readonly terminal?: boolean;
 }
 
 export async function startCoordinator(config: CoordinatorConfig, log: Logger = createLogger(config), options: StartOptions = {}): Promise<RunningCoordinator> {
@@ -63,9 +80,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
-    const firstAdminToken = await ensureFirstAdminToken(db, keys);
+    const firstAdmin = await ensureFirstAdminToken(db, keys, config.dataDir);
     await settleTrust(db, keys);
-    if (firstAdminToken) options.announce?.(`admin token: ${firstAdminToken}`);
+    if (firstAdmin) {
+      if (firstAdmin.written.replaced) log.warn({ file: firstAdmin.written.path }, 'replaced a first admin token file whose token this database never had');
+      for (const line of firstAdminTokenLines(firstAdmin.token, firstAdmin.written, options.terminal === true)) options.announce?.(line);
+    }
 
     const adapter = new FastifyAdapter({
       bodyLimit: SMALL_BODY_LIMIT,
@@ -77,6 +97,9 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       // The client address (rate limits, logs) comes from X-Forwarded-For only when the proxy sent it.
       trustProxy: config.tls.proxy ? [...config.tls.trustedProxies] : false,
       rewriteUrl: (req: IncomingMessage) => foldFlatDist(req.url ?? '/'),
+      // Fastify would take any request-id header as given; requestIdOf checks it first.
+      requestIdHeader: false,
+      genReqId: requestIdOf,
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
@@ -87,16 +110,22 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     });
     const fastify = app.getHttpAdapter().getInstance();
     const writer = app.get(LedgerWriter);
+    // onSend, not onRequest: it also runs for answers that a hook or an error produced.
+    fastify.addHook('onSend', (req, reply, payload, done) => {
+      void reply.header(REQUEST_ID_HEADER, req.id);
+      done(null, payload);
+    });
     await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit, knownBody: (digest) => writer.knowsBody(digest) });
     app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
+    registerBackupRoute(fastify, db, { signingKeysFile: config.signingKeysFile, repoKeyFile: config.repoKeyFile }, app.get(AuthService), log);
     observeRequestLatency(fastify, app.get(Metrics));
     feed?.observeLag?.((seconds) => app.get(Metrics).notifications.received(seconds));
     fastify.addHook('onResponse', (req, reply, done) => {
       const level = req.url.endsWith('/bundle') ? 'debug' : 'info';
       // Polls are the bulk of the traffic: their line is not even assembled unless it is written.
-      if (log.isLevelEnabled(level)) log[level]({ method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      if (log.isLevelEnabled(level)) log[level]({ req_id: req.id, method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
@@ -114,7 +143,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       app,
       url,
       db,
-      firstAdminToken,
+      firstAdminToken: firstAdmin?.token,
+      firstAdminTokenFile: firstAdmin?.written.path,
       certificate,
       close: async () => {
         certificate?.close();
@@ -144,12 +174,14 @@ async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
 
 /**
  * Under the ledger lock, so two replicas starting together create one admin token, not two; recorded
- * in the ledger like every other token, by the coordinator itself.
+ * in the ledger like every other token, by the coordinator itself. The token's file is written
+ * before the transaction commits (see writeFirstAdminToken): no committed token without its file.
  */
-async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore): Promise<string | undefined> {
+async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore, dataDir: string): Promise<{ token: string; written: WrittenToken } | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockLedger(trx);
     if ((await countApiTokens(trx)) > 0) return undefined;
-    return (await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator')).token;
+    const { token } = await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator');
+    return { token, written: writeFirstAdminToken(dataDir, token) };
   });
 }

@@ -17,6 +17,7 @@ import { ContactLog } from '../fleet/contact-log.js';
 import { checkpointHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { KEYS, type SigningKeyStore } from './signing-keys.js';
 import { signHeadBundle } from './head-bundle.js';
+import { requestIdOf } from '../common/request-id.js';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
 export const CHECKPOINT_HEADER = 'florete-checkpoint';
@@ -126,7 +127,7 @@ export class PollRoute implements OnApplicationShutdown {
     res.writeHead(304, headers).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
-    if (this.log.isLevelEnabled('debug')) this.log.debug({ method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
+    if (this.log.isLevelEnabled('debug')) this.log.debug({ req_id: requestIdOf(req), method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
     return true;
   }
 

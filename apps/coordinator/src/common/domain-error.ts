@@ -30,7 +30,8 @@ export type DomainErrorCode =
   | 'bad_request'
   | 'request_timeout'
   | 'unknown_key'
-  | 'already_revoked';
+  | 'already_revoked'
+  | 'backup_unavailable';
 
 export class DomainError extends Error {
   constructor(

@@ -36,6 +36,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   request_timeout: 408,
   unknown_key: 404,
   already_revoked: 409,
+  backup_unavailable: 409,
 };
 
 const TITLES: Record<number, string> = {

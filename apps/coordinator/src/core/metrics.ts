@@ -1,18 +1,31 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FleetGauges } from '../health/fleet-gauges.js';
+import { COORDINATOR_VERSION } from './build-info.js';
 
-/** The gauges read from the database at scrape time: every replica reports the same ledger and mirror. */
+/** The gauges read from the database at scrape time: every replica reports the same ledger, mirror and fleet. */
 export interface ScrapeGauges {
   readonly ledgerPosition: number;
   readonly mirrorPosition: number;
   readonly mirrorLagPositions: number;
   /** Age of the oldest ledger event the mirror has not consumed yet; 0 when it is current. */
   readonly mirrorLagSeconds: number;
-  readonly mirrorCommits: number;
   readonly mirrorWriting: boolean;
+  /** Seconds since the newest signed checkpoint; NaN before the first one. */
+  readonly checkpointAgeSeconds: number;
+}
+
+/** This process's own running totals, read at scrape time: counters, reset when the process restarts. */
+export interface ScrapeCounts {
+  readonly mirrorCommits: number;
   readonly mirrorPushFailures: number;
 }
+
+/** Ready: what the database says at this scrape. Not ready: this process's counts only. */
+export type ScrapeReadings =
+  | { readonly ready: true; readonly gauges: ScrapeGauges; readonly counts: ScrapeCounts; readonly fleet: FleetGauges }
+  | { readonly ready: false; readonly counts: ScrapeCounts };
 
 /** The two routes whose latency is a histogram of its own, by method and Fastify route. */
 const POLL_ROUTE = 'GET /v1/nodes/:node/bundle';
@@ -48,6 +61,12 @@ export class Metrics {
   private readonly cacheMisses: Counter;
   private readonly notificationLag: Histogram;
   private readonly gauges: Record<keyof ScrapeGauges, Gauge>;
+  private readonly counts: Record<keyof ScrapeCounts, Counter>;
+  private readonly nodes: Gauge<'lifecycle' | 'convergence'>;
+  private readonly contactAge: Gauge<'age'>;
+  private readonly agentVersions: Gauge<'version'>;
+  private readonly buildInfo: Gauge<'version' | 'node_version' | 'database'>;
+  private readonly ready: Gauge;
 
   /**
    * For the in-process poll cache: a poll answered from memory is a hit, one that had to ask the
@@ -99,10 +118,19 @@ export class Metrics {
       mirrorPosition: gauge('florete_mirror_position', 'Last ledger position the git audit mirror has consumed.'),
       mirrorLagPositions: gauge('florete_mirror_lag_positions', 'Ledger events not yet in the git audit mirror.'),
       mirrorLagSeconds: gauge('florete_mirror_lag_seconds', 'Age of the oldest ledger event not yet in the git audit mirror; 0 when it is current.'),
-      mirrorCommits: gauge('florete_mirror_commits_total', 'Mirror commits this process wrote since it started.'),
       mirrorWriting: gauge('florete_mirror_writing', '1 when this process is the replica writing the git audit mirror.'),
-      mirrorPushFailures: gauge('florete_mirror_push_failures_total', 'Failed pushes of the mirror to its remote since this process started.'),
+      checkpointAgeSeconds: gauge('florete_checkpoint_age_seconds', 'Seconds since the newest signed checkpoint of the ledger head was signed.'),
     };
+    const counter = (name: string, help: string) => new Counter({ name, help, registers });
+    this.counts = {
+      mirrorCommits: counter('florete_mirror_commits_total', 'Mirror commits this process wrote.'),
+      mirrorPushFailures: counter('florete_mirror_push_failures_total', 'Failed pushes of the mirror to its remote by this process.'),
+    };
+    this.nodes = new Gauge({ name: 'florete_nodes', help: 'Nodes by lifecycle (enrolled, unmanaged, retired) and convergence (converged, outstanding, failed; unpublished when nothing was published for the node).', labelNames: ['lifecycle', 'convergence'], registers });
+    this.contactAge = new Gauge({ name: 'florete_nodes_by_contact_age', help: 'Enrolled nodes by the age of their last contact: within 5m, 1h, 1d, 7d, older, or never since enrolment; each node in the first bucket it is within.', labelNames: ['age'], registers });
+    this.agentVersions = new Gauge({ name: 'florete_nodes_by_agent_version', help: 'Enrolled nodes by the agent version they last said they run (unknown: never said; other: the rarest, past a bounded number of versions).', labelNames: ['version'], registers });
+    this.ready = gauge('florete_ready', '1 when the database answered the readiness check of this scrape (as /readyz answering 200); 0 leaves the database-read gauges out.');
+    this.buildInfo = new Gauge({ name: 'florete_build_info', help: 'Always 1: the coordinator version, the Node.js version it runs on, and its database kind.', labelNames: ['version', 'node_version', 'database'], registers });
   }
 
   /** One request's latency, for the routes that have a histogram. */
@@ -111,10 +139,33 @@ export class Metrics {
     else if (route === PUBLISH_ROUTE) this.publishSeconds.observe({ status: String(status) }, seconds);
   }
 
-  /** The exposition text, with the database-read gauges as given. */
-  async render(gauges: ScrapeGauges): Promise<string> {
-    for (const [key, value] of Object.entries(gauges) as [keyof ScrapeGauges, number | boolean][]) this.gauges[key].set(Number(value));
+  /** The exposition text, with the database-read gauges and this process's counts as given. */
+  async render(readings: ScrapeReadings, database: string): Promise<string> {
+    this.ready.set(readings.ready ? 1 : 0);
+    if (readings.ready) {
+      for (const [key, value] of Object.entries(readings.gauges) as [keyof ScrapeGauges, number | boolean][]) this.gauges[key].set(Number(value));
+    } else {
+      // NaN, not the last values read: a stale ledger or mirror position would look current.
+      for (const gauge of Object.values(this.gauges)) gauge.set(Number.NaN);
+    }
+    for (const [key, value] of Object.entries(readings.counts) as [keyof ScrapeCounts, number][]) {
+      this.counts[key].reset();
+      this.counts[key].inc(value);
+    }
+    this.setFleet(readings.ready ? readings.fleet : { nodes: [], contactAge: [], agentVersions: [] });
+    this.buildInfo.reset();
+    this.buildInfo.set({ version: COORDINATOR_VERSION, node_version: process.version, database }, 1);
     return this.registry.metrics();
+  }
+
+  /** Reset first, so a state no node is in any more leaves the scrape instead of keeping its last count. */
+  private setFleet(fleet: FleetGauges): void {
+    this.nodes.reset();
+    for (const n of fleet.nodes) this.nodes.set({ lifecycle: n.lifecycle, convergence: n.convergence }, n.count);
+    this.contactAge.reset();
+    for (const c of fleet.contactAge) this.contactAge.set({ age: c.age }, c.count);
+    this.agentVersions.reset();
+    for (const v of fleet.agentVersions) this.agentVersions.set({ version: v.version }, v.count);
   }
 }
 

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { Kysely, PostgresDialect } from 'kysely';
-import { Migrator } from 'kysely/migration';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import { migrations } from '../../../../migrations/index.js';
 import type { Database } from './database.js';
@@ -34,6 +34,10 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    // An idle pooled connection the server closed (PostgreSQL stopped or restarted) is dropped by the
+    // pool, which then emits 'error'; unheard, that would end the process. The next query opens a new
+    // connection and fails or succeeds on its own, and /readyz says which.
+    pool.on('error', () => undefined);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, close: () => kysely.destroy() };
   }
@@ -112,9 +116,39 @@ export async function openMemoryDatabase(loadDataDir?: File | Blob): Promise<Db>
   return { kysely, kind: 'pglite', pglite, close: () => kysely.destroy() };
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+/** The database was migrated by a newer build: this one refuses it, having written nothing. */
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly unknown: readonly string[],
+    readonly newestKnown: string,
+  ) {
+    super(
+      `the database schema is newer than this coordinator build: it has ${unknown.length === 1 ? 'migration' : 'migrations'} ${unknown.join(', ')}, which this build (newest migration ${newestKnown}) does not know, ` +
+        'so a newer build migrated it. Run the newer build (upgrade this replica), or restore a backup taken before the upgrade; this build changed nothing',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/**
+ * Applies the migrations this build has and the database lacks. A database that records a migration
+ * this build does not have was migrated by a newer build, whose schema this one cannot vouch for: it
+ * is refused before the migrator runs, so nothing is written (the migrator would take its lock and
+ * fail with a message about corruption). `known` is this build's list; tests pass a shorter one to
+ * stand for an older build.
+ */
+export async function migrateToLatest(db: Kysely<Database>, known: Record<string, Migration> = migrations): Promise<string[]> {
+  await refuseNewerSchema(db, known);
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => known } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+async function refuseNewerSchema(db: Kysely<Database>, known: Record<string, Migration>): Promise<void> {
+  const table = await sql<{ t: string | null }>`SELECT to_regclass('kysely_migration')::text AS t`.execute(db);
+  if (!table.rows[0]?.t) return;
+  const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(db);
+  const unknown = applied.rows.map((r) => r.name).filter((name) => !Object.hasOwn(known, name));
+  if (unknown.length) throw new SchemaTooNewError(unknown, Object.keys(known).sort().at(-1) ?? '(none)');
 }

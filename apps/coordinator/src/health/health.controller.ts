@@ -8,6 +8,14 @@ import { readLedgerHead } from '../ledger/store/read-head.js';
 import { Metrics } from '../core/metrics.js';
 import { MirrorWorker } from '../mirror/mirror.worker.js';
 import { readCheckpoint } from '../mirror/store/checkpoint.js';
+import { readFleetGauges } from './fleet-gauges.js';
+
+/**
+ * How long a readiness check may take before it answers 503. A database that stopped answering
+ * (a network partition, a host frozen) leaves its query waiting for TCP to give up, minutes later;
+ * a load balancer's probe has long timed out by then, and it should hear "not ready" instead.
+ */
+export const READINESS_TIMEOUT_MS = 2_000;
 
 interface Readiness {
   status: number;
@@ -70,30 +78,51 @@ export class HealthController {
   }
 
   private async checkReadiness(): Promise<Readiness> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the database did not answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+    });
     try {
-      await sql`SELECT 1`.execute(this.db.kysely);
-      const head = await readLedgerHead(this.db.kysely);
-      return { status: 200, body: { status: 'ready', database: this.db.kind, ledger_position: head.position, mirror: await this.mirrorStatus(head.position) } };
+      return await Promise.race([this.databaseReadiness(), timeout]);
     } catch (err) {
       return { status: 503, body: { status: 'not ready', database: this.db.kind, error: (err as Error).message } };
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  private async databaseReadiness(): Promise<Readiness> {
+    await sql`SELECT 1`.execute(this.db.kysely);
+    const head = await readLedgerHead(this.db.kysely);
+    return { status: 200, body: { status: 'ready', database: this.db.kind, ledger_position: head.position, mirror: await this.mirrorStatus(head.position) } };
   }
 
   @Get('metrics')
   @Access('reader')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   async prometheus(): Promise<string> {
+    const counts = { mirrorCommits: this.mirror.commits, mirrorPushFailures: this.mirror.pusher?.failures ?? 0 };
+    // The same bounded, shared check /readyz runs: a database too slow for it leaves the database's
+    // gauges out of this scrape (florete_ready 0) rather than holding the scrape until it times out.
+    if ((await this.readiness()).status !== 200) return this.metrics.render({ ready: false, counts }, this.db.kind);
+    const now = new Date();
     const head = await readLedgerHead(this.db.kysely);
     const mirror = await this.mirrorStatus(head.position);
-    return this.metrics.render({
+    const gauges = {
       ledgerPosition: head.position,
       mirrorPosition: mirror.position,
       mirrorLagPositions: mirror.lag,
       mirrorLagSeconds: mirror.lag > 0 ? await this.unmirroredAge(mirror.position) : 0,
-      mirrorCommits: this.mirror.commits,
       mirrorWriting: mirror.state === 'writing',
-      mirrorPushFailures: this.mirror.pusher?.failures ?? 0,
-    });
+      checkpointAgeSeconds: await this.checkpointAge(now),
+    };
+    return this.metrics.render({ ready: true, gauges, counts, fleet: await readFleetGauges(this.db.kysely, now) }, this.db.kind);
+  }
+
+  /** Seconds since the served checkpoint was signed (one row by primary key); NaN before the first. */
+  private async checkpointAge(now: Date): Promise<number> {
+    const row = await this.db.kysely.selectFrom('ledger_checkpoint').select('signed_at').where('id', '=', 1).executeTakeFirst();
+    return row ? Math.max(0, (now.getTime() - new Date(row.signed_at).getTime()) / 1000) : Number.NaN;
   }
 
   /** Seconds since the first ledger event after the mirror's position was recorded (one indexed read). */

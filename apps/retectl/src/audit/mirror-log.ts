@@ -24,12 +24,16 @@ function git(args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
 
 /**
  * The git CLI, never prompting, with the token as an HTTP header taken from the environment (not
- * argv, which other users of the machine can read) and the coordinator's CA when one is named.
+ * argv, which other users of the machine can read) and the coordinator's CA when one is named. The
+ * CA goes in both as http.sslCAInfo and as GIT_SSL_CAINFO: git lets that variable beat the config,
+ * and machines that set it to the system bundle would otherwise refuse the coordinator retectl
+ * itself was told to trust.
  */
 function gitEnv(connection: Connection): NodeJS.ProcessEnv {
   const config: [string, string][] = [['http.extraHeader', `Authorization: Bearer ${connection.token}`]];
   if (connection.caFile) config.push(['http.sslCAInfo', connection.caFile]);
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_COUNT: String(config.length) };
+  if (connection.caFile) env.GIT_SSL_CAINFO = connection.caFile;
   config.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key;
     env[`GIT_CONFIG_VALUE_${i}`] = value;

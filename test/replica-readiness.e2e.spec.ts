@@ -1,0 +1,143 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { jest } from '@jest/globals';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { Client } from './support/http.js';
+import { waitFor } from './fixtures/agent/harness.js';
+
+/**
+ * A replica whose PostgreSQL is gone leaves HAProxy's rotation. Two replicas behind Debian's HAProxy,
+ * checked on /readyz as deploy/haproxy/haproxy.cfg checks them; the second runs on a PostgreSQL
+ * cluster of its own, which is then stopped. Its /readyz must answer 503, promptly, while the
+ * process keeps running, and the proxy must send every request to the first.
+ */
+
+jest.setTimeout(180_000);
+
+const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
+
+interface ThrowawayPostgres {
+  readonly url: string;
+  stop(): void;
+}
+
+/** A PostgreSQL cluster of its own, from the script scripts/test.mjs starts the suite's with. */
+async function startOwnPostgres(): Promise<ThrowawayPostgres> {
+  const mod = (await import(pathToFileURL(resolve('scripts/throwaway-postgres.mjs')).href)) as { startPostgres(): Promise<ThrowawayPostgres> };
+  return mod.startPostgres();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** The shipped check (GET /readyz, 200 expected), every 200 ms; each answer names the server that gave it. */
+function haproxyConfig(port: number, backends: readonly number[]): string {
+  return [
+    'defaults',
+    '  mode http',
+    '  timeout connect 1s',
+    '  timeout client 5s',
+    '  timeout server 5s',
+    '  timeout check 3s',
+    'frontend florete',
+    `  bind 127.0.0.1:${port}`,
+    '  default_backend coordinators',
+    'backend coordinators',
+    '  balance roundrobin',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
+    '  http-response set-header x-served-by %[srv_name]',
+    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
+    '',
+  ].join('\n');
+}
+
+const describeReadiness = hasPostgres ? describe : describe.skip;
+
+describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'florete-readiness-'));
+  let ownPostgres: ThrowawayPostgres | undefined;
+  let kept: CoordinatorProcess;
+  let orphaned: CoordinatorProcess;
+  let proxy: ChildProcess | undefined;
+  let proxyUrl = '';
+
+  beforeAll(async () => {
+    if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
+    ownPostgres = await startOwnPostgres();
+    // The proxy's checks all come from 127.0.0.1, five a second: the anonymous rate limit would take both replicas out.
+    const env = { FLORETE_ANON_RATE_LIMIT: '0', FLORETE_LOG_LEVEL: 'warn' };
+    kept = await startCoordinatorProcess({ databaseUrl: await createPostgresDatabase(), env });
+    orphaned = await startCoordinatorProcess({ databaseUrl: ownPostgres.url, env });
+    const port = await freePort();
+    const cfg = join(dir, 'haproxy.cfg');
+    writeFileSync(cfg, haproxyConfig(port, [kept, orphaned].map((r) => Number(new URL(r.url).port))));
+    const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
+    if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
+    proxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: 'ignore' });
+    proxyUrl = `http://127.0.0.1:${port}`;
+  });
+
+  afterAll(async () => {
+    if (proxy && proxy.exitCode === null && proxy.signalCode === null) {
+      const exited = new Promise((r) => proxy!.once('exit', r));
+      proxy.kill('SIGTERM');
+      await exited;
+    }
+    await kept?.stop();
+    await orphaned?.stop();
+    ownPostgres?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Which replica answered each of n requests through the proxy, and with what status. */
+  async function throughProxy(n: number): Promise<{ server: string | null; status: number }[]> {
+    const out: { server: string | null; status: number }[] = [];
+    for (let i = 0; i < n; i++) {
+      const res = await fetch(`${proxyUrl}/readyz`);
+      await res.arrayBuffer();
+      out.push({ server: res.headers.get('x-served-by'), status: res.status });
+    }
+    return out;
+  }
+
+  it('routes to both replicas while both databases answer', async () => {
+    const seen = await waitFor('the proxy to route to both replicas', async () => {
+      const answers = await throughProxy(6).catch(() => []);
+      const servers = new Set(answers.filter((a) => a.status === 200).map((a) => a.server));
+      return servers.size === 2 ? servers : undefined;
+    });
+    expect([...seen].sort()).toEqual(['s1', 's2']);
+  });
+
+  it('takes the replica out once its database stops: /readyz answers 503 promptly, the process keeps running', async () => {
+    ownPostgres!.stop();
+    ownPostgres = undefined;
+    const started = Date.now();
+    const direct = await new Client(orphaned.url).get('/readyz');
+    const elapsed = Date.now() - started;
+    expect({ status: direct.status, body: direct.body }).toEqual({ status: 503, body: expect.objectContaining({ status: 'not ready', database: 'postgres' }) });
+    expect(elapsed).toBeLessThan(5_000);
+    // Still serving /healthz: down for the proxy because of its database, not because it crashed.
+    expect((await new Client(orphaned.url).get('/healthz')).status).toBe(200);
+    expect({ exitCode: orphaned.child.exitCode, signal: orphaned.child.signalCode }).toEqual({ exitCode: null, signal: null });
+
+    // One failed check takes it out; after that, every request goes to the replica whose database answers.
+    await waitFor('the proxy to stop routing to the replica without a database', async () => (await throughProxy(4)).every((a) => a.server === 's1'));
+    const answers = await throughProxy(20);
+    expect(answers.filter((a) => a.server !== 's1' || a.status !== 200)).toEqual([]);
+  });
+});
