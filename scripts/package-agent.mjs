@@ -11,51 +11,21 @@
 //                                     application) for hosts without Node; skipped with --no-sea
 // The version is package.json's unless --version or $FLORETE_AGENT_VERSION says otherwise, so a
 // test can build "the next version" of the same tree; the bundled agent reports that version.
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { filesUnder, packageOptions, ROOT, run, runMain, write } from './package-common.mjs';
 import { treeShaking } from './package-agent/tree-shaking.mjs';
 import { systemdUnit, wrapperScript, defaultConfig, controlFile, maintainerScripts, NODE_FLAGS, seaFlags } from './package-agent/tree.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const USAGE = 'usage: node scripts/package-agent.mjs [--version V] [--out DIR] [--no-sea]';
 const PACKAGE = 'florete-agent';
 const ENTRY = join(ROOT, 'apps/flor/src/main.ts');
 /** Where the package puts the bundled program; /usr/bin/flor runs it. */
 export const LIB_DIR = 'usr/lib/florete-agent';
-
-class UsageError extends Error {}
-
-/** A Debian version (policy 5.6.12): what dpkg accepts, without an epoch. */
-const DEBIAN_VERSION = /^[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$/;
-
-function options() {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        version: { type: 'string' },
-        out: { type: 'string', default: join(ROOT, 'dist/package') },
-        'no-sea': { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    throw new UsageError(`${err.message}; usage: node scripts/package-agent.mjs [--version V] [--out DIR] [--no-sea]`);
-  }
-  if (values.help) {
-    process.stdout.write('usage: node scripts/package-agent.mjs [--version V] [--out DIR] [--no-sea]\n');
-    process.exit(0);
-  }
-  const version = values.version ?? (process.env.FLORETE_AGENT_VERSION || undefined) ?? JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
-  if (!DEBIAN_VERSION.test(version)) throw new UsageError(`--version ${JSON.stringify(version)} is not a Debian version (e.g. 0.1.1)`);
-  return { version, out: resolve(values.out), sea: !values['no-sea'] };
-}
 
 /** `#contracts` and the other package imports, resolved to their TypeScript sources (the bundle never needs dist/). */
 export function packageImports() {
@@ -128,29 +98,6 @@ export function thirdPartyNotices(packages, bundle = `/${LIB_DIR}/flor.mjs`) {
   return `Third-party code bundled into ${bundle}\n\n${parts.join(`\n${'-'.repeat(72)}\n\n`)}`;
 }
 
-function write(path, content, mode) {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-  writeFileSync(path, content);
-  chmodSync(path, mode);
-}
-
-function filesUnder(dir) {
-  const out = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...filesUnder(path));
-    else out.push(path);
-  }
-  return out;
-}
-
-function run(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', ...opts });
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}: ${(r.stderr || r.stdout).trim()}`);
-  return r.stdout;
-}
-
 /** The installed tree (what the .deb and the .tar.gz hold), under `root`. */
 async function stageTree(root, version) {
   const metafile = await bundleAgent({ format: 'esm', version, outfile: join(root, LIB_DIR, 'flor.mjs') });
@@ -195,7 +142,8 @@ async function buildSea(work, version, outfile) {
 }
 
 async function main() {
-  const { version, out, sea } = options();
+  const { version, out, 'no-sea': noSea } = packageOptions({ usage: USAGE, flags: ['no-sea'], fallbackVersion: process.env.FLORETE_AGENT_VERSION || undefined });
+  const sea = !noSea;
   mkdirSync(out, { recursive: true });
   const work = mkdtempSync(join(out, '.work-'));
   try {
@@ -227,8 +175,5 @@ async function main() {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    process.stderr.write(`package:agent: ${err instanceof UsageError ? err.message : (err.stack ?? err.message)}\n`);
-    process.exit(err instanceof UsageError ? 2 : 1);
-  });
+  runMain('package:agent', main);
 }

@@ -11,68 +11,14 @@
 //   florete-coordinator.service      deploy/systemd's unit: its own system user, a sandbox
 //   /etc/florete/coordinator.env     the unit's environment (a conffile)
 // It compiles into a folder of its own, never the tree's dist/, which running processes may use.
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { filesUnder, packageOptions, ROOT, run, runMain, write } from './package-common.mjs';
 import { controlFile, defaultEnvironment, ENV_FILE, launcherScript, LIB_DIR, maintainerScripts, nodeDependency, PACKAGE, systemdUnit } from './package-coordinator/tree.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE = 'usage: node scripts/package-coordinator.mjs [--version V] [--out DIR]';
-
-class UsageError extends Error {}
-
-/** A Debian version (policy 5.6.12): what dpkg accepts, without an epoch. */
-const DEBIAN_VERSION = /^[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$/;
-
-function options() {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        version: { type: 'string' },
-        out: { type: 'string', default: join(ROOT, 'dist/package') },
-        help: { type: 'boolean', default: false },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    throw new UsageError(`${err.message}; ${USAGE}`);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
-  const version = values.version ?? JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
-  if (!DEBIAN_VERSION.test(version)) throw new UsageError(`--version ${JSON.stringify(version)} is not a Debian version (e.g. 0.1.1)`);
-  return { version, out: resolve(values.out) };
-}
-
-function run(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...opts });
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}: ${(r.stderr || r.stdout).trim()}`);
-  return r.stdout;
-}
-
-function write(path, content, mode) {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-  writeFileSync(path, content);
-  chmodSync(path, mode);
-}
-
-function filesUnder(dir) {
-  const out = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...filesUnder(path));
-    // Regular files only: md5sums and the size leave symlinks (node_modules/.bin) out.
-    else if (entry.isFile()) out.push(path);
-  }
-  return out;
-}
 
 /** The coordinator compiled into `build` (TypeScript and the console), as `npm run build` does into dist/. */
 function compile(build) {
@@ -152,7 +98,7 @@ function debianControl(root, version, node) {
 }
 
 async function main() {
-  const { version, out } = options();
+  const { version, out } = packageOptions({ usage: USAGE });
   if (!existsSync(join(ROOT, 'node_modules/.bin/tsc'))) throw new Error('node_modules has no TypeScript: run npm ci first');
   mkdirSync(out, { recursive: true });
   const work = mkdtempSync(join(out, '.work-'));
@@ -172,8 +118,5 @@ async function main() {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    process.stderr.write(`package:coordinator: ${err instanceof UsageError ? err.message : (err.stack ?? err.message)}\n`);
-    process.exit(err instanceof UsageError ? 2 : 1);
-  });
+  runMain('package:coordinator', main);
 }

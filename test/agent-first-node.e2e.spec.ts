@@ -1,5 +1,4 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -9,21 +8,11 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { byNode, retectl as runRetectl, type RetectlEnv } from './support/fleet.js';
 import { setFoldersIn } from './support/agent-unit.js';
 import { agentFiles, flor, removeTree, socketStatus, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
+import { freePort } from './support/free-port.js';
 
 jest.setTimeout(240_000);
 
 /** A port nothing listens on now: the rete names the coordinator's URL before the coordinator exists. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** KEY=VALUE lines, as systemd's EnvironmentFile= reads them. */
 function readEnvFile(path: string): Record<string, string> {
   const vars: Record<string, string> = {};

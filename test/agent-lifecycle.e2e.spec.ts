@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -7,18 +6,11 @@ import type { AgentStatus } from '#contracts';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import { freePort } from './support/free-port.js';
 
 jest.setTimeout(180_000);
 
 /** A port free now: bound, then released, so the coordinator can come back on the address the agent enrolled with. */
-const freePort = (): Promise<number> =>
-  new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => done(port));
-    });
-  });
-
 /**
  * The agent's lifecycle words with real processes: the built coordinator, stopped and started again
  * on the same data dir and port, and `flor agent run` / `status` / `sync`. alpha polls hourly, so

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -9,6 +8,7 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { waitFor } from './fixtures/agent/harness.js';
+import { freePort } from './support/free-port.js';
 
 /**
  * A replica whose PostgreSQL is gone leaves HAProxy's rotation. Two replicas behind Debian's HAProxy,
@@ -30,17 +30,6 @@ interface ThrowawayPostgres {
 async function startOwnPostgres(): Promise<ThrowawayPostgres> {
   const mod = (await import(pathToFileURL(resolve('scripts/throwaway-postgres.mjs')).href)) as { startPostgres(): Promise<ThrowawayPostgres> };
   return mod.startPostgres();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** The shipped check (GET /readyz, 200 expected), every 200 ms; each answer names the server that gave it. */

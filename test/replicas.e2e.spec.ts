@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -9,6 +8,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 import { stopChild, waitForExit } from './support/child.js';
+import { freePort } from './support/free-port.js';
 
 /**
  * Two coordinator replicas on one PostgreSQL behind HAProxy (Debian's package), a fleet of real
@@ -24,17 +24,6 @@ const NODES = ['r1', 'r2', 'r3', 'r4'] as const;
 const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
 
 const treeFor = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJson(n, 1), 'flor.json': florJson(n, marker) }]));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** Round robin over both replicas, each checked on /readyz (as deploy/haproxy/haproxy.cfg) every 200 ms and taken out after one failed check. */
 function haproxyConfig(port: number, backends: readonly number[]): string {

@@ -1,4 +1,4 @@
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -9,6 +9,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { runRetectl } from './support/retectl-process.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { stopChild } from './support/child.js';
 
 jest.setTimeout(600_000);
 
@@ -36,16 +37,6 @@ function run(file: string, args: readonly string[], env: Record<string, string> 
 function coordinatorCli(args: readonly string[], env: Record<string, string>): Promise<Run> {
   const vars: Record<string, string> = { DATABASE_URL: '', FLORETE_LOG_LEVEL: 'warn', ...env };
   return run(process.execPath, [MAIN, ...args], vars);
-}
-
-/** SIGTERM, and SIGKILL if it has not exited in 30 s; returns at once for a process that already exited. */
-async function stopBounded(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** Every ref of the mirror and every commit it reaches, as the real git reads them. */
@@ -81,7 +72,7 @@ describe.each(targets)('restore drill on $database', ({ database }) => {
 
   afterAll(async () => {
     await stopAllAgents();
-    if (coordinator) await stopBounded(coordinator.child);
+    if (coordinator) await stopChild(coordinator.child, 'the coordinator', 'SIGTERM', 30_000);
     if (alpha) removeTree(alpha.root);
     rmSync(work, { recursive: true, force: true });
   });
@@ -145,7 +136,7 @@ describe.each(targets)('restore drill on $database', ({ database }) => {
   });
 
   it('destroys the coordinator: its process, its data dir and its database', async () => {
-    await stopBounded(coordinator!.child);
+    await stopChild(coordinator!.child, 'the coordinator', 'SIGTERM', 30_000);
     coordinator = undefined;
     rmSync(dataDir, { recursive: true, force: true });
     if (database === 'postgres') {

@@ -1,4 +1,4 @@
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +7,7 @@ import pg from 'pg';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
+import { stopChild } from './support/child.js';
 
 jest.setTimeout(600_000);
 
@@ -28,15 +29,6 @@ function coordinatorCli(main: string, args: readonly string[], env: Record<strin
       done({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0, stdout, stderr });
     });
   });
-}
-
-async function stopBounded(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /**
@@ -99,7 +91,7 @@ const tree = (marker: string) => ({ nodes: { alpha: { artifacts: {} as Record<st
   });
 
   afterAll(async () => {
-    for (const r of replicas) await stopBounded(r.child);
+    for (const r of replicas) await stopChild(r.child, 'the coordinator', 'SIGTERM', 30_000);
     await sqlClient?.end();
     rmSync(work, { recursive: true, force: true });
   });
@@ -142,12 +134,12 @@ const tree = (marker: string) => ({ nodes: { alpha: { artifacts: {} as Record<st
 
   it('replaces the old replicas one at a time with the new build, serving throughout', async () => {
     const [a, b] = replicas;
-    await stopBounded(a.child);
+    await stopChild(a.child, 'the coordinator', 'SIGTERM', 30_000);
     const a2 = await start(newMain);
     expect(a2.output.join('\n')).not.toMatch(/database migrated/);
     await publish(b, 'mixed: old replica');
     await publish(a2, 'mixed: new replica');
-    await stopBounded(b.child);
+    await stopChild(b.child, 'the coordinator', 'SIGTERM', 30_000);
     const b2 = await start(newMain);
     const position = await publish(b2, 'after');
     expect((await new Client(a2.url, token).get('/v1/ledger/head')).body).toMatchObject({ position });
