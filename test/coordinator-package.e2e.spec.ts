@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -29,9 +29,17 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * A folder the service user can reach holding the node that runs these tests, which the nodejs
+ * provider fixture installs as the host's nodejs: runuser resets PATH to the system's, and the test
+ * runner's node may live under a home the service user cannot enter.
+ */
+const HOST_NODE_DIR = mkdtempSync(join(tmpdir(), 'florete-coordinator-node-'));
+
 /** `runuser -u florete-coordinator -- env VARS /usr/bin/florete-coordinator ARGS`: as the unit runs it (User=), with only VARS beyond the env file. */
 function asServiceUser(vars: Record<string, string>, args: readonly string[]): [string, string[]] {
-  return ['runuser', ['-u', USER, '--', 'env', ...Object.entries(vars).map(([k, v]) => `${k}=${v}`), '/usr/bin/florete-coordinator', ...args]];
+  const path = `PATH=${HOST_NODE_DIR}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+  return ['runuser', ['-u', USER, '--', 'env', path, ...Object.entries(vars).map(([k, v]) => `${k}=${v}`), '/usr/bin/florete-coordinator', ...args]];
 }
 
 const ended = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
@@ -160,6 +168,12 @@ describe('the coordinator package (npm run package:coordinator)', () => {
   beforeAll(async () => {
     // The service user must reach the state dirs the test makes under it.
     chmodSync(work, 0o755);
+    chmodSync(HOST_NODE_DIR, 0o755);
+    try {
+      linkSync(process.execPath, join(HOST_NODE_DIR, 'node'));
+    } catch {
+      copyFileSync(process.execPath, join(HOST_NODE_DIR, 'node'));
+    }
     const r = await sh(process.execPath, [SCRIPT, '--version', VERSION, '--out', out], { env: cleanEnv(), timeoutMs: 1_200_000 });
     if (r.code !== 0) throw new Error(`package:coordinator failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
   });
@@ -171,6 +185,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     if (installedProvider) await apt.aptGet(['purge', PROVIDER]);
     if (!userExisted && userExists()) await sh('deluser', ['--system', '--quiet', USER]);
     rmSync(work, { recursive: true, force: true });
+    rmSync(HOST_NODE_DIR, { recursive: true, force: true });
     rmSync(apt.root, { recursive: true, force: true });
   });
 
