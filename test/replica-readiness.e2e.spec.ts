@@ -9,6 +9,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { waitFor } from './fixtures/agent/harness.js';
 import { freePort } from './support/free-port.js';
+import { stopChild } from './support/child.js';
 
 /**
  * A replica whose PostgreSQL is gone leaves HAProxy's rotation. Two replicas behind Debian's HAProxy,
@@ -81,11 +82,7 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
   });
 
   afterAll(async () => {
-    if (proxy && proxy.exitCode === null && proxy.signalCode === null) {
-      const exited = new Promise((r) => proxy!.once('exit', r));
-      proxy.kill('SIGTERM');
-      await exited;
-    }
+    if (proxy) await stopChild(proxy, 'HAProxy');
     await kept?.stop();
     await orphaned?.stop();
     ownPostgres?.stop();
