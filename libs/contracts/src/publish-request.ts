@@ -7,8 +7,9 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 
 /**
  * True only for a publish request the PublishRequest schema certainly accepts as it is: the shape
- * retectl sends, with nothing unusual in it. zod takes 60–70 ms to check a 10,000-node tree, on
- * every publish, identical ones included, and this a small fraction of that. It is deliberately
+ * retectl sends, with nothing unusual in it. zod's check of a large tree is a large part of a
+ * publish, identical ones included, and this costs a small fraction of it (bench/README.md, the
+ * publish benchmark). It is deliberately
  * narrower than the schema: anything it is not sure of (an `allow_ineligible` list, a `__proto__`
  * key, a value of another type) answers false, and the caller validates with the schema, which
  * also gives the exact error. A property test holds it to that: whatever it accepts, the schema

@@ -68,9 +68,8 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
 /**
  * The embedded database is PostgreSQL compiled to WebAssembly. V8 first compiles it with its fast
  * baseline compiler, then again with its optimising one for the functions that run hot; the second
- * compilation cost an idle coordinator about 50 MB of resident memory (bench:rss: 254 -> 202 MB)
- * for no speed a coordinator's queries showed (3,000 inserts and 3,000 lookups took the same time).
- * So this process keeps to the baseline compiler. Set before the module is compiled; it changes
+ * compilation held tens of megabytes of an idle coordinator's memory (bench:rss, in bench/README.md)
+ * for no speed a coordinator's queries showed. So this process keeps to the baseline compiler. Set before the module is compiled; it changes
  * nothing for JavaScript.
  */
 function compileDatabaseLightly(): void {
@@ -79,8 +78,8 @@ function compileDatabaseLightly(): void {
 
 /**
  * The embedded database's memory. PostgreSQL's default 128 MB of shared buffers sits in the
- * process's own memory here and is touched whole at start, so an idle coordinator held about
- * 300 MB more than on PostgreSQL. 16 MB keeps 2,048 pages of table and index in the buffer pool;
+ * process's own memory here and is touched whole at start, so an idle embedded coordinator held
+ * far more than one on PostgreSQL (bench:rss). 16 MB keeps 2,048 pages of table and index in the buffer pool;
  * what does not fit is read again from the files, which the system's page cache keeps in memory
  * anyway. The embedded database serves one coordinator and a small fleet, where that suffices;
  * a large fleet runs on PostgreSQL.
