@@ -75,7 +75,7 @@ describe('sync.confirm_within and health checks', () => {
       'rete.yaml:9:7: defaults.sync.health_checks: the defaults have health checks but no confirmation window: set sync.confirm_within, the time they have to pass [bad_health_check]',
     ]);
     expect(errors(rete('    poll_interval: 5m\n', '    sync:\n      health_checks:\n        - name: ssh\n          tcp: 127.0.0.1:22\n'))).toEqual([
-      'nodes/servers.yaml:14:7: nodes[1].sync.health_checks: node "beta" has health checks but no confirmation window: set sync.confirm_within, the time they have to pass [bad_health_check]',
+      'nodes/servers.yaml:15:9: nodes[1].sync.health_checks: node "beta" has health checks but no confirmation window: set sync.confirm_within, the time they have to pass [bad_health_check]',
     ]);
   });
 
