@@ -22,7 +22,7 @@ function agentJsonWith(node: string, confirm?: { within: number; checks?: Health
 }
 
 /**
- * A TCP forwarder to the coordinator that refuses every connection while `blocked` exists: the test's
+ * A TCP forwarder to the coordinator that cuts every connection while `blocked` exists: the test's
  * stand-in for a set whose activation cuts the node's own path to the coordinator.
  */
 async function forwarder(target: URL, blocked: string): Promise<{ url: string; server: Server }> {
@@ -32,7 +32,14 @@ async function forwarder(target: URL, blocked: string): Promise<{ url: string; s
       return;
     }
     const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
-    inbound.pipe(outbound).pipe(inbound);
+    // Checked on every chunk too: a kept-alive connection opened before the cut must not outlive it.
+    inbound.on('data', (chunk: Buffer) => {
+      if (existsSync(blocked)) {
+        inbound.destroy();
+        outbound.destroy();
+      } else outbound.write(chunk);
+    });
+    outbound.pipe(inbound);
     inbound.on('error', () => outbound.destroy());
     outbound.on('error', () => inbound.destroy());
   });
@@ -190,14 +197,17 @@ describe('commit-confirmed on the node (real agents)', () => {
     // The window closes while no agent runs.
     const deadline = Date.parse(provisional.confirmation!.provisional!.deadline);
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 500));
-    // Keep the coordinator's rollback from being what moves the node: the revert must come from the agent's own store.
+    // Nothing else knows of the window: the coordinator has not heard of a revert, so only the agent's store can start it.
+    expect(await headOf(node)).toBe(bad);
     agent = await startAgent(files);
-    const s = await socketStatus(files);
-    expect(s.confirmation?.state).toBe('reverted');
+    const s = await waitFor('the revert at start', async () => {
+      const now = await socketStatus(files);
+      return now.confirmation?.state === 'reverted' && now;
+    });
     expect(s.confirmation?.reverted).toMatchObject({ version: bad, to: 1, done: true });
     expect(s.confirmation?.reverted?.reason).toMatch(/^health check "nope" \(tcp 127\.0\.0\.1:9\) failed: /);
-    expect(s.applied_version).toBe(1);
-    expect(s.high_water).toBe(bad);
+    expect(s.high_water).toBeGreaterThanOrEqual(bad);
+    expect(agent.output.join('')).toMatch(/"msg":"reverting: the version was not confirmed within its window","version":\d+,"to":1/);
     await waitFor('the rollback applied', async () => (await socketStatus(files)).applied_version === bad + 1, 30_000);
     expect(await headOf(node)).toBe(bad + 1);
     await agent.stop();
