@@ -190,7 +190,7 @@ export const HeldCheckpoint = z.strictObject({
 });
 export type HeldCheckpoint = z.infer<typeof HeldCheckpoint>;
 
-export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error']);
+export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error', 'reverted']);
 export type SyncResult = z.infer<typeof SyncResult>;
 
 /** How an applied version reached the vertex. `stop`: a retired set; `none`: install only. */
@@ -257,6 +257,56 @@ export const Unapplied = z.strictObject({
 });
 export type Unapplied = z.infer<typeof Unapplied>;
 
+/**
+ * Commit-confirmed: a version activated under a confirmation window, not yet confirmed. The agent
+ * goes back to `previous` (the last confirmed version, still on disk) unless, before `deadline`, its
+ * health checks passed and it reached the coordinator again after `activated_at` (and, in operator
+ * mode, the coordinator said an operator confirmed it). Persisted with the high-water mark, before
+ * `active` moves, so a crash or a reboot inside the window cannot lose the deadline.
+ */
+export const Provisional = z.strictObject({
+  version: z.number().int().positive(),
+  previous: z.number().int().positive(),
+  window_seconds: z.number().int().positive(),
+  deadline: Timestamp,
+  /** `operator`: a publish with --confirm-within, confirmed by `retectl confirm`; `agent`: the checks and the contact suffice. */
+  mode: z.enum(['agent', 'operator']),
+  /** Null until the activation completed: the checks and the contact count only after it. */
+  activated_at: Timestamp.nullable(),
+  checks_passed_at: Timestamp.nullable(),
+  /** The last failed check and its output, the reason a revert gives when the checks never passed. */
+  check_failure: z.string().nullable(),
+  reached_at: Timestamp.nullable(),
+  operator_confirmed: z.strictObject({ by: z.string(), at: Timestamp }).nullable(),
+});
+export type Provisional = z.infer<typeof Provisional>;
+
+/** The last version confirmed under a window, and how. */
+export const ConfirmedRecord = z.strictObject({
+  version: z.number().int().positive(),
+  at: Timestamp,
+  mode: z.enum(['agent', 'operator']),
+  /** Who confirmed, in operator mode. */
+  by: z.string().nullable(),
+});
+export type ConfirmedRecord = z.infer<typeof ConfirmedRecord>;
+
+/**
+ * The last revert: `version` went back to `to` for `reason`. Written before the revert starts
+ * (`done` false), so an agent killed part-way finishes it on start; `reported_at` is set once the
+ * coordinator took the `reverted` report. The high-water mark stays at `version`: the agent never
+ * applies that version again, and refuses anything older as before.
+ */
+export const RevertRecord = z.strictObject({
+  version: z.number().int().positive(),
+  to: z.number().int().positive(),
+  reason: z.string(),
+  at: Timestamp,
+  done: z.boolean(),
+  reported_at: Timestamp.nullable(),
+});
+export type RevertRecord = z.infer<typeof RevertRecord>;
+
 /** state.json. The active version itself is the `active` symlink; this never claims more than it. */
 export const AgentState = z.strictObject({
   /** Highest version ever accepted: persisted before `active` moves, so it never goes below it. */
@@ -286,6 +336,9 @@ export const AgentState = z.strictObject({
   unapplied: Unapplied.nullable().default(null),
   /** The local set in effect (`flor agent apply --set`), until a coordinator's version takes over. */
   local_set: LocalSetRecord.nullable().default(null),
+  provisional: Provisional.nullable().default(null),
+  confirmed: ConfirmedRecord.nullable().default(null),
+  reverted: RevertRecord.nullable().default(null),
 });
 export type AgentState = z.infer<typeof AgentState>;
 
@@ -304,6 +357,9 @@ export const INITIAL_AGENT_STATE: AgentState = {
   retired: null,
   unapplied: null,
   local_set: null,
+  provisional: null,
+  confirmed: null,
+  reverted: null,
 };
 
 /** installed.json: every file the agent wrote outside its state dir, recorded right after the write. */
@@ -501,6 +557,20 @@ export const AgentStatus = z.strictObject({
   behind: Behind.nullable().default(null),
   /** The local set in effect (`flor agent apply --set`) while no coordinator's version has taken over. */
   local_set: LocalSetRecord.omit({ config_digest: true }).nullable().default(null),
+  /**
+   * Commit-confirmed: `provisional` (the version in effect awaits its confirmation until `deadline`),
+   * `confirmed` (the last version under a window that was confirmed), `reverted` (the last revert,
+   * why, and whether the coordinator has heard of it). Null when no set ever had a window.
+   */
+  confirmation: z
+    .strictObject({
+      state: z.enum(['provisional', 'confirmed', 'reverting', 'reverted']),
+      provisional: Provisional.nullable(),
+      confirmed: ConfirmedRecord.nullable(),
+      reverted: RevertRecord.nullable(),
+    })
+    .nullable()
+    .default(null),
   /** The trust version this agent walked to; null before its first walk (only the enrolment key is trusted). */
   trust_version: z.number().int().positive().nullable().default(null),
   /**

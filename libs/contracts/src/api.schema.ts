@@ -112,7 +112,8 @@ export const ReportActivation = z.strictObject({
 });
 export const ReportRequest = z.strictObject({
   active_version: z.number().int().nonnegative().max(MAX_VERSION),
-  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date']),
+  /** `reverted`: the agent went back from target_version to active_version on its own; `error` says why. */
+  result: z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'reverted']),
   error: z.string().max(8192).optional(),
   installed: z.array(z.string().max(4096)).max(4096).optional(),
   /** The version this pass tried to apply, when it differs from the active one (a failed or rejected apply). */

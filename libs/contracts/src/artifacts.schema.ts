@@ -15,6 +15,24 @@ export const ListenAddress = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-
   return port >= 1 && port <= 65535;
 }, 'port must be 1-65535');
 
+/**
+ * A health check the agent runs after activating a set under a confirmation window: a command that
+ * must exit 0, a TCP connect, or an HTTP(S) GET that must answer `expect_status`. Each is stopped,
+ * and counts as failed, after `timeout` seconds.
+ */
+export const HealthCheck = z.discriminatedUnion('kind', [
+  z.strictObject({ name: ServiceName, kind: z.literal('command'), command: z.string().min(1), timeout: z.number().int().positive() }),
+  z.strictObject({ name: ServiceName, kind: z.literal('tcp'), address: ListenAddress, timeout: z.number().int().positive() }),
+  z.strictObject({
+    name: ServiceName,
+    kind: z.literal('http'),
+    url: z.string().url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL'),
+    expect_status: z.number().int().min(100).max(599),
+    timeout: z.number().int().positive(),
+  }),
+]);
+export type HealthCheck = z.infer<typeof HealthCheck>;
+
 /** agent.json: what the node's agent needs to run its sync loop. Durations are whole seconds. */
 export const AgentJson = z.strictObject({
   node: NodeName,
@@ -23,6 +41,13 @@ export const AgentJson = z.strictObject({
   sync: z.strictObject({
     poll_interval: z.number().int().positive(),
     splay: z.number().int().nonnegative(),
+    /**
+     * Commit-confirmed: the set stays provisional this long after its activation, and the agent goes
+     * back to the set before it unless the checks passed and it reached the coordinator again.
+     * Absent: a set is final once activated.
+     */
+    confirm_within: z.number().int().positive().optional(),
+    health_checks: z.array(HealthCheck).min(1).optional(),
   }),
 });
 export type AgentJson = z.infer<typeof AgentJson>;

@@ -42,6 +42,7 @@ export const RETE_ERROR_CODES = [
   'bad_version',
   'conflicting_package',
   'too_many_artifacts',
+  'bad_health_check',
 ] as const;
 export type ReteErrorCode = (typeof RETE_ERROR_CODES)[number];
 export const RETE_WARNING_CODES = ['unused_service', 'unused_group', 'empty_group', 'no_safety_net'] as const;
@@ -73,11 +74,6 @@ const Duration = (min: number) =>
       return v === undefined || (v >= min && v <= MAX_DURATION_SECONDS);
     }, coded('bad_duration', `must be between ${min}s and 30d`));
 
-export const ReteSync = z.strictObject({
-  poll_interval: Duration(1).optional(),
-  splay: Duration(0).optional(),
-});
-
 export const Port = z.number().int().refine((n) => n >= 1 && n <= 65535, coded('port_out_of_range', 'port must be 1-65535'));
 
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/;
@@ -93,6 +89,51 @@ export const ReteService = z.strictObject({
   name: ReteName,
   port: Port,
   protocol: z.enum(['tcp', 'udp']).optional(),
+});
+
+const HttpUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}, coded('bad_url', 'must be an http(s) URL such as https://127.0.0.1:8443/healthz'));
+
+/**
+ * A health check the agent runs after activation, under a confirmation window: exactly one of
+ * `command` (must exit 0), `tcp` (host:port must accept a connection) or `http` (a GET must answer
+ * `expect_status`, 200 unless given); each gives up after `timeout` (10s unless given).
+ */
+export const ReteHealthCheck = z
+  .strictObject({
+    name: ReteName,
+    command: z.string().refine((s) => s.trim() !== '', coded('bad_health_check', 'must be a shell command')).optional(),
+    tcp: ReteListen.optional(),
+    http: HttpUrl.optional(),
+    expect_status: z.number().int().refine((n) => n >= 100 && n <= 599, coded('bad_health_check', 'must be an HTTP status, 100-599')).optional(),
+    timeout: Duration(1).optional(),
+    description: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    const kinds = [c.command, c.tcp, c.http].filter((k) => k !== undefined).length;
+    if (kinds !== 1) ctx.addIssue({ code: 'custom', message: 'a health check takes exactly one of command, tcp or http', params: { code: 'bad_health_check' } });
+    if (c.expect_status !== undefined && c.http === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['expect_status'], message: 'expect_status belongs to an http check', params: { code: 'bad_health_check' } });
+    }
+  });
+export type ReteHealthCheck = z.infer<typeof ReteHealthCheck>;
+/** A check's defaults when the rete gives none. */
+export const DEFAULT_CHECK_TIMEOUT = '10s';
+export const DEFAULT_EXPECT_STATUS = 200;
+
+export const ReteSync = z.strictObject({
+  poll_interval: Duration(1).optional(),
+  splay: Duration(0).optional(),
+  /** Commit-confirmed: how long a new set stays provisional before the agent reverts it unless confirmed. */
+  confirm_within: Duration(10).optional(),
+  /** Run after activation; a node's list replaces the defaults' list. */
+  health_checks: z.array(ReteHealthCheck).optional(),
 });
 
 /**

@@ -68,7 +68,13 @@ export function compileRete(rete: Rete): CompiledTree {
       node: n.name,
       mesh: rete.mesh.name,
       coordinator: rete.mesh.coordinator,
-      sync: { poll_interval: n.sync.poll_interval, splay: n.sync.splay },
+      // Only a node with a window gets the keys: every other node's agent.json keeps its exact bytes.
+      sync: {
+        poll_interval: n.sync.poll_interval,
+        splay: n.sync.splay,
+        ...(n.sync.confirm_within !== undefined ? { confirm_within: n.sync.confirm_within } : {}),
+        ...(n.sync.health_checks !== undefined ? { health_checks: n.sync.health_checks } : {}),
+      },
     });
     const flor: FlorJson = FlorJson.parse({
       node: n.name,

@@ -1,4 +1,4 @@
-import type { PackageManager } from '#contracts';
+import type { HealthCheck, PackageManager } from '#contracts';
 import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
@@ -13,6 +13,10 @@ export interface Rete {
 export interface SyncSeconds {
   readonly poll_interval: number;
   readonly splay: number;
+  /** Commit-confirmed window; absent when the node has none. */
+  readonly confirm_within?: number;
+  /** As agent.json carries them: defaults filled in, durations in seconds. */
+  readonly health_checks?: readonly HealthCheck[];
 }
 
 export interface ReteNodeModel {

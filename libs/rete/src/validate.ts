@@ -1,6 +1,6 @@
-import { ACL_SOURCE, ACL_TARGET, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type ReteErrorCode, type ReteFile, type ReteWarningCode } from '#contracts';
+import { ACL_SOURCE, ACL_TARGET, DEFAULT_CHECK_TIMEOUT, DEFAULT_EXPECT_STATUS, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type HealthCheck, type ReteErrorCode, type ReteFile, type ReteHealthCheck, type ReteWarningCode } from '#contracts';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
-import type { AclRuleModel, AclSource, Rete, ReteNodeModel } from './model.js';
+import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { parseFile, type Def, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
 import { noSources, resolveResources, type ReadSource } from './resolve-resources.js';
@@ -80,6 +80,8 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     error('splay_too_long', defaults.file.placeOf(p), p, `splay ${quoteValue(defaultSync.splay)} is longer than the poll interval ${quoteValue(defaultSync.poll_interval)}`);
   }
 
+  // The defaults' own checks are judged once, with the defaults' window alone.
+  if (defaults) confirmationOf({ sync: defaults.value.sync, path: defaults.path, file: defaults.file }, undefined, null, error);
   const nodes: Omit<ReteNodeModel, 'resources'>[] = [];
   const tags = new Set<string>();
   for (const [name, def] of nodeDefs) {
@@ -104,12 +106,13 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
       else byPort.set(key, portPlace);
     });
+    const confirm = confirmationOf({ sync: n.sync, path: def.path, file: def.file }, defaults && { sync: defaults.value.sync, path: defaults.path, file: defaults.file }, name, error);
     nodes.push({
       name,
       kind: n.kind,
       listen: n.listen,
       tags: uniqueSorted(n.tags ?? []),
-      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay) },
+      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), ...confirm },
       services: (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' })),
       place: def.place,
     });
@@ -202,6 +205,51 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     },
     diagnostics: sorted,
   };
+}
+
+type SyncDecl = NonNullable<ReteFile['defaults']>['sync'];
+interface SyncAt {
+  readonly sync: SyncDecl;
+  readonly path: readonly PropertyKey[];
+  readonly file: { placeOf(path: readonly PropertyKey[]): Place };
+}
+
+/**
+ * A node's confirmation window and health checks: its own `sync` values override the defaults',
+ * and its list of checks replaces theirs as a whole. Checks need a window to run under, and their
+ * names must be unique, since a revert's reason names the check that failed.
+ */
+function confirmationOf(
+  own: SyncAt,
+  defaults: SyncAt | undefined,
+  node: string | null,
+  error: (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) => void,
+): Pick<SyncSeconds, 'confirm_within' | 'health_checks'> {
+  const window = own.sync?.confirm_within ?? defaults?.sync?.confirm_within;
+  const from = own.sync?.health_checks !== undefined || !defaults ? own : defaults;
+  const checks = from.sync?.health_checks ?? [];
+  const checksPath = [...from.path, 'sync', 'health_checks'];
+  // Where the list is written is where its errors are reported: once, not once per node inheriting it.
+  const reports = from === own;
+  if (reports && checks.length > 0 && window === undefined) {
+    error('bad_health_check', from.file.placeOf(checksPath), checksPath, `${node === null ? 'the defaults have' : `node "${node}" has`} health checks but no confirmation window: set sync.confirm_within, the time they have to pass`);
+  }
+  const seen = new Map<string, number>();
+  checks.forEach((c, i) => {
+    const first = seen.get(c.name);
+    const p = [...checksPath, i, 'name'];
+    if (first === undefined) seen.set(c.name, i);
+    else if (reports) error('duplicate_name', from.file.placeOf(p), p, `health check "${c.name}" is named twice in this list`);
+  });
+  if (window === undefined) return {};
+  return { confirm_within: seconds(window), ...(checks.length > 0 ? { health_checks: checks.map(compiledCheck) } : {}) };
+}
+
+function compiledCheck(c: ReteHealthCheck): HealthCheck {
+  const timeout = seconds(c.timeout ?? DEFAULT_CHECK_TIMEOUT);
+  if (c.command !== undefined) return { name: c.name, kind: 'command', command: c.command, timeout };
+  if (c.tcp !== undefined) return { name: c.name, kind: 'tcp', address: c.tcp, timeout };
+  return { name: c.name, kind: 'http', url: c.http as string, expect_status: c.expect_status ?? DEFAULT_EXPECT_STATUS, timeout };
 }
 
 /** SSH as the rule sees it: a service on port 22, or one named ssh, whatever port it moved to. */

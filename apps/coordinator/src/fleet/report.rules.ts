@@ -9,7 +9,7 @@ type Report = Pick<z.infer<typeof ReportRequest>, 'result' | 'active_version' | 
  * bundle), and the version still running keeps its applied outcome. `up_to_date` confirms what
  * runs as applied, but never overwrites an outcome already recorded for that version.
  */
-export function reportedOutcome(r: Report): { version: number; result: 'applied' | 'failed' | 'rejected'; error: string | null; overwrites: boolean } | null {
+export function reportedOutcome(r: Report): { version: number; result: 'applied' | 'failed' | 'rejected' | 'reverted'; error: string | null; overwrites: boolean } | null {
   const reached = r.result === 'applied' || r.result === 'up_to_date';
   const version = reached ? r.active_version : (r.target_version ?? 0);
   if (version <= 0) return null;

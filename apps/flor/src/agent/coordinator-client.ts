@@ -4,14 +4,42 @@ import { AgentError } from '../errors.js';
 import { answerError, httpCall } from './http.js';
 import { coordinatorAgent, type Transport } from './transport.js';
 
+/**
+ * Operator confirmation of the head version (a publish with --confirm-within): its window, and who
+ * confirmed it once someone has. Carried on every poll answer, 304 included.
+ */
+export interface OperatorConfirm {
+  readonly version: number;
+  readonly within: number;
+  readonly by: string | null;
+}
+
 /** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified. */
 export type BundleFetch =
-  | { readonly status: 304; readonly checkpoint: string | null }
+  | { readonly status: 304; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null }
   /** Nothing has been published for this node yet: a normal answer, not a failure. */
-  | { readonly status: 'none'; readonly checkpoint: null }
-  | { readonly status: 200; readonly jws: string; readonly etag: string | null; readonly checkpoint: string | null };
+  | { readonly status: 'none'; readonly checkpoint: null; readonly confirm: null }
+  | { readonly status: 200; readonly jws: string; readonly etag: string | null; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null };
 
 const CHECKPOINT_HEADER = 'florete-checkpoint';
+export const CONFIRM_HEADER = 'florete-confirm';
+
+/** `version=12; within=600` and, once confirmed, `; by=<actor, URI-encoded>`; null when absent or malformed. */
+export function parseConfirmHeader(value: string | string[] | undefined): OperatorConfirm | null {
+  if (typeof value !== 'string') return null;
+  const fields = new Map(value.split(';').map((f) => f.trim().split('=', 2) as [string, string | undefined]));
+  const version = Number(fields.get('version'));
+  const within = Number(fields.get('within'));
+  if (!Number.isSafeInteger(version) || version < 1 || !Number.isSafeInteger(within) || within < 1) return null;
+  const by = fields.get('by');
+  let who: string | null = null;
+  try {
+    who = by === undefined || by === '' ? null : decodeURIComponent(by);
+  } catch {
+    return null;
+  }
+  return { version, within, by: who };
+}
 
 function checkpointOf(headers: Record<string, string | string[] | undefined>): string | null {
   const v = headers[CHECKPOINT_HEADER];
@@ -43,11 +71,12 @@ export class CoordinatorClient {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
     const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs: this.timeoutMs, agent: this.agent });
-    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers) };
-    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null };
+    const confirm = parseConfirmHeader(a.headers[CONFIRM_HEADER]);
+    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers), confirm };
+    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null, confirm: null };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
     const tag = a.headers.etag;
-    return { status: 200, jws: a.body.toString('utf8').trim(), etag: typeof tag === 'string' ? tag : null, checkpoint: checkpointOf(a.headers) };
+    return { status: 200, jws: a.body.toString('utf8').trim(), etag: typeof tag === 'string' ? tag : null, checkpoint: checkpointOf(a.headers), confirm };
   }
 
   /** The signed trust versions after `after`; checked by the caller, step by step. */

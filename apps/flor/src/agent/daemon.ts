@@ -14,6 +14,13 @@ import { pollBackoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timi
 import { StateDir } from './state-dir.js';
 import { SyncPass, type PassOutcome } from './sync-pass.js';
 import { LocalSetApply } from './local-set.js';
+import { confirmationView } from './confirmation.js';
+
+/**
+ * While a version is provisional: how often its failing checks run again, and a poll is tried when
+ * the contact after activation is still missing. The deadline itself always gets a wake-up of its own.
+ */
+const CONFIRM_RETRY_MS = 3000;
 
 /** How often a retired node's agent looks at identity.json for a new enrolment: a stat, no network. */
 const IDENTITY_WATCH_MS = 2000;
@@ -32,6 +39,8 @@ export class Daemon {
   private readonly localSet: LocalSetApply;
   private server: LineServer | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Commit-confirmed: wakes the agent for a provisional version's checks, contact and deadline, apart from the poll schedule. */
+  private confirmTimer: NodeJS.Timeout | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private failures = 0;
   private nextPollAt: Date | null = null;
@@ -64,6 +73,8 @@ export class Daemon {
     this.dir.sweepLeftovers();
     this.server = await serveControlSocket(this.dir.socketPath, (req) => this.handle(req));
     this.log('info', 'agent started', { state_dir: this.dir.root, socket: this.dir.socketPath, enrolled: this.dir.readIdentity() !== null });
+    // Before anything resumes: a revert a crash interrupted, or a window that closed while the agent was down.
+    await this.syncPass.onStart().catch((err: Error) => this.log('error', 'revert at start failed', { reason: err.message }));
     // A set applied before this start keeps running; a pending one is finished by the first pass.
     const active = this.dir.activeVersion();
     const state = this.dir.readState();
@@ -74,6 +85,7 @@ export class Daemon {
       // A local set in effect (flor agent apply --set) runs until a coordinator's version takes over.
       await this.activator.resume(this.dir.localSetDir(local), 0).catch((err: Error) => this.log('error', 'vertex did not start', { reason: err.message }));
     }
+    this.armConfirmation();
     const retired = this.retired();
     const delay = firstPollDelay(retired, state.last_poll === null ? null : Date.parse(state.last_poll), Date.now());
     if (delay === 0) {
@@ -93,6 +105,7 @@ export class Daemon {
         return outcome;
       } finally {
         this.checkHandover();
+        this.armConfirmation();
       }
     });
     this.queue = run.catch(() => {});
@@ -131,6 +144,39 @@ export class Daemon {
       return null;
     });
     this.schedule(outcome);
+  }
+
+  /** Arms the confirmation wake-up while a version is provisional or a revert is pending; clears it otherwise. */
+  private armConfirmation(): void {
+    if (this.confirmTimer) clearTimeout(this.confirmTimer);
+    this.confirmTimer = null;
+    if (this.stopping) return;
+    let state;
+    try {
+      state = this.dir.readState();
+    } catch {
+      return;
+    }
+    const pendingRevert = state.reverted !== null && !state.reverted.done;
+    if (!pendingRevert && state.provisional === null) return;
+    const untilDeadline = state.provisional ? Math.max(0, Date.parse(state.provisional.deadline) - Date.now()) : CONFIRM_RETRY_MS;
+    this.confirmTimer = setTimeout(() => {
+      this.confirmTimer = null;
+      void this.confirmationTick();
+    }, Math.min(CONFIRM_RETRY_MS, untilDeadline));
+  }
+
+  /** Judges the provisional version (checks, deadline) in the queue with the passes; polls when a contact is what it waits for. */
+  private async confirmationTick(): Promise<void> {
+    if (this.stopping) return;
+    const tick = this.queue.then(() => this.syncPass.tick());
+    this.queue = tick.catch(() => {});
+    const { needsContact } = await tick.catch((err: Error) => {
+      this.log('error', 'confirmation step crashed', { reason: err.message, stack: err.stack });
+      return { needsContact: false };
+    });
+    if (needsContact) await this.sync(false).catch(() => null);
+    this.armConfirmation();
   }
 
   private schedule(outcome: PassOutcome | null): void {
@@ -255,6 +301,7 @@ export class Daemon {
       retired: retired ? { at: retired.at, version: retired.version } : null,
       behind: behindOf({ appliedVersion: state.applied_version, activeVersion: active, unapplied: state.unapplied, retired, dryRun: this.dryRunSeen }),
       local_set: localSetView(state.local_set),
+      confirmation: confirmationView(state),
       ...this.trustStatus(identity),
     };
   }
@@ -271,6 +318,8 @@ export class Daemon {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.confirmTimer) clearTimeout(this.confirmTimer);
+    this.confirmTimer = null;
     this.stopWatchingIdentity();
     // Stop accepting, but let a request already on the socket get its answer.
     const closed = new Promise<void>((r) => (this.server ? this.server.server.close(() => r()) : r()));

@@ -216,12 +216,13 @@ export class StateDir {
   }
 
   /**
-   * Keeps the active set and the `keep` newest others (a rollback target on disk), deletes older ones.
+   * Keeps the active set, the `keep` newest others (a rollback target on disk) and `alsoKeep`, deletes older ones.
    * A local set that is not the active one is deleted: nothing goes back to it.
    */
-  pruneSets(keep = 2): void {
+  pruneSets(keep = 2, alsoKeep: readonly number[] = []): void {
     const active = this.activeVersion();
-    const others = this.stagedVersions().filter((v) => v !== active);
+    // alsoKeep: a set the agent may have to go back to (commit-confirmed), however many came since.
+    const others = this.stagedVersions().filter((v) => v !== active && !alsoKeep.includes(v));
     for (const v of others.slice(0, Math.max(0, others.length - keep))) this.removeSet(this.setDir(v), String(v));
     const local = this.activeLocalSet();
     for (const n of existsSync(this.setsDir) ? readdirSync(this.setsDir) : []) {

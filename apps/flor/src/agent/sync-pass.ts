@@ -1,12 +1,14 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type HeldCheckpoint, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
+import { AGENT_JSON, AgentJson, MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type HeldCheckpoint, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
 import { transportFor } from './transport.js';
-import { CoordinatorClient } from './coordinator-client.js';
+import { CoordinatorClient, type OperatorConfirm } from './coordinator-client.js';
+import { evolve, provisionalFor, verdict, type ConfirmationEvent } from './confirmation.js';
+import { runHealthChecks } from './health-checks.js';
 import { dryRunResult } from './dry-run.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
@@ -58,6 +60,18 @@ function declaredResources(retired: boolean, files: ReadonlyMap<string, Uint8Arr
     throw new AgentError('bad_resources', `${RESOURCES_JSON}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   }
   return parsed.data;
+}
+
+/** A set's agent.json, when it has one that parses: where its confirmation window and checks are. */
+function agentJsonOf(files: ReadonlyMap<string, Uint8Array>): AgentJson | null {
+  const raw = files.get(AGENT_JSON);
+  if (!raw) return null;
+  try {
+    const parsed = AgentJson.safeParse(JSON.parse(Buffer.from(raw).toString('utf8')));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -131,7 +145,9 @@ export class SyncPass {
       client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
       // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
       // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
-      const settled = state.high_water === active && state.applied_version === active;
+      // After a revert the mark stays at the version reverted from, and the active set is older: that is settled too.
+      const reverted = state.reverted?.done === true && state.reverted.version === state.high_water;
+      const settled = (state.high_water === active || reverted) && state.applied_version === active;
       fetched = await client.fetchBundle(settled ? state.etag : null);
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
@@ -150,6 +166,10 @@ export class SyncPass {
     }
     Object.assign(state, afterPass(state, 'reached', stamp));
     state.retired = null;
+    // An authenticated answer through the network as the active set left it: the contact a provisional version waits for.
+    this.noteConfirmation(state, { type: 'coordinator_reached', at: this.now() });
+    this.noteOperator(state, fetched.confirm);
+    if (!dryRun) await this.reportRevert(client, state);
     let verified: VerifiedBundle | null = null;
     try {
       // The answer's checkpoint first (it may name a newer trust version), then the bundle against what is trusted now.
@@ -176,7 +196,8 @@ export class SyncPass {
     }
     const version = verified.payload.version;
     if (dryRun) return this.dryRun(base, state, version, verified.files);
-    if (version === active) {
+    // The version this agent reverted from is never applied again: the coordinator answers it with a rollback.
+    if (version === active || (state.reverted?.done && version === state.reverted.version)) {
       state.etag = fetched.etag;
       return this.finish(client, state, active, active, []);
     }
@@ -192,10 +213,185 @@ export class SyncPass {
     }
     state.high_water = Math.max(highWater, version);
     state.etag = fetched.etag;
-    persist(); // before `active` moves: on disk the mark is never below the active version
+    const sameContent = this.sameContentAsApplied(state, active, verified.payload.set_digest);
+    state.provisional = this.provisionalOf(state, active, version, verified.payload.retired || sameContent, verified.files, fetched.confirm);
+    persist(); // before `active` moves: on disk the mark is never below the active version, and a window's deadline is kept
     symlinkAtomic(this.dir.setLinkTarget(version), this.dir.activeLink);
     this.log('info', 'set switched', { version, was: active });
-    return this.finish(client, state, version, active, interrupted, resources);
+    return this.finish(client, state, version, active, interrupted, resources, sameContent);
+  }
+
+  /** Whether `version`'s set is the one applied now (a rollback after a revert): it is taken without a restart. */
+  private sameContentAsApplied(state: AgentState, active: number, setDigest: string): boolean {
+    if (state.applied_version === 0 || state.applied_version !== active) return false;
+    try {
+      return this.readSet(active).payload.set_digest === setDigest;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The provisional record a new version starts under, or null when it is final at activation: no
+   * window (agent.json or the operator's), nothing changed, or nothing confirmed to go back to.
+   * While a version is provisional, the one to go back to stays the last confirmed one.
+   */
+  private provisionalOf(state: AgentState, active: number, version: number, final: boolean, files: ReadonlyMap<string, Uint8Array>, operator: OperatorConfirm | null): AgentState['provisional'] {
+    if (final) return null;
+    const fromOperator = operator?.version === version ? operator : null;
+    const window = fromOperator?.within ?? agentJsonOf(files)?.sync.confirm_within;
+    if (window === undefined) return null;
+    const previous = state.provisional?.previous ?? (state.applied_version === active && active > 0 ? active : 0);
+    if (previous === 0) {
+      this.log('warn', 'no confirmed set to go back to: version is final at activation', { version });
+      return null;
+    }
+    return provisionalFor(version, previous, window, fromOperator ? 'operator' : 'agent', this.now());
+  }
+
+  private noteConfirmation(state: AgentState, event: ConfirmationEvent): void {
+    if (state.provisional) state.provisional = evolve(state.provisional, event);
+  }
+
+  /** The poll answer says an operator confirmed the provisional version. */
+  private noteOperator(state: AgentState, confirm: OperatorConfirm | null): void {
+    const p = state.provisional;
+    if (p?.mode === 'operator' && confirm?.version === p.version && confirm.by !== null) this.noteConfirmation(state, { type: 'operator_confirmed', at: this.now(), by: confirm.by });
+  }
+
+  /**
+   * Judges the provisional version now: runs its health checks while they have not passed, then
+   * confirms it, reverts it (the deadline passed) or leaves it waiting. Persists what it decided.
+   */
+  async judge(state: AgentState, client: CoordinatorClient | null): Promise<'confirmed' | 'reverted' | 'waiting' | null> {
+    let p = state.provisional;
+    if (!p) return null;
+    if (p.activated_at !== null && p.checks_passed_at === null && this.now().getTime() < Date.parse(p.deadline)) {
+      const checks = this.checksOf(p.version);
+      const result = await runHealthChecks(checks, { ...process.env, FLORETE_ACTIVE_DIR: this.dir.setDir(p.version), FLORETE_SET_VERSION: String(p.version) });
+      p = evolve(p, result.ok ? { type: 'checks_passed', at: this.now() } : { type: 'check_failed', at: this.now(), failure: result.failure });
+      if (!result.ok) this.log('warn', 'health check failed', { version: p.version, reason: result.failure, deadline: p.deadline });
+      state.provisional = p;
+    }
+    const v = verdict(p, this.now());
+    if (v.kind === 'confirmed') {
+      state.provisional = null;
+      state.confirmed = v.record;
+      this.dir.writeState(state);
+      this.log('info', 'version confirmed', { version: v.record.version, mode: v.record.mode, by: v.record.by });
+      return 'confirmed';
+    }
+    if (v.kind === 'revert') {
+      await this.revert(state, v.reason, client);
+      return 'reverted';
+    }
+    this.dir.writeState(state);
+    return 'waiting';
+  }
+
+  private checksOf(version: number) {
+    try {
+      return agentJsonOf(this.readSet(version).files)?.sync.health_checks ?? [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** The window closed unconfirmed: the revert is recorded first, so a crash part-way finishes it on start. */
+  private async revert(state: AgentState, reason: string, client: CoordinatorClient | null): Promise<void> {
+    const p = state.provisional!;
+    this.log('warn', 'reverting: the version was not confirmed within its window', { version: p.version, to: p.previous, reason });
+    state.reverted = { version: p.version, to: p.previous, reason, at: this.now().toISOString(), done: false, reported_at: null };
+    state.provisional = null;
+    this.dir.writeState(state);
+    await this.finishRevert(state, client);
+  }
+
+  /**
+   * Goes back to the set a revert names through the same path as any set: `active` to it, its host
+   * resources, its artifacts, its activation. Idempotent, so an interrupted revert is finished by
+   * running it again; a failure leaves it pending for the next try.
+   */
+  async finishRevert(state: AgentState, client: CoordinatorClient | null): Promise<boolean> {
+    const r = state.reverted;
+    if (!r || r.done) return true;
+    let activated: Activated;
+    let installed: string[];
+    try {
+      symlinkAtomic(this.dir.setLinkTarget(r.to), this.dir.activeLink);
+      const set = this.readSet(r.to);
+      await this.applyResources(set);
+      installed = installSet(this.dir, this.config, r.to, set.files);
+      activated = await this.activator.activate(this.dir.setDir(r.to), r.to);
+    } catch (err) {
+      state.last_error = `revert to ${r.to} failed: ${(err as Error).message}`;
+      this.dir.writeState(state);
+      this.log('error', 'revert failed', { version: r.version, to: r.to, reason: (err as Error).message });
+      return false;
+    }
+    state.applied_version = r.to;
+    state.reverted = { ...r, done: true };
+    state.last_result = 'reverted';
+    state.last_error = r.reason;
+    state.unapplied = null;
+    const record = { version: r.to, ...activated, at: this.now().toISOString() };
+    state.activations = [record, ...state.activations.filter((a) => a.version !== r.to)].slice(0, MAX_ACTIVATION_RECORDS);
+    this.dir.writeState(state);
+    this.log('warn', 'reverted', { version: r.version, to: r.to, reason: r.reason, installed: installed.length, activation: activated.activation });
+    if (client) await this.reportRevert(client, state);
+    return true;
+  }
+
+  /** Tells the coordinator of a finished revert until it has taken the report. */
+  private async reportRevert(client: CoordinatorClient, state: AgentState): Promise<void> {
+    const r = state.reverted;
+    if (!r || !r.done || r.reported_at !== null) return;
+    const delivered = await this.report(client, { active_version: r.to, target_version: r.version, result: 'reverted', error: r.reason.slice(0, 8192) });
+    if (!delivered) return;
+    state.reverted = { ...r, reported_at: this.now().toISOString() };
+    this.dir.writeState(state);
+  }
+
+  /**
+   * Between passes, while a version is provisional or a revert is pending: finishes the revert,
+   * or judges the provisional version. Returns whether a poll is what it still waits for.
+   */
+  async tick(): Promise<{ needsContact: boolean }> {
+    const state = this.dir.readState();
+    if (state.reverted && !state.reverted.done) {
+      await this.finishRevert(state, this.clientOrNull());
+      return { needsContact: false };
+    }
+    if (!state.provisional) return { needsContact: false };
+    const outcome = await this.judge(state, this.clientOrNull());
+    const p = state.provisional;
+    return { needsContact: outcome === 'waiting' && p !== null && p.activated_at !== null && (p.reached_at === null || (p.mode === 'operator' && p.operator_confirmed === null)) };
+  }
+
+  /** At start: an interrupted revert is finished, and a window that closed while the agent was down is acted on. */
+  async onStart(): Promise<boolean> {
+    const state = this.dir.readState();
+    if (state.reverted && !state.reverted.done) return this.finishRevert(state, null);
+    const p = state.provisional;
+    if (!p) return false;
+    const v = verdict(p, this.now());
+    if (v.kind === 'confirmed') {
+      await this.judge(state, null);
+      return false;
+    }
+    if (v.kind !== 'revert') return false;
+    await this.revert(state, v.reason, null);
+    return true;
+  }
+
+  private clientOrNull(): CoordinatorClient | null {
+    const identity = this.dir.readIdentity();
+    if (!identity) return null;
+    try {
+      return new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
+    } catch {
+      return null;
+    }
   }
 
   /** A bundle, checkpoint or trust step the agent will not accept: nothing moves, the reason is kept and reported. */
@@ -261,7 +457,7 @@ export class SyncPass {
   }
 
   /** Install, activate and report the active set unless that already completed; otherwise report up to date. */
-  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[], resourcesDone?: ReportResource[]): Promise<PassOutcome> {
+  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[], resourcesDone?: ReportResource[], sameContent = false): Promise<PassOutcome> {
     const base = { dry_run: false, was, active_version: version, version, contactFailed: false };
     const store = this.dir.readInstalled();
     const pending = version > 0 && (state.applied_version !== version || store.complete_version !== version);
@@ -272,6 +468,7 @@ export class SyncPass {
       this.dir.writeState(state);
       // The poll itself was the contact: an up-to-date pass reports only when it has news.
       await this.report(client, { active_version: version, result: 'up_to_date' }, { onlyNews: true });
+      await this.judge(state, client);
       return { ...base, result: 'up_to_date', code: null, reason: null };
     }
     const set = this.readSet(version);
@@ -285,7 +482,8 @@ export class SyncPass {
       if (set.payload.retired) {
         await this.activator.stop();
         activated = { activation: 'stop' };
-      } else if (keepsLocalConfig(state, set.files)) {
+      } else if (sameContent || keepsLocalConfig(state, set.files)) {
+        // Same content as what runs (a rollback to the set a revert went back to), or
         // The first version from the coordinator gives the vertex what the local set gave it: nothing to restart.
         this.activator.adopt(this.dir.setDir(version), version);
         activated = { activation: 'none' };
@@ -303,15 +501,22 @@ export class SyncPass {
     state.unapplied = null;
     const record = { version, ...activated, at: this.now().toISOString() };
     state.activations = [record, ...state.activations.filter((r) => r.version !== version)].slice(0, MAX_ACTIVATION_RECORDS);
+    if (state.provisional?.version === version && state.provisional.activated_at === null) {
+      this.noteConfirmation(state, { type: 'activated', at: this.now(), hasChecks: this.checksOf(version).length > 0 });
+    }
     this.dir.writeState(state);
-    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length, activation: activated.activation });
+    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length, activation: activated.activation, ...(state.provisional ? { provisional_until: state.provisional.deadline } : {}) });
     const activation = {
       path: activated.activation,
       ...(activated.answer ? { answer: activated.answer } : {}),
       ...(activated.fallback ? { fallback: { code: activated.fallback.code, reason: activated.fallback.reason.slice(0, 2048) } } : {}),
     };
-    await this.report(client, { active_version: version, result: 'applied', installed, activation, ...(resources.length > 0 ? { resources } : {}) });
-    this.dir.pruneSets();
+    // Delivered after the activation: the first contact through the network as the new set left it.
+    if (await this.report(client, { active_version: version, result: 'applied', installed, activation, ...(resources.length > 0 ? { resources } : {}) })) {
+      this.noteConfirmation(state, { type: 'coordinator_reached', at: this.now() });
+    }
+    await this.judge(state, client);
+    this.dir.pruneSets(2, state.provisional ? [state.provisional.previous] : []);
     return { ...base, result: 'applied', code: null, reason: null, ...(resources.length > 0 ? { resources } : {}) };
   }
 
@@ -361,15 +566,17 @@ export class SyncPass {
    * Each says which agent sends it. With onlyNews, a report that would say what the last delivered one
    * said is not sent (an idle node writes nothing; its poll is its contact).
    */
-  private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<void> {
+  private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<boolean> {
     const full: ReportRequest = { ...body, ...this.witnessed(), agent_version: AGENT_VERSION };
     const news = reportNews(full, this.dir.readCheckpoint());
-    if (options.onlyNews && news === this.lastReported) return;
+    if (options.onlyNews && news === this.lastReported) return false;
     try {
       await client.report(full);
       this.lastReported = news;
+      return true;
     } catch (err) {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
+      return false;
     }
   }
 

@@ -31,6 +31,30 @@ function formatActivation(a: ActivationRecord): string {
   return `${a.version}: ${how} at ${a.at}`;
 }
 
+/**
+ * Commit-confirmed, one line: `provisional 7 until <deadline> (back to 6; waiting for: checks)`,
+ * `confirmed 7 at …`, `reverted 7 to 6 at …: <reason> (reported|not yet reported)`, `-`.
+ */
+export function formatConfirmation(c: AgentStatus['confirmation']): string {
+  if (c === null) return '-';
+  switch (c.state) {
+    case 'provisional': {
+      const p = c.provisional!;
+      const waiting = [p.checks_passed_at ? null : `checks${p.check_failure ? ` (last: ${p.check_failure})` : ''}`, p.reached_at ? null : 'contact', p.mode === 'operator' && !p.operator_confirmed ? 'operator' : null].filter(Boolean);
+      return `provisional ${p.version} until ${p.deadline} (back to ${p.previous}${waiting.length ? `; waiting for: ${waiting.join(', ')}` : ''})`;
+    }
+    case 'confirmed': {
+      const k = c.confirmed!;
+      return `confirmed ${k.version} at ${k.at}${k.by ? ` by ${k.by}` : ''}`;
+    }
+    case 'reverting':
+    case 'reverted': {
+      const r = c.reverted!;
+      return `${c.state} ${r.version} to ${r.to} at ${r.at}: ${r.reason}${c.state === 'reverted' ? (r.reported_at ? ' (reported)' : ' (not yet reported)') : ''}`;
+    }
+  }
+}
+
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
     ['lifecycle', s.since === null ? s.lifecycle : `${s.lifecycle} since ${s.since}`],
@@ -43,6 +67,7 @@ export function formatStatus(s: AgentStatus): string {
     ['staged versions', s.staged_versions.join(', ') || '-'],
     ['high-water mark', String(s.high_water)],
     ['behind', formatBehind(s.behind)],
+    ['confirmation', formatConfirmation(s.confirmation)],
     ['last poll', s.last_poll ?? '-'],
     ['last contact', s.last_contact ?? '-'],
     ['next poll', s.next_poll ?? '-'],

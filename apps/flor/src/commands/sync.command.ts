@@ -22,6 +22,8 @@ export function describeOutcome(o: SyncOutcome): string {
       return `failed${v}: ${o.reason}`;
     case 'error':
       return `error: ${o.reason}`;
+    case 'reverted':
+      return `reverted to ${o.active_version}${v}: ${o.reason}`;
     default: {
       const never: never = o.result;
       return String(never);

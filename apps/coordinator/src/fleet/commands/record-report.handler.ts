@@ -35,5 +35,27 @@ export class RecordReportHandler implements ICommandHandler<RecordReportCommand,
       return revoked.length > 0;
     });
     if (revokedAny) await this.ledger.settle();
+    if (r.result === 'reverted' && r.target_version !== undefined && r.active_version > 0) await this.recordRevert(node, r.target_version, r.active_version, r.error ?? 'reverted');
+  }
+
+  /**
+   * A node reverted on its own: a rollback to the version it went back to, as a new higher version,
+   * so the ledger, the mirror and the node agree (its content is what the node runs: it takes it
+   * without a restart). The node is the actor. A head that moved on since, or a report repeated,
+   * appends nothing (the decider's rule).
+   */
+  private async recordRevert(node: string, from: number, to: number, reason: string): Promise<void> {
+    await this.ledger.write(
+      { actor: `node:${node}` },
+      {
+        type: 'rollback_node',
+        node,
+        toVersion: to,
+        message: `${node} reverted version ${from} to ${to}: ${reason}`.slice(0, 4096),
+        // Its own earlier content: accepting it cannot give an ineligible node anything new.
+        allowIneligible: [node],
+        reverted: { version: from, reason },
+      },
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import type { IneligibleNode, LedgerEvent, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
+import type { IneligibleNode, LedgerEvent, NodeReverted, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
 
 /**
  * The decider's view of one node: its head in the ledger. Absent = never published. A publish reads
@@ -56,6 +56,12 @@ export type LedgerCommand =
       readonly toVersion: number;
       /** The node's set at toVersion as the ledger recorded it, or undefined when there is no such version. */
       readonly target: NodeSet | undefined;
+      /**
+       * The node reverted `version` to toVersion on its own (commit-confirmed): the rollback makes the
+       * ledger say what the node runs, and only while `version` is still the head. Anything published
+       * since is newer than what the node reverted, and stands.
+       */
+      readonly reverted?: { readonly version: number; readonly reason: string };
     } & IneligibleFacts)
   | { readonly type: 'retire_node'; readonly message: string; readonly node: string };
 
@@ -149,6 +155,7 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
 function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' }>, heads: Heads, ctx: DecisionContext): Decision {
   const head = heads.get(command.node);
   if (!head) throw new DomainError('unknown_node', `node ${command.node} has never been published`, { node: command.node });
+  if (command.reverted && (head.version !== command.reverted.version || head.retired)) return NO_CHANGE(1);
   if (!command.target) {
     throw new DomainError('unknown_version', `node ${command.node} has no version ${command.toVersion} (head is ${head.version})`, { node: command.node, version: command.toVersion });
   }
@@ -161,7 +168,8 @@ function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' 
   if (!head.retired && head.setDigest === command.target.setDigest) return NO_CHANGE(1);
   const accepted = admitIneligible([command.node], command);
   const event = stamp(command.node, head, command.target.artifacts, false, ctx, command.toVersion);
-  return withRecord('rollback', command.message, [event], 0, ctx, accepted);
+  const revert = command.reverted ? { node: command.node, version: command.reverted.version, to: command.toVersion, reason: command.reverted.reason } : undefined;
+  return withRecord('rollback', command.message, [event], 0, ctx, accepted, revert);
 }
 
 function decideRetire(command: Extract<LedgerCommand, { type: 'retire_node' }>, heads: Heads, ctx: DecisionContext): Decision {
@@ -222,14 +230,14 @@ function stamp(
   };
 }
 
-function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = []): Decision {
+function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = [], reverted?: NodeReverted): Decision {
   const changed = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, to: s.data.version }));
   const record: PublishRecorded = {
     type: 'publish_recorded',
     stream: `publish:${ctx.publishId}`,
     revision: 1,
     // The acceptance is part of the hash-chained record: who (the event's actor) accepted which nodes, failing what.
-    data: { publish_id: ctx.publishId, kind, message, changed, unchanged, ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}) },
+    data: { publish_id: ctx.publishId, kind, message, changed, unchanged, ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}), ...(reverted ? { reverted } : {}) },
   };
   return { events: [...stamps, record], changed, unchanged, acceptedIneligible: accepted };
 }

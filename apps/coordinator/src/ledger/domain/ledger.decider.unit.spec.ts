@@ -170,6 +170,19 @@ describe('ledger decider', () => {
       expect(stamps(d.events)[0].data).toMatchObject({ version: 3, set_digest: v1.setDigest, restored_from: 1, artifacts: v1.artifacts });
     });
 
+    it('given a node that reverted its head on its own, when its report comes, then a rollback records the revert', () => {
+      const d = given(history()).when(rollback('alpha', 1, v1, { reverted: { version: 2, reason: 'health check "web" failed' } }));
+      expect(stamps(d.events)[0].data).toMatchObject({ version: 3, set_digest: v1.setDigest, restored_from: 1 });
+      expect(recordOf(d.events)?.data).toMatchObject({ kind: 'rollback', reverted: { node: 'alpha', version: 2, to: 1, reason: 'health check "web" failed' } });
+    });
+
+    it('given a head that moved on since the reverted version (or a repeated report), then the revert appends nothing', () => {
+      const moved = [...history(), ...given(history()).when(publish({ alpha: { f: C } })).events];
+      expect(given(moved).when(rollback('alpha', 1, v1, { reverted: { version: 2, reason: 'r' } })).events).toEqual([]);
+      const once = [...history(), ...given(history()).when(rollback('alpha', 1, v1, { reverted: { version: 2, reason: 'r' } })).events];
+      expect(given(once).when(rollback('alpha', 1, v1, { reverted: { version: 2, reason: 'r' } })).events).toEqual([]);
+    });
+
     it('refuses an unknown node, an unknown version and a target that is not older', () => {
       const g = given(history());
       const code = (c: LedgerCommand) => {

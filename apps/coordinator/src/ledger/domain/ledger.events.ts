@@ -28,6 +28,14 @@ export interface NodeSetStamped {
   };
 }
 
+/** A node that went back on its own from a version it could not confirm (commit-confirmed), and why. */
+export interface NodeReverted {
+  readonly node: string;
+  readonly version: number;
+  readonly to: number;
+  readonly reason: string;
+}
+
 export interface PublishRecorded {
   readonly type: 'publish_recorded';
   readonly stream: `publish:${string}`;
@@ -43,6 +51,8 @@ export interface PublishRecorded {
      * they had failed then. Absent when there were none, so earlier records keep their exact bytes.
      */
     readonly accepted_ineligible?: readonly IneligibleNode[];
+    /** A rollback that records a node's own revert; its actor is the node. Absent otherwise. */
+    readonly reverted?: NodeReverted;
   };
 }
 

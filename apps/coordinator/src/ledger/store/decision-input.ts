@@ -14,7 +14,15 @@ export type LedgerRequest =
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
       readonly allowIneligible: readonly string[];
     }
-  | { readonly type: 'rollback_node'; readonly node: string; readonly toVersion: number; readonly message: string; readonly allowIneligible: readonly string[] }
+  | {
+      readonly type: 'rollback_node';
+      readonly node: string;
+      readonly toVersion: number;
+      readonly message: string;
+      readonly allowIneligible: readonly string[];
+      /** A node's revert: the version it reverted from, and why (see the decider's rollback_node). */
+      readonly reverted?: { readonly version: number; readonly reason: string };
+    }
   | { readonly type: 'retire_node'; readonly node: string; readonly message: string };
 
 /**
