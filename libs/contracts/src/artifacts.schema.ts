@@ -23,6 +23,11 @@ export const AgentJson = z.strictObject({
   sync: z.strictObject({
     poll_interval: z.number().int().positive(),
     splay: z.number().int().nonnegative(),
+    /**
+     * Whether the agent watches its bundle (holds a poll open until it changes) between polls. Absent
+     * means on: only a rete that turns it off writes it, so existing sets keep their digests.
+     */
+    watch: z.boolean().optional(),
   }),
 });
 export type AgentJson = z.infer<typeof AgentJson>;

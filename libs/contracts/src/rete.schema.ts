@@ -76,6 +76,8 @@ const Duration = (min: number) =>
 export const ReteSync = z.strictObject({
   poll_interval: Duration(1).optional(),
   splay: Duration(0).optional(),
+  /** Watch the bundle between polls (on unless turned off): a change arrives within a second instead of at the next poll. */
+  watch: z.boolean().optional(),
 });
 
 export const Port = z.number().int().refine((n) => n >= 1 && n <= 65535, coded('port_out_of_range', 'port must be 1-65535'));

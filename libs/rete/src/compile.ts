@@ -68,7 +68,8 @@ export function compileRete(rete: Rete): CompiledTree {
       node: n.name,
       mesh: rete.mesh.name,
       coordinator: rete.mesh.coordinator,
-      sync: { poll_interval: n.sync.poll_interval, splay: n.sync.splay },
+      // watch is written only when turned off: a set compiled before the watch keeps its digest.
+      sync: { poll_interval: n.sync.poll_interval, splay: n.sync.splay, ...(n.sync.watch ? {} : { watch: false }) },
     });
     const flor: FlorJson = FlorJson.parse({
       node: n.name,

@@ -13,6 +13,8 @@ export interface Rete {
 export interface SyncSeconds {
   readonly poll_interval: number;
   readonly splay: number;
+  /** The agent watches its bundle between polls. */
+  readonly watch: boolean;
 }
 
 export interface ReteNodeModel {
