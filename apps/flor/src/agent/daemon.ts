@@ -171,8 +171,14 @@ export class Daemon {
     }
     if (abort.signal.aborted || this.stopping) return;
     if (watched === null) {
-      this.watchView = { state: 'polling', since: null, reason: 'nothing to watch with yet: a pass first' };
-      return this.periodic(true);
+      // Not enrolled, nothing applied yet, or a pass half-done: a plain pass, then the poll interval
+      // (watching again right away would spin while there is still nothing to watch with).
+      this.watchView = { state: 'polling', since: null, reason: 'nothing to watch with yet (not enrolled, nothing published, or a pass to finish)' };
+      const outcome = await this.sync(false).catch((err: Error) => {
+        this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
+        return null;
+      });
+      return this.schedule(outcome, true);
     }
     const refused = watched.answer.ok && watched.answer.fetched.status === 304 && watched.answer.fetched.held !== true;
     if (!watched.answer.ok) this.watchView = { state: 'polling', since: null, reason: `watch failed, retrying: ${watched.answer.error.message}` };
