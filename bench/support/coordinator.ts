@@ -26,6 +26,8 @@ export interface CoordinatorOptions {
   readonly nodeArgs?: readonly string[];
   /** An existing data dir to serve from (kept at stop); a fresh one, removed at stop, otherwise. */
   readonly dataDir?: string;
+  /** A further replica on a database another coordinator already set up: it writes no first admin token. */
+  readonly replica?: boolean;
 }
 
 const KEEP_LINES = 200;
@@ -105,7 +107,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
       if (/^listening: /.test(line)) {
         clearTimeout(timer);
         child.off('exit', onExit);
-        if (adminToken || options.dataDir) resolve();
+        if (adminToken || options.dataDir || options.replica) resolve();
         else reject(new Error(`coordinator wrote no first admin token on a fresh data dir:\n${output.join('\n')}`));
       }
     });

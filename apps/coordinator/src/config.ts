@@ -23,6 +23,8 @@ const Env = z.object({
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
   FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
+  FLORETE_WATCH_MAX_WAIT: z.coerce.number().int().min(0).max(3600).default(300),
+  FLORETE_WATCH_LIMIT: z.coerce.number().int().min(0).default(20_000),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
   FLORETE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_MIRROR_PUSH_URL: z.string().url().optional(),
@@ -63,6 +65,14 @@ export interface CoordinatorConfig {
   readonly consoleDir: string;
   /** How often the last contacts that polls noted in memory are written, in one statement. */
   readonly contactFlushMs: number;
+  readonly watch: WatchConfig;
+}
+
+export interface WatchConfig {
+  /** The longest a bundle watch (Prefer: wait) is held, in seconds; 0 turns watching off (every poll is answered at once). */
+  readonly maxWaitSeconds: number;
+  /** The most watches one replica holds at once; beyond it a watch is answered 503 with Retry-After. */
+  readonly limit: number;
 }
 
 export interface TlsConfig {
@@ -119,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
     contactFlushMs: e.FLORETE_CONTACT_FLUSH_MS,
+    watch: { maxWaitSeconds: e.FLORETE_WATCH_MAX_WAIT, limit: e.FLORETE_WATCH_LIMIT },
     consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
     mirror: {
       enabled: e.FLORETE_MIRROR === 'on',

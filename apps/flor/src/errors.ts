@@ -13,6 +13,7 @@ export type AgentErrorCode =
   | 'enrol_refused'
   | 'unreachable'
   | 'timeout'
+  | 'aborted'
   | 'unavailable'
   | 'unauthorized'
   | 'node_retired'

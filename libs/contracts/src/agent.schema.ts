@@ -585,6 +585,19 @@ export const AgentStatus = z.strictObject({
     })
     .nullable()
     .default(null),
+  /**
+   * Whether the agent watches its bundle: `watching` while a watch is held (since when), `polling`
+   * while the watch is on but not held (refused by the coordinator, retrying after an error, or
+   * nothing to watch with yet; `reason` says which), `off` when the rete turned it off.
+   */
+  watch: z
+    .strictObject({
+      state: z.enum(['watching', 'polling', 'off']),
+      since: Timestamp.nullable(),
+      reason: z.string().nullable(),
+    })
+    .nullable()
+    .default(null),
 });
 export type AgentStatus = z.infer<typeof AgentStatus>;
 

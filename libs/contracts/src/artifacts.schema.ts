@@ -48,6 +48,11 @@ export const AgentJson = z.strictObject({
      */
     confirm_within: z.number().int().positive().optional(),
     health_checks: z.array(HealthCheck).min(1).optional(),
+    /**
+     * Whether the agent watches its bundle (holds a poll open until it changes) between polls. Absent
+     * means on: only a rete that turns it off writes it, so existing sets keep their digests.
+     */
+    watch: z.boolean().optional(),
   }),
 });
 export type AgentJson = z.infer<typeof AgentJson>;

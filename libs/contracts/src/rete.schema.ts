@@ -134,6 +134,8 @@ export const ReteSync = z.strictObject({
   confirm_within: Duration(10).optional(),
   /** Run after activation; a node's list replaces the defaults' list. */
   health_checks: z.array(ReteHealthCheck).optional(),
+  /** Watch the bundle between polls (on unless turned off): a change arrives within a second instead of at the next poll. */
+  watch: z.boolean().optional(),
 });
 
 /**

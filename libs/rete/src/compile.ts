@@ -68,10 +68,12 @@ export function compileRete(rete: Rete): CompiledTree {
       node: n.name,
       mesh: rete.mesh.name,
       coordinator: rete.mesh.coordinator,
-      // Only a node with a window gets the keys: every other node's agent.json keeps its exact bytes.
+      // Only a node with a window gets its keys, and watch is written only when turned off: every
+      // other node's agent.json keeps its exact bytes.
       sync: {
         poll_interval: n.sync.poll_interval,
         splay: n.sync.splay,
+        ...(n.sync.watch ? {} : { watch: false }),
         ...(n.sync.confirm_within !== undefined ? { confirm_within: n.sync.confirm_within } : {}),
         ...(n.sync.health_checks !== undefined ? { health_checks: n.sync.health_checks } : {}),
       },

@@ -122,6 +122,21 @@ describe('compile', () => {
     expect(agent('alpha').sync).toEqual({ poll_interval: 300, splay: 30 });
   });
 
+  it('writes sync.watch into agent.json only where the rete turns the watch off', () => {
+    const texts = Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
+    const sources = texts.map((s) =>
+      s.file === 'nodes/servers.yaml' ? { ...s, text: s.text.replace('    sync:\n      poll_interval: 1m\n', '    sync:\n      poll_interval: 1m\n      watch: false\n') } : s,
+    );
+    const tree = compileSources(sources);
+    const agent = (n: string) => AgentJson.parse(JSON.parse(tree.get(n)?.get('agent.json') as string));
+    expect(agent('beta').sync).toEqual({ poll_interval: 60, splay: 30, watch: false });
+    // On by default: written as before, so the sets of nodes that watch keep their digests.
+    expect(agent('alpha').sync).toEqual({ poll_interval: 300, splay: 30 });
+    expect(tree.get('alpha')?.get('agent.json')).toEqual(compileSources(example()).get('alpha')?.get('agent.json'));
+    const off = sources.map((s) => (s.file === 'rete.yaml' ? { ...s, text: s.text.replace('    splay: 30s ', '    watch: false\n    splay: 30s ') } : s));
+    expect(AgentJson.parse(JSON.parse(compileSources(off).get('alpha')?.get('agent.json') as string)).sync.watch).toBe(false);
+  });
+
   it('writes canonical pretty JSON: sorted keys, two spaces, one trailing newline', () => {
     const text = compileSources(example()).get('beta')?.get('agent.json');
     expect(text).toBe(

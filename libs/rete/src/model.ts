@@ -13,6 +13,8 @@ export interface Rete {
 export interface SyncSeconds {
   readonly poll_interval: number;
   readonly splay: number;
+  /** The agent watches its bundle between polls. */
+  readonly watch: boolean;
   /** Commit-confirmed window; absent when the node has none. */
   readonly confirm_within?: number;
   /** As agent.json carries them: defaults filled in, durations in seconds. */

@@ -165,7 +165,7 @@ function article(expected: string): string {
   }
 }
 
-const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager'];
+const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'watch', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager'];
 
 /** "did you mean" for one-letter slips such as `listn` or `membres`. */
 function suggest(key: string, known: readonly string[]): string {

@@ -74,6 +74,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   const defaultSync = {
     poll_interval: defaults?.value.sync?.poll_interval ?? DEFAULT_POLL_INTERVAL,
     splay: defaults?.value.sync?.splay ?? DEFAULT_SPLAY,
+    watch: defaults?.value.sync?.watch ?? true,
   };
   if (defaults && seconds(defaultSync.splay) > seconds(defaultSync.poll_interval)) {
     const p = [...defaults.path, 'sync', 'splay'];
@@ -87,7 +88,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   for (const [name, def] of nodeDefs) {
     const n = def.value;
     for (const t of n.tags ?? []) tags.add(t);
-    const sync = { poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval, splay: n.sync?.splay ?? defaultSync.splay };
+    const sync = { poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval, splay: n.sync?.splay ?? defaultSync.splay, watch: n.sync?.watch ?? defaultSync.watch };
     if (n.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
       const p = [...def.path, 'sync', n.sync.splay !== undefined ? 'splay' : 'poll_interval'];
       error('splay_too_long', def.file.placeOf(p), p, `splay ${quoteValue(sync.splay)} is longer than the poll interval ${quoteValue(sync.poll_interval)}`);
@@ -112,7 +113,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       kind: n.kind,
       listen: n.listen,
       tags: uniqueSorted(n.tags ?? []),
-      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), ...confirm },
+      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), watch: sync.watch, ...confirm },
       services: (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' })),
       place: def.place,
     });

@@ -85,6 +85,16 @@ export class PollCache {
     }
   }
 
+  /** Whether memory may answer now: the change feed is current (and so wakes held watches in time). */
+  trusted(): boolean {
+    return this.feed.trusted();
+  }
+
+  /** The checkpoint header as memory holds it now; undefined when memory does not know it. */
+  checkpointNow(): string | null | undefined {
+    return this.checkpoint;
+  }
+
   /** The generation a database read starts at: pass it to remember(). */
   mark(): number {
     return this.generation;

@@ -1,10 +1,15 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { sql } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { NODE_NAME_PATTERN, NodeName } from '#contracts';
-import { DB } from '../db/db.module.js';
+import { CHANGE_FEED, DB } from '../db/db.module.js';
+import type { ChangeFeed } from '../db/change-feed.js';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
+import { appliedWait, parsePreferWait, refusalRetryAfter, watchDeadline } from './prefer-wait.js';
+import { WatchHub, type HeldWatch } from './watch-hub.js';
 import { LOG } from '../core/core.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
@@ -29,6 +34,24 @@ const PREFIX = '/v1/nodes/';
 const SUFFIX = '/bundle';
 
 type PollRequest = FastifyRequest<{ Params: { node: string } }>;
+
+/** RFC 7240: the wait a held answer was given, so the agent knows the coordinator watched (a 304 without it was not held). */
+export const PREFERENCE_APPLIED = 'preference-applied';
+
+/** The expiry's resolution: a held watch ends at most this much after its deadline. */
+const WATCH_TICK_MS = 250;
+/** Retry-After on a refused watch is spread over this many seconds. */
+const REFUSAL_SPREAD_SECONDS = 10;
+
+/** A watch the request asked for and was granted: its deadline (performance.now() ms) and the wait applied. */
+interface Watch {
+  readonly deadline: number;
+  readonly applied: number;
+}
+
+/** A request held at the front door and handed on to the route when woken carries its watch, so the route keeps its deadline. */
+const HELD_WATCH = Symbol('florete held watch');
+type Carrying = IncomingMessage & { [HELD_WATCH]?: Watch };
 
 /** The headers of every poll answer, 304 or 200, from memory or from the database. */
 function pollHeaders(etag: string, checkpoint: string | null): Record<string, string> {
@@ -57,37 +80,117 @@ function pollHeaders(etag: string, checkpoint: string | null): Record<string, st
  *   it carries, so Nest's guard and parameter decorators would add nothing but their cost.
  */
 @Injectable()
-export class PollRoute implements OnApplicationShutdown {
+export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdown {
   private closing = false;
+  /** Every watch this replica holds (see WatchHub): woken by the change feed, ended by one expiry tick. */
+  readonly hub: WatchHub;
+  private readonly maxWait: number;
+  private behind: ((req: IncomingMessage, res: ServerResponse) => void)[] = [];
+  private server: Server | null = null;
+  private wasTrusted = true;
+  private ticker: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(DB) private readonly db: Db,
+    @Inject(CHANGE_FEED) feed: ChangeFeed,
+    @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
     @Inject(LOG) private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly auth: AuthService,
     private readonly cache: PollCache,
     private readonly contacts: ContactLog,
-  ) {}
+  ) {
+    this.maxWait = config.watch.maxWaitSeconds;
+    this.hub = new WatchHub({ limit: config.watch.limit, tickMs: WATCH_TICK_MS }, () => performance.now(), (nodes) => this.readEtags(nodes), (err) => this.log.error({ err }, 'answering a held watch failed'));
+    // After PollCache's own subscription (it is constructed first): a woken watch finds memory already emptied.
+    feed.subscribe((change) => this.hub.apply(change));
+    metrics.watchesHeld = () => this.hub.size;
+  }
+
+  /**
+   * Before the server closes (it waits for open requests): held watches are answered 503 with
+   * Retry-After, so their agents reconnect to another replica, spread, and no new one is held.
+   */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    if (this.ticker) clearInterval(this.ticker);
+    this.hub.close();
+  }
 
   /** Nest's own door answers 503 once shutdown begins; this one then sends everything on to it. */
   onApplicationShutdown(): void {
     this.closing = true;
+    this.hub.close();
+  }
+
+  /**
+   * One tick for every held watch: ends those whose wait ran out, and wakes them all when the change
+   * feed stops being trusted (a change it missed would otherwise leave them held past a poll).
+   */
+  private tick(): void {
+    const trusted = this.cache.trusted();
+    if (this.wasTrusted && !trusted) this.hub.wakeAll();
+    this.wasTrusted = trusted;
+    this.hub.expireDue();
+  }
+
+  /** The current ETags of `nodes`, in reads of a few thousand: how a change of every head is narrowed to the held nodes it moved. */
+  private async readEtags(nodes: readonly string[]): Promise<Map<string, string | null>> {
+    const etags = new Map<string, string | null>();
+    for (let i = 0; i < nodes.length; i += 5000) {
+      const rows = await this.db.kysely.selectFrom('node_heads').select(['node', 'etag']).where('node', 'in', nodes.slice(i, i + 5000)).execute();
+      for (const r of rows) etags.set(r.node, r.etag);
+    }
+    return etags;
+  }
+
+  /** Whether a watch may be held now: the feed must be current, or a change could pass it by. */
+  private canHold(): boolean {
+    return !this.closing && this.hub.hasRoom() && this.cache.trusted();
+  }
+
+  /** The watch a request asks for (Prefer: wait), or null; a malformed Prefer is refused, and nothing is held. */
+  private watchOf(req: IncomingMessage): Watch | null {
+    const carried = (req as Carrying)[HELD_WATCH];
+    if (carried) return carried;
+    const prefer = parsePreferWait(req.headers.prefer);
+    if (!prefer.ok) throw new DomainError('invalid_prefer', prefer.reason);
+    if (!prefer.wait || this.maxWait === 0) return null;
+    const applied = appliedWait(prefer.wait, this.maxWait);
+    return { deadline: watchDeadline(performance.now(), applied, Math.random()), applied };
+  }
+
+  /** Why a watch that would be held is not: a 503 with Retry-After, spread; null when it is answered as a plain poll instead. */
+  private refusal(): DomainError | null {
+    if (this.closing || this.hub.closing) return new DomainError('shutting_down', 'this replica is stopping: watch again, the next replica will hold it');
+    if (!this.hub.hasRoom()) return new DomainError('too_many_watches', `this replica holds ${this.hub.limit} watches, its limit (FLORETE_WATCH_LIMIT): watch again after Retry-After`);
+    return null;
+  }
+
+  private retryAfter(): string {
+    return String(refusalRetryAfter(REFUSAL_SPREAD_SECONDS, Math.random()));
   }
 
   register(fastify: FastifyInstance): void {
     this.frontDoor(fastify.server as Server);
+    this.ticker = setInterval(() => this.tick(), WATCH_TICK_MS);
+    this.ticker.unref();
     fastify.get(POLL_PATH, (req: PollRequest, reply: FastifyReply) => {
-      this.metrics.polls++;
+      // A request the front door held and handed on was counted there.
+      if (!(req.raw as Carrying)[HELD_WATCH]) this.metrics.polls++;
       try {
         const token = bearerOf(req.headers.authorization);
         const credential = token ? parseSecret(token) : null;
         if (credential?.kind !== 'fln') return this.answering(reply, this.refuse(req, credential));
         const name = parseInput(NodeName, req.params.node, 'path');
         const tags = ifNoneMatchTags(req.headers['if-none-match']);
-        const headers = this.notModified(credential, name, tags);
-        if (!headers) return this.answering(reply, this.fromDatabase(reply, credential, name, tags));
-        void reply.headers(headers).status(304).send();
+        const watch = this.watchOf(req.raw);
+        const memory = this.fromMemory(credential, name, tags);
+        if (!memory) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
+        if (watch) return this.answering(reply, this.held(reply, credential, name, tags, memory, watch, this.cache.mark()));
+        this.metrics.polls304++;
+        void reply.headers(pollHeaders(memory.etag, memory.checkpoint)).status(304).send();
       } catch (err) {
         sendProblem(reply, toProblem(err, this.log));
       }
@@ -99,6 +202,8 @@ export class PollRoute implements OnApplicationShutdown {
   /** Puts the front door before the server's own request listeners (Fastify's), for HTTP and HTTPS alike. */
   private frontDoor(server: Server): void {
     const behind = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+    this.behind = behind;
+    this.server = server;
     server.removeAllListeners('request');
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       if (this.answeredAtTheDoor(req, res)) return;
@@ -120,25 +225,145 @@ export class PollRoute implements OnApplicationShutdown {
     const token = bearerOf(req.headers.authorization);
     const credential = token ? parseSecret(token) : null;
     if (credential?.kind !== 'fln') return false;
-    const headers = this.notModified(credential, name, ifNoneMatchTags(req.headers['if-none-match']));
-    if (!headers) return false;
+    let watch: Watch | null = null;
+    if (req.headers.prefer !== undefined) {
+      // A malformed Prefer, or a watch that cannot be held now, is the route's to answer.
+      const prefer = parsePreferWait(req.headers.prefer);
+      if (!prefer.ok) return false;
+      if (prefer.wait && this.maxWait > 0) {
+        if (!this.canHold()) return false;
+        const applied = appliedWait(prefer.wait, this.maxWait);
+        watch = { deadline: watchDeadline(performance.now(), applied, Math.random()), applied };
+      }
+    }
+    const tags = ifNoneMatchTags(req.headers['if-none-match']);
+    const memory = this.fromMemory(credential, name, tags);
+    if (!memory) return false;
     // Counted here only once answered: a poll sent on to the route is counted there.
     this.metrics.polls++;
-    res.writeHead(304, headers).end();
+    if (watch) {
+      this.holdAtTheDoor(req, res, credential, name, memory.etag, watch);
+      return true;
+    }
+    this.metrics.polls304++;
+    res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint)).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
     if (this.log.isLevelEnabled('debug')) this.log.debug({ req_id: requestIdOf(req), method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
     return true;
   }
 
-  /** The headers of a 304 memory can answer with certainty, counted as one; null when it cannot. */
-  private notModified(credential: ParsedSecret, name: string, tags: readonly string[]): Record<string, string> | null {
+  /** A 304 memory can answer with certainty (a cache hit, and a contact); null when it cannot. */
+  private fromMemory(credential: ParsedSecret, name: string, tags: readonly string[]): { etag: string; checkpoint: string | null } | null {
     const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
     if (!memory) return null;
     this.metrics.pollCache.hit();
-    this.metrics.polls304++;
     this.contacts.seen(name);
-    return pollHeaders(memory.etag, memory.checkpoint);
+    return memory;
+  }
+
+  /** The headers of a 304 that ends a held watch: the checkpoint as memory has it now, if it knows it. */
+  private expiredHeaders(etag: string, checkpoint: string | null, watch: Watch): Record<string, string> {
+    const now = this.cache.checkpointNow();
+    return { ...pollHeaders(etag, now === undefined ? checkpoint : now), [PREFERENCE_APPLIED]: `wait=${watch.applied}` };
+  }
+
+  /**
+   * Holds a plain watch at the front door, with nothing but its entry in the hub: expired, it is
+   * answered 304 here; woken, it is handed on to the route as if it had just arrived (carrying its
+   * deadline), which answers it from the database and may hold it again.
+   */
+  private holdAtTheDoor(req: IncomingMessage, res: ServerResponse, credential: ParsedSecret, name: string, etag: string, watch: Watch): void {
+    const checkpoint = this.cache.checkpointNow() ?? null;
+    const gone = () => this.hub.release(held);
+    const held: HeldWatch = {
+      node: name,
+      credentialId: credential.id,
+      etag,
+      deadline: watch.deadline,
+      wake: () => {
+        res.off('close', gone);
+        this.metrics.watches.woken++;
+        this.metrics.held.add(req);
+        (req as Carrying)[HELD_WATCH] = watch;
+        for (const listener of this.behind) listener.call(this.server, req, res);
+      },
+      expire: () => {
+        res.off('close', gone);
+        this.metrics.watches.expired++;
+        this.metrics.polls304++;
+        this.contacts.seen(name);
+        res.writeHead(304, this.expiredHeaders(etag, checkpoint, watch)).end();
+      },
+      drop: () => {
+        res.off('close', gone);
+        this.metrics.watches.refused++;
+        const problem = toProblem(new DomainError('shutting_down', 'this replica is stopping: watch again, the next replica will hold it'), this.log);
+        res.writeHead(problem.status, { 'content-type': 'application/problem+json', 'retry-after': this.retryAfter(), connection: 'close' }).end(JSON.stringify(problem));
+      },
+    };
+    this.hub.hold(held);
+    res.once('close', gone);
+  }
+
+  /**
+   * Holds a watch the route answers (it came with a miss, or was woken and is still current): 304
+   * when it expires, the database's answer again when woken. `mark` is the cache generation the
+   * answer was read at: a change since then may have been missed, so the watch is woken at once.
+   */
+  private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null }, watch: Watch, mark: number): Promise<void> {
+    if (performance.now() >= watch.deadline) {
+      this.metrics.polls304++;
+      void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, watch)).status(304).send();
+      return Promise.resolve();
+    }
+    if (!this.canHold()) {
+      const refused = this.refusal();
+      if (refused) {
+        this.metrics.watches.refused++;
+        void reply.header('retry-after', this.retryAfter());
+        return Promise.reject(refused);
+      }
+      // The feed is not current: answered now, as a plain poll, without Preference-Applied.
+      this.metrics.polls304++;
+      void reply.headers(pollHeaders(current.etag, current.checkpoint)).status(304).send();
+      return Promise.resolve();
+    }
+    this.metrics.held.add(reply.raw.req ?? reply.request.raw);
+    return new Promise<void>((resolve, reject) => {
+      const gone = () => {
+        this.hub.release(held);
+        resolve();
+      };
+      const held: HeldWatch = {
+        node: name,
+        credentialId: credential.id,
+        etag: current.etag,
+        deadline: watch.deadline,
+        wake: () => {
+          reply.raw.off('close', gone);
+          this.metrics.watches.woken++;
+          this.fromDatabase(reply, credential, name, tags, watch).then(resolve, reject);
+        },
+        expire: () => {
+          reply.raw.off('close', gone);
+          this.metrics.watches.expired++;
+          this.metrics.polls304++;
+          this.contacts.seen(name);
+          void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, watch)).status(304).send();
+          resolve();
+        },
+        drop: () => {
+          reply.raw.off('close', gone);
+          this.metrics.watches.refused++;
+          void reply.header('retry-after', this.retryAfter()).header('connection', 'close');
+          reject(new DomainError('shutting_down', 'this replica is stopping: watch again, the next replica will hold it'));
+        },
+      };
+      this.hub.hold(held);
+      reply.raw.once('close', gone);
+      if (this.cache.mark() !== mark && this.hub.release(held)) held.wake();
+    });
   }
 
   /** Sends what `work` throws as a problem; the reply is returned for Fastify, as an async route must. */
@@ -161,7 +386,7 @@ export class PollRoute implements OnApplicationShutdown {
     throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
   }
 
-  private async fromDatabase(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[]): Promise<void> {
+  private async fromDatabase(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], watch: Watch | null = null): Promise<void> {
     this.metrics.pollCache.miss();
     const mark = this.cache.mark();
     const row = await this.db.kysely
@@ -195,7 +420,9 @@ export class PollRoute implements OnApplicationShutdown {
     this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint));
+    if (watch) headers[PREFERENCE_APPLIED] = `wait=${watch.applied}`;
     if (etagMatches(tags, row.etag)) {
+      if (watch) return this.held(reply, credential, name, tags, { etag: row.etag, checkpoint: headers[CHECKPOINT_HEADER] ?? null }, watch, mark);
       this.metrics.polls304++;
       void reply.headers(headers).status(304).send();
       return;

@@ -31,7 +31,10 @@ export type DomainErrorCode =
   | 'request_timeout'
   | 'unknown_key'
   | 'already_revoked'
-  | 'backup_unavailable';
+  | 'backup_unavailable'
+  | 'invalid_prefer'
+  | 'too_many_watches'
+  | 'shutting_down';
 
 export class DomainError extends Error {
   constructor(

@@ -37,6 +37,9 @@ const STATUS: Record<DomainErrorCode, number> = {
   unknown_key: 404,
   already_revoked: 409,
   backup_unavailable: 409,
+  invalid_prefer: 400,
+  too_many_watches: 503,
+  shutting_down: 503,
 };
 
 const TITLES: Record<number, string> = {

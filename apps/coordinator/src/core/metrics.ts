@@ -52,6 +52,15 @@ export class Metrics {
   /** Bundles signed as their node fetched them (a 200 on the poll path). */
   bundlesSigned = 0;
   reports = 0;
+  /** How many watches this replica holds now; set by the poll route. */
+  watchesHeld: () => number = () => 0;
+  /** Held watches as they ended: woken by a change, expired (304), refused (503 beyond the limit or stopping). */
+  readonly watches = { woken: 0, expired: 0, refused: 0 };
+  /**
+   * Requests that were held as watches: their time is the wait, not the work, so the poll latency
+   * histogram leaves them out.
+   */
+  readonly held = new WeakSet<object>();
 
   readonly registry = new Registry();
 
@@ -102,6 +111,18 @@ export class Metrics {
     fromField('florete_publish_repeats_total', 'Publishes of the request body this replica published last, with nothing appended since, answered without deciding them again (200, nothing changed).', () => this.repeatedPublishes);
     fromField('florete_bundles_signed_total', 'Bundles signed as their node fetched them (polls answered 200): about one per node per new version or key change; a publish signs none.', () => this.bundlesSigned);
     fromField('florete_reports_total', 'Agent reports accepted.', () => this.reports);
+    fromField('florete_watches_woken_total', 'Held bundle watches answered because their node or credential changed.', () => this.watches.woken);
+    fromField('florete_watches_expired_total', 'Held bundle watches whose wait ran out (answered 304).', () => this.watches.expired);
+    fromField('florete_watches_refused_total', 'Bundle watches refused with 503 and Retry-After: beyond FLORETE_WATCH_LIMIT, or while the replica stops.', () => this.watches.refused);
+    const held = () => this.watchesHeld();
+    new Gauge({
+      name: 'florete_watches_held',
+      help: 'Bundle watches (polls with Prefer: wait) this replica holds open now.',
+      registers,
+      collect() {
+        this.set(held());
+      },
+    });
     this.pollSeconds = new Histogram({ name: 'florete_poll_duration_seconds', help: 'Time to answer a bundle poll, by HTTP status.', labelNames: ['status'], buckets: POLL_BUCKETS, registers });
     this.publishSeconds = new Histogram({ name: 'florete_publish_duration_seconds', help: 'Time to answer POST /v1/publishes, by HTTP status.', labelNames: ['status'], buckets: PUBLISH_BUCKETS, registers });
     this.cacheHits = new Counter({ name: 'florete_poll_cache_hits_total', help: 'Polls answered from the in-process poll cache.', registers });
@@ -173,7 +194,7 @@ export class Metrics {
 export function observeRequestLatency(fastify: FastifyInstance, metrics: Metrics): void {
   fastify.addHook('onResponse', (req, reply, done) => {
     const url = req.routeOptions?.url;
-    if (url) metrics.observe(`${req.method} ${url}`, reply.statusCode, reply.elapsedTime / 1000);
+    if (url && !metrics.held.has(req.raw)) metrics.observe(`${req.method} ${url}`, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 }

@@ -16,7 +16,8 @@ export interface OperatorConfirm {
 
 /** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified. */
 export type BundleFetch =
-  | { readonly status: 304; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null }
+  /** held: the coordinator waited as asked (Preference-Applied), so this 304 ends a watch rather than refusing one. */
+  | { readonly status: 304; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null; readonly held?: boolean }
   /** Nothing has been published for this node yet: a normal answer, not a failure. */
   | { readonly status: 'none'; readonly checkpoint: null; readonly confirm: null }
   | { readonly status: 200; readonly jws: string; readonly etag: string | null; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null };
@@ -67,12 +68,20 @@ export class CoordinatorClient {
     return { authorization: `Bearer ${this.identity.credential}` };
   }
 
-  async fetchBundle(etag: string | null): Promise<BundleFetch> {
+  /**
+   * The bundle, or a 304 for `etag`. With `waitSeconds` (and an ETag) it is a watch: the coordinator
+   * holds the request until the bundle changes or the wait, plus its jitter of up to a sixteenth, runs
+   * out; the deadline on the exchange grows by as much.
+   */
+  async fetchBundle(etag: string | null, waitSeconds = 0, signal?: AbortSignal): Promise<BundleFetch> {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
-    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs: this.timeoutMs, agent: this.agent });
+    const watching = etag !== null && waitSeconds > 0;
+    if (watching) headers.prefer = `wait=${waitSeconds}`;
+    const timeoutMs = this.timeoutMs + (watching ? Math.ceil((waitSeconds * 1000 * 17) / 16) : 0);
+    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs, agent: this.agent, signal });
     const confirm = parseConfirmHeader(a.headers[CONFIRM_HEADER]);
-    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers), confirm };
+    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers), confirm, held: watching && typeof a.headers['preference-applied'] === 'string' };
     if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null, confirm: null };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
     const tag = a.headers.etag;

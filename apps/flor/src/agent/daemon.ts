@@ -10,9 +10,9 @@ import { HotReloadActivation } from './hot-reload.activator.js';
 import { agentLifecycle } from './lifecycle.js';
 import type { Log } from '#runtime';
 import { isRetired } from './retirement.js';
-import { pollBackoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, type PollTiming } from './schedule.js';
+import { pollBackoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, watchRetryDelay, watchWaitSeconds, type PollTiming } from './schedule.js';
 import { StateDir } from './state-dir.js';
-import { SyncPass, type PassOutcome } from './sync-pass.js';
+import { SyncPass, type PassOutcome, type Watched } from './sync-pass.js';
 import { LocalSetApply } from './local-set.js';
 import { confirmationView } from './confirmation.js';
 
@@ -32,6 +32,12 @@ const IDENTITY_WATCH_MS = 2000;
  * one and those asked for on the control socket queue behind each other. Once the coordinator says
  * the node was retired it polls at most hourly, also across restarts, and at once when the node is
  * enrolled again.
+ *
+ * Between passes it watches its bundle (agent.json sync.watch, on unless turned off): one request
+ * held by the coordinator until the bundle changes or the poll interval runs out, made outside the
+ * pass queue and handed to a pass as its fetch. A watch that fails is retried within seconds, with
+ * jitter; one the coordinator did not hold (it does not watch) leaves the poll interval in charge
+ * until the next check.
  */
 export class Daemon {
   private readonly activator: Activator;
@@ -54,6 +60,9 @@ export class Daemon {
   readonly handover: Promise<string> = new Promise((resolve) => (this.handedOver = resolve));
   /** A version only a dry run has seen, since the last real pass that fetched: kept here because a dry run writes nothing. */
   private dryRunSeen: { version: number; at: string } | null = null;
+  /** The watch held now, to cancel when a pass is scheduled otherwise. */
+  private watchAbort: AbortController | null = null;
+  private watchView: NonNullable<AgentStatus['watch']> = { state: 'polling', since: null, reason: 'not watched yet' };
 
   constructor(
     private readonly dir: StateDir,
@@ -89,7 +98,8 @@ export class Daemon {
     const retired = this.retired();
     const delay = firstPollDelay(retired, state.last_poll === null ? null : Date.parse(state.last_poll), Date.now());
     if (delay === 0) {
-      void this.periodic();
+      // The first pass is a plain one: it finishes what a crash left and reports, before any watch.
+      void this.periodic(true);
       return;
     }
     this.arm(delay);
@@ -97,10 +107,10 @@ export class Daemon {
   }
 
   /** Serialises passes; the returned promise settles with this pass's outcome. */
-  sync(dryRun: boolean): Promise<PassOutcome> {
+  sync(dryRun: boolean, watched?: Watched): Promise<PassOutcome> {
     const run = this.queue.then(async () => {
       try {
-        const outcome = await this.syncPass.run(dryRun);
+        const outcome = await this.syncPass.run(dryRun, watched);
         this.remember(outcome);
         return outcome;
       } finally {
@@ -137,8 +147,10 @@ export class Daemon {
     }
   }
 
-  private async periodic(): Promise<void> {
+  /** A check: a watch when watching is on (a watch is answered at once when the bundle changed), else a pass. */
+  private async periodic(plain = false): Promise<void> {
     if (this.stopping) return;
+    if (!plain && this.timing().watch && !this.retired()) return this.watchOnce();
     const outcome = await this.sync(false).catch((err: Error) => {
       this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
       return null;
@@ -179,19 +191,80 @@ export class Daemon {
     this.armConfirmation();
   }
 
-  private schedule(outcome: PassOutcome | null): void {
+  /**
+   * One watch: held outside the pass queue (so `flor agent sync` never waits behind it), its answer
+   * then taken by a pass. Cancelled when something else schedules the next check.
+   */
+  private async watchOnce(): Promise<void> {
+    this.cancelWatch();
+    const timing = this.timing();
+    const wait = watchWaitSeconds(timing);
+    const abort = new AbortController();
+    this.watchAbort = abort;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    // The latest the check ends: the wait, and the coordinator's jitter of up to a sixteenth.
+    this.nextPollAt = new Date(Date.now() + Math.ceil((wait * 1000 * 17) / 16));
+    this.watchView = { state: 'watching', since: new Date().toISOString(), reason: null };
+    let watched: Watched | null;
+    try {
+      watched = await this.syncPass.watch(wait, abort.signal);
+    } catch (err) {
+      this.log('error', 'watch crashed', { reason: (err as Error).message });
+      watched = null;
+    } finally {
+      if (this.watchAbort === abort) this.watchAbort = null;
+    }
+    if (abort.signal.aborted || this.stopping) return;
+    if (watched === null) {
+      // Not enrolled, nothing applied yet, or a pass half-done: a plain pass, then the poll interval
+      // (watching again right away would spin while there is still nothing to watch with).
+      this.watchView = { state: 'polling', since: null, reason: 'nothing to watch with yet (not enrolled, nothing published, or a pass to finish)' };
+      const outcome = await this.sync(false).catch((err: Error) => {
+        this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
+        return null;
+      });
+      return this.schedule(outcome, true);
+    }
+    const refused = watched.answer.ok && watched.answer.fetched.status === 304 && watched.answer.fetched.held !== true;
+    if (!watched.answer.ok) this.watchView = { state: 'polling', since: null, reason: `watch failed, retrying: ${watched.answer.error.message}` };
+    else if (refused) this.watchView = { state: 'polling', since: null, reason: 'the coordinator did not hold the watch: polling at the interval' };
+    const outcome = await this.sync(false, watched).catch((err: Error) => {
+      this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
+      return null;
+    });
+    this.schedule(outcome, refused);
+  }
+
+  private cancelWatch(): void {
+    this.watchAbort?.abort();
+    this.watchAbort = null;
+  }
+
+  /** `refused`: the last watch was not held, so the next check waits out the poll interval. */
+  private schedule(outcome: PassOutcome | null, refused = false): void {
     if (this.stopping) return;
+    this.cancelWatch();
     const timing = this.timing();
     const retired = this.retired();
+    const watching = timing.watch && !retired;
+    if (!timing.watch) this.watchView = { state: 'off', since: null, reason: null };
     let delay: number;
     if (retired) {
       this.failures = 0;
       delay = retiredPollDelay(timing, Math.random());
     } else if (outcome === null || outcome.contactFailed) {
       this.failures++;
-      delay = pollBackoffDelay(timing, this.failures, this.config.max_backoff_seconds * 1000, Math.random(), outcome?.retryAfterMs);
+      const max = this.config.max_backoff_seconds * 1000;
+      delay = watching ? watchRetryDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs) : pollBackoffDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs);
+      if (watching) this.watchView = { state: 'polling', since: null, reason: `retrying after: ${outcome?.reason ?? 'a crashed pass'}` };
     } else {
       this.failures = 0;
+      if (watching && !refused) {
+        this.stopWatchingIdentity();
+        void this.watchOnce();
+        return;
+      }
       delay = nextPollDelay(timing, Math.random());
     }
     this.arm(delay);
@@ -302,6 +375,7 @@ export class Daemon {
       behind: behindOf({ appliedVersion: state.applied_version, activeVersion: active, unapplied: state.unapplied, retired, dryRun: this.dryRunSeen }),
       local_set: localSetView(state.local_set),
       confirmation: confirmationView(state),
+      watch: this.watchView,
       ...this.trustStatus(identity),
     };
   }
@@ -316,6 +390,7 @@ export class Daemon {
   /** SIGTERM: no new passes, let a running one finish, close the socket, stop a supervised vertex. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.cancelWatch();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (this.confirmTimer) clearTimeout(this.confirmTimer);

@@ -21,6 +21,8 @@ export interface HttpOptions {
   readonly maxBytes?: number;
   /** For https: the agent that verifies the coordinator before the request is written (transport.ts). */
   readonly agent?: Agent;
+  /** Ends the exchange early (a held watch the agent no longer needs): rejected with `aborted`. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -67,6 +69,15 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
       if (cause instanceof TlsRefusedError) fail(new AgentError(cause.code === 'pin_mismatch' ? 'tls_pin_mismatch' : 'tls_untrusted', cause.message, { cause }));
       else fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause }));
     });
+    if (options.signal) {
+      const signal = options.signal;
+      const onAbort = () => fail(new AgentError('aborted', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} was cancelled`));
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener('abort', onAbort, { once: true });
+        req.once('close', () => signal.removeEventListener('abort', onAbort));
+      }
+    }
     req.end(payload);
   });
 }

@@ -1,10 +1,10 @@
 import { INITIAL_AGENT_STATE, type AgentIdentity } from '#contracts';
-import { pollBackoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom } from './schedule.js';
+import { pollBackoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom, watchRetryDelay, watchWaitSeconds, WATCH_RETRY_MS } from './schedule.js';
 import { answerError, parseRetryAfter } from './http.js';
 import { isRetired } from './retirement.js';
 import { AgentError } from '../errors.js';
 
-const timing = { pollIntervalMs: 30_000, splayMs: 10_000 };
+const timing = { pollIntervalMs: 30_000, splayMs: 10_000, watch: true };
 
 describe('agent poll schedule', () => {
   it('polls at the interval plus jitter within splay', () => {
@@ -15,10 +15,10 @@ describe('agent poll schedule', () => {
 
   it('takes the interval and splay from the active agent.json, and the local default without one', () => {
     const agentJson = JSON.stringify({ node: 'a', mesh: 'm', coordinator: 'https://c.example/', sync: { poll_interval: 7, splay: 3 } });
-    expect(timingFrom(agentJson, 60)).toEqual({ pollIntervalMs: 7000, splayMs: 3000 });
-    expect(timingFrom(null, 60)).toEqual({ pollIntervalMs: 60_000, splayMs: 0 });
-    expect(timingFrom('{"sync": "nope"}', 60)).toEqual({ pollIntervalMs: 60_000, splayMs: 0 });
-    expect(timingFrom('not json', 45)).toEqual({ pollIntervalMs: 45_000, splayMs: 0 });
+    expect(timingFrom(agentJson, 60)).toEqual({ pollIntervalMs: 7000, splayMs: 3000, watch: true });
+    expect(timingFrom(null, 60)).toEqual({ pollIntervalMs: 60_000, splayMs: 0, watch: true });
+    expect(timingFrom('{"sync": "nope"}', 60)).toEqual({ pollIntervalMs: 60_000, splayMs: 0, watch: true });
+    expect(timingFrom('not json', 45)).toEqual({ pollIntervalMs: 45_000, splayMs: 0, watch: true });
   });
 
   it('backs off exponentially with jitter over the upper half, up to the cap', () => {
@@ -49,9 +49,9 @@ describe('the agent of a retired node', () => {
 
   it('polls at most hourly, or at its interval when that is longer, plus splay', () => {
     expect(RETIRED_POLL_MS).toBe(HOUR);
-    expect(retiredPollDelay({ pollIntervalMs: 1000, splayMs: 0 }, 0.9)).toBe(HOUR);
+    expect(retiredPollDelay({ pollIntervalMs: 1000, splayMs: 0, watch: true }, 0.9)).toBe(HOUR);
     expect(retiredPollDelay(timing, 0.5)).toBe(HOUR + 5000);
-    expect(retiredPollDelay({ pollIntervalMs: 2 * HOUR, splayMs: 0 }, 0)).toBe(2 * HOUR);
+    expect(retiredPollDelay({ pollIntervalMs: 2 * HOUR, splayMs: 0, watch: true }, 0)).toBe(2 * HOUR);
   });
 
   it('starts with a pass at once unless retired, and retired waits out the hour since its last poll', () => {
@@ -87,5 +87,28 @@ describe('the agent of a retired node', () => {
     expect(answerError(answer({ ...problem, code: 'unauthenticated' }), 'x').code).toBe('unauthorized');
     // A body that does not parse as the contract is an ordinary refusal, not a guess.
     expect(answerError(answer({ ...problem, code: 'retired_credential' }), 'x').code).toBe('unauthorized');
+  });
+});
+
+describe('agent watch schedule', () => {
+  it('watches unless the active agent.json turns it off', () => {
+    const off = JSON.stringify({ node: 'a', mesh: 'm', coordinator: 'https://c.example/', sync: { poll_interval: 7, splay: 3, watch: false } });
+    expect(timingFrom(off, 60)).toEqual({ pollIntervalMs: 7000, splayMs: 3000, watch: false });
+  });
+
+  it('asks to wait the poll interval, at least a second', () => {
+    expect(watchWaitSeconds(timing)).toBe(30);
+    expect(watchWaitSeconds({ ...timing, pollIntervalMs: 1 })).toBe(1);
+  });
+
+  it('retries a failed watch within a window that doubles from a few seconds up to the interval, full jitter', () => {
+    expect([1, 2, 3].map((n) => watchRetryDelay(timing, n, 300_000, 0.999999))).toEqual([WATCH_RETRY_MS - 1, 2 * WATCH_RETRY_MS - 1, 4 * WATCH_RETRY_MS - 1]);
+    expect(watchRetryDelay(timing, 1, 300_000, 0)).toBe(0);
+    expect(watchRetryDelay(timing, 20, 300_000, 0.5)).toBe(15_000);
+    expect(watchRetryDelay(timing, 20, 10_000, 0.5)).toBe(5_000);
+  });
+
+  it('waits at least what Retry-After says', () => {
+    expect(watchRetryDelay(timing, 1, 300_000, 0, 7000)).toBe(7000);
   });
 });

@@ -6,7 +6,7 @@ import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
 import { transportFor } from './transport.js';
-import { CoordinatorClient, type OperatorConfirm } from './coordinator-client.js';
+import { CoordinatorClient, type BundleFetch, type OperatorConfirm } from './coordinator-client.js';
 import { evolve, provisionalFor, verdict, type ConfirmationEvent } from './confirmation.js';
 import { runHealthChecks } from './health-checks.js';
 import { dryRunResult } from './dry-run.js';
@@ -26,6 +26,17 @@ import { staleSince } from './freshness.js';
 import type { Log } from '#runtime';
 import { AGENT_VERSION } from '../version.js';
 import { SelfUpgrade } from './self-upgrade.js';
+
+/**
+ * A watch's answer (CoordinatorClient.fetchBundle with a wait), made outside the pass queue so that a
+ * held watch never delays a pass; the pass then takes it as its fetch, through the same verification,
+ * staging and activation as a poll's.
+ */
+export interface Watched {
+  /** The ETag the watch was made with: the pass uses the answer only if it would send the same. */
+  readonly etag: string;
+  readonly answer: { readonly ok: true; readonly fetched: BundleFetch } | { readonly ok: false; readonly error: AgentError };
+}
 
 export interface PassOutcome extends SyncOutcome {
   /** The coordinator could not be reached or refused: the daemon backs off. */
@@ -123,7 +134,34 @@ export class SyncPass {
     return [this.dir.root, this.config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(this.config.install.paths), ...this.extraOwnPaths].map((p) => resolve(p));
   }
 
-  async run(dryRun: boolean): Promise<PassOutcome> {
+  /** The ETag a pass sends: only when nothing is half-done (see run). */
+  private conditionalEtag(state: AgentState, active: number): string | null {
+    // After a revert the mark stays at the version reverted from, and the active set is older: that is settled too.
+    const reverted = state.reverted?.done === true && state.reverted.version === state.high_water;
+    const settled = (state.high_water === active || reverted) && state.applied_version === active;
+    return settled ? state.etag : null;
+  }
+
+  /**
+   * Watches the bundle with the ETag a pass would send now, for up to `waitSeconds`; null when there
+   * is nothing to watch with (not enrolled, nothing applied yet, or a pass half-done), and a pass
+   * should run instead. Writes nothing: the answer goes through run().
+   */
+  async watch(waitSeconds: number, signal?: AbortSignal): Promise<Watched | null> {
+    const identity = this.dir.readIdentity();
+    if (!identity) return null;
+    const etag = this.conditionalEtag(this.dir.readState(), this.dir.activeVersion());
+    if (!etag) return null;
+    try {
+      const client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
+      return { etag, answer: { ok: true, fetched: await client.fetchBundle(etag, waitSeconds, signal) } };
+    } catch (err) {
+      if (!(err instanceof AgentError)) throw err;
+      return { etag, answer: { ok: false, error: err } };
+    }
+  }
+
+  async run(dryRun: boolean, watched?: Watched): Promise<PassOutcome> {
     const active = this.dir.activeVersion();
     const base = { dry_run: dryRun, was: active, active_version: active, contactFailed: false };
     const identity = this.dir.readIdentity();
@@ -145,10 +183,13 @@ export class SyncPass {
       client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
       // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
       // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
-      // After a revert the mark stays at the version reverted from, and the active set is older: that is settled too.
-      const reverted = state.reverted?.done === true && state.reverted.version === state.high_water;
-      const settled = (state.high_water === active || reverted) && state.applied_version === active;
-      fetched = await client.fetchBundle(settled ? state.etag : null);
+      const etag = this.conditionalEtag(state, active);
+      if (watched && watched.etag === etag) {
+        if (!watched.answer.ok) throw watched.answer.error;
+        fetched = watched.answer.fetched;
+      } else {
+        fetched = await client.fetchBundle(etag);
+      }
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
       state.last_result = 'error';

@@ -53,11 +53,14 @@ describe('agent output', () => {
   it('shows a local set in effect in place of a coordinator version', () => {
     const status: AgentStatus = {
       lifecycle: 'hosted', since: null, node: null, coordinator: null, active_version: 0, staged_versions: [], high_water: 0, applied_version: 0,
-      last_poll: null, last_contact: null, next_poll: null, last_result: 'applied', last_error: null, vertex: null, activations: [], retired: null, behind: null, trust_version: null, freshness: null, confirmation: null,
+      last_poll: null, last_contact: null, next_poll: null, last_result: 'applied', last_error: null, vertex: null, activations: [], retired: null, behind: null, trust_version: null, freshness: null, confirmation: null, watch: null,
       local_set: { node: 'first', set_digest: 'cd'.repeat(32), source: '/r/.flor/compiled/first', applied_at: '2026-12-01T09:00:00.000Z' },
     };
     const text = formatStatus(status);
     expect(text).toMatch(/^active version   0 \(local set\)$/m);
+    expect(text).toMatch(/^watch +-$/m);
+    expect(formatStatus({ ...status, watch: { state: 'watching', since: '2026-12-01T09:00:00.000Z', reason: null } })).toMatch(/^watch +watching since 2026-12-01T09:00:00.000Z$/m);
+    expect(formatStatus({ ...status, watch: { state: 'off', since: null, reason: null } })).toMatch(/^watch +off \(sync.watch: false\): polling only$/m);
     expect(text).toMatch(new RegExp(`^applied version  local set ${'cd'.repeat(32)}$`, 'm'));
     expect(text).toMatch(/^local set        node first, from \/r\/\.flor\/compiled\/first, applied at 2026-12-01T09:00:00\.000Z$/m);
     expect(formatStatus({ ...status, local_set: null })).not.toMatch(/local set/);

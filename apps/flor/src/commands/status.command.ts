@@ -55,6 +55,13 @@ export function formatConfirmation(c: AgentStatus['confirmation']): string {
   }
 }
 
+function formatWatch(w: AgentStatus['watch']): string {
+  if (!w) return '-';
+  if (w.state === 'off') return 'off (sync.watch: false): polling only';
+  if (w.state === 'watching') return `watching${w.since ? ` since ${w.since}` : ''}`;
+  return `on, not held now: ${w.reason ?? 'polling'}`;
+}
+
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
     ['lifecycle', s.since === null ? s.lifecycle : `${s.lifecycle} since ${s.since}`],
@@ -71,6 +78,7 @@ export function formatStatus(s: AgentStatus): string {
     ['last poll', s.last_poll ?? '-'],
     ['last contact', s.last_contact ?? '-'],
     ['next poll', s.next_poll ?? '-'],
+    ['watch', formatWatch(s.watch)],
     ['last result', s.last_result ?? '-'],
     ['last error', s.last_error ?? '-'],
     ['trust version', s.trust_version === null ? 'enrolment key only' : String(s.trust_version)],

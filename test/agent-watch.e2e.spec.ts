@@ -1,0 +1,189 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { Client } from './support/http.js';
+import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { stopChild, waitForExit } from './support/child.js';
+
+/**
+ * Twenty real agents watching their bundles through HAProxy in front of two replicas on PostgreSQL,
+ * with a poll interval of an hour: only the watch can bring a publish to them. Each round publishes
+ * a change to every node and times it from the publish's 201 to the last node's report of applying
+ * it; then one replica is killed and the fleet, reconnected through the survivor, must still
+ * converge as fast.
+ */
+
+jest.setTimeout(300_000);
+
+const NODES = Array.from({ length: 20 }, (_, i) => `w${String(i + 1).padStart(2, '0')}`);
+const POLL_INTERVAL = 3600;
+/** Well under the poll interval, with room for a loaded CI machine. */
+const CONVERGED_WITHIN_MS = 5000;
+const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks. */
+function haproxyConfig(port: number, backends: readonly number[]): string {
+  return [
+    'global',
+    '  log stderr format short local0 warning',
+    'defaults',
+    '  mode http',
+    '  log global',
+    '  timeout connect 1s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  retries 2',
+    '  option redispatch',
+    'frontend florete',
+    `  bind 127.0.0.1:${port}`,
+    '  timeout client 330s',
+    '  timeout http-request 10s',
+    '  timeout http-keep-alive 10s',
+    '  default_backend coordinators',
+    'backend coordinators',
+    '  balance roundrobin',
+    '  http-request set-timeout server 330s if { path_end /bundle }',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
+    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
+    '',
+  ].join('\n');
+}
+
+const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+(hasPostgres ? describe : describe.skip)('20 agents watching through HAProxy on two replicas', () => {
+  const shared = mkdtempSync(join(tmpdir(), 'florete-watch-'));
+  let replicas: CoordinatorProcess[] = [];
+  let proxy: ChildProcess | undefined;
+  let proxyUrl = '';
+  let admin: Client;
+  let fleet: Fleet;
+  const files: Record<string, AgentFiles> = {};
+  let round = 0;
+
+  const treeFor = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJson(n, POLL_INTERVAL, 0, 'default'), 'flor.json': florJson(n, marker) }]));
+
+  /** Publishes a change to every node through `via`; the time from its 201 to every node's report of applying it. */
+  async function publishAndTime(via: Client): Promise<number[]> {
+    round++;
+    const nodes: Record<string, { artifacts: Record<string, string> }> = {};
+    for (const [node, content] of Object.entries(treeFor(`round-${round}`))) {
+      nodes[node] = { artifacts: {} };
+      for (const [name, text] of Object.entries(content)) nodes[node].artifacts[name] = await via.putBlob(text);
+    }
+    const r = await via.post('/v1/publishes', { message: `watch round ${round}`, nodes });
+    const acknowledged = performance.now();
+    expect(r.status).toBe(201);
+    const target = Object.fromEntries((r.body.changed as { node: string; to: number }[]).map((c) => [c.node, c.to]));
+    expect(Object.keys(target).sort()).toEqual(NODES);
+    const applied = new Map<string, number>();
+    await waitFor(
+      `every node to report round ${round} applied`,
+      async () => {
+        const items = (await via.get('/v1/nodes')).body.items as { node: string; applied_version: number | null }[];
+        const now = performance.now();
+        for (const i of items) if (target[i.node] !== undefined && i.applied_version === target[i.node] && !applied.has(i.node)) applied.set(i.node, now - acknowledged);
+        return applied.size === NODES.length;
+      },
+      60_000,
+      25,
+    );
+    return [...applied.values()].sort((a, b) => a - b);
+  }
+
+  function print(label: string, times: readonly number[]): void {
+    process.stdout.write(`watch: ${label}: publish → applied on ${times.length} nodes: p50 ${Math.round(percentile(times, 50))} ms, max ${Math.round(times[times.length - 1])} ms\n`);
+  }
+
+  beforeAll(async () => {
+    if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
+    const databaseUrl = await createPostgresDatabase();
+    const env = {
+      FLORETE_SIGNING_KEYS_FILE: join(shared, 'signing-keys.json'),
+      FLORETE_REPO_KEY_FILE: join(shared, 'repo-signing-key.asc'),
+      FLORETE_ANON_RATE_LIMIT: '0',
+      FLORETE_MIRROR: 'off',
+      FLORETE_LOG_LEVEL: 'warn',
+    };
+    const first = await startCoordinatorProcess({ databaseUrl, env });
+    const second = await startCoordinatorProcess({ databaseUrl, env });
+    replicas = [first, second];
+    const port = await freePort();
+    const cfg = join(shared, 'haproxy.cfg');
+    writeFileSync(cfg, haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))));
+    const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
+    if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
+    proxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'ignore'] });
+    proxyUrl = `http://127.0.0.1:${port}`;
+    admin = new Client(proxyUrl, first.adminToken);
+    fleet = new Fleet(admin);
+    await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);
+    for (const node of NODES) files[node] = agentFiles('none');
+  });
+
+  afterAll(async () => {
+    await stopAllAgents();
+    if (proxy) await stopChild(proxy, 'HAProxy');
+    for (const r of replicas) await r.stop();
+    for (const f of Object.values(files)) removeTree(f.root);
+    rmSync(shared, { recursive: true, force: true });
+  });
+
+  it('brings every publish to all 20 agents well within the poll interval, also after a replica is killed', async () => {
+    await fleet.publish(treeFor('start'), 'watch: start');
+    await Promise.all(
+      NODES.map(async (node) => {
+        const token = await fleet.enrolmentToken(node);
+        const r = await flor(['agent', 'enroll', '--coordinator', proxyUrl, '--token', token, ...files[node].args]);
+        expect(r).toEqual(expect.objectContaining({ code: 0 }));
+        await startAgent(files[node]);
+      }),
+    );
+    // Every agent applied the first version and holds a watch: its status says so.
+    for (const node of NODES) {
+      const s = await waitFor(`${node} watching`, async () => {
+        const st = await socketStatus(files[node]);
+        return st.applied_version === 1 && st.watch?.state === 'watching' ? st : undefined;
+      });
+      expect(s.watch).toEqual(expect.objectContaining({ state: 'watching' }));
+    }
+
+    const all: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const times = await publishAndTime(admin);
+      print(`round ${round}`, times);
+      all.push(...times);
+    }
+    all.sort((a, b) => a - b);
+    print('both replicas, all rounds', all);
+    expect(all[all.length - 1]).toBeLessThanOrEqual(CONVERGED_WITHIN_MS);
+
+    // Kill one replica with SIGKILL: its watches drop, and the agents watch again through the survivor.
+    const [victim, survivor] = replicas;
+    victim.child.kill('SIGKILL');
+    await waitForExit(victim.child, 'the killed replica');
+    const heldOnSurvivor = async () => Number(/^florete_watches_held (\d+)$/m.exec((await new Client(survivor.url, victim.adminToken).get('/metrics')).text)?.[1] ?? 0);
+    await waitFor('all 20 watches held on the survivor', async () => (await heldOnSurvivor()) === NODES.length, 60_000);
+    const afterKill = await publishAndTime(new Client(proxyUrl, victim.adminToken));
+    print('after the kill, through the survivor', afterKill);
+    expect(afterKill[afterKill.length - 1]).toBeLessThanOrEqual(CONVERGED_WITHIN_MS);
+    for (const node of NODES) expect((await socketStatus(files[node])).last_error).toBeNull();
+  });
+});
