@@ -189,9 +189,10 @@ describe('commit-confirmed on the node (real agents)', () => {
     let agent = await startAgent(files);
     await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
     const bad = (await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node, { within: 5, checks: [{ name: 'nope', kind: 'tcp', address: '127.0.0.1:9', timeout: 2 }] }), 'flor.json': florJson(node, 'v2') } }))[node];
-    const provisional = await waitFor('v2 provisional', async () => {
+    // Killed once its check has failed at least once, so the store holds the failure the revert names.
+    const provisional = await waitFor('v2 provisional, its check failed', async () => {
       const s = await socketStatus(files);
-      return s.confirmation?.state === 'provisional' && s.applied_version === bad && s;
+      return s.confirmation?.state === 'provisional' && s.applied_version === bad && !!s.confirmation.provisional?.check_failure && s;
     });
     await agent.kill9();
     // The window closes while no agent runs.
