@@ -34,6 +34,17 @@ export function useRoute(): Route {
   return route;
 }
 
+/**
+ * The fleet page's hash after changing `next`, the other filters taken from `currentHash`, the URL
+ * as it is now: a control's handler must not use the filters its page was last rendered with, since
+ * a search submitted a moment before has changed the URL but may not have re-rendered the page yet.
+ */
+export function fleetHash(currentHash: string, next: Record<string, string>): string {
+  const current = parseRoute(currentHash);
+  const params = current.page === 'fleet' ? current.params : new URLSearchParams();
+  return href.fleet({ q: params.get('q') ?? '', state: params.get('state') ?? '', ...next });
+}
+
 export const href = {
   fleet: (params: Record<string, string> = {}) => `#/fleet${qs(params)}`,
   node: (node: string, params: Record<string, string> = {}) => `#/nodes/${encodeURIComponent(node)}${qs(params)}`,

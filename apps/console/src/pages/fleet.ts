@@ -3,7 +3,7 @@ import { query } from '../api.js';
 import { age, localTime } from '../format.js';
 import { html } from '../html.js';
 import { Pending, useApi } from '../load.js';
-import { href } from '../router.js';
+import { fleetHash, href } from '../router.js';
 import type { NodeList, NodeSummary } from '../types.js';
 
 const PAGE = 50;
@@ -24,7 +24,7 @@ export function FleetPage({ params }: { params: URLSearchParams }) {
   const [loaded] = useApi<NodeList>(`/v1/nodes${query({ limit: PAGE, cursor, q, state })}`);
 
   const go = (next: Record<string, string>) => {
-    location.hash = href.fleet({ q, state, ...next });
+    location.hash = fleetHash(location.hash, next);
   };
   const submit = (e: Event) => {
     e.preventDefault();
@@ -48,7 +48,7 @@ export function FleetPage({ params }: { params: URLSearchParams }) {
       ${loaded.state === 'done' &&
       html`
         ${loaded.data.items.length === 0
-          ? html`<p class="empty">${q || state ? 'No node matches this filter. Clear the search or pick another state.' : 'No nodes yet. Create an enrolment token with `retectl token create --node NAME`, or publish a rete with `retectl publish`.'}</p>`
+          ? html`<p class="empty">${q || state ? 'No node matches this filter. Clear the search or pick another state.' : 'No nodes yet. Publish a rete with `retectl publish`, then create each node\'s enrolment token with `retectl token create NODE`.'}</p>`
           : html`<table class="nodes">
               <caption class="visually-hidden">Nodes, in name order</caption>
               <thead>
