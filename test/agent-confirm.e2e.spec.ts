@@ -138,7 +138,8 @@ describe('commit-confirmed on the node (real agents)', () => {
     expect(Date.parse(reverted.confirmation!.reverted!.at) - published).toBeLessThan(6_000 + 8_000);
     expect(reverted.confirmation?.reverted).toMatchObject({ version: bad, to: 1 });
     expect(reverted.confirmation?.reverted?.reason).toBe('health check "web" (command "echo \\"web is down\\" >&2; exit 3") failed: exit 3: web is down');
-    expect(reverted.high_water).toBe(bad);
+    // The mark never goes back to the version reverted to; the watch may already have brought the rollback (bad + 1).
+    expect(reverted.high_water).toBeGreaterThanOrEqual(bad);
     // The coordinator stamps the rollback; the node takes it (same content as what runs) without restarting the vertex.
     await waitFor('the rollback applied', async () => (await socketStatus(files)).applied_version === bad + 1, 30_000);
     expect(await headOf(node)).toBe(bad + 1);
