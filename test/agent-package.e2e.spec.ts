@@ -10,6 +10,7 @@ import { startCoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { AGENT_NODE, AGENT_NODE_VERSION, withAgentNode } from './support/agent-node.js';
 import { stopChild } from './support/child.js';
+import { freePort } from './support/free-port.js';
 
 // Waiting for the other suites that install florete-agent (lockAgentPackage) counts against this.
 jest.setTimeout(1_800_000);
@@ -141,6 +142,11 @@ describe('the agent package (npm run package:agent)', () => {
       expect({ major, ...started }).toMatchObject({ major, code: 0, stdout: `${NEXT}\n`, stderr: '' });
       const check = await sh(flor, ['self-check', '--config', config], { env });
       expect({ major, code: check.code, stderr: check.stderr, first: check.stdout.split('\n')[0] }).toEqual({ major, code: 0, stderr: '', first: `flor ${NEXT} (node v${version})` });
+      // A request: the first use of node:http, which must not need what the launcher's flags took away.
+      const unreachable = `http://127.0.0.1:${await freePort()}`;
+      const token = 'fle.48be59ce30886e56d1.8jFNcTRSGBZx_EwMclywsnkWHRLdhl7TrBVyKNBLxO8.a3fL_4B_7LC-HPE9fmRdn2UM9F4siaRDa_boECHfQ-8';
+      const enrol = await sh(flor, ['agent', 'enroll', '--coordinator', unreachable, '--token', token, '--state-dir', mkdtempSync(join(work, 'enrol-')), '--insecure-http'], { env });
+      expect({ major, code: enrol.code, stderr: enrol.stderr }).toEqual({ major, code: 1, stderr: `flor: cannot reach ${unreachable}: connect ECONNREFUSED ${unreachable.slice('http://'.length)}\n` });
     }
   });
 

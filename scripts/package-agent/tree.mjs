@@ -12,9 +12,11 @@ import { spawnSync } from 'node:child_process';
  *
  * Lite mode removes WebAssembly from the runtime. The agent uses none (its requests go through
  * node:http, not fetch, whose HTTP parser is WebAssembly; the bundle is one ES module, so Node's
- * CommonJS lexer never runs). Node 20 and 22 warn about that on every start unless told that
- * WebAssembly is off (`--no-expose-wasm`); Node 24 and later have no such flag and refuse to start
- * when given it.
+ * CommonJS lexer never runs). Node 20 warns about that on every start unless told that WebAssembly
+ * is off (`--no-expose-wasm`); Node 24 and later have no such flag and refuse to start when given it.
+ * Node 22 gets neither: its node:http, imported as an ES module, reads every export, fetch's
+ * WebSocket among them, which loads fetch's WebAssembly parser, so under lite mode (or with
+ * WebAssembly off) the agent dies at its first request. WITHOUT_LITE_MODE names such lines.
  *
  * `--gc-memory-reducer-start-delay-ms=2000`: V8 gives back the memory a pass used once the process
  * has gone quiet, but waits 8 s before it even starts looking; the agent goes quiet right after each
@@ -31,13 +33,19 @@ import { spawnSync } from 'node:child_process';
  * --single-threaded-gc and MALLOC_ARENA_MAX (nothing beyond the noise).
  */
 export const NODE_FLAGS = ['--lite-mode', '--no-expose-wasm', '--gc-memory-reducer-start-delay-ms=2000'];
+/** The flags that take WebAssembly away, which a line in WITHOUT_LITE_MODE must not get. */
+const WASM_FLAGS = ['--lite-mode', '--no-expose-wasm'];
+/** Node.js lines (a `node --version` prefix) whose node:http needs WebAssembly when imported as an ES module. */
+const WITHOUT_LITE_MODE = ['v22.'];
 
 /**
  * The flags of the single executable, which carries its own node (the one that built it) and takes
- * them from its blob: only the ones that line accepts, found the same way as the launcher does.
+ * them from its blob: chosen the same way as the launcher chooses.
  */
 export function seaFlags(node) {
-  return NODE_FLAGS.filter((flag) => spawnSync(node, [flag, '--version'], { stdio: 'ignore' }).status === 0);
+  const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  const withoutLite = WITHOUT_LITE_MODE.some((line) => version.startsWith(line));
+  return NODE_FLAGS.filter((flag) => !(withoutLite && WASM_FLAGS.includes(flag)) && spawnSync(node, [flag, '--version'], { stdio: 'ignore' }).status === 0);
 }
 
 /** /usr/bin/flor: runs the bundle next to it with the node on PATH (Debian's nodejs, NodeSource's, or a tarball's). Resolves its own path, so the .tar.gz tree runs from any folder. */
@@ -47,9 +55,15 @@ export function wrapperScript() {
     '# Florete node agent: the bundled program in ../lib/florete-agent, run by Node.js 20 or later.',
     'here=$(dirname "$(readlink -f "$0")")',
     '# Memory-saving V8 flags, each passed only if this node accepts it: Node.js lines differ, and a',
-    '# node given a flag it does not know refuses to start.',
+    '# node given a flag it does not know refuses to start. Lite mode and --no-expose-wasm take',
+    "# WebAssembly away, which Node 22's node:http needs: not there.",
+    'case "$(node --version 2>/dev/null)" in',
+    `  ${WITHOUT_LITE_MODE.map((l) => `${l}*`).join(' | ')}) skip="${WASM_FLAGS.join(' ')}" ;;`,
+    '  *) skip= ;;',
+    'esac',
     'flags=',
     `for flag in ${NODE_FLAGS.join(' ')}; do`,
+    '  case " $skip " in *" $flag "*) continue ;; esac',
     '  node "$flag" --version >/dev/null 2>&1 && flags="$flags $flag"',
     'done',
     'exec node $flags "$here/../lib/florete-agent/flor.mjs" "$@"',
