@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 const COORDINATOR = resolve('dist/apps/coordinator/src/main.js');
 const RETECTL = resolve('dist/apps/retectl/src/main.js');
@@ -40,6 +40,15 @@ describe('runtimes', () => {
   it('retectl refuses Node 20, naming the line it needs', () => {
     const r = run(node20.bin, [RETECTL, 'validate', work]);
     expect(r).toEqual({ status: 1, stdout: '', stderr: `retectl: needs Node.js 22.12 or later; this is ${node20.version} (${node20.bin})\n` });
+  });
+
+  it("npm's start and test run on the Active LTS when the machine's node is older, saying so", () => {
+    const node26 = nodeLine(26);
+    const r = run(node20.bin, ['scripts/supported-node.mjs', 'node', '-p', 'process.version'], { PATH: `${dirname(node20.bin)}:${process.env.PATH ?? ''}` });
+    expect(r).toEqual({ status: 0, stdout: `${node26.version}\n`, stderr: `node ${node20.version} is older than the coordinator supports (22.12): running on Node.js 26 (${node26.bin})\n` });
+    // A supported node runs the command on itself, with nothing said.
+    const node22 = nodeLine(22);
+    expect(run(node22.bin, ['scripts/supported-node.mjs', 'node', '-p', 'process.version'], { PATH: `${dirname(node22.bin)}:${process.env.PATH ?? ''}` })).toEqual({ status: 0, stdout: `${node22.version}\n`, stderr: '' });
   });
 
   it('both start on the oldest line they support', () => {
