@@ -1,6 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -9,6 +8,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 import { stopChild, waitForExit } from './support/child.js';
+import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
 /**
  * Twenty real agents watching their bundles through HAProxy in front of two replicas on PostgreSQL,
@@ -24,18 +24,6 @@ const NODES = Array.from({ length: 20 }, (_, i) => `w${String(i + 1).padStart(2,
 const POLL_INTERVAL = 3600;
 /** Well under the poll interval, with room for a loaded CI machine. */
 const CONVERGED_WITHIN_MS = 5000;
-const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks. */
 function haproxyConfig(port: number, backends: readonly number[]): string {
@@ -125,13 +113,7 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
     const first = await startCoordinatorProcess({ databaseUrl, env });
     const second = await startCoordinatorProcess({ databaseUrl, env });
     replicas = [first, second];
-    const port = await freePort();
-    const cfg = join(shared, 'haproxy.cfg');
-    writeFileSync(cfg, haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))));
-    const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
-    if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
-    proxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'ignore'] });
-    proxyUrl = `http://127.0.0.1:${port}`;
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
     admin = new Client(proxyUrl, first.adminToken);
     fleet = new Fleet(admin);
     await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);

@@ -1,5 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -8,8 +8,8 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { waitFor } from './fixtures/agent/harness.js';
-import { freePort } from './support/free-port.js';
 import { stopChild } from './support/child.js';
+import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
 /**
  * A replica whose PostgreSQL is gone leaves HAProxy's rotation. Two replicas behind Debian's HAProxy,
@@ -20,7 +20,6 @@ import { stopChild } from './support/child.js';
 
 jest.setTimeout(180_000);
 
-const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
 
 interface ThrowawayPostgres {
   readonly url: string;
@@ -72,13 +71,7 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
     const env = { FLORETE_ANON_RATE_LIMIT: '0', FLORETE_LOG_LEVEL: 'warn' };
     kept = await startCoordinatorProcess({ databaseUrl: await createPostgresDatabase(), env });
     orphaned = await startCoordinatorProcess({ databaseUrl: ownPostgres.url, env });
-    const port = await freePort();
-    const cfg = join(dir, 'haproxy.cfg');
-    writeFileSync(cfg, haproxyConfig(port, [kept, orphaned].map((r) => Number(new URL(r.url).port))));
-    const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
-    if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
-    proxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: 'ignore' });
-    proxyUrl = `http://127.0.0.1:${port}`;
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(dir, (port) => haproxyConfig(port, [kept, orphaned].map((r) => Number(new URL(r.url).port)))));
   });
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -8,7 +8,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 import { stopChild, waitForExit } from './support/child.js';
-import { freePort } from './support/free-port.js';
+import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
 /**
  * Two coordinator replicas on one PostgreSQL behind HAProxy (Debian's package), a fleet of real
@@ -21,7 +21,6 @@ import { freePort } from './support/free-port.js';
 jest.setTimeout(300_000);
 
 const NODES = ['r1', 'r2', 'r3', 'r4'] as const;
-const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
 
 const treeFor = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJson(n, 1), 'flor.json': florJson(n, marker) }]));
 
@@ -78,15 +77,7 @@ describeReplicas('two coordinator replicas behind HAProxy, one killed mid-run', 
     const first = await startCoordinatorProcess({ databaseUrl, env });
     const second = await startCoordinatorProcess({ databaseUrl, env });
     replicas = [first, second];
-    const port = await freePort();
-    const cfg = join(shared, 'haproxy.cfg');
-    writeFileSync(cfg, haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))));
-    const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
-    if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
-    proxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
-    proxy.stdout!.on('data', (c: Buffer) => proxyLog.push(c.toString()));
-    proxy.stderr!.on('data', (c: Buffer) => proxyLog.push(c.toString()));
-    proxyUrl = `http://127.0.0.1:${port}`;
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))), proxyLog));
     admin = new Client(proxyUrl, first.adminToken);
     fleet = new Fleet(admin);
     await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);

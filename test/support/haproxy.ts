@@ -1,0 +1,32 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from './free-port.js';
+
+/** Debian's HAProxy, where this machine has it (.ci/run installs it). */
+export const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
+
+export interface RunningHaproxy {
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+/**
+ * Writes `config(port)` for a free loopback port to `dir/haproxy.cfg`, has HAProxy check it (a refused
+ * config fails the test with HAProxy's words), and runs it in the foreground; its output goes to
+ * `log` when one is given.
+ */
+export async function startHaproxy(dir: string, config: (port: number) => string, log?: string[]): Promise<RunningHaproxy> {
+  if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
+  const port = await freePort();
+  const cfg = join(dir, 'haproxy.cfg');
+  writeFileSync(cfg, config(port));
+  const check = spawnSync(HAPROXY, ['-c', '-f', cfg], { encoding: 'utf8' });
+  if (check.status !== 0) throw new Error(`haproxy refused its config:\n${check.stdout}${check.stderr}`);
+  const child = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: ['ignore', log ? 'pipe' : 'ignore', log ? 'pipe' : 'ignore'] });
+  if (log) {
+    child.stdout!.on('data', (c: Buffer) => log.push(c.toString()));
+    child.stderr!.on('data', (c: Buffer) => log.push(c.toString()));
+  }
+  return { url: `http://127.0.0.1:${port}`, child };
+}
