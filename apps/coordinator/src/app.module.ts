@@ -16,6 +16,7 @@ import { MirrorModule } from './mirror/mirror.module.js';
 import { PackagesModule } from './packages/packages.module.js';
 import type { AptRepository } from './packages/apt-repository.js';
 import { ProjectionsModule } from './projections/projections.module.js';
+import { RolloutsModule } from './rollouts/rollouts.module.js';
 import { TlsModule } from './tls/tls.module.js';
 import type { EnrolmentPin } from './tls/enrolment-pin.js';
 import { TrustModule } from './trust/trust.module.js';
@@ -48,6 +49,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         LedgerModule,
         ProjectionsModule,
+        RolloutsModule,
         IdentityModule,
         FleetModule,
         MirrorModule,

@@ -23,6 +23,7 @@ const Env = z.object({
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
   FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
+  FLORETE_ROLLOUT_TICK_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_WATCH_MAX_WAIT: z.coerce.number().int().min(0).max(3600).default(300),
   FLORETE_WATCH_LIMIT: z.coerce.number().int().min(0).default(20_000),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
@@ -65,6 +66,8 @@ export interface CoordinatorConfig {
   readonly consoleDir: string;
   /** How often the last contacts that polls noted in memory are written, in one statement. */
   readonly contactFlushMs: number;
+  /** How often each replica's rollout driver looks at the running rollouts' gates. */
+  readonly rolloutTickMs: number;
   readonly watch: WatchConfig;
 }
 
@@ -129,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
     contactFlushMs: e.FLORETE_CONTACT_FLUSH_MS,
+    rolloutTickMs: e.FLORETE_ROLLOUT_TICK_MS,
     watch: { maxWaitSeconds: e.FLORETE_WATCH_MAX_WAIT, limit: e.FLORETE_WATCH_LIMIT },
     consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
     mirror: {

@@ -11,6 +11,7 @@ import { ReportsController } from './fleet/reports.controller.js';
 import { PackagesController } from './packages/packages.controller.js';
 import { TrustController } from './trust/trust.controller.js';
 import { WitnessesController } from './trust/witnesses.controller.js';
+import { RolloutsController } from './rollouts/rollouts.controller.js';
 import { POLL_PATH } from './bundles/poll-route.js';
 import { BACKUP_PATH } from './db/backup-http.js';
 
@@ -18,7 +19,7 @@ import { BACKUP_PATH } from './db/backup-http.js';
 function servedRoutes(): string[] {
   // The poll and backup routes are served by Fastify directly, outside Nest's controllers.
   const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`, `post ${BACKUP_PATH}`];
-  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController]) {
+  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController, RolloutsController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];

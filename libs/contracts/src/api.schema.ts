@@ -4,6 +4,7 @@ import { ActivationPath, HotReloadFallbackCode, ReportResource } from './agent.s
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
 import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
+import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
 
 /** The longest message a publish, rollback or retirement may carry. */
 export const MAX_MESSAGE_LENGTH = 4096;
@@ -44,6 +45,10 @@ export const PublishRequest = z.strictObject({
   prune: z.boolean().optional(),
   nodes: z.record(NodeName, PublishNode),
   allow_ineligible: AllowIneligible.optional(),
+  /** Release the changed nodes in waves (see RolloutPlan) instead of all at once. */
+  rollout: RolloutPlan.optional(),
+  /** The running rollout this publish replaces: required when it changes any of that rollout's nodes. */
+  supersede_rollout: RolloutId.optional(),
 });
 export type PublishRequest = z.infer<typeof PublishRequest>;
 
@@ -55,6 +60,8 @@ export const PublishResponse = z.object({
   unchanged: z.number().int().nonnegative(),
   /** Present when the request stamped ineligible nodes it accepted with allow_ineligible; the ledger records them. */
   accepted_ineligible: z.array(IneligibleNode).optional(),
+  /** Present when the publish started a rollout: `changed` then lists the first wave's nodes only. */
+  rollout: PublishRollout.optional(),
 });
 export type PublishResponse = z.infer<typeof PublishResponse>;
 
@@ -128,6 +135,12 @@ export const ReportRequest = z.strictObject({
   stale_since: Timestamp.optional(),
   /** The version of the agent sending this report: after a self-upgrade, the new binary's. */
   agent_version: z.string().min(1).max(64).optional(),
+  /**
+   * For an active version taken under a confirmation window (commit-confirmed): `provisional` until
+   * its checks pass and the coordinator is reached again, then `confirmed`. Absent for a version taken
+   * without one, which counts as confirmed once applied.
+   */
+  confirmation: z.enum(['provisional', 'confirmed']).optional(),
 });
 export type ReportRequest = z.infer<typeof ReportRequest>;
 

@@ -10,3 +10,4 @@ export * from './local-set.schema.js';
 export * from './trust.schema.js';
 export * from './audit.schema.js';
 export * from './publish-request.js';
+export * from './rollout.schema.js';

@@ -34,7 +34,12 @@ export type DomainErrorCode =
   | 'backup_unavailable'
   | 'invalid_prefer'
   | 'too_many_watches'
-  | 'shutting_down';
+  | 'shutting_down'
+  | 'rollout_in_progress'
+  | 'invalid_rollout'
+  | 'rollout_state'
+  | 'unknown_rollout'
+  | 'ambiguous_rollout';
 
 export class DomainError extends Error {
   constructor(

@@ -72,6 +72,33 @@ export interface PublishesTable {
   accepted_ineligible: Json<AcceptedIneligible[]> | null;
 }
 
+/** One rollout (a publish released in waves), projected from its ledger stream. */
+export interface RolloutsTable {
+  id: string;
+  publish_id: string;
+  message: string;
+  actor: string;
+  status: string;
+  reason: string | null;
+  plan: Json<Record<string, unknown>>;
+  wave_sizes: Json<number[]>;
+  released: number;
+  released_at: Json<string[]>;
+  nodes: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  position: BigIntColumn;
+}
+
+/** A node a rollout changes: its wave, its version before, and the version its release stamped (null until released). */
+export interface RolloutNodesTable {
+  rollout_id: string;
+  node: string;
+  wave: number;
+  from_version: number;
+  version: number | null;
+}
+
 export interface AcceptedIneligible {
   node: string;
   failed_briefing: { check: string; detail: string }[];
@@ -191,6 +218,8 @@ export interface Database {
   node_heads: NodeHeadsTable;
   node_versions: NodeVersionsTable;
   publishes: PublishesTable;
+  rollouts: RolloutsTable;
+  rollout_nodes: RolloutNodesTable;
   api_tokens: ApiTokensTable;
   enrolment_tokens: EnrolmentTokensTable;
   node_credentials: NodeCredentialsTable;

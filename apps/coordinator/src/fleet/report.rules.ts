@@ -1,19 +1,22 @@
 import type { ReportRequest } from '#contracts';
 import type { z } from 'zod';
 
-type Report = Pick<z.infer<typeof ReportRequest>, 'result' | 'active_version' | 'target_version' | 'error'>;
+type Report = Pick<z.infer<typeof ReportRequest>, 'result' | 'active_version' | 'target_version' | 'error' | 'confirmation'>;
 
 /**
  * Pure: the version outcome a report records, or null when it names none. A failure belongs to the
  * version that was tried; without one named there is nothing to pin it on (a replayed or foreign
  * bundle), and the version still running keeps its applied outcome. `up_to_date` confirms what
- * runs as applied, but never overwrites an outcome already recorded for that version.
+ * runs as applied, but never overwrites an outcome already recorded for that version, except to
+ * say that a `provisional` one (applied under a confirmation window) is now confirmed.
  */
-export function reportedOutcome(r: Report): { version: number; result: 'applied' | 'failed' | 'rejected' | 'reverted'; error: string | null; overwrites: boolean } | null {
+export function reportedOutcome(r: Report): { version: number; result: 'applied' | 'provisional' | 'failed' | 'rejected' | 'reverted'; error: string | null; overwrites: boolean } | null {
   const reached = r.result === 'applied' || r.result === 'up_to_date';
   const version = reached ? r.active_version : (r.target_version ?? 0);
   if (version <= 0) return null;
-  return { version, result: r.result === 'up_to_date' ? 'applied' : r.result, error: r.error ?? null, overwrites: r.result !== 'up_to_date' };
+  if (reached && r.confirmation === 'provisional') return { version, result: 'provisional', error: null, overwrites: r.result === 'applied' };
+  const confirms = reached && r.confirmation === 'confirmed';
+  return { version, result: r.result === 'up_to_date' ? 'applied' : r.result, error: r.error ?? null, overwrites: r.result !== 'up_to_date' || confirms };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { ReportRequest } from '#contracts';
 import type { z } from 'zod';
 import type { Database } from '../db/database.js';
@@ -34,7 +34,11 @@ export async function recordOutcome(trx: Transaction<Database>, node: string, o:
     .values({ node, version: o.version, result: o.result, error: o.error, reported_at: now, activation: stored })
     .onConflict((oc) =>
       o.overwrites
-        ? oc.columns(['node', 'version']).doUpdateSet({ result: o.result, error: o.error, reported_at: now, activation: stored }).where('node_outcomes.result', '!=', o.result)
+        ? oc
+            .columns(['node', 'version'])
+            // A confirmation carries no activation: the one recorded when the version was applied stays.
+            .doUpdateSet({ result: o.result, error: o.error, reported_at: now, activation: sql`coalesce(excluded.activation, node_outcomes.activation)` })
+            .where('node_outcomes.result', '!=', o.result)
         : oc.columns(['node', 'version']).doNothing(),
     )
     .execute();

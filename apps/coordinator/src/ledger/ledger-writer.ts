@@ -65,8 +65,10 @@ export class LedgerWriter {
     const publishId = randomUUID();
     let after: HeadsSnapshot | null = null;
     let published: PublishedBody | null = null;
+    let appended = false;
     const remember = (at: { position: number; hash: string }): void => {
-      if (options.bodyDigest !== undefined && request.type === 'publish_tree') {
+      // A rollout's publish is not answered from memory: its repeat meets the rollout it started.
+      if (options.bodyDigest !== undefined && request.type === 'publish_tree' && !request.rollout && !request.supersedeRollout) {
         published = { digest: options.bodyDigest, at: { position: at.position, hash: at.hash }, nodes: request.nodes.size, ...(options.expectedPosition !== undefined ? { expectedPosition: options.expectedPosition } : {}) };
       }
     };
@@ -79,8 +81,9 @@ export class LedgerWriter {
       if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
         throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
       }
-      const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune));
+      const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId);
       const decision = decide(command, heads, { publishId });
+      const stampsAny = decision.events.some((e) => e.type === 'node_set_stamped');
       if (decision.events.length === 0) {
         if (allHeads) after = { at: head, heads: allHeads };
         remember(head);
@@ -93,6 +96,7 @@ export class LedgerWriter {
         await nextRecordedAt(trx),
       );
       remember(stored[stored.length - 1]);
+      appended = true;
       if (allHeads) {
         const last = stored[stored.length - 1];
         const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
@@ -101,19 +105,21 @@ export class LedgerWriter {
       await this.project(trx, stored);
       // One checkpoint per publish, however many nodes it stamped.
       await stampCheckpoint(trx, this.keys, trust);
+      const planned = decision.events.find((e) => e.type === 'rollout_planned');
       return {
-        publish_id: publishId,
+        publish_id: stampsAny || planned ? publishId : null,
         position: stored[stored.length - 1].position,
         changed: [...decision.changed],
         unchanged: decision.unchanged,
         ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
+        ...(planned?.type === 'rollout_planned' ? { rollout: { id: planned.data.rollout_id, waves: planned.data.waves.map((w) => w.length), released: 1 } } : {}),
       };
     });
     // Kept only once committed: a write rolled back leaves the snapshot of the last one that was not.
     if (after) this.heads.keep(after);
     if (published) this.repeats.keep(published);
     // After the commit, never inside it: the git mirror follows asynchronously.
-    if (result.publish_id) this.events?.publish(new LedgerAppended(result.position));
+    if (appended) this.events?.publish(new LedgerAppended(result.position));
     // New heads, new ETags: answered only once no replica's memory serves the old ones.
     if (result.publish_id) await this.settle();
     return result;

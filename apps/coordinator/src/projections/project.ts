@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
 import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
 import { bundleEtag } from '../bundles/bundle-payload.js';
+import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;
 
@@ -12,6 +13,7 @@ const CHUNK = 1000;
  */
 export async function project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
   await projectPackages(trx, events);
+  await projectRollouts(trx, events);
   const records = new Map<string, PublishRecorded['data']>();
   for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
   const stamps = events.filter((e) => e.type === 'node_set_stamped');

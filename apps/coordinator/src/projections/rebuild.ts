@@ -15,6 +15,8 @@ export async function rebuildProjections(db: Kysely<Database>): Promise<number> 
     await trx.deleteFrom('node_versions').execute();
     await trx.deleteFrom('publishes').execute();
     await trx.deleteFrom('packages').execute();
+    await trx.deleteFrom('rollouts').execute();
+    await trx.deleteFrom('rollout_nodes').execute();
     let group: StoredEvent[] = [];
     let count = 0;
     for await (const e of allEvents(trx)) {

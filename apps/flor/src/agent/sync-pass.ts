@@ -320,6 +320,8 @@ export class SyncPass {
       state.confirmed = v.record;
       this.dir.writeState(state);
       this.log('info', 'version confirmed', { version: v.record.version, mode: v.record.mode, by: v.record.by });
+      // A rollout's gate waits for it: said at once, not at the next pass.
+      if (client) await this.report(client, { active_version: v.record.version, result: 'up_to_date' });
       return 'confirmed';
     }
     if (v.kind === 'revert') {
@@ -608,7 +610,8 @@ export class SyncPass {
    * said is not sent (an idle node writes nothing; its poll is its contact).
    */
   private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<boolean> {
-    const full: ReportRequest = { ...body, ...this.witnessed(), agent_version: AGENT_VERSION };
+    const reached = body.result === 'applied' || body.result === 'up_to_date';
+    const full: ReportRequest = { ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.witnessed(), agent_version: AGENT_VERSION };
     const news = reportNews(full, this.dir.readCheckpoint());
     if (options.onlyNews && news === this.lastReported) return false;
     try {
@@ -619,6 +622,14 @@ export class SyncPass {
       this.log('warn', 'report not delivered', { result: body.result, reason: (err as Error).message });
       return false;
     }
+  }
+
+  /** Whether the version a report says runs awaits its confirmation or has it (absent: taken without a window). */
+  private confirmationOf(version: number): Pick<ReportRequest, 'confirmation'> {
+    const state = this.dir.readState();
+    if (state.provisional?.version === version) return { confirmation: 'provisional' };
+    if (state.confirmed?.version === version) return { confirmation: 'confirmed' };
+    return {};
   }
 
   /** What every report adds: the newest checkpoint this agent verified, and since when it is stale. */

@@ -14,7 +14,15 @@ export class PublishTreeHandler implements ICommandHandler<PublishTreeCommand, P
     );
     return this.writer.write(
       { actor, expectedPosition: request.expected_position, bodyDigest },
-      { type: 'publish_tree', message: request.message, prune: request.prune ?? false, nodes, allowIneligible: request.allow_ineligible ?? [] },
+      {
+        type: 'publish_tree',
+        message: request.message,
+        prune: request.prune ?? false,
+        nodes,
+        allowIneligible: request.allow_ineligible ?? [],
+        ...(request.rollout ? { rollout: request.rollout } : {}),
+        ...(request.supersede_rollout ? { supersedeRollout: request.supersede_rollout } : {}),
+      },
     );
   }
 }

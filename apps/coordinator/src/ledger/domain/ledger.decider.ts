@@ -1,6 +1,7 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/domain-error.js';
-import type { IneligibleNode, LedgerEvent, NodeReverted, NodeSetStamped, PublishKind, PublishRecorded, StampedArtifact } from './ledger.events.js';
+import type { IneligibleNode, LedgerEvent, NodeReverted, NodeSetStamped, PublishKind, PublishRecorded, RecordedRolloutPlan, RolloutChanged, RolloutEvent, RolloutTransition, StampedArtifact } from './ledger.events.js';
+import { checkControl, decideStep, evolve, planWaves, releasable, toRollBack, waveName, type Control, type RolloutState, type WaveFacts } from './rollout.js';
 
 /**
  * The decider's view of one node: its head in the ledger. Absent = never published. A publish reads
@@ -48,6 +49,12 @@ export type LedgerCommand =
       readonly changed?: readonly string[];
       /** Sizes of the blobs the changed nodes reference; a digest missing here is a missing blob. */
       readonly blobSizes: ReadonlyMap<string, number>;
+      /** Release the changed nodes in waves: the rollout's id (from outside, as ids are) and its plan. */
+      readonly rollout?: { readonly id: string; readonly plan: RecordedRolloutPlan };
+      /** The active rollout each changed node belongs to, if any: a publish may not cut across one. */
+      readonly inRollout?: ReadonlyMap<string, string>;
+      /** The active rollout the publish supersedes, as loaded, when it names one. */
+      readonly supersede?: RolloutState;
     } & IneligibleFacts)
   | ({
       readonly type: 'rollback_node';
@@ -63,7 +70,20 @@ export type LedgerCommand =
        */
       readonly reverted?: { readonly version: number; readonly reason: string };
     } & IneligibleFacts)
-  | { readonly type: 'retire_node'; readonly message: string; readonly node: string };
+  | { readonly type: 'retire_node'; readonly message: string; readonly node: string }
+  | {
+      /** The driver's turn, or an operator's action, on one rollout. */
+      readonly type: 'rollout_step';
+      readonly state: RolloutState;
+      /** `step`: what the gate says (the driver); otherwise an operator's action. */
+      readonly action: 'step' | Control;
+      readonly message?: string;
+      /** What the released waves' nodes reported (see decideStep); read for `step` only. */
+      readonly facts: readonly WaveFacts[];
+      /** Each released node's set at its version before the rollout, for a rollback (0 → empty). */
+      readonly previous: ReadonlyMap<string, readonly StampedArtifact[]>;
+      readonly now: Date;
+    };
 
 /** Ids and time come from outside so decisions are reproducible. */
 export interface DecisionContext {
@@ -116,6 +136,8 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
       return decideRollback(command, heads, ctx);
     case 'retire_node':
       return decideRetire(command, heads, ctx);
+    case 'rollout_step':
+      return decideRolloutStep(command, heads, ctx);
     default: {
       const unreachable: never = command;
       throw new TypeError(`unknown command ${JSON.stringify(unreachable)}`);
@@ -135,6 +157,24 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
     throw new DomainError('missing_blobs', `${list.length} blob(s) referenced by the tree were never uploaded: ${list.slice(0, 10).join(', ')}${list.length > 10 ? ', …' : ''}`, { missing: list });
   }
 
+  const active = new Map<string, string[]>();
+  for (const node of changedNodes) {
+    const id = command.inRollout?.get(node);
+    if (id !== undefined && id !== command.supersede?.id) active.set(id, [...(active.get(id) ?? []), node]);
+  }
+  if (active.size > 0) {
+    const [id, nodes] = [...active][0];
+    throw new DomainError(
+      'rollout_in_progress',
+      `the publish changes ${nodes.length} node(s) of rollout ${id}, which is still in progress (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''}): wait for it, abort it (retectl rollout abort ${id}), or supersede it (retectl publish --supersede ${id})`,
+      { rollout: id, nodes: nodes.sort(compare), rollouts: [...active.keys()] },
+    );
+  }
+  if (command.rollout && command.prune) {
+    throw new DomainError('invalid_rollout', 'a publish that prunes cannot also roll out in waves: retire the nodes in a publish of their own');
+  }
+  const superseded: RolloutEvent[] = command.supersede ? [transition(command.supersede, 'rollout_superseded', { superseded_by: ctx.publishId, reason: `superseded by publish ${ctx.publishId}` })] : [];
+
   const stamps: NodeSetStamped[] = [];
   for (const node of [...changedNodes].sort()) {
     const artifacts = [...(command.nodes.get(node) ?? [])]
@@ -148,8 +188,107 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
     }
   }
   const unchanged = command.nodes.size - changedNodes.length;
-  if (stamps.length === 0) return NO_CHANGE(unchanged);
-  return withRecord('publish', command.message, stamps, unchanged, ctx, accepted);
+  if (stamps.length === 0) return superseded.length > 0 ? { ...NO_CHANGE(unchanged), events: superseded } : NO_CHANGE(unchanged);
+  if (command.rollout) return planRollout(command.rollout, command.message, stamps, heads, unchanged, ctx, accepted, superseded);
+  const decision = withRecord('publish', command.message, stamps, unchanged, ctx, accepted);
+  return { ...decision, events: [...superseded, ...decision.events] };
+}
+
+/**
+ * A publish in waves: the whole publish is recorded (every changed node's target set, and its wave),
+ * and the first wave is released at once. The other nodes' versions do not move until their wave is.
+ */
+function planRollout(
+  rollout: { readonly id: string; readonly plan: RecordedRolloutPlan },
+  message: string,
+  stamps: readonly NodeSetStamped[],
+  heads: Heads,
+  unchanged: number,
+  ctx: DecisionContext,
+  accepted: readonly IneligibleNode[],
+  superseded: readonly RolloutEvent[],
+): Decision {
+  const targets = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, artifacts: s.data.artifacts }));
+  const waves = planWaves(rollout.id, targets.map((t) => t.node), rollout.plan);
+  const planned: RolloutEvent = {
+    type: 'rollout_planned',
+    stream: `rollout:${rollout.id}`,
+    revision: 1,
+    data: { rollout_id: rollout.id, publish_id: ctx.publishId, message, plan: rollout.plan, waves, targets },
+  };
+  // Recorded time matters only for a bake, and the first wave's starts when it is recorded: read back from the ledger then.
+  const first = releaseWave(evolve(null, { ...planned, recorded_at: new Date(0).toISOString() }), 0, heads, ctx, false);
+  return { ...first, events: [...superseded, planned, ...first.events], unchanged, acceptedIneligible: accepted };
+}
+
+/** A wave's release: its nodes still at their planned version stamped with their targets, under a publish record of its own. */
+function releaseWave(state: RolloutState, wave: number, heads: Heads, ctx: DecisionContext, promoted: boolean): Decision {
+  const { release, skipped } = releasable(state, wave, (n) => heads.get(n)?.version ?? 0);
+  const stamps = release.map((t) => stamp(t.node, heads.get(t.node), t.artifacts, false, ctx));
+  const record = stamps.length > 0 ? withRecord('publish', `${state.message} [rollout ${state.id.slice(0, 8)}: ${waveName(state, wave)} of ${state.waves.length}]`, stamps, 0, ctx) : null;
+  const released: RolloutEvent = {
+    type: 'rollout_wave_released',
+    stream: `rollout:${state.id}`,
+    revision: state.revision + 1,
+    data: { rollout_id: state.id, wave, publish_id: record ? ctx.publishId : null, released: record?.changed ?? [], skipped, promoted },
+  };
+  return { events: [released, ...(record?.events ?? [])], changed: record?.changed ?? [], unchanged: 0, acceptedIneligible: [] };
+}
+
+function transition(state: RolloutState, type: RolloutTransition, data: Omit<RolloutChanged['data'], 'rollout_id'>, offset = 1): RolloutChanged {
+  return { type, stream: `rollout:${state.id}`, revision: state.revision + offset, data: { rollout_id: state.id, ...data } };
+}
+
+/**
+ * The driver's turn or an operator's action on a rollout. A step re-decides the gate here, under the
+ * ledger lock, from the facts read with it: two drivers that both saw a gate open release the wave
+ * once, the second finding it released. A halt (the budget exceeded, or an abort) with `rollback`
+ * gives every released node still at the rollout's version its previous set, as a new version.
+ */
+function decideRolloutStep(command: Extract<LedgerCommand, { type: 'rollout_step' }>, heads: Heads, ctx: DecisionContext): Decision {
+  const { state } = command;
+  const none = NO_CHANGE(0);
+  if (command.action === 'step') {
+    const step = decideStep(state, command.facts, command.now);
+    switch (step.kind) {
+      case 'wait':
+        return none;
+      case 'release':
+        return releaseWave(state, step.wave, heads, ctx, false);
+      case 'complete':
+        return { ...none, events: [transition(state, 'rollout_completed', {})] };
+      case 'halt':
+        return halt(state, 'rollout_halted', step.reason, state.plan.on_halt === 'rollback', command.previous, heads, ctx);
+      default: {
+        const unreachable: never = step;
+        throw new TypeError(`unknown step ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  checkControl(state, command.action);
+  const why = command.message ? `: ${command.message}` : '';
+  switch (command.action) {
+    case 'pause':
+      return { ...none, events: [transition(state, 'rollout_paused', { ...(command.message ? { reason: command.message } : {}) })] };
+    case 'resume':
+      return { ...none, events: [transition(state, 'rollout_resumed', { ...(command.message ? { reason: command.message } : {}) })] };
+    case 'promote':
+      return releaseWave(state, state.released, heads, ctx, true);
+    case 'abort':
+      return halt(state, 'rollout_aborted', `aborted by an operator${why}`, true, command.previous, heads, ctx);
+    default: {
+      const unreachable: never = command.action;
+      throw new TypeError(`unknown rollout action ${String(unreachable)}`);
+    }
+  }
+}
+
+function halt(state: RolloutState, type: 'rollout_halted' | 'rollout_aborted', reason: string, rollBack: boolean, previous: ReadonlyMap<string, readonly StampedArtifact[]>, heads: Heads, ctx: DecisionContext): Decision {
+  const back = rollBack ? toRollBack(state, (n) => heads.get(n)?.version ?? 0) : [];
+  const stamps = back.map(({ node, from }) => stamp(node, heads.get(node), previous.get(node) ?? [], false, ctx, from > 0 ? from : undefined));
+  const record = stamps.length > 0 ? withRecord('rollback', `rollout ${state.id.slice(0, 8)} ${type === 'rollout_aborted' ? 'aborted' : 'halted'}, released nodes back to their previous sets: ${reason}`.slice(0, 4096), stamps, 0, ctx) : null;
+  const event = transition(state, type, { reason, ...(record ? { rollback_publish_id: ctx.publishId } : {}) });
+  return { events: [event, ...(record?.events ?? [])], changed: record?.changed ?? [], unchanged: 0, acceptedIneligible: [] };
 }
 
 function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' }>, heads: Heads, ctx: DecisionContext): Decision {

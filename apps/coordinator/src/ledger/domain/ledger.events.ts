@@ -83,4 +83,78 @@ export interface PackagePushed {
   };
 }
 
-export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded | PackagePushed;
+/** A rollout plan as recorded: every field filled in (the defaults applied). */
+export interface RecordedRolloutPlan {
+  readonly canary: readonly string[];
+  readonly waves: readonly number[];
+  readonly bake_seconds: number;
+  readonly failure_budget: { readonly count: number } | { readonly share: number };
+  readonly confirm_share: number;
+  readonly on_halt: 'rollback' | 'hold';
+}
+
+/** A node a rollout changes: the version it had when the rollout was planned, and the set it is to get. */
+export interface RolloutTarget {
+  readonly node: string;
+  readonly from: number;
+  readonly artifacts: readonly StampedArtifact[];
+}
+
+/**
+ * A publish with a rollout plan, recorded whole: every changed node's target set and the waves they
+ * go out in. Only the release events that follow stamp versions; the nodes of later waves keep theirs.
+ */
+export interface RolloutPlanned {
+  readonly type: 'rollout_planned';
+  readonly stream: `rollout:${string}`;
+  readonly revision: 1;
+  readonly data: {
+    readonly rollout_id: string;
+    readonly publish_id: string;
+    readonly message: string;
+    readonly plan: RecordedRolloutPlan;
+    /** Node names per wave, in release order; the canary's first when the plan named one. */
+    readonly waves: readonly (readonly string[])[];
+    readonly targets: readonly RolloutTarget[];
+  };
+}
+
+/**
+ * One wave released: its nodes stamped by the publish record that follows (publish_id). `skipped`
+ * nodes had been changed by something else since the plan and keep what they have.
+ */
+export interface RolloutWaveReleased {
+  readonly type: 'rollout_wave_released';
+  readonly stream: `rollout:${string}`;
+  readonly revision: number;
+  readonly data: {
+    readonly rollout_id: string;
+    readonly wave: number;
+    readonly publish_id: string | null;
+    readonly released: readonly { readonly node: string; readonly from: number; readonly to: number }[];
+    readonly skipped: readonly string[];
+    /** Released by an operator before its gate opened (`retectl rollout promote`). */
+    readonly promoted: boolean;
+  };
+}
+
+export type RolloutTransition = 'rollout_paused' | 'rollout_resumed' | 'rollout_halted' | 'rollout_aborted' | 'rollout_completed' | 'rollout_superseded';
+
+/** A rollout changing state; who did it is the event's actor (the driver's for a halt or completion it decided). */
+export interface RolloutChanged {
+  readonly type: RolloutTransition;
+  readonly stream: `rollout:${string}`;
+  readonly revision: number;
+  readonly data: {
+    readonly rollout_id: string;
+    readonly reason?: string;
+    /** A halt or abort that gave the released nodes their previous content back: that rollback's publish id. */
+    readonly rollback_publish_id?: string;
+    /** The publish that superseded the rollout. */
+    readonly superseded_by?: string;
+  };
+}
+
+export type RolloutEvent = RolloutPlanned | RolloutWaveReleased | RolloutChanged;
+
+export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded | PackagePushed | RolloutEvent;

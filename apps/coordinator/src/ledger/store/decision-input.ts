@@ -4,6 +4,10 @@ import type { Database } from '../../db/database.js';
 import { loadIneligible } from '../../fleet/ineligible.repository.js';
 import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
 import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
+import type { RecordedRolloutPlan } from '../domain/ledger.events.js';
+import type { Control } from '../domain/rollout.js';
+import { decideStep } from '../domain/rollout.js';
+import { activeRolloutsOf, loadPrevious, loadRollout, loadWaveFacts, resolveRolloutId } from './rollouts.js';
 
 /** What an operator asks of the ledger, before the state the decision needs is read. */
 export type LedgerRequest =
@@ -13,6 +17,10 @@ export type LedgerRequest =
       readonly prune: boolean;
       readonly nodes: ReadonlyMap<string, readonly ArtifactRef[]>;
       readonly allowIneligible: readonly string[];
+      /** Release in waves; the rollout's id is the publish's. */
+      readonly rollout?: RecordedRolloutPlan;
+      /** The id (or its prefix) of an active rollout this publish supersedes. */
+      readonly supersedeRollout?: string;
     }
   | {
       readonly type: 'rollback_node';
@@ -23,7 +31,15 @@ export type LedgerRequest =
       /** A node's revert: the version it reverted from, and why (see the decider's rollback_node). */
       readonly reverted?: { readonly version: number; readonly reason: string };
     }
-  | { readonly type: 'retire_node'; readonly node: string; readonly message: string };
+  | { readonly type: 'retire_node'; readonly node: string; readonly message: string }
+  | {
+      /** The driver's turn (`step`) or an operator's action on a rollout, by id or a unique prefix of it. */
+      readonly type: 'rollout_step';
+      readonly rollout: string;
+      readonly action: 'step' | Control;
+      readonly message?: string;
+      readonly now: Date;
+    };
 
 /**
  * Reads what the decider needs for one request, inside the appending transaction and under the
@@ -40,12 +56,12 @@ export interface DecisionInput {
  * `known` is every node's head as of the ledger head, from memory, or null; `wantsAll` says whether a
  * publish should read them all when they are not known.
  */
-export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean): Promise<DecisionInput> {
-  const input = await load(trx, request, known, wantsAll);
+export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string): Promise<DecisionInput> {
+  const input = await load(trx, request, known, wantsAll, publishId);
   return { ...input, allHeads: known ?? input.allHeads };
 }
 
-async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean): Promise<DecisionInput> {
+async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string): Promise<DecisionInput> {
   switch (request.type) {
     case 'publish_tree': {
       // Every head with its artifact list (kept in memory after), or the tree's own heads with their set
@@ -56,8 +72,13 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       // its artifact list with its head's (or a digest, when the head came without one), not a read.
       const changed = changedNodesOf(request.nodes, heads);
       const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
+      const { rollout, supersedeRollout, ...plain } = request;
+      const supersede = supersedeRollout === undefined ? undefined : await loadRollout(trx, await resolveRolloutId(trx, supersedeRollout));
       const command: LedgerCommand = {
-        ...request,
+        ...plain,
+        ...(rollout ? { rollout: { id: publishId, plan: rollout } } : {}),
+        ...(supersede ? { supersede } : {}),
+        inRollout: await activeRolloutsOf(trx, changed),
         changed,
         blobSizes: sizes,
         ineligible: await loadIneligible(trx, changed),
@@ -78,6 +99,16 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       };
     case 'retire_node':
       return { heads: await loadHeads(trx, [request.node]), command: request, allHeads: null };
+    case 'rollout_step': {
+      const state = await loadRollout(trx, await resolveRolloutId(trx, request.rollout));
+      const facts = await loadWaveFacts(trx, state.id);
+      const next = state.waves[state.released] ?? [];
+      const heads = await loadHeads(trx, [...next, ...state.stamped.keys()]);
+      // Previous sets are read only when the answer may be a rollback: an abort, or a gate that halts.
+      const halts = request.action === 'abort' || (request.action === 'step' && decideStep(state, facts, request.now).kind === 'halt');
+      const previous = halts ? await loadPrevious(trx, state) : new Map();
+      return { heads, allHeads: null, command: { type: 'rollout_step', state, action: request.action, facts, previous, now: request.now, ...(request.message ? { message: request.message } : {}) } };
+    }
     default: {
       const unreachable: never = request;
       throw new TypeError(`unknown ledger request ${JSON.stringify(unreachable)}`);

@@ -1,0 +1,78 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../db/database.js';
+import type { RolloutEvent, StoredEvent } from '../ledger/ledger.reads.js';
+
+const CHUNK = 1000;
+const STATUS: Partial<Record<RolloutEvent['type'], string>> = {
+  rollout_paused: 'paused',
+  rollout_resumed: 'running',
+  rollout_halted: 'halted',
+  rollout_aborted: 'aborted',
+  rollout_completed: 'completed',
+  rollout_superseded: 'superseded',
+};
+
+/** Rollout events into `rollouts` and `rollout_nodes`, in the appending transaction like every read model. */
+export async function projectRollouts(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
+  for (const e of events) {
+    if (!e.type.startsWith('rollout_')) continue;
+    const event = { type: e.type, data: e.data } as RolloutEvent;
+    switch (event.type) {
+      case 'rollout_planned': {
+        const d = event.data;
+        const waveOf = new Map<string, number>();
+        d.waves.forEach((nodes, w) => nodes.forEach((n) => waveOf.set(n, w)));
+        await trx
+          .insertInto('rollouts')
+          .values({
+            id: d.rollout_id,
+            publish_id: d.publish_id,
+            message: d.message,
+            actor: String(e.meta.actor),
+            status: 'running',
+            reason: null,
+            plan: JSON.stringify(d.plan),
+            wave_sizes: JSON.stringify(d.waves.map((w) => w.length)),
+            released: 0,
+            released_at: '[]',
+            nodes: d.targets.length,
+            created_at: e.recorded_at,
+            updated_at: e.recorded_at,
+            position: e.position,
+          })
+          .execute();
+        const rows = d.targets.map((t) => ({ rollout_id: d.rollout_id, node: t.node, wave: waveOf.get(t.node) ?? 0, from_version: t.from, version: null }));
+        for (let i = 0; i < rows.length; i += CHUNK) await trx.insertInto('rollout_nodes').values(rows.slice(i, i + CHUNK)).execute();
+        break;
+      }
+      case 'rollout_wave_released': {
+        const d = event.data;
+        await trx
+          .updateTable('rollouts')
+          .set({ released: d.wave + 1, released_at: sql`released_at || ${JSON.stringify([e.recorded_at])}::jsonb`, updated_at: e.recorded_at, position: e.position })
+          .where('id', '=', d.rollout_id)
+          .execute();
+        for (let i = 0; i < d.released.length; i += CHUNK) {
+          const slice = d.released.slice(i, i + CHUNK);
+          await trx
+            .updateTable('rollout_nodes')
+            .from(sql`(SELECT * FROM unnest(${sql.val(slice.map((r) => r.node))}::text[], ${sql.val(slice.map((r) => r.to))}::int[])) AS r(node, version)`.as('r'))
+            .set({ version: sql`r.version` })
+            .where('rollout_nodes.rollout_id', '=', d.rollout_id)
+            .whereRef('rollout_nodes.node', '=', sql.ref('r.node'))
+            .execute();
+        }
+        break;
+      }
+      default: {
+        const status = STATUS[event.type];
+        if (!status) throw new Error(`ledger position ${e.position}: unknown rollout event ${e.type}`);
+        await trx
+          .updateTable('rollouts')
+          .set({ status, ...('reason' in event.data && event.data.reason !== undefined ? { reason: event.data.reason } : {}), updated_at: e.recorded_at, position: e.position })
+          .where('id', '=', event.data.rollout_id)
+          .execute();
+      }
+    }
+  }
+}

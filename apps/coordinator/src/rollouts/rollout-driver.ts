@@ -1,0 +1,70 @@
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
+import { LOG } from '../core/core.module.js';
+import { DB } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { decideStep, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/ledger.reads.js';
+import { runningRollouts } from './rollouts.repository.js';
+
+/** The actor of what the driver records: a release, a completion or a halt that a gate decided. */
+export const DRIVER_ACTOR = 'rollout-driver';
+
+/**
+ * Moves running rollouts on: every rolloutTickMs, on every replica, it reads the running rollouts
+ * and their released waves' reports and, where a gate opened or a budget was exceeded, asks the
+ * ledger writer for the step. The writer takes the ledger lock and decides the step again from the
+ * ledger itself, so the replica that comes second finds the wave released and appends nothing: no
+ * wave is released twice, whichever replicas run, stop or die between two ticks. All state is in
+ * the ledger; a driver keeps none.
+ */
+@Injectable()
+export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly writer: LedgerWriter,
+    @Inject(DB) private readonly db: Db,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    @Inject(LOG) private readonly log: Logger,
+  ) {}
+
+  onModuleInit(): void {
+    this.timer = setInterval(() => void this.tick(), this.config.rolloutTickMs);
+    this.timer.unref();
+  }
+
+  /** One tick at a time: a slow one is not overlapped by the next. */
+  tick(): Promise<void> {
+    if (this.running || this.stopped) return this.running ?? Promise.resolve();
+    this.running = this.once()
+      .catch((err: Error) => this.log.warn({ err: err.message }, 'rollout driver tick failed; trying again at the next'))
+      .finally(() => {
+        this.running = null;
+      });
+    return this.running;
+  }
+
+  private async once(): Promise<void> {
+    const now = new Date();
+    for (const r of await runningRollouts(this.db.kysely)) {
+      if (this.stopped) return;
+      // A pre-check from the read models: the writer's lock is taken only when a step is due.
+      const facts = await loadWaveFacts(this.db.kysely, r.id, r.released);
+      const state = { status: 'running', plan: r.plan as unknown as RecordedRolloutPlan, waves: r.wave_sizes.map(() => []), released: r.released, releasedAt: r.released_at } as unknown as RolloutState;
+      const step = decideStep(state, facts, now);
+      if (step.kind === 'wait') continue;
+      const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_step', rollout: r.id, action: 'step', now });
+      this.log.info({ rollout: r.id, step: step.kind, ...(step.kind === 'release' ? { wave: step.wave } : {}), ...(step.kind === 'halt' ? { reason: step.reason } : {}), changed: result.changed.length, position: result.position }, 'rollout step');
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}

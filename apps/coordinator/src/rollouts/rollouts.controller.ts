@@ -1,0 +1,49 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { RolloutAction, RolloutActionRequest, RolloutId, RolloutStatus } from '#contracts';
+import { z } from 'zod';
+import { DB } from '../db/db.module.js';
+import type { Db } from '../db/connect.js';
+import { parseInput } from '../common/parse.js';
+import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
+import { actorOf, type Principal } from '../identity/principal.js';
+import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { resolveRolloutId as resolveRollout } from '../ledger/ledger.reads.js';
+import { listRollouts, readRollout } from './rollouts.repository.js';
+
+const ListQuery = z.strictObject({
+  status: RolloutStatus.optional(),
+  limit: z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(50),
+});
+
+/** Rollouts: list, read, and the operator's actions on one (pause, resume, promote, abort), each recorded with who. */
+@Controller('v1/rollouts')
+export class RolloutsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly writer: LedgerWriter,
+  ) {}
+
+  @Get()
+  @Access('reader')
+  async list(@Query() query: unknown) {
+    const q = parseInput(ListQuery, query, 'query');
+    return { rollouts: await listRollouts(this.db.kysely, q.status, q.limit) };
+  }
+
+  @Get(':id')
+  @Access('reader')
+  async one(@Param('id') id: string) {
+    return readRollout(this.db.kysely, await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path')));
+  }
+
+  @Post(':id/:action')
+  @HttpCode(200)
+  @Access('publisher')
+  async act(@Param('id') id: string, @Param('action') action: string, @Body() body: unknown, @CurrentPrincipal() who: Principal) {
+    const rollout = await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path'));
+    const what = parseInput(RolloutAction, action, 'path');
+    const req = parseInput(RolloutActionRequest, body ?? {}, 'body');
+    await this.writer.write({ actor: actorOf(who) }, { type: 'rollout_step', rollout, action: what, now: new Date(), ...(req.message ? { message: req.message } : {}) });
+    return readRollout(this.db.kysely, rollout);
+  }
+}

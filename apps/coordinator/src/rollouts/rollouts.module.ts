@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { LedgerModule } from '../ledger/ledger.module.js';
+import { RolloutDriver } from './rollout-driver.js';
+import { RolloutsController } from './rollouts.controller.js';
+
+/** Publishes released in waves: their routes and the driver that releases the next wave when a gate opens. */
+@Module({
+  imports: [LedgerModule],
+  controllers: [RolloutsController],
+  providers: [RolloutDriver],
+})
+export class RolloutsModule {}

@@ -1,0 +1,89 @@
+import { sql, type Kysely } from 'kysely';
+import type { RolloutPlan, RolloutStatus, RolloutSummary, RolloutView } from '#contracts';
+import type { Database } from '../db/database.js';
+import { DomainError } from '../common/domain-error.js';
+import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/ledger.reads.js';
+
+type Row = Awaited<ReturnType<typeof rows>>[number];
+const rows = (db: Kysely<Database>) =>
+  db.selectFrom('rollouts').select(['id', 'publish_id', 'message', 'actor', 'status', 'reason', 'plan', 'wave_sizes', 'released', 'released_at', 'nodes', 'created_at', 'updated_at']).execute();
+
+function summary(r: Row): RolloutSummary {
+  return {
+    id: r.id,
+    publish_id: r.publish_id,
+    message: r.message,
+    actor: r.actor,
+    status: r.status as RolloutStatus,
+    reason: r.reason,
+    created_at: new Date(r.created_at).toISOString(),
+    updated_at: new Date(r.updated_at).toISOString(),
+    nodes: r.nodes,
+    waves: r.wave_sizes.length,
+    released: r.released,
+  };
+}
+
+/** Rollouts, newest first; `status` narrows to one state. */
+export async function listRollouts(db: Kysely<Database>, status: RolloutStatus | undefined, limit: number): Promise<RolloutSummary[]> {
+  const found = await db
+    .selectFrom('rollouts')
+    .select(['id', 'publish_id', 'message', 'actor', 'status', 'reason', 'plan', 'wave_sizes', 'released', 'released_at', 'nodes', 'created_at', 'updated_at'])
+    .$if(status !== undefined, (q) => q.where('status', '=', status as string))
+    .orderBy('position', 'desc')
+    .limit(limit)
+    .execute();
+  return found.map(summary);
+}
+
+/** Running rollouts as the driver's pre-check needs them: no node lists, no ledger read. */
+export async function runningRollouts(db: Kysely<Database>) {
+  return db.selectFrom('rollouts').select(['id', 'plan', 'wave_sizes', 'released', 'released_at']).where('status', '=', 'running').execute();
+}
+
+/**
+ * One rollout with its waves (sizes, release and bake times, what their nodes reported) and its
+ * timeline (the rollout's own ledger events, the plan's node lists left out).
+ */
+export async function readRollout(db: Kysely<Database>, id: string): Promise<RolloutView> {
+  const r = await db
+    .selectFrom('rollouts')
+    .select(['id', 'publish_id', 'message', 'actor', 'status', 'reason', 'plan', 'wave_sizes', 'released', 'released_at', 'nodes', 'created_at', 'updated_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!r) throw new DomainError('unknown_rollout', `no rollout ${id}`, { rollout: id });
+  const plan = r.plan as unknown as RecordedRolloutPlan;
+  const facts = await loadWaveFacts(db, id, r.released);
+  const canaryWave = plan.canary.length > 0 ? await db.selectFrom('rollout_nodes').select('node').where('rollout_id', '=', id).where('wave', '=', 0).where('node', 'in', plan.canary.length > 0 ? [...plan.canary] : ['']).limit(1).execute() : [];
+  const named = { plan, waves: r.wave_sizes.map((_, w) => (w === 0 && canaryWave.length > 0 ? [plan.canary.find((c) => c === canaryWave[0].node) as string] : [])) };
+  const releasedAt = r.released_at;
+  const waveList = r.wave_sizes.map((size, w) => {
+    const f = facts[w] ?? { released: 0, confirmed: 0, provisional: 0, failed: 0 };
+    const at = releasedAt[w] ?? null;
+    return {
+      index: w,
+      name: waveName(named, w),
+      released_at: at,
+      bakes_until: at ? new Date(Date.parse(at) + plan.bake_seconds * 1000).toISOString() : null,
+      counts: { nodes: size, released: f.released, confirmed: f.confirmed, provisional: f.provisional, failed: f.failed, outstanding: Math.max(0, f.released - f.confirmed - f.provisional - f.failed) },
+    };
+  });
+  const { rows: events } = await sql<{ position: string; type: string; actor: string; recorded_at: Date; wave: string | null; reason: string | null; publish_id: string | null }>`
+    SELECT position, type, meta->>'actor' AS actor, recorded_at, data->>'wave' AS wave, data->>'reason' AS reason,
+           coalesce(data->>'rollback_publish_id', data->>'publish_id') AS publish_id
+    FROM ledger WHERE stream = ${`rollout:${id}`} ORDER BY revision`.execute(db);
+  return {
+    ...summary(r),
+    plan: plan as RolloutPlan,
+    wave_list: waveList,
+    timeline: events.map((e) => ({
+      position: Number(e.position),
+      type: e.type,
+      actor: e.actor,
+      recorded_at: new Date(e.recorded_at).toISOString(),
+      ...(e.wave !== null ? { wave: Number(e.wave) } : {}),
+      ...(e.reason !== null ? { reason: e.reason } : {}),
+      ...(e.publish_id !== null ? { publish_id: e.publish_id } : {}),
+    })),
+  };
+}
