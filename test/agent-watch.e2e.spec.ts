@@ -8,7 +8,7 @@ import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 import { stopChild, waitForExit } from './support/child.js';
-import { HAPROXY, startHaproxy } from './support/haproxy.js';
+import { HAPROXY, startHaproxy, watchingProxyConfig } from './support/haproxy.js';
 
 /**
  * Twenty real agents watching their bundles through HAProxy in front of two replicas on PostgreSQL,
@@ -24,35 +24,6 @@ const NODES = Array.from({ length: 20 }, (_, i) => `w${String(i + 1).padStart(2,
 const POLL_INTERVAL = 3600;
 /** Well under the poll interval, with room for a loaded CI machine. */
 const CONVERGED_WITHIN_MS = 5000;
-
-/** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks. */
-function haproxyConfig(port: number, backends: readonly number[]): string {
-  return [
-    'global',
-    '  log stderr format short local0 warning',
-    'defaults',
-    '  mode http',
-    '  log global',
-    '  timeout connect 1s',
-    '  timeout client 60s',
-    '  timeout server 60s',
-    '  retries 2',
-    '  option redispatch',
-    'frontend florete',
-    `  bind 127.0.0.1:${port}`,
-    '  timeout client 330s',
-    '  timeout http-request 10s',
-    '  timeout http-keep-alive 10s',
-    '  default_backend coordinators',
-    'backend coordinators',
-    '  balance roundrobin',
-    '  http-request set-timeout server 330s if { path_end /bundle }',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
-    '',
-  ].join('\n');
-}
 
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
@@ -113,7 +84,7 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
     const first = await startCoordinatorProcess({ databaseUrl, env });
     const second = await startCoordinatorProcess({ databaseUrl, env });
     replicas = [first, second];
-    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
     admin = new Client(proxyUrl, first.adminToken);
     fleet = new Fleet(admin);
     await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);

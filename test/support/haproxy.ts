@@ -30,3 +30,32 @@ export async function startHaproxy(dir: string, config: (port: number) => string
   }
   return { url: `http://127.0.0.1:${port}`, child };
 }
+
+/** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks. */
+export function watchingProxyConfig(port: number, backends: readonly number[]): string {
+  return [
+    'global',
+    '  log stderr format short local0 warning',
+    'defaults',
+    '  mode http',
+    '  log global',
+    '  timeout connect 1s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  retries 2',
+    '  option redispatch',
+    'frontend florete',
+    `  bind 127.0.0.1:${port}`,
+    '  timeout client 330s',
+    '  timeout http-request 10s',
+    '  timeout http-keep-alive 10s',
+    '  default_backend coordinators',
+    'backend coordinators',
+    '  balance roundrobin',
+    '  http-request set-timeout server 330s if { path_end /bundle }',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
+    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
+    '',
+  ].join('\n');
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
-import type { PublishRequest, PublishResponse } from '#contracts';
+import { RolloutPlan, type PublishRequest, type PublishResponse, type RolloutPlanInput } from '#contracts';
 import type { Db } from '../../apps/coordinator/src/db/connect.js';
 import { SigningKeyStore } from '../../apps/coordinator/src/bundles/signing-keys.js';
 import { putBlob } from '../../apps/coordinator/src/bundles/blobs.repository.js';
@@ -23,7 +23,7 @@ export interface LedgerHarness {
   readonly keys: SigningKeyStore;
   readonly writer: LedgerWriter;
   /** Uploads each artifact's content as a blob and publishes the tree. Contents are strings. */
-  publish(nodes: Record<string, Record<string, string>>, options?: { prune?: boolean; expected_position?: number; message?: string; allow_ineligible?: string[] }): Promise<PublishResponse>;
+  publish(nodes: Record<string, Record<string, string>>, options?: { prune?: boolean; expected_position?: number; message?: string; allow_ineligible?: string[]; rollout?: RolloutPlanInput; supersede_rollout?: string }): Promise<PublishResponse>;
   publishRequest(request: PublishRequest): Promise<PublishResponse>;
   rollback(node: string, toVersion: number, allowIneligible?: readonly string[]): Promise<PublishResponse>;
   retire(node: string): Promise<PublishResponse>;
@@ -52,7 +52,7 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
         }
         tree[node] = { artifacts };
       }
-      return harness.publishRequest({ message: options.message ?? 'test publish', nodes: tree, prune: options.prune, expected_position: options.expected_position, allow_ineligible: options.allow_ineligible });
+      return harness.publishRequest({ message: options.message ?? 'test publish', nodes: tree, prune: options.prune, expected_position: options.expected_position, allow_ineligible: options.allow_ineligible, ...(options.rollout ? { rollout: RolloutPlan.parse(options.rollout) } : {}), ...(options.supersede_rollout ? { supersede_rollout: options.supersede_rollout } : {}) });
     },
     publishRequest: (request) => publishHandler.execute(new PublishTreeCommand(request, 'tester')),
     rollback: (node, toVersion, allowIneligible) => new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester', undefined, allowIneligible)),

@@ -18,6 +18,7 @@ import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
 import * as retire from './commands/retire.js';
+import * as rollout from './commands/rollout.js';
 import * as rollback from './commands/rollback.js';
 import * as show from './commands/show.js';
 import * as status from './commands/status.js';
@@ -110,6 +111,13 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
     .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
     .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads')
+    .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
+    .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')
+    .option('--bake <duration>', 'in a rollout, how long each wave runs confirmed before the next is released (e.g. 5m)')
+    .option('--failure-budget <n|share>', 'in a rollout, how many nodes of a wave (2) or what share (5%) may fail, revert or reject before it halts (default 0)')
+    .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
+    .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
+    .option('--supersede <rollout>', 'replace this running rollout: needed when the publish changes any of its nodes')
     .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').argument('[node]', 'one node in detail, with what its agent last did to each host resource').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
@@ -134,6 +142,25 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
     .option('-m, --message <message>', 'why')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
+
+  const rollouts = program.command('rollout').description('publishes released in waves: follow, pause, resume, promote or abort one');
+  json(remote(rollouts.command('list').description('rollouts, newest first')))
+    .option('--status <status>', 'only rollouts in this state: running, paused, halted, aborted, completed or superseded')
+    .action(async (o) => done(await rollout.list(o)));
+  json(remote(rollouts.command('status').argument('[id]', 'the rollout (default: the newest running or paused one)').description("a rollout's waves, what their nodes reported, and its timeline")))
+    .option('--watch', 'print a line at each change until the rollout finishes: exit 0 completed, 1 halted or aborted, 4 timed out')
+    .option('--timeout <duration>', 'with --watch, how long to wait (default 1h)', waitTimeout)
+    .action(async (id: string | undefined, o) => done(await rollout.status({ ...o, id, timeoutSeconds: o.timeout })));
+  for (const [action, what] of [
+    ['pause', 'stop releasing waves; released nodes keep what they have'],
+    ['resume', 'let a paused rollout release waves again'],
+    ['promote', 'release the next wave now, whatever its gate says'],
+    ['abort', 'halt the rollout and give every released node its previous content back'],
+  ] as const) {
+    json(remote(rollouts.command(action).argument('<id>', 'the rollout (its id, or 8 characters or more of it)').description(what)))
+      .option('-m, --message <message>', 'why: recorded in the ledger with who')
+      .action(async (id: string, o) => done(await rollout.act({ ...o, id, action })));
+  }
 
   const token = program.command('token').description('enrolment tokens for new nodes, API tokens for people and scripts');
   json(remote(token.command('create').argument('[node]', 'the node an enrolment token is for').description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)')))

@@ -54,13 +54,10 @@ export async function projectRollouts(trx: Transaction<Database>, events: readon
           .execute();
         for (let i = 0; i < d.released.length; i += CHUNK) {
           const slice = d.released.slice(i, i + CHUNK);
-          await trx
-            .updateTable('rollout_nodes')
-            .from(sql`(SELECT * FROM unnest(${sql.val(slice.map((r) => r.node))}::text[], ${sql.val(slice.map((r) => r.to))}::int[])) AS r(node, version)`.as('r'))
-            .set({ version: sql`r.version` })
-            .where('rollout_nodes.rollout_id', '=', d.rollout_id)
-            .whereRef('rollout_nodes.node', '=', sql.ref('r.node'))
-            .execute();
+          await sql`
+            UPDATE rollout_nodes SET version = r.version
+            FROM unnest(${sql.val(slice.map((x) => x.node))}::text[], ${sql.val(slice.map((x) => x.to))}::int[]) AS r(node, version)
+            WHERE rollout_nodes.rollout_id = ${d.rollout_id} AND rollout_nodes.node = r.node`.execute(trx);
         }
         break;
       }

@@ -15,8 +15,12 @@ import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { localHeads, readDelta, type LocalHeads } from '../delta.js';
+import { rolloutPlanOf, status as rolloutStatus, type RolloutFlags } from './rollout.js';
+import type { RolloutPlanInput } from '#contracts';
 
-export interface PublishOptions extends ConnectionFlags {
+export interface PublishOptions extends ConnectionFlags, RolloutFlags {
+  /** The running rollout this publish replaces (its id or a prefix of 8 characters or more). */
+  readonly supersede?: string;
   readonly dir: string;
   readonly message?: string;
   readonly prune?: boolean;
@@ -72,6 +76,9 @@ export interface PublishTreeOptions {
   readonly full?: boolean;
   /** Whether to draw a bar while blobs upload. */
   readonly progress?: boolean;
+  /** Release the changed nodes in waves. */
+  readonly rollout?: RolloutPlanInput;
+  readonly supersede?: string;
 }
 
 export interface PublishOutcome {
@@ -130,9 +137,14 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
         ...(options.prune ? { prune: true } : {}),
         ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
         ...(allow.length > 0 ? { allow_ineligible: allow } : {}),
+        ...(options.rollout ? { rollout: options.rollout } : {}),
+        ...(options.supersede ? { supersede_rollout: options.supersede } : {}),
       },
     })
     .catch((e: unknown) => {
+      if (e instanceof RetectlError && e.problem?.code === 'rollout_in_progress') {
+        throw new RetectlError('conflict', `${e.message}`, { problem: e.problem });
+      }
       throw explainIneligible(e, 'publish', (names) => `publish with --allow-ineligible ${names.join(',')}`);
     });
   return { body, sent: nodes.length, uploaded: missing.length };
@@ -147,6 +159,7 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
 export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
+  const rollout = rolloutPlanOf(rete, options);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
@@ -161,8 +174,11 @@ export async function run(options: PublishOptions): Promise<number> {
       ...(options.full ? { full: true } : {}),
       ...(options.expectPosition !== undefined ? { expectPosition: options.expectPosition } : {}),
       ...(options.allowIneligible ? { allowIneligible: options.allowIneligible } : {}),
+      ...(rollout ? { rollout } : {}),
+      ...(options.supersede ? { supersede: options.supersede } : {}),
     },
   );
+  if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
   if (options.json) {
@@ -177,6 +193,21 @@ export async function run(options: PublishOptions): Promise<number> {
   );
   if (waited) printWaited(waited, options.waitSeconds!);
   return waited?.exit ?? 0;
+}
+
+/** A publish that started a rollout: its waves, and with --wait the rollout followed until it finishes. */
+async function reportRollout(client: CoordinatorClient, body: PublishResponse, sent: number, uploaded: number, options: PublishOptions): Promise<number> {
+  const r = body.rollout!;
+  if (!options.json) {
+    out(`rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`);
+    out(`first wave released at position ${body.position}: ${body.changed.map((c) => c.node).join(', ') || 'no node (all changed elsewhere since)'}`);
+    if (options.waitSeconds === undefined) out(`follow it with: retectl rollout status ${r.id.slice(0, 8)} --watch`);
+  }
+  if (options.waitSeconds === undefined) {
+    if (options.json) outJson({ ...body, sent, uploaded });
+    return 0;
+  }
+  return rolloutStatus({ ...options, id: r.id, watch: true, timeoutSeconds: options.waitSeconds });
 }
 
 function printWaited(w: WaitResult, seconds: number): void {

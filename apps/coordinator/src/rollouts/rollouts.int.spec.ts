@@ -1,0 +1,109 @@
+import pino from 'pino';
+import { testDatabases } from '../../../../test/support/databases.js';
+import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
+import type { CoordinatorConfig } from '../config.js';
+import { DomainError } from '../common/domain-error.js';
+import { recordOutcome } from '../fleet/reports.repository.js';
+import { rebuildProjections } from '../projections/rebuild.js';
+import { verifyLedger } from '../ledger/store/verify.js';
+import { RolloutDriver } from './rollout-driver.js';
+import { listRollouts, readRollout } from './rollouts.repository.js';
+
+const NODES = Array.from({ length: 10 }, (_, i) => `n${i}`);
+const tree = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'flor.json': `${n} ${marker}` }]));
+
+describe.each(testDatabases)('rollouts on $name', (database) => {
+  let h: LedgerHarness;
+  let driver: RolloutDriver;
+  beforeEach(async () => {
+    h = await ledgerHarness(database);
+    driver = new RolloutDriver(h.writer, h.db, { rolloutTickMs: 3_600_000 } as CoordinatorConfig, pino({ level: 'silent' }));
+    await h.publish(tree('v1'));
+  });
+  afterEach(async () => {
+    await driver.onApplicationShutdown();
+    await h.close();
+  });
+
+  const headsOf = async () => Object.fromEntries((await h.db.kysely.selectFrom('node_heads').select(['node', 'version']).execute()).map((r) => [r.node, r.version]));
+  /** Every node the rollout released reports `result` for the version it was given. */
+  async function report(id: string, result: 'applied' | 'provisional' | 'failed', only?: (node: string) => boolean): Promise<void> {
+    const rows = await h.db.kysely.selectFrom('rollout_nodes').select(['node', 'version']).where('rollout_id', '=', id).where('version', 'is not', null).execute();
+    for (const r of rows) if (!only || only(r.node)) await recordOutcome(h.db.kysely as never, r.node, { version: r.version!, result, error: null, overwrites: true }, null, new Date());
+  }
+
+  it('stamps the canary only; each gate that opens releases the next wave once; the rollout completes; a rebuild projects the same', async () => {
+    const r = await h.publish(tree('v2'), { rollout: { canary: ['n3'], waves: [50, 100] } });
+    expect(r.rollout).toEqual({ id: r.publish_id, waves: [1, 5, 4], released: 1 });
+    expect(r.changed).toEqual([{ node: 'n3', from: 1, to: 2 }]);
+    expect(Object.values(await headsOf()).filter((v) => v === 2)).toHaveLength(1);
+    const id = r.rollout!.id;
+
+    // Nothing reported yet: the tick releases nothing, and again nothing.
+    await driver.tick();
+    await driver.tick();
+    expect((await readRollout(h.db.kysely, id)).released).toBe(1);
+    await report(id, 'provisional');
+    await driver.tick();
+    expect((await readRollout(h.db.kysely, id)).wave_list[0].counts).toMatchObject({ released: 1, provisional: 1, confirmed: 0, outstanding: 0 });
+    await report(id, 'applied');
+    await driver.tick();
+    await driver.tick();
+    const view = await readRollout(h.db.kysely, id);
+    expect(view.released).toBe(2);
+    expect(view.wave_list.map((w) => w.counts.released)).toEqual([1, 5, 0]);
+    await report(id, 'applied');
+    await driver.tick();
+    await report(id, 'applied');
+    await driver.tick();
+    const done = await readRollout(h.db.kysely, id);
+    expect(done.status).toBe('completed');
+    expect(done.timeline.map((e) => `${e.type}${e.wave ?? ''}`)).toEqual(['rollout_planned', 'rollout_wave_released0', 'rollout_wave_released1', 'rollout_wave_released2', 'rollout_completed']);
+    expect(done.timeline[4].actor).toBe('rollout-driver');
+    expect(Object.values(await headsOf()).every((v) => v === 2)).toBe(true);
+    expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
+
+    const projected = { list: await listRollouts(h.db.kysely, undefined, 10), nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute() };
+    await rebuildProjections(h.db.kysely);
+    expect({ list: await listRollouts(h.db.kysely, undefined, 10), nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute() }).toEqual(projected);
+  });
+
+  it('halts on a failure over budget and rolls the released nodes back as new versions; a publish cutting across an active rollout is refused, changing nothing', async () => {
+    const r = await h.publish(tree('v2'), { rollout: { canary: ['n0', 'n1'], waves: [100], failure_budget: { count: 0 } } });
+    const id = r.rollout!.id;
+    const head = await h.head();
+    await expect(h.publish({ n5: { 'flor.json': 'other' } })).rejects.toThrow(expect.objectContaining({ code: 'rollout_in_progress' }));
+    expect(await h.head()).toEqual(head);
+
+    await report(id, 'applied', (n) => n === 'n0');
+    await report(id, 'failed', (n) => n === 'n1');
+    await driver.tick();
+    const view = await readRollout(h.db.kysely, id);
+    expect(view).toMatchObject({ status: 'halted', reason: expect.stringContaining('canary: 1 of 2') });
+    const heads = await headsOf();
+    expect([heads.n0, heads.n1, heads.n5]).toEqual([3, 3, 1]);
+    const restored = await h.db.kysely.selectFrom('node_versions').select(['node', 'version', 'set_digest']).where('version', 'in', [1, 3]).where('node', 'in', ['n0', 'n1']).orderBy('node').orderBy('version').execute();
+    expect(restored[0].set_digest).toBe(restored[1].set_digest);
+    // The rollout is over: the same publish now goes out whole.
+    expect((await h.publish({ n5: { 'flor.json': 'other' } })).changed).toEqual([{ node: 'n5', from: 1, to: 2 }]);
+  });
+
+  it('operator actions: pause holds an open gate, promote releases the next wave, abort rolls back all released; each recorded with who', async () => {
+    const r = await h.publish(tree('v2'), { rollout: { waves: [20, 60, 100], bake_seconds: 3600 } });
+    const id = r.rollout!.id;
+    const act = (action: 'pause' | 'resume' | 'promote' | 'abort') => h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id.slice(0, 8), action, now: new Date() });
+    await act('pause');
+    await expect(act('pause')).rejects.toThrow(DomainError);
+    await act('promote');
+    await act('resume');
+    const view = await readRollout(h.db.kysely, id);
+    expect(view).toMatchObject({ status: 'running', released: 2 });
+    const released = view.wave_list.slice(0, 2).reduce((a, w) => a + w.counts.released, 0);
+    await act('abort');
+    const aborted = await readRollout(h.db.kysely, id);
+    expect(aborted.status).toBe('aborted');
+    expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual(['rollout_planned:tester', 'rollout_wave_released:tester', 'rollout_paused:alice', 'rollout_wave_released:alice', 'rollout_resumed:alice', 'rollout_aborted:alice']);
+    expect(Object.values(await headsOf()).filter((v) => v === 3)).toHaveLength(released);
+    expect(Object.values(await headsOf()).filter((v) => v === 1)).toHaveLength(NODES.length - released);
+  });
+});

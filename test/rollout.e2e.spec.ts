@@ -1,0 +1,203 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { canonicalPretty } from '#bundle';
+import type { HealthCheck } from '#contracts';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { Client } from './support/http.js';
+import { agentFiles, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import { stopChild, waitForExit } from './support/child.js';
+import { HAPROXY, startHaproxy, watchingProxyConfig } from './support/haproxy.js';
+
+/**
+ * Rollouts in waves with twenty real agents (each supervising a vertex) watching through HAProxy in
+ * front of two replicas on PostgreSQL. A change whose health check fails reaches the canary only and
+ * halts the rollout; a good change goes through four waves, one replica killed with SIGKILL between
+ * two of them, and completes with every node confirmed and no wave released twice.
+ */
+
+jest.setTimeout(420_000);
+
+const NODES = Array.from({ length: 20 }, (_, i) => `r${String(i + 1).padStart(2, '0')}`);
+const CANARY = ['r01', 'r02'];
+
+/** agent.json watching (the poll is an hour: only the watch brings changes), with a confirmation window and checks. */
+function agentJsonWith(node: string, confirm?: { within: number; checks: HealthCheck[] }): string {
+  return canonicalPretty({ node, mesh: 'test', coordinator: 'http://127.0.0.1/', sync: { poll_interval: 3600, splay: 0, ...(confirm ? { confirm_within: confirm.within, health_checks: confirm.checks } : {}) } });
+}
+const PASSES: HealthCheck[] = [{ name: 'set', kind: 'command', command: 'test -n "$FLORETE_SET_VERSION"', timeout: 5 }];
+const FAILS: HealthCheck[] = [{ name: 'web', kind: 'command', command: 'echo "web is down" >&2; exit 3', timeout: 5 }];
+
+interface LedgerEvent {
+  position: number;
+  type: string;
+  meta: { actor: string };
+  data: Record<string, unknown>;
+}
+
+(hasPostgres ? describe : describe.skip)('rollouts in waves: 20 agents, two replicas behind HAProxy', () => {
+  const shared = mkdtempSync(join(tmpdir(), 'florete-rollout-'));
+  let replicas: CoordinatorProcess[] = [];
+  let proxy: ChildProcess | undefined;
+  let proxyUrl = '';
+  let admin: Client;
+  let fleet: Fleet;
+  const files: Record<string, AgentFiles> = {};
+
+  async function blobsOf(tree: Record<string, Record<string, string>>) {
+    const nodes: Record<string, { artifacts: Record<string, string> }> = {};
+    for (const [node, content] of Object.entries(tree)) {
+      nodes[node] = { artifacts: {} };
+      for (const [name, text] of Object.entries(content)) nodes[node].artifacts[name] = await admin.putBlob(text);
+    }
+    return nodes;
+  }
+
+  const heads = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((i) => [i.node, i.version]));
+  const applied = async () => Object.fromEntries(await Promise.all(NODES.map(async (n) => [n, (await socketStatus(files[n])).applied_version] as const)));
+  async function eventsAfter(position: number): Promise<LedgerEvent[]> {
+    const r = await admin.get(`/v1/ledger/events?after=${position}&limit=1000`);
+    expect(r.status).toBe(200);
+    return r.body.items as LedgerEvent[];
+  }
+
+  beforeAll(async () => {
+    if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
+    const databaseUrl = await createPostgresDatabase();
+    const env = {
+      FLORETE_SIGNING_KEYS_FILE: join(shared, 'signing-keys.json'),
+      FLORETE_REPO_KEY_FILE: join(shared, 'repo-signing-key.asc'),
+      FLORETE_ANON_RATE_LIMIT: '0',
+      FLORETE_MIRROR: 'off',
+      FLORETE_LOG_LEVEL: 'warn',
+      FLORETE_ROLLOUT_TICK_MS: '250',
+    };
+    replicas = [await startCoordinatorProcess({ databaseUrl, env }), await startCoordinatorProcess({ databaseUrl, env })];
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
+    // The test's own calls go to the replica that survives; the agents go through the proxy.
+    admin = new Client(replicas[1].url, replicas[0].adminToken);
+    fleet = new Fleet(admin);
+    await waitFor('the proxy to answer', async () => (await new Client(proxyUrl, replicas[0].adminToken).get('/healthz').catch(() => undefined))?.status === 200, 20_000);
+    await fleet.publish(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n), 'flor.json': florJson(n, 'v1') }])), 'rollout test: start');
+    // One at a time: twenty enrolments at once keep a loaded 2-core machine from answering the proxy's health checks.
+    for (const node of NODES) {
+      files[node] = agentFiles('supervise');
+      const r = await flor(['agent', 'enroll', '--coordinator', proxyUrl, '--token', await fleet.enrolmentToken(node), ...files[node].args]);
+      expect(r).toEqual(expect.objectContaining({ code: 0 }));
+      await startAgent(files[node]);
+    }
+    for (const node of NODES) await waitFor(`${node} applied v1 and watching`, async () => {
+      const s = await socketStatus(files[node]);
+      return s.applied_version === 1 && s.watch?.state === 'watching';
+    }, 60_000);
+  });
+
+  afterAll(async () => {
+    await stopAllAgents();
+    if (proxy) await stopChild(proxy, 'HAProxy');
+    for (const r of replicas) await r.stop();
+    for (const f of Object.values(files)) removeTree(f.root);
+    rmSync(shared, { recursive: true, force: true });
+  });
+
+  it('a change whose health check fails reaches the canary only: it reverts, the rollout halts, no other node moves', async () => {
+    const before = await heads();
+    const start = ((await admin.get('/v1/ledger/head')).body as { position: number }).position;
+    const nodes = await blobsOf(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n, { within: 6, checks: FAILS }), 'flor.json': florJson(n, 'bad') }])));
+    const r = await admin.post('/v1/publishes', { message: 'a bad change', nodes, rollout: { canary: CANARY, waves: [50, 100], failure_budget: { count: 0 }, on_halt: 'rollback' } });
+    expect(r.status).toBe(201);
+    const rollout = r.body.rollout as { id: string; waves: number[] };
+    expect(rollout.waves).toEqual([2, 9, 9]);
+    expect((r.body.changed as { node: string }[]).map((c) => c.node).sort()).toEqual(CANARY);
+
+    // A publish cutting across the rollout is refused whole, naming it; nothing is appended.
+    const headBefore = (await admin.get('/v1/ledger/head')).body;
+    const cut = await admin.post('/v1/publishes', { message: 'cuts across', nodes: { r10: nodes.r10 } });
+    expect(cut.status).toBe(409);
+    expect(cut.body).toMatchObject({ code: 'rollout_in_progress', rollout: rollout.id, nodes: ['r10'] });
+    expect((await admin.get('/v1/ledger/head')).body).toEqual(headBefore);
+
+    const halted = await waitFor('the rollout to halt', async () => {
+      const v = (await admin.get(`/v1/rollouts/${rollout.id}`)).body as { status: string; reason: string; wave_list: { counts: { failed: number } }[] };
+      return v.status === 'halted' && v;
+    }, 90_000, 250);
+    expect(halted.reason).toMatch(/canary: 2 of 2 node\(s\) failed, reverted or rejected/);
+    expect(halted.wave_list[0].counts.failed).toBe(2);
+
+    // Every other node: its head in the ledger and what its agent runs are unchanged.
+    const after = await heads();
+    const running = await applied();
+    for (const n of NODES.filter((x) => !CANARY.includes(x))) {
+      expect(after[n]).toBe(before[n]);
+      expect(running[n]).toBe(1);
+    }
+    // The canary reverted on its own and runs its previous content under a new, higher version.
+    for (const n of CANARY) {
+      const s = await waitFor(`${n} reverted`, async () => {
+        const st = await socketStatus(files[n]);
+        return st.confirmation?.state === 'reverted' && st.applied_version === after[n] && st;
+      }, 30_000);
+      expect(s.confirmation?.reverted).toMatchObject({ version: before[n] + 1, reason: expect.stringContaining('web is down') });
+      expect(after[n]).toBe(before[n] + 2);
+    }
+    // The ledger holds the plan, the canary's release, the reverts and the halt, in that order.
+    const events = await eventsAfter(start);
+    const kinds = events.filter((e) => e.type.startsWith('rollout_') || e.type === 'publish_recorded').map((e) => (e.type === 'publish_recorded' ? `publish_recorded:${e.data.kind as string}` : e.type));
+    expect(kinds.slice(0, 3)).toEqual(['rollout_planned', 'rollout_wave_released', 'publish_recorded:publish']);
+    expect(kinds.filter((k) => k.startsWith('rollout_')).slice(-1)).toEqual(['rollout_halted']);
+    expect(events.find((e) => e.type === 'rollout_halted')!.meta.actor).toBe('rollout-driver');
+    expect(events.filter((e) => e.type === 'rollout_wave_released')).toHaveLength(1);
+    // Each canary node went back once, by its own revert or the halt's rollback (whichever the ledger took first), and no other node was stamped.
+    const stamps = events.filter((e) => e.type === 'node_set_stamped').map((e) => `${e.data.node as string}@${e.data.version as number}${e.data.restored_from !== undefined ? `<-${e.data.restored_from as number}` : ''}`);
+    expect(stamps.sort()).toEqual(CANARY.flatMap((n) => [`${n}@${before[n] + 1}`, `${n}@${before[n] + 2}<-${before[n]}`]).sort());
+  });
+
+  it('a good change goes through four waves to every node, confirmed, with a replica killed between waves: no wave twice, no node skipped', async () => {
+    const start = ((await admin.get('/v1/ledger/head')).body as { position: number }).position;
+    const before = await heads();
+    const nodes = await blobsOf(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n, { within: 20, checks: PASSES }), 'flor.json': florJson(n, 'good') }])));
+    const published = performance.now();
+    const r = await admin.post('/v1/publishes', { message: 'a good change', nodes, rollout: { canary: ['r01'], waves: [34, 67, 100], bake_seconds: 2, failure_budget: { count: 0 } } });
+    expect(r.status).toBe(201);
+    const id = (r.body.rollout as { id: string }).id;
+    expect((r.body.rollout as { waves: number[] }).waves).toHaveLength(4);
+
+    // Between the second and third waves, kill the replica that was first: the survivor drives on.
+    await waitFor('the second wave released', async () => ((await admin.get(`/v1/rollouts/${id}`)).body as { released: number }).released >= 2, 90_000, 100);
+    const [victim] = replicas;
+    victim.child.kill('SIGKILL');
+    await waitForExit(victim.child, 'the killed replica');
+
+    const done = await waitFor('the rollout to complete', async () => {
+      const v = (await admin.get(`/v1/rollouts/${id}`)).body as { status: string; wave_list: { counts: { confirmed: number; released: number; nodes: number } }[] };
+      if (v.status === 'halted') throw new Error(`the rollout halted: ${JSON.stringify(v)}`);
+      return v.status === 'completed' && v;
+    }, 180_000, 250);
+    const elapsed = performance.now() - published;
+    process.stdout.write(`rollout: publish → four waves confirmed on ${NODES.length} agents: ${Math.round(elapsed)} ms (bake 2 s a wave)\n`);
+    for (const w of done.wave_list) expect(w.counts).toMatchObject({ confirmed: w.counts.nodes, released: w.counts.nodes });
+
+    const events = await eventsAfter(start);
+    const waves = events.filter((e) => e.type === 'rollout_wave_released').map((e) => e.data.wave);
+    expect(waves).toEqual([0, 1, 2, 3]);
+    // Each node stamped once by the rollout, one version up, and every agent runs it, confirmed.
+    const stamped = events.filter((e) => e.type === 'node_set_stamped').map((e) => e.data.node as string);
+    expect(stamped.sort()).toEqual(NODES);
+    const after = await heads();
+    for (const n of NODES) {
+      expect(after[n]).toBe(before[n] + 1);
+      const s = await waitFor(`${n} confirmed`, async () => {
+        const st = await socketStatus(files[n]);
+        return st.confirmation?.state === 'confirmed' && st;
+      }, 30_000);
+      expect(s.applied_version).toBe(after[n]);
+    }
+    // retectl shows the rollout as completed, with the waves in order.
+    const shown = await admin.get(`/v1/rollouts/${id.slice(0, 8)}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body.timeline.map((e: { type: string }) => e.type)).toEqual(['rollout_planned', 'rollout_wave_released', 'rollout_wave_released', 'rollout_wave_released', 'rollout_wave_released', 'rollout_completed']);
+  });
+});
