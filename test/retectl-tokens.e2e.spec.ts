@@ -94,7 +94,7 @@ describe('retectl token create', () => {
       const kid = run.stdout.trim();
       expect(before).not.toContain(kid);
       expect(await jwksKids()).toEqual(expect.arrayContaining([...before, kid]));
-      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? re-signed, the old key signs nothing more\n$`));
+      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? moved to it \\(each bundle is signed with it when next fetched\\), the old key signs nothing more\n$`));
 
       const again = JSON.parse((await retectl(['keys', 'rotate', '--json'])).stdout);
       expect(again).toEqual({

@@ -148,7 +148,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, then the config file)")
     .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
     .action(async (o) => done(await keysList.run(o)));
-  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head re-signed; prints the new kid'))).action(async (o) =>
+  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head moved to the new key; prints the new kid'))).action(async (o) =>
     done(await keysRotate.run(o)),
   );
   json(remote(keys.command('revoke').argument('<kid>', 'the key to revoke').description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'))).action(
