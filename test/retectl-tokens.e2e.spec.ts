@@ -94,7 +94,7 @@ describe('retectl token create', () => {
       const kid = run.stdout.trim();
       expect(before).not.toContain(kid);
       expect(await jwksKids()).toEqual(expect.arrayContaining([...before, kid]));
-      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? re-signed, the old key signs nothing more\n$`));
+      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? moved to it \\(each bundle is signed with it when next fetched\\), the old key signs nothing more\n$`));
 
       const again = JSON.parse((await retectl(['keys', 'rotate', '--json'])).stdout);
       expect(again).toEqual({
@@ -121,6 +121,33 @@ describe('retectl token create', () => {
     it('needs an admin token', async () => {
       const reader = (await admin().post('/v1/api-tokens', { name: 'rotator', role: 'reader' })).body.token as string;
       expectOneLine(await retectl(['keys', 'rotate'], { FLORETE_TOKEN: reader }), 1, /may not do this: .*\(403 forbidden\)/);
+    });
+
+    it('lists every key of the trust chain with its state and steps, from the public chain, with no token', async () => {
+      // By now: the first key, rotated out and then revoked; a second, rotated out; the third signs.
+      const keysList = (args: string[] = []) => runRetectl(['keys', 'list', ...args], { env: { FLORETE_COORDINATOR: coordinator.url } });
+      const trust = (await admin().get('/v1/trust')).body as { head: number };
+      const signer = (await jwksKids()).at(-1)!;
+      const json = await keysList(['--json']);
+      expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
+      const history = JSON.parse(json.stdout) as { trust_version: number; signer: string; keys: { kid: string; state: string; listed_version: number; retired_version: number | null; revoked_version: number | null; listed_at: string }[] };
+      expect(history.trust_version).toBe(trust.head);
+      expect(history.signer).toBe(signer);
+      expect(history.keys.map((k) => [k.state, k.listed_version, k.retired_version, k.revoked_version])).toEqual([
+        ['revoked', 1, 2, 4],
+        ['retired', 2, 3, null],
+        ['active', 3, null, null],
+      ]);
+      expect(history.keys[2].kid).toBe(signer);
+      expect(history.keys[0].listed_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+
+      const text = await keysList();
+      expect(text.code).toBe(0);
+      const lines = text.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^KID\s+STATE\s+SINCE\s+RETIRED\s+REVOKED$/);
+      expect(lines.slice(1).map((l) => l.split(/\s{2,}/).slice(0, 2))).toEqual(history.keys.map((k) => [k.kid, k.kid === signer ? 'active, signs' : k.state]));
+      expect(lines[1]).toMatch(/ \(v1\)\s+\S+ \(v2\)\s+\S+ \(v4\)$/);
+      expect(text.stderr).toBe(`trust version ${trust.head}: ${signer} signs bundles, checkpoints and the next trust version\n`);
     });
   });
 });

@@ -84,13 +84,13 @@ async function createToken(command: string, request: { role: Role; name: string 
 const keys = program.command('keys').description('bundle signing keys');
 keys
   .command('rotate')
-  .description('a new signing key: a new trust version signed by the old key, every node head re-signed with the new one; the old key stops signing')
+  .description('a new signing key: a new trust version signed by the old key, every node head moved to the new one; the old key stops signing')
   .action(async () => {
     await withDb('keys rotate', async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const r = await changeKeys(db.kysely, store, { kind: 'rotate' }, 'coordinator-cli');
-      process.stdout.write(`new signing key: ${r.kid}\ntrust version ${r.trust_version}, ${r.resigned} node heads re-signed\n`);
+      process.stdout.write(`new signing key: ${r.kid}\ntrust version ${r.trust_version}, ${r.resigned} node heads moved to it\n`);
     });
   });
 keys
@@ -102,7 +102,7 @@ keys
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const r = await changeKeys(db.kysely, store, { kind: 'revoke', kid }, 'coordinator-cli');
-      process.stdout.write(`revoked ${kid} (trust version ${r.trust_version}); signing key: ${r.kid}, ${r.resigned} node heads re-signed\n`);
+      process.stdout.write(`revoked ${kid} (trust version ${r.trust_version}); signing key: ${r.kid}, ${r.resigned} node heads moved to it\n`);
     });
   });
 

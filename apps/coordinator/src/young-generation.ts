@@ -3,12 +3,12 @@ import { setFlagsFromString } from 'node:v8';
 /**
  * The JavaScript heap's young generation (new space) doubles whenever enough of it survives a
  * collection. Start-up allocates fast (every module, the API schemas, the document of the API), so by
- * the time the coordinator listened its new space had grown to its largest, 32 MB, and stayed there
- * until V8 noticed the process was idle and shrank it, 10 to 15 seconds later (bench:rss: 207 MB five
- * seconds after listening, 178 MB once shrunk). So start-up runs with the young generation held at
- * its starting size, and once the coordinator listens it may grow again as the work asks: the first
- * large publish grows it in a few collections, as before. Costs start-up nothing measurable (1.3 s
- * either way). Left alone when the operator set the factor on the command line or in NODE_OPTIONS.
+ * the time the coordinator listened its new space had grown to its largest, and stayed there until
+ * V8 noticed the process was idle and shrank it, a while later: an idle coordinator held that memory
+ * for nothing (bench:rss; the figures are in bench/README.md). So start-up runs with the young
+ * generation held at its starting size, and once the coordinator listens it may grow again as the
+ * work asks: the first large publish grows it in a few collections, as before. Start-up is no slower
+ * for it. Left alone when the operator set the factor on the command line or in NODE_OPTIONS.
  *
  * Held by the command's entry point before it loads the other modules: compiling them allocates too.
  */

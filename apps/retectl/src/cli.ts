@@ -8,6 +8,7 @@ import * as configUnset from './commands/config-unset.js';
 import * as diff from './commands/diff.js';
 import * as history from './commands/history.js';
 import * as init from './commands/init.js';
+import * as keysList from './commands/keys-list.js';
 import * as keysRotate from './commands/keys-rotate.js';
 import * as keysRevoke from './commands/keys-revoke.js';
 import * as ledgerVerify from './commands/ledger-verify.js';
@@ -170,7 +171,11 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
-  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head re-signed; prints the new kid'))).action(async (o) =>
+  json(keys.command('list').description("every signing key of the coordinator's trust chain: active, retired or revoked, and the trust version and time of each step; no token is needed"))
+    .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, then the config file)")
+    .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
+    .action(async (o) => done(await keysList.run(o)));
+  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head moved to the new key; prints the new kid'))).action(async (o) =>
     done(await keysRotate.run(o)),
   );
   json(remote(keys.command('revoke').argument('<kid>', 'the key to revoke').description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'))).action(

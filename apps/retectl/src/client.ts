@@ -66,6 +66,11 @@ export class CoordinatorClient {
     return res.bytes;
   }
 
+  /** A JSON document anyone may read (the trust chain), checked against its schema; no token is sent. */
+  async getPublic<S extends z.ZodType>(path: string, schema: S): Promise<z.infer<S>> {
+    return parseAnswer(await this.fetchPublic(path), 200, 'GET', path, schema);
+  }
+
   get url(): string {
     return this.connection.url;
   }
@@ -91,21 +96,26 @@ export class CoordinatorClient {
     } catch (e) {
       throw this.networkError(e, options.timeoutMs ?? TIMEOUT_MS);
     }
-    const text = res.bytes.toString('utf8');
-    if (res.status >= 400) throw failure(res.status, text, `${method} ${path}`);
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      throw new RetectlError('bad_response', `the coordinator answered ${method} ${path} with HTTP ${res.status} and a body that is not JSON`);
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new RetectlError('bad_response', `unexpected answer to ${method} ${path}: ${issue.path.join('.') || '(body)'}: ${issue.message}`);
-    }
-    return { status: res.status, body: parsed.data };
+    if (res.status >= 400) throw failure(res.status, res.bytes.toString('utf8'), `${method} ${path}`);
+    return { status: res.status, body: parseAnswer(res.bytes, res.status, method, path, schema) };
   }
+}
+
+/** A successful answer's body as its schema says, or a `bad_response` naming the route and what is wrong. */
+function parseAnswer<S extends z.ZodType>(bytes: Buffer, status: number, method: string, path: string, schema: S): z.infer<S> {
+  const text = bytes.toString('utf8');
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    throw new RetectlError('bad_response', `the coordinator answered ${method} ${path} with HTTP ${status} and a body that is not JSON`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new RetectlError('bad_response', `unexpected answer to ${method} ${path}: ${issue.path.join('.') || '(body)'}: ${issue.message}`);
+  }
+  return parsed.data;
 }
 
 class TimeoutError extends Error {}

@@ -1,7 +1,9 @@
 /**
- * Canonical JSON (docs/architecture.md, "Canonical JSON, digests and the bundle format"): object keys sorted by UTF-16 code unit, no insignificant
- * whitespace. Digests and the ledger's hash chain are computed over this form, so it must be
- * byte-stable on every machine.
+ * Canonical JSON: for JSON data, the JSON Canonicalization Scheme of RFC 8785 (JCS), byte for byte:
+ * object keys sorted by UTF-16 code unit, no insignificant whitespace, strings and numbers as
+ * JSON.stringify writes them (docs/decisions/0011-canonical-json-is-jcs.md says what it does with
+ * anything else). Digests and the ledger's hash chain are computed over this form, so it must be
+ * byte-stable on every machine and in every release.
  */
 export function canonicalJson(value: unknown): string {
   return serialise(value, '$');
@@ -30,7 +32,10 @@ function serialise(value: unknown, path: string): string {
   }
 }
 
-/** The on-disk form of a compiled artifact: canonical, pretty-printed with 2 spaces, trailing newline. */
+/**
+ * The on-disk form of a compiled artifact: canonical, pretty-printed with 2 spaces, trailing newline.
+ * Not JCS: keys that look like array indices come first, in numeric order, as JavaScript orders them.
+ */
 export function canonicalPretty(value: unknown): string {
   return `${JSON.stringify(JSON.parse(canonicalJson(value)), null, 2)}\n`;
 }

@@ -69,8 +69,8 @@ export function attributeCheckpoint(note: string, trustDocuments: readonly strin
   return { checkpoint, kid, replaced, revoked };
 }
 
-/** Every version's pin, from a self-signed version 1 forward; throws at the first step that fails. */
-function trustPins(documents: readonly string[]): { pins: Map<number, TrustPin>; issuedAt: Map<number, string>; genesisDigest: string } {
+/** Every version's pin, from a self-signed version 1 forward; throws a TrustChainError at the first step that fails. */
+export function trustPins(documents: readonly string[]): { pins: Map<number, TrustPin>; issuedAt: Map<number, string>; genesisDigest: string } {
   const decoded = documents.map(decodeTrustDocument).sort((a, b) => a.doc.version - b.doc.version);
   const genesis = decoded[0];
   if (!genesis || genesis.doc.version !== 1) throw new TrustChainError('trust_gap', 1, 'the trust chain has no version 1');

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 
-/** One-shot hashing: about twice as fast as createHash for the small inputs digests are mostly taken of. */
+/** One-shot hashing: cheaper than createHash for the small inputs digests are mostly taken of (bench:primitives). */
 export function sha256Hex(data: Uint8Array | string): string {
   return hash('sha256', data, 'hex');
 }

@@ -27,6 +27,7 @@ export {
 export {
   ledgerOrigin,
   attributeCheckpoint,
+  trustPins,
   firstDisagreement,
   flagWitnesses,
   CheckpointAuditError,

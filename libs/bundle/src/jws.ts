@@ -10,9 +10,10 @@ export interface SigningKey {
 
 /**
  * Signs a bundle payload (already-canonical bytes) as a compact JWS. Ed25519 is deterministic, so the
- * same key and payload always give the same JWS: rebuilt projections match byte for byte. Signed with
- * node:crypto directly: a 10,000-node publish signs 10,000 bundles, and WebCrypto's per-call overhead
- * made that about four times slower for the same bytes.
+ * same key and payload always give the same JWS: the same ETag stands for the same bytes on every
+ * replica. Signed with node:crypto directly: after a fleet-wide change every node fetches, so every
+ * replica signs, a bundle per node, and WebCrypto's per-call overhead (jose's path) costs more for
+ * the same bytes (bench:primitives; decision 0001).
  */
 export async function signBundle(payload: Uint8Array, key: SigningKey): Promise<string> {
   const privateKey = key.privateKey instanceof KeyObject ? key.privateKey : KeyObject.from(key.privateKey as Parameters<typeof KeyObject.from>[0]);

@@ -1,4 +1,4 @@
-import { isMap, isNode, isPair, isScalar, LineCounter, parseAllDocuments, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, visit, type Document, type Node as YamlNode } from 'yaml';
 import { ReteFile, type ReteErrorCode } from '#contracts';
 import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
@@ -55,6 +55,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
   }
   if (diagnostics.length > 0) return { diagnostics };
 
+  keepPackageVersionsAsWritten(doc);
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 }) ?? {};
@@ -110,6 +111,24 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     }
   }
   return { diagnostics };
+}
+
+/**
+ * A package version is text, but YAML reads an unquoted `1.0` as the number 1 and `1.10` as 1.1:
+ * another version, or one apt does not have. So the `version` of an entry of a `packages` list that
+ * is written unquoted and reads as a number keeps the text as written, as if it were quoted; it is
+ * then checked as a Debian version like any other. Nothing else in the file changes.
+ */
+function keepPackageVersionsAsWritten(doc: Document): void {
+  visit(doc, {
+    Pair(_, pair, path) {
+      const [packages, list] = [path[path.length - 3], path[path.length - 2]];
+      const inPackages = isPair(packages) && isScalar(packages.key) && packages.key.value === 'packages' && isSeq(list);
+      if (!inPackages || !isScalar(pair.key) || pair.key.value !== 'version') return;
+      const value = pair.value;
+      if (isScalar(value) && value.type === 'PLAIN' && typeof value.value === 'number' && value.source !== undefined) value.value = value.source;
+    },
+  });
 }
 
 function notUtf8(file: string, bytes: Uint8Array, offset: number, before: string): Diagnostic {

@@ -46,4 +46,34 @@ describe('parseFile', () => {
     expect(parsed).toBeUndefined();
     expect(diagnostics.map(formatDiagnostic)).toEqual(['r.yaml:2:1: a rete file holds one YAML document; found 3 (separated by ---) [yaml_syntax]']);
   });
+
+  describe('a package version written without quotes', () => {
+    const versions = (text: string) => {
+      const { parsed, diagnostics } = parseFile({ file: 'r.yaml', text });
+      expect(diagnostics.map(formatDiagnostic)).toEqual([]);
+      return parsed!.data.resources!.flatMap((r) => r.packages ?? []).map((p) => p.version);
+    };
+    const rete = (...written: string[]) =>
+      `resources:\n  - select: { tags: [web] }\n    packages:\n${written.map((v, i) => `      - { name: p${i}, version: ${v} }\n`).join('')}`;
+
+    it('is the text as written, not the number YAML would read in it', () => {
+      // As numbers these are 1, 1.1, 2, 7 and 1000: a different version, or one apt would not find.
+      expect(versions(rete('1.0', '1.10', '2', '007', '1e3'))).toEqual(['1.0', '1.10', '2', '007', '1e3']);
+    });
+
+    it('is the same in block style, quoted or not', () => {
+      const text = 'resources:\n  - select: { tags: [web] }\n    packages:\n      - name: nginx\n        version: 1.20\n      - name: curl\n        version: "1.20"\n';
+      expect(versions(text)).toEqual(['1.20', '1.20']);
+    });
+
+    it('is still checked as a Debian version, where it was written', () => {
+      const { diagnostics } = parseFile({ file: 'r.yaml', text: rete('1.0', '.inf') });
+      expect(diagnostics.map(formatDiagnostic)).toEqual([expect.stringMatching(/^r\.yaml:5:30: resources\[0\]\.packages\[1\]\.version: must be an exact Debian version.*\(got "\.inf"\) \[bad_version\]$/)]);
+    });
+
+    it('leaves numbers elsewhere alone', () => {
+      const { diagnostics } = parseFile({ file: 'r.yaml', text: 'mesh:\n  name: lab\n  coordinator: https://c.example\nnodes:\n  - name: 1.0\n    kind: server\n    listen: 10.0.0.1:1\n' });
+      expect(diagnostics.map((d) => d.message)).toEqual([expect.stringMatching(/, not the fraction 1$|, not the number 1$/)]);
+    });
+  });
 });

@@ -68,7 +68,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
 /**
  * The embedded database is PostgreSQL compiled to WebAssembly. V8 first compiles it with its fast
  * baseline compiler, then again with its optimising one for the functions that run hot; the second
- * compilation held tens of megabytes of an idle coordinator's memory (bench:rss, in bench/README.md)
+ * compilation held memory an idle coordinator otherwise does not (bench:rss, in bench/README.md)
  * for no speed a coordinator's queries showed. So this process keeps to the baseline compiler. Set before the module is compiled; it changes
  * nothing for JavaScript.
  */
@@ -89,8 +89,8 @@ export function pgliteSettings(): string[] {
 }
 
 /**
- * Creating a data dir runs initdb in a second, temporary database instance whose memory (several
- * hundred MB) the JavaScript runtime gives back only when it next collects garbage, which an idle
+ * Creating a data dir runs initdb in a second, temporary database instance whose memory (more than
+ * the coordinator's own, bench:rss) the JavaScript runtime gives back only when it next collects garbage, which an idle
  * coordinator may not do for hours. So a new data dir is created by a short-lived child process:
  * everything initdb touched goes back to the system when it exits, and this process then opens the
  * finished files like any later start.

@@ -58,7 +58,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.timer) clearInterval(this.timer);
     // A run stops before its next commit, and a commit being written is abandoned with its thread: its
     // objects are written whole or not at all and the branch has not moved, so the next start redoes
-    // it. Waiting for it instead held a shutdown for minutes at 100,000 nodes.
+    // it. Waiting for it instead held a shutdown for as long as writing the largest commits takes.
     this.stopping.abort();
     await this.repo?.close();
     await this.idle();

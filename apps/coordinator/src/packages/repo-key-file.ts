@@ -7,7 +7,7 @@ import * as openpgp from 'openpgp';
  * Creates the apt repository's key file when it does not exist, reads it as an OpenPGP private key,
  * and gives its fingerprint. Run by RepoKey.open in a short-lived child process (this file as a
  * script), so the coordinator loads OpenPGP.js only once it signs something: an idle coordinator
- * held 5-10 MB less without it (bench:rss).
+ * that has not signed holds none of it (bench:rss, bench/README.md).
  */
 export async function checkKeyFile(path: string): Promise<string> {
   let armored: string;

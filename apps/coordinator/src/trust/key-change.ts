@@ -16,8 +16,8 @@ export type KeyRequest = { readonly kind: 'rotate' } | { readonly kind: 'revoke'
 
 /**
  * `keys rotate` and `keys revoke`, one transaction under the ledger lock: the next trust version
- * signed by the current signer, its ledger event, every node head re-signed by the new signer (so
- * no node is asked to accept the old key for new content) and a checkpoint. A new key goes into the
+ * signed by the current signer, its ledger event, every node head moved to the new signer (so
+ * no node is asked to accept the old key for new content; each bundle is signed when next fetched) and a checkpoint. A new key goes into the
  * key file first and signs only once this commits.
  */
 export async function changeKeys(db: Kysely<Database>, keys: SigningKeyStore, request: KeyRequest, actor: string): Promise<KeyChangeResponse> {

@@ -31,7 +31,7 @@ export class TrustController {
     return { head: head?.version ?? 1, versions: await readTrustChain(this.db.kysely, after) };
   }
 
-  /** A new signing key: a new trust version signed by the old key, and every node head re-signed with the new one. */
+  /** A new signing key: a new trust version signed by the old key, and every node head moved to the new one. */
   @Post('v1/keys/rotate')
   @HttpCode(201)
   @Access('admin')
@@ -49,7 +49,7 @@ export class TrustController {
 
   private async change(request: KeyRequest, who: Principal): Promise<KeyRotationResponse> {
     const result = await changeKeys(this.db.kysely, this.keys, request, actorOf(who));
-    // Re-signed heads have new ETags: every replica's memory drops the old ones before the answer.
+    // Moved heads have new ETags: every replica's memory drops the old ones before the answer.
     await this.feed.settle();
     return { ...result, jwks: this.keys.jwks() };
   }

@@ -67,9 +67,9 @@ export class MirrorTree {
   }
 
   /**
-   * The same fold, giving the event loop a turn every `slice` stamps: hashing the objects of a
-   * 10,000-node publish took 380 ms in one piece (2.1 s at 100,000 nodes), and every poll and
-   * publish the coordinator answered meanwhile waited for it. Same commit, same objects as apply.
+   * The same fold, giving the event loop a turn every `slice` stamps: hashing the objects of a large
+   * publish in one piece held the event loop for as long as it took (bench/README.md), and every poll
+   * and publish the coordinator answered meanwhile waited for it. Same commit, same objects as apply.
    */
   async applyInSlices(publish: MirrorPublish, blobOf: BlobOf, slice = 256): Promise<CommitResult> {
     const objects: GitObject[] = [];

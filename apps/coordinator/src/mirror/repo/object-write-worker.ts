@@ -16,8 +16,8 @@ export type WriteAnswer = { readonly id: number } | { readonly id: number; reado
 /**
  * The mirror follows the ledger and may lag it: this thread runs below normal priority (nice 10), so
  * on a busy machine its deflating and writing yields most of a core to the publishes and polls it
- * follows. Not the lowest (nice 19): under sustained load that left it about 1.5% of a core, and the
- * mirror fell behind for as long as the load lasted. On Linux a thread's priority is its own, set by
+ * follows. Not the lowest (nice 19): under sustained load that left it almost none of a core
+ * (bench/README.md), and the mirror fell behind for as long as the load lasted. On Linux a thread's priority is its own, set by
  * its thread id (/proc/thread-self names it); elsewhere the thread keeps the process's priority.
  */
 function lowerOwnPriority(): void {

@@ -10,8 +10,8 @@ const WORKER_FILE = fileURLToPath(new URL('./object-write-worker.js', import.met
 
 /**
  * Objects written on the calling thread between two turns of its event loop, when there is no
- * writer thread (code run from its TypeScript sources): with 256, a publish arriving while the
- * mirror wrote a 10,000-node commit waited twice as long as with 16.
+ * writer thread (code run from its TypeScript sources): few, so that a publish arriving while the
+ * mirror writes a large commit gets its turn soon (256 made it wait longer: bench/README.md).
  */
 const WRITE_SLICE = 16;
 
@@ -20,7 +20,7 @@ const IDLE_MS = 30_000;
 
 /**
  * Writes the mirror's loose objects on a thread of its own. Deflating and writing the 40,000 objects
- * of a 10,000-node commit is seconds of synchronous work; on the coordinator's event loop it delayed
+ * of a 10,000-node commit is long synchronous work; on the coordinator's event loop it delayed
  * every poll and publish answered meanwhile (bench:publish, one node changed right after all nodes
  * changed). The thread starts with the first batch, stops after IDLE_MS without one, and keeps the
  * process alive only while a batch is out; code run

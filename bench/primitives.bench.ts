@@ -1,0 +1,93 @@
+/**
+ * The primitives behind choices written in the code, each timed against the alternative it was
+ * chosen over, in one process, in turns: one-shot sha256 against createHash for the small inputs
+ * digests are taken of (libs/bundle/src/digest.ts); Ed25519 signing with node:crypto against jose's
+ * WebCrypto path (libs/bundle/src/jws.ts, decision 0001); a small git object stored in its zlib
+ * stream against deflated (mirror/repo/loose-objects.ts); a 10,000-entry root tree deflated with
+ * Huffman coding only against level 1. Prints the time of each side and their ratio; nothing here
+ * touches a database or the network.
+ *
+ *   npm run bench:primitives [-- --rounds 5]
+ */
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { constants as zlibConstants, deflateSync } from 'node:zlib';
+import * as jose from 'jose';
+import { sha256Hex, signBundle } from '#bundle';
+import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js';
+import { runBench, UsageError } from './support/cleanup.js';
+import { parseCli } from './support/cli.js';
+import { fmt, formatTable, median } from './support/table.js';
+
+const say = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** Microseconds per call of `fn` over `n` calls, after a warm-up; a promise is awaited, a plain call is not. */
+async function perCall(fn: (i: number) => unknown, n: number): Promise<number> {
+  const awaited = fn(0) instanceof Promise;
+  const loop = async (count: number) => {
+    if (awaited) for (let i = 0; i < count; i++) await fn(i);
+    else for (let i = 0; i < count; i++) fn(i);
+  };
+  await loop(Math.min(n, 1000));
+  const start = process.hrtime.bigint();
+  await loop(n);
+  return Number(process.hrtime.bigint() - start) / n / 1000;
+}
+
+interface Pair {
+  readonly what: string;
+  readonly chosen: string;
+  readonly other: string;
+  readonly n: number;
+  readonly chosenFn: (i: number) => unknown;
+  readonly otherFn: (i: number) => unknown;
+}
+
+async function pairs(): Promise<Pair[]> {
+  const small = Array.from({ length: 1000 }, () => randomBytes(100).toString('hex'));
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const payload = new Uint8Array(randomBytes(1500));
+  const webCryptoKey = await jose.importJWK({ ...privateKey.export({ format: 'jwk' }), alg: 'EdDSA' }, 'EdDSA');
+  const objects = Array.from({ length: 1000 }, () => Buffer.from(randomBytes(50).toString('hex')));
+  const tree = Buffer.concat(Array.from({ length: 10_000 }, (_, i) => Buffer.concat([Buffer.from(`40000 node-${String(i).padStart(5, '0')}\0`), randomBytes(20)])));
+  return [
+    { what: 'sha256 of 200 bytes', chosen: 'hash()', other: 'createHash', n: 200_000, chosenFn: (i) => sha256Hex(small[i % 1000]), otherFn: (i) => createHash('sha256').update(small[i % 1000]).digest('hex') },
+    {
+      what: 'Ed25519 JWS of a 1.5 KB payload',
+      chosen: 'node:crypto',
+      other: 'jose (WebCrypto)',
+      n: 5000,
+      chosenFn: () => signBundle(payload, { kid: 'k', privateKey }),
+      otherFn: () => new jose.CompactSign(payload).setProtectedHeader({ alg: 'EdDSA', kid: 'k', typ: 'florete-bundle+jws' }).sign(webCryptoKey),
+    },
+    { what: 'zlib stream of a 100-byte object', chosen: 'stored', other: 'deflate level 1', n: 50_000, chosenFn: (i) => storedZlib(objects[i % 1000]), otherFn: (i) => deflateSync(objects[i % 1000], { level: 1 }) },
+    {
+      what: `deflate of a ${fmt(tree.length / 1024)} KiB root tree`,
+      chosen: 'Huffman only',
+      other: 'level 1',
+      n: 30,
+      chosenFn: () => deflateSync(tree, { level: 1, strategy: zlibConstants.Z_HUFFMAN_ONLY }),
+      otherFn: () => deflateSync(tree, { level: 1 }),
+    },
+  ];
+}
+
+const us = (n: number): string => (n >= 1000 ? `${fmt(n / 1000, 2)} ms` : `${fmt(n, n >= 10 ? 1 : 2)} µs`);
+
+runBench('primitives', async () => {
+  const { values } = parseCli({ rounds: { type: 'string', default: '5' } });
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be a whole number ≥ 1');
+  const rows: string[][] = [];
+  for (const p of await pairs()) {
+    say(`${p.what}: ${rounds} rounds`);
+    const chosen: number[] = [];
+    const other: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      chosen.push(await perCall(p.chosenFn, p.n));
+      other.push(await perCall(p.otherFn, p.n));
+    }
+    const [c, o] = [median(chosen), median(other)];
+    rows.push([p.what, `${p.chosen} ${us(c)}`, `${p.other} ${us(o)}`, `${fmt(o / c, 2)}×`]);
+  }
+  console.log(formatTable(['per call (median of rounds)', 'chosen', 'alternative', 'alternative / chosen'], rows));
+});
