@@ -78,7 +78,8 @@ export interface ProblemBody {
 export function toProblem(error: unknown, log?: Logger): ProblemBody {
   if (error instanceof DomainError) {
     const status = STATUS[error.code];
-    return { type: `https://florete.dev/problems/${error.code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code: error.code, ...(error.details ?? {}) };
+    // Details first: none of them may overwrite a member of the problem itself (a `status` among them once made the answer a 500).
+    return { ...(error.details ?? {}), type: `https://florete.dev/problems/${error.code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code: error.code };
   }
   const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

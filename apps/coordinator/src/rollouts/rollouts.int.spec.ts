@@ -98,11 +98,13 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     await act('resume');
     const view = await readRollout(h.db.kysely, id);
     expect(view).toMatchObject({ status: 'running', released: 2 });
-    const released = view.wave_list.slice(0, 2).reduce((a, w) => a + w.counts.released, 0);
+    const released = NODES.length;
+    await act('promote');
+    await expect(act('promote')).rejects.toThrow(expect.objectContaining({ code: 'rollout_state', message: expect.stringContaining('every wave is released') }));
     await act('abort');
     const aborted = await readRollout(h.db.kysely, id);
     expect(aborted.status).toBe('aborted');
-    expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual(['rollout_planned:tester', 'rollout_wave_released:tester', 'rollout_paused:alice', 'rollout_wave_released:alice', 'rollout_resumed:alice', 'rollout_aborted:alice']);
+    expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual(['rollout_planned:tester', 'rollout_wave_released:tester', 'rollout_paused:alice', 'rollout_wave_released:alice', 'rollout_resumed:alice', 'rollout_wave_released:alice', 'rollout_aborted:alice']);
     expect(Object.values(await headsOf()).filter((v) => v === 3)).toHaveLength(released);
     expect(Object.values(await headsOf()).filter((v) => v === 1)).toHaveLength(NODES.length - released);
   });

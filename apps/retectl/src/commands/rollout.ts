@@ -3,7 +3,7 @@ import type { Rete } from '#rete';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { RetectlError } from '../errors.js';
-import { out, outJson } from '../output.js';
+import { out, outJson, plural } from '../output.js';
 
 /** The flags of `retectl publish` that make it a rollout, as commander hands them over. */
 export interface RolloutFlags {
@@ -96,7 +96,7 @@ export async function list(options: RolloutOptions & { readonly status?: Rollout
   const { body } = await client.call('GET', `/v1/rollouts${options.status ? `?status=${options.status}` : ''}`, RolloutListResponse);
   if (options.json) return outJson(body);
   if (body.rollouts.length === 0) return out('no rollouts');
-  for (const r of body.rollouts) out(`${r.id.slice(0, 8)}  ${r.status.padEnd(10)} wave ${r.released}/${r.waves}  ${r.nodes} nodes  ${r.created_at}  ${r.message}`);
+  for (const r of body.rollouts) out(`${r.id.slice(0, 8)}  ${r.status.padEnd(10)} wave ${r.released}/${r.waves}  ${plural(r.nodes, 'node')}  ${r.created_at}  ${r.message}`);
 }
 
 /** The id to show: the one given, else the newest running or paused, else the newest. */
@@ -110,11 +110,11 @@ async function pick(client: CoordinatorClient, id: string | undefined): Promise<
 
 /** Lines that show a rollout: its state, each wave's counts, and its timeline. */
 export function formatRollout(r: RolloutView): string {
-  const lines = [`rollout ${r.id} (${r.status}${r.reason ? `: ${r.reason}` : ''})`, `  ${r.message}`, `  by ${r.actor} at ${r.created_at}; ${r.nodes} nodes in ${r.waves} waves, ${r.released} released`];
+  const lines = [`rollout ${r.id} (${r.status}${r.reason ? `: ${r.reason}` : ''})`, `  ${r.message}`, `  by ${r.actor} at ${r.created_at}; ${plural(r.nodes, 'node')} in ${plural(r.waves, 'wave')}, ${r.released} released`];
   for (const w of r.wave_list) {
     const c = w.counts;
     const when = w.released_at ? `released ${w.released_at}` : 'not released';
-    lines.push(`  ${w.name.padEnd(8)} ${String(c.nodes).padStart(6)} nodes  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed` : ''}`);
+    lines.push(`  ${w.name.padEnd(8)} ${plural(c.nodes, 'node').padStart(11)}  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed` : ''}`);
   }
   lines.push('  timeline:');
   for (const e of r.timeline) lines.push(`    ${e.recorded_at}  ${e.type.replace(/^rollout_/, '')}${e.wave !== undefined ? ` ${e.wave}` : ''} by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`);

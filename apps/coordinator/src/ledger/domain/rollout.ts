@@ -164,7 +164,7 @@ export type Control = 'pause' | 'resume' | 'promote' | 'abort';
  */
 export function checkControl(state: RolloutState, action: Control): void {
   const refuse = (why: string): never => {
-    throw new DomainError('rollout_state', `rollout ${state.id} cannot be ${pastTense[action]}: ${why}`, { rollout: state.id, status: state.status });
+    throw new DomainError('rollout_state', `rollout ${state.id} cannot be ${pastTense[action]}: ${why}`, { rollout: state.id, rollout_status: state.status });
   };
   if (!ACTIVE.has(state.status)) refuse(`it is ${state.status}`);
   if (action === 'pause' && state.status === 'paused') refuse('it is already paused');
