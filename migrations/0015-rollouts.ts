@@ -5,7 +5,9 @@ import type { Kysely } from 'kysely';
  * every other read model: `rollouts` one row per rollout for listing and for the driver, whose
  * tick reads the running ones; `rollout_nodes` one row per changed node with its wave, its version
  * before the rollout and the version its release stamped, which a wave's gate joins with the nodes'
- * reported outcomes, and a publish checks its changed nodes against.
+ * reported outcomes, and a publish checks its changed nodes against. And operator confirmation on
+ * node_heads: the window a head's publish asked for and who confirmed it, which its poll answer
+ * carries (`florete-confirm`).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -36,4 +38,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addPrimaryKeyConstraint('rollout_nodes_pkey', ['rollout_id', 'node'])
     .execute();
   await db.schema.createIndex('rollout_nodes_node_idx').on('rollout_nodes').column('node').execute();
+  await db.schema.alterTable('node_heads').addColumn('confirm_within', 'integer').addColumn('confirmed_by', 'text').execute();
+  await db.schema.createIndex('node_heads_publish_idx').on('node_heads').column('publish_id').execute();
 }

@@ -1,6 +1,6 @@
 import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { parseDuration, Role } from '#contracts';
+import { MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration, Role } from '#contracts';
 import * as compile from './commands/compile.js';
 import * as configSet from './commands/config-set.js';
 import * as configShow from './commands/config-show.js';
@@ -20,6 +20,7 @@ import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
 import * as retire from './commands/retire.js';
 import * as rollout from './commands/rollout.js';
+import * as confirm from './commands/confirm.js';
 import * as rollback from './commands/rollback.js';
 import * as show from './commands/show.js';
 import * as status from './commands/status.js';
@@ -39,6 +40,11 @@ const integer = (what: string, min: number) => (value: string): number => {
 const waitTimeout = (value: string): number => {
   const seconds = parseDuration(value);
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
+  return seconds;
+};
+const confirmWindow = (value: string): number => {
+  const seconds = parseDuration(value);
+  if (seconds === undefined || seconds < MIN_CONFIRM_WITHIN || seconds > MAX_CONFIRM_WITHIN) throw new InvalidArgumentError('expected a duration from 30s to 7d, such as 10m');
   return seconds;
 };
 const age = (value: string): number => {
@@ -119,7 +125,8 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
     .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
     .option('--supersede <rollout>', 'replace this running rollout: needed when the publish changes any of its nodes')
-    .action(async (o) => done(await publish.run({ ...o, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
+    .option('--confirm-within <duration>', 'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (30s to 7d)', confirmWindow)
+    .action(async (o) => done(await publish.run({ ...o, confirmWithin: o.confirmWithin, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').argument('[node]', 'one node in detail, with what its agent last did to each host resource').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
     .option('--state <state>', 'only nodes in this lifecycle state (unmanaged, enrolled, retired) or convergence (converged, outstanding, failed)')
@@ -144,6 +151,9 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('-m, --message <message>', 'why')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
+  json(remote(program.command('confirm').argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)').description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'))).action(
+    async (publishId: string, o) => done(await confirm.run({ ...o, publish: publishId })),
+  );
   const rollouts = program.command('rollout').description('publishes released in waves: follow, pause, resume, promote or abort one');
   json(remote(rollouts.command('list').description('rollouts, newest first')))
     .option('--status <status>', 'only rollouts in this state: running, paused, halted, aborted, completed or superseded')

@@ -6,6 +6,10 @@ import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
 import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
 
+/** The shortest and longest operator confirmation window a publish may ask for: 30 s, a week. */
+export const MIN_CONFIRM_WITHIN = 30;
+export const MAX_CONFIRM_WITHIN = 7 * 24 * 3600;
+
 /** The longest message a publish, rollback or retirement may carry. */
 export const MAX_MESSAGE_LENGTH = 4096;
 const Message = z.string().max(MAX_MESSAGE_LENGTH);
@@ -49,6 +53,11 @@ export const PublishRequest = z.strictObject({
   rollout: RolloutPlan.optional(),
   /** The running rollout this publish replaces: required when it changes any of that rollout's nodes. */
   supersede_rollout: RolloutId.optional(),
+  /**
+   * Operator confirmation, as on network devices: the nodes this publish changes revert on their own
+   * unless `POST /v1/publishes/{id}/confirm` comes within this many seconds of their activation.
+   */
+  confirm_within: z.number().int().min(MIN_CONFIRM_WITHIN).max(MAX_CONFIRM_WITHIN).optional(),
 });
 export type PublishRequest = z.infer<typeof PublishRequest>;
 
@@ -64,6 +73,10 @@ export const PublishResponse = z.object({
   rollout: PublishRollout.optional(),
 });
 export type PublishResponse = z.infer<typeof PublishResponse>;
+
+/** What a publish confirmation answers: who confirmed, and how many nodes still run the publish's versions. */
+export const ConfirmResponse = z.object({ publish_id: z.string(), confirmed_by: z.string(), position: Position, nodes: z.number().int().nonnegative() });
+export type ConfirmResponse = z.infer<typeof ConfirmResponse>;
 
 export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional(), allow_ineligible: AllowIneligible.optional() });
 export const RetireRequest = z.strictObject({ message: Message.optional(), expected_position: Position.optional() });

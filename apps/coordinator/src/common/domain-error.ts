@@ -39,7 +39,9 @@ export type DomainErrorCode =
   | 'invalid_rollout'
   | 'rollout_state'
   | 'unknown_rollout'
-  | 'ambiguous_rollout';
+  | 'ambiguous_rollout'
+  | 'not_confirmable'
+  | 'already_confirmed';
 
 export class DomainError extends Error {
   constructor(

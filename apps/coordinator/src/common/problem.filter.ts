@@ -25,6 +25,8 @@ const STATUS: Record<DomainErrorCode, number> = {
   rollout_in_progress: 409,
   rollout_state: 409,
   invalid_rollout: 400,
+  not_confirmable: 409,
+  already_confirmed: 409,
   not_found: 404,
   unauthenticated: 401,
   retired_credential: 401,

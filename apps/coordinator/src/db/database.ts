@@ -44,6 +44,10 @@ export interface NodeHeadsTable {
   position: BigIntColumn;
   publish_id: string;
   updated_at: Timestamp;
+  /** Operator confirmation: the window the head's publish asked for, in seconds; null when none. */
+  confirm_within: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Who confirmed the head's publish; null until confirmed. */
+  confirmed_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface NodeVersionsTable {

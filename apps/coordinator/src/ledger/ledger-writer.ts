@@ -68,7 +68,7 @@ export class LedgerWriter {
     let appended = false;
     const remember = (at: { position: number; hash: string }): void => {
       // A rollout's publish is not answered from memory: its repeat meets the rollout it started.
-      if (options.bodyDigest !== undefined && request.type === 'publish_tree' && !request.rollout && !request.supersedeRollout) {
+      if (options.bodyDigest !== undefined && request.type === 'publish_tree' && !request.rollout && !request.supersedeRollout && request.confirmWithin === undefined) {
         published = { digest: options.bodyDigest, at: { position: at.position, hash: at.hash }, nodes: request.nodes.size, ...(options.expectedPosition !== undefined ? { expectedPosition: options.expectedPosition } : {}) };
       }
     };
@@ -120,8 +120,8 @@ export class LedgerWriter {
     if (published) this.repeats.keep(published);
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (appended) this.events?.publish(new LedgerAppended(result.position));
-    // New heads, new ETags: answered only once no replica's memory serves the old ones.
-    if (result.publish_id) await this.settle();
+    // New heads (or a head's confirmation): answered only once no replica's memory serves the old ones.
+    if (appended) await this.settle();
     return result;
   }
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isPlainPublishRequest, LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type PublishResponse } from '#contracts';
+import { isPlainPublishRequest, LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type ConfirmResponse, type PublishResponse } from '#contracts';
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
@@ -19,8 +19,10 @@ import { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
 import { RouteLimits } from '../common/route-limits.js';
 import { bodyDigestOf, bodyOf } from '../common/http-hardening.js';
 import { RepeatedPublishQuery } from './queries/repeated-publish.query.js';
+import { LedgerWriter } from './ledger-writer.js';
 
 const VerifyQuery = z.strictObject({ mirror: z.enum(['true', 'false']).optional() });
+const PublishIdParam = z.uuid();
 
 @Controller()
 export class LedgerController {
@@ -29,6 +31,7 @@ export class LedgerController {
     private readonly queries: QueryBus,
     private readonly metrics: Metrics,
     @Inject(DB) private readonly db: Db,
+    private readonly writer: LedgerWriter,
   ) {}
 
   @Post('v1/publishes')
@@ -46,6 +49,20 @@ export class LedgerController {
     // The schema is the contract; the plain check only spares a large, ordinary tree its cost.
     const request = parseInput(PublishRequest, bodyOf(req), 'body', isPlainPublishRequest);
     this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest)));
+  }
+
+  /**
+   * Confirms a publish made with --confirm-within: recorded in the ledger with who, and carried by
+   * the poll answers of its nodes, whose agents then keep the version instead of reverting.
+   */
+  @Post('v1/publishes/:id/confirm')
+  @HttpCode(200)
+  @Access('publisher')
+  async confirm(@Param('id') id: string, @CurrentPrincipal() who: Principal): Promise<ConfirmResponse> {
+    const publishId = parseInput(PublishIdParam, id, 'path');
+    const actor = actorOf(who);
+    const result = await this.writer.write({ actor }, { type: 'confirm_publish', publishId });
+    return { publish_id: publishId, confirmed_by: actor, position: result.position, nodes: result.unchanged };
   }
 
   @Post('v1/nodes/:node/rollback')

@@ -17,7 +17,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   const records = new Map<string, PublishRecorded['data']>();
   for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
   const stamps = events.filter((e) => e.type === 'node_set_stamped');
-  if (stamps.length === 0 && records.size === 0) return;
+  if (stamps.length === 0 && records.size === 0 && !events.some((e) => e.type === 'publish_confirmed')) return;
 
   const heads = [];
   const versions = [];
@@ -35,7 +35,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
     };
     // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
     const kid = String(e.meta.kid);
-    heads.push({ ...common, kid, etag: bundleEtag(kid, e.hash), updated_at: e.recorded_at });
+    heads.push({ ...common, kid, etag: bundleEtag(kid, e.hash), updated_at: e.recorded_at, confirm_within: record?.confirm_within ?? null, confirmed_by: null });
     versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
   }
   for (let i = 0; i < heads.length; i += CHUNK) {
@@ -53,12 +53,19 @@ export async function project(trx: Transaction<Database>, events: readonly Store
           position: sql`excluded.position`,
           publish_id: sql`excluded.publish_id`,
           updated_at: sql`excluded.updated_at`,
+          confirm_within: sql`excluded.confirm_within`,
+          confirmed_by: sql`excluded.confirmed_by`,
         }),
       )
       .execute();
     await trx.insertInto('node_versions').values(versions.slice(i, i + CHUNK)).execute();
   }
   for (const e of events) {
+    if (e.type === 'publish_confirmed') {
+      // Only the heads still at this publish's versions: a node published over since is not confirmed by it.
+      await trx.updateTable('node_heads').set({ confirmed_by: String(e.meta.actor) }).where('publish_id', '=', String(e.data.publish_id)).execute();
+      continue;
+    }
     if (e.type !== 'publish_recorded') continue;
     const d = e.data as PublishRecorded['data'];
     await trx

@@ -21,6 +21,8 @@ import type { RolloutPlanInput } from '#contracts';
 export interface PublishOptions extends ConnectionFlags, RolloutFlags {
   /** The running rollout this publish replaces (its id or a prefix of 8 characters or more). */
   readonly supersede?: string;
+  /** Operator confirmation window, in seconds: the nodes revert unless `retectl confirm` comes in time. */
+  readonly confirmWithin?: number;
   readonly dir: string;
   readonly message?: string;
   readonly prune?: boolean;
@@ -79,6 +81,7 @@ export interface PublishTreeOptions {
   /** Release the changed nodes in waves. */
   readonly rollout?: RolloutPlanInput;
   readonly supersede?: string;
+  readonly confirmWithin?: number;
 }
 
 export interface PublishOutcome {
@@ -139,6 +142,7 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
         ...(allow.length > 0 ? { allow_ineligible: allow } : {}),
         ...(options.rollout ? { rollout: options.rollout } : {}),
         ...(options.supersede ? { supersede_rollout: options.supersede } : {}),
+        ...(options.confirmWithin !== undefined ? { confirm_within: options.confirmWithin } : {}),
       },
     })
     .catch((e: unknown) => {
@@ -176,8 +180,12 @@ export async function run(options: PublishOptions): Promise<number> {
       ...(options.allowIneligible ? { allowIneligible: options.allowIneligible } : {}),
       ...(rollout ? { rollout } : {}),
       ...(options.supersede ? { supersede: options.supersede } : {}),
+      ...(options.confirmWithin !== undefined ? { confirmWithin: options.confirmWithin } : {}),
     },
   );
+  if (options.confirmWithin !== undefined && body.publish_id !== null && !options.json) {
+    note(`the changed nodes revert on their own unless confirmed within ${options.confirmWithin} s of taking it: retectl confirm ${body.publish_id}`);
+  }
   if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;

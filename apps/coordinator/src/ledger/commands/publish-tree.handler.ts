@@ -22,6 +22,7 @@ export class PublishTreeHandler implements ICommandHandler<PublishTreeCommand, P
         allowIneligible: request.allow_ineligible ?? [],
         ...(request.rollout ? { rollout: request.rollout } : {}),
         ...(request.supersede_rollout ? { supersedeRollout: request.supersede_rollout } : {}),
+        ...(request.confirm_within !== undefined ? { confirmWithin: request.confirm_within } : {}),
       },
     );
   }

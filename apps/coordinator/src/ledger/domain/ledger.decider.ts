@@ -55,6 +55,8 @@ export type LedgerCommand =
       readonly inRollout?: ReadonlyMap<string, string>;
       /** The active rollout the publish supersedes, as loaded, when it names one. */
       readonly supersede?: RolloutState;
+      /** Operator confirmation window, in seconds (see PublishRecorded.confirm_within). */
+      readonly confirmWithin?: number;
     } & IneligibleFacts)
   | ({
       readonly type: 'rollback_node';
@@ -71,6 +73,15 @@ export type LedgerCommand =
       readonly reverted?: { readonly version: number; readonly reason: string };
     } & IneligibleFacts)
   | { readonly type: 'retire_node'; readonly message: string; readonly node: string }
+  | {
+      /** An operator confirms a publish made with a confirmation window. */
+      readonly type: 'confirm_publish';
+      readonly publishId: string;
+      /** The publish's record as the ledger holds it (undefined: no such publish), and whether it is confirmed already. */
+      readonly record: { readonly confirm_within?: number; readonly confirmed_by: string | null } | undefined;
+      /** Nodes whose head is still a version this publish stamped: what the confirmation reaches. */
+      readonly pending: number;
+    }
   | {
       /** The driver's turn, or an operator's action, on one rollout. */
       readonly type: 'rollout_step';
@@ -138,6 +149,8 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
       return decideRetire(command, heads, ctx);
     case 'rollout_step':
       return decideRolloutStep(command, heads, ctx);
+    case 'confirm_publish':
+      return decideConfirm(command);
     default: {
       const unreachable: never = command;
       throw new TypeError(`unknown command ${JSON.stringify(unreachable)}`);
@@ -189,8 +202,8 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
   }
   const unchanged = command.nodes.size - changedNodes.length;
   if (stamps.length === 0) return superseded.length > 0 ? { ...NO_CHANGE(unchanged), events: superseded } : NO_CHANGE(unchanged);
-  if (command.rollout) return planRollout(command.rollout, command.message, stamps, heads, unchanged, ctx, accepted, superseded);
-  const decision = withRecord('publish', command.message, stamps, unchanged, ctx, accepted);
+  if (command.rollout) return planRollout(command.rollout, command.message, stamps, heads, unchanged, ctx, accepted, superseded, command.confirmWithin);
+  const decision = withRecord('publish', command.message, stamps, unchanged, ctx, accepted, undefined, command.confirmWithin);
   return { ...decision, events: [...superseded, ...decision.events] };
 }
 
@@ -207,6 +220,7 @@ function planRollout(
   ctx: DecisionContext,
   accepted: readonly IneligibleNode[],
   superseded: readonly RolloutEvent[],
+  confirmWithin: number | undefined,
 ): Decision {
   const targets = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, artifacts: s.data.artifacts }));
   const waves = planWaves(rollout.id, targets.map((t) => t.node), rollout.plan);
@@ -214,7 +228,7 @@ function planRollout(
     type: 'rollout_planned',
     stream: `rollout:${rollout.id}`,
     revision: 1,
-    data: { rollout_id: rollout.id, publish_id: ctx.publishId, message, plan: rollout.plan, waves, targets },
+    data: { rollout_id: rollout.id, publish_id: ctx.publishId, message, plan: rollout.plan, waves, targets, ...(confirmWithin !== undefined ? { confirm_within: confirmWithin } : {}) },
   };
   // Recorded time matters only for a bake, and the first wave's starts when it is recorded: read back from the ledger then.
   const first = releaseWave(evolve(null, { ...planned, recorded_at: new Date(0).toISOString() }), 0, heads, ctx, false);
@@ -225,7 +239,7 @@ function planRollout(
 function releaseWave(state: RolloutState, wave: number, heads: Heads, ctx: DecisionContext, promoted: boolean): Decision {
   const { release, skipped } = releasable(state, wave, (n) => heads.get(n)?.version ?? 0);
   const stamps = release.map((t) => stamp(t.node, heads.get(t.node), t.artifacts, false, ctx));
-  const record = stamps.length > 0 ? withRecord('publish', `${state.message} [rollout ${state.id.slice(0, 8)}: ${waveName(state, wave)} of ${state.waves.length}]`, stamps, 0, ctx) : null;
+  const record = stamps.length > 0 ? withRecord('publish', `${state.message} [rollout ${state.id.slice(0, 8)}: ${waveName(state, wave)} of ${state.waves.length}]`, stamps, 0, ctx, [], undefined, state.confirmWithin) : null;
   const released: RolloutEvent = {
     type: 'rollout_wave_released',
     stream: `rollout:${state.id}`,
@@ -369,16 +383,39 @@ function stamp(
   };
 }
 
-function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = [], reverted?: NodeReverted): Decision {
+function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = [], reverted?: NodeReverted, confirmWithin?: number): Decision {
   const changed = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, to: s.data.version }));
   const record: PublishRecorded = {
     type: 'publish_recorded',
     stream: `publish:${ctx.publishId}`,
     revision: 1,
     // The acceptance is part of the hash-chained record: who (the event's actor) accepted which nodes, failing what.
-    data: { publish_id: ctx.publishId, kind, message, changed, unchanged, ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}), ...(reverted ? { reverted } : {}) },
+    data: {
+      publish_id: ctx.publishId,
+      kind,
+      message,
+      changed,
+      unchanged,
+      ...(accepted.length > 0 ? { accepted_ineligible: accepted } : {}),
+      ...(reverted ? { reverted } : {}),
+      ...(confirmWithin !== undefined ? { confirm_within: confirmWithin } : {}),
+    },
   };
   return { events: [...stamps, record], changed, unchanged, acceptedIneligible: accepted };
+}
+
+/**
+ * An operator's confirmation of a publish made with a window: recorded once, with who. Refused for a
+ * publish without a window, one confirmed already, or one none of whose nodes still runs what it
+ * stamped (a later publish or a revert replaced them all: there is nothing left to confirm).
+ */
+function decideConfirm(command: Extract<LedgerCommand, { type: 'confirm_publish' }>): Decision {
+  const { record, publishId } = command;
+  if (!record) throw new DomainError('unknown_publish', `no publish ${publishId}`, { publish_id: publishId });
+  if (record.confirm_within === undefined) throw new DomainError('not_confirmable', `publish ${publishId} was made without --confirm-within: its nodes need no confirmation`, { publish_id: publishId });
+  if (record.confirmed_by !== null) throw new DomainError('already_confirmed', `publish ${publishId} was confirmed already, by ${record.confirmed_by}`, { publish_id: publishId, confirmed_by: record.confirmed_by });
+  if (command.pending === 0) throw new DomainError('not_confirmable', `no node runs publish ${publishId} any more (published over or reverted): nothing to confirm`, { publish_id: publishId });
+  return { events: [{ type: 'publish_confirmed', stream: `publish:${publishId}`, revision: 2, data: { publish_id: publishId } }], changed: [], unchanged: command.pending, acceptedIneligible: [] };
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -53,7 +53,17 @@ export interface PublishRecorded {
     readonly accepted_ineligible?: readonly IneligibleNode[];
     /** A rollback that records a node's own revert; its actor is the node. Absent otherwise. */
     readonly reverted?: NodeReverted;
+    /** Operator confirmation: the changed nodes revert unless the publish is confirmed this many seconds after activation. */
+    readonly confirm_within?: number;
   };
+}
+
+/** An operator confirmed a publish made with a confirmation window; the event's actor is who. */
+export interface PublishConfirmed {
+  readonly type: 'publish_confirmed';
+  readonly stream: `publish:${string}`;
+  readonly revision: 2;
+  readonly data: { readonly publish_id: string };
 }
 
 export interface IdentityRecorded {
@@ -116,6 +126,8 @@ export interface RolloutPlanned {
     /** Node names per wave, in release order; the canary's first when the plan named one. */
     readonly waves: readonly (readonly string[])[];
     readonly targets: readonly RolloutTarget[];
+    /** Operator confirmation for every wave's release (see PublishRecorded). */
+    readonly confirm_within?: number;
   };
 }
 
@@ -157,4 +169,4 @@ export interface RolloutChanged {
 
 export type RolloutEvent = RolloutPlanned | RolloutWaveReleased | RolloutChanged;
 
-export type LedgerEvent = NodeSetStamped | PublishRecorded | IdentityRecorded | PackagePushed | RolloutEvent;
+export type LedgerEvent = NodeSetStamped | PublishRecorded | PublishConfirmed | IdentityRecorded | PackagePushed | RolloutEvent;

@@ -26,6 +26,8 @@ export interface RolloutState {
   readonly releasedAt: readonly string[];
   readonly stamped: ReadonlyMap<string, { readonly wave: number; readonly version: number }>;
   readonly reason: string | null;
+  /** Operator confirmation asked of every wave's release, in seconds; absent when none. */
+  readonly confirmWithin?: number;
 }
 
 /** An event as evolve needs it: its kind, its data and when it was recorded. */
@@ -49,6 +51,7 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
       releasedAt: [],
       stamped: new Map(),
       reason: null,
+      ...(d.confirm_within !== undefined ? { confirmWithin: d.confirm_within } : {}),
     };
   }
   if (!state) throw new Error(`rollout event ${event.type} before its plan`);

@@ -8,6 +8,7 @@ import type { RecordedRolloutPlan } from '../domain/ledger.events.js';
 import type { Control } from '../domain/rollout.js';
 import { decideStep } from '../domain/rollout.js';
 import { activeRolloutsOf, loadPrevious, loadRollout, loadWaveFacts, resolveRolloutId } from './rollouts.js';
+import { loadConfirmable } from './confirm.js';
 
 /** What an operator asks of the ledger, before the state the decision needs is read. */
 export type LedgerRequest =
@@ -21,7 +22,10 @@ export type LedgerRequest =
       readonly rollout?: RecordedRolloutPlan;
       /** The id (or its prefix) of an active rollout this publish supersedes. */
       readonly supersedeRollout?: string;
+      /** Operator confirmation window, in seconds. */
+      readonly confirmWithin?: number;
     }
+  | { readonly type: 'confirm_publish'; readonly publishId: string }
   | {
       readonly type: 'rollback_node';
       readonly node: string;
@@ -99,6 +103,8 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       };
     case 'retire_node':
       return { heads: await loadHeads(trx, [request.node]), command: request, allHeads: null };
+    case 'confirm_publish':
+      return { heads: new Map(), allHeads: null, command: { type: 'confirm_publish', publishId: request.publishId, ...(await loadConfirmable(trx, request.publishId)) } };
     case 'rollout_step': {
       const state = await loadRollout(trx, await resolveRolloutId(trx, request.rollout));
       const facts = await loadWaveFacts(trx, state.id);
