@@ -254,11 +254,11 @@ describe('web console in a real browser', () => {
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'INPUT', text: '', outline: 'solid' });
     // Backwards from there: the header's controls in reverse order, up to the skip link.
     const seen = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 6; i++) {
       await page.keyboard.press('Shift+Tab');
       seen.push(await page.evaluate(FOCUSED));
     }
-    expect(seen).toEqual(['Sign out', 'Ledger and audit', 'Publishes', 'Fleet', 'Skip to content'].map((text) => ({ tag: text === 'Sign out' ? 'BUTTON' : 'A', text, outline: 'solid' })));
+    expect(seen).toEqual(['Sign out', 'Ledger and audit', 'Rollouts', 'Publishes', 'Fleet', 'Skip to content'].map((text) => ({ tag: text === 'Sign out' ? 'BUTTON' : 'A', text, outline: 'solid' })));
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'A', text: 'Publishes', outline: 'solid' });

@@ -33,13 +33,20 @@ export function whenSignedOut(handler: (reason: string) => void): void {
   onSignedOut = handler;
 }
 
-export async function api<T>(path: string, init: { method?: 'GET' | 'POST'; token?: string } = {}): Promise<T> {
+/**
+ * `body` is sent as JSON. `signal` cancels the request: the error it throws then is the DOM's
+ * AbortError, not an ApiError, so a caller that aborted can tell it from a failure (see `aborted`).
+ */
+export async function api<T>(path: string, init: { method?: 'GET' | 'POST'; token?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
   const token = init.token ?? session.token();
   if (!token) throw new ApiError(401, 'unauthenticated', 'sign in with an API token first');
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(path, { method: init.method ?? 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, cache: 'no-store' });
+    res = await fetch(path, { method: init.method ?? 'GET', headers, cache: 'no-store', signal: init.signal, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
   } catch (err) {
+    if (aborted(err)) throw err;
     throw new ApiError(0, 'unreachable', `the coordinator did not answer (${(err as Error).message}); check that it is running and reachable from this browser`);
   }
   if (!res.ok) {
@@ -57,6 +64,11 @@ export async function api<T>(path: string, init: { method?: 'GET' | 'POST'; toke
     throw error;
   }
   return (await res.json()) as T;
+}
+
+/** Whether `err` is a request cancelled through its AbortSignal (the page that asked is gone). */
+export function aborted(err: unknown): boolean {
+  return err instanceof DOMException && err.name === 'AbortError';
 }
 
 /** Encodes a query string, leaving out unset values. */

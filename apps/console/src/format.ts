@@ -16,3 +16,22 @@ export function age(seconds: number | null | undefined): string {
 export function shortHash(hex: string | null | undefined): string {
   return hex ? hex.slice(0, 12) : '—';
 }
+
+/** A length of time as a plan states it: "none", "45s", "10m", "1h 30m", "7d". */
+export function duration(seconds: number): string {
+  if (seconds <= 0) return 'none';
+  const parts: string[] = [];
+  let rest = seconds;
+  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
+    if (rest >= size) {
+      parts.push(`${Math.floor(rest / size)}${unit}`);
+      rest %= size;
+    }
+  }
+  return parts.join(' ');
+}
+
+/** A share from 0 to 1 as a percentage, without a trailing ".0": 0.5 → "50 %", 0.125 → "12.5 %". */
+export function percent(share: number): string {
+  return `${Number((share * 100).toFixed(1))} %`;
+}

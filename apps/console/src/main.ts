@@ -6,6 +6,7 @@ import { FleetPage } from './pages/fleet.js';
 import { LedgerPage } from './pages/ledger.js';
 import { NodePage } from './pages/node.js';
 import { PublishesPage, PublishPage } from './pages/publish.js';
+import { RolloutPage, RolloutsPage } from './pages/rollout.js';
 import { href, useRoute, type Route } from './router.js';
 import type { LedgerHead } from './types.js';
 import './styles.css';
@@ -91,6 +92,7 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
       <nav aria-label="Main">
         <a href=${href.fleet()} aria-current=${current(['fleet', 'node'])}>Fleet</a>
         <a href=${href.publishes()} aria-current=${current(['publishes', 'publish'])}>Publishes</a>
+        <a href=${href.rollouts()} aria-current=${current(['rollouts', 'rollout'])}>Rollouts</a>
         <a href=${href.ledger()} aria-current=${current(['ledger'])}>Ledger and audit</a>
       </nav>
       <button type="button" class="signout" onClick=${onSignOut}>Sign out</button>
@@ -109,6 +111,10 @@ function page(route: Route) {
       return html`<${PublishesPage} params=${route.params} />`;
     case 'publish':
       return html`<${PublishPage} key=${route.id} id=${route.id} />`;
+    case 'rollouts':
+      return html`<${RolloutsPage} params=${route.params} />`;
+    case 'rollout':
+      return html`<${RolloutPage} key=${route.id} id=${route.id} />`;
     case 'ledger':
       return html`<${LedgerPage} />`;
     default:

@@ -9,19 +9,32 @@ export type Route =
   | { page: 'node'; node: string; params: URLSearchParams }
   | { page: 'publishes'; params: URLSearchParams }
   | { page: 'publish'; id: string }
+  | { page: 'rollouts'; params: URLSearchParams }
+  | { page: 'rollout'; id: string }
   | { page: 'ledger' }
   | { page: 'missing'; path: string };
 
 export function parseRoute(hash: string): Route {
   const [path, search = ''] = hash.replace(/^#/, '').split('?');
   const params = new URLSearchParams(search);
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = path.split('/').filter(Boolean).map(decodePart);
   if (parts.length === 0 || (parts[0] === 'fleet' && parts.length === 1)) return { page: 'fleet', params };
   if (parts[0] === 'nodes' && parts.length === 2) return { page: 'node', node: parts[1], params };
   if (parts[0] === 'publishes' && parts.length === 1) return { page: 'publishes', params };
   if (parts[0] === 'publishes' && parts.length === 2) return { page: 'publish', id: parts[1] };
+  if (parts[0] === 'rollouts' && parts.length === 1) return { page: 'rollouts', params };
+  if (parts[0] === 'rollouts' && parts.length === 2) return { page: 'rollout', id: parts[1] };
   if (parts[0] === 'ledger' && parts.length === 1) return { page: 'ledger' };
   return { page: 'missing', path };
+}
+
+/** A malformed escape (a hand-edited "%zz") is kept as typed: the page then says there is no such thing, instead of the console failing. */
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 export function useRoute(): Route {
@@ -50,6 +63,9 @@ export const href = {
   node: (node: string, params: Record<string, string> = {}) => `#/nodes/${encodeURIComponent(node)}${qs(params)}`,
   publishes: () => '#/publishes',
   publish: (id: string) => `#/publishes/${encodeURIComponent(id)}`,
+  /** `status` filters the list; `limit` asks for more than the newest 50. */
+  rollouts: (params: { status?: string; limit?: string } = {}) => `#/rollouts${qs({ status: params.status ?? '', limit: params.limit ?? '' })}`,
+  rollout: (id: string) => `#/rollouts/${encodeURIComponent(id)}`,
   ledger: () => '#/ledger',
 };
 

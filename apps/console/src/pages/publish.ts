@@ -5,6 +5,7 @@ import { Pending, useApi } from '../load.js';
 import { href } from '../router.js';
 import type { PublishDetail, PublishList } from '../types.js';
 import { activationText } from './node.js';
+import { PublishRollout } from './rollout.js';
 
 const STATUSES = ['applied', 'outstanding', 'failed', 'superseded'] as const;
 
@@ -29,6 +30,7 @@ function PublishBody({ p, at }: { p: PublishDetail; at: number }) {
       <dt>By</dt><dd>${p.actor}, <time datetime=${p.recorded_at}>${localTime(p.recorded_at)}</time></dd>
       <dt>Kind</dt><dd>${p.kind} at ledger position ${p.position}</dd>
       <dt>Nodes</dt><dd>${total} changed, ${p.unchanged} unchanged</dd>
+      <${PublishRollout} publishId=${p.publish_id} message=${p.message} />
     </dl>
     <p class="progress-state" role="status" aria-live="polite">
       ${total === 0 ? 'This publish changed no node.' : converged ? `Done: no node is outstanding (${p.counts.applied} applied, ${p.counts.failed} failed, ${p.counts.superseded} superseded).` : `Converging: ${p.counts.outstanding} of ${total} outstanding; refreshing every 2 s (last ${new Date(at).toLocaleTimeString()}).`}
