@@ -66,7 +66,8 @@ export async function projectRollouts(trx: Transaction<Database>, events: readon
         if (!status) throw new Error(`ledger position ${e.position}: unknown rollout event ${e.type}`);
         await trx
           .updateTable('rollouts')
-          .set({ status, ...('reason' in event.data && event.data.reason !== undefined ? { reason: event.data.reason } : {}), updated_at: e.recorded_at, position: e.position })
+          // A state's reason is its own event's: a resume without a message clears the pause's.
+          .set({ status, reason: event.data.reason ?? null, updated_at: e.recorded_at, position: e.position })
           .where('id', '=', event.data.rollout_id)
           .execute();
       }

@@ -92,12 +92,13 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     const r = await h.publish(tree('v2'), { rollout: { waves: [20, 60, 100], bake_seconds: 3600 } });
     const id = r.rollout!.id;
     const act = (action: 'pause' | 'resume' | 'promote' | 'abort') => h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id.slice(0, 8), action, now: new Date() });
-    await act('pause');
+    await h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id, action: 'pause', message: 'lunch', now: new Date() });
+    expect(await readRollout(h.db.kysely, id)).toMatchObject({ status: 'paused', reason: 'lunch' });
     await expect(act('pause')).rejects.toThrow(DomainError);
     await act('promote');
     await act('resume');
     const view = await readRollout(h.db.kysely, id);
-    expect(view).toMatchObject({ status: 'running', released: 2 });
+    expect(view).toMatchObject({ status: 'running', released: 2, reason: null });
     const released = NODES.length;
     await act('promote');
     await expect(act('promote')).rejects.toThrow(expect.objectContaining({ code: 'rollout_state', message: expect.stringContaining('every wave is released') }));

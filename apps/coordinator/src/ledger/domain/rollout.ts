@@ -64,9 +64,9 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
       return { ...state, revision, released: d.wave + 1, releasedAt: [...state.releasedAt, event.recorded_at], stamped };
     }
     case 'rollout_paused':
-      return { ...state, revision, status: 'paused' };
+      return { ...state, revision, status: 'paused', reason: (event.data as { reason?: string }).reason ?? null };
     case 'rollout_resumed':
-      return { ...state, revision, status: 'running' };
+      return { ...state, revision, status: 'running', reason: (event.data as { reason?: string }).reason ?? null };
     case 'rollout_halted':
     case 'rollout_aborted':
     case 'rollout_completed':
