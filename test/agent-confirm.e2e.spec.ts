@@ -116,6 +116,52 @@ describe('commit-confirmed on the node (real agents)', () => {
     expect(text.stdout).toMatch(new RegExp(`^confirmation +confirmed ${v2} at `, 'm'));
   });
 
+  it('operator confirmation: a version an operator confirms in time is kept, with who; one nobody confirms is reverted', async () => {
+    const node = 'opsconf';
+    await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node), 'flor.json': florJson(node, 'v1') } });
+    const files = agentFiles('supervise');
+    await enrolled(node, files);
+    await startAgent(files);
+    await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
+    const publishWithin = async (marker: string, within: number) => {
+      const artifacts = { 'agent.json': await admin.putBlob(agentJsonWith(node)), 'flor.json': await admin.putBlob(florJson(node, marker)) };
+      const r = await admin.post('/v1/publishes', { message: `${marker}, to be confirmed`, nodes: { [node]: { artifacts } }, confirm_within: within });
+      expect(r.status).toBe(201);
+      return { id: r.body.publish_id as string, version: (r.body.changed as { to: number }[])[0].to };
+    };
+
+    const kept = await publishWithin('v2', 60);
+    const waiting = await waitFor('v2 provisional, waiting for an operator', async () => {
+      const s = await socketStatus(files);
+      return s.confirmation?.state === 'provisional' && s.confirmation.provisional?.version === kept.version && s;
+    });
+    expect(waiting.confirmation?.provisional).toMatchObject({ mode: 'operator', operator_confirmed: null });
+    const confirmed = await admin.post(`/v1/publishes/${kept.id}/confirm`, {});
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body).toMatchObject({ publish_id: kept.id, nodes: 1 });
+    const by = confirmed.body.confirmed_by as string;
+    const s = await waitFor('v2 confirmed by the operator', async () => {
+      const now = await socketStatus(files);
+      return now.confirmation?.state === 'confirmed' && now.confirmation.confirmed?.version === kept.version && now;
+    }, 30_000);
+    expect(s.confirmation?.confirmed).toMatchObject({ version: kept.version, mode: 'operator', by });
+    // The coordinator heard the confirmation: the version's outcome is applied, not provisional.
+    await waitFor('the confirmed report', async () => {
+      const versions = (await admin.get(`/v1/nodes/${node}/versions?limit=5`)).body.items as { version: number; outcome: { result: string } | null }[];
+      return versions.find((v) => v.version === kept.version)?.outcome?.result === 'applied';
+    }, 30_000);
+    expect((await admin.post(`/v1/publishes/${kept.id}/confirm`, {})).body).toMatchObject({ code: 'already_confirmed' });
+
+    const unconfirmed = await publishWithin('v3', 10);
+    const reverted = await waitFor('v3 reverted, nobody confirmed it', async () => {
+      const now = await socketStatus(files);
+      return now.confirmation?.state === 'reverted' && now.confirmation.reverted?.version === unconfirmed.version && now;
+    }, 40_000);
+    expect(reverted.confirmation?.reverted).toMatchObject({ to: kept.version, reason: 'no operator confirmation within the window' });
+    await waitFor('the rollback applied', async () => (await socketStatus(files)).applied_version === unconfirmed.version + 1, 30_000);
+    expect((await admin.post(`/v1/publishes/${unconfirmed.id}/confirm`, {})).body).toMatchObject({ code: 'not_confirmable' });
+  });
+
   it('a change whose health check fails: the node reverts within the window, reports reverted, and the ledger and mirror show the rollback, applied without a restart', async () => {
     const node = 'sick';
     await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node), 'flor.json': florJson(node, 'v1') } });

@@ -44,7 +44,7 @@ const waitTimeout = (value: string): number => {
 };
 const confirmWindow = (value: string): number => {
   const seconds = parseDuration(value);
-  if (seconds === undefined || seconds < MIN_CONFIRM_WITHIN || seconds > MAX_CONFIRM_WITHIN) throw new InvalidArgumentError('expected a duration from 30s to 7d, such as 10m');
+  if (seconds === undefined || seconds < MIN_CONFIRM_WITHIN || seconds > MAX_CONFIRM_WITHIN) throw new InvalidArgumentError('expected a duration from 10s to 7d, such as 10m');
   return seconds;
 };
 const age = (value: string): number => {
@@ -125,7 +125,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
     .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
     .option('--supersede <rollout>', 'replace this running rollout: needed when the publish changes any of its nodes')
-    .option('--confirm-within <duration>', 'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (30s to 7d)', confirmWindow)
+    .option('--confirm-within <duration>', 'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (10s to 7d)', confirmWindow)
     .action(async (o) => done(await publish.run({ ...o, confirmWithin: o.confirmWithin, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
   json(remote(program.command('status').argument('[node]', 'one node in detail, with what its agent last did to each host resource').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")

@@ -6,8 +6,8 @@ import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
 import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
 
-/** The shortest and longest operator confirmation window a publish may ask for: 30 s, a week. */
-export const MIN_CONFIRM_WITHIN = 30;
+/** The shortest and longest operator confirmation window a publish may ask for: 10 s, a week. */
+export const MIN_CONFIRM_WITHIN = 10;
 export const MAX_CONFIRM_WITHIN = 7 * 24 * 3600;
 
 /** The longest message a publish, rollback or retirement may carry. */

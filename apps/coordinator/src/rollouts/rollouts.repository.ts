@@ -69,9 +69,14 @@ export async function readRollout(db: Kysely<Database>, id: string): Promise<Rol
     };
   });
   const { rows: events } = await sql<{ position: string; type: string; actor: string; recorded_at: Date; wave: string | null; reason: string | null; publish_id: string | null }>`
-    SELECT position, type, meta->>'actor' AS actor, recorded_at, data->>'wave' AS wave, data->>'reason' AS reason,
-           coalesce(data->>'rollback_publish_id', data->>'publish_id') AS publish_id
-    FROM ledger WHERE stream = ${`rollout:${id}`} ORDER BY revision`.execute(db);
+    SELECT position, type, meta->>'actor' AS actor, recorded_at, x.wave, x.reason, x.publish_id
+    FROM ledger
+    -- The plan's data holds every node's target set: it is never read here (its publish id is the rollout's).
+    CROSS JOIN LATERAL (SELECT
+      CASE WHEN type = 'rollout_planned' THEN NULL ELSE data->>'wave' END AS wave,
+      CASE WHEN type = 'rollout_planned' THEN NULL ELSE data->>'reason' END AS reason,
+      CASE WHEN type = 'rollout_planned' THEN ${id} ELSE coalesce(data->>'rollback_publish_id', data->>'publish_id') END AS publish_id) x
+    WHERE stream = ${`rollout:${id}`} ORDER BY revision`.execute(db);
   return {
     ...summary(r),
     plan: plan as RolloutPlan,
