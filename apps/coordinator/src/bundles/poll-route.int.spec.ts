@@ -58,7 +58,7 @@ async function waitFor(what: string, check: () => boolean, ms = 10_000): Promise
 /**
  * The poll route in-process over a real database, with a change feed the test drives: what the
  * route answers when a change wakes many watches at once (their rows read and their bundles signed
- * in batches).
+ * in batches), and when the feed is not trusted (every answer re-checked against the database).
  */
 describe.each(testDatabases)('poll route on $name', (database) => {
   let h: LedgerHarness;
@@ -167,5 +167,46 @@ describe.each(testDatabases)('poll route on $name', (database) => {
     expect(route.hub.size).toBe(1);
     route.beforeApplicationShutdown();
     expect((await watches.at(-1)!).status).toBe(503);
+  });
+
+  it('re-checks against the database when the change feed is not trusted: a missed change still answers its watch, and nothing is held', async () => {
+    await publish(['n00', 'n01']);
+    await issue('n00');
+    await issue('n01');
+    const etag = String((await poll('n00')).headers.etag);
+    const etag1 = String((await poll('n01')).headers.etag);
+    // Memory knows both nodes now: a conditional poll is a 304 from it.
+    expect((await poll('n01', etag1)).status).toBe(304);
+
+    // A watch held while the feed is trusted; then a publish the feed never reports, and the feed stops being trusted.
+    const watch = poll('n00', etag, 30);
+    await waitFor('the watch held', () => route.hub.size === 1);
+    await publish(['n00', 'n01']);
+    feed.trust = false;
+    // Woken by the route's tick (every 250 ms), re-read: the new bundle, long before its wait runs out.
+    const woken = await watch;
+    await expectOwnBundle('n00', woken);
+    expect(woken.ms).toBeLessThan(5_000);
+
+    // Not trusted, memory answers nothing: a plain poll memory would have answered 304 reads the new head.
+    await expectOwnBundle('n01', await poll('n01', etag1));
+    // And no watch is held: a current one is answered at once as a plain poll (no Preference-Applied).
+    const current = String((await headOf('n01')).etag);
+    const plain = await poll('n01', current, 30);
+    expect(plain.status).toBe(304);
+    expect(plain.headers.etag).toBe(current);
+    expect(plain.headers['preference-applied']).toBeUndefined();
+    expect(route.hub.size).toBe(0);
+
+    // Trusted again, a watch is held again; losing trust with nothing changed answers it 304 at once.
+    feed.trust = true;
+    const again = poll('n01', current, 30);
+    await waitFor('the watch held again', () => route.hub.size === 1);
+    feed.trust = false;
+    const ended = await again;
+    expect(ended.status).toBe(304);
+    expect(ended.headers.etag).toBe(current);
+    expect(ended.ms).toBeLessThan(5_000);
+    expect(route.hub.size).toBe(0);
   });
 });

@@ -92,7 +92,6 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   private readonly maxWait: number;
   private behind: ((req: IncomingMessage, res: ServerResponse) => void)[] = [];
   private server: Server | null = null;
-  private wasTrusted = true;
   private ticker: NodeJS.Timeout | null = null;
   /** The database's answers, batched: the polls and woken watches of one event-loop turn are read together. */
   readonly reads: BatchLoader<string, PollRead>;
@@ -135,13 +134,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /**
-   * One tick for every held watch: ends those whose wait ran out, and wakes them all when the change
-   * feed stops being trusted (a change it missed would otherwise leave them held past a poll).
+   * One tick for every held watch: ends those whose wait ran out, and, while the change feed is not
+   * trusted, wakes every watch held (each was held while it was trusted, and a change the feed missed
+   * since would leave it held past a poll); woken then, each is answered, not held again. Waking only
+   * when trust is lost is not enough: trust regained and lost again between two ticks goes unseen.
    */
   private tick(): void {
-    const trusted = this.cache.trusted();
-    if (this.wasTrusted && !trusted) this.hub.wakeAll();
-    this.wasTrusted = trusted;
+    if (this.hub.size > 0 && !this.cache.trusted()) this.hub.wakeAll();
     this.hub.expireDue();
   }
 
