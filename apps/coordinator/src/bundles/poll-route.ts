@@ -318,7 +318,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /**
    * Holds a watch the route answers (it came with a miss, or was woken and is still current): 304
    * when it expires, the database's answer again when woken. `mark` is the cache generation the
-   * answer was read at: a change since then may have been missed, so the watch is woken at once.
+   * answer was read at: a change to its credential or its node since then may have been missed, so
+   * the watch is woken at once.
    */
   private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null }, watch: Watch, mark: number): Promise<void> {
     if (performance.now() >= watch.deadline) {
@@ -371,7 +372,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       };
       this.hub.hold(held);
       reply.raw.once('close', gone);
-      if (this.cache.mark() !== mark && this.hub.release(held)) held.wake();
+      if (this.cache.changedSince(mark, credential.id, name) && this.hub.release(held)) held.wake();
     });
   }
 
