@@ -54,6 +54,7 @@ function raiseFileLimit(): number {
 
 const rssOf = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 'NaN') * 1024;
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+const median = (sorted: readonly number[]) => (sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Node {
@@ -269,7 +270,7 @@ async function main(): Promise<void> {
   const allFigure =
     opts.all === 1
       ? `${fmt(everyChanged[0].ms / 1000, 2)} s (${fmt(everyChanged[0].answered)} answered 200; the publish acknowledged at ${fmt(everyChanged[0].ackMs / 1000, 2)} s)`
-      : `median ${fmt(percentile(allMs, 50) / 1000, 2)} s of ${opts.all}: ${everyChanged.map((r) => `${fmt(r.ms / 1000, 2)} s (${fmt(r.answered)} × 200, acknowledged at ${fmt(r.ackMs / 1000, 2)} s)`).join(', ')}`;
+      : `median ${fmt(median(allMs) / 1000, 2)} s of ${opts.all}: ${everyChanged.map((r) => `${fmt(r.ms / 1000, 2)} s (${fmt(r.answered)} × 200, acknowledged at ${fmt(r.ackMs / 1000, 2)} s)`).join(', ')}`;
 
   const failOver = async () => {
     let fromSurvivor5xx = 0;
