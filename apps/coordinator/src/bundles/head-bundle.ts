@@ -64,10 +64,12 @@ export class BundleSigner {
 
   /** The JWS of `head`, whose ETag is `etag`: what signHeadBundle returns for it. */
   sign(head: HeadToSign, etag: string): Promise<string> {
-    const running = this.signing.get(etag);
+    // The node too, though its ETag already names the bytes: one node's bundle is never another's.
+    const key = `${head.node}\n${etag}`;
+    const running = this.signing.get(key);
     if (running) return running;
-    const signed = this.signNow(head).finally(() => this.signing.delete(etag));
-    this.signing.set(etag, signed);
+    const signed = this.signNow(head).finally(() => this.signing.delete(key));
+    this.signing.set(key, signed);
     return signed;
   }
 
