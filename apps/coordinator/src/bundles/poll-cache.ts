@@ -45,14 +45,24 @@ export function checkpointHeader(note: string): string {
   return Buffer.from(note, 'utf8').toString('base64');
 }
 
+/** Keys whose last change memory records one by one, at most: beyond it every read begun before is refused whole. */
+const RECORDED_CHANGES = 50_000;
+/** How long changes are recorded key by key before the records are cleared (a read begun before then keeps nothing). */
+const RECORDED_FOR_MS = 30_000;
+
 /**
  * The poll's memory on one replica: credential id → (node, secret hash, revoked), node → ETag (or no
  * head yet), and the checkpoint note. Filled from the database rows polls read anyway, emptied by the
  * change feed. It answers only while the feed says it is current (see ChangeFeed).
  *
  * A database read may race a change: it can return the old row after the change's notification has
- * emptied the entry. So every read notes the generation before it starts, and its row is kept only
- * if no change arrived meanwhile.
+ * emptied the entry. So every read notes the generation before it starts (mark), memory records the
+ * generation at which each key last changed, and a row's credential, head and checkpoint are each
+ * kept only if no change to that one arrived meanwhile. Key by key rather than any change at all: a
+ * publish of 10,000 nodes arrives as a notification per 1,000 heads and one for the checkpoint, and
+ * the rows the first woke would otherwise all be dropped for the changes of the other nodes, so that
+ * every watch made again after it went to the database. The records are bounded (RECORDED_CHANGES,
+ * RECORDED_FOR_MS): cleared, they leave a floor, and a read marked before it keeps nothing.
  */
 export class PollCache {
   private readonly credentials = new Map<string, Credential>();
@@ -60,8 +70,22 @@ export class PollCache {
   /** The checkpoint as the poll answer's header carries it: encoded once, not on every poll. */
   private checkpoint: string | null | undefined = undefined;
   private generation = 0;
+  /** The generation each key last changed at, since `floor`. */
+  private readonly headChanged = new Map<string, number>();
+  private readonly credentialChanged = new Map<string, number>();
+  /** The generation of the last `*` of each kind, and of the last checkpoint change. */
+  private allHeadsChanged = 0;
+  private allCredentialsChanged = 0;
+  private checkpointChanged = 0;
+  /** A read marked before it keeps nothing: what changed then is not recorded key by key (a reset, or records cleared). */
+  private floor = 0;
+  private recordedSince: number;
 
-  constructor(private readonly feed: ChangeFeed) {
+  constructor(
+    private readonly feed: ChangeFeed,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.recordedSince = now();
     feed.subscribe((change) => this.apply(change));
   }
 
@@ -71,18 +95,60 @@ export class PollCache {
   }
 
   apply(change: Change): void {
-    this.generation++;
+    const before = this.generation;
+    const generation = ++this.generation;
+    const recorded = this.headChanged.size + this.credentialChanged.size;
+    if (recorded === 0) this.recordedSince = this.now();
+    else if (recorded > RECORDED_CHANGES || this.now() - this.recordedSince > RECORDED_FOR_MS) this.forgetChanges(before);
     if (change.kind === 'reset') {
       this.credentials.clear();
       this.heads.clear();
       this.checkpoint = undefined;
+      this.forgetChanges(generation);
     } else if (change.kind === 'checkpoint') {
       this.checkpoint = undefined;
+      this.checkpointChanged = generation;
     } else {
-      const map = change.kind === 'heads' ? this.heads : this.credentials;
-      if (change.keys === '*') map.clear();
-      else for (const key of change.keys) map.delete(key);
+      const heads = change.kind === 'heads';
+      const map = heads ? this.heads : this.credentials;
+      const changed = heads ? this.headChanged : this.credentialChanged;
+      if (change.keys === '*') {
+        map.clear();
+        // The `*` covers every key's earlier record.
+        changed.clear();
+        if (heads) this.allHeadsChanged = generation;
+        else this.allCredentialsChanged = generation;
+      } else {
+        for (const key of change.keys) {
+          map.delete(key);
+          changed.set(key, generation);
+        }
+      }
     }
+  }
+
+  /** Stops recording changes key by key up to `generation`: a read marked before it keeps nothing. */
+  private forgetChanges(generation: number): void {
+    this.headChanged.clear();
+    this.credentialChanged.clear();
+    this.floor = generation;
+    this.recordedSince = this.now();
+  }
+
+  private credentialChangedSince(mark: number, credentialId: string): boolean {
+    return mark < this.floor || this.allCredentialsChanged > mark || (this.credentialChanged.get(credentialId) ?? 0) > mark;
+  }
+
+  private headChangedSince(mark: number, node: string): boolean {
+    return mark < this.floor || this.allHeadsChanged > mark || (this.headChanged.get(node) ?? 0) > mark;
+  }
+
+  /**
+   * Whether a change to `credentialId` or to `node`'s head may have arrived since `mark`: what a watch
+   * read at `mark` and held only now could have missed.
+   */
+  changedSince(mark: number, credentialId: string, node: string): boolean {
+    return this.credentialChangedSince(mark, credentialId) || this.headChangedSince(mark, node);
   }
 
   /** Whether memory may answer now: the change feed is current (and so wakes held watches in time). */
@@ -100,12 +166,15 @@ export class PollCache {
     return this.generation;
   }
 
-  /** Keeps a poll row read from the database, unless a change arrived since `mark` or memory is not trusted. */
+  /**
+   * Keeps what a poll row read from the database says, each of its credential, its node's head and
+   * the checkpoint unless a change to that one arrived since `mark`; nothing while memory is not trusted.
+   */
   remember(mark: number, credentialId: string, row: PollRow): void {
-    if (mark !== this.generation || !this.feed.trusted()) return;
-    this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
-    this.heads.set(row.node, row.etag === null ? null : { etag: row.etag });
-    this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
+    if (!this.feed.trusted()) return;
+    if (!this.credentialChangedSince(mark, credentialId)) this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
+    if (!this.headChangedSince(mark, row.node)) this.heads.set(row.node, row.etag === null ? null : { etag: row.etag });
+    if (mark >= this.floor && this.checkpointChanged <= mark) this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
   }
 
   /**

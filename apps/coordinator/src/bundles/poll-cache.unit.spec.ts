@@ -28,21 +28,79 @@ describe('PollCache', () => {
     expect(cache.notModified('c2', 'alpha', ['"e3"'], ok)).toBeNull();
   });
 
-  it('forgets what a change names, and keeps no row a change overtook', () => {
+  it('forgets what a change names, and keeps no part of a row that a change to that part overtook', () => {
     const f = feed();
     const cache = new PollCache(f.api);
+    const hit = () => cache.notModified('c1', 'alpha', ['"e3"'], ok);
     cache.remember(cache.mark(), 'c1', row);
     f.send(parseChange('h:beta,alpha')!);
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
+    expect(hit()).toBeNull();
+    // Read before a change to its credential, its head, or the checkpoint: that part is not kept.
+    for (const change of ['c:c1', 'h:alpha', 'k', 'c:*', 'h:*']) {
+      cache.remember(cache.mark(), 'c1', row);
+      expect(hit()).not.toBeNull();
+      f.send(parseChange(change)!);
+      const mark = cache.mark();
+      f.send(parseChange(change)!);
+      cache.remember(mark, 'c1', row);
+      expect({ change, hit: hit() }).toEqual({ change, hit: null });
+    }
+    // A change to other keys does not hold back this row's: it is kept whole.
     const mark = cache.mark();
+    f.send(parseChange('h:beta,gamma')!);
     f.send(parseChange('c:other')!);
-    cache.remember(mark, 'c1', row); // read before the change: not kept
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
-    cache.remember(cache.mark(), 'c1', row);
-    f.send(parseChange('k')!);
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
-    cache.remember(cache.mark(), 'c1', row);
+    cache.remember(mark, 'c1', row);
+    expect(hit()).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64') });
+    // A reset forgets everything, and keeps nothing read before it.
+    const beforeReset = cache.mark();
     f.send({ kind: 'reset' });
+    expect(cache.size).toEqual({ credentials: 0, heads: 0 });
+    cache.remember(beforeReset, 'c1', row);
+    expect(cache.size).toEqual({ credentials: 0, heads: 0 });
+  });
+
+  it('says whether a watch read at a mark may have missed a change of its credential or its node', () => {
+    const f = feed();
+    const cache = new PollCache(f.api);
+    const mark = cache.mark();
+    f.send(parseChange('h:beta')!);
+    f.send(parseChange('c:other')!);
+    f.send(parseChange('k')!);
+    expect(cache.changedSince(mark, 'c1', 'alpha')).toBe(false);
+    expect(cache.changedSince(mark, 'c1', 'beta')).toBe(true);
+    expect(cache.changedSince(mark, 'other', 'alpha')).toBe(true);
+    const later = cache.mark();
+    f.send(parseChange('h:*')!);
+    expect(cache.changedSince(later, 'c1', 'alpha')).toBe(true);
+    const last = cache.mark();
+    f.send({ kind: 'reset' });
+    expect(cache.changedSince(last, 'c1', 'alpha')).toBe(true);
+    expect(cache.changedSince(cache.mark(), 'c1', 'alpha')).toBe(false);
+  });
+
+  it('records changes key by key within bounds: past them a read begun before keeps nothing', () => {
+    const f = feed();
+    const clock = { now: 0 };
+    const cache = new PollCache(f.api, () => clock.now);
+    const hit = () => cache.notModified('c1', 'alpha', ['"e3"'], ok);
+    // Too many keys recorded: the next change clears the records, and a read marked before keeps nothing.
+    let mark = cache.mark();
+    f.send({ kind: 'heads', keys: Array.from({ length: 50_001 }, (_, i) => `n${i}`) });
+    f.send(parseChange('h:beta')!);
+    cache.remember(mark, 'c1', row);
+    expect(cache.size).toEqual({ credentials: 0, heads: 0 });
+    // A read marked after the clearing is judged key by key again.
+    mark = cache.mark();
+    f.send(parseChange('h:gamma')!);
+    cache.remember(mark, 'c1', row);
+    expect(hit()).not.toBeNull();
+    // Records older than 30 s are cleared the same way.
+    f.send({ kind: 'reset' });
+    mark = cache.mark();
+    f.send(parseChange('h:beta')!);
+    clock.now += 30_001;
+    f.send(parseChange('h:gamma')!);
+    cache.remember(mark, 'c1', row);
     expect(cache.size).toEqual({ credentials: 0, heads: 0 });
   });
 

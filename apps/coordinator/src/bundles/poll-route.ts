@@ -1,7 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import { sql } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { NODE_NAME_PATTERN, NodeName } from '#contracts';
@@ -21,7 +20,9 @@ import { AuthService, refusedNodeCredential } from '../identity/auth.service.js'
 import { ContactLog } from '../fleet/contact-log.js';
 import { checkpointHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { KEYS, type SigningKeyStore } from './signing-keys.js';
-import { signHeadBundle } from './head-bundle.js';
+import { BundleSigner } from './head-bundle.js';
+import { readPollRows, type PollRead } from './poll-rows.js';
+import { BatchLoader } from '../db/batch-loader.js';
 import { requestIdOf } from '../common/request-id.js';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
@@ -42,6 +43,8 @@ export const PREFERENCE_APPLIED = 'preference-applied';
 const WATCH_TICK_MS = 250;
 /** Retry-After on a refused watch is spread over this many seconds. */
 const REFUSAL_SPREAD_SECONDS = 10;
+/** The most credentials one poll read asks for: a change waking 10,000 watches reads their rows in 10 queries. */
+const POLL_READ_BATCH = 1000;
 
 /** A watch the request asked for and was granted: its deadline (performance.now() ms) and the wait applied. */
 interface Watch {
@@ -65,9 +68,11 @@ function pollHeaders(etag: string, checkpoint: string | null): Record<string, st
  *
  * An agent whose version is current is answered 304 from this replica's memory, with no database
  * work (PollCache, ChangeFeed); the poll is its contact, noted in memory and written in batches
- * (ContactLog). Anything else (a new version, a refusal, memory not current) is one indexed read.
- * A new version is signed here, when its node fetches it (signHeadBundle): a publish stamps heads and
- * signs nothing, and each bundle is fetched about once, by the node it belongs to.
+ * (ContactLog). Anything else (a new version, a refusal, memory not current) is one indexed read,
+ * made together with the other misses of the same event-loop turn (BatchLoader): a change that wakes
+ * thousands of held watches reads their rows in a few queries, not one each. A new version is signed
+ * here, when its node fetches it (BundleSigner, whose blob reads are batched the same way): a
+ * publish stamps heads and signs nothing, and each bundle is fetched about once, by its own node.
  *
  * Two doors, one answer:
  * - the front door sits on the HTTP server, before Fastify: a plain, well-formed poll that memory can
@@ -87,14 +92,16 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   private readonly maxWait: number;
   private behind: ((req: IncomingMessage, res: ServerResponse) => void)[] = [];
   private server: Server | null = null;
-  private wasTrusted = true;
   private ticker: NodeJS.Timeout | null = null;
+  /** The database's answers, batched: the polls and woken watches of one event-loop turn are read together. */
+  readonly reads: BatchLoader<string, PollRead>;
+  readonly signer: BundleSigner;
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CHANGE_FEED) feed: ChangeFeed,
     @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
-    @Inject(KEYS) private readonly keys: SigningKeyStore,
+    @Inject(KEYS) keys: SigningKeyStore,
     @Inject(LOG) private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly auth: AuthService,
@@ -102,6 +109,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     private readonly contacts: ContactLog,
   ) {
     this.maxWait = config.watch.maxWaitSeconds;
+    this.reads = new BatchLoader((ids) => readPollRows(db.kysely, ids), POLL_READ_BATCH);
+    this.signer = new BundleSigner(db.kysely, keys);
     this.hub = new WatchHub({ limit: config.watch.limit, tickMs: WATCH_TICK_MS }, () => performance.now(), (nodes) => this.readEtags(nodes), (err) => this.log.error({ err }, 'answering a held watch failed'));
     // After PollCache's own subscription (it is constructed first): a woken watch finds memory already emptied.
     feed.subscribe((change) => this.hub.apply(change));
@@ -125,13 +134,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /**
-   * One tick for every held watch: ends those whose wait ran out, and wakes them all when the change
-   * feed stops being trusted (a change it missed would otherwise leave them held past a poll).
+   * One tick for every held watch: ends those whose wait ran out, and, while the change feed is not
+   * trusted, wakes every watch held (each was held while it was trusted, and a change the feed missed
+   * since would leave it held past a poll); woken then, each is answered, not held again. Waking only
+   * when trust is lost is not enough: trust regained and lost again between two ticks goes unseen.
    */
   private tick(): void {
-    const trusted = this.cache.trusted();
-    if (this.wasTrusted && !trusted) this.hub.wakeAll();
-    this.wasTrusted = trusted;
+    if (this.hub.size > 0 && !this.cache.trusted()) this.hub.wakeAll();
     this.hub.expireDue();
   }
 
@@ -309,7 +318,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /**
    * Holds a watch the route answers (it came with a miss, or was woken and is still current): 304
    * when it expires, the database's answer again when woken. `mark` is the cache generation the
-   * answer was read at: a change since then may have been missed, so the watch is woken at once.
+   * answer was read at: a change to its credential or its node since then may have been missed, so
+   * the watch is woken at once.
    */
   private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null }, watch: Watch, mark: number): Promise<void> {
     if (performance.now() >= watch.deadline) {
@@ -362,7 +372,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       };
       this.hub.hold(held);
       reply.raw.once('close', gone);
-      if (this.cache.mark() !== mark && this.hub.release(held)) held.wake();
+      if (this.cache.changedSince(mark, credential.id, name) && this.hub.release(held)) held.wake();
     });
   }
 
@@ -389,29 +399,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   private async fromDatabase(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], watch: Watch | null = null): Promise<void> {
     this.metrics.pollCache.miss();
     const mark = this.cache.mark();
-    const row = await this.db.kysely
-      .selectFrom('node_credentials as c')
-      // The credential's own node: the only head it may read, and the one a refusal speaks of.
-      .leftJoin('node_heads as h', 'h.node', 'c.node')
-      .select([
-        'c.node',
-        'c.secret_hash',
-        'c.revoked_at',
-        'c.revoked_reason',
-        'h.version',
-        'h.set_digest',
-        'h.retired',
-        'h.artifacts',
-        'h.publish_id',
-        'h.position',
-        'h.updated_at',
-        'h.kid',
-        'h.etag',
-        // Same round trip: the checkpoint is as new as the head it is served with.
-        sql<string | null>`(SELECT note FROM ledger_checkpoint WHERE id = 1)`.as('checkpoint'),
-      ])
-      .where('c.id', '=', credential.id)
-      .executeTakeFirst();
+    // Read with every other poll and woken watch of this turn (BatchLoader), each its own credential's row.
+    const row = await this.reads.load(credential.id);
     const ok = secretMatches(credential.secret, row?.secret_hash ?? null);
     if (!row || !ok) throw new DomainError('unauthenticated', 'node credential is unknown or revoked');
     this.cache.remember(mark, credential.id, row);
@@ -428,7 +417,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       return;
     }
     // Every column of a head row is set, so the left join's are all there once its ETag is.
-    const jws = await signHeadBundle(this.db.kysely, this.keys, row as { [K in keyof typeof row]: NonNullable<(typeof row)[K]> });
+    const jws = await this.signer.sign(row as { [K in keyof typeof row]: NonNullable<(typeof row)[K]> }, row.etag);
     this.metrics.bundlesSigned++;
     void reply.headers(headers).status(200).header('content-type', 'application/jose').send(jws);
   }

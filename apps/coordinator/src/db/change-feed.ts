@@ -102,6 +102,14 @@ class PostgresFeed implements ChangeFeed {
   private pinger: NodeJS.Timeout | null = null;
   private readonly barriers = new Map<string, (replica: string) => void>();
   private lagObserver: (seconds: number) => void = () => undefined;
+  /**
+   * The last query sent on the listening connection, settled or not: each query waits for the one
+   * before. Pings and barrier acknowledgements arrive independently, and pg deprecates sending a
+   * query while another is still queued on the client (it will refuse it in pg 9).
+   */
+  private tail: Promise<unknown> = Promise.resolve();
+  /** The connection a ping is queued or on the wire on: the next ping on it waits for that one's turn rather than queueing behind it. */
+  private pinging: pg.Client | null = null;
 
   constructor(
     private readonly db: Db,
@@ -128,8 +136,17 @@ class PostgresFeed implements ChangeFeed {
     this.pinger.unref();
   }
 
+  /** Sends a query on `client` once every query sent on it before has settled. */
+  private query(client: pg.Client, text: string, values?: unknown[]): Promise<void> {
+    const sent = this.tail.then(() => client.query(text, values)).then(() => undefined);
+    this.tail = sent.catch(() => undefined);
+    return sent;
+  }
+
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, application_name: this.name });
+    // A new connection waits for nothing the last one was sending.
+    this.tail = Promise.resolve();
     const down = (why: string) => {
       if (this.client !== client) return;
       this.client = null;
@@ -146,7 +163,7 @@ class PostgresFeed implements ChangeFeed {
     client.on('notification', (n) => this.onNotification(n.payload ?? ''));
     this.client = client;
     await client.connect();
-    await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+    await this.query(client, `LISTEN ${CHANGE_CHANNEL}`);
     if (this.client !== client) return;
     this.connected = true;
     // Whatever happened while nobody listened is unknown: forget it all.
@@ -172,13 +189,17 @@ class PostgresFeed implements ChangeFeed {
 
   private async ping(): Promise<void> {
     const client = this.client;
-    if (!client || !this.connected) return;
+    if (!client || !this.connected || this.pinging === client) return;
+    this.pinging = client;
     const seq = ++this.seq;
+    // Noted when queued, so no later than it is sent: trusting from it is never trusting too long.
     this.pingsSent.set(seq, performance.now());
     try {
-      await client.query(`SELECT pg_notify($1, $2)`, [CHANGE_CHANNEL, `p:${this.name}:${seq}`]);
+      await this.query(client, `SELECT pg_notify($1, $2)`, [CHANGE_CHANNEL, `p:${this.name}:${seq}`]);
     } catch {
       this.pingsSent.delete(seq); // the connection's own handlers take it from here
+    } finally {
+      if (this.pinging === client) this.pinging = null;
     }
   }
 
@@ -195,7 +216,8 @@ class PostgresFeed implements ChangeFeed {
       for (const s of this.pingsSent.keys()) if (s <= seq) this.pingsSent.delete(s);
     } else if (tag === 'b') {
       // Everything before the barrier has been handled above, in order: acknowledge it.
-      void this.client?.query(`SELECT pg_notify($1, $2)`, [CHANGE_CHANNEL, `a:${rest[0]}:${this.name}`]).catch(() => undefined);
+      const client = this.client;
+      if (client) this.query(client, `SELECT pg_notify($1, $2)`, [CHANGE_CHANNEL, `a:${rest[0]}:${this.name}`]).catch(() => undefined);
     } else if (tag === 'a') {
       const [token, ...name] = rest;
       this.barriers.get(token)?.(name.join(':'));
