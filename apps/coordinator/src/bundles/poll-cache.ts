@@ -11,6 +11,8 @@ export interface PollRow {
   readonly retired: boolean | null;
   readonly etag: string | null;
   readonly checkpoint: string | null;
+  readonly confirm_within: number | null;
+  readonly confirmed_by: string | null;
 }
 
 interface Credential {
@@ -21,6 +23,17 @@ interface Credential {
 
 interface Head {
   readonly etag: string;
+  /** The `florete-confirm` header of the head, or null when its publish asked for no operator confirmation. */
+  readonly confirm: string | null;
+}
+
+/**
+ * The `florete-confirm` header a head's poll answers carry when its publish asked for operator
+ * confirmation: `version=N; within=S`, and `; by=<who, URI-encoded>` once confirmed. Null otherwise.
+ */
+export function confirmHeader(row: Pick<PollRow, 'version' | 'confirm_within' | 'confirmed_by'>): string | null {
+  if (row.confirm_within === null || row.version === null) return null;
+  return `version=${row.version}; within=${row.confirm_within}${row.confirmed_by === null ? '' : `; by=${encodeURIComponent(row.confirmed_by)}`}`;
 }
 
 /**
@@ -173,7 +186,7 @@ export class PollCache {
   remember(mark: number, credentialId: string, row: PollRow): void {
     if (!this.feed.trusted()) return;
     if (!this.credentialChangedSince(mark, credentialId)) this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
-    if (!this.headChangedSince(mark, row.node)) this.heads.set(row.node, row.etag === null ? null : { etag: row.etag });
+    if (!this.headChangedSince(mark, row.node)) this.heads.set(row.node, row.etag === null ? null : { etag: row.etag, confirm: confirmHeader(row) });
     if (mark >= this.floor && this.checkpointChanged <= mark) this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
   }
 
@@ -182,13 +195,13 @@ export class PollCache {
    * head whose ETag is one of `tags` — a 304 with that ETag and the checkpoint header. Anything else (not in
    * memory, a refusal, a new version, memory not trusted) is null: the database answers it.
    */
-  notModified(credentialId: string, node: string, tags: readonly string[], matches: (secretHash: string) => boolean): { etag: string; checkpoint: string | null } | null {
+  notModified(credentialId: string, node: string, tags: readonly string[], matches: (secretHash: string) => boolean): { etag: string; checkpoint: string | null; confirm: string | null } | null {
     if (tags.length === 0 || !this.feed.trusted()) return null;
     const credential = this.credentials.get(credentialId);
     if (!credential || credential.revoked || credential.node !== node) return null;
     const head = this.heads.get(node);
     if (!head || this.checkpoint === undefined || !etagMatches(tags, head.etag)) return null;
     if (!matches(credential.secretHash)) return null;
-    return { etag: head.etag, checkpoint: this.checkpoint };
+    return { etag: head.etag, checkpoint: this.checkpoint, confirm: head.confirm };
   }
 }

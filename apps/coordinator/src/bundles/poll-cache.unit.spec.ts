@@ -1,6 +1,6 @@
 import type { Change, ChangeFeed } from '../db/change-feed.js';
 import { parseChange } from '../db/change-feed.js';
-import { ifNoneMatchTags, PollCache, type PollRow } from './poll-cache.js';
+import { confirmHeader, ifNoneMatchTags, PollCache, type PollRow } from './poll-cache.js';
 
 /** A feed whose trust the test sets and whose changes it sends. */
 function feed() {
@@ -10,7 +10,7 @@ function feed() {
   return Object.assign(f, { api });
 }
 
-const row: PollRow = { node: 'alpha', secret_hash: 'h', revoked_at: null, revoked_reason: null, version: 3, retired: false, etag: '"e3"', checkpoint: 'note' };
+const row: PollRow = { node: 'alpha', secret_hash: 'h', revoked_at: null, revoked_reason: null, version: 3, retired: false, etag: '"e3"', checkpoint: 'note', confirm_within: null, confirmed_by: null };
 const ok = (h: string) => h === 'h';
 
 describe('PollCache', () => {
@@ -19,8 +19,8 @@ describe('PollCache', () => {
     const cache = new PollCache(f.api);
     expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
     cache.remember(cache.mark(), 'c1', row);
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64') });
-    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64') });
+    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
+    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
     expect(cache.notModified('c1', 'alpha', ['"e2"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'beta', ['"e3"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'alpha', ['"e3"'], () => false)).toBeNull();
@@ -50,7 +50,7 @@ describe('PollCache', () => {
     f.send(parseChange('h:beta,gamma')!);
     f.send(parseChange('c:other')!);
     cache.remember(mark, 'c1', row);
-    expect(hit()).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64') });
+    expect(hit()).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
     // A reset forgets everything, and keeps nothing read before it.
     const beforeReset = cache.mark();
     f.send({ kind: 'reset' });
@@ -120,5 +120,13 @@ describe('PollCache', () => {
     expect(ifNoneMatchTags(Array.from({ length: 20 }, (_, i) => `"${i}"`).join(','))).toHaveLength(16);
     expect(parseChange('p:florete-cache:1:ab:3')).toBeNull();
     expect(parseChange('h:*')).toEqual({ kind: 'heads', keys: '*' });
+  });
+});
+
+describe('confirmHeader', () => {
+  it('says the window of a head under operator confirmation, and who confirmed it, URI-encoded; nothing otherwise', () => {
+    expect(confirmHeader({ version: 7, confirm_within: null, confirmed_by: null })).toBeNull();
+    expect(confirmHeader({ version: 7, confirm_within: 600, confirmed_by: null })).toBe('version=7; within=600');
+    expect(confirmHeader({ version: 7, confirm_within: 600, confirmed_by: 'ops; alice' })).toBe('version=7; within=600; by=ops%3B%20alice');
   });
 });

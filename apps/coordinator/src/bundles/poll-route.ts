@@ -18,12 +18,15 @@ import { bearerOf, parseSecret, secretMatches, type ParsedSecret } from '../iden
 import { Metrics } from '../core/metrics.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
 import { ContactLog } from '../fleet/contact-log.js';
-import { checkpointHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
+import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { KEYS, type SigningKeyStore } from './signing-keys.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
 import { BatchLoader } from '../db/batch-loader.js';
 import { requestIdOf } from '../common/request-id.js';
+
+/** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
+export const CONFIRM_HEADER = 'florete-confirm';
 
 /** Every poll answer, 200 or 304, carries the latest signed checkpoint (base64 of the note): freshness costs no request and no signature. */
 export const CHECKPOINT_HEADER = 'florete-checkpoint';
@@ -57,9 +60,10 @@ const HELD_WATCH = Symbol('florete held watch');
 type Carrying = IncomingMessage & { [HELD_WATCH]?: Watch };
 
 /** The headers of every poll answer, 304 or 200, from memory or from the database. */
-function pollHeaders(etag: string, checkpoint: string | null): Record<string, string> {
+function pollHeaders(etag: string, checkpoint: string | null, confirm: string | null): Record<string, string> {
   const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
   if (checkpoint) headers[CHECKPOINT_HEADER] = checkpoint;
+  if (confirm) headers[CONFIRM_HEADER] = confirm;
   return headers;
 }
 
@@ -199,7 +203,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         if (!memory) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
         if (watch) return this.answering(reply, this.held(reply, credential, name, tags, memory, watch, this.cache.mark()));
         this.metrics.polls304++;
-        void reply.headers(pollHeaders(memory.etag, memory.checkpoint)).status(304).send();
+        void reply.headers(pollHeaders(memory.etag, memory.checkpoint, memory.confirm)).status(304).send();
       } catch (err) {
         sendProblem(reply, toProblem(err, this.log));
       }
@@ -251,11 +255,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     // Counted here only once answered: a poll sent on to the route is counted there.
     this.metrics.polls++;
     if (watch) {
-      this.holdAtTheDoor(req, res, credential, name, memory.etag, watch);
+      this.holdAtTheDoor(req, res, credential, name, memory.etag, memory.confirm, watch);
       return true;
     }
     this.metrics.polls304++;
-    res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint)).end();
+    res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint, memory.confirm)).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
     if (this.log.isLevelEnabled('debug')) this.log.debug({ req_id: requestIdOf(req), method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
@@ -263,7 +267,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /** A 304 memory can answer with certainty (a cache hit, and a contact); null when it cannot. */
-  private fromMemory(credential: ParsedSecret, name: string, tags: readonly string[]): { etag: string; checkpoint: string | null } | null {
+  private fromMemory(credential: ParsedSecret, name: string, tags: readonly string[]): { etag: string; checkpoint: string | null; confirm: string | null } | null {
     const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
     if (!memory) return null;
     this.metrics.pollCache.hit();
@@ -272,9 +276,9 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /** The headers of a 304 that ends a held watch: the checkpoint as memory has it now, if it knows it. */
-  private expiredHeaders(etag: string, checkpoint: string | null, watch: Watch): Record<string, string> {
+  private expiredHeaders(etag: string, checkpoint: string | null, confirm: string | null, watch: Watch): Record<string, string> {
     const now = this.cache.checkpointNow();
-    return { ...pollHeaders(etag, now === undefined ? checkpoint : now), [PREFERENCE_APPLIED]: `wait=${watch.applied}` };
+    return { ...pollHeaders(etag, now === undefined ? checkpoint : now, confirm), [PREFERENCE_APPLIED]: `wait=${watch.applied}` };
   }
 
   /**
@@ -282,7 +286,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
    * answered 304 here; woken, it is handed on to the route as if it had just arrived (carrying its
    * deadline), which answers it from the database and may hold it again.
    */
-  private holdAtTheDoor(req: IncomingMessage, res: ServerResponse, credential: ParsedSecret, name: string, etag: string, watch: Watch): void {
+  private holdAtTheDoor(req: IncomingMessage, res: ServerResponse, credential: ParsedSecret, name: string, etag: string, confirm: string | null, watch: Watch): void {
     const checkpoint = this.cache.checkpointNow() ?? null;
     const gone = () => this.hub.release(held);
     const held: HeldWatch = {
@@ -302,7 +306,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         this.metrics.watches.expired++;
         this.metrics.polls304++;
         this.contacts.seen(name);
-        res.writeHead(304, this.expiredHeaders(etag, checkpoint, watch)).end();
+        res.writeHead(304, this.expiredHeaders(etag, checkpoint, confirm, watch)).end();
       },
       drop: () => {
         res.off('close', gone);
@@ -321,10 +325,10 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
    * answer was read at: a change to its credential or its node since then may have been missed, so
    * the watch is woken at once.
    */
-  private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null }, watch: Watch, mark: number): Promise<void> {
+  private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null; confirm: string | null }, watch: Watch, mark: number): Promise<void> {
     if (performance.now() >= watch.deadline) {
       this.metrics.polls304++;
-      void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, watch)).status(304).send();
+      void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)).status(304).send();
       return Promise.resolve();
     }
     if (!this.canHold()) {
@@ -336,7 +340,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       }
       // The feed is not current: answered now, as a plain poll, without Preference-Applied.
       this.metrics.polls304++;
-      void reply.headers(pollHeaders(current.etag, current.checkpoint)).status(304).send();
+      void reply.headers(pollHeaders(current.etag, current.checkpoint, current.confirm)).status(304).send();
       return Promise.resolve();
     }
     this.metrics.held.add(reply.raw.req ?? reply.request.raw);
@@ -360,7 +364,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
           this.metrics.watches.expired++;
           this.metrics.polls304++;
           this.contacts.seen(name);
-          void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, watch)).status(304).send();
+          void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)).status(304).send();
           resolve();
         },
         drop: () => {
@@ -408,10 +412,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     if (row.node !== name) throw new DomainError('forbidden', `node credential of ${row.node} may not read the bundle of ${name}`);
     this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
-    const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint));
+    const confirm = confirmHeader(row);
+    const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint), confirm);
     if (watch) headers[PREFERENCE_APPLIED] = `wait=${watch.applied}`;
     if (etagMatches(tags, row.etag)) {
-      if (watch) return this.held(reply, credential, name, tags, { etag: row.etag, checkpoint: headers[CHECKPOINT_HEADER] ?? null }, watch, mark);
+      if (watch) return this.held(reply, credential, name, tags, { etag: row.etag, checkpoint: headers[CHECKPOINT_HEADER] ?? null, confirm }, watch, mark);
       this.metrics.polls304++;
       void reply.headers(headers).status(304).send();
       return;

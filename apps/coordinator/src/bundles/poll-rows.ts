@@ -27,6 +27,8 @@ export async function readPollRows(db: Kysely<Database>, credentialIds: readonly
       'h.updated_at',
       'h.kid',
       'h.etag',
+      'h.confirm_within',
+      'h.confirmed_by',
       sql<string | null>`(SELECT note FROM ledger_checkpoint WHERE id = 1)`.as('checkpoint'),
     ])
     .where(anyOf('c.id', credentialIds))

@@ -62,8 +62,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   }
   for (const e of events) {
     if (e.type === 'publish_confirmed') {
-      // Only the heads still at this publish's versions: a node published over since is not confirmed by it.
-      await trx.updateTable('node_heads').set({ confirmed_by: String(e.meta.actor) }).where('publish_id', '=', String(e.data.publish_id)).execute();
+      await projectConfirmation(trx, e);
       continue;
     }
     if (e.type !== 'publish_recorded') continue;
@@ -100,5 +99,19 @@ async function projectPackages(trx: Transaction<Database>, events: readonly Stor
 export class ReadModelProjection implements LedgerProjection {
   project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
     return project(trx, events);
+  }
+}
+
+/**
+ * An operator's confirmation reaches the heads still at the publish's versions (a node published
+ * over since is not confirmed by it): who confirmed, and a new ETag, so that every agent's next poll,
+ * and every watch held, gets a 200 whose `florete-confirm` header says so. The bundle's bytes are the
+ * same; the agent takes the same version again as up to date.
+ */
+async function projectConfirmation(trx: Transaction<Database>, e: StoredEvent): Promise<void> {
+  const rows = await trx.selectFrom('node_heads').select(['node', 'kid']).where('publish_id', '=', String(e.data.publish_id)).execute();
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    const moved = rows.slice(i, i + CHUNK).map((r) => sql`(${r.node}, ${bundleEtag(r.kid, e.hash)})`);
+    await sql`UPDATE node_heads SET confirmed_by = ${String(e.meta.actor)}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(trx);
   }
 }
