@@ -22,6 +22,7 @@ export type DomainErrorCode =
   | 'not_found'
   | 'body_too_large'
   | 'unsupported_media_type'
+  | 'unsupported_content_encoding'
   | 'ledger_busy'
   | 'rate_limited'
   | 'bad_url'

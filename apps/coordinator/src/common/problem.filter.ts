@@ -34,6 +34,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   forbidden: 403,
   body_too_large: 413,
   unsupported_media_type: 415,
+  unsupported_content_encoding: 415,
   ledger_busy: 503,
   rate_limited: 429,
   bad_url: 400,
