@@ -114,7 +114,14 @@ export interface ApiTokensTable {
   role: string;
   secret_hash: string;
   created_at: Generated<Date>;
+  /** Who created it: the actor of its api_token_created event. */
+  created_by: string;
+  /** Null: it never expires (asked for with --no-expiry, or made before tokens expired). */
+  expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The newest use any replica has written (each writes its own in batches). */
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   revoked_at: Timestamp | null;
+  revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EnrolmentTokensTable {
