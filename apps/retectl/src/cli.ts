@@ -153,6 +153,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string, o) => done(await rollback.run({ ...o, node })));
   json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
     .option('-m, --message <message>', 'why')
+    .option('--lost', 'the node is gone for good and will never apply it: revoke its credential now, with the retirement (admin)')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
   json(remote(program.command('confirm').argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)').description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'))).action(

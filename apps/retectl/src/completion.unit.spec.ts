@@ -14,6 +14,7 @@ describe('shell completion from the program', () => {
   it("lists a command's own options", () => {
     expect(table.get('publish')).toEqual(expect.arrayContaining(['--message', '-m', '--prune', '--wait', '--json', '--coordinator', '--help']));
     expect(table.get('token create')).toEqual(expect.arrayContaining(['--role', '--name', '--ttl', '--no-expiry']));
+    expect(table.get('retire')).toEqual(expect.arrayContaining(['--lost', '--message']));
   });
 
   it('writes a bash script that registers the function and a zsh one that loads bash completion first', () => {

@@ -79,7 +79,19 @@ export const ConfirmResponse = z.object({ publish_id: z.string(), confirmed_by: 
 export type ConfirmResponse = z.infer<typeof ConfirmResponse>;
 
 export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional(), allow_ineligible: AllowIneligible.optional() });
-export const RetireRequest = z.strictObject({ message: Message.optional(), expected_position: Position.optional() });
+export const RetireRequest = z.strictObject({
+  message: Message.optional(),
+  expected_position: Position.optional(),
+  /**
+   * The node is gone for good (lost, stolen, destroyed) and will never apply its final set: its
+   * credentials are revoked in the same transaction as the retirement, not after its agent applied
+   * it. Needs an admin token, as revoking a credential does.
+   */
+  lost: z.boolean().optional(),
+});
+/** A retirement; for a lost node also the credentials revoked with it (none when it held none). */
+export const RetireResponse = PublishResponse.extend({ revoked_credentials: z.array(z.string()).optional() });
+export type RetireResponse = z.infer<typeof RetireResponse>;
 
 export const EnrolmentTokenRequest = z.strictObject({
   node: NodeName,

@@ -135,8 +135,11 @@ export interface EnrolmentTokensTable {
   used_at: Timestamp | null;
 }
 
-/** Why a node credential was revoked (null: before reasons were kept, or not revoked). */
-export type RevocationReason = 'retired' | 'enrolled_again' | 'revoked';
+/**
+ * Why a node credential was revoked (null: before reasons were kept, or not revoked). `lost`: the
+ * node was retired as gone for good, its credential revoked with the retirement (retectl retire --lost).
+ */
+export type RevocationReason = 'retired' | 'enrolled_again' | 'revoked' | 'lost';
 
 export interface NodeCredentialsTable {
   id: string;

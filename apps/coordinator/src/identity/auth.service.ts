@@ -73,6 +73,14 @@ export class AuthService {
  * proved the secret learns the reason.
  */
 export function refusedNodeCredential(node: string, reason: RevocationReason | null, retiredVersion: number | null): DomainError {
+  if (reason === 'lost') {
+    const at = retiredVersion === null ? '' : ` at version ${retiredVersion}`;
+    return new DomainError(
+      'retired_credential',
+      `node ${node} was retired as lost${at}: its credential was revoked at once, without the node applying its final, empty set, so whatever it still runs was never removed by Florete; this machine is not trusted any more: wipe it, or enrol it again as a new node with a new token`,
+      { node, version: retiredVersion, lost: true },
+    );
+  }
   if (reason === 'retired') {
     const at = retiredVersion === null ? '' : ` at version ${retiredVersion}`;
     return new DomainError('retired_credential', `node ${node} was retired${at}: its credential was revoked once it applied its final, empty set`, { node, version: retiredVersion });
