@@ -114,8 +114,8 @@ export interface ApiTokensTable {
   role: string;
   secret_hash: string;
   created_at: Generated<Date>;
-  /** Who created it: the actor of its api_token_created event. */
-  created_by: string;
+  /** Who created it: the actor of its api_token_created event (`unknown` when an older build inserted it). */
+  created_by: ColumnType<string, string | undefined, string>;
   /** Null: it never expires (asked for with --no-expiry, or made before tokens expired). */
   expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** The newest use any replica has written (each writes its own in batches). */
