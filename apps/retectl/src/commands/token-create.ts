@@ -44,8 +44,15 @@ function wanted(o: TokenCreateOptions): Wanted {
   return { kind: 'api', role: o.role, name: o.name, ...(o.ttlSeconds !== undefined ? { ttlSeconds: o.ttlSeconds } : {}), noExpiry };
 }
 
+/**
+ * The answer as read: the token itself must be there, its expiry may not. A coordinator from before
+ * tokens expired answers without it, and a token it created must still be shown, the only time it can be.
+ */
+const CreatedApiToken = ApiTokenResponse.partial({ created_at: true, created_by: true, expires_at: true, default_expiry: true });
+
 /** When an API token expires, as the note at its creation says it. */
-export function expiryNote(body: Pick<ApiTokenResponse, 'created_at' | 'expires_at' | 'default_expiry'>): string {
+export function expiryNote(body: Partial<Pick<ApiTokenResponse, 'created_at' | 'expires_at' | 'default_expiry'>>): string {
+  if (body.expires_at === undefined || body.created_at === undefined) return 'no expiry (the coordinator predates expiring tokens)';
   if (body.expires_at === null) return 'never expires (--no-expiry)';
   const life = formatSeconds((Date.parse(body.expires_at) - Date.parse(body.created_at)) / 1000);
   return `expires ${body.expires_at} (in ${life}${body.default_expiry ? ", the coordinator's default: --ttl or --no-expiry to choose" : ''})`;
@@ -60,7 +67,7 @@ export async function run(options: TokenCreateOptions): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
   if (want.kind === 'api') {
     const json = { name: want.name, role: want.role, ...(want.ttlSeconds !== undefined ? { ttl_seconds: want.ttlSeconds } : {}), ...(want.noExpiry ? { no_expiry: true } : {}) };
-    const { body } = await client.call('POST', '/v1/api-tokens', ApiTokenResponse, { json });
+    const { body } = await client.call('POST', '/v1/api-tokens', CreatedApiToken, { json });
     if (options.json) return outJson(body);
     out(body.token);
     return note(`${body.role} API token for ${body.name} (id ${body.id}), ${expiryNote(body)}; it is not shown again`);
