@@ -14,6 +14,7 @@ import * as m0012 from './0012-agent-version.js';
 import * as m0013 from './0013-poll-notify.js';
 import * as m0014 from './0014-bundles-signed-on-fetch.js';
 import * as m0015 from './0015-rollouts.js';
+import * as m0016 from './0016-api-token-lifecycle.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013-poll-notify': m0013,
   '0014-bundles-signed-on-fetch': m0014,
   '0015-rollouts': m0015,
+  '0016-api-token-lifecycle': m0016,
 };

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { jest } from '@jest/globals';
 import pg from 'pg';
 import { sha256Hex } from '#bundle';
@@ -130,6 +131,30 @@ const cases: Case[] = [
   },
   { name: 'blob under a digest that is not lowercase hex', status: 422, code: 'invalid_path', send: (c) => c.publisher.request('PUT', `/v1/blobs/${sha256Hex('x').toUpperCase()}`, { raw: 'x', headers: { 'content-type': 'application/octet-stream' } }) },
   { name: 'blob sent as application/json', status: 415, code: 'unsupported_media_type', send: (c) => c.publisher.request('PUT', `/v1/blobs/${sha256Hex('"x"')}`, { raw: '"x"', headers: { 'content-type': 'application/json' } }) },
+  // Content codings: the coordinator decodes none, so a coded body is refused before it is read,
+  // whether its bytes are coded or (the client's mistake) plain JSON under the header.
+  ...(
+    [
+      ['publish: plain JSON sent under Content-Encoding: gzip', (c: Ctx) => c.publisher.request('POST', '/v1/publishes', { raw: JSON.stringify(wouldPublish(c)), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })],
+      ['publish: a gzip-coded body', (c: Ctx) => c.publisher.request('POST', '/v1/publishes', { raw: gzipSync(JSON.stringify(wouldPublish(c))), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })],
+      ['publish: gzip after identity in a list', (c: Ctx) => c.publisher.request('POST', '/v1/publishes', { raw: JSON.stringify(wouldPublish(c)), headers: { 'content-type': 'application/json', 'content-encoding': 'identity, gzip' } })],
+      ['blob upload under Content-Encoding: deflate', (c: Ctx) => c.publisher.request('PUT', `/v1/blobs/${sha256Hex('coded')}`, { raw: 'coded', headers: { 'content-type': 'application/octet-stream', 'content-encoding': 'deflate' } })],
+      ['enrol (anonymous) under Content-Encoding: br, with the spare token', (c: Ctx) => c.anon.request('POST', '/v1/enrol', { raw: JSON.stringify({ token: c.spareToken, profile: AGENT_PROFILE, inventory: {} }), headers: { 'content-type': 'application/json', 'content-encoding': 'br' } })],
+      ["a node's report under Content-Encoding: x-gzip", (c: Ctx) => c.own.request('POST', '/v1/nodes/own/reports', { raw: JSON.stringify({ active_version: 1, result: 'applied' }), headers: { 'content-type': 'application/json', 'content-encoding': 'x-gzip' } })],
+    ] as const
+  ).map(([name, send]): Case => ({
+    name,
+    status: 415,
+    code: 'unsupported_content_encoding',
+    send,
+    then: (r) => {
+      expect(r.headers.get('accept-encoding')).toBe('identity');
+      expect(r.body.accepted_encodings).toEqual(['identity']);
+      expect(r.body.detail).toMatch(/^the body is sent with Content-Encoding "[^"]+"; the coordinator decodes no content coding: send the body as is \(identity\), without Content-Encoding$/);
+    },
+  })),
+  // identity is no coding at all: the body is read and judged on its own (here: invalid).
+  { name: 'publish under Content-Encoding: identity, judged on its body', status: 422, code: 'invalid_body', send: (c) => c.publisher.request('POST', '/v1/publishes', { raw: JSON.stringify({ message: 'x' }), headers: { 'content-type': 'application/json', 'content-encoding': 'Identity' } }) },
   { name: 'blobs/missing with an uppercase digest', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/blobs/missing', { digests: [c.blob.toUpperCase()] }) },
   { name: 'publish with an artifact digest that is not a sha256', status: 422, code: 'invalid_body', send: (c) => c.publisher.post('/v1/publishes', wouldPublish(c, { nodes: { fresh: { artifacts: { 'a.json': c.blob.slice(1) } } } })) },
   {

@@ -256,19 +256,34 @@ describe('one process holds the embedded database', () => {
   it('token create-admin, once the coordinator stopped: an admin token printed once, accepted after the next start, recorded in the ledger', async () => {
     const named = coordinator(dataDir, 'token', 'create-admin', '--name', 'ops-alice');
     expect(named).toMatchObject({ status: 0, stderr: '' });
-    const token = /^admin token for ops-alice: (flt\.\S+)\n$/.exec(named.stdout)?.[1];
+    // It expires as any token made without --ttl does, and says when.
+    const token = /^admin token for ops-alice: (flt\.\S+)\nexpires at \S+ \(FLORETE_API_TOKEN_TTL\)\n$/.exec(named.stdout)?.[1];
     expect(token).toBeDefined();
     const unnamed = coordinator(dataDir, 'token', 'create-admin');
     expect(unnamed.status).toBe(0);
-    expect(unnamed.stdout).toMatch(/^admin token for break-glass: flt\.\S+\n$/);
+    expect(unnamed.stdout).toMatch(/^admin token for break-glass: flt\.\S+\nexpires at \S+ \(FLORETE_API_TOKEN_TTL\)\n$/);
     expect(coordinator(dataDir, 'token', 'create-admin', '--name', ' ')).toMatchObject({ status: 1, stdout: '' });
+    const forever = coordinator(dataDir, 'token', 'create-admin', '--name', 'vault', '--no-expiry');
+    expect(forever.stdout).toMatch(/^admin token for vault: flt\.\S+\nnever expires \(--no-expiry\)\n$/);
+    const hour = coordinator(dataDir, 'token', 'create', '--role', 'reader', '--name', 'hourly', '--ttl', '1h');
+    expect(hour.stdout).toMatch(/^reader token for hourly: flt\.\S+\nexpires at \S+ \(--ttl\)\n$/);
+    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '1h', '--no-expiry')).toMatchObject({ status: 1, stdout: '', stderr: 'coordinator: give --ttl or --no-expiry, not both\n' });
+    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '3600')).toMatchObject({ status: 1, stdout: '', stderr: expect.stringContaining('3600 has no unit: write 3600s, or a duration such as 30d') });
     const running = await startCoordinatorProcess({ dataDir });
     try {
       const client = new Client(running.url, token);
       // Admin only: listing the tokens.
       const tokens = await client.get('/v1/api-tokens');
       expect(tokens.status).toBe(200);
-      expect(tokens.body.items.filter((t: { role: string }) => t.role === 'admin').map((t: { name: string }) => t.name)).toEqual(['admin', 'ops-alice', 'break-glass']);
+      const items = tokens.body.items as { name: string; role: string; created_by: string; created_at: string; expires_at: string | null }[];
+      expect(items.filter((t) => t.role === 'admin').map((t) => t.name)).toEqual(['admin', 'ops-alice', 'break-glass', 'vault']);
+      const byName = Object.fromEntries(items.map((t) => [t.name, t]));
+      const life = (t: { created_at: string; expires_at: string | null }) => (t.expires_at === null ? null : (Date.parse(t.expires_at) - Date.parse(t.created_at)) / 1000);
+      expect(life(byName['ops-alice'])).toBe(90 * 86400);
+      expect(life(byName.vault)).toBeNull();
+      expect(life(byName.hourly)).toBe(3600);
+      expect(byName['ops-alice'].created_by).toBe('coordinator-cli');
+      expect(byName.admin.created_by).toBe('coordinator');
       const events = (await client.get('/v1/ledger/events?after=0&limit=100')).body.items as { type: string; data: { name: string }; meta: { actor: string } }[];
       expect(events.filter((e) => e.type === 'api_token_created' && e.data.name === 'ops-alice').map((e) => e.meta.actor)).toEqual(['coordinator-cli']);
     } finally {

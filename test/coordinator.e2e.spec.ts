@@ -60,7 +60,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
   async function createApiToken(role: 'admin' | 'publisher' | 'reader', name: string): Promise<string> {
     const r = await admin.post('/v1/api-tokens', { name, role });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ id: expect.any(String), name, role, token: expect.stringMatching(API_TOKEN) });
+    expect(r.body).toEqual({ id: expect.any(String), name, role, token: expect.stringMatching(API_TOKEN), created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), default_expiry: true });
     return r.body.token as string;
   }
 
@@ -699,7 +699,11 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const keys = await jwks();
       const file = join(dataDir, 'first-admin-token');
       // stdout is a pipe here, as under systemd or compose: it names the file and holds no secret.
-      expect(coordinator.output.filter((l) => l.includes('admin token'))).toEqual([`first admin token written to ${file} (mode 0600): read it there, store it, then remove the file`]);
+      expect(coordinator.output.filter((l) => l.includes('admin token'))).toEqual([
+        `first admin token written to ${file} (mode 0600): read it there, store it, then remove the file`,
+        // The default life of a token made without --ttl (FLORETE_API_TOKEN_TTL, 90 days), from the start.
+        expect.stringMatching(/^it expires at \d{4}-\d{2}-\d{2}T\S+Z \(FLORETE_API_TOKEN_TTL\): before then, make named admin tokens with it \(retectl token create --role admin --name <who>\)$/),
+      ]);
       expect(coordinator.output.join('\n')).not.toContain(admin.token!);
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(readFileSync(file, 'utf8')).toBe(`${admin.token}\n`);

@@ -38,7 +38,6 @@ interface Answer {
 
 /** Routes outside the document (admin conveniences, the git mirror, the web console's files) are fuzzed too. */
 const EXTRA: Op[] = [
-  { method: 'GET', path: '/v1/api-tokens', query: [], body: undefined },
   { method: 'POST', path: '/v1/projections/rebuild', query: [], body: undefined },
   { method: 'GET', path: '/audit.git/{rest}', query: [], body: undefined },
   { method: 'GET', path: '/ui/{rest}', query: [], body: undefined },

@@ -56,7 +56,7 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
     },
     publishRequest: (request) => publishHandler.execute(new PublishTreeCommand(request, 'tester')),
     rollback: (node, toVersion, allowIneligible) => new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester', undefined, allowIneligible)),
-    retire: (node) => new RetireNodeHandler(writer).execute(new RetireNodeCommand(node, `retire ${node}`, 'tester')),
+    retire: (node) => new RetireNodeHandler(writer, db).execute(new RetireNodeCommand(node, `retire ${node}`, 'tester')),
     head: () => readLedgerHead(db.kysely),
     async close() {
       await db.close();

@@ -1,12 +1,12 @@
 /** The coordinator's commands, loaded by main.ts once the young generation is held (see young-generation.ts). */
 import 'reflect-metadata';
 import { Command, InvalidArgumentError } from 'commander';
-import { Role } from '#contracts';
+import { MAX_API_TOKEN_TTL, MIN_API_TOKEN_TTL, parseDuration, Role } from '#contracts';
 import { loadConfig } from './config.js';
 import { migrateToLatest, openDatabase } from './db/connect.js';
 import { DataDirError } from './db/data-dir-lock.js';
 import { SigningKeyStore } from './bundles/signing-keys.js';
-import { issueApiToken } from './identity/api-tokens.js';
+import { expiryOf, issueApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';
 import { changeKeys } from './trust/key-change.js';
@@ -50,34 +50,61 @@ program
     });
   });
 
+const ttl = (value: string): number => {
+  if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 30d`);
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 12h, 30d or 90d');
+  if (seconds < MIN_API_TOKEN_TTL || seconds > MAX_API_TOKEN_TTL) throw new InvalidArgumentError('must be between 1m and 366d (--no-expiry: a token that never expires)');
+  return seconds;
+};
+const expiry = (c: Command) =>
+  c
+    .option('--ttl <duration>', 'how long it stays valid: 1m to 366d (default: FLORETE_API_TOKEN_TTL, 90d unless set)', ttl)
+    .option('--no-expiry', 'a token that never expires, listed as such');
+
 const token = program.command('token').description('API tokens');
-token
-  .command('create')
-  .description('create an API token and print it once')
-  .requiredOption('--role <role>', 'admin | publisher | reader', (v) => {
-    const r = Role.safeParse(v);
-    if (!r.success) throw new InvalidArgumentError('must be admin, publisher or reader');
-    return r.data;
-  })
-  .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)')
-  .action((opts: { role: Role; name: string }) => createToken('token create', opts));
-// Break-glass: every admin token lost or revoked, whoever can run commands as the coordinator's user
-// on its machine (and so read its data dir or DATABASE_URL anyway) makes a new one.
-token
-  .command('create-admin')
-  .description('create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator\'s machine, as its user)')
-  .option('--name <name>', 'who holds it (recorded as the actor of what it does)', 'break-glass')
-  .action((opts: { name: string }) => createToken('token create-admin', { role: 'admin', name: opts.name }));
+expiry(
+  token
+    .command('create')
+    .description('create an API token and print it once')
+    .requiredOption('--role <role>', 'admin | publisher | reader', (v) => {
+      const r = Role.safeParse(v);
+      if (!r.success) throw new InvalidArgumentError('must be admin, publisher or reader');
+      return r.data;
+    })
+    .requiredOption('--name <name>', 'who holds it (recorded as the actor of what it does)'),
+).action((opts: TokenOptions & { role: Role }) => createToken('token create', opts));
+// Break-glass: every admin token lost, expired or revoked, whoever can run commands as the
+// coordinator's user on its machine (and so read its data dir or DATABASE_URL anyway) makes a new one.
+expiry(
+  token
+    .command('create-admin')
+    .description('create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator\'s machine, as its user)')
+    .option('--name <name>', 'who holds it (recorded as the actor of what it does)', 'break-glass'),
+).action((opts: TokenOptions) => createToken('token create-admin', { ...opts, role: 'admin' }));
+
+interface TokenOptions {
+  readonly name: string;
+  readonly ttl?: number;
+  /** false: --no-expiry. */
+  readonly expiry: boolean;
+}
 
 /** Issues a token in the ledger, as the HTTP route does; the data-dir lock (withDb) keeps it off a running embedded database. */
-async function createToken(command: string, request: { role: Role; name: string }): Promise<void> {
+async function createToken(command: string, request: TokenOptions & { role: Role }): Promise<void> {
   if (request.name.trim() === '') throw new InvalidArgumentError('--name must not be empty');
+  if (request.ttl !== undefined && !request.expiry) throw new InvalidArgumentError('give --ttl or --no-expiry, not both');
+  const config = loadConfig();
   await withDb(command, async (db) => {
     await migrateToLatest(db.kysely);
-    const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
+    const store = await SigningKeyStore.open(config.signingKeysFile);
     await store.reloadIfChanged();
-    const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, request, 'coordinator-cli'));
+    const now = new Date();
+    const expiresAt = expiryOf({ ...(request.ttl !== undefined ? { ttl_seconds: request.ttl } : {}), ...(request.expiry ? {} : { no_expiry: true as const }) }, config.apiTokenTtlSeconds, now);
+    const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, { name: request.name, role: request.role, expiresAt }, 'coordinator-cli', now));
+    const why = request.ttl !== undefined ? '--ttl' : request.expiry ? 'FLORETE_API_TOKEN_TTL' : '--no-expiry';
     process.stdout.write(`${request.role} token for ${request.name}: ${created.token}\n`);
+    process.stdout.write(created.expires_at ? `expires at ${created.expires_at.toISOString()} (${why})\n` : `never expires (${why})\n`);
   });
 }
 

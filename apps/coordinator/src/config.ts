@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { MAX_API_TOKEN_TTL, MIN_API_TOKEN_TTL, parseDuration } from '#contracts';
 
 /** Where `npm run build` puts the web console: dist/console, beside dist/apps. */
 const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL('../../../console', import.meta.url));
@@ -23,6 +24,7 @@ const Env = z.object({
   FLORETE_DB_POOL: z.coerce.number().int().positive().default(10),
   FLORETE_CHECKPOINT_INTERVAL: z.coerce.number().int().positive().default(60),
   FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
+  FLORETE_API_TOKEN_TTL: z.string().default('90d'),
   FLORETE_ROLLOUT_TICK_MS: z.coerce.number().int().min(50).default(1000),
   FLORETE_WATCH_MAX_WAIT: z.coerce.number().int().min(0).max(3600).default(300),
   FLORETE_WATCH_LIMIT: z.coerce.number().int().min(0).default(20_000),
@@ -64,8 +66,10 @@ export interface CoordinatorConfig {
   readonly checkpointIntervalSeconds: number;
   /** The built web console, served at /ui. */
   readonly consoleDir: string;
-  /** How often the last contacts that polls noted in memory are written, in one statement. */
+  /** How often the last contacts that polls noted in memory, and the API tokens' last uses, are written, each in one statement. */
   readonly contactFlushMs: number;
+  /** The life of an API token created without --ttl or --no-expiry, in seconds; null: such tokens never expire. */
+  readonly apiTokenTtlSeconds: number | null;
   /** How often each replica's rollout driver looks at the running rollouts' gates. */
   readonly rolloutTickMs: number;
   readonly watch: WatchConfig;
@@ -132,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     anonymousRateLimit: e.FLORETE_ANON_RATE_LIMIT,
     checkpointIntervalSeconds: e.FLORETE_CHECKPOINT_INTERVAL,
     contactFlushMs: e.FLORETE_CONTACT_FLUSH_MS,
+    apiTokenTtlSeconds: parseApiTokenTtl(e.FLORETE_API_TOKEN_TTL),
     rolloutTickMs: e.FLORETE_ROLLOUT_TICK_MS,
     watch: { maxWaitSeconds: e.FLORETE_WATCH_MAX_WAIT, limit: e.FLORETE_WATCH_LIMIT },
     consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
@@ -176,4 +181,16 @@ export function parseProxies(text: string): string[] {
     }
   }
   return items;
+}
+
+/** FLORETE_API_TOKEN_TTL: a duration as the rete writes them (1m to 366d), or `none`. */
+export function parseApiTokenTtl(text: string): number | null {
+  const value = text.trim();
+  if (value.toLowerCase() === 'none') return null;
+  const fail = (why: string) => new Error(`invalid environment: FLORETE_API_TOKEN_TTL: ${why}`);
+  if (/^[0-9]+$/.test(value)) throw fail(`${value} has no unit: write ${value}s, or a duration such as 90d`);
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw fail(`${JSON.stringify(value)} is not a duration such as 12h, 30d or 90d, nor none`);
+  if (seconds < MIN_API_TOKEN_TTL || seconds > MAX_API_TOKEN_TTL) throw fail(`${value} is outside 1m to 366d; none gives tokens made without --ttl no expiry`);
+  return seconds;
 }

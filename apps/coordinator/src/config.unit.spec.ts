@@ -26,6 +26,17 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ FLORETE_MIRROR: 'maybe' })).toThrow(/^invalid environment: FLORETE_MIRROR: /);
   });
 
+  it('reads FLORETE_API_TOKEN_TTL: 90 days unless set, a duration from 1m to 366d, or none', () => {
+    expect(loadConfig({}).apiTokenTtlSeconds).toBe(90 * 86400);
+    expect(loadConfig({ FLORETE_API_TOKEN_TTL: '30d' }).apiTokenTtlSeconds).toBe(30 * 86400);
+    expect(loadConfig({ FLORETE_API_TOKEN_TTL: '12h30m' }).apiTokenTtlSeconds).toBe(12.5 * 3600);
+    expect(loadConfig({ FLORETE_API_TOKEN_TTL: 'none' }).apiTokenTtlSeconds).toBeNull();
+    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '3600' })).toThrow('invalid environment: FLORETE_API_TOKEN_TTL: 3600 has no unit: write 3600s, or a duration such as 90d');
+    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '30s' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: 30s is outside 1m to 366d/);
+    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '400d' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: 400d is outside 1m to 366d/);
+    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: 'forever' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: "forever" is not a duration/);
+  });
+
   it('reads the TLS variables: a certificate pair, or a proxy and the addresses it comes from', () => {
     expect(loadConfig({}).tls).toEqual({ proxy: false, trustedProxies: [] });
     expect(loadConfig({ FLORETE_TLS_CERT: '/etc/t/cert.pem', FLORETE_TLS_KEY: '/etc/t/key.pem' }).tls).toEqual({ certFile: '/etc/t/cert.pem', keyFile: '/etc/t/key.pem', proxy: false, trustedProxies: [] });

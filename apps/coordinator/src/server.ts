@@ -14,7 +14,7 @@ import { RepoKey } from './packages/repo-key.js';
 import { foldFlatDist } from './packages/apt-repo.controller.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { PinoNestLogger } from './common/pino-logger.js';
-import { countApiTokens, issueApiToken } from './identity/api-tokens.js';
+import { countApiTokens, expiryOf, issueApiToken } from './identity/api-tokens.js';
 import { firstAdminTokenLines, writeFirstAdminToken, type WrittenToken } from './identity/first-admin-token.js';
 import { lockLedger } from './ledger/store/lock.js';
 import { signingTrust } from './trust/signing-trust.js';
@@ -80,11 +80,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);
     const apt = new AptRepository(db.kysely, await RepoKey.open(config.repoKeyFile));
-    const firstAdmin = await ensureFirstAdminToken(db, keys, config.dataDir);
+    const firstAdmin = await ensureFirstAdminToken(db, keys, config.dataDir, config.apiTokenTtlSeconds);
     await settleTrust(db, keys);
     if (firstAdmin) {
       if (firstAdmin.written.replaced) log.warn({ file: firstAdmin.written.path }, 'replaced a first admin token file whose token this database never had');
-      for (const line of firstAdminTokenLines(firstAdmin.token, firstAdmin.written, options.terminal === true)) options.announce?.(line);
+      for (const line of firstAdminTokenLines(firstAdmin.token, firstAdmin.written, options.terminal === true, firstAdmin.expiresAt)) options.announce?.(line);
     }
 
     const adapter = new FastifyAdapter({
@@ -177,11 +177,13 @@ async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
  * in the ledger like every other token, by the coordinator itself. The token's file is written
  * before the transaction commits (see writeFirstAdminToken): no committed token without its file.
  */
-async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore, dataDir: string): Promise<{ token: string; written: WrittenToken } | undefined> {
+async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore, dataDir: string, ttlSeconds: number | null): Promise<{ token: string; written: WrittenToken; expiresAt: Date | null } | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockLedger(trx);
     if ((await countApiTokens(trx)) > 0) return undefined;
-    const { token } = await issueApiToken(trx, keys, { name: 'admin', role: 'admin' }, 'coordinator');
-    return { token, written: writeFirstAdminToken(dataDir, token) };
+    // It expires like any token made without --ttl: nobody asked for one that never does.
+    const now = new Date();
+    const { token, expires_at } = await issueApiToken(trx, keys, { name: 'admin', role: 'admin', expiresAt: expiryOf({}, ttlSeconds, now) }, 'coordinator', now);
+    return { token, written: writeFirstAdminToken(dataDir, token), expiresAt: expires_at };
   });
 }

@@ -25,6 +25,9 @@ import * as rollback from './commands/rollback.js';
 import * as show from './commands/show.js';
 import * as status from './commands/status.js';
 import * as tokenCreate from './commands/token-create.js';
+import * as tokenList from './commands/token-list.js';
+import * as tokenRevoke from './commands/token-revoke.js';
+import * as whoami from './commands/whoami.js';
 import * as validate from './commands/validate.js';
 import { bashCompletion, completionTable, zshCompletion } from './completion.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
@@ -63,7 +66,8 @@ const ttl = (value: string): number => {
   if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);
   const seconds = parseDuration(value);
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 90s, 10m, 1h, 1h30m or 7d');
-  if (seconds < 60 || seconds > 30 * 86400) throw new InvalidArgumentError('must be between 1m and 30d');
+  // The upper bound depends on the kind of token (token-create.ts).
+  if (seconds < 60) throw new InvalidArgumentError('must be between 1m and 30d (an API token: 366d)');
   return seconds;
 };
 
@@ -149,6 +153,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string, o) => done(await rollback.run({ ...o, node })));
   json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
     .option('-m, --message <message>', 'why')
+    .option('--lost', 'the node is gone for good and will never apply it: revoke its credential now, with the retirement (admin)')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
   json(remote(program.command('confirm').argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)').description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'))).action(
@@ -177,8 +182,14 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(token.command('create').argument('[node]', 'the node an enrolment token is for').description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)')))
     .option('--role <role>', 'create an API token with this role instead: reader, publisher or admin', role)
     .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
-    .option('--ttl <duration>', 'how long an enrolment token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d, from 1m to 30d (default: 1h)', ttl)
+    .option('--ttl <duration>', "how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d (default: 1h), an API token 1m to 366d (default: the coordinator's, FLORETE_API_TOKEN_TTL)", ttl)
+    .option('--no-expiry', 'an API token that never expires, listed as such')
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+  json(remote(token.command('list').description('every API token (admin): name, id, role, state, who created it and when, expiry, last use; never a secret'))).action(async (o) => done(await tokenList.run(o)));
+  json(remote(token.command('revoke').argument('<token>', 'its name or its id (the id when several tokens share the name)').description('revoke an API token (admin): refused from now on on every replica, recorded in the ledger'))).action(
+    async (ref: string, o) => done(await tokenRevoke.run({ ...o, ref })),
+  );
+  json(remote(program.command('whoami').description('the API token in use: its name, role, what it may do, and when it expires'))).action(async (o) => done(await whoami.run(o)));
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
   json(keys.command('list').description("every signing key of the coordinator's trust chain: active, retired or revoked, and the trust version and time of each step; no token is needed"))

@@ -174,6 +174,10 @@ function failure(status: number, text: string, what: string): RetectlError {
   const options = problem ? { problem } : {};
   switch (status) {
     case 401:
+      // Not a typo in the token: it was good once. Who holds it needs a new one.
+      if (problem?.code === 'token_expired' || problem?.code === 'token_revoked') {
+        return new RetectlError('unauthenticated', `the coordinator refused the API token: ${detail}; give the new one with retectl config set token (or --token, FLORETE_TOKEN)`, options);
+      }
       return new RetectlError('unauthenticated', `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`, options);
     case 403:
       return new RetectlError('forbidden', `the API token's role may not do this: ${detail}`, options);

@@ -79,7 +79,19 @@ export const ConfirmResponse = z.object({ publish_id: z.string(), confirmed_by: 
 export type ConfirmResponse = z.infer<typeof ConfirmResponse>;
 
 export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional(), allow_ineligible: AllowIneligible.optional() });
-export const RetireRequest = z.strictObject({ message: Message.optional(), expected_position: Position.optional() });
+export const RetireRequest = z.strictObject({
+  message: Message.optional(),
+  expected_position: Position.optional(),
+  /**
+   * The node is gone for good (lost, stolen, destroyed) and will never apply its final set: its
+   * credentials are revoked in the same transaction as the retirement, not after its agent applied
+   * it. Needs an admin token, as revoking a credential does.
+   */
+  lost: z.boolean().optional(),
+});
+/** A retirement; for a lost node also the credentials revoked with it (none when it held none). */
+export const RetireResponse = PublishResponse.extend({ revoked_credentials: z.array(z.string()).optional() });
+export type RetireResponse = z.infer<typeof RetireResponse>;
 
 export const EnrolmentTokenRequest = z.strictObject({
   node: NodeName,
@@ -118,8 +130,61 @@ export const EnrolResponse = z.object({
   installed: z.array(z.string()).nullable(),
 });
 
-export const ApiTokenRequest = z.strictObject({ name: z.string().min(1).max(64), role: Role });
-export const ApiTokenResponse = z.object({ id: z.string(), name: z.string(), role: Role, token: z.string() });
+/**
+ * The shortest and longest life `--ttl` may give an API token: a minute, a year and a day. Longer is
+ * no expiry at all, which must be asked for as such (`no_expiry`), and shows as such in the list.
+ */
+export const MIN_API_TOKEN_TTL = 60;
+export const MAX_API_TOKEN_TTL = 366 * 86400;
+export const ApiTokenTtl = z.number().int().min(MIN_API_TOKEN_TTL).max(MAX_API_TOKEN_TTL);
+/** Neither ttl_seconds nor no_expiry: the coordinator's default life (FLORETE_API_TOKEN_TTL). */
+export const ApiTokenRequest = z
+  .strictObject({ name: z.string().min(1).max(64), role: Role, ttl_seconds: ApiTokenTtl.optional(), no_expiry: z.literal(true).optional() })
+  .refine((r) => r.ttl_seconds === undefined || r.no_expiry === undefined, { message: 'give ttl_seconds or no_expiry, not both', path: ['no_expiry'] });
+export type ApiTokenRequest = z.infer<typeof ApiTokenRequest>;
+export const ApiTokenResponse = z.object({
+  id: z.string(),
+  name: z.string(),
+  role: Role,
+  token: z.string(),
+  created_at: Timestamp,
+  created_by: z.string(),
+  /** Null: it never expires (no_expiry). */
+  expires_at: Timestamp.nullable(),
+  /** Whether the expiry is the coordinator's default (the request gave neither ttl_seconds nor no_expiry). */
+  default_expiry: z.boolean(),
+});
+export type ApiTokenResponse = z.infer<typeof ApiTokenResponse>;
+/** `active` until it expires or is revoked; a revoked token that had expired is `revoked`. */
+export const ApiTokenState = z.enum(['active', 'expired', 'revoked']);
+export type ApiTokenState = z.infer<typeof ApiTokenState>;
+/** An API token as `token list` shows it: never its secret, nor its hash. */
+export const ApiTokenInfo = z.object({
+  id: z.string(),
+  name: z.string(),
+  role: Role,
+  state: ApiTokenState,
+  created_at: Timestamp,
+  created_by: z.string(),
+  expires_at: Timestamp.nullable(),
+  /** The newest use the coordinator knows of: written in batches, so up to a few seconds behind. */
+  last_used_at: Timestamp.nullable(),
+  revoked_at: Timestamp.nullable(),
+  revoked_by: z.string().nullable(),
+});
+export type ApiTokenInfo = z.infer<typeof ApiTokenInfo>;
+export const ApiTokenList = z.object({ items: z.array(ApiTokenInfo) });
+export type ApiTokenList = z.infer<typeof ApiTokenList>;
+/** GET /v1/whoami: the API token the request was made with. */
+export const WhoamiResponse = z.object({
+  id: z.string(),
+  name: z.string(),
+  role: Role,
+  created_at: Timestamp,
+  created_by: z.string(),
+  expires_at: Timestamp.nullable(),
+});
+export type WhoamiResponse = z.infer<typeof WhoamiResponse>;
 
 /** `keys rotate` and `keys revoke`: the signing key now, its trust version, the re-signed heads, and the JWKS (every key not revoked). */
 export const KeyRotationResponse = KeyChangeResponse.extend({ jwks: Jwks });

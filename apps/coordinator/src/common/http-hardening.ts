@@ -48,6 +48,13 @@ const declaresBody = (req: FastifyRequest) => req.headers['transfer-encoding'] !
 /** A body the routes would read: only methods that take one. */
 const hasBody = (req: FastifyRequest) => req.method !== 'GET' && req.method !== 'HEAD' && declaresBody(req);
 const isType = (header: string | undefined, type: string) => header !== undefined && header.split(';')[0].trim().toLowerCase() === type;
+/**
+ * The content codings of a body the coordinator reads: none, or only `identity` (RFC 9110 8.4). A
+ * body sent gzip-coded would be parsed as the compressed bytes, or, sent plain under the header, be
+ * taken for what the client did not mean: either way what is decoded would not be what was sent.
+ */
+const onlyIdentity = (header: string | string[] | undefined): boolean =>
+  header === undefined || (Array.isArray(header) ? header : [header]).every((h) => h.split(',').every((c) => /^\s*(identity)?\s*$/i.test(c)));
 
 type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
@@ -110,9 +117,18 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
   // resets the connection, which can lose the answer before the client read it): see onResponse.
   // The three hooks run on every request, polls included, so they take callbacks: an async hook
   // costs a promise per request even when it has nothing to do.
-  const refuseBeforeBody = (req: FastifyRequest): void => {
+  const refuseBeforeBody = (req: FastifyRequest, reply: FastifyReply): void => {
     // No route, no body to judge: the answer is 404 whatever was sent (and nothing is parsed).
     if (req.is404 || !hasBody(req)) return;
+    const coding = req.headers['content-encoding'];
+    if (!onlyIdentity(coding)) {
+      // RFC 9110 15.5.16: a 415 for a content coding says which codings would have been accepted.
+      void reply.header('accept-encoding', 'identity');
+      const named = quoteInput(Array.isArray(coding) ? coding.join(', ') : (coding ?? ''));
+      throw new DomainError('unsupported_content_encoding', `the body is sent with Content-Encoding ${named}; the coordinator decodes no content coding: send the body as is (identity), without Content-Encoding`, {
+        accepted_encodings: ['identity'],
+      });
+    }
     const limits = limitsOf(req);
     const raw = limits !== undefined && 'body' in limits && (limits.body === 'blob' || limits.body === 'package') ? limits.body : undefined;
     const archive = limits !== undefined && 'body' in limits && limits.body === 'archive';
@@ -126,9 +142,9 @@ export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, op
     const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
     if (Number.isFinite(declared) && declared > limit) throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
   };
-  fastify.addHook('onRequest', (req, _reply, done) => {
+  fastify.addHook('onRequest', (req, reply, done) => {
     try {
-      refuseBeforeBody(req);
+      refuseBeforeBody(req, reply);
     } catch (err) {
       return done(err as Error);
     }

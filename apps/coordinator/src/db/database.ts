@@ -114,7 +114,14 @@ export interface ApiTokensTable {
   role: string;
   secret_hash: string;
   created_at: Generated<Date>;
+  /** Who created it: the actor of its api_token_created event (`unknown` when an older build inserted it). */
+  created_by: ColumnType<string, string | undefined, string>;
+  /** Null: it never expires (asked for with --no-expiry, or made before tokens expired). */
+  expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The newest use any replica has written (each writes its own in batches). */
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   revoked_at: Timestamp | null;
+  revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EnrolmentTokensTable {
@@ -128,8 +135,11 @@ export interface EnrolmentTokensTable {
   used_at: Timestamp | null;
 }
 
-/** Why a node credential was revoked (null: before reasons were kept, or not revoked). */
-export type RevocationReason = 'retired' | 'enrolled_again' | 'revoked';
+/**
+ * Why a node credential was revoked (null: before reasons were kept, or not revoked). `lost`: the
+ * node was retired as gone for good, its credential revoked with the retirement (retectl retire --lost).
+ */
+export type RevocationReason = 'retired' | 'enrolled_again' | 'revoked' | 'lost';
 
 export interface NodeCredentialsTable {
   id: string;

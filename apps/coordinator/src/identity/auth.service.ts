@@ -6,21 +6,52 @@ import type { RevocationReason } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { bearerOf, parseSecret, secretMatches } from './secrets.js';
 import type { Principal } from './principal.js';
+import { ApiTokenUses } from './api-token-uses.js';
 
 @Injectable()
 export class AuthService {
-  constructor(@Inject(DB) private readonly db: Db) {}
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly uses: ApiTokenUses,
+  ) {}
 
-  /** Resolves a bearer header to a principal; anything unknown, malformed or revoked is a 401. */
+  /**
+   * Resolves a bearer header to a principal; anything unknown, malformed, expired or revoked is a
+   * 401. An API token's row is read on every request, on every replica, never from memory: a
+   * revocation or an expiry holds everywhere from the moment it commits (or passes).
+   */
   async authenticate(header: string | string[] | undefined): Promise<Principal> {
     const token = bearerOf(header);
     if (!token) throw new DomainError('unauthenticated', 'missing bearer token: send Authorization: Bearer <token>');
     const parsed = parseSecret(token);
     if (!parsed || parsed.kind === 'fle') throw new DomainError('unauthenticated', 'bearer token is malformed or of the wrong kind');
     if (parsed.kind === 'flt') {
-      const row = await this.db.kysely.selectFrom('api_tokens').select(['id', 'name', 'role', 'secret_hash', 'revoked_at']).where('id', '=', parsed.id).executeTakeFirst();
+      const row = await this.db.kysely
+        .selectFrom('api_tokens')
+        .select(['id', 'name', 'role', 'secret_hash', 'expires_at', 'revoked_at', 'revoked_by'])
+        .where('id', '=', parsed.id)
+        .executeTakeFirst();
       const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
-      if (!row || !ok || row.revoked_at) throw new DomainError('unauthenticated', 'API token is unknown or revoked');
+      // Told apart only once the secret is proven: a guess learns nothing about which tokens exist.
+      if (!row || !ok) throw new DomainError('unauthenticated', 'API token is unknown or revoked');
+      const now = new Date();
+      if (row.revoked_at) {
+        const by = row.revoked_by ? ` by ${row.revoked_by}` : '';
+        throw new DomainError('token_revoked', `API token ${row.name} (id ${row.id}) was revoked at ${new Date(row.revoked_at).toISOString()}${by}: ask an admin for a new one`, {
+          id: row.id,
+          name: row.name,
+          revoked_at: new Date(row.revoked_at).toISOString(),
+        });
+      }
+      if (row.expires_at && new Date(row.expires_at).getTime() <= now.getTime()) {
+        const at = new Date(row.expires_at).toISOString();
+        throw new DomainError('token_expired', `API token ${row.name} (id ${row.id}) expired at ${at}: ask an admin for a new one (retectl token create --role ${row.role} --name ${row.name})`, {
+          id: row.id,
+          name: row.name,
+          expired_at: at,
+        });
+      }
+      this.uses.seen(row.id, now);
       return { kind: 'api', id: row.id, name: row.name, role: Role.parse(row.role) };
     }
     const row = await this.db.kysely
@@ -42,6 +73,14 @@ export class AuthService {
  * proved the secret learns the reason.
  */
 export function refusedNodeCredential(node: string, reason: RevocationReason | null, retiredVersion: number | null): DomainError {
+  if (reason === 'lost') {
+    const at = retiredVersion === null ? '' : ` at version ${retiredVersion}`;
+    return new DomainError(
+      'retired_credential',
+      `node ${node} was retired as lost${at}: its credential was revoked at once, without the node applying its final, empty set, so whatever it still runs was never removed by Florete; this machine is not trusted any more: wipe it, or enrol it again as a new node with a new token`,
+      { node, version: retiredVersion, lost: true },
+    );
+  }
   if (reason === 'retired') {
     const at = retiredVersion === null ? '' : ` at version ${retiredVersion}`;
     return new DomainError('retired_credential', `node ${node} was retired${at}: its credential was revoked once it applied its final, empty set`, { node, version: retiredVersion });

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
 
-export type RevokedReason = 'revoked' | 'enrolled_again' | 'retired';
+export type RevokedReason = 'revoked' | 'enrolled_again' | 'retired' | 'lost';
 
 /** The enrolment token by id, row-locked: two agents racing with one token cannot both enrol. */
 export async function lockEnrolmentToken(trx: Transaction<Database>, id: string) {

@@ -56,7 +56,11 @@ export function writeFirstAdminToken(dataDir: string, token: string): WrittenTok
  * What `serve` tells the operator about the first admin token: the token itself only on a terminal
  * (where a person reads it); otherwise, where the file is, so no secret reaches log storage.
  */
-export function firstAdminTokenLines(token: string, written: WrittenToken, terminal: boolean): string[] {
-  if (terminal) return [`admin token: ${token}`, `(also in ${written.path}, mode 0600: remove it once the token is stored)`];
-  return [`first admin token written to ${written.path} (mode 0600): read it there, store it, then remove the file`];
+export function firstAdminTokenLines(token: string, written: WrittenToken, terminal: boolean, expiresAt: Date | null): string[] {
+  const expiry =
+    expiresAt === null
+      ? 'it never expires (FLORETE_API_TOKEN_TTL=none): revoke it once named admin tokens exist (retectl token create --role admin --name <who>, then retectl token revoke admin)'
+      : `it expires at ${expiresAt.toISOString()} (FLORETE_API_TOKEN_TTL): before then, make named admin tokens with it (retectl token create --role admin --name <who>)`;
+  if (terminal) return [`admin token: ${token}`, `(also in ${written.path}, mode 0600: remove it once the token is stored)`, expiry];
+  return [`first admin token written to ${written.path} (mode 0600): read it there, store it, then remove the file`, expiry];
 }

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName } from '#contracts';
+import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName, type ApiTokenInfo, type ApiTokenList, type ApiTokenResponse, type WhoamiResponse } from '#contracts';
+import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/enrolment-pin.js';
 import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
@@ -11,13 +12,17 @@ import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { Access, Anonymous, CurrentPrincipal } from './auth.decorators.js';
 import { actorOf, type Principal } from './principal.js';
 import { issueSecret } from './secrets.js';
-import { issueApiToken } from './api-tokens.js';
+import { expiryOf, issueApiToken, listApiTokens, revokeApiToken, TOKEN_COLUMNS, tokenInfo } from './api-tokens.js';
+import { ApiTokenUses } from './api-token-uses.js';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { EnrolNodeCommand } from './commands/enrol-node.command.js';
 import { RevokeCredentialCommand } from './commands/revoke-credential.command.js';
 import { keyThumbprint } from '#bundle';
 import { readTrustHead } from '../trust/trust.repository.js';
 
 const DEFAULT_ENROLMENT_TTL = 3600;
+/** A token's id or its name, as `retectl token revoke` takes it. */
+const ApiTokenRef = z.string().min(1).max(64);
 
 @Controller('v1')
 export class IdentityController {
@@ -27,6 +32,8 @@ export class IdentityController {
     private readonly ledger: LedgerWriter,
     private readonly commands: CommandBus,
     @Inject(ENROLMENT_PIN) private readonly tlsPin: EnrolmentPin,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    private readonly uses: ApiTokenUses,
   ) {}
 
   @Post('enrolment-tokens')
@@ -71,17 +78,52 @@ export class IdentityController {
     return { node: name, revoked };
   }
 
+  /** Without ttl_seconds or no_expiry the token expires after the configured default (FLORETE_API_TOKEN_TTL), which the answer shows. */
   @Post('api-tokens')
   @Access('admin')
-  async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
+  async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal): Promise<ApiTokenResponse> {
     const req = parseInput(ApiTokenRequest, body, 'body');
-    return this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, req, actorOf(who)));
+    const now = new Date();
+    const expiresAt = expiryOf(req, this.config.apiTokenTtlSeconds, now);
+    const created = await this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt }, actorOf(who), now));
+    return {
+      id: created.id,
+      name: created.name,
+      role: created.role,
+      token: created.token,
+      created_at: created.created_at.toISOString(),
+      created_by: created.created_by,
+      expires_at: created.expires_at?.toISOString() ?? null,
+      default_expiry: req.ttl_seconds === undefined && req.no_expiry === undefined,
+    };
   }
 
+  /** Every token, revoked and expired ones too, never a secret or its hash; last uses include this replica's not yet written. */
   @Get('api-tokens')
   @Access('admin')
-  async listApiTokens() {
-    const rows = await this.db.kysely.selectFrom('api_tokens').select(['id', 'name', 'role', 'created_at', 'revoked_at']).orderBy('created_at').execute();
-    return { items: rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString(), revoked_at: r.revoked_at ? new Date(r.revoked_at).toISOString() : null })) };
+  async listApiTokens(): Promise<ApiTokenList> {
+    const now = new Date();
+    return { items: (await listApiTokens(this.db.kysely)).map((r) => tokenInfo(r, now, this.uses.unwritten(r.id))) };
+  }
+
+  /** By id or by name (see revokeApiToken); answers the token as revoked. */
+  @Delete('api-tokens/:token')
+  @HttpCode(200)
+  @Access('admin')
+  async revokeApiToken(@Param('token') ref: string, @CurrentPrincipal() who: Principal): Promise<ApiTokenInfo> {
+    const name = parseInput(ApiTokenRef, ref, 'path');
+    const now = new Date();
+    const row = await this.db.kysely.transaction().execute((trx) => revokeApiToken(trx, this.keys, name, actorOf(who), now));
+    return tokenInfo(row, now, this.uses.unwritten(row.id));
+  }
+
+  /** The API token this request was made with: what a client shows as "who am I, until when". */
+  @Get('whoami')
+  @Access('reader')
+  async whoami(@CurrentPrincipal() who: Principal): Promise<WhoamiResponse> {
+    if (who.kind !== 'api') throw new DomainError('forbidden', 'whoami answers API tokens');
+    const row = await this.db.kysely.selectFrom('api_tokens').select(TOKEN_COLUMNS).where('id', '=', who.id).executeTakeFirstOrThrow();
+    const info = tokenInfo(row, new Date());
+    return { id: info.id, name: info.name, role: info.role, created_at: info.created_at, created_by: info.created_by, expires_at: info.expires_at };
   }
 }

@@ -32,6 +32,11 @@ export interface WriteOptions {
   readonly expectedPosition?: number;
   /** sha256 of the publish request's body, when it came over HTTP: kept to answer its repeat (RepeatMemo). */
   readonly bodyDigest?: string;
+  /**
+   * What must commit with the appended events or not at all, run in their transaction once they are
+   * in (only when something was appended): a lost node's credentials revoked with its retirement.
+   */
+  readonly alongside?: (trx: Transaction<Database>, result: PublishResponse) => Promise<void>;
 }
 
 /**
@@ -106,7 +111,7 @@ export class LedgerWriter {
       // One checkpoint per publish, however many nodes it stamped.
       await stampCheckpoint(trx, this.keys, trust);
       const planned = decision.events.find((e) => e.type === 'rollout_planned');
-      return {
+      const answer: PublishResponse = {
         publish_id: stampsAny || planned ? publishId : null,
         position: stored[stored.length - 1].position,
         changed: [...decision.changed],
@@ -114,6 +119,8 @@ export class LedgerWriter {
         ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
         ...(planned?.type === 'rollout_planned' ? { rollout: { id: planned.data.rollout_id, waves: planned.data.waves.map((w) => w.length), released: 1 } } : {}),
       };
+      await options.alongside?.(trx, answer);
+      return answer;
     });
     // Kept only once committed: a write rolled back leaves the snapshot of the last one that was not.
     if (after) this.heads.keep(after);

@@ -7,7 +7,8 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, type Principal } from '../identity/principal.js';
+import { actorOf, roleAllows, type Principal } from '../identity/principal.js';
+import { DomainError } from '../common/domain-error.js';
 import { Metrics } from '../core/metrics.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { RetireNodeCommand } from './commands/retire-node.command.js';
@@ -78,6 +79,13 @@ export class LedgerController {
   async retire(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const name = parseInput(NodeName, node, 'path');
     const req = parseInput(RetireRequest, body ?? {}, 'body');
+    if (req.lost) {
+      // Revoking a node's credential is an admin's decision, with or without a retirement.
+      if (who.kind !== 'api' || !roleAllows(who.role, 'admin')) throw new DomainError('forbidden', 'retiring a lost node revokes its credential: that needs an admin token');
+      const result = await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}: lost`, actorOf(who), req.expected_position, true));
+      if (result.publish_id) this.metrics.publishes++;
+      return void reply.status(result.publish_id ? 201 : 200).send(result);
+    }
     this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position)));
   }
 

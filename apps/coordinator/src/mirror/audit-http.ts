@@ -35,7 +35,7 @@ function tokenOf(header: string | undefined): string | null {
 /** GET /audit.git/*: the audit mirror over git's dumb HTTP protocol, read-only, for readers. */
 export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, auth: AuthService, log: Logger): void {
   const fail = (reply: FastifyReply, err: unknown) => {
-    if (err instanceof DomainError && err.code === 'unauthenticated') void reply.header('www-authenticate', 'Basic realm="florete audit"');
+    if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'token_expired' || err.code === 'token_revoked')) void reply.header('www-authenticate', 'Basic realm="florete audit"');
     sendProblem(reply, toProblem(err, log));
   };
   fastify.get('/audit.git/*', async (req, reply) => {

@@ -1,12 +1,14 @@
 import { Command } from '@nestjs/cqrs';
-import type { PublishResponse } from '#contracts';
+import type { RetireResponse } from '#contracts';
 
-export class RetireNodeCommand extends Command<PublishResponse> {
+export class RetireNodeCommand extends Command<RetireResponse> {
   constructor(
     readonly node: string,
     readonly message: string,
     readonly actor: string,
     readonly expectedPosition?: number,
+    /** Gone for good: its credentials are revoked with the retirement, in its transaction. */
+    readonly lost = false,
   ) {
     super();
   }

@@ -1,0 +1,32 @@
+import { WhoamiResponse, type Role } from '#contracts';
+import { CoordinatorClient } from '../client.js';
+import { resolveConnection, type ConnectionFlags } from '../config.js';
+import { out, outJson } from '../output.js';
+import { expiryCell } from './token-list.js';
+
+export interface WhoamiOptions extends ConnectionFlags {
+  readonly json?: boolean;
+}
+
+const MAY: Record<Role, string> = {
+  reader: 'read history, status, publishes, the ledger and the audit mirror',
+  publisher: 'what a reader may, and upload, publish, roll back, retire and steer rollouts',
+  admin: 'what a publisher may, and issue, list and revoke tokens, revoke node credentials, rotate keys and take backups',
+};
+
+/** The API token in use: its name (the actor the ledger records), role, and until when it works. */
+export async function run(options: WhoamiOptions): Promise<void> {
+  const client = new CoordinatorClient(resolveConnection(options));
+  const { body } = await client.call('GET', '/v1/whoami', WhoamiResponse);
+  if (options.json) return outJson(body);
+  const expires = body.expires_at === null ? 'never' : `${body.expires_at} (${expiryCell(body, new Date())})`;
+  const lines: [string, string][] = [
+    ['name', `${body.name} (recorded as the actor of what this token does)`],
+    ['id', body.id],
+    ['role', body.role],
+    ['may', MAY[body.role]],
+    ['expires', expires],
+    ['created', `${body.created_at} by ${body.created_by}`],
+  ];
+  out(lines.map(([k, v]) => `${k.padEnd(9)}${v}`).join('\n'));
+}
