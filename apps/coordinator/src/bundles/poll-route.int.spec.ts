@@ -9,6 +9,7 @@ import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledg
 import type { Change, ChangeFeed } from '../db/change-feed.js';
 import type { CoordinatorConfig } from '../config.js';
 import { Metrics } from '../core/metrics.js';
+import { ApiTokenUses } from '../identity/api-token-uses.js';
 import { AuthService } from '../identity/auth.service.js';
 import { issueSecret } from '../identity/secrets.js';
 import { ContactLog } from '../fleet/contact-log.js';
@@ -103,7 +104,7 @@ describe.each(testDatabases)('poll route on $name', (database) => {
     feed = fakeFeed();
     const cache = new PollCache(feed.api);
     const config = { watch: { maxWaitSeconds: 30, limit: 1000 } } as CoordinatorConfig;
-    route = new PollRoute(h.db, feed.api, config, h.keys, pino({ level: 'silent' }), new Metrics(), new AuthService(h.db), cache, new ContactLog());
+    route = new PollRoute(h.db, feed.api, config, h.keys, pino({ level: 'silent' }), new Metrics(), new AuthService(h.db, new ApiTokenUses()), cache, new ContactLog());
     fastify = Fastify();
     route.register(fastify);
     await fastify.listen({ port: 0, host: '127.0.0.1' });
