@@ -15,17 +15,15 @@ import { decidePackagePush, type PushedPackage } from './domain/package.decider.
 import { findPackage } from '../packages/packages.repository.js';
 import { putBlob } from '../bundles/blobs.repository.js';
 import { LedgerAppended } from './ledger-appended.event.js';
-import { appendEvents } from './store/append.js';
+import { appendUnderLock } from './store/append-path.js';
 import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
 import { RepeatMemo, type PublishedBody } from './store/repeat-memo.js';
 import type { NodeSetStamped } from './domain/ledger.events.js';
 import type { LedgerProjection } from './ledger-projection.js';
-import { lockLedger } from './store/lock.js';
 import type { StoredEvent } from './store/ledger-row.js';
-import { nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
-import { signingTrust, stampCheckpoint } from '../trust/signing-trust.js';
+import { readLedgerHead, readStreamRevision } from './store/read-head.js';
 
 export interface WriteOptions {
   readonly actor: string;
@@ -40,9 +38,9 @@ export interface WriteOptions {
 }
 
 /**
- * The one place that appends to the ledger. A request goes straight down, in one transaction: lock,
- * check the expected position, read the state the decision needs, decide, append, hand the events to
- * the read models' projection, sign a checkpoint. A thrown error rolls everything back, read models
+ * The ledger's writer. A request goes straight down, in one transaction, by the one append path
+ * (appendUnderLock): lock, check the expected position, read the state the decision needs, decide,
+ * append, hand the events to the read models' projection, sign a checkpoint. A thrown error rolls everything back, read models
  * included; only after the commit is the append announced on the event bus.
  */
 @Injectable()
@@ -78,42 +76,39 @@ export class LedgerWriter {
       }
     };
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
-      await lockLedger(trx);
-      // The trust head names the signer, read under the lock: a rotation is either before this publish or after it.
-      const trust = await signingTrust(trx, this.keys);
-      const kid = trust.signingKid;
-      const head = await readLedgerHead(trx);
-      if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
-        throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
-      }
-      const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId);
-      const decision = decide(command, heads, { publishId });
-      const stampsAny = decision.events.some((e) => e.type === 'node_set_stamped');
-      if (decision.events.length === 0) {
+      const { stored, result: decided } = await appendUnderLock(
+        trx,
+        this.keys,
+        async ({ head, trust }) => {
+          if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
+            throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
+          }
+          const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId);
+          const decision = decide(command, heads, { publishId });
+          // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
+          const inputs = decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid: trust.signingKid } : { actor: options.actor } }));
+          return { inputs, result: { decision, allHeads, head } };
+        },
+        (events) => this.project(trx, events),
+      );
+      const { decision, allHeads, head } = decided;
+      if (stored.length === 0) {
         if (allHeads) after = { at: head, heads: allHeads };
         remember(head);
         return { publish_id: null, position: head.position, changed: [], unchanged: decision.unchanged };
       }
-      const stored = await appendEvents(
-        trx,
-        head,
-        decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid } : { actor: options.actor } })),
-        await nextRecordedAt(trx),
-      );
-      remember(stored[stored.length - 1]);
+      const last = stored[stored.length - 1];
+      remember(last);
       appended = true;
       if (allHeads) {
-        const last = stored[stored.length - 1];
         const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
         after = advanceHeads(allHeads, stamps, { position: last.position, hash: last.hash });
       }
-      await this.project(trx, stored);
-      // One checkpoint per publish, however many nodes it stamped.
-      await stampCheckpoint(trx, this.keys, trust);
+      const stampsAny = decision.events.some((e) => e.type === 'node_set_stamped');
       const planned = decision.events.find((e) => e.type === 'rollout_planned');
       const answer: PublishResponse = {
         publish_id: stampsAny || planned ? publishId : null,
-        position: stored[stored.length - 1].position,
+        position: last.position,
         changed: [...decision.changed],
         unchanged: decision.unchanged,
         ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
@@ -150,21 +145,26 @@ export class LedgerWriter {
 
   /**
    * Records a pushed package: the file into the blob store and a package_pushed event, in one
-   * transaction under the ledger lock, so two pushes of one version cannot both win. The same bytes
+   * transaction by the ledger's one append path (so under its lock, and with its checkpoint), so two
+   * pushes of one version cannot both win. The same bytes
    * again record nothing; other bytes for a recorded version are refused (see decidePackagePush).
    */
   async pushPackage(pushed: PushedPackage, content: Uint8Array, actor: string): Promise<{ readonly created: boolean; readonly position: number }> {
     const result = await this.db.kysely.transaction().execute(async (trx) => {
-      await lockLedger(trx);
-      const stored = await findPackage(trx, pushed.name, pushed.version, pushed.architecture);
-      const stream = `package:${pushed.name}` as const;
-      const decision = decidePackagePush(pushed, stored, (await readStreamRevision(trx, stream)) + 1);
-      if (decision.kind === 'already_pushed') return { created: false, position: decision.position };
-      await putBlob(trx, pushed.sha256, content);
-      const head = await readLedgerHead(trx);
-      const events = await appendEvents(trx, head, [{ event: decision.event, meta: { actor } }], await nextRecordedAt(trx));
-      await this.project(trx, events);
-      return { created: true, position: events[0].position };
+      const { stored, result: recorded } = await appendUnderLock(
+        trx,
+        this.keys,
+        async () => {
+          const found = await findPackage(trx, pushed.name, pushed.version, pushed.architecture);
+          const stream = `package:${pushed.name}` as const;
+          const decision = decidePackagePush(pushed, found, (await readStreamRevision(trx, stream)) + 1);
+          if (decision.kind === 'already_pushed') return { inputs: [], result: decision.position };
+          await putBlob(trx, pushed.sha256, content);
+          return { inputs: [{ event: decision.event, meta: { actor } }], result: null };
+        },
+        (events) => this.project(trx, events),
+      );
+      return stored.length > 0 ? { created: true, position: stored[0].position } : { created: false, position: recorded as number };
     });
     // The mirror records no packages, but its checkpoint follows the ledger past the event.
     if (result.created) this.events?.publish(new LedgerAppended(result.position));

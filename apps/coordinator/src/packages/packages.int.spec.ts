@@ -42,6 +42,8 @@ describe.each(testDatabases)("the mesh's package repository on $name", (database
     const [event] = await readEvents(h.db.kysely, 0, 10);
     expect(event).toEqual(expect.objectContaining({ position: 1, stream: 'package:florete-fixture-repo-hello', revision: 1, type: 'package_pushed', data: hello.pushed, meta: { actor: 'alice' } }));
     expect(await verifyLedger(h.db.kysely)).toEqual({ ok: true, position: 1, hash: event.hash });
+    // Like every append, a push signs a checkpoint of the head it made.
+    expect(Number((await h.db.kysely.selectFrom('ledger_checkpoint').select('position').where('id', '=', 1).executeTakeFirstOrThrow()).position)).toBe(1);
     expect((await readBlobs(h.db.kysely, [hello.pushed.sha256])).get(hello.pushed.sha256)).toEqual(new Uint8Array(hello.bytes));
     expect(await listPackages(h.db.kysely)).toEqual([expect.objectContaining({ name: hello.pushed.name, version: '1.0', sha256: hello.pushed.sha256, actor: 'alice', position: 1 })]);
 
