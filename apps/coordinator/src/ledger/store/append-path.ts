@@ -13,6 +13,16 @@ export interface AppendContext {
   readonly trust: TrustHead;
 }
 
+/** What a writer decided: its events (none: nothing is appended) and what it answers. */
+export interface Decided<T> {
+  readonly inputs: readonly AppendInput[];
+  readonly result: T;
+  /** A key change's new trust: the checkpoint of the head it appends is signed under it. */
+  readonly trustAfter?: TrustHead;
+  /** When the events are recorded, if the decision already fixed it (a trust version carries the time). */
+  readonly recordedAt?: Date;
+}
+
 /**
  * The one path events take into the ledger, inside the caller's transaction: take the lock, read
  * the signing trust under it (a key rotation is wholly before this append or after it) and the
@@ -24,16 +34,17 @@ export interface AppendContext {
 export async function appendUnderLock<T>(
   trx: Transaction<Database>,
   keys: TrustKeys,
-  decide: (at: AppendContext) => Promise<{ readonly inputs: readonly AppendInput[]; readonly result: T }>,
+  decide: (at: AppendContext) => Promise<Decided<T>>,
   project: (stored: readonly StoredEvent[]) => Promise<void> = async () => {},
 ): Promise<{ readonly stored: readonly StoredEvent[]; readonly result: T }> {
   await lockLedger(trx);
   const trust = await signingTrust(trx, keys);
   const head = await readLedgerHead(trx);
-  const { inputs, result } = await decide({ head, trust });
+  const { inputs, result, trustAfter, recordedAt } = await decide({ head, trust });
   if (inputs.length === 0) return { stored: [], result };
-  const stored = await appendEvents(trx, head, inputs, await nextRecordedAt(trx));
+  const at = recordedAt ?? (await nextRecordedAt(trx));
+  const stored = await appendEvents(trx, head, inputs, at);
   await project(stored);
-  await stampCheckpoint(trx, keys, trust);
+  await stampCheckpoint(trx, keys, trustAfter ?? trust, recordedAt);
   return { stored, result };
 }
