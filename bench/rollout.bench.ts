@@ -17,10 +17,10 @@
  *    `released` moves (or, after the last wave, the rollout is completed), then reads
  *    `GET /v1/rollouts/{id}` once, and prints per wave that latency, the time the coordinator
  *    recorded the step at (its ledger event's `recorded_at`, the same machine's clock), and the
- *    wave's size. It reads the summary in `GET /v1/rollouts` while waiting, not `GET
- *    /v1/rollouts/{id}` (`--read one`): the one rollout's view reads its timeline out of the plan's
- *    event, a jsonb of the whole tree, and reading that every 20 ms kept busy the database the
- *    release writes to (bench/README.md). The driver ticks every
+ *    wave's size. While it waits it reads the rollout's summary in `GET /v1/rollouts`, one row,
+ *    rather than `GET /v1/rollouts/{id}` (`--read one`), which also reads the wave counts and the
+ *    timeline out of the plan's event, a jsonb of the whole tree, on every read: the lighter read
+ *    leaves the database to the release being timed (bench/README.md compares the two). The driver ticks every
  *    FLORETE_ROLLOUT_TICK_MS (the coordinator's default, 1 s, unless `--tick-ms` says otherwise).
  *
  * 2. The poll path with and without a running rollout. It then publishes a third tree as a rollout
