@@ -279,9 +279,16 @@ async function main(): Promise<void> {
     const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
     if (!m) throw new Error(`unexpected node credential shape: ${credential.slice(0, 8)}…`);
     const baseline = await startBaseline({ credentials: [{ id: m[1], node: pollNode, hash: createHash('sha256').update(m[2], 'utf8').digest('hex') }], etags: { [pollNode]: etag } });
-    // The mirror writes the third tree's commit for a few seconds after it: let it finish first.
-    say('letting the coordinator settle for 5 s');
-    await sleep(5000);
+    // The mirror writes the third tree's commit for seconds after it: let it finish first.
+    say('waiting for the git mirror to catch up');
+    const mirrorLag = async () => Number(/^florete_mirror_lag_positions (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8'))?.[1] ?? 0);
+    const mirrorWait = performance.now();
+    while ((await mirrorLag()) > 0) {
+      if (performance.now() - mirrorWait > timeoutMs) throw new Error(`the git mirror did not catch up within ${timeoutMs / 1000} s`);
+      await sleep(250);
+    }
+    say(`the mirror caught up after ${ms(performance.now() - mirrorWait)}`);
+    await sleep(1000);
 
     let status = 'running';
     const setRunning = async (running: boolean) => {
