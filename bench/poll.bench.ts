@@ -11,7 +11,7 @@
  *   npm run bench:poll [-- --pglite] [-- --duration 5 --rounds 3 --warmup 2 --connections 64]
  */
 import { createHash } from 'node:crypto';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
@@ -19,19 +19,9 @@ import { startBaseline } from './support/baseline.js';
 import { parseCli } from './support/cli.js';
 import { HttpClient } from './support/http.js';
 import { fmt, formatTable } from './support/table.js';
+import { measurePolls, pollProblem, type PollSide } from './support/poll-load.js';
 
 const NODE = 'bench-node';
-
-interface Side {
-  readonly name: string;
-  readonly result: autocannon.Result;
-  /** Responses that are not 304 although every request carried the current ETag. */
-  readonly unexpected: number;
-  /** Socket errors, timeouts and answers outside 2xx/3xx. */
-  readonly errors: number;
-  /** 304s autocannon received, warm-up included. */
-  readonly all304: number;
-}
 
 /** a/b for the summary line; '–' when b is 0 (autocannon's histogram rounds to whole milliseconds). */
 function times(a: number, b: number): string {
@@ -40,25 +30,6 @@ function times(a: number, b: number): string {
 
 function say(line: string): void {
   process.stderr.write(`${line}\n`);
-}
-
-async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url, method: 'GET', headers, connections, duration: seconds, timeout: 10 });
-}
-
-async function measure(name: string, url: string, headers: Record<string, string>, opts: { connections: number; duration: number; warmup: number }): Promise<Side> {
-  let warm304 = 0;
-  if (opts.warmup > 0) {
-    say(`${name}: warm-up ${opts.warmup} s`);
-    warm304 = (await load(url, headers, opts.connections, opts.warmup)).statusCodeStats['304']?.count ?? 0;
-  }
-  say(`${name}: measuring ${opts.duration} s with ${opts.connections} connections`);
-  const result = await load(url, headers, opts.connections, opts.duration);
-  const responses = Object.values(result.statusCodeStats).reduce((n, s) => n + s.count, 0);
-  const ok304 = result.statusCodeStats['304']?.count ?? 0;
-  // autocannon's `errors` already includes its `timeouts`.
-  const errors = result.errors + result['1xx'] + result['4xx'] + result['5xx'];
-  return { name, result, unexpected: responses - ok304, errors, all304: warm304 + ok304 };
 }
 
 async function main(): Promise<void> {
@@ -125,11 +96,11 @@ async function main(): Promise<void> {
 
   // Turns: coordinator, then baseline, each round; the side not measured idles. Each side warms up once, before its first turn.
   const before304 = await served304();
-  const rounds: { coordinator: Side; baseline: Side; ratio: number }[] = [];
+  const rounds: { coordinator: PollSide; baseline: PollSide; ratio: number }[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const warmup = r === 0 ? opts.warmup : 0;
-    const coordinatorSide = await measure(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup });
-    const baselineSide = await measure(`node:http baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup });
+    const coordinatorSide = await measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say);
+    const baselineSide = await measurePolls(`node:http baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say);
     rounds.push({ coordinator: coordinatorSide, baseline: baselineSide, ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average });
   }
   const countedByServer = (await served304()) - before304;
@@ -167,11 +138,8 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
-  const bad = sides.filter((s) => s.errors > 0 || s.unexpected > 0);
-  for (const s of bad) {
-    const codes = Object.entries(s.result.statusCodeStats).map(([code, { count }]) => `${code}: ${count}`).join(', ');
-    process.stderr.write(`${s.name}: ${s.errors} errors (${s.result.errors - s.result.timeouts} socket errors, ${s.result.timeouts} timeouts), ${s.unexpected} answers other than 304; status codes ${codes}\n`);
-  }
+  const bad = sides.map(pollProblem).filter((p) => p !== null);
+  for (const p of bad) process.stderr.write(`${p}\n`);
   const received304 = rounds.reduce((n, r) => n + r.coordinator.all304, 0);
   if (countedByServer < received304) {
     process.stderr.write(`the coordinator counted ${countedByServer} not-modified polls but autocannon received ${received304} 304s\n`);
