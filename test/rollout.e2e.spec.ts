@@ -73,7 +73,8 @@ interface LedgerEvent {
       FLORETE_ANON_RATE_LIMIT: '0',
       FLORETE_MIRROR: 'off',
       FLORETE_LOG_LEVEL: 'warn',
-      FLORETE_ROLLOUT_TICK_MS: '250',
+      // An hour: every gate here is opened by the reports that complete it, or by its bake's end, never by the tick.
+      FLORETE_ROLLOUT_TICK_MS: '3600000',
     };
     replicas = [await startCoordinatorProcess({ databaseUrl, env }), await startCoordinatorProcess({ databaseUrl, env })];
     ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));

@@ -8,6 +8,9 @@ import { LedgerWriter } from '../ledger/ledger-writer.js';
 import { decideStep, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/ledger.reads.js';
 import { runningRollouts } from './rollouts.repository.js';
 
+/** Reports arriving within this long of one another make one nudged tick. */
+const NUDGE_COALESCE_MS = 20;
+
 /** The actor of what the driver records: a release, a completion or a halt that a gate decided. */
 export const DRIVER_ACTOR = 'rollout-driver';
 
@@ -24,6 +27,11 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  private nudged: NodeJS.Timeout | null = null;
+  /** A nudge that came while a tick ran: one more tick follows it. */
+  private again = false;
+  private bakeTimer: NodeJS.Timeout | null = null;
+  private bakeAt = 0;
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -37,6 +45,36 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
     this.timer.unref();
   }
 
+  /**
+   * A node's outcome was recorded on this replica: look at the gates now (the reports of one
+   * NUDGE_COALESCE_MS make one tick), so a gate opens within the release's own time, not up to a
+   * tick later. Without a running rollout that tick is one indexed read; whether one runs is not
+   * kept between ticks, since another replica may have started one since.
+   */
+  nudge(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.nudged ??= setTimeout(() => {
+      this.nudged = null;
+      void this.tick();
+    }, NUDGE_COALESCE_MS);
+  }
+
+  /** A tick at `at` (ms since the epoch), if it comes before the next timed one; the earliest asked for wins. */
+  private lookAt(at: number): void {
+    if (this.stopped || (this.bakeTimer && this.bakeAt <= at) || at - Date.now() >= this.config.rolloutTickMs) return;
+    if (this.bakeTimer) clearTimeout(this.bakeTimer);
+    this.bakeAt = at;
+    this.bakeTimer = setTimeout(() => {
+      this.bakeTimer = null;
+      this.nudge();
+    }, Math.max(0, at - Date.now()) + 5);
+    this.bakeTimer.unref();
+  }
+
   /** One tick at a time: a slow one is not overlapped by the next. */
   tick(): Promise<void> {
     if (this.running || this.stopped) return this.running ?? Promise.resolve();
@@ -44,6 +82,10 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
       .catch((err: Error) => this.log.warn({ err: err.message }, 'rollout driver tick failed; trying again at the next'))
       .finally(() => {
         this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.nudge();
+        }
       });
     return this.running;
   }
@@ -56,7 +98,12 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
       const facts = await loadWaveFacts(this.db.kysely, r.id, r.released);
       const state = { status: 'running', plan: r.plan as unknown as RecordedRolloutPlan, waves: r.wave_sizes.map(() => []), released: r.released, releasedAt: r.released_at } as unknown as RolloutState;
       const step = decideStep(state, facts, now);
-      if (step.kind === 'wait') continue;
+      if (step.kind === 'wait') {
+        // A gate that waits only for its bake time opens at a known moment: look then, not at the next tick after it.
+        const bakedAt = r.released > 0 ? Date.parse(r.released_at[r.released - 1]) + state.plan.bake_seconds * 1000 : 0;
+        if (bakedAt > now.getTime()) this.lookAt(bakedAt);
+        continue;
+      }
       const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_step', rollout: r.id, action: 'step', now });
       this.log.info({ rollout: r.id, step: step.kind, ...(step.kind === 'release' ? { wave: step.wave } : {}), ...(step.kind === 'halt' ? { reason: step.reason } : {}), changed: result.changed.length, position: result.position }, 'rollout step');
     }
@@ -65,6 +112,8 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.nudged) clearTimeout(this.nudged);
+    if (this.bakeTimer) clearTimeout(this.bakeTimer);
     await this.running;
   }
 }

@@ -68,6 +68,25 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect({ list: await listRollouts(h.db.kysely, undefined, 10), nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute() }).toEqual(projected);
   });
 
+  it('a nudge (a recorded outcome) or a bake ending opens a gate at once, without waiting for the tick (an hour here)', async () => {
+    const r = await h.publish(tree('v2'), { rollout: { canary: ['n3'], waves: [50, 100], bake_seconds: 1 } });
+    const id = r.rollout!.id;
+    const released = async () => (await readRollout(h.db.kysely, id)).released;
+    const within = async (ms: number, n: number) => {
+      for (const until = Date.now() + ms; Date.now() < until; await new Promise((res) => setTimeout(res, 20))) if ((await released()) === n) return true;
+      return false;
+    };
+    await driver.tick();
+    await report(id, 'applied');
+    driver.nudge();
+    // Confirmed, but baking for a second: not yet; the bake's end releases it with no tick and no report.
+    expect(await within(500, 2)).toBe(false);
+    expect(await within(2_000, 2)).toBe(true);
+    await report(id, 'applied');
+    driver.nudge();
+    expect(await within(3_000, 3)).toBe(true);
+  });
+
   it('halts on a failure over budget and rolls the released nodes back as new versions; a publish cutting across an active rollout is refused, changing nothing', async () => {
     const r = await h.publish(tree('v2'), { rollout: { canary: ['n0', 'n1'], waves: [100], failure_budget: { count: 0 } } });
     const id = r.rollout!.id;

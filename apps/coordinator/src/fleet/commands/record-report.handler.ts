@@ -1,5 +1,6 @@
-import { Inject } from '@nestjs/common';
-import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { Inject, Optional } from '@nestjs/common';
+import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
+import { OutcomeRecorded } from '../outcome-recorded.event.js';
 import { DB } from '../../db/db.module.js';
 import type { Db } from '../../db/connect.js';
 import { revokeLiveCredentials } from '../../identity/credentials.repository.js';
@@ -18,13 +19,14 @@ export class RecordReportHandler implements ICommandHandler<RecordReportCommand,
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly ledger: LedgerWriter,
+    @Optional() private readonly events?: EventBus,
   ) {}
 
   async execute({ node, report: r }: RecordReportCommand): Promise<void> {
     const now = new Date();
+    const outcome = reportedOutcome(r);
     const revokedAny = await this.db.kysely.transaction().execute(async (trx): Promise<boolean> => {
       await recordReportStatus(trx, node, r, now);
-      const outcome = reportedOutcome(r);
       if (outcome) await recordOutcome(trx, node, outcome, r.activation, now);
       const head = await readRetirementHead(trx, node);
       if (!head || !confirmsRetirement(head, r)) return false;
@@ -35,6 +37,8 @@ export class RecordReportHandler implements ICommandHandler<RecordReportCommand,
       return revoked.length > 0;
     });
     if (revokedAny) await this.ledger.settle();
+    // Committed: a rollout gate this outcome completes opens now, not at the driver's next tick.
+    if (outcome) this.events?.publish(new OutcomeRecorded(node, outcome.version));
     if (r.result === 'reverted' && r.target_version !== undefined && r.active_version > 0) await this.recordRevert(node, r.target_version, r.active_version, r.error ?? 'reverted');
   }
 

@@ -1,0 +1,13 @@
+import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
+import { OutcomeRecorded } from '../fleet/outcome-recorded.event.js';
+import { RolloutDriver } from './rollout-driver.js';
+
+/** A recorded outcome may open a running rollout's gate: the driver looks now rather than at its next tick. */
+@EventsHandler(OutcomeRecorded)
+export class GateOnOutcome implements IEventHandler<OutcomeRecorded> {
+  constructor(private readonly driver: RolloutDriver) {}
+
+  handle(): void {
+    this.driver.nudge();
+  }
+}
