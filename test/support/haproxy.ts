@@ -31,7 +31,7 @@ export async function startHaproxy(dir: string, config: (port: number) => string
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
-/** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks. */
+/** deploy/haproxy/haproxy.cfg's timeouts for held watches, on loopback, with fast health checks: three missed in a row mark a replica down (one slow /readyz on a loaded machine must not). */
 export function watchingProxyConfig(port: number, backends: readonly number[]): string {
   return [
     'global',
@@ -55,7 +55,7 @@ export function watchingProxyConfig(port: number, backends: readonly number[]): 
     '  http-request set-timeout server 330s if { path_end /bundle }',
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
-    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 200 fall 1 rise 1`),
+    ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 300 fall 3 rise 1`),
     '',
   ].join('\n');
 }

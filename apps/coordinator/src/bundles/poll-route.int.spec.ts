@@ -199,7 +199,8 @@ describe.each(testDatabases)('poll route on $name', (database) => {
     expect(plain.headers['preference-applied']).toBeUndefined();
     expect(route.hub.size).toBe(0);
 
-    // Trusted again, a watch is held again; losing trust with nothing changed answers it 304 at once.
+    // Trusted again, a watch is held again; losing trust with nothing changed ends it 304 at once,
+    // as a held watch (Preference-Applied): its agent watches again rather than falling back to polling.
     feed.trust = true;
     const again = poll('n01', current, 30);
     await waitFor('the watch held again', () => route.hub.size === 1);
@@ -207,6 +208,7 @@ describe.each(testDatabases)('poll route on $name', (database) => {
     const ended = await again;
     expect(ended.status).toBe(304);
     expect(ended.headers.etag).toBe(current);
+    expect(ended.headers['preference-applied']).toBe('wait=30');
     expect(ended.ms).toBeLessThan(5_000);
     expect(route.hub.size).toBe(0);
   });

@@ -53,6 +53,8 @@ const POLL_READ_BATCH = 1000;
 interface Watch {
   readonly deadline: number;
   readonly applied: number;
+  /** It was held and has been woken: an answer now ends a held watch (with Preference-Applied), whatever happens next. */
+  readonly woken?: true;
 }
 
 /** A request held at the front door and handed on to the route when woken carries its watch, so the route keeps its deadline. */
@@ -298,7 +300,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         res.off('close', gone);
         this.metrics.watches.woken++;
         this.metrics.held.add(req);
-        (req as Carrying)[HELD_WATCH] = watch;
+        (req as Carrying)[HELD_WATCH] = { ...watch, woken: true };
         for (const listener of this.behind) listener.call(this.server, req, res);
       },
       expire: () => {
@@ -338,9 +340,12 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         void reply.header('retry-after', this.retryAfter());
         return Promise.reject(refused);
       }
-      // The feed is not current: answered now, as a plain poll, without Preference-Applied.
+      // The feed is not current, so nothing is held: answered now. A watch that was held (woken to be
+      // re-checked when the feed stopped being trusted) ends as a held watch ends, with its
+      // Preference-Applied, and its agent watches again; a new one is answered as a plain poll, without
+      // it, and its agent knows it was not held.
       this.metrics.polls304++;
-      void reply.headers(pollHeaders(current.etag, current.checkpoint, current.confirm)).status(304).send();
+      void reply.headers(watch.woken ? this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch) : pollHeaders(current.etag, current.checkpoint, current.confirm)).status(304).send();
       return Promise.resolve();
     }
     this.metrics.held.add(reply.raw.req ?? reply.request.raw);
@@ -357,7 +362,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         wake: () => {
           reply.raw.off('close', gone);
           this.metrics.watches.woken++;
-          this.fromDatabase(reply, credential, name, tags, watch).then(resolve, reject);
+          this.fromDatabase(reply, credential, name, tags, { ...watch, woken: true }).then(resolve, reject);
         },
         expire: () => {
           reply.raw.off('close', gone);

@@ -217,14 +217,16 @@ export class Daemon {
     }
     if (abort.signal.aborted || this.stopping) return;
     if (watched === null) {
-      // Not enrolled, nothing applied yet, or a pass half-done: a plain pass, then the poll interval
-      // (watching again right away would spin while there is still nothing to watch with).
+      // Not enrolled, nothing applied yet, or a pass half-done: a plain pass, then a watch if the pass
+      // left something to watch with (it applied the first version: an agent whose first pass found
+      // the coordinator down comes here), else the poll interval (watching again right away would
+      // spin while there is still nothing to watch with).
       this.watchView = { state: 'polling', since: null, reason: 'nothing to watch with yet (not enrolled, nothing published, or a pass to finish)' };
       const outcome = await this.sync(false).catch((err: Error) => {
         this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
         return null;
       });
-      return this.schedule(outcome, true);
+      return this.schedule(outcome, !this.canWatch());
     }
     const refused = watched.answer.ok && watched.answer.fetched.status === 304 && watched.answer.fetched.held !== true;
     if (!watched.answer.ok) this.watchView = { state: 'polling', since: null, reason: `watch failed, retrying: ${watched.answer.error.message}` };
@@ -234,6 +236,15 @@ export class Daemon {
       return null;
     });
     this.schedule(outcome, refused);
+  }
+
+  /** False when the files do not parse: the pass that ran reports that, and a scheduler must not throw. */
+  private canWatch(): boolean {
+    try {
+      return this.syncPass.canWatch();
+    } catch {
+      return false;
+    }
   }
 
   private cancelWatch(): void {

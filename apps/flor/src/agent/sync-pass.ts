@@ -142,6 +142,11 @@ export class SyncPass {
     return settled ? state.etag : null;
   }
 
+  /** Whether there is something to watch with now (see watch): enrolled, and a version applied with nothing half-done. */
+  canWatch(): boolean {
+    return this.dir.readIdentity() !== null && this.conditionalEtag(this.dir.readState(), this.dir.activeVersion()) !== null;
+  }
+
   /**
    * Watches the bundle with the ETag a pass would send now, for up to `waitSeconds`; null when there
    * is nothing to watch with (not enrolled, nothing applied yet, or a pass half-done), and a pass
