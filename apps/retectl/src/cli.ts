@@ -114,6 +114,7 @@ export function buildCli(): { program: Command; status: () => number } {
   );
   json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
     .option('--prune', 'also plan to retire nodes no longer in the tree')
+    .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
     .action(async (o) => done(await plan.run({ ...o, dir: reteDir(o.dir) })));
   json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
@@ -121,6 +122,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
     .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
+    .option('--all', 'list every changed node (else the summary and the first 20), and after --wait every node of the publish')
     .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads')
     .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
     .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')

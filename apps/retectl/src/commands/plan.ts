@@ -1,6 +1,7 @@
 import { sha256Hex } from '#bundle';
 import { RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
-import { artifactsText, bytesOf, formatResourceChange, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
+import { bytesOf, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan } from '#rete';
+import { bounded, formatPlan } from '../summary.js';
 import { CoordinatorClient } from '../client.js';
 import { listHeadDigests, listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
@@ -13,6 +14,8 @@ export interface PlanOptions extends ConnectionFlags {
   readonly dir: string;
   readonly prune?: boolean;
   readonly json?: boolean;
+  /** List every node, not only the first changed ones. */
+  readonly all?: boolean;
 }
 
 /** Exit status of a plan with changes, as `terraform plan -detailed-exitcode`. */
@@ -60,40 +63,13 @@ export async function run(options: PlanOptions): Promise<number> {
   }
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
   if (options.json) outJson(plan);
-  else printPlan(plan);
+  else printPlan(plan, options.all ?? false);
   // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
   // whether the operator accepts those nodes is for the publish to say.
   return plan.changes ? PLAN_HAS_CHANGES : 0;
 }
 
-function printPlan({ entries, ineligible }: Plan): void {
-  const count = (a: PlanEntry['action']) => entries.filter((e) => e.action === a).length;
-  for (const e of entries) {
-    switch (e.action) {
-      case 'new':
-        out(`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${artifactsText(e.artifacts)})`);
-        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
-        break;
-      case 'changed':
-        out(`~ ${e.node}: changed (${artifactsText(e.artifacts)}) at version ${e.version}`);
-        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
-        break;
-      case 'unchanged':
-        out(`  ${e.node}: unchanged at version ${e.version}`);
-        break;
-      case 'retired':
-        out(`- ${e.node}: retired (not in the tree) at version ${e.version}`);
-        break;
-      case 'absent':
-        out(`! ${e.node}: not in the tree, kept at version ${e.version} (--prune would retire it)`);
-        break;
-      default: {
-        const unreachable: never = e;
-        throw new TypeError(`unknown plan entry ${JSON.stringify(unreachable)}`);
-      }
-    }
-  }
-  const changes = count('new') + count('changed') + count('retired');
-  out(`plan: ${count('new')} new, ${count('changed')} changed, ${count('retired')} retired, ${count('unchanged')} unchanged${changes === 0 ? ': nothing to publish' : ''}`);
-  for (const n of ineligible) out(`${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
+function printPlan(plan: Plan, all: boolean): void {
+  const ineligible = plan.ineligible.map((n) => `${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
+  for (const line of formatPlan(plan, { all }, bounded(ineligible, (l) => [l], { all }))) out(line);
 }

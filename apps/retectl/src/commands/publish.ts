@@ -11,6 +11,7 @@ import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
 import { waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
+import { formatPublish, LIST_LIMIT } from '../summary.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
@@ -34,6 +35,8 @@ export interface PublishOptions extends ConnectionFlags, RolloutFlags {
   readonly allowIneligible?: readonly string[];
   /** Send the whole tree for the coordinator to compare, not only the nodes that differ from their heads. */
   readonly full?: boolean;
+  /** List every changed node, not the first LIST_LIMIT. */
+  readonly all?: boolean;
 }
 
 const UPLOAD_CONCURRENCY = 8;
@@ -193,13 +196,8 @@ export async function run(options: PublishOptions): Promise<number> {
     outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
-  for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
-  out(
-    body.publish_id === null
-      ? `nothing changed: ${body.unchanged} unchanged`
-      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`,
-  );
-  if (waited) printWaited(waited, options.waitSeconds!);
+  for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false })) out(line);
+  if (waited) printWaited(waited, options.waitSeconds!, options.all ?? false);
   return waited?.exit ?? 0;
 }
 
@@ -218,9 +216,15 @@ async function reportRollout(client: CoordinatorClient, body: PublishResponse, s
   return rolloutStatus({ ...options, id: r.id, watch: true, timeoutSeconds: options.waitSeconds });
 }
 
-function printWaited(w: WaitResult, seconds: number): void {
+/** After a wait: the nodes that did not reach the publish (all of them with --all), bounded, then the counts. */
+function printWaited(w: WaitResult, seconds: number, all: boolean): void {
   const now = new Date();
-  if (w.detail.nodes.length > 0) out(formatPublishNodes(w.detail.nodes, (since) => formatAge(since, now)));
+  const rows = all ? w.detail.nodes : w.detail.nodes.filter((n) => n.status !== 'applied' && n.status !== 'superseded');
+  if (rows.length > 0) {
+    const limit = all ? rows.length : LIST_LIMIT;
+    out(formatPublishNodes(rows.slice(0, limit), (since) => formatAge(since, now)));
+    if (rows.length > limit) out(`… and ${rows.length - limit} more; --all to list them`);
+  }
   out(formatCounts(w.detail.counts));
   if (w.timedOut) note(`timed out after ${seconds} s with ${w.detail.counts.outstanding} node${w.detail.counts.outstanding === 1 ? '' : 's'} outstanding`);
 }

@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { retectl, writeFleetRete, type RetectlEnv, type ReteNode } from './support/fleet.js';
+
+jest.setTimeout(300_000);
+
+const lines = (stdout: string) => stdout.split('\n').filter((l) => l !== '');
+
+/**
+ * retectl at fleet scale: a rete of 2,000 nodes, generated here, planned and published with the
+ * built CLI against the built coordinator. The human output is a summary and a bounded list; --all
+ * lists every node and --json stays complete.
+ */
+describe('plan and publish on a 2,000-node rete', () => {
+  const N = 2_000;
+  let coordinator: CoordinatorProcess;
+  let home: string;
+  let env: RetectlEnv;
+  const nodes: ReteNode[] = Array.from({ length: N }, (_, i) => ({ name: `edge-${String(i).padStart(4, '0')}`, port: 10_000 + i }));
+
+  beforeAll(async () => {
+    coordinator = await startCoordinatorProcess({});
+    home = mkdtempSync(join(tmpdir(), 'retectl-fleet-output-'));
+    env = { home, rete: join(home, 'rete'), coordinator: coordinator.url, token: coordinator.adminToken! };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('a first plan prints the summary and 20 nodes, with how many more; --json lists all 2,000', async () => {
+    const plan = await retectl(env, ['plan']);
+    expect(plan.code).toBe(3);
+    const out = lines(plan.stdout);
+    expect(out).toHaveLength(22);
+    expect(out[0]).toBe('plan: 2000 new, 0 changed, 0 retired, 0 unchanged');
+    expect(out[1]).toBe('+ edge-0000: new (agent.json, flor.json)');
+    expect(out[21]).toBe('… and 1980 more; --all to list them');
+    const json = JSON.parse((await retectl(env, ['plan', '--json'])).stdout);
+    expect(json.entries).toHaveLength(N);
+    expect(json.changes).toBe(true);
+  });
+
+  it('publish prints the summary first and 20 nodes; --json is complete', async () => {
+    const pub = await retectl(env, ['publish', '-m', 'the whole fleet']);
+    expect(pub.code).toBe(0);
+    const out = lines(pub.stdout);
+    expect(out).toHaveLength(22);
+    expect(out[0]).toMatch(/^published [0-9a-f-]{36} at position \d+: 2000 changed, 0 unchanged \(2000 nodes sent, 4000 blobs uploaded\); 2000 of them new$/);
+    expect(out[1]).toBe('edge-0000 0 -> 1');
+    expect(out[21]).toBe('… and 1980 more; --all to list them');
+  });
+
+  it('after moving 30 nodes, plan lists those 30 only (every node with --all); publish --all and --json name all 30', async () => {
+    for (let i = 0; i < 30; i++) nodes[i * 50] = { ...nodes[i * 50]!, port: 20_000 + i };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const plan = await retectl(env, ['plan']);
+    expect(plan.code).toBe(3);
+    const out = lines(plan.stdout);
+    expect(out).toHaveLength(22);
+    expect(out[0]).toBe('plan: 0 new, 30 changed, 0 retired, 1970 unchanged');
+    expect(out.slice(1, 21).every((l) => /^~ edge-\d{4}: changed \(flor\.json\) at version 1$/.test(l))).toBe(true);
+    expect(out[21]).toBe('… and 10 more; --all to list them');
+    const all = lines((await retectl(env, ['plan', '--all'])).stdout);
+    expect(all).toHaveLength(1 + N);
+    expect(all.filter((l) => l.startsWith('~ '))).toHaveLength(30);
+
+    const json = JSON.parse((await retectl(env, ['publish', '--json', '-m', 'thirty move'])).stdout);
+    expect(json.changed).toHaveLength(30);
+    expect(Object.keys(json).sort()).toEqual(['changed', 'position', 'publish_id', 'sent', 'unchanged', 'uploaded']);
+
+    for (let i = 0; i < 25; i++) nodes[i * 50] = { ...nodes[i * 50]!, port: 30_000 + i };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const pub = lines((await retectl(env, ['publish', '--all', '-m', 'twenty-five move'])).stdout);
+    expect(pub[0]).toMatch(/: 25 changed, 1975 unchanged /);
+    expect(pub.slice(1)).toEqual(Array.from({ length: 25 }, (_, i) => `edge-${String(i * 50).padStart(4, '0')} 2 -> 3`));
+    expect(lines((await retectl(env, ['plan'])).stdout)).toEqual(['plan: 0 new, 0 changed, 0 retired, 2000 unchanged: nothing to publish']);
+  });
+});
