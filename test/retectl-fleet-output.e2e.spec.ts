@@ -1,13 +1,25 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
-import { retectl, writeFleetRete, type RetectlEnv, type ReteNode } from './support/fleet.js';
+import { RETECTL, retectl, writeFleetRete, type CliRun, type RetectlEnv, type ReteNode } from './support/fleet.js';
 
 jest.setTimeout(300_000);
 
 const lines = (stdout: string) => stdout.split('\n').filter((l) => l !== '');
+const ESC = '\u001b[';
+
+/** retectl on a pseudo-terminal (`script`), as an operator's shell runs it, with extra environment. */
+function onTerminal(env: RetectlEnv, args: readonly string[], extra: Record<string, string> = {}): Promise<CliRun> {
+  return new Promise((done) => {
+    const vars = { PATH: process.env.PATH ?? '', HOME: env.home, XDG_CONFIG_HOME: join(env.home, '.config'), FLORETE_COORDINATOR: env.coordinator, FLORETE_TOKEN: env.token, ...extra };
+    execFile('script', ['-qec', [process.execPath, RETECTL, ...args].join(' '), '/dev/null'], { env: vars, cwd: env.rete, timeout: 120_000 }, (error, stdout, stderr) => {
+      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
 
 /**
  * retectl at fleet scale: a rete of 2,000 nodes, generated here, planned and published with the
@@ -82,5 +94,29 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect(pub[0]).toMatch(/: 25 changed, 1975 unchanged /);
     expect(pub.slice(1)).toEqual(Array.from({ length: 25 }, (_, i) => `edge-${String(i * 50).padStart(4, '0')} 2 -> 3`));
     expect(lines((await retectl(env, ['plan'])).stdout)).toEqual(['plan: 0 new, 0 changed, 0 retired, 2000 unchanged: nothing to publish']);
+  });
+
+  it('plan --diff NODE shows the content change against the head as a unified diff, coloured on a terminal only', async () => {
+    nodes[1] = { ...nodes[1]!, port: 40_001 };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const plain = await retectl(env, ['plan', '--diff', 'edge-0001', 'edge-0002']);
+    expect(plain.code).toBe(3);
+    expect(plain.stdout).not.toContain(ESC);
+    expect(plain.stdout).toMatch(/^--- edge-0001\/v1\/flor\.json\n\+\+\+ edge-0001\/tree\/flor\.json$/m);
+    expect(plain.stdout).toMatch(/^-.*127\.0\.0\.1:10001/m);
+    expect(plain.stdout).toMatch(/^\+.*127\.0\.0\.1:40001/m);
+    expect(plain.stdout).toMatch(/^edge-0002: unchanged: no content change$/m);
+    // Without names: the changing nodes, after the plan itself.
+    const all = await retectl(env, ['plan', '--diff']);
+    expect(all.stdout).toMatch(/^plan: 0 new, 1 changed, 0 retired, 1999 unchanged\n~ edge-0001: changed \(flor\.json\) at version 1\n=+\n--- edge-0001\/v1\/flor\.json\n/);
+    // Names without --diff are a usage error.
+    expect((await retectl(env, ['plan', 'edge-0001'])).code).toBe(2);
+
+    const tty = await onTerminal(env, ['plan', '--diff', 'edge-0001']);
+    expect(tty.stdout).toMatch(new RegExp(`\\u001b\\[31m-.*127\\.0\\.0\\.1:10001`));
+    expect(tty.stdout).toMatch(new RegExp(`\\u001b\\[32m\\+.*127\\.0\\.0\\.1:40001`));
+    expect((await onTerminal(env, ['plan', '--diff', 'edge-0001'], { NO_COLOR: '1' })).stdout).not.toContain(ESC);
+    expect((await onTerminal(env, ['plan', '--diff', '--no-color', 'edge-0001'])).stdout).not.toContain(ESC);
   });
 });

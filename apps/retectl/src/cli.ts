@@ -112,10 +112,12 @@ export function buildCli(): { program: Command; status: () => number } {
   json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
     done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
+  json(remote(dir(program.command('plan').argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
     .option('--prune', 'also plan to retire nodes no longer in the tree')
     .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
-    .action(async (o) => done(await plan.run({ ...o, dir: reteDir(o.dir) })));
+    .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
+    .option('--no-color', 'no colour in --diff, even on a terminal (as NO_COLOR=1)')
+    .action(async (nodes: string[], o) => done(await plan.run({ ...o, nodes, dir: reteDir(o.dir) })));
   json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
     .option('--prune', 'retire nodes no longer in the tree')
@@ -147,6 +149,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string, o) => done(await show.run({ ...o, node })));
   json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
     .description('unified diff of a node between two versions, host resource changes first')
+    .option('--no-color', 'no colour, even on a terminal (as NO_COLOR=1)')
     .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))
