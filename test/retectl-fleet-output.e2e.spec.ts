@@ -11,7 +11,7 @@ jest.setTimeout(300_000);
 const lines = (stdout: string) => stdout.split('\n').filter((l) => l !== '');
 const ESC = '\u001b[';
 
-/** retectl on a pseudo-terminal (`script`), as an operator's shell runs it, with extra environment. */
+/** retectl on a pseudo-terminal (`script`), as an operator's shell runs it, with extra environment; the words are joined by spaces, so none may hold one. */
 function onTerminal(env: RetectlEnv, args: readonly string[], extra: Record<string, string> = {}): Promise<CliRun> {
   return new Promise((done) => {
     const vars = { PATH: process.env.PATH ?? '', HOME: env.home, XDG_CONFIG_HOME: join(env.home, '.config'), FLORETE_COORDINATOR: env.coordinator, FLORETE_TOKEN: env.token, ...extra };
@@ -118,5 +118,31 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect(tty.stdout).toMatch(new RegExp(`\\u001b\\[32m\\+.*127\\.0\\.0\\.1:40001`));
     expect((await onTerminal(env, ['plan', '--diff', 'edge-0001'], { NO_COLOR: '1' })).stdout).not.toContain(ESC);
     expect((await onTerminal(env, ['plan', '--diff', '--no-color', 'edge-0001'])).stdout).not.toContain(ESC);
+  });
+
+  it('publish --wait shows the counts as they change, and after the timeout 20 of the outstanding nodes (exit 4)', async () => {
+    // No agent runs here: every changed node stays outstanding.
+    for (let i = 0; i < 100; i++) nodes[i] = { ...nodes[i]!, port: 50_000 + i };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const waited = await retectl(env, ['publish', '-m', 'a hundred move', '--wait=3s']);
+    expect(waited.code).toBe(4);
+    const out = lines(waited.stdout);
+    expect(out[0]).toMatch(/: 100 changed, 1900 unchanged /);
+    // Not a terminal: one line per change of the counts, which never change here.
+    expect(out.filter((l) => l.startsWith('waiting '))).toEqual([expect.stringMatching(/^waiting \ds: 0 applied, 100 outstanding, 0 failed, 0 superseded$/)]);
+    expect(out.filter((l) => / outstanding\s+never\s+-$/.test(l))).toHaveLength(20);
+    expect(out).toContain('… and 80 more; --all to list them');
+    expect(out.at(-1)).toBe('0 applied, 100 outstanding, 0 failed, 0 superseded');
+    expect(out.length).toBeLessThan(50);
+    expect(waited.stderr).toMatch(/^timed out after 3 s with 100 nodes outstanding$/m);
+
+    // On a terminal: one line rewritten in place.
+    nodes[0] = { ...nodes[0]!, port: 51_000 };
+    writeFleetRete(env.rete, coordinator.url, nodes);
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    const tty = await onTerminal(env, ['publish', '-m', 'one-more', '--wait=3s']);
+    expect(tty.code).toBe(4);
+    expect(tty.stdout.match(/\r\u001b\[Kwaiting \ds: 0 applied, 1 outstanding, 0 failed, 0 superseded/g)!.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -9,7 +9,7 @@ import { CoordinatorClient } from '../client.js';
 import { RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
-import { waitForPublish, type WaitResult } from '../publish-wait.js';
+import { countsReporter, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { formatPublish, LIST_LIMIT } from '../summary.js';
 import { loadCompiledTree } from '../rete-dir.js';
@@ -191,12 +191,13 @@ export async function run(options: PublishOptions): Promise<number> {
   }
   if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
-  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
+  // The publish is said before the wait, so the live counts (stderr) follow it.
+  if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false })) out(line);
+  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter()) : null;
   if (options.json) {
     outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
-  for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false })) out(line);
   if (waited) printWaited(waited, options.waitSeconds!, options.all ?? false);
   return waited?.exit ?? 0;
 }
