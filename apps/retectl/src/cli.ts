@@ -29,7 +29,7 @@ import * as tokenList from './commands/token-list.js';
 import * as tokenRevoke from './commands/token-revoke.js';
 import * as whoami from './commands/whoami.js';
 import * as validate from './commands/validate.js';
-import { bashCompletion, completionTable, zshCompletion } from './completion.js';
+import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompletion } from './completion.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
@@ -252,12 +252,12 @@ export function buildCli(): { program: Command; status: () => number } {
 
   program
     .command('completion')
-    .argument('<shell>', 'bash or zsh')
-    .description('print a shell completion script: source <(retectl completion bash), or the same with zsh in ~/.zshrc')
+    .argument('<shell>', 'bash, zsh or fish')
+    .description('print a shell completion script (node names from the rete in the current directory): source <(retectl completion bash), the same with zsh in ~/.zshrc, or retectl completion fish | source')
     .action((shell: string) => {
-      if (shell !== 'bash' && shell !== 'zsh') throw usageError(`completion: the shell must be bash or zsh, not ${JSON.stringify(shell)}`);
-      const table = completionTable(program);
-      process.stdout.write(shell === 'bash' ? bashCompletion(table) : zshCompletion(table));
+      const scripts = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion } as const;
+      if (!Object.hasOwn(scripts, shell)) throw usageError(`completion: the shell must be bash, zsh or fish, not ${JSON.stringify(shell)}`);
+      process.stdout.write(scripts[shell as keyof typeof scripts](completionTable(program), 'retectl', nodeCommands(program)));
       done(0);
     });
 
