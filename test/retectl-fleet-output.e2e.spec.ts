@@ -63,7 +63,7 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect(pub.code).toBe(0);
     const out = lines(pub.stdout);
     expect(out).toHaveLength(22);
-    expect(out[0]).toMatch(/^published [0-9a-f-]{36} at position \d+: 2000 changed, 0 unchanged \(2000 nodes sent, 4000 blobs uploaded\); 2000 of them new$/);
+    expect(out[0]).toMatch(/^published [0-9a-f-]{36} at position \d+: 2000 changed, 0 unchanged \(2000 nodes sent, 4000 blobs uploaded\); of them 2000 new$/);
     expect(out[1]).toBe('edge-0000 0 -> 1');
     expect(out[21]).toBe('… and 1980 more; --all to list them');
   });

@@ -84,14 +84,17 @@ export function formatPlan({ entries }: Plan, options: ListOptions = {}, notes: 
 
 /**
  * A publish's answer as printed: the summary line (its id and position, what changed, what was sent),
- * then `node from -> to` per changed node, bounded.
+ * then `node from -> to` per changed node, bounded. `retired` tells the nodes the publish retires
+ * (with --prune, those not in the tree), as `retectl retire` marks them.
  */
-export function formatPublish(body: PublishResponse, sent: number, uploaded: number, options: ListOptions = {}): string[] {
+export function formatPublish(body: PublishResponse, sent: number, uploaded: number, options: ListOptions = {}, retired: (node: string) => boolean = () => false): string[] {
   if (body.publish_id === null) return [`nothing changed: ${body.unchanged} unchanged`];
   const added = body.changed.filter((c) => c.from === 0).length;
+  const gone = body.changed.filter((c) => retired(c.node)).length;
+  const of = [...(added > 0 ? [`${added} new`] : []), ...(gone > 0 ? [`${gone} retired`] : [])];
   const lines = [
-    `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)${added > 0 ? `; ${added} of them new` : ''}`,
+    `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)${of.length > 0 ? `; of them ${of.join(', ')}` : ''}`,
   ];
-  lines.push(...bounded(body.changed, (c) => [`${c.node} ${c.from} -> ${c.to}`], options));
+  lines.push(...bounded(body.changed, (c) => [`${c.node} ${c.from} -> ${c.to}${retired(c.node) ? ' (retired)' : ''}`], options));
   return lines;
 }

@@ -54,7 +54,8 @@ describe('formatPublish', () => {
 
   it('puts the summary first, then each changed node', () => {
     expect(formatPublish(body(2), 2, 2)).toEqual(['published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 2 blobs uploaded)', 'n0 1 -> 2', 'n1 1 -> 2']);
-    expect(formatPublish(body(1, 0), 1, 1)[0]).toBe('published p-1 at position 9: 1 changed, 7 unchanged (1 node sent, 1 blob uploaded); 1 of them new');
+    expect(formatPublish(body(1, 0), 1, 1)[0]).toBe('published p-1 at position 9: 1 changed, 7 unchanged (1 node sent, 1 blob uploaded); of them 1 new');
+    expect(formatPublish(body(2), 2, 0, {}, (n) => n === 'n1')).toEqual(['published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 0 blobs uploaded); of them 1 retired', 'n0 1 -> 2', 'n1 1 -> 2 (retired)']);
   });
 
   it('bounds the node lines unless --all', () => {

@@ -192,7 +192,8 @@ export async function run(options: PublishOptions): Promise<number> {
   if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   // The publish is said before the wait, so the live counts (stderr) follow it.
-  if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false })) out(line);
+  // A changed node the tree does not hold is one this (pruning) publish retires.
+  if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node))) out(line);
   const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter()) : null;
   if (options.json) {
     outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
@@ -207,7 +208,9 @@ async function reportRollout(client: CoordinatorClient, body: PublishResponse, s
   const r = body.rollout!;
   if (!options.json) {
     out(`rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`);
-    out(`first wave released at position ${body.position}: ${body.changed.map((c) => c.node).join(', ') || 'no node (all changed elsewhere since)'}`);
+    const first = body.changed.map((c) => c.node);
+    const shown = options.all ? first : first.slice(0, LIST_LIMIT);
+    out(`first wave released at position ${body.position}: ${shown.join(', ') || 'no node (all changed elsewhere since)'}${shown.length < first.length ? ` and ${first.length - shown.length} more (--all to list them)` : ''}`);
     if (options.waitSeconds === undefined) out(`follow it with: retectl rollout status ${r.id.slice(0, 8)} --watch`);
   }
   if (options.waitSeconds === undefined) {
