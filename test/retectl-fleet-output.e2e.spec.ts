@@ -112,6 +112,8 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect(all.stdout).toMatch(/^plan: 0 new, 1 changed, 0 retired, 1999 unchanged\n~ edge-0001: changed \(flor\.json\) at version 1\n=+\n--- edge-0001\/v1\/flor\.json\n/);
     // Names without --diff are a usage error.
     expect((await retectl(env, ['plan', 'edge-0001'])).code).toBe(2);
+    // --json keeps its shape: a diff is not added to it.
+    expect((await retectl(env, ['plan', '--diff', '--json'])).code).toBe(2);
 
     const tty = await onTerminal(env, ['plan', '--diff', 'edge-0001']);
     expect(tty.stdout).toMatch(new RegExp(`\\u001b\\[31m-.*127\\.0\\.0\\.1:10001`));

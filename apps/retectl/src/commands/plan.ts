@@ -40,6 +40,8 @@ export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
  */
 export async function run(options: PlanOptions): Promise<number> {
   if ((options.nodes?.length ?? 0) > 0 && !options.diff) throw usageError('plan: node names go with --diff (plan --diff NODE…)');
+  // --json keeps its shape, which scripts read; the diff is text for a person.
+  if (options.diff && options.json) throw usageError('plan: --diff prints unified diffs for a person; with --json, read the plan, then retectl show --json NODE');
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const local = digestsOf(tree);
@@ -73,7 +75,7 @@ export async function run(options: PlanOptions): Promise<number> {
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
   if (options.json) outJson(plan);
   else printPlan(plan, options.all ?? false);
-  if (options.diff && !options.json) await printDiffs(client, plan, tree, options);
+  if (options.diff) await printDiffs(client, plan, tree, options);
   // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
   // whether the operator accepts those nodes is for the publish to say.
   return plan.changes ? PLAN_HAS_CHANGES : 0;
