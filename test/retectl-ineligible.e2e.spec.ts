@@ -48,7 +48,8 @@ describe('retectl and ineligible nodes', () => {
   it('plan names an ineligible node a publish would change, with its failed line and the flag, and still exits 3', async () => {
     const plan = await cli('plan');
     expect(plan.code).toBe(3);
-    expect(plan.stdout).toMatch(/^plan: 3 new, 0 changed, 0 retired, 0 unchanged\n! alpha is ineligible: agent version supported \(agent 0\.0\.9, at least 0\.1\.0 required\); publish with --allow-ineligible alpha to accept\n$/m);
+    // Named right under the summary, before the node list a large plan cuts.
+    expect(plan.stdout).toMatch(/^plan: 3 new, 0 changed, 0 retired, 0 unchanged\n! alpha is ineligible: agent version supported \(agent 0\.0\.9, at least 0\.1\.0 required\); publish with --allow-ineligible alpha to accept\n\+ alpha: new/);
     expect(plan.stdout.match(/is ineligible/g)).toHaveLength(1);
     expect(JSON.parse((await cli('plan', '--json')).stdout).ineligible).toEqual([{ node: 'alpha', failed_briefing: [{ check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' }] }]);
   });

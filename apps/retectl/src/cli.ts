@@ -29,7 +29,7 @@ import * as tokenList from './commands/token-list.js';
 import * as tokenRevoke from './commands/token-revoke.js';
 import * as whoami from './commands/whoami.js';
 import * as validate from './commands/validate.js';
-import { bashCompletion, completionTable, zshCompletion } from './completion.js';
+import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompletion } from './completion.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
@@ -112,15 +112,19 @@ export function buildCli(): { program: Command; status: () => number } {
   json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
     done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(remote(dir(program.command('plan').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
+  json(remote(dir(program.command('plan').argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
     .option('--prune', 'also plan to retire nodes no longer in the tree')
-    .action(async (o) => done(await plan.run({ ...o, dir: reteDir(o.dir) })));
+    .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
+    .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
+    .option('--no-color', 'no colour in --diff, even on a terminal (as NO_COLOR=1)')
+    .action(async (nodes: string[], o) => done(await plan.run({ ...o, nodes, dir: reteDir(o.dir) })));
   json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
     .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
     .option('--prune', 'retire nodes no longer in the tree')
     .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
     .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
     .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
+    .option('--all', 'list every changed node (else the summary and the first 20), and after --wait every node of the publish')
     .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads')
     .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
     .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')
@@ -145,6 +149,7 @@ export function buildCli(): { program: Command; status: () => number } {
     .action(async (node: string, o) => done(await show.run({ ...o, node })));
   json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
     .description('unified diff of a node between two versions, host resource changes first')
+    .option('--no-color', 'no colour, even on a terminal (as NO_COLOR=1)')
     .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))
@@ -247,12 +252,12 @@ export function buildCli(): { program: Command; status: () => number } {
 
   program
     .command('completion')
-    .argument('<shell>', 'bash or zsh')
-    .description('print a shell completion script: source <(retectl completion bash), or the same with zsh in ~/.zshrc')
+    .argument('<shell>', 'bash, zsh or fish')
+    .description('print a shell completion script (node names from the rete in the current directory): source <(retectl completion bash), the same with zsh in ~/.zshrc, or retectl completion fish | source')
     .action((shell: string) => {
-      if (shell !== 'bash' && shell !== 'zsh') throw usageError(`completion: the shell must be bash or zsh, not ${JSON.stringify(shell)}`);
-      const table = completionTable(program);
-      process.stdout.write(shell === 'bash' ? bashCompletion(table) : zshCompletion(table));
+      const scripts = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion } as const;
+      if (!Object.hasOwn(scripts, shell)) throw usageError(`completion: the shell must be bash, zsh or fish, not ${JSON.stringify(shell)}`);
+      process.stdout.write(scripts[shell as keyof typeof scripts](completionTable(program), 'retectl', nodeCommands(program)));
       done(0);
     });
 

@@ -1,5 +1,9 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildCli } from './cli.js';
-import { bashCompletion, completionTable, zshCompletion } from './completion.js';
+import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompletion } from './completion.js';
 
 describe('shell completion from the program', () => {
   const table = completionTable(buildCli().program);
@@ -23,5 +27,63 @@ describe('shell completion from the program', () => {
     expect(bash).toContain('"token create") echo "');
     const zsh = zshCompletion(table);
     expect(zsh.indexOf('bashcompinit')).toBeLessThan(zsh.indexOf('complete -o default'));
+  });
+
+  const program = buildCli().program;
+  const nodePaths = nodeCommands(program);
+
+  it('knows which commands take a node first', () => {
+    expect(nodePaths).toEqual(expect.arrayContaining(['plan', 'status', 'history', 'show', 'diff', 'rollback', 'retire', 'token create']));
+    expect(nodePaths).not.toContain('publish');
+    expect(nodePaths).not.toContain('confirm');
+  });
+
+  /** Runs a shell on a script in a rete folder whose compiled tree holds alpha and beta. */
+  const inRete = (run: (dir: string) => string): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'retectl-completion-'));
+    try {
+      for (const n of ['alpha', 'beta']) mkdirSync(join(dir, '.flor/compiled', n), { recursive: true });
+      return run(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('completes node names from the rete in the current directory, in bash', () => {
+    const words = (line: string) =>
+      inRete((dir) => {
+        writeFileSync(join(dir, 'r.bash'), bashCompletion(table, 'retectl', nodePaths));
+        const typed = line.split(' ');
+        const script = `source r.bash; COMP_WORDS=(${typed.map((w) => `"${w}"`).join(' ')}); COMP_CWORD=${typed.length - 1}; _retectl; printf '%s\\n' "\${COMPREPLY[@]}"`;
+        return execFileSync('bash', ['-c', script], { cwd: dir, encoding: 'utf8' });
+      }).split('\n');
+    expect(words('retectl history ')).toEqual(expect.arrayContaining(['alpha', 'beta', '--limit']));
+    expect(words('retectl retire a')).toEqual(['alpha', '']);
+    expect(words('retectl publish ')).not.toContain('alpha');
+  });
+
+  it('writes a fish script from the same table, with node names', () => {
+    const fish = fishCompletion(table, 'retectl', nodePaths);
+    expect(fish).toContain("complete -c retectl -f -a '(__retectl_complete)'");
+    expect(fish).toMatch(/case 'token create'\n\s+printf '%s\\n' .*--role/);
+    expect(fish).toMatch(/case 'history'\n.*\n\s+__retectl_nodes/);
+  });
+
+  // Where fish is installed, the script is run as an operator's shell would.
+  const hasFish = spawnSync('fish', ['--version']).status === 0;
+  (hasFish ? it : it.skip)('completes commands, subcommands, options and node names in fish', () => {
+    const complete = (line: string) =>
+      inRete((dir) => {
+        writeFileSync(join(dir, 'r.fish'), fishCompletion(table, 'retectl', nodePaths));
+        return execFileSync('fish', ['--no-config', '-c', `source r.fish; complete -C '${line}'`], { cwd: dir, encoding: 'utf8' });
+      })
+        .split('\n')
+        .map((l) => l.split('\t')[0]);
+    expect(complete('retectl ')).toEqual(expect.arrayContaining(['publish', 'plan', 'token']));
+    expect(complete('retectl token ')).toEqual(expect.arrayContaining(['create', 'list', 'revoke']));
+    expect(complete('retectl history ')).toEqual(expect.arrayContaining(['alpha', 'beta']));
+    expect(complete('retectl plan --diff b')).toEqual(['beta', '']);
+    expect(complete('retectl publish --')).toContain('--wait');
+    expect(complete('retectl publish ')).not.toContain('alpha');
   });
 });

@@ -1,4 +1,5 @@
 import { formatCounts, formatPublishNodes, waitVerdict } from './publish-status.js';
+import { countsReporter, waitLine } from './publish-wait.js';
 
 const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
 
@@ -43,6 +44,48 @@ describe('publish status output', () => {
       ['gamma', '1 -> 2', 'failed (ineligible)', '3s ago', 'exit 5: unit not found'],
       ['laptop', '0 -> 1', 'outstanding', 'never', '-'],
       [''],
+    ]);
+  });
+});
+
+describe('the live counts of publish --wait', () => {
+  const counts = (applied: number, outstanding: number, failed = 0) => ({ applied, outstanding, failed, superseded: 0 });
+  const sink = (isTTY: boolean) => {
+    const written: string[] = [];
+    return { isTTY, written, write: (t: string) => written.push(t) };
+  };
+
+  it('reads as the elapsed time and the counts', () => {
+    expect(waitLine(counts(2, 1, 1), 12.7)).toBe('waiting 12s: 2 applied, 1 outstanding, 1 failed, 0 superseded');
+  });
+
+  it('rewrites one line in place on a terminal, and ends it when done', () => {
+    const s = sink(true);
+    const r = countsReporter(s);
+    r.update(counts(0, 3), 1);
+    r.update(counts(0, 3), 2);
+    r.update(counts(3, 0), 3);
+    r.done();
+    expect(s.written).toEqual([
+      '\r\u001b[Kwaiting 1s: 0 applied, 3 outstanding, 0 failed, 0 superseded',
+      '\r\u001b[Kwaiting 2s: 0 applied, 3 outstanding, 0 failed, 0 superseded',
+      '\r\u001b[Kwaiting 3s: 3 applied, 0 outstanding, 0 failed, 0 superseded',
+      '\n',
+    ]);
+  });
+
+  it('otherwise writes a line only when the counts change', () => {
+    const s = sink(false);
+    const r = countsReporter(s);
+    for (let i = 0; i < 5; i++) r.update(counts(0, 3), i);
+    r.update(counts(1, 2), 5);
+    r.update(counts(1, 2), 6);
+    r.update(counts(2, 0, 1), 7);
+    r.done();
+    expect(s.written).toEqual([
+      'waiting 0s: 0 applied, 3 outstanding, 0 failed, 0 superseded\n',
+      'waiting 5s: 1 applied, 2 outstanding, 0 failed, 0 superseded\n',
+      'waiting 7s: 2 applied, 0 outstanding, 1 failed, 0 superseded\n',
     ]);
   });
 });

@@ -1,16 +1,18 @@
-import { createTwoFilesPatch } from 'diff';
 import { DiffResponse, FILE_ARTIFACT, fileArtifactName, RESOURCES_JSON, VersionDetail, type ResourcesJson } from '#contracts';
-import { diffResources, formatResourceChange, type ResourceChange } from '#rete';
+import { diffResources, type ResourceChange } from '#rete';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
 import { resourcesOf } from '../resources-json.js';
+import { renderNodeDiff, unifiedPatch, useColour } from '../unified.js';
 
 export interface DiffOptions extends ConnectionFlags {
   readonly node: string;
   readonly from: number;
   readonly to: number;
   readonly json?: boolean;
+  /** false with --no-color. */
+  readonly color?: boolean;
 }
 
 /**
@@ -37,14 +39,13 @@ export async function run(options: DiffOptions): Promise<void> {
       const oldText = textOf(before, a, change.path);
       const newText = textOf(after, b, change.path);
       if (oldText === undefined || newText === undefined) continue; // binary: the resource line says enough
-      patches.push(createTwoFilesPatch(`${body.node}/v${body.from}${change.path}`, `${body.node}/v${body.to}${change.path}`, oldText, newText, undefined, undefined, { context: 3 }));
+      patches.push(unifiedPatch(`${body.node}/v${body.from}${change.path}`, `${body.node}/v${body.to}${change.path}`, oldText, newText));
     }
   }
   if (options.json) return outJson({ ...body, resources });
   if (body.changed.length === 0) return out(`${body.node}: versions ${body.from} and ${body.to} hold the same artifacts`);
-  for (const r of resources) out(formatResourceChange(r));
-  for (const c of body.changed) if (!FILE_ARTIFACT.test(c.name)) out(c.diff);
-  for (const p of patches) out(p);
+  const artifacts = body.changed.filter((c) => !FILE_ARTIFACT.test(c.name)).map((c) => c.diff);
+  for (const line of renderNodeDiff({ resources, artifacts, files: patches }, useColour(options.color))) out(line);
 }
 
 /** The text a file resource held in a version; undefined when it is not UTF-8. */

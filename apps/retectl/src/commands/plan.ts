@@ -1,6 +1,9 @@
 import { sha256Hex } from '#bundle';
-import { RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
-import { artifactsText, bytesOf, formatResourceChange, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
+import { FILE_ARTIFACT, fileArtifactName, RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
+import { bytesOf, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
+import { renderNodeDiff, textOf, unifiedPatch, useColour, type NodeDiff } from '../unified.js';
+import { usageError } from '../errors.js';
+import { bounded, formatPlan, LIST_LIMIT } from '../summary.js';
 import { CoordinatorClient } from '../client.js';
 import { listHeadDigests, listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
@@ -13,6 +16,14 @@ export interface PlanOptions extends ConnectionFlags {
   readonly dir: string;
   readonly prune?: boolean;
   readonly json?: boolean;
+  /** List every node, not only the first changed ones. */
+  readonly all?: boolean;
+  /** Show the content change of each changing node (or of `nodes`) against its head. */
+  readonly diff?: boolean;
+  /** With diff: these nodes only. */
+  readonly nodes?: readonly string[];
+  /** false with --no-color. */
+  readonly color?: boolean;
 }
 
 /** Exit status of a plan with changes, as `terraform plan -detailed-exitcode`. */
@@ -28,6 +39,9 @@ export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
  * that accepts them.
  */
 export async function run(options: PlanOptions): Promise<number> {
+  if ((options.nodes?.length ?? 0) > 0 && !options.diff) throw usageError('plan: node names go with --diff (plan --diff NODE…)');
+  // --json keeps its shape, which scripts read; the diff is text for a person.
+  if (options.diff && options.json) throw usageError('plan: --diff prints unified diffs for a person; with --json, read the plan, then retectl show --json NODE');
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const local = digestsOf(tree);
@@ -60,40 +74,79 @@ export async function run(options: PlanOptions): Promise<number> {
   }
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
   if (options.json) outJson(plan);
-  else printPlan(plan);
+  else printPlan(plan, options.all ?? false);
+  if (options.diff) await printDiffs(client, plan, tree, options);
   // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
   // whether the operator accepts those nodes is for the publish to say.
   return plan.changes ? PLAN_HAS_CHANGES : 0;
 }
 
-function printPlan({ entries, ineligible }: Plan): void {
-  const count = (a: PlanEntry['action']) => entries.filter((e) => e.action === a).length;
-  for (const e of entries) {
-    switch (e.action) {
-      case 'new':
-        out(`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${artifactsText(e.artifacts)})`);
-        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
-        break;
-      case 'changed':
-        out(`~ ${e.node}: changed (${artifactsText(e.artifacts)}) at version ${e.version}`);
-        for (const r of e.resources ?? []) out(`    ${formatResourceChange(r)}`);
-        break;
-      case 'unchanged':
-        out(`  ${e.node}: unchanged at version ${e.version}`);
-        break;
-      case 'retired':
-        out(`- ${e.node}: retired (not in the tree) at version ${e.version}`);
-        break;
-      case 'absent':
-        out(`! ${e.node}: not in the tree, kept at version ${e.version} (--prune would retire it)`);
-        break;
-      default: {
-        const unreachable: never = e;
-        throw new TypeError(`unknown plan entry ${JSON.stringify(unreachable)}`);
-      }
+function printPlan(plan: Plan, all: boolean): void {
+  const ineligible = plan.ineligible.map((n) => `${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
+  for (const line of formatPlan(plan, { all }, bounded(ineligible, (l) => [l], { all }))) out(line);
+}
+
+/**
+ * `plan --diff [NODE…]`: the content change of each node a publish would change against its head,
+ * rendered as `retectl diff` renders two versions (unified diffs, host resource changes first). Without
+ * names, the changing nodes, bounded as the plan's list is; a named node that does not change says so.
+ */
+async function printDiffs(client: CoordinatorClient, plan: Plan, tree: CompiledTree, options: PlanOptions): Promise<void> {
+  const byNode = new Map(plan.entries.map((e) => [e.node, e]));
+  const changing = (e: PlanEntry | undefined): e is Extract<PlanEntry, { action: 'new' | 'changed' }> => e?.action === 'new' || e?.action === 'changed';
+  const colour = useColour(options.color);
+  const named = options.nodes ?? [];
+  const entries = named.length > 0 ? named.map((n) => byNode.get(n) ?? n) : plan.entries.filter(changing);
+  const listed = named.length > 0 || options.all ? entries : entries.slice(0, LIST_LIMIT);
+  for (const e of listed) {
+    if (typeof e === 'string') {
+      out(`${e}: not in the tree nor at the coordinator`);
+      continue;
     }
+    if (!changing(e)) {
+      out(e.action === 'retired' ? `${e.node}: retired by this publish (its final version is empty)` : `${e.node}: ${e.action === 'unchanged' ? 'unchanged' : 'not in the tree'}: no content change`);
+      continue;
+    }
+    const head = e.action === 'changed' ? (await client.call('GET', `/v1/nodes/${encodeURIComponent(e.node)}/versions/${e.version}`, VersionDetail)).body : undefined;
+    for (const line of renderNodeDiff(nodeDiff(e, head, tree.get(e.node)!), colour)) out(line);
   }
-  const changes = count('new') + count('changed') + count('retired');
-  out(`plan: ${count('new')} new, ${count('changed')} changed, ${count('retired')} retired, ${count('unchanged')} unchanged${changes === 0 ? ': nothing to publish' : ''}`);
-  for (const n of ineligible) out(`${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
+  if (listed.length < entries.length) out(`… and ${entries.length - listed.length} more; --all or plan --diff NODE… to see them`);
+}
+
+/** A node's head (none for a new node) against its compiled files. */
+export function nodeDiff(e: Extract<PlanEntry, { action: 'new' | 'changed' }>, head: VersionDetail | undefined, local: ReadonlyMap<string, string | Uint8Array>): NodeDiff {
+  const from = `${e.node}/v${head?.version ?? 0}`;
+  const to = `${e.node}/tree`;
+  const headArtifacts = new Map((head?.artifacts ?? []).map((a) => [a.name, a]));
+  const headText = (name: string): string | undefined => {
+    const a = headArtifacts.get(name);
+    return a === undefined ? '' : a.encoding === 'utf-8' ? a.content : undefined;
+  };
+  const localText = (name: string): string | undefined => {
+    const bytes = local.get(name);
+    return bytes === undefined ? '' : textOf(bytes);
+  };
+  const artifacts: string[] = [];
+  for (const name of [...new Set([...headArtifacts.keys(), ...local.keys()])].sort()) {
+    if (FILE_ARTIFACT.test(name)) continue;
+    const a = headText(name);
+    const b = localText(name);
+    if (a === b) continue;
+    artifacts.push(a === undefined || b === undefined ? `Binary ${name} differs\n` : unifiedPatch(`${from}/${name}`, `${to}/${name}`, a, b));
+  }
+  const files: string[] = [];
+  const parse = (text: string | undefined) => (text ? (JSON.parse(text) as ResourcesJson) : undefined);
+  const before = parse(headText(RESOURCES_JSON));
+  const after = parse(localText(RESOURCES_JSON));
+  for (const change of e.resources ?? []) {
+    if (change.kind !== 'file' || change.action !== 'changed' || !change.changes.some((c) => c.field === 'content')) continue;
+    const oldSha = before?.files.find((f) => f.path === change.path)?.content.sha256;
+    const newSha = after?.files.find((f) => f.path === change.path)?.content.sha256;
+    if (oldSha === undefined || newSha === undefined) continue;
+    const a = headText(fileArtifactName(oldSha));
+    const b = localText(fileArtifactName(newSha));
+    if (a === undefined || b === undefined) continue; // binary: the resource line says enough
+    files.push(unifiedPatch(`${from}${change.path}`, `${to}${change.path}`, a, b));
+  }
+  return { resources: e.resources ?? [], artifacts, files };
 }

@@ -9,8 +9,9 @@ import { CoordinatorClient } from '../client.js';
 import { RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
-import { waitForPublish, type WaitResult } from '../publish-wait.js';
+import { countsReporter, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
+import { formatPublish, LIST_LIMIT } from '../summary.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
@@ -34,6 +35,8 @@ export interface PublishOptions extends ConnectionFlags, RolloutFlags {
   readonly allowIneligible?: readonly string[];
   /** Send the whole tree for the coordinator to compare, not only the nodes that differ from their heads. */
   readonly full?: boolean;
+  /** List every changed node, not the first LIST_LIMIT. */
+  readonly all?: boolean;
 }
 
 const UPLOAD_CONCURRENCY = 8;
@@ -188,18 +191,15 @@ export async function run(options: PublishOptions): Promise<number> {
   }
   if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
-  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds) : null;
+  // The publish is said before the wait, so the live counts (stderr) follow it.
+  // A changed node the tree does not hold is one this (pruning) publish retires.
+  if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node))) out(line);
+  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter()) : null;
   if (options.json) {
     outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
-  for (const c of body.changed) out(`${c.node} ${c.from} -> ${c.to}`);
-  out(
-    body.publish_id === null
-      ? `nothing changed: ${body.unchanged} unchanged`
-      : `published ${body.publish_id} at position ${body.position}: ${body.changed.length} changed, ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`,
-  );
-  if (waited) printWaited(waited, options.waitSeconds!);
+  if (waited) printWaited(waited, options.waitSeconds!, options.all ?? false);
   return waited?.exit ?? 0;
 }
 
@@ -208,7 +208,9 @@ async function reportRollout(client: CoordinatorClient, body: PublishResponse, s
   const r = body.rollout!;
   if (!options.json) {
     out(`rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`);
-    out(`first wave released at position ${body.position}: ${body.changed.map((c) => c.node).join(', ') || 'no node (all changed elsewhere since)'}`);
+    const first = body.changed.map((c) => c.node);
+    const shown = options.all ? first : first.slice(0, LIST_LIMIT);
+    out(`first wave released at position ${body.position}: ${shown.join(', ') || 'no node (all changed elsewhere since)'}${shown.length < first.length ? ` and ${first.length - shown.length} more (--all to list them)` : ''}`);
     if (options.waitSeconds === undefined) out(`follow it with: retectl rollout status ${r.id.slice(0, 8)} --watch`);
   }
   if (options.waitSeconds === undefined) {
@@ -218,9 +220,15 @@ async function reportRollout(client: CoordinatorClient, body: PublishResponse, s
   return rolloutStatus({ ...options, id: r.id, watch: true, timeoutSeconds: options.waitSeconds });
 }
 
-function printWaited(w: WaitResult, seconds: number): void {
+/** After a wait: the nodes that did not reach the publish (all of them with --all), bounded, then the counts. */
+function printWaited(w: WaitResult, seconds: number, all: boolean): void {
   const now = new Date();
-  if (w.detail.nodes.length > 0) out(formatPublishNodes(w.detail.nodes, (since) => formatAge(since, now)));
+  const rows = all ? w.detail.nodes : w.detail.nodes.filter((n) => n.status !== 'applied' && n.status !== 'superseded');
+  if (rows.length > 0) {
+    const limit = all ? rows.length : LIST_LIMIT;
+    out(formatPublishNodes(rows.slice(0, limit), (since) => formatAge(since, now)));
+    if (rows.length > limit) out(`… and ${rows.length - limit} more; --all to list them`);
+  }
   out(formatCounts(w.detail.counts));
   if (w.timedOut) note(`timed out after ${seconds} s with ${w.detail.counts.outstanding} node${w.detail.counts.outstanding === 1 ? '' : 's'} outstanding`);
 }
