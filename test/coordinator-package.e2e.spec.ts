@@ -304,7 +304,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     const [cmd, args] = asServiceUser({ FLORETE_DATA: data }, ['token', 'create-admin', '--name', 'ops']);
     const created = await sh(cmd, args, { env: cleanEnv(), timeoutMs: 120_000 });
     expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(created.stdout).toMatch(/^admin token for ops: flt\.\S+\n$/);
+    expect(created.stdout).toMatch(/^admin token for ops: flt\.\S+\nexpires at \S+ \(FLORETE_API_TOKEN_TTL\)\n$/);
     // Everything in the data dir is the service user's.
     const { uid } = userIds();
     const foreign = readdirSync(data, { recursive: true }).map(String).filter((p) => statSync(join(data, p)).uid !== uid);
@@ -321,7 +321,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
       const [cmd, args] = asServiceUser({ FLORETE_DATA: data, DATABASE_URL: databaseUrl }, ['token', 'create-admin', '--name', 'ops']);
       const created = await sh(cmd, args, { env: cleanEnv(), timeoutMs: 120_000 });
       expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
-      const token = /^admin token for ops: (flt\.\S+)\n$/.exec(created.stdout)?.[1];
+      const token = /^admin token for ops: (flt\.\S+)\nexpires at \S+ \(FLORETE_API_TOKEN_TTL\)\n$/.exec(created.stdout)?.[1];
       expect(token).toMatch(TOKEN);
       const tokens = await fetch(`${served.url}/v1/api-tokens`, { headers: { authorization: `Bearer ${token}` } });
       expect(tokens.status).toBe(200);
