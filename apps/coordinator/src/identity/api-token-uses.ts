@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
@@ -6,6 +6,7 @@ import { LOG } from '../core/core.module.js';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/database.js';
+import { BatchFlusher } from '../db/batch-flusher.js';
 
 /**
  * The last use of each API token, kept in memory and written in batches, as node contact is
@@ -46,30 +47,8 @@ export class ApiTokenUses {
 
 /** Writes the uses authentication noted, every contactFlushMs and once more on the way out. */
 @Injectable()
-export class ApiTokenUseFlusher implements OnModuleInit, OnApplicationShutdown {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    private readonly uses: ApiTokenUses,
-    @Inject(DB) private readonly db: Db,
-    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
-    @Inject(LOG) private readonly log: Logger,
-  ) {}
-
-  onModuleInit(): void {
-    this.timer = setInterval(() => void this.flush(), this.config.contactFlushMs);
-    this.timer.unref();
-  }
-
-  /** One flush at a time; a failed one keeps its uses for the next. */
-  flush(): Promise<unknown> {
-    this.running = this.running.then(() => this.uses.flush(this.db.kysely).catch((err: Error) => this.log.warn({ err: err.message }, 'API token last uses not written; trying again')));
-    return this.running;
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.flush();
+export class ApiTokenUseFlusher extends BatchFlusher {
+  constructor(uses: ApiTokenUses, @Inject(DB) db: Db, @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig, @Inject(LOG) log: Logger) {
+    super(uses, db, config.contactFlushMs, log, 'API token last uses not written; trying again');
   }
 }
