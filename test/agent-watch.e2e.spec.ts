@@ -1,14 +1,13 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
-import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import { hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
-import { stopChild, waitForExit } from './support/child.js';
-import { HAPROXY, startHaproxy, watchingProxyConfig } from './support/haproxy.js';
+import { waitForExit } from './support/child.js';
+import { startWatchedReplicas } from './support/haproxy.js';
 import { freePort } from './support/free-port.js';
 
 /**
@@ -30,8 +29,8 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
 
 (hasPostgres ? describe : describe.skip)('20 agents watching through HAProxy on two replicas', () => {
   const shared = mkdtempSync(join(tmpdir(), 'florete-watch-'));
-  let replicas: CoordinatorProcess[] = [];
-  let proxy: ChildProcess | undefined;
+  let replicas: readonly CoordinatorProcess[] = [];
+  let stopReplicas: (() => Promise<void>) | undefined;
   let proxyUrl = '';
   let admin: Client;
   let fleet: Fleet;
@@ -73,29 +72,15 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
   }
 
   beforeAll(async () => {
-    if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
-    const databaseUrl = await createPostgresDatabase();
-    const env = {
-      FLORETE_SIGNING_KEYS_FILE: join(shared, 'signing-keys.json'),
-      FLORETE_REPO_KEY_FILE: join(shared, 'repo-signing-key.asc'),
-      FLORETE_ANON_RATE_LIMIT: '0',
-      FLORETE_MIRROR: 'off',
-      FLORETE_LOG_LEVEL: 'warn',
-    };
-    const first = await startCoordinatorProcess({ databaseUrl, env });
-    const second = await startCoordinatorProcess({ databaseUrl, env });
-    replicas = [first, second];
-    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
-    admin = new Client(proxyUrl, first.adminToken);
+    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared));
+    admin = new Client(proxyUrl, replicas[0].adminToken);
     fleet = new Fleet(admin);
-    await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);
     for (const node of NODES) files[node] = agentFiles('none');
   });
 
   afterAll(async () => {
     await stopAllAgents();
-    if (proxy) await stopChild(proxy, 'HAProxy');
-    for (const r of replicas) await r.stop();
+    await stopReplicas?.();
     for (const f of Object.values(files)) removeTree(f.root);
     rmSync(shared, { recursive: true, force: true });
   });

@@ -1,16 +1,15 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { canonicalPretty } from '#bundle';
 import type { HealthCheck } from '#contracts';
-import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
-import { createPostgresDatabase, hasPostgres } from './support/databases.js';
+import type { CoordinatorProcess } from './support/coordinator-process.js';
+import { hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { agentFiles, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
-import { stopChild, waitForExit } from './support/child.js';
-import { HAPROXY, startHaproxy, watchingProxyConfig } from './support/haproxy.js';
+import { waitForExit } from './support/child.js';
+import { startWatchedReplicas } from './support/haproxy.js';
 
 /**
  * Rollouts in waves with twenty real agents (each supervising a vertex) watching through HAProxy in
@@ -40,8 +39,8 @@ interface LedgerEvent {
 
 (hasPostgres ? describe : describe.skip)('rollouts in waves: 20 agents, two replicas behind HAProxy', () => {
   const shared = mkdtempSync(join(tmpdir(), 'florete-rollout-'));
-  let replicas: CoordinatorProcess[] = [];
-  let proxy: ChildProcess | undefined;
+  let replicas: readonly CoordinatorProcess[] = [];
+  let stopReplicas: (() => Promise<void>) | undefined;
   let proxyUrl = '';
   let admin: Client;
   let fleet: Fleet;
@@ -65,23 +64,11 @@ interface LedgerEvent {
   }
 
   beforeAll(async () => {
-    if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
-    const databaseUrl = await createPostgresDatabase();
-    const env = {
-      FLORETE_SIGNING_KEYS_FILE: join(shared, 'signing-keys.json'),
-      FLORETE_REPO_KEY_FILE: join(shared, 'repo-signing-key.asc'),
-      FLORETE_ANON_RATE_LIMIT: '0',
-      FLORETE_MIRROR: 'off',
-      FLORETE_LOG_LEVEL: 'warn',
-      // An hour: every gate here is opened by the reports that complete it, or by its bake's end, never by the tick.
-      FLORETE_ROLLOUT_TICK_MS: '3600000',
-    };
-    replicas = [await startCoordinatorProcess({ databaseUrl, env }), await startCoordinatorProcess({ databaseUrl, env })];
-    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port)))));
+    // An hour: every gate here is opened by the reports that complete it, or by its bake's end, never by the tick.
+    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared, { FLORETE_ROLLOUT_TICK_MS: '3600000' }));
     // The test's own calls go to the replica that survives; the agents go through the proxy.
     admin = new Client(replicas[1].url, replicas[0].adminToken);
     fleet = new Fleet(admin);
-    await waitFor('the proxy to answer', async () => (await new Client(proxyUrl, replicas[0].adminToken).get('/healthz').catch(() => undefined))?.status === 200, 20_000);
     await fleet.publish(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n), 'flor.json': florJson(n, 'v1') }])), 'rollout test: start');
     // One at a time: twenty enrolments at once keep a loaded 2-core machine from answering the proxy's health checks.
     for (const node of NODES) {
@@ -98,8 +85,7 @@ interface LedgerEvent {
 
   afterAll(async () => {
     await stopAllAgents();
-    if (proxy) await stopChild(proxy, 'HAProxy');
-    for (const r of replicas) await r.stop();
+    await stopReplicas?.();
     for (const f of Object.values(files)) removeTree(f.root);
     rmSync(shared, { recursive: true, force: true });
   });

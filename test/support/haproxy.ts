@@ -2,6 +2,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './free-port.js';
+import { stopChild } from './child.js';
+import { startCoordinatorProcess, type CoordinatorProcess } from './coordinator-process.js';
+import { createPostgresDatabase } from './databases.js';
+import { Client } from './http.js';
+import { waitFor } from '../fixtures/agent/harness.js';
 
 /** Debian's HAProxy, where this machine has it (.ci/run installs it). */
 export const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => spawnSync(p, ['-v']).status === 0);
@@ -58,4 +63,43 @@ export function watchingProxyConfig(port: number, backends: readonly number[]): 
     ...backends.map((p, i) => `  server s${i + 1} 127.0.0.1:${p} check inter 300 fall 3 rise 1`),
     '',
   ].join('\n');
+}
+
+export interface WatchedReplicas {
+  /** Both replicas; the first wrote the first admin token. */
+  readonly replicas: readonly CoordinatorProcess[];
+  readonly proxyUrl: string;
+  /** Stops the proxy, then every replica still running. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Two coordinator replicas on one fresh PostgreSQL database, sharing the keys kept in `dir`, behind
+ * HAProxy with watchingProxyConfig: what the watch and rollout tests run their agents against. `env`
+ * is added to the replicas' environment; the proxy is answering when this returns.
+ */
+export async function startWatchedReplicas(dir: string, env: Record<string, string> = {}): Promise<WatchedReplicas> {
+  if (!HAPROXY) throw new Error('haproxy is not installed (Debian package haproxy; .ci/run installs it)');
+  const databaseUrl = await createPostgresDatabase();
+  const all = {
+    FLORETE_SIGNING_KEYS_FILE: join(dir, 'signing-keys.json'),
+    FLORETE_REPO_KEY_FILE: join(dir, 'repo-signing-key.asc'),
+    FLORETE_ANON_RATE_LIMIT: '0',
+    FLORETE_MIRROR: 'off',
+    FLORETE_LOG_LEVEL: 'warn',
+    ...env,
+  };
+  const replicas = [await startCoordinatorProcess({ databaseUrl, env: all }), await startCoordinatorProcess({ databaseUrl, env: all })];
+  const proxy = await startHaproxy(dir, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))));
+  const stop = async () => {
+    await stopChild(proxy.child, 'HAProxy');
+    for (const r of replicas) await r.stop();
+  };
+  try {
+    await waitFor('the proxy to answer', async () => (await new Client(proxy.url, replicas[0].adminToken).get('/healthz').catch(() => undefined))?.status === 200, 20_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { replicas, proxyUrl: proxy.url, stop };
 }
