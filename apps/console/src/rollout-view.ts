@@ -49,7 +49,7 @@ export function currentWave(r: Pick<RolloutSummary, 'status' | 'released'>): num
   return r.released - 1;
 }
 
-export type SegmentKind = 'confirmed' | 'provisional' | 'outstanding' | 'failed' | 'skipped' | 'unreleased';
+export type SegmentKind = 'confirmed' | 'provisional' | 'outstanding' | 'expired' | 'failed' | 'skipped' | 'unreleased';
 export interface Segment {
   readonly kind: SegmentKind;
   readonly count: number;
@@ -68,6 +68,7 @@ export function segments(w: Pick<RolloutWave, 'released_at' | 'counts'>): Segmen
     { kind: 'confirmed', count: c.confirmed, label: `${c.confirmed} confirmed` },
     { kind: 'provisional', count: c.provisional, label: `${c.provisional} provisional` },
     { kind: 'outstanding', count: c.outstanding, label: `${c.outstanding} outstanding` },
+    { kind: 'expired', count: c.expired, label: `${c.expired} unconfirmed, given their previous sets` },
     { kind: 'failed', count: c.failed, label: `${c.failed} failed` },
     w.released_at === null ? { kind: 'unreleased', count: rest, label: `${rest} not released` } : { kind: 'skipped', count: rest, label: `${rest} skipped` },
   ];
@@ -115,6 +116,7 @@ const EVENT_WORDS: Record<string, string> = {
   rollout_aborted: 'aborted',
   rollout_completed: 'completed',
   rollout_superseded: 'superseded',
+  rollout_nodes_expired: 'unconfirmed nodes given their previous sets',
 };
 
 /** A timeline entry's headline: "released canary", "paused", or the raw type for one this console does not know. */
@@ -125,13 +127,14 @@ export function eventText(e: Pick<RolloutTimelineEntry, 'type' | 'wave'>, waves:
 
 /**
  * The rollout a publish's message names, as the coordinator writes it: a wave's release ends in
- * "[rollout 1a2b3c4d: canary of 3]", a halt's or abort's rollback starts "rollout 1a2b3c4d aborted,".
+ * "[rollout 1a2b3c4d: canary of 3]", a halt's or abort's rollback starts "rollout 1a2b3c4d aborted,", and the rollback of nodes past their
+ * confirmation window "rollout 1a2b3c4d unconfirmed,".
  * Only a candidate: a message is free text, so the caller checks the rollout really lists the publish.
  */
 export function rolloutNamedIn(message: string): string | null {
   const wave = /\[rollout ([0-9a-f]{8}): [^\]]* of \d+\]$/.exec(message);
   if (wave) return wave[1];
-  const back = /^rollout ([0-9a-f]{8}) (?:aborted|halted), released nodes back to their previous sets: /.exec(message);
+  const back = /^rollout ([0-9a-f]{8}) (?:aborted|halted|unconfirmed), released nodes back to their previous sets: /.exec(message);
   return back ? back[1] : null;
 }
 

@@ -26,6 +26,7 @@ const Env = z.object({
   FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
   FLORETE_API_TOKEN_TTL: z.string().default('90d'),
   FLORETE_ROLLOUT_TICK_MS: z.coerce.number().int().min(50).default(1000),
+  FLORETE_ROLLOUT_CONFIRM_GRACE: z.coerce.number().int().min(0).max(24 * 3600).default(60),
   FLORETE_WATCH_MAX_WAIT: z.coerce.number().int().min(0).max(3600).default(300),
   FLORETE_WATCH_LIMIT: z.coerce.number().int().min(0).default(20_000),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
@@ -72,6 +73,11 @@ export interface CoordinatorConfig {
   readonly apiTokenTtlSeconds: number | null;
   /** How often each replica's rollout driver looks at the running rollouts' gates. */
   readonly rolloutTickMs: number;
+  /**
+   * Seconds past a released node's confirmation window before the coordinator gives it its previous
+   * set back unconfirmed: room for the agent's own revert and its report to arrive first.
+   */
+  readonly rolloutConfirmGraceSeconds: number;
   readonly watch: WatchConfig;
 }
 
@@ -138,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
     contactFlushMs: e.FLORETE_CONTACT_FLUSH_MS,
     apiTokenTtlSeconds: parseApiTokenTtl(e.FLORETE_API_TOKEN_TTL),
     rolloutTickMs: e.FLORETE_ROLLOUT_TICK_MS,
+    rolloutConfirmGraceSeconds: e.FLORETE_ROLLOUT_CONFIRM_GRACE,
     watch: { maxWaitSeconds: e.FLORETE_WATCH_MAX_WAIT, limit: e.FLORETE_WATCH_LIMIT },
     consoleDir: e.FLORETE_CONSOLE_DIR ? resolve(e.FLORETE_CONSOLE_DIR) : DEFAULT_CONSOLE_DIR,
     mirror: {

@@ -58,6 +58,11 @@ export const WaveCounts = z.object({
   failed: z.number().int().nonnegative(),
   /** Released but not heard from for their new version: neither confirmed nor failed. */
   outstanding: z.number().int().nonnegative(),
+  /**
+   * Not confirmed within their confirmation window, and given their previous set back by the
+   * coordinator: outstanding for the gate, counted apart. 0 from a coordinator that predates it.
+   */
+  expired: z.number().int().nonnegative().default(0),
 });
 export type WaveCounts = z.infer<typeof WaveCounts>;
 
@@ -79,6 +84,8 @@ export const RolloutTimelineEntry = z.object({
   wave: z.number().int().nonnegative().optional(),
   reason: z.string().optional(),
   publish_id: z.string().optional(),
+  /** How many nodes the event names: those given their previous set back (`rollout_nodes_expired`). */
+  nodes: z.number().int().nonnegative().optional(),
 });
 
 export const RolloutSummary = z.object({

@@ -101,6 +101,8 @@ export interface RolloutNodesTable {
   wave: number;
   from_version: number;
   version: number | null;
+  /** When the coordinator gave the node its previous set back, its window passed unconfirmed (0017). */
+  expired_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface AcceptedIneligible {

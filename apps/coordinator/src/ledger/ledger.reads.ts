@@ -12,6 +12,6 @@ export type { LedgerProjection } from './ledger-projection.js';
 export type { NodeSetStamped, PackagePushed, PublishRecorded, RolloutEvent, StampedArtifact } from './domain/ledger.events.js';
 export { loadVersion } from './store/heads.js';
 export { loadWaveFacts } from './store/rollouts.js';
-export { decideStep, waveName, type RolloutState, type WaveFacts } from './domain/rollout.js';
+export { decideStep, expiredNodes, waveName, type RolloutState, type Unconfirmed, type WaveFacts } from './domain/rollout.js';
 export type { RecordedRolloutPlan } from './domain/ledger.events.js';
 export { resolveRolloutId } from './store/rollouts.js';

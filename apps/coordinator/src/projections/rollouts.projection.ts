@@ -61,6 +61,23 @@ export async function projectRollouts(trx: Transaction<Database>, events: readon
         }
         break;
       }
+      case 'rollout_nodes_expired': {
+        const d = event.data;
+        await trx.updateTable('rollouts').set({ updated_at: e.recorded_at, position: e.position }).where('id', '=', d.rollout_id).execute();
+        for (let i = 0; i < d.nodes.length; i += CHUNK) {
+          await trx
+            .updateTable('rollout_nodes')
+            .set({ expired_at: e.recorded_at })
+            .where('rollout_id', '=', d.rollout_id)
+            .where(
+              'node',
+              'in',
+              d.nodes.slice(i, i + CHUNK).map((n) => n.node),
+            )
+            .execute();
+        }
+        break;
+      }
       default: {
         const status = STATUS[event.type];
         if (!status) throw new Error(`ledger position ${e.position}: unknown rollout event ${e.type}`);

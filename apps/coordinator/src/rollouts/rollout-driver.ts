@@ -5,11 +5,13 @@ import { LOG } from '../core/core.module.js';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { decideStep, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/ledger.reads.js';
-import { runningRollouts } from './rollouts.repository.js';
+import { decideStep, expiredNodes, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/ledger.reads.js';
+import { agentJsonBodies, runningRollouts, unconfirmedReleased, type UnconfirmedRow } from './rollouts.repository.js';
 
 /** Reports arriving within this long of one another make one nudged tick. */
 const NUDGE_COALESCE_MS = 20;
+/** The expiry check runs at most this often (besides at a deadline it saw coming): reports nudge ticks far more often. */
+const EXPIRY_EVERY_MS = 1000;
 
 /** The actor of what the driver records: a release, a completion or a halt that a gate decided. */
 export const DRIVER_ACTOR = 'rollout-driver';
@@ -32,6 +34,11 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
   private again = false;
   private bakeTimer: NodeJS.Timeout | null = null;
   private bakeAt = 0;
+  /** When the expiry check last ran, and whether a deadline it saw coming is due now. */
+  private expiryAt = 0;
+  private expiryDue = false;
+  /** Each agent.json digest's confirmation window (content-addressed: a digest's never changes). */
+  private readonly windows = new Map<string, number | null>();
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -70,6 +77,7 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
     this.bakeAt = at;
     this.bakeTimer = setTimeout(() => {
       this.bakeTimer = null;
+      this.expiryDue = true;
       this.nudge();
     }, Math.max(0, at - Date.now()) + 5);
     this.bakeTimer.unref();
@@ -92,6 +100,11 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
 
   private async once(): Promise<void> {
     const now = new Date();
+    if (this.expiryDue || now.getTime() - this.expiryAt >= EXPIRY_EVERY_MS) {
+      this.expiryDue = false;
+      this.expiryAt = now.getTime();
+      await this.expire(now);
+    }
     for (const r of await runningRollouts(this.db.kysely)) {
       if (this.stopped) return;
       // A pre-check from the read models: the writer's lock is taken only when a step is due.
@@ -106,6 +119,52 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
       }
       const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_step', rollout: r.id, action: 'step', now });
       this.log.info({ rollout: r.id, step: step.kind, ...(step.kind === 'release' ? { wave: step.wave } : {}), ...(step.kind === 'halt' ? { reason: step.reason } : {}), changed: result.changed.length, position: result.position }, 'rollout step');
+    }
+  }
+
+  /**
+   * Commit-confirmed, seen from the coordinator: a released node that has not confirmed its version
+   * within its window (and the grace after it) has gone back to its previous set by itself, or never
+   * took the change; the ledger gives it that set back as a new version, so the two agree. Its window
+   * is the operator's (publish --confirm-within) or its set's own sync.confirm_within; a node with
+   * neither waits, outstanding, as before. The writer checks again under the lock.
+   */
+  private async expire(now: Date): Promise<void> {
+    const rows = await unconfirmedReleased(this.db.kysely, now);
+    if (rows.length === 0) return;
+    await this.learnWindows(rows);
+    const byRollout = new Map<string, UnconfirmedRow[]>();
+    for (const r of rows) byRollout.set(r.rolloutId, [...(byRollout.get(r.rolloutId) ?? []), r]);
+    const grace = this.config.rolloutConfirmGraceSeconds;
+    for (const [rollout, unconfirmed] of byRollout) {
+      if (this.stopped) return;
+      const { expired, next } = expiredNodes(
+        unconfirmed.map((r) => ({ node: r.node, releasedAt: r.releasedAt, provisionalAt: r.provisionalAt, windowSeconds: r.operatorWindow ?? (r.agentJson === null ? null : (this.windows.get(r.agentJson) ?? null)) })),
+        now,
+        grace,
+      );
+      if (next !== null) this.lookAt(next);
+      if (expired.length === 0) continue;
+      const reason = `not confirmed within their confirmation window and ${grace} s after it`;
+      const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_expire', rollout, nodes: expired, reason });
+      this.log.warn({ rollout, expired: result.changed.length, nodes: result.changed.slice(0, 20).map((c) => c.node), position: result.position }, 'released nodes unconfirmed past their window: given their previous sets back');
+    }
+  }
+
+  private async learnWindows(rows: readonly UnconfirmedRow[]): Promise<void> {
+    const unknown = [...new Set(rows.flatMap((r) => (r.operatorWindow === null && r.agentJson !== null && !this.windows.has(r.agentJson) ? [r.agentJson] : [])))];
+    if (unknown.length === 0) return;
+    const bodies = await agentJsonBodies(this.db.kysely, unknown);
+    for (const digest of unknown) {
+      const body = bodies.get(digest);
+      let window: number | null = null;
+      try {
+        const within = body ? (JSON.parse(Buffer.from(body).toString('utf8')) as { sync?: { confirm_within?: unknown } }).sync?.confirm_within : undefined;
+        window = typeof within === 'number' && within > 0 ? within : null;
+      } catch {
+        // Not JSON: no window this coordinator can read, so the node is never expired by it.
+      }
+      this.windows.set(digest, window);
     }
   }
 

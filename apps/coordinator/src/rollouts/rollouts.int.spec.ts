@@ -17,7 +17,7 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
   let driver: RolloutDriver;
   beforeEach(async () => {
     h = await ledgerHarness(database);
-    driver = new RolloutDriver(h.writer, h.db, { rolloutTickMs: 3_600_000 } as CoordinatorConfig, pino({ level: 'silent' }));
+    driver = new RolloutDriver(h.writer, h.db, { rolloutTickMs: 3_600_000, rolloutConfirmGraceSeconds: 0 } as CoordinatorConfig, pino({ level: 'silent' }));
     await h.publish(tree('v1'));
   });
   afterEach(async () => {
@@ -127,5 +127,56 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual(['rollout_planned:tester', 'rollout_wave_released:tester', 'rollout_paused:alice', 'rollout_wave_released:alice', 'rollout_resumed:alice', 'rollout_wave_released:alice', 'rollout_aborted:alice']);
     expect(Object.values(await headsOf()).filter((v) => v === 3)).toHaveLength(released);
     expect(Object.values(await headsOf()).filter((v) => v === 1)).toHaveLength(NODES.length - released);
+  });
+
+  it('gives a released node silent past its window its previous set back as a new version, by itself at the deadline; one that confirmed keeps its version', async () => {
+    // Each node's own window, as the rete compiles it into agent.json: one second.
+    const agentJson = JSON.stringify({ coordinator: 'https://coordinator.example', sync: { poll_interval: 60, splay: 0, confirm_within: 1 } });
+    const windowed = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'flor.json': `${n} ${marker}`, 'agent.json': agentJson }]));
+    await h.publish(windowed('v2'));
+    const r = await h.publish(windowed('v3'), { rollout: { canary: ['n0', 'n1', 'n2'], waves: [100] } });
+    const id = r.rollout!.id;
+    expect(r.changed.map((c) => c.node)).toEqual(['n0', 'n1', 'n2']);
+    await report(id, 'applied', (n) => n === 'n0');
+    await report(id, 'provisional', (n) => n === 'n1');
+    // n2 is silent. Within its window nothing happens; the tick (an hour here) never comes: the deadline does.
+    await driver.tick();
+    expect((await headsOf()).n2).toBe(3);
+    await report(id, 'applied', (n) => n === 'n1');
+    const expired = async () => (await readRollout(h.db.kysely, id)).wave_list[0].counts.expired;
+    for (const until = Date.now() + 5_000; Date.now() < until && (await expired()) === 0; ) await new Promise((res) => setTimeout(res, 50));
+
+    const heads = await headsOf();
+    expect([heads.n0, heads.n1, heads.n2]).toEqual([3, 3, 4]);
+    // An expired node is not a confirmed one: the canary's gate (every node confirmed) stays shut.
+    expect(NODES.slice(3).map((n) => heads[n])).toEqual(NODES.slice(3).map(() => 2));
+    expect((await readRollout(h.db.kysely, id)).released).toBe(1);
+    const sets = await h.db.kysely.selectFrom('node_versions').select(['version', 'set_digest']).where('node', '=', 'n2').orderBy('version').execute();
+    expect(sets.map((v) => v.version)).toEqual([1, 2, 3, 4]);
+    expect(sets[3].set_digest).toBe(sets[1].set_digest);
+    const view = await readRollout(h.db.kysely, id);
+    expect(view.wave_list[0].counts).toMatchObject({ released: 3, confirmed: 2, expired: 1, outstanding: 0, failed: 0 });
+    expect(view.timeline.at(-1)).toMatchObject({ type: 'rollout_nodes_expired', actor: 'rollout-driver', nodes: 1, reason: expect.stringContaining('not confirmed within their confirmation window') });
+    const record = await h.db.kysely.selectFrom('publishes').select(['kind', 'message']).where('publish_id', '=', view.timeline.at(-1)!.publish_id!).executeTakeFirstOrThrow();
+    expect(record).toMatchObject({ kind: 'rollback', message: expect.stringMatching(/unconfirmed, released nodes back to their previous sets: .*\(n2\)$/) });
+
+    // Looked at again: nothing more. Its revert reported late appends nothing either (the head moved on).
+    const position = (await h.head()).position;
+    await driver.tick();
+    await h.writer.write({ actor: 'node:n2' }, { type: 'rollback_node', node: 'n2', toVersion: 2, message: 'n2 reverted', allowIneligible: ['n2'], reverted: { version: 3, reason: 'coordinator not reached after activation' } });
+    expect((await h.head()).position).toBe(position);
+    expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
+    const projected = await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute();
+    expect(projected.find((n) => n.node === 'n2')!.expired_at).not.toBeNull();
+    await rebuildProjections(h.db.kysely);
+    expect(await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute()).toEqual(projected);
+  });
+
+  it('never expires a node whose set has no confirmation window: it stays outstanding', async () => {
+    const r = await h.publish(tree('v2'), { rollout: { canary: ['n0'], waves: [100] } });
+    await new Promise((res) => setTimeout(res, 1_200));
+    await driver.tick();
+    expect((await headsOf()).n0).toBe(2);
+    expect((await readRollout(h.db.kysely, r.rollout!.id)).wave_list[0].counts).toMatchObject({ released: 1, outstanding: 1, expired: 0 });
   });
 });

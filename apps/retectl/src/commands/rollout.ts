@@ -114,10 +114,10 @@ export function formatRollout(r: RolloutView): string {
   for (const w of r.wave_list) {
     const c = w.counts;
     const when = w.released_at ? `released ${w.released_at}` : 'not released';
-    lines.push(`  ${w.name.padEnd(8)} ${plural(c.nodes, 'node').padStart(11)}  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed` : ''}`);
+    lines.push(`  ${w.name.padEnd(8)} ${plural(c.nodes, 'node').padStart(11)}  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed${c.expired > 0 ? `, ${c.expired} unconfirmed and given their previous sets` : ''}` : ''}`);
   }
   lines.push('  timeline:');
-  for (const e of r.timeline) lines.push(`    ${e.recorded_at}  ${e.type.replace(/^rollout_/, '')}${e.wave !== undefined ? ` ${e.wave}` : ''} by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`);
+  for (const e of r.timeline) lines.push(`    ${e.recorded_at}  ${e.type.replace(/^rollout_/, '')}${e.wave !== undefined ? ` ${e.wave}` : ''} ${e.nodes !== undefined ? ` (${plural(e.nodes, 'node')})` : ''} by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`);
   return lines.join('\n');
 }
 

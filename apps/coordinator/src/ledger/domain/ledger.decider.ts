@@ -94,6 +94,16 @@ export type LedgerCommand =
       /** Each released node's set at its version before the rollout, for a rollback (0 → empty). */
       readonly previous: ReadonlyMap<string, readonly StampedArtifact[]>;
       readonly now: Date;
+    }
+  | {
+      /** Released nodes of one rollout that did not confirm within their window: their previous sets back. */
+      readonly type: 'rollout_expire';
+      readonly state: RolloutState;
+      /** Released, and still unconfirmed under the lock. */
+      readonly nodes: readonly string[];
+      readonly reason: string;
+      /** Those nodes' sets at their versions before the rollout (absent → empty). */
+      readonly previous: ReadonlyMap<string, readonly StampedArtifact[]>;
     };
 
 /** Ids and time come from outside so decisions are reproducible. */
@@ -149,6 +159,8 @@ export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContex
       return decideRetire(command, heads, ctx);
     case 'rollout_step':
       return decideRolloutStep(command, heads, ctx);
+    case 'rollout_expire':
+      return decideExpire(command, heads, ctx);
     case 'confirm_publish':
       return decideConfirm(command);
     default: {
@@ -303,6 +315,30 @@ function halt(state: RolloutState, type: 'rollout_halted' | 'rollout_aborted', r
   const record = stamps.length > 0 ? withRecord('rollback', `rollout ${state.id.slice(0, 8)} ${type === 'rollout_aborted' ? 'aborted' : 'halted'}, released nodes back to their previous sets: ${reason}`.slice(0, 4096), stamps, 0, ctx) : null;
   const event = transition(state, type, { reason, ...(record ? { rollback_publish_id: ctx.publishId } : {}) });
   return { events: [event, ...(record?.events ?? [])], changed: record?.changed ?? [], unchanged: 0, acceptedIneligible: [] };
+}
+
+/**
+ * Released nodes past their confirmation window, unconfirmed: each is given the set it had before the
+ * rollout as a new version, as its agent has gone back to it by itself (or never took the change).
+ * Only nodes still at the version the rollout gave them: one changed since keeps what it has. The
+ * rollout's state does not change; its stream records which nodes expired, and why.
+ */
+function decideExpire(command: Extract<LedgerCommand, { type: 'rollout_expire' }>, heads: Heads, ctx: DecisionContext): Decision {
+  const { state } = command;
+  const nodes = new Set(command.nodes);
+  const back = toRollBack(state, (n) => (nodes.has(n) ? (heads.get(n)?.version ?? 0) : -1));
+  if (back.length === 0) return NO_CHANGE(0);
+  const stamps = back.map(({ node, from }) => stamp(node, heads.get(node), command.previous.get(node) ?? [], false, ctx, from > 0 ? from : undefined));
+  const names = back.map((b) => b.node);
+  const message = `rollout ${state.id.slice(0, 8)} unconfirmed, released nodes back to their previous sets: ${command.reason} (${names.slice(0, 5).join(', ')}${names.length > 5 ? `, and ${names.length - 5} more` : ''})`;
+  const record = withRecord('rollback', message.slice(0, 4096), stamps, 0, ctx);
+  const expired: RolloutEvent = {
+    type: 'rollout_nodes_expired',
+    stream: `rollout:${state.id}`,
+    revision: state.revision + 1,
+    data: { rollout_id: state.id, publish_id: ctx.publishId, nodes: record.changed, reason: command.reason },
+  };
+  return { ...record, events: [expired, ...record.events] };
 }
 
 function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' }>, heads: Heads, ctx: DecisionContext): Decision {

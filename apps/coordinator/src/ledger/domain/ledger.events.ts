@@ -167,6 +167,24 @@ export interface RolloutChanged {
   };
 }
 
-export type RolloutEvent = RolloutPlanned | RolloutWaveReleased | RolloutChanged;
+/**
+ * Released nodes that did not confirm their version within its confirmation window: each has gone
+ * back to its previous set by itself (commit-confirmed), or never took the change, so the ledger gives
+ * them that set back as a new version (the rollback record `publish_id`), and the node and the ledger
+ * agree again. `nodes` are as the rollback stamped them: `from` the rollout's version, `to` the new one.
+ */
+export interface RolloutNodesExpired {
+  readonly type: 'rollout_nodes_expired';
+  readonly stream: `rollout:${string}`;
+  readonly revision: number;
+  readonly data: {
+    readonly rollout_id: string;
+    readonly publish_id: string;
+    readonly nodes: readonly { readonly node: string; readonly from: number; readonly to: number }[];
+    readonly reason: string;
+  };
+}
+
+export type RolloutEvent = RolloutPlanned | RolloutWaveReleased | RolloutChanged | RolloutNodesExpired;
 
 export type LedgerEvent = NodeSetStamped | PublishRecorded | PublishConfirmed | IdentityRecorded | PackagePushed | RolloutEvent;

@@ -63,6 +63,9 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
       for (const r of d.released) stamped.set(r.node, { wave: d.wave, version: r.to });
       return { ...state, revision, released: d.wave + 1, releasedAt: [...state.releasedAt, event.recorded_at], stamped };
     }
+    case 'rollout_nodes_expired':
+      // The nodes' heads moved past the rollout's versions: toRollBack leaves them alone from now on.
+      return { ...state, revision };
     case 'rollout_paused':
       return { ...state, revision, status: 'paused', reason: (event.data as { reason?: string }).reason ?? null };
     case 'rollout_resumed':
@@ -113,6 +116,11 @@ export interface WaveFacts {
   readonly provisional: number;
   /** Failed, rejected, or reverted on their own. */
   readonly failed: number;
+  /**
+   * Not heard from within their confirmation window, and given their previous set back by the
+   * coordinator (see expiredNodes): outstanding for the gate, not failures.
+   */
+  readonly expired: number;
 }
 
 export type Step =
@@ -157,6 +165,37 @@ export function decideStep(state: RolloutState, facts: readonly WaveFacts[], now
   if (now.getTime() < bakedAt) return { kind: 'wait', why: `${waveName(state, current)} bakes until ${new Date(bakedAt).toISOString()}` };
   if (state.released >= state.waves.length) return { kind: 'complete' };
   return { kind: 'release', wave: state.released };
+}
+
+/** A released node that has not confirmed the version the rollout gave it, as the expiry check needs it. */
+export interface Unconfirmed {
+  readonly node: string;
+  /** Its confirmation window in seconds: the operator's, else its own set's `sync.confirm_within`; null when none applies. */
+  readonly windowSeconds: number | null;
+  /** When its wave was released. */
+  readonly releasedAt: string;
+  /** When it reported the version provisional (activated, window running), if it has. */
+  readonly provisionalAt: string | null;
+}
+
+/**
+ * Pure: which unconfirmed released nodes are past their window, and the earliest deadline still to
+ * come (null when none). A node's window runs from its activation, which the coordinator knows only
+ * from a `provisional` report; one never heard from at its version is given the window from its
+ * wave's release. Past window + grace, an agent has reverted by itself (or never took the change),
+ * whichever it was, so its previous set is what it runs. A node with no window never expires: it
+ * stays outstanding, as before commit-confirmed.
+ */
+export function expiredNodes(candidates: readonly Unconfirmed[], now: Date, graceSeconds: number): { expired: string[]; next: number | null } {
+  const expired: string[] = [];
+  let next: number | null = null;
+  for (const c of candidates) {
+    if (c.windowSeconds === null) continue;
+    const deadline = Date.parse(c.provisionalAt ?? c.releasedAt) + (c.windowSeconds + graceSeconds) * 1000;
+    if (deadline <= now.getTime()) expired.push(c.node);
+    else next = next === null ? deadline : Math.min(next, deadline);
+  }
+  return { expired: expired.sort(compare), next };
 }
 
 export type Control = 'pause' | 'resume' | 'promote' | 'abort';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { DomainError } from '../../common/domain-error.js';
 import { decide, type ArtifactRef, type LedgerCommand, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, RecordedRolloutPlan, RolloutEvent } from './ledger.events.js';
-import { checkControl, decideStep, evolve, planWaves, type Control, type RolloutState, type WaveFacts } from './rollout.js';
+import { checkControl, decideStep, evolve, expiredNodes, planWaves, type Control, type RolloutState, type WaveFacts } from './rollout.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
 const OLD = sha('a');
@@ -56,7 +56,7 @@ class Ledger {
   /** A step or an action as the writer loads it: facts from `reports`, previous sets from the versions. */
   step(id: string, action: 'step' | Control, reports: ReadonlyMap<string, 'applied' | 'provisional' | 'failed'>): ReturnType<Ledger['run']> {
     const state = this.rollouts.get(id)!;
-    const facts: WaveFacts[] = Array.from({ length: state.released }, () => ({ released: 0, confirmed: 0, provisional: 0, failed: 0 }));
+    const facts: WaveFacts[] = Array.from({ length: state.released }, () => ({ released: 0, confirmed: 0, provisional: 0, failed: 0, expired: 0 }));
     for (const [node, s] of state.stamped) {
       const f = facts[s.wave] as { released: number; confirmed: number; provisional: number; failed: number };
       f.released++;
@@ -67,6 +67,13 @@ class Ledger {
     }
     const previous = new Map([...state.stamped.keys()].map((node) => [node, this.versions.get(`${node}@${state.targets.get(node)!.from}`)?.artifacts ?? []]));
     return this.run({ type: 'rollout_step', state, action, facts, previous, now: this.clock });
+  }
+
+  /** The expiry of `nodes` as the writer loads it: previous sets from the versions. */
+  expire(id: string, nodes: readonly string[]): ReturnType<Ledger['run']> {
+    const state = this.rollouts.get(id)!;
+    const previous = new Map(nodes.map((node) => [node, this.versions.get(`${node}@${state.targets.get(node)?.from ?? 0}`)?.artifacts ?? []]));
+    return this.run({ type: 'rollout_expire', state, nodes, reason: 'not confirmed within their window', previous });
   }
 }
 
@@ -151,7 +158,7 @@ describe('decideStep: given a running rollout, when its nodes report, then', () 
     stamped: new Map(),
     reason: null,
   });
-  const f = (released: number, confirmed: number, failed = 0, provisional = 0): WaveFacts => ({ released, confirmed, failed, provisional });
+  const f = (released: number, confirmed: number, failed = 0, provisional = 0): WaveFacts => ({ released, confirmed, failed, provisional, expired: 0 });
 
   it('waits while a node is outstanding or provisional: silence is not failure', () => {
     expect(decideStep(running({}), [f(4, 3)], at(60)).kind).toBe('wait');
@@ -236,6 +243,58 @@ describe('steps and actions through the ledger decider', () => {
     const released = events[0] as Extract<RolloutEvent, { type: 'rollout_wave_released' }>;
     expect(released.data.skipped).toEqual(['n003']);
     expect(ledger.heads.get('n003')!.retired).toBe(true);
+  });
+});
+
+describe('expiredNodes: given released nodes not confirmed, when the clock passes, then', () => {
+  const released = at(0).toISOString();
+  const node = (name: string, windowSeconds: number | null, provisionalAt: string | null = null) => ({ node: name, windowSeconds, releasedAt: released, provisionalAt });
+
+  it('a node never heard from expires its window plus the grace after its wave was released, not before', () => {
+    expect(expiredNodes([node('a', 300)], at(359), 60)).toEqual({ expired: [], next: at(360).getTime() });
+    expect(expiredNodes([node('a', 300)], at(360), 60)).toEqual({ expired: ['a'], next: null });
+  });
+
+  it('a node that reported the version provisional has its window from that report (its activation)', () => {
+    const late = at(200).toISOString();
+    expect(expiredNodes([node('a', 300, late)], at(400), 60).expired).toEqual([]);
+    expect(expiredNodes([node('a', 300, late)], at(560), 60).expired).toEqual(['a']);
+  });
+
+  it('a node without a window never expires; the next deadline is the earliest of the rest', () => {
+    const r = expiredNodes([node('none', null), node('b', 600), node('a', 120), node('c', 10)], at(100), 0);
+    expect(r).toEqual({ expired: ['c'], next: at(120).getTime() });
+  });
+});
+
+describe('rollout_expire through the ledger decider', () => {
+  it('gives unconfirmed released nodes their previous sets as new versions, records which in the rollout, and leaves the rollout running', () => {
+    const ledger = new Ledger(names(6));
+    ledger.run(publishTree(names(6), NEW, { rollout: { id: 'r1', plan: plan({ canary: ['n000', 'n001'], waves: [100] }) } }));
+    const { events, publishId } = ledger.expire('r1', ['n001']);
+    expect(types(events)).toEqual(['rollout_nodes_expired', 'node_set_stamped', 'publish_recorded']);
+    const expired = events[0] as Extract<RolloutEvent, { type: 'rollout_nodes_expired' }>;
+    expect(expired.data).toMatchObject({ rollout_id: 'r1', publish_id: publishId, nodes: [{ node: 'n001', from: 2, to: 3 }] });
+    expect(ledger.heads.get('n001')).toMatchObject({ version: 3, artifacts: [{ sha256: OLD }] });
+    expect(ledger.heads.get('n000')).toMatchObject({ version: 2, artifacts: [{ sha256: NEW }] });
+    const record = events[2] as Extract<LedgerEvent, { type: 'publish_recorded' }>;
+    expect(record.data).toMatchObject({ kind: 'rollback' });
+    expect(record.data.message).toMatch(/^rollout r1 unconfirmed, released nodes back to their previous sets: not confirmed within their window \(n001\)$/);
+    expect(ledger.rollouts.get('r1')).toMatchObject({ status: 'running', released: 1 });
+
+    // Expired once: asked again, it appends nothing; a halt's rollback later leaves it alone too.
+    expect(ledger.expire('r1', ['n001']).events).toEqual([]);
+    const halt = ledger.step('r1', 'abort', new Map());
+    const rolledBack = halt.events.filter((e) => e.type === 'node_set_stamped').map((e) => (e as Extract<LedgerEvent, { type: 'node_set_stamped' }>).data.node);
+    expect(rolledBack).toEqual(['n000']);
+  });
+
+  it('never touches a node that is not the rollout\'s or not released, or one changed since its release', () => {
+    const ledger = new Ledger(names(6));
+    ledger.run(publishTree(names(6), NEW, { rollout: { id: 'r1', plan: plan({ canary: ['n000'], waves: [100] }) } }));
+    ledger.run({ type: 'rollback_node', node: 'n000', toVersion: 1, message: 'by hand', target: ledger.versions.get('n000@1'), ineligible: new Map(), allowIneligible: new Set() });
+    expect(ledger.expire('r1', ['n000', 'n003', 'ghost']).events).toEqual([]);
+    expect(ledger.heads.get('n003')!.version).toBe(1);
   });
 });
 

@@ -7,7 +7,7 @@ import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
 import type { RecordedRolloutPlan } from '../domain/ledger.events.js';
 import type { Control } from '../domain/rollout.js';
 import { decideStep } from '../domain/rollout.js';
-import { activeRolloutsOf, loadPrevious, loadRollout, loadWaveFacts, resolveRolloutId } from './rollouts.js';
+import { activeRolloutsOf, loadPrevious, loadRollout, loadWaveFacts, resolveRolloutId, stillUnconfirmed } from './rollouts.js';
 import { loadConfirmable } from './confirm.js';
 
 /** What an operator asks of the ledger, before the state the decision needs is read. */
@@ -43,6 +43,17 @@ export type LedgerRequest =
       readonly action: 'step' | Control;
       readonly message?: string;
       readonly now: Date;
+    }
+  | {
+      /**
+       * The driver found released nodes past their confirmation window unconfirmed (expiredNodes):
+       * give them their previous sets back. Checked again under the lock, so a node that confirmed
+       * or was changed meanwhile is left alone.
+       */
+      readonly type: 'rollout_expire';
+      readonly rollout: string;
+      readonly nodes: readonly string[];
+      readonly reason: string;
     };
 
 /**
@@ -114,6 +125,15 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       const halts = request.action === 'abort' || (request.action === 'step' && decideStep(state, facts, request.now).kind === 'halt');
       const previous = halts ? await loadPrevious(trx, state) : new Map();
       return { heads, allHeads: null, command: { type: 'rollout_step', state, action: request.action, facts, previous, now: request.now, ...(request.message ? { message: request.message } : {}) } };
+    }
+    case 'rollout_expire': {
+      const state = await loadRollout(trx, request.rollout);
+      const nodes = await stillUnconfirmed(trx, state, request.nodes);
+      return {
+        heads: await loadHeads(trx, nodes),
+        allHeads: null,
+        command: { type: 'rollout_expire', state, nodes, reason: request.reason, previous: await loadPrevious(trx, state, nodes) },
+      };
     }
     default: {
       const unreachable: never = request;

@@ -37,14 +37,18 @@ export async function loadWaveFacts(db: Kysely<Database>, id: string, released?:
       sql<number>`(count(*) FILTER (WHERE o.result = 'applied'))::int`.as('confirmed'),
       sql<number>`(count(*) FILTER (WHERE o.result = 'provisional'))::int`.as('provisional'),
       sql<number>`(count(*) FILTER (WHERE o.result IN ('failed', 'rejected', 'reverted')))::int`.as('failed'),
+      // Given back their previous set, their window passed unheard: unless they reported otherwise since.
+      sql<number>`(count(*) FILTER (WHERE rn.expired_at IS NOT NULL AND (o.result IS NULL OR o.result = 'provisional')))::int`.as('expired'),
     ])
     .where('rn.rollout_id', '=', id)
     .where('rn.version', 'is not', null)
     .groupBy('rn.wave')
     .execute();
   const waves = released ?? (await db.selectFrom('rollouts').select('released').where('id', '=', id).executeTakeFirstOrThrow()).released;
-  const facts: WaveFacts[] = Array.from({ length: waves }, () => ({ released: 0, confirmed: 0, provisional: 0, failed: 0 }));
-  for (const r of rows) if (r.wave < waves) facts[r.wave] = { released: Number(r.released), confirmed: Number(r.confirmed), provisional: Number(r.provisional), failed: Number(r.failed) };
+  const facts: WaveFacts[] = Array.from({ length: waves }, () => ({ released: 0, confirmed: 0, provisional: 0, failed: 0, expired: 0 }));
+  for (const r of rows) {
+    if (r.wave < waves) facts[r.wave] = { released: Number(r.released), confirmed: Number(r.confirmed), provisional: Number(r.provisional), failed: Number(r.failed), expired: Number(r.expired) };
+  }
   return facts;
 }
 
@@ -68,10 +72,30 @@ export async function activeRolloutsOf(db: Kysely<Database>, nodes: readonly str
   return out;
 }
 
-/** Each released node's set at the version it had before the rollout (none when it had none), for a rollback. */
-export async function loadPrevious(db: Kysely<Database>, state: RolloutState): Promise<Map<string, StoredArtifact[]>> {
+/**
+ * Of `nodes`, those the rollout released that have not confirmed its version (no `applied` outcome
+ * at it), read under the ledger lock: a confirmation that came after the driver looked is respected.
+ */
+export async function stillUnconfirmed(db: Kysely<Database>, state: RolloutState, nodes: readonly string[]): Promise<string[]> {
+  const released = nodes.filter((n) => state.stamped.has(n));
+  if (released.length === 0) return [];
+  const confirmed = new Set<string>();
+  for (let i = 0; i < released.length; i += 10_000) {
+    const slice = released.slice(i, i + 10_000);
+    const { rows } = await sql<{ node: string }>`
+      SELECT o.node FROM node_outcomes o
+      JOIN unnest(${sql.val(slice)}::text[], ${sql.val(slice.map((n) => state.stamped.get(n)!.version))}::int[]) AS w(node, version)
+        ON w.node = o.node AND w.version = o.version
+      WHERE o.result = 'applied'`.execute(db);
+    for (const r of rows) confirmed.add(r.node);
+  }
+  return released.filter((n) => !confirmed.has(n));
+}
+
+/** Each released node's set at the version it had before the rollout (none when it had none), for a rollback; `only` narrows to those nodes. */
+export async function loadPrevious(db: Kysely<Database>, state: RolloutState, only?: readonly string[]): Promise<Map<string, StoredArtifact[]>> {
   const out = new Map<string, StoredArtifact[]>();
-  const wanted = [...state.stamped.keys()].map((node) => ({ node, version: state.targets.get(node)?.from ?? 0 })).filter((w) => w.version > 0);
+  const wanted = [...(only ?? state.stamped.keys())].map((node) => ({ node, version: state.targets.get(node)?.from ?? 0 })).filter((w) => w.version > 0);
   for (let i = 0; i < wanted.length; i += 10_000) {
     const slice = wanted.slice(i, i + 10_000);
     const { rows } = await sql<{ node: string; artifacts: StoredArtifact[]; retired: boolean }>`
