@@ -2,6 +2,7 @@ import { PublishDetail } from '#contracts';
 import { formatCounts, waitVerdict, type PublishCounts, type WaitExit } from './publish-status.js';
 import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
+import { liveLine, type LineStream } from './live-line.js';
 
 /** `--wait` without a value. */
 export const DEFAULT_WAIT_SECONDS = 300;
@@ -24,29 +25,14 @@ export interface CountsReporter {
 }
 
 /**
- * How the counts show while waiting, on stdout with the result they lead to: on a terminal one line
- * rewritten in place at each poll; otherwise (a log, a pipe) one line each time the counts change,
- * so a CI log shows progress without a line per second.
+ * How the counts show while waiting, on stdout with the result they lead to: one line rewritten in
+ * place on a terminal, a line per change of the counts otherwise (liveLine).
  */
-export function countsReporter(stream: { isTTY?: boolean; write(text: string): unknown } = process.stdout): CountsReporter {
-  let last: string | undefined;
-  let drawn = false;
+export function countsReporter(stream: LineStream = process.stdout): CountsReporter {
+  const line = liveLine(stream);
   return {
-    update(counts, elapsedSeconds) {
-      if (stream.isTTY) {
-        stream.write(`\r\u001b[K${waitLine(counts, elapsedSeconds)}`);
-        drawn = true;
-        return;
-      }
-      const now = formatCounts(counts);
-      if (now === last) return;
-      last = now;
-      stream.write(`${waitLine(counts, elapsedSeconds)}\n`);
-    },
-    done() {
-      if (drawn) stream.write('\n');
-      drawn = false;
-    },
+    update: (counts, elapsedSeconds) => line.update(waitLine(counts, elapsedSeconds), formatCounts(counts)),
+    done: () => line.done(),
   };
 }
 

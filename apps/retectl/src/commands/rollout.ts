@@ -3,6 +3,7 @@ import type { Rete } from '#rete';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { RetectlError } from '../errors.js';
+import { liveLine, type LineStream } from '../live-line.js';
 import { out, outJson, plural } from '../output.js';
 
 /** The flags of `retectl publish` that make it a rollout, as commander hands them over. */
@@ -126,10 +127,34 @@ const FINISHED: readonly RolloutStatus[] = ['completed', 'halted', 'aborted', 's
 export const exitOf = (status: RolloutStatus): number => (status === 'halted' || status === 'aborted' ? 1 : 0);
 
 /**
- * `retectl rollout status [ID]`: the rollout's waves and timeline; with --watch, a line each time it
- * changes until it finishes (exit 0 completed, 1 halted or aborted, 4 at the timeout).
+ * What a watched rollout says at a glance: its state, the current wave, and each released wave's
+ * counts (`running wave 2/3: canary 1/1 confirmed; wave 1 3/5 confirmed, 1 provisional, 1 outstanding`).
  */
-export async function status(options: RolloutOptions & { readonly id?: string; readonly watch?: boolean; readonly timeoutSeconds?: number; readonly intervalMs?: number }): Promise<number> {
+export function watchLine(view: RolloutView): string {
+  const waves = view.wave_list
+    .filter((w) => w.released_at)
+    .map((w) => {
+      const c = w.counts;
+      const rest = [
+        [c.provisional, 'provisional'],
+        [c.outstanding, 'outstanding'],
+        [c.failed, 'failed'],
+        [c.expired, 'unconfirmed'],
+      ] as const;
+      return `${w.name} ${c.confirmed}/${c.released} confirmed${rest
+        .filter(([n]) => n > 0)
+        .map(([n, word]) => `, ${n} ${word}`)
+        .join('')}`;
+    });
+  return `${view.status} wave ${view.released}/${view.waves}${waves.length > 0 ? `: ${waves.join('; ')}` : ''}`;
+}
+
+/**
+ * `retectl rollout status [ID]`: the rollout's waves and timeline; with --watch, its watchLine live
+ * until it finishes (rewritten in place on a terminal, a line per change otherwise), then the whole
+ * rollout (exit 0 completed, 1 halted or aborted, 4 at the timeout).
+ */
+export async function status(options: RolloutOptions & { readonly id?: string; readonly watch?: boolean; readonly timeoutSeconds?: number; readonly intervalMs?: number; readonly stream?: LineStream }): Promise<number> {
   const client = new CoordinatorClient(resolveConnection(options));
   const id = await pick(client, options.id);
   const read = async () => (await client.call('GET', `/v1/rollouts/${encodeURIComponent(id)}`, RolloutView)).body;
@@ -139,17 +164,17 @@ export async function status(options: RolloutOptions & { readonly id?: string; r
     else out(formatRollout(view));
     return 0;
   }
-  const deadline = Date.now() + (options.timeoutSeconds ?? 3600) * 1000;
-  let last = '';
+  const started = Date.now();
+  const deadline = started + (options.timeoutSeconds ?? 3600) * 1000;
+  const live = liveLine(options.stream);
   for (;;) {
-    const line = `${view.status} wave ${view.released}/${view.waves}: ${view.wave_list
-      .filter((w) => w.released_at)
-      .map((w) => `${w.name} ${w.counts.confirmed}/${w.counts.released} confirmed${w.counts.failed ? `, ${w.counts.failed} failed` : ''}`)
-      .join('; ')}`;
-    if (line !== last && !options.json) out(line);
-    last = line;
+    if (!options.json) {
+      const state = watchLine(view);
+      live.update(`${Math.floor((Date.now() - started) / 1000)}s: ${state}`, state);
+    }
     if (FINISHED.includes(view.status)) break;
     if (Date.now() >= deadline) {
+      live.done();
       if (options.json) outJson({ ...view, timed_out: true });
       else out(`timed out: rollout ${view.id.slice(0, 8)} is ${view.status}`);
       return 4;
@@ -157,6 +182,7 @@ export async function status(options: RolloutOptions & { readonly id?: string; r
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 1000));
     view = await read();
   }
+  live.done();
   if (options.json) outJson(view);
   else out(formatRollout(view));
   return exitOf(view.status);
