@@ -38,3 +38,24 @@ export {
   type HeldBy,
   type WitnessFlag,
 } from './checkpoint-audit.js';
+export {
+  leafHash,
+  nodeHash,
+  EMPTY_ROOT,
+  HASH_SIZE,
+  splitOf,
+  rootCoords,
+  treeRoot,
+  inclusionCoords,
+  inclusionProof,
+  consistencyCoords,
+  consistencyProof,
+  verifyInclusion,
+  verifyConsistency,
+  completedBy,
+  appendCoords,
+  appendLeaves,
+  type Coord,
+  type HashRead,
+} from './merkle.js';
+export { TILE_HEIGHT, TILE_WIDTH, tilePath, parseTilePath, tileWidth, tileCoords, encodeEntryBundle, decodeEntryBundle, fromTiles, type TileRef } from './tiles.js';

@@ -1,0 +1,274 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The ledger's Merkle tree, in the layout of RFC 6962 / RFC 9162 §2.1 that transparency logs share
+ * (Certificate Transparency, Go's checksum database, Sigstore): a leaf hashes SHA-256(0x00 ‖ entry),
+ * an interior node SHA-256(0x01 ‖ left ‖ right), and a tree of n leaves splits at the largest power
+ * of two below n. The empty tree's root is SHA-256 of nothing.
+ *
+ * A log stores the hash of every complete subtree, addressed by its level and index: (level l,
+ * index i) covers leaves [i·2^l, (i+1)·2^l). Everything else (a root, an inclusion proof, a
+ * consistency proof) is a fold of a few of those. Each computation comes in two steps, so a store
+ * can read what it needs in one query: `…Coords` names the stored hashes needed, then the function
+ * itself folds them, reading from a map of what was loaded.
+ *
+ * Sizes and indexes are plain numbers (exact to 2^53); no bitwise operator is used on them, since
+ * JavaScript's work on 32 bits.
+ */
+
+export const HASH_SIZE = 32;
+export const EMPTY_ROOT: Buffer = createHash('sha256').digest();
+
+export function leafHash(entry: Uint8Array): Buffer {
+  return createHash('sha256').update(Buffer.of(0x00)).update(entry).digest();
+}
+
+export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  return createHash('sha256').update(Buffer.of(0x01)).update(left).update(right).digest();
+}
+
+/** A stored hash's address: the complete subtree of 2^level leaves starting at leaf index·2^level. */
+export interface Coord {
+  readonly level: number;
+  readonly index: number;
+}
+
+/** Reads a stored hash that was loaded; throws when it was not (a bug in the caller's loading). */
+export type HashRead = (c: Coord) => Uint8Array;
+
+/** The leaves [lo, hi), as a proof names a subtree. */
+interface Range {
+  readonly lo: number;
+  readonly hi: number;
+}
+
+const isOdd = (n: number): boolean => n % 2 === 1;
+const half = (n: number): number => Math.floor(n / 2);
+
+/** The largest power of two strictly below n (n ≥ 2): where RFC 6962 splits a tree of n leaves. */
+export function splitOf(n: number): number {
+  if (!(n >= 2) || !Number.isSafeInteger(n)) throw new RangeError(`no split for a tree of ${n} leaves`);
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/**
+ * The complete subtrees that make up [lo, hi), left to right: each as large as both its start's
+ * alignment and what is left allow. For the ranges a tree and its proofs use, folding their hashes
+ * from the right gives the range's RFC 6962 hash.
+ */
+function pieces(lo: number, hi: number): Coord[] {
+  const out: Coord[] = [];
+  while (lo < hi) {
+    let size = 1;
+    let level = 0;
+    while ((lo === 0 || lo % (size * 2) === 0) && lo + size * 2 <= hi) {
+      size *= 2;
+      level++;
+    }
+    out.push({ level, index: lo / size });
+    lo += size;
+  }
+  return out;
+}
+
+function foldRange(r: Range, read: HashRead): Buffer {
+  const ps = pieces(r.lo, r.hi);
+  let h = Buffer.from(read(ps[ps.length - 1]));
+  for (let i = ps.length - 2; i >= 0; i--) h = nodeHash(read(ps[i]), h);
+  return h;
+}
+
+/** The stored hashes a tree of `size` leaves' root needs (at most log₂ size + 1). */
+export function rootCoords(size: number): Coord[] {
+  return size === 0 ? [] : pieces(0, size);
+}
+
+/** The root of the tree of the first `size` leaves. */
+export function treeRoot(size: number, read: HashRead): Buffer {
+  return size === 0 ? Buffer.from(EMPTY_ROOT) : foldRange({ lo: 0, hi: size }, read);
+}
+
+/** RFC 6962 PATH(index, D[lo:hi]), as the ranges whose hashes it lists, leaf side first. */
+function pathRanges(index: number, lo: number, hi: number, out: Range[]): Range[] {
+  if (hi - lo === 1) return out;
+  const k = splitOf(hi - lo);
+  if (index < lo + k) {
+    pathRanges(index, lo, lo + k, out);
+    out.push({ lo: lo + k, hi });
+  } else {
+    pathRanges(index, lo + k, hi, out);
+    out.push({ lo, hi: lo + k });
+  }
+  return out;
+}
+
+/** RFC 6962 SUBPROOF(m, D[lo:hi], b), as ranges, in proof order. */
+function subproofRanges(m: number, lo: number, hi: number, whole: boolean, out: Range[]): Range[] {
+  if (m === hi - lo) {
+    if (!whole) out.push({ lo, hi });
+    return out;
+  }
+  const k = splitOf(hi - lo);
+  if (m <= k) {
+    subproofRanges(m, lo, lo + k, whole, out);
+    out.push({ lo: lo + k, hi });
+  } else {
+    subproofRanges(m - k, lo + k, hi, false, out);
+    out.push({ lo, hi: lo + k });
+  }
+  return out;
+}
+
+function checkInclusion(index: number, size: number): void {
+  if (!(Number.isSafeInteger(index) && Number.isSafeInteger(size) && index >= 0 && index < size)) throw new RangeError(`no leaf ${index} in a tree of ${size}`);
+}
+
+function checkConsistency(from: number, to: number): void {
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 1 && from <= to)) throw new RangeError(`no consistency proof from ${from} to ${to} leaves`);
+}
+
+const coordsOf = (ranges: readonly Range[]): Coord[] => ranges.flatMap((r) => pieces(r.lo, r.hi));
+
+/** The stored hashes the proof that leaf `index` is in the tree of `size` leaves needs. */
+export function inclusionCoords(index: number, size: number): Coord[] {
+  checkInclusion(index, size);
+  return coordsOf(pathRanges(index, 0, size, []));
+}
+
+/** The audit path of leaf `index` in the tree of `size` leaves: at most ⌈log₂ size⌉ hashes. */
+export function inclusionProof(index: number, size: number, read: HashRead): Buffer[] {
+  checkInclusion(index, size);
+  return pathRanges(index, 0, size, []).map((r) => foldRange(r, read));
+}
+
+/** The stored hashes the proof that the tree of `to` leaves extends the tree of `from` needs. */
+export function consistencyCoords(from: number, to: number): Coord[] {
+  checkConsistency(from, to);
+  return coordsOf(subproofRanges(from, 0, to, true, []));
+}
+
+/** The proof that the tree of `to` leaves has the tree of `from` leaves as its prefix; empty when they are equal. */
+export function consistencyProof(from: number, to: number, read: HashRead): Buffer[] {
+  checkConsistency(from, to);
+  return subproofRanges(from, 0, to, true, []).map((r) => foldRange(r, read));
+}
+
+const same = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Buffer.compare(a, b) === 0;
+
+/** RFC 9162 §2.1.3.2: whether `proof` shows the leaf with `hash` at `index` in the tree of `size` leaves whose root is `root`. */
+export function verifyInclusion(hash: Uint8Array, index: number, size: number, proof: readonly Uint8Array[], root: Uint8Array): boolean {
+  if (!(Number.isSafeInteger(index) && Number.isSafeInteger(size) && index >= 0 && index < size)) return false;
+  let fn = index;
+  let sn = size - 1;
+  let r: Buffer = Buffer.from(hash);
+  for (const p of proof) {
+    if (p.length !== HASH_SIZE || sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      r = nodeHash(p, r);
+      if (!isOdd(fn)) {
+        while (!(isOdd(fn) || fn === 0)) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && same(r, root);
+}
+
+/**
+ * RFC 9162 §2.1.4.2: whether `proof` shows the tree of `to` leaves with root `toRoot` extends the
+ * tree of `from` leaves with root `fromRoot`. Equal sizes need an empty proof and equal roots.
+ */
+export function verifyConsistency(from: number, to: number, fromRoot: Uint8Array, toRoot: Uint8Array, proof: readonly Uint8Array[]): boolean {
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 1 && from <= to)) return false;
+  if (from === to) return proof.length === 0 && same(fromRoot, toRoot);
+  if (proof.some((p) => p.length !== HASH_SIZE)) return false;
+  let path = [...proof];
+  // A power-of-two old tree is a complete subtree of the new one: its root is the proof's first hash.
+  if (Number.isInteger(Math.log2(from)) && 2 ** Math.log2(from) === from) path = [fromRoot, ...path];
+  if (path.length === 0) return false;
+  let fn = from - 1;
+  let sn = to - 1;
+  while (isOdd(fn)) {
+    fn = half(fn);
+    sn = half(sn);
+  }
+  let fr: Buffer = Buffer.from(path[0]);
+  let sr: Buffer = Buffer.from(path[0]);
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (!isOdd(fn)) {
+        while (!(isOdd(fn) || fn === 0)) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && same(fr, fromRoot) && same(sr, toRoot);
+}
+
+/**
+ * The complete subtrees the leaf at `index` completes, lowest first: (1, index/2) when the index is
+ * odd, (2, index/4) when it is 3 mod 4, and so on. Each hashes the two below it; appending a leaf
+ * stores its own hash at (0, index) and then these.
+ */
+export function completedBy(index: number): Coord[] {
+  const out: Coord[] = [];
+  for (let level = 1, size = 2; (index + 1) % size === 0; level++, size *= 2) out.push({ level, index: (index + 1) / size - 1 });
+  return out;
+}
+
+const key = (c: Coord): string => `${c.level}/${c.index}`;
+
+/**
+ * The hashes appending `hashes` as leaves `start`, `start + 1`, … stores, with their coordinates:
+ * each leaf's own and the complete subtrees it completes. `read` gives the stored hashes before
+ * `start` that they need (appendCoords names them); the batch's own are read from the batch.
+ */
+export function appendLeaves(start: number, hashes: readonly Uint8Array[], read: HashRead): { coord: Coord; hash: Buffer }[] {
+  const made = new Map<string, Buffer>();
+  const out: { coord: Coord; hash: Buffer }[] = [];
+  const get = (c: Coord): Uint8Array => made.get(key(c)) ?? read(c);
+  hashes.forEach((leaf, i) => {
+    const index = start + i;
+    let h = Buffer.from(leaf);
+    const put = (coord: Coord, hash: Buffer) => {
+      made.set(key(coord), hash);
+      out.push({ coord, hash });
+    };
+    put({ level: 0, index }, h);
+    for (const c of completedBy(index)) {
+      h = nodeHash(get({ level: c.level - 1, index: c.index * 2 }), h);
+      put(c, h);
+    }
+  });
+  return out;
+}
+
+/** The stored hashes from before `start` that appending `count` leaves at `start` reads. */
+export function appendCoords(start: number, count: number): Coord[] {
+  const wanted = new Map<string, Coord>();
+  for (let index = start; index < start + count; index++) {
+    for (const c of completedBy(index)) {
+      const left = { level: c.level - 1, index: c.index * 2 };
+      // A left sibling that ends after `start` is completed by the batch itself.
+      if ((left.index + 1) * 2 ** left.level <= start) wanted.set(key(left), left);
+    }
+  }
+  return [...wanted.values()];
+}
