@@ -75,7 +75,7 @@ function pieces(lo: number, hi: number): Coord[] {
 
 function foldRange(r: Range, read: HashRead): Buffer {
   const ps = pieces(r.lo, r.hi);
-  let h = Buffer.from(read(ps[ps.length - 1]));
+  let h: Buffer = Buffer.from(read(ps[ps.length - 1]));
   for (let i = ps.length - 2; i >= 0; i--) h = nodeHash(read(ps[i]), h);
   return h;
 }
@@ -246,7 +246,7 @@ export function appendLeaves(start: number, hashes: readonly Uint8Array[], read:
   const get = (c: Coord): Uint8Array => made.get(key(c)) ?? read(c);
   hashes.forEach((leaf, i) => {
     const index = start + i;
-    let h = Buffer.from(leaf);
+    let h: Buffer = Buffer.from(leaf);
     const put = (coord: Coord, hash: Buffer) => {
       made.set(key(coord), hash);
       out.push({ coord, hash });
