@@ -111,8 +111,8 @@ interface LedgerEvent {
       const v = (await admin.get(`/v1/rollouts/${rollout.id}`)).body as { status: string; reason: string; wave_list: { counts: { failed: number } }[] };
       return v.status === 'halted' && v;
     }, 90_000, 250);
-    expect(halted.reason).toMatch(/canary: 2 of 2 node\(s\) failed, reverted or rejected/);
-    expect(halted.wave_list[0].counts.failed).toBe(2);
+    // A budget of 0 halts at the first failure heard: the other canary node's report may come a check later.
+    expect(halted.reason).toMatch(/^canary: [12] of 2 node\(s\) failed, reverted or rejected/);
 
     // Every other node: its head in the ledger and what its agent runs are unchanged.
     const after = await heads();
@@ -130,6 +130,7 @@ interface LedgerEvent {
       expect(s.confirmation?.reverted).toMatchObject({ version: before[n] + 1, reason: expect.stringContaining('web is down') });
       expect(after[n]).toBe(before[n] + 2);
     }
+    expect(((await admin.get(`/v1/rollouts/${rollout.id}`)).body as { wave_list: { counts: { failed: number } }[] }).wave_list[0].counts.failed).toBe(2);
     // The ledger holds the plan, the canary's release, the reverts and the halt, in that order.
     const events = await eventsAfter(start);
     const kinds = events.filter((e) => e.type.startsWith('rollout_') || e.type === 'publish_recorded').map((e) => (e.type === 'publish_recorded' ? `publish_recorded:${e.data.kind as string}` : e.type));
