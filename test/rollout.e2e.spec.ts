@@ -17,8 +17,8 @@ import { startWatchedReplicas } from './support/haproxy.js';
  * front of two replicas on PostgreSQL. A change whose health check fails reaches the canary only and
  * halts the rollout; so does one that cuts a canary node's own path to the coordinator, with the other
  * canary's agent killed with SIGKILL inside its window: each node reverts by itself. A good change goes
- * through four waves, one replica killed with SIGKILL between two of them, and completes with every
- * node confirmed and no wave released twice.
+ * through four waves, the replica that released the second killed with SIGKILL in its bake, and
+ * completes with every node confirmed and no wave released twice.
  */
 
 jest.setTimeout(420_000);
@@ -68,6 +68,17 @@ interface LedgerEvent {
 
   const heads = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((i) => [i.node, i.version]));
   const applied = async () => Object.fromEntries(await Promise.all(NODES.map(async (n) => [n, (await socketStatus(files[n])).applied_version] as const)));
+  /** The waves of rollout `id` that `replica` released, from its log: a replica that comes second to a step appends nothing (changed 0). */
+  function wavesReleasedBy(replica: CoordinatorProcess, id: string): number[] {
+    return replica.output.flatMap((line) => {
+      try {
+        const o = JSON.parse(line) as { msg?: string; rollout?: string; step?: string; wave?: number; changed?: number };
+        return o.msg === 'rollout step' && o.rollout === id && o.step === 'release' && (o.changed ?? 0) > 0 ? [o.wave as number] : [];
+      } catch {
+        return [];
+      }
+    });
+  }
   async function eventsAfter(position: number): Promise<LedgerEvent[]> {
     const r = await admin.get(`/v1/ledger/events?after=${position}&limit=1000`);
     expect(r.status).toBe(200);
@@ -76,8 +87,9 @@ interface LedgerEvent {
 
   beforeAll(async () => {
     // An hour: every gate here is opened by the reports that complete it, or by its bake's end, never by the tick.
-    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared, { FLORETE_ROLLOUT_TICK_MS: '3600000' }));
-    // The test's own calls go to the replica that survives; the agents go through the proxy.
+    // Info: a replica's log names the rollout steps it appended, so the test knows which one drives.
+    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared, { FLORETE_ROLLOUT_TICK_MS: '3600000', FLORETE_LOG_LEVEL: 'info' }));
+    // The test's own calls go to one replica (the survivor, once one is killed); the agents go through the proxy.
     admin = new Client(replicas[1].url, replicas[0].adminToken);
     fleet = new Fleet(admin);
     await fleet.publish(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n), 'flor.json': florJson(n, 'v1') }])), 'rollout test: start');
@@ -259,7 +271,7 @@ interface LedgerEvent {
     process.stdout.write(`rollout: publish → ${CUT} cut off, reverted and reported: ${Math.round(reverted)} ms (window 8 s); whole case with ${CRASH} killed and restarted: ${Math.round(performance.now() - published)} ms\n`);
   });
 
-  it('a good change goes through four waves to every node, confirmed, with a replica killed between waves: no wave twice, no node skipped', async () => {
+  it('a good change goes through four waves to every node, confirmed, with the replica that released a wave killed before the next: no wave twice, no node skipped', async () => {
     const start = ((await admin.get('/v1/ledger/head')).body as { position: number }).position;
     const before = await heads();
     const nodes = await blobsOf(Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJsonWith(n, { within: 20, checks: PASSES }), 'flor.json': florJson(n, 'good') }])));
@@ -269,9 +281,11 @@ interface LedgerEvent {
     const id = (r.body.rollout as { id: string }).id;
     expect((r.body.rollout as { waves: number[] }).waves).toHaveLength(4);
 
-    // Between the second and third waves, kill the replica that was first: the survivor drives on.
+    // Between the second and third waves, kill the replica that released the second, in its bake: the survivor must release the rest itself.
     await waitFor('the second wave released', async () => ((await admin.get(`/v1/rollouts/${id}`)).body as { released: number }).released >= 2, 90_000, 100);
-    const [victim] = replicas;
+    const victim = await waitFor('the replica that released the second wave', async () => replicas.find((p) => wavesReleasedBy(p, id).includes(1)), 10_000);
+    const survivor = replicas.find((p) => p !== victim)!;
+    admin = new Client(survivor.url, admin.token);
     victim.child.kill('SIGKILL');
     await waitForExit(victim.child, 'the killed replica');
 
@@ -281,12 +295,13 @@ interface LedgerEvent {
       return v.status === 'completed' && v;
     }, 180_000, 250);
     const elapsed = performance.now() - published;
-    process.stdout.write(`rollout: publish → four waves confirmed on ${NODES.length} agents: ${Math.round(elapsed)} ms (bake 2 s a wave)\n`);
+    process.stdout.write(`rollout: publish → four waves confirmed on ${NODES.length} agents: ${Math.round(elapsed)} ms (bake 2 s a wave; replica ${replicas.indexOf(victim) + 1} of 2 released the second wave and was killed)\n`);
     for (const w of done.wave_list) expect(w.counts).toMatchObject({ confirmed: w.counts.nodes, released: w.counts.nodes });
 
     const events = await eventsAfter(start);
     const waves = events.filter((e) => e.type === 'rollout_wave_released').map((e) => e.data.wave);
     expect(waves).toEqual([0, 1, 2, 3]);
+    expect(wavesReleasedBy(survivor, id).filter((w) => w >= 2)).toEqual([2, 3]);
     // Each node stamped once by the rollout, one version up, and every agent runs it, confirmed.
     const stamped = events.filter((e) => e.type === 'node_set_stamped').map((e) => e.data.node as string);
     expect(stamped.sort()).toEqual(NODES);
