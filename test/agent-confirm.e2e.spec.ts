@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { canonicalPretty } from '#bundle';
 import type { HealthCheck } from '#contracts';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { startForwarder, type Forwarder } from './support/forwarder.js';
 import { Client } from './support/http.js';
 import { agentFiles, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, vertexStarts, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 
@@ -21,39 +21,12 @@ function agentJsonWith(node: string, confirm?: { within: number; checks?: Health
   });
 }
 
-/**
- * A TCP forwarder to the coordinator that cuts every connection while `blocked` exists: the test's
- * stand-in for a set whose activation cuts the node's own path to the coordinator.
- */
-async function forwarder(target: URL, blocked: string): Promise<{ url: string; server: Server }> {
-  const server = createServer((inbound) => {
-    if (existsSync(blocked)) {
-      inbound.destroy();
-      return;
-    }
-    const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
-    // Checked on every chunk too: a kept-alive connection opened before the cut must not outlive it.
-    inbound.on('data', (chunk: Buffer) => {
-      if (existsSync(blocked)) {
-        inbound.destroy();
-        outbound.destroy();
-      } else outbound.write(chunk);
-    });
-    outbound.pipe(inbound);
-    inbound.on('error', () => outbound.destroy());
-    outbound.on('error', () => inbound.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}`, server };
-}
-
 describe('commit-confirmed on the node (real agents)', () => {
   let coordinator: CoordinatorProcess;
   let fleet: Fleet;
   let admin: Client;
   const roots: string[] = [];
-  const servers: Server[] = [];
+  const forwarders: Forwarder[] = [];
 
   beforeAll(async () => {
     coordinator = await startCoordinatorProcess();
@@ -63,7 +36,7 @@ describe('commit-confirmed on the node (real agents)', () => {
 
   afterAll(async () => {
     await stopAllAgents();
-    for (const s of servers) await new Promise((r) => s.close(() => r(undefined)));
+    for (const f of forwarders) await f.close();
     await coordinator?.stop();
     for (const r of roots) removeTree(r);
   });
@@ -208,8 +181,8 @@ describe('commit-confirmed on the node (real agents)', () => {
     const config = JSON.parse(readFileSync(files.configPath, 'utf8'));
     config.activation = { kind: 'command', command: `if [ -f "$FLORETE_ACTIVE_DIR/cut" ]; then touch ${blocked}; else rm -f ${blocked}; fi` };
     writeFileSync(files.configPath, JSON.stringify(config));
-    const fwd = await forwarder(new URL(coordinator.url), blocked);
-    servers.push(fwd.server);
+    const fwd = await startForwarder(new URL(coordinator.url), blocked);
+    forwarders.push(fwd);
     await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node), 'flor.json': florJson(node, 'v1') } });
     await enrolled(node, files, fwd.url);
     await startAgent(files);
