@@ -88,7 +88,10 @@ interface LedgerEvent {
   beforeAll(async () => {
     // An hour: every gate here is opened by the reports that complete it, or by its bake's end, never by the tick.
     // Info: a replica's log names the rollout steps it appended, so the test knows which one drives.
-    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared, { FLORETE_ROLLOUT_TICK_MS: '3600000', FLORETE_LOG_LEVEL: 'info' }));
+    // A day's grace: the reverts here must be the nodes' own, reported, never the coordinator giving a
+    // silent node its previous set back at the end of its window (rollouts.int.spec.ts tests that), which a
+    // slow restart on a loaded machine could otherwise race.
+    ({ replicas, proxyUrl, stop: stopReplicas } = await startWatchedReplicas(shared, { FLORETE_ROLLOUT_TICK_MS: '3600000', FLORETE_LOG_LEVEL: 'info', FLORETE_ROLLOUT_CONFIRM_GRACE: '86400' }));
     // The test's own calls go to one replica (the survivor, once one is killed); the agents go through the proxy.
     admin = new Client(replicas[1].url, replicas[0].adminToken);
     fleet = new Fleet(admin);
