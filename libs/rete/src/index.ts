@@ -9,5 +9,5 @@ export { compiledSetDigests, digestsJsonText } from './set-digests.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type ResourceSides, type BriefingFailure, type IneligibleEntry } from './plan.js';
 export { diffResources, formatResourceChange, artifactsText, type ResourceChange, type FileAttributeChange } from './resource-changes.js';
-export { selectNodes, type NodeSelector, type Selectable, type UnknownTarget } from './select-nodes.js';
+export { selectNodes, type NodeSelector, type SelectorKey, type Selectable, type UnknownTarget } from './select-nodes.js';
 export { EXAMPLE_RETE } from './example.js';
