@@ -30,6 +30,14 @@ describe('the rete rollout block', () => {
     expect(validateRete(withRollout('  canary: { nodes: [beta] }\n')).rete?.rollout?.plan).toEqual({ canary: ['beta'] });
   });
 
+  it("validates as the example rete's commented-out block once uncommented", () => {
+    const sources = example().map((s) => (s.file === 'rete.yaml' && 'text' in s ? { ...s, text: s.text.replace(/^# (rollout: .*)$/m, '$1') } : s));
+    expect(sources.find((s) => s.file === 'rete.yaml')).toMatchObject({ text: expect.stringMatching(/^rollout: /m) });
+    const v = validateRete(sources);
+    expect(v.diagnostics).toEqual([]);
+    expect(v.rete?.rollout?.plan).toEqual({ canary: ['laptop'], waves: [50, 100], bake_seconds: 600 });
+  });
+
   it('leaves the rete without a plan when there is no block', () => {
     expect(validateRete(example()).rete?.rollout).toBeUndefined();
   });
