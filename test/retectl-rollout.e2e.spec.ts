@@ -176,6 +176,8 @@ describe('retectl rollouts from the rete', () => {
     await changeEveryNode('3m');
     const refused = await cli('publish', '--no-rollout', '--bake', '1m');
     expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--no-rollout publishes every changed node at once: it cannot go with --bake/) });
+    const pruning = await cli('publish', '--prune');
+    expect({ code: pruning.code, stderr: pruning.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--prune cannot roll out in waves, .*add --no-rollout/) });
     expect((await cli('plan', '--no-rollout')).stdout).toMatch(/^rollout plan: none, every changed node at once \(--no-rollout sets aside the rete's rollout block at rollout\.yaml:2:3\)$/m);
 
     const before = await versions();

@@ -16,7 +16,7 @@ import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { localHeads, readDelta, type LocalHeads } from '../delta.js';
-import { rolloutPlanLine, rolloutPlanOf, status as rolloutStatus, type RolloutFlags } from './rollout.js';
+import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, status as rolloutStatus, type RolloutFlags } from './rollout.js';
 import type { RolloutPlanInput } from '#contracts';
 
 export interface PublishOptions extends ConnectionFlags, RolloutFlags {
@@ -167,6 +167,7 @@ export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const chosen = rolloutPlanOf(rete, options);
+  refusePruneInWaves(chosen, options.prune ?? false);
   const rollout = chosen?.plan;
   const planLine = rolloutPlanLine(chosen, rete);
   const digests = digestsOf(tree);

@@ -82,6 +82,18 @@ export function rolloutPlanOf(rete: Pick<Rete, 'nodes' | 'groups' | 'rollout'>, 
   return { plan: { ...rete.rollout.plan, ...flagged }, block: rete.rollout.place, flags };
 }
 
+/**
+ * A publish that prunes cannot roll out in waves (the ledger refuses it): said before anything is sent,
+ * with the way out when the plan is the rete's rather than the operator's flags.
+ */
+export function refusePruneInWaves(chosen: ChosenPlan | undefined, prune: boolean): void {
+  if (!prune || !chosen) return;
+  if (chosen.block && chosen.flags.length === 0) {
+    throw usage(`--prune cannot roll out in waves, and the rete's rollout block at ${placeText(chosen.block)} makes this publish a rollout: add --no-rollout to publish (and prune) at once`);
+  }
+  throw usage(`--prune cannot go with ${chosen.flags.join(', ')}: retire the nodes in a publish of their own, then roll out`);
+}
+
 /** The fields the flags set, each checked: only those given. */
 function flagPlan(rete: Pick<Rete, 'nodes' | 'groups'>, f: RolloutFlags): RolloutPlanInput {
   const plan: { -readonly [K in keyof RolloutPlanInput]: RolloutPlanInput[K] } = {};

@@ -1,6 +1,6 @@
 import { EXAMPLE_RETE, validateRete, type Rete } from '#rete';
 import { RetectlError } from '../errors.js';
-import { resolveCanary, rolloutPlanLine, rolloutPlanOf } from './rollout.js';
+import { refusePruneInWaves, resolveCanary, rolloutPlanLine, rolloutPlanOf } from './rollout.js';
 
 const reteWith = (block?: string): Rete => {
   const sources = Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
@@ -47,6 +47,13 @@ describe('the rollout plan a publish uses', () => {
     expect(rolloutPlanOf(block, { rollout: false })).toBeUndefined();
     expect(rolloutPlanLine(undefined, block)).toBe("rollout plan: none, every changed node at once (--no-rollout sets aside the rete's rollout block at rollout.yaml:2:3)");
     expect(codeOf(() => rolloutPlanOf(block, { rollout: false, bake: '1m' }))).toBe('usage');
+  });
+
+  it('refuses --prune with a plan before anything is sent, and lets it through at once', () => {
+    expect(codeOf(() => refusePruneInWaves(rolloutPlanOf(block, {}), true))).toBe('usage');
+    expect(codeOf(() => refusePruneInWaves(rolloutPlanOf(reteWith(), { waves: '50' }), true))).toBe('usage');
+    expect(codeOf(() => refusePruneInWaves(rolloutPlanOf(block, { rollout: false }), true))).toBe('no error');
+    expect(codeOf(() => refusePruneInWaves(rolloutPlanOf(block, {}), false))).toBe('no error');
   });
 
   it('resolves a --canary selector as the rete resolves its selectors, refusing unknown names', () => {
