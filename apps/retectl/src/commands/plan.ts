@@ -11,7 +11,7 @@ import { out, outJson } from '../output.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { ineligibleLine } from '../ineligible.js';
 import { parseResources, resourcesOf } from '../resources-json.js';
-import { rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from './rollout.js';
+import { rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
 
 export interface PlanOptions extends ConnectionFlags, RolloutFlags {
   readonly dir: string;

@@ -16,7 +16,8 @@ import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { localHeads, readDelta, type LocalHeads } from '../delta.js';
-import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, status as rolloutStatus, type RolloutFlags } from './rollout.js';
+import { status as rolloutStatus } from './rollout.js';
+import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
 import type { RolloutPlanInput } from '#contracts';
 
 export interface PublishOptions extends ConnectionFlags, RolloutFlags {

@@ -1,6 +1,6 @@
 import { EXAMPLE_RETE, validateRete, type Rete } from '#rete';
-import { RetectlError } from '../errors.js';
-import { refusePruneInWaves, resolveCanary, rolloutPlanLine, rolloutPlanOf } from './rollout.js';
+import { RetectlError } from './errors.js';
+import { refusePruneInWaves, resolveCanary, rolloutPlanLine, rolloutPlanOf } from './rollout-plan.js';
 
 const reteWith = (block?: string): Rete => {
   const sources = Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
