@@ -112,3 +112,81 @@ describe('retectl rollouts', () => {
     expect(waited.stdout).toMatch(/timed out: rollout \S+ is running/);
   });
 });
+
+/**
+ * The rete's rollout block as the default plan: a publish from it starts a rollout with that plan,
+ * a flag replaces one field, --no-rollout publishes at once, and plan shows the plan beforehand.
+ */
+describe('retectl rollouts from the rete', () => {
+  let coordinator: CoordinatorProcess;
+  let admin: Client;
+  let env: RetectlEnv;
+  const cli = (...args: string[]) => retectl(env, args);
+  const versions = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((n) => [n.node, n.version]));
+  const rollouts = async () => ((await admin.get('/v1/rollouts')).body.rollouts as { id: string }[]).length;
+
+  async function changeEveryNode(interval: string): Promise<void> {
+    const file = join(env.rete, 'rete.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/poll_interval: \S+/, `poll_interval: ${interval}`));
+    expect((await cli('compile')).code).toBe(0);
+  }
+
+  beforeAll(async () => {
+    coordinator = await startCoordinatorProcess({ env: { FLORETE_ROLLOUT_TICK_MS: '200' } });
+    admin = new Client(coordinator.url, coordinator.adminToken);
+    const home = mkdtempSync(join(tmpdir(), 'retectl-rollout-block-'));
+    env = { home, rete: join(home, 'rete'), coordinator: coordinator.url, token: coordinator.adminToken! };
+    mkdirSync(env.rete);
+    expect((await cli('init', '.')).code).toBe(0);
+    expect((await cli('compile')).code).toBe(0);
+    expect((await cli('publish', '-m', 'first')).code).toBe(0);
+    writeFileSync(join(env.rete, 'rollout.yaml'), 'rollout:\n  canary: { tags: [staff] }\n  waves: [100]\n  bake: 5m\n  on_halt: hold\n');
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+    if (env) rmSync(env.home, { recursive: true, force: true });
+  });
+
+  it('publishes with the block as its plan, a flag overriding one field, after plan showed that plan', async () => {
+    // The block compiles into no node's set: adding it leaves nothing to publish.
+    const unchanged = await cli('compile');
+    expect(unchanged.code).toBe(0);
+    expect((await cli('plan')).stdout).toMatch(/^plan: 0 new, 0 changed, 0 retired, 3 unchanged: nothing to publish$/m);
+
+    await changeEveryNode('4m');
+    const line = "rollout plan: canary laptop, then waves 100%; bake 5m; failure budget 1 node; confirm 100%; on halt hold (the rete's rollout block at rollout.yaml:2:3; --failure-budget from the command line)";
+    const plan = await cli('plan', '--failure-budget', '1');
+    expect(plan.code).toBe(3);
+    expect(plan.stdout.split('\n')).toContain(line);
+    expect(JSON.parse((await cli('plan', '--json')).stdout).rollout).toEqual({ canary: ['laptop'], waves: [100], bake_seconds: 300, failure_budget: { count: 0 }, confirm_share: 1, on_halt: 'hold' });
+
+    const before = await versions();
+    const run = await cli('publish', '-m', 'slower polls, canary first', '--failure-budget', '1');
+    expect(run.code).toBe(0);
+    const id = /^rollout ([0-9a-f-]{36}): 2 changed nodes in 2 waves \(1, 1\)/m.exec(run.stdout)?.[1];
+    expect({ id, stdout: run.stdout }).toEqual({ id: expect.any(String), stdout: run.stdout });
+    expect(run.stdout.split('\n')).toContain(line);
+    expect(await versions()).toEqual({ ...before, laptop: before.laptop + 1 });
+    const view = (await admin.get(`/v1/rollouts/${id}`)).body;
+    expect(view.plan).toEqual({ canary: ['laptop'], waves: [100], bake_seconds: 300, failure_budget: { count: 1 }, confirm_share: 1, on_halt: 'hold' });
+    expect((await cli('rollout', 'abort', id!, '-m', 'next test')).code).toBe(0);
+  });
+
+  it('publishes every changed node at once with --no-rollout, which takes no other rollout flag', async () => {
+    await changeEveryNode('3m');
+    const refused = await cli('publish', '--no-rollout', '--bake', '1m');
+    expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--no-rollout publishes every changed node at once: it cannot go with --bake/) });
+    const pruning = await cli('publish', '--prune');
+    expect({ code: pruning.code, stderr: pruning.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--prune cannot roll out in waves, .*add --no-rollout/) });
+    expect((await cli('plan', '--no-rollout')).stdout).toMatch(/^rollout plan: none, every changed node at once \(--no-rollout sets aside the rete's rollout block at rollout\.yaml:2:3\)$/m);
+
+    const before = await versions();
+    const count = await rollouts();
+    const run = await cli('publish', '-m', 'all at once', '--no-rollout');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^published [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged/);
+    expect(run.stderr).toMatch(/--no-rollout sets aside the rete's rollout block/);
+    expect(await versions()).toEqual({ ...before, alpha: before.alpha + 1, laptop: before.laptop + 1 });
+    expect(await rollouts()).toBe(count);
+  });
+});

@@ -95,6 +95,16 @@ export function buildCli(): { program: Command; status: () => number } {
     return outer === undefined || isAbsolute(inner) ? inner : join(outer, inner);
   };
   const json = (c: Command) => c.option('--json', 'print machine-readable JSON on stdout');
+  /** Each overrides its field of the rete's rollout block; plan takes them to show the plan a publish with them would use. */
+  const rolloutFlags = (c: Command) =>
+    c
+      .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
+      .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')
+      .option('--bake <duration>', 'in a rollout, how long each wave runs confirmed before the next is released (e.g. 5m)')
+      .option('--failure-budget <n|share>', 'in a rollout, how many nodes of a wave (2) or what share (5%) may fail, revert or reject before it halts (default 0)')
+      .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
+      .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
+      .option('--no-rollout', "every changed node at once, setting aside the rete's rollout block (a --prune needs it)");
   const dir = (c: Command) => c.option('-C, --dir <dir>', 'the rete directory', '.');
   const remote = (c: Command) =>
     c
@@ -112,26 +122,23 @@ export function buildCli(): { program: Command; status: () => number } {
   json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
     done(await compile.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(remote(dir(program.command('plan').argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
-    .option('--prune', 'also plan to retire nodes no longer in the tree')
-    .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
-    .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
-    .option('--no-color', 'no colour in --diff, even on a terminal (as NO_COLOR=1)')
-    .action(async (nodes: string[], o) => done(await plan.run({ ...o, nodes, dir: reteDir(o.dir) })));
-  json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
-    .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
-    .option('--prune', 'retire nodes no longer in the tree')
-    .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
-    .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
-    .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
-    .option('--all', 'list every changed node (else the summary and the first 20), and after --wait every node of the publish')
-    .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads')
-    .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
-    .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')
-    .option('--bake <duration>', 'in a rollout, how long each wave runs confirmed before the next is released (e.g. 5m)')
-    .option('--failure-budget <n|share>', 'in a rollout, how many nodes of a wave (2) or what share (5%) may fail, revert or reject before it halts (default 0)')
-    .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
-    .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
+  rolloutFlags(
+    json(remote(dir(program.command('plan').argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
+      .option('--prune', 'also plan to retire nodes no longer in the tree')
+      .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
+      .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
+      .option('--no-color', 'no colour in --diff, even on a terminal (as NO_COLOR=1)'),
+  ).action(async (nodes: string[], o) => done(await plan.run({ ...o, nodes, dir: reteDir(o.dir) })));
+  rolloutFlags(
+    json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
+      .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
+      .option('--prune', 'retire nodes no longer in the tree')
+      .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
+      .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
+      .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
+      .option('--all', 'list every changed node (else the summary and the first 20), and after --wait every node of the publish')
+      .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads'),
+  )
     .option('--supersede <rollout>', 'replace this running rollout: needed when the publish changes any of its nodes')
     .option('--confirm-within <duration>', 'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (10s to 7d)', confirmWindow)
     .action(async (o) => done(await publish.run({ ...o, confirmWithin: o.confirmWithin, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));

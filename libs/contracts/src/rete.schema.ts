@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FILE_MODE, isHostPath, PACKAGE_MANAGER_NAMES, PACKAGE_MANAGERS, POSIX_NAME } from './host.schema.js';
+import { MAX_BAKE_SECONDS, MAX_WAVES } from './rollout.schema.js';
 
 /**
  * The operator's rete: a directory of YAML files that merge into one mesh description. Each file is
@@ -43,6 +44,8 @@ export const RETE_ERROR_CODES = [
   'conflicting_package',
   'too_many_artifacts',
   'bad_health_check',
+  'bad_waves',
+  'bad_share',
 ] as const;
 export type ReteErrorCode = (typeof RETE_ERROR_CODES)[number];
 export const RETE_WARNING_CODES = ['unused_service', 'unused_group', 'empty_group', 'no_safety_net'] as const;
@@ -65,14 +68,14 @@ export function parseDuration(text: string): number | undefined {
 }
 /** The longest duration a rete may hold: 30 days, far beyond any sensible poll interval. */
 export const MAX_DURATION_SECONDS = 30 * 86400;
-const Duration = (min: number) =>
+const Duration = (min: number, max = MAX_DURATION_SECONDS) =>
   z
     .string()
     .refine((s) => parseDuration(s) !== undefined, coded('bad_duration', 'must be a duration such as 30s, 5m, 1h or 1h30m'))
     .refine((s) => {
       const v = parseDuration(s);
-      return v === undefined || (v >= min && v <= MAX_DURATION_SECONDS);
-    }, coded('bad_duration', `must be between ${min}s and 30d`));
+      return v === undefined || (v >= min && v <= max);
+    }, coded('bad_duration', `must be between ${min}s and ${max / 86400}d`));
 
 export const Port = z.number().int().refine((n) => n >= 1 && n <= 65535, coded('port_out_of_range', 'port must be 1-65535'));
 
@@ -288,6 +291,74 @@ export const ReteMesh = z.strictObject({
     .optional(),
 });
 
+const PERCENT = /^([0-9]{1,3}(?:\.[0-9]+)?)%$/;
+/** A share as the rete writes it, `90%` or a fraction from 0 to 1 (`0.9`), from 0 to 1; undefined when it is not one. */
+export function parseShare(value: unknown): number | undefined {
+  if (typeof value === 'number') return value >= 0 && value <= 1 ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = PERCENT.exec(value.trim());
+  const n = m ? Number(m[1]) : NaN;
+  return n <= 100 ? n / 100 : undefined;
+}
+const SHARE_RULE = 'must be a share: a percent such as "90%" or a fraction from 0 to 1 such as 0.9';
+const ReteShare = z.custom<string | number>().superRefine((v, ctx) => {
+  if (parseShare(v) !== undefined) return;
+  const message = typeof v === 'number' ? `${SHARE_RULE}; write "${v}%" for ${v} percent` : SHARE_RULE;
+  ctx.addIssue({ code: 'custom', message, params: { code: 'bad_share' } });
+});
+
+/** A failure budget as the rete writes it: a whole number is a count of nodes, anything else a share. */
+export function parseFailureBudget(value: unknown): { count: number } | { share: number } | undefined {
+  if (typeof value === 'number' && Number.isInteger(value)) return value >= 0 && value <= 1e9 ? { count: value } : undefined;
+  const share = parseShare(value);
+  return share === undefined ? undefined : { share };
+}
+const ReteFailureBudget = z.custom<string | number>().superRefine((v, ctx) => {
+  if (parseFailureBudget(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be a count of nodes such as 2, or a share such as "5%" or 0.05', params: { code: 'bad_share' } });
+});
+
+/** A wave's cumulative share of the nodes after the canary, in whole percent: `10` or `"10%"`. */
+export function parseWavePercent(value: unknown): number | undefined {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]{1,3}%$/.test(value) ? Number(value.slice(0, -1)) : NaN;
+  return Number.isInteger(n) && n >= 1 && n <= 100 ? n : undefined;
+}
+const ReteWaves = z
+  .array(
+    z.custom<string | number>().superRefine((v, ctx) => {
+      if (parseWavePercent(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be a whole percent from 1 to 100, such as 10 or 10%', params: { code: 'bad_waves' } });
+    }),
+  )
+  .min(1)
+  .superRefine((waves, ctx) => {
+    if (waves.length === 0) return;
+    if (waves.length > MAX_WAVES) ctx.addIssue({ code: 'custom', message: `a rollout has at most ${MAX_WAVES} waves after its canary`, params: { code: 'bad_waves' } });
+    const percents = waves.map(parseWavePercent);
+    if (percents.some((p) => p === undefined)) return;
+    percents.forEach((p, i) => {
+      if (i > 0 && p! <= percents[i - 1]!) {
+        ctx.addIssue({ code: 'custom', path: [i], message: `the shares must increase: ${p}% does not come after ${percents[i - 1]}%`, params: { code: 'bad_waves' } });
+      }
+    });
+    const last = percents[percents.length - 1]!;
+    if (last !== 100) ctx.addIssue({ code: 'custom', path: [waves.length - 1], message: `the last wave must reach 100%, every remaining node, not ${last}%`, params: { code: 'bad_waves' } });
+  });
+
+/**
+ * The rollout plan a publish of this rete uses unless its command line says otherwise: the changed
+ * nodes among `canary` first, then cumulative `waves` of the rest, each baked for `bake`. Compiled into
+ * no node's set: it is how the content goes out, not what it is. Unset fields take the plan's defaults.
+ */
+export const ReteRollout = z.strictObject({
+  canary: ReteSelector.optional(),
+  waves: ReteWaves.optional(),
+  bake: Duration(0, MAX_BAKE_SECONDS).optional(),
+  failure_budget: ReteFailureBudget.optional(),
+  confirm_share: ReteShare.optional(),
+  on_halt: z.enum(['rollback', 'hold']).optional(),
+  description: z.string().optional(),
+});
+export type ReteRollout = z.infer<typeof ReteRollout>;
+
 /** One YAML file of a rete. Every section is optional: a rete may split them over files and folders. */
 export const ReteFile = z.strictObject({
   mesh: ReteMesh.optional(),
@@ -296,6 +367,7 @@ export const ReteFile = z.strictObject({
   groups: z.array(ReteGroup).optional(),
   acl: z.array(ReteAclRule).optional(),
   resources: z.array(ReteResourceBlock).optional(),
+  rollout: ReteRollout.optional(),
 });
 export type ReteFile = z.infer<typeof ReteFile>;
 export type ReteFileResource = z.infer<typeof ReteFileResource>;

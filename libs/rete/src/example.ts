@@ -1,7 +1,7 @@
 /**
  * The rete `retectl init` writes: three nodes, a group, a service and an ACL rule, split over files
  * the way a real rete grows. It validates without warnings and compiles as it is; its commented-out
- * resources entries do too once uncommented (repository.yaml's once its key file is in the rete).
+ * resources entries and rollout block do too once uncommented (repository.yaml's once its key file is in the rete).
  */
 export const EXAMPLE_RETE: Readonly<Record<string, string>> = {
   'rete.yaml': `# The mesh as a whole. Every *.yaml file under this folder merges into one rete.
@@ -26,6 +26,10 @@ defaults:
 #       - path: /etc/motd
 #         content: "managed by Florete: local edits are overwritten\\n"
 #         mode: "0644"
+
+# How a publish goes out: uncomment to send each change to the staff laptop first, then to the
+# rest in two waves, each running 10 minutes before the next. publish --no-rollout skips it once.
+# rollout: { canary: { tags: [staff] }, waves: [50, 100], bake: 10m }
 `,
   'nodes/servers.yaml': `nodes:
   - name: alpha

@@ -1,4 +1,4 @@
-import type { HealthCheck, PackageManager } from '#contracts';
+import type { HealthCheck, PackageManager, RolloutPlanInput } from '#contracts';
 import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
@@ -8,6 +8,14 @@ export interface Rete {
   readonly nodes: readonly ReteNodeModel[];
   readonly groups: ReadonlyMap<string, readonly string[]>;
   readonly acl: readonly AclRuleModel[];
+  /** The rete's `rollout:` block: the plan a publish uses unless told otherwise. Compiled into no node's set. */
+  readonly rollout?: RolloutModel;
+}
+
+export interface RolloutModel {
+  /** The fields the block sets, its canary resolved to node names; the plan's defaults fill the rest. */
+  readonly plan: RolloutPlanInput;
+  readonly place: Place;
 }
 
 export interface SyncSeconds {

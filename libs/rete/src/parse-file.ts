@@ -95,7 +95,7 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
     const place = placeOf(path);
     switch (issue.code) {
       case 'invalid_type':
-        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl, resources)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
+        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl, resources, rollout)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
         break;
       case 'invalid_value':
         report('invalid_value', place, path, `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
@@ -184,7 +184,7 @@ function article(expected: string): string {
   }
 }
 
-const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'watch', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager'];
+const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'watch', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager', 'rollout', 'canary', 'waves', 'bake', 'failure_budget', 'confirm_share', 'on_halt'];
 
 /** "did you mean" for one-letter slips such as `listn` or `membres`. */
 function suggest(key: string, known: readonly string[]): string {

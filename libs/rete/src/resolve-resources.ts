@@ -16,6 +16,7 @@ import { sha256Hex } from '#bundle';
 import { cmp, placeText, type Place } from './diagnostics.js';
 import type { FileResourceModel, NodeResources, PackageResourceModel } from './model.js';
 import type { Def, ParsedFile } from './parse-file.js';
+import { selectNodes, type NodeSelector, type Selectable } from './select-nodes.js';
 
 /** What reading a `source:` gave: its bytes, or why there are none (missing, outside the rete, a folder). */
 export type SourceFile = { readonly bytes: Uint8Array } | { readonly problem: string };
@@ -32,7 +33,6 @@ export interface ResourceInput {
   readonly files: readonly ParsedFile[];
   readonly nodeDefs: ReadonlyMap<string, Def<ReteNode>>;
   readonly groups: ReadonlyMap<string, readonly string[]>;
-  readonly tags: ReadonlySet<string>;
   /** False when a file failed to parse: references into it cannot be told from typos. */
   readonly refsCheckable: boolean;
   readonly readSource: ReadSource;
@@ -111,10 +111,11 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     if (def.value.resources) own.set(name, block(def.file, [...def.path, 'resources'], def.value.resources));
   }
   const selected: { readonly nodes: ReadonlySet<string>; readonly block: Block }[] = [];
+  const from: Selectable = { tagsOf: new Map([...input.nodeDefs].map(([name, def]) => [name, def.value.tags ?? []])), groups: input.groups };
   for (const file of input.files) {
     (file.data.resources ?? []).forEach((entry, r) => {
       const path = ['resources', r];
-      selected.push({ nodes: select(input, file, [...path, 'select'], entry.select), block: block(file, path, entry) });
+      selected.push({ nodes: select(input, from, file, [...path, 'select'], entry.select), block: block(file, path, entry) });
     });
   }
 
@@ -169,24 +170,15 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
 }
 
 /** The nodes a top-level entry selects; an unknown tag, group or node is reported and selects nothing. */
-function select(input: ResourceInput, file: ParsedFile, path: readonly PropertyKey[], s: { tags?: string[]; groups?: string[]; nodes?: string[] }): Set<string> {
-  const picked = new Set<string>();
-  const each = (key: 'tags' | 'groups' | 'nodes', visit: (name: string, p: readonly PropertyKey[]) => void) =>
-    (s[key] ?? []).forEach((name, i) => visit(name, [...path, key, i]));
-  const unknown = (code: ReteErrorCode, p: readonly PropertyKey[], message: string) => {
-    if (input.refsCheckable) input.error(code, file.placeOf(p), p, message);
-  };
-  each('nodes', (name, p) => (input.nodeDefs.has(name) ? picked.add(name) : unknown('unknown_node', p, `no node is named "${name}"`)));
-  each('groups', (name, p) => {
-    const members = input.groups.get(name);
-    if (members) for (const m of members) if (input.nodeDefs.has(m)) picked.add(m);
-    if (!members) unknown('unknown_group', p, `no group is named "${name}"`);
-  });
-  each('tags', (name, p) => {
-    if (!input.tags.has(name)) return unknown('unknown_tag', p, `no node carries the tag "${name}"`);
-    for (const [node, def] of input.nodeDefs) if (def.value.tags?.includes(name)) picked.add(node);
-  });
-  return picked;
+function select(input: ResourceInput, from: Selectable, file: ParsedFile, path: readonly PropertyKey[], s: NodeSelector): Set<string> {
+  const { picked, unknown } = selectNodes(from, s);
+  if (input.refsCheckable) {
+    for (const u of unknown) {
+      const p = [...path, u.key, u.index];
+      input.error(u.code, file.placeOf(p), p, u.message);
+    }
+  }
+  return new Set(picked);
 }
 
 /** `node "alpha"`, `nodes alpha and beta`, `12 nodes (alpha, beta, gamma, …)`. */

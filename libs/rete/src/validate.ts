@@ -4,6 +4,7 @@ import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from '
 import { parseFile, type Def, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
 import { noSources, resolveResources, type ReadSource } from './resolve-resources.js';
+import { resolveRollout } from './resolve-rollout.js';
 
 export interface Validation {
   /** Present only when there is no error (warnings allowed). */
@@ -39,7 +40,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   }
 
   // Singletons and named definitions, merged across files; the second definition is the error.
-  const single = <K extends 'mesh' | 'defaults'>(key: K): Def<NonNullable<ReteFile[K]>> | undefined => {
+  const single = <K extends 'mesh' | 'defaults' | 'rollout'>(key: K): Def<NonNullable<ReteFile[K]>> | undefined => {
     let first: Def<NonNullable<ReteFile[K]>> | undefined;
     for (const file of files) {
       const value = file.data[key];
@@ -129,10 +130,14 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     groups.set(name, uniqueSorted(def.value.members));
   }
 
-  const resources = resolveResources({ files, nodeDefs, groups, tags, refsCheckable, readSource, error });
+  const rolloutDef = single('rollout');
+  const rollout = rolloutDef && resolveRollout({ def: rolloutDef, from: { tagsOf: new Map(nodes.map((n) => [n.name, n.tags])), groups }, refsCheckable, error });
+
+  const resources = resolveResources({ files, nodeDefs, groups, refsCheckable, readSource, error });
 
   // A group that only picks the nodes of a resources entry is in use as surely as one in an ACL rule.
   const usedGroups = new Set<string>(files.flatMap((file) => (file.data.resources ?? []).flatMap((r) => r.select.groups ?? [])));
+  for (const g of rolloutDef?.value.canary?.groups ?? []) usedGroups.add(g);
   const allowed = new Set<string>();
   const acl: AclRuleModel[] = [];
   for (const file of files) {
@@ -203,6 +208,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       nodes: nodes.map((n) => ({ ...n, resources: resources.get(n.name) ?? { files: [], packages: [] } })).sort((a, b) => cmp(a.name, b.name)),
       groups,
       acl,
+      ...(rollout ? { rollout } : {}),
     },
     diagnostics: sorted,
   };

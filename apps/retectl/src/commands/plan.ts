@@ -1,5 +1,5 @@
 import { sha256Hex } from '#bundle';
-import { FILE_ARTIFACT, fileArtifactName, RESOURCES_JSON, type ResourcesJson, VersionDetail } from '#contracts';
+import { FILE_ARTIFACT, fileArtifactName, RESOURCES_JSON, RolloutPlan, type ResourcesJson, VersionDetail } from '#contracts';
 import { bytesOf, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
 import { renderNodeDiff, textOf, unifiedPatch, useColour, type NodeDiff } from '../unified.js';
 import { usageError } from '../errors.js';
@@ -11,8 +11,9 @@ import { out, outJson } from '../output.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { ineligibleLine } from '../ineligible.js';
 import { parseResources, resourcesOf } from '../resources-json.js';
+import { rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
 
-export interface PlanOptions extends ConnectionFlags {
+export interface PlanOptions extends ConnectionFlags, RolloutFlags {
   readonly dir: string;
   readonly prune?: boolean;
   readonly json?: boolean;
@@ -43,6 +44,8 @@ export async function run(options: PlanOptions): Promise<number> {
   // --json keeps its shape, which scripts read; the diff is text for a person.
   if (options.diff && options.json) throw usageError('plan: --diff prints unified diffs for a person; with --json, read the plan, then retectl show --json NODE');
   const { rete, tree } = loadCompiledTree(options.dir);
+  // Before the coordinator is asked anything: a bad rollout flag is a usage error, as in publish.
+  const chosen = rolloutPlanOf(rete, options);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const local = digestsOf(tree);
   // The fleet a page at a time, and the heads as digests only: no artifact content is asked for,
@@ -73,17 +76,18 @@ export async function run(options: PlanOptions): Promise<number> {
     if (resources) headResources.set(node, resources);
   }
   const plan = planPublish(local, heads.items, headArtifacts, options.prune ?? false, { local: localResources, head: headResources });
-  if (options.json) outJson(plan);
-  else printPlan(plan, options.all ?? false);
+  // The plan's own defaults filled in, as the coordinator will fill them: null for all at once.
+  if (options.json) outJson({ ...plan, rollout: chosen ? RolloutPlan.parse(chosen.plan) : null });
+  else printPlan(plan, options.all ?? false, rolloutPlanLine(chosen, rete));
   if (options.diff) await printDiffs(client, plan, tree, options);
   // Ineligible nodes do not change the exit status: 3 says a publish would change something, and
   // whether the operator accepts those nodes is for the publish to say.
   return plan.changes ? PLAN_HAS_CHANGES : 0;
 }
 
-function printPlan(plan: Plan, all: boolean): void {
+function printPlan(plan: Plan, all: boolean, rolloutLine: string | undefined): void {
   const ineligible = plan.ineligible.map((n) => `${ineligibleLine(n.node, n.failed_briefing)}; publish with --allow-ineligible ${n.node} to accept`);
-  for (const line of formatPlan(plan, { all }, bounded(ineligible, (l) => [l], { all }))) out(line);
+  for (const line of formatPlan(plan, { all }, [...(rolloutLine ? [rolloutLine] : []), ...bounded(ineligible, (l) => [l], { all })])) out(line);
 }
 
 /**

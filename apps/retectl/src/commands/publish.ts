@@ -16,7 +16,8 @@ import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { localHeads, readDelta, type LocalHeads } from '../delta.js';
-import { rolloutPlanOf, status as rolloutStatus, type RolloutFlags } from './rollout.js';
+import { status as rolloutStatus } from './rollout.js';
+import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
 import type { RolloutPlanInput } from '#contracts';
 
 export interface PublishOptions extends ConnectionFlags, RolloutFlags {
@@ -166,7 +167,10 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
 export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
-  const rollout = rolloutPlanOf(rete, options);
+  const chosen = rolloutPlanOf(rete, options);
+  refusePruneInWaves(chosen, options.prune ?? false);
+  const rollout = chosen?.plan;
+  const planLine = rolloutPlanLine(chosen, rete);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
@@ -189,7 +193,9 @@ export async function run(options: PublishOptions): Promise<number> {
   if (options.confirmWithin !== undefined && body.publish_id !== null && !options.json) {
     note(`the changed nodes revert on their own unless confirmed within ${options.confirmWithin} s of taking it: retectl confirm ${body.publish_id}`);
   }
-  if (body.rollout) return reportRollout(client, body, sent, uploaded, options);
+  if (body.rollout) return reportRollout(client, body, sent, uploaded, options, planLine);
+  // Set aside or unused (nothing changed), the plan is said where it does not disturb the summary.
+  if (planLine && !options.json && body.publish_id !== null) note(planLine);
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   // The publish is said before the wait, so the live counts (stderr) follow it.
   // A changed node the tree does not hold is one this (pruning) publish retires.
@@ -204,10 +210,11 @@ export async function run(options: PublishOptions): Promise<number> {
 }
 
 /** A publish that started a rollout: its waves, and with --wait the rollout followed until it finishes. */
-async function reportRollout(client: CoordinatorClient, body: PublishResponse, sent: number, uploaded: number, options: PublishOptions): Promise<number> {
+async function reportRollout(client: CoordinatorClient, body: PublishResponse, sent: number, uploaded: number, options: PublishOptions, planLine: string | undefined): Promise<number> {
   const r = body.rollout!;
   if (!options.json) {
     out(`rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`);
+    if (planLine) out(planLine);
     const first = body.changed.map((c) => c.node);
     const shown = options.all ? first : first.slice(0, LIST_LIMIT);
     out(`first wave released at position ${body.position}: ${shown.join(', ') || 'no node (all changed elsewhere since)'}${shown.length < first.length ? ` and ${first.length - shown.length} more (--all to list them)` : ''}`);

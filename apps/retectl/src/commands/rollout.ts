@@ -1,91 +1,9 @@
-import { parseDuration, RolloutListResponse, RolloutView, type RolloutAction, type RolloutPlanInput, type RolloutStatus } from '#contracts';
-import type { Rete } from '#rete';
+import { RolloutListResponse, RolloutView, type RolloutAction, type RolloutStatus } from '#contracts';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { RetectlError } from '../errors.js';
 import { liveLine, type LineStream } from '../live-line.js';
 import { out, outJson, plural } from '../output.js';
-
-/** The flags of `retectl publish` that make it a rollout, as commander hands them over. */
-export interface RolloutFlags {
-  readonly canary?: string;
-  readonly waves?: string;
-  readonly bake?: string;
-  readonly failureBudget?: string;
-  readonly confirmShare?: string;
-  readonly onHalt?: string;
-}
-
-const usage = (message: string) => new RetectlError('usage', message);
-
-/** `10%`, `0.1` or `10` (percent when above 1) as a share from 0 to 1. */
-function share(flag: string, value: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(%?)$/.exec(value.trim());
-  if (!m) throw usage(`${flag} ${value}: expected a share such as 90% or 0.9`);
-  const n = Number(m[1]);
-  const s = m[2] === '%' || n > 1 ? n / 100 : n;
-  if (s < 0 || s > 1) throw usage(`${flag} ${value}: a share is from 0% to 100%`);
-  return s;
-}
-
-/**
- * The nodes a `--canary` selector names in the rete: `tag:a,b` (nodes carrying any of the tags),
- * `group:a,b` (their members), or node names (`node:a,b` or just `a,b`). An unknown name is an error.
- */
-export function resolveCanary(rete: Pick<Rete, 'nodes' | 'groups'>, selector: string): string[] {
-  const [kind, list] = selector.includes(':') ? (selector.split(/:(.*)/s, 2) as [string, string]) : ['node', selector];
-  const names = list.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (names.length === 0) throw usage(`--canary ${selector}: name at least one ${kind}`);
-  const picked = new Set<string>();
-  for (const name of names) {
-    if (kind === 'tag') {
-      const carriers = rete.nodes.filter((n) => n.tags.includes(name));
-      if (carriers.length === 0) throw usage(`--canary ${selector}: no node carries the tag "${name}"`);
-      for (const n of carriers) picked.add(n.name);
-    } else if (kind === 'group') {
-      const members = rete.groups.get(name);
-      if (!members) throw usage(`--canary ${selector}: no group is named "${name}"`);
-      for (const m of members) picked.add(m);
-    } else if (kind === 'node') {
-      if (!rete.nodes.some((n) => n.name === name)) throw usage(`--canary ${selector}: no node is named "${name}"`);
-      picked.add(name);
-    } else throw usage(`--canary ${selector}: expected tag:NAMES, group:NAMES or node names`);
-  }
-  return [...picked].sort();
-}
-
-/** The rollout plan the flags ask for, or undefined when none of them is given (a publish all at once). */
-export function rolloutPlanOf(rete: Pick<Rete, 'nodes' | 'groups'>, f: RolloutFlags): RolloutPlanInput | undefined {
-  if ([f.canary, f.waves, f.bake, f.failureBudget, f.confirmShare, f.onHalt].every((v) => v === undefined)) return undefined;
-  const plan: { -readonly [K in keyof RolloutPlanInput]: RolloutPlanInput[K] } = {};
-  if (f.canary !== undefined) plan.canary = resolveCanary(rete, f.canary);
-  if (f.waves !== undefined) {
-    const waves = f.waves.split(',').map((w) => Number(w.trim().replace(/%$/, '')));
-    if (waves.some((w) => !Number.isInteger(w) || w < 1 || w > 100)) throw usage(`--waves ${f.waves}: expected cumulative percentages such as 10,50,100`);
-    if (waves.some((w, i) => i > 0 && w <= waves[i - 1])) throw usage(`--waves ${f.waves}: the percentages must increase`);
-    if (waves[waves.length - 1] !== 100) waves.push(100);
-    plan.waves = waves;
-  }
-  if (f.bake !== undefined) {
-    const seconds = parseDuration(f.bake);
-    if (seconds === undefined) throw usage(`--bake ${f.bake}: expected a duration such as 90s, 10m or 1h`);
-    plan.bake_seconds = seconds;
-  }
-  if (f.failureBudget !== undefined) {
-    plan.failure_budget = /%$|\./.test(f.failureBudget) ? { share: share('--failure-budget', f.failureBudget) } : { count: integer('--failure-budget', f.failureBudget) };
-  }
-  if (f.confirmShare !== undefined) plan.confirm_share = share('--confirm-share', f.confirmShare);
-  if (f.onHalt !== undefined) {
-    if (f.onHalt !== 'rollback' && f.onHalt !== 'hold') throw usage(`--on-halt ${f.onHalt}: expected rollback or hold`);
-    plan.on_halt = f.onHalt;
-  }
-  return plan;
-}
-
-function integer(flag: string, value: string): number {
-  if (!/^[0-9]{1,9}$/.test(value)) throw usage(`${flag} ${value}: expected a count such as 2, or a share such as 5%`);
-  return Number(value);
-}
 
 export interface RolloutOptions extends ConnectionFlags {
   readonly json?: boolean;
