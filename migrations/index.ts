@@ -16,6 +16,7 @@ import * as m0014 from './0014-bundles-signed-on-fetch.js';
 import * as m0015 from './0015-rollouts.js';
 import * as m0016 from './0016-api-token-lifecycle.js';
 import * as m0017 from './0017-rollout-expiry.js';
+import * as m0018 from './0018-node-owned.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015-rollouts': m0015,
   '0016-api-token-lifecycle': m0016,
   '0017-rollout-expiry': m0017,
+  '0018-node-owned': m0018,
 };

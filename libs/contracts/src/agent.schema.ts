@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.js';
 import { AgentLifecycle } from './lifecycle.schema.js';
 import { LocalSetRecord } from './local-set.schema.js';
-import { PACKAGE_MANAGER_NAMES } from './host.schema.js';
+import { DEBIAN_PACKAGE_NAME, HostPath, PACKAGE_MANAGER_NAMES } from './host.schema.js';
 import { parseDuration } from './rete.schema.js';
 import { TrustKey } from './trust.schema.js';
 
@@ -129,21 +129,6 @@ export const AgentConfig = z.strictObject({
   self_upgrade: SelfUpgradeConfig.prefault({}),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
-
-/**
- * The part of the enrolment answer (EnrolResponse) the agent relies on. Parsed leniently on purpose:
- * a coordinator may add fields, and an agent must keep enrolling against it.
- */
-export const EnrolAnswer = z.object({
-  node: NodeName,
-  credential: z.string().min(1),
-  briefing: z
-    .object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) })
-    .optional(),
-  /** The recovery copy: the files this node last reported installed (null when it never reported any). */
-  installed: z.array(z.string()).nullable().optional(),
-});
-export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 
 /** identity.json (mode 0600): what enrolment gave the agent. Only the key the token vouched for is pinned. */
 export const AgentIdentity = z.strictObject({
@@ -443,6 +428,50 @@ export const OwnedFiles = z.strictObject({
 });
 export type OwnedFiles = z.infer<typeof OwnedFiles>;
 export type OwnedFile = OwnedFiles['files'][string];
+
+/** At most this many files, and this many packages, in a recovery copy (a report's limit for a list). */
+export const MAX_OWNED_COPY_ENTRIES = 4096;
+
+/**
+ * The recovery copy of host resources: what an agent last reported it owns, kept by the coordinator
+ * and handed back when the node enrols again, so an agent whose state dir was lost can take them back
+ * into its record (owned-files.json). Only confirmed entries: a file read back as its sha256, a
+ * package dpkg read back at its version. `original`: the agent kept a copy of a regular file that lay
+ * at the path before its first write (the copy itself lives in the state dir only). A package's
+ * `before` is what dpkg had before the agent first touched it (null: absent, so the agent installed it).
+ */
+export const OwnedCopy = z.strictObject({
+  files: z
+    .record(HostPath, z.strictObject({ sha256: Sha256, original: z.boolean() }))
+    .refine((f) => Object.keys(f).length <= MAX_OWNED_COPY_ENTRIES, `at most ${MAX_OWNED_COPY_ENTRIES} files`),
+  packages: z
+    .record(
+      z.string().regex(DEBIAN_PACKAGE_NAME, 'must be a Debian package name').max(256),
+      z.strictObject({ manager: z.enum(PACKAGE_MANAGER_NAMES), version: z.string().min(1).max(256), before: PackageBefore.nullable() }),
+    )
+    .refine((p) => Object.keys(p).length <= MAX_OWNED_COPY_ENTRIES, `at most ${MAX_OWNED_COPY_ENTRIES} packages`),
+});
+export type OwnedCopy = z.infer<typeof OwnedCopy>;
+
+/**
+ * The part of the enrolment answer (EnrolResponse) the agent relies on. Parsed leniently on purpose:
+ * a coordinator may add fields, and an agent must keep enrolling against it.
+ */
+export const EnrolAnswer = z.object({
+  node: NodeName,
+  credential: z.string().min(1),
+  briefing: z
+    .object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) })
+    .optional(),
+  /** The recovery copy: the files this node last reported installed (null when it never reported any). */
+  installed: z.array(z.string()).nullable().optional(),
+  /**
+   * The recovery copy of host resources (null when the node never reported any). Checked strictly,
+   * unlike the rest: a copy the agent would act on must be whole, or the enrolment writes nothing.
+   */
+  owned: OwnedCopy.nullable().optional(),
+});
+export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 
 /**
  * What a real pass would do to one host resource, as a dry run sees it: a file written (or confirmed),

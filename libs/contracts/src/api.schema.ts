@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
-import { ActivationPath, HotReloadFallbackCode, ReportResource } from './agent.schema.js';
+import { ActivationPath, HotReloadFallbackCode, OwnedCopy, ReportResource } from './agent.schema.js';
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
 import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
@@ -128,6 +128,11 @@ export const EnrolResponse = z.object({
   briefing: Briefing,
   /** The recovery copy: the files the node last reported installed, so an agent with a lost store can remove them. */
   installed: z.array(z.string()).nullable(),
+  /**
+   * The recovery copy of host resources: the files and packages the node last reported it owns, so an
+   * agent with a lost store can take back those still as reported. Null until a report carried one.
+   */
+  owned: OwnedCopy.nullable(),
 });
 
 /**
@@ -207,6 +212,8 @@ export const ReportRequest = z.strictObject({
   activation: ReportActivation.optional(),
   /** Host resources in the order the pass handled them; after a failed one, the rest were not attempted. */
   resources: z.array(ReportResource).max(4096).optional(),
+  /** Every host resource the agent owns after the pass: what the coordinator hands back if the node enrols again with a lost store. */
+  owned: OwnedCopy.optional(),
   /** The newest checkpoint the agent verified (a C2SP signed note): what it witnessed of the ledger. */
   checkpoint: z.string().max(4096).optional(),
   /** Set when that checkpoint is older than the agent's max_staleness: since when. */

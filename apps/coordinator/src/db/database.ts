@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { NodeResources } from '#contracts';
+import type { NodeResources, OwnedCopy } from '#contracts';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** int8 comes back as a string from pg and as a number or bigint from PGlite; repositories normalise it. */
@@ -166,6 +166,8 @@ export interface NodeStatusTable {
   briefing: Json<{ outcome: string; lines: unknown[] }> | null;
   /** The last resource list a report carried (NodeResources). */
   resources: Json<NodeResources> | null;
+  /** What the agent last reported it owns on its host (OwnedCopy): handed back when the node enrols again. */
+  owned: Json<OwnedCopy> | null;
   /** The newest checkpoint the agent reported it verified (a signed note). */
   checkpoint: ColumnType<string | null, string | null | undefined, string | null>;
   stale_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;

@@ -1,19 +1,25 @@
 import type { Transaction } from 'kysely';
-import type { Profile } from '#contracts';
+import type { OwnedCopy, Profile } from '#contracts';
 import type { z } from 'zod';
 import type { Database } from '../db/database.js';
 import type { Briefing } from '../identity/briefing.js';
 
+/** The recovery copy an enrolment hands back: what the node last reported installed, and the host resources it owns. */
+export interface RecoveryCopy {
+  readonly installed: string[] | null;
+  readonly owned: OwnedCopy | null;
+}
+
 /**
  * Writes the node's status row at enrolment: profile, inventory and briefing, ineligible when the
- * briefing failed. Returns what the node last reported installed, which the enrolled agent is told.
+ * briefing failed. Returns the node's recovery copy, which the enrolled agent is told.
  */
 export async function recordEnrolmentStatus(
   trx: Transaction<Database>,
   node: string,
   e: { at: Date; profile: z.infer<typeof Profile>; inventory: unknown; briefing: Briefing },
-): Promise<unknown> {
-  const previous = await trx.selectFrom('node_status').select('installed').where('node', '=', node).executeTakeFirst();
+): Promise<RecoveryCopy> {
+  const previous = await trx.selectFrom('node_status').select(['installed', 'owned']).where('node', '=', node).executeTakeFirst();
   const status = {
     enrolled_at: e.at,
     profile: JSON.stringify(e.profile),
@@ -23,5 +29,5 @@ export async function recordEnrolmentStatus(
     agent_version: e.profile.agent_version || null,
   };
   await trx.insertInto('node_status').values({ node, ...status }).onConflict((oc) => oc.column('node').doUpdateSet(status)).execute();
-  return previous?.installed ?? null;
+  return { installed: previous?.installed ?? null, owned: previous?.owned ?? null };
 }

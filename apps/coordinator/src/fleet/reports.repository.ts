@@ -18,6 +18,7 @@ export async function recordReportStatus(trx: Transaction<Database>, node: strin
     // An older agent says nothing: the version it enrolled with stays.
     ...(r.agent_version ? { agent_version: r.agent_version } : {}),
     ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),
+    ...(r.owned ? { owned: JSON.stringify(r.owned) } : {}),
     // The version a resource list is about: the one applied, or the one tried when the pass failed.
     ...(r.resources
       ? { resources: JSON.stringify({ version: r.result === 'failed' ? (r.target_version ?? r.active_version) : r.active_version, result: r.result, reported_at: now.toISOString(), items: r.resources }) }

@@ -65,7 +65,7 @@ export class IdentityController {
   async enrol(@Body() body: unknown) {
     const enrolled = await this.commands.execute(new EnrolNodeCommand(parseInput(EnrolRequest, body, 'body')));
     await this.keys.reloadIfChanged();
-    return { node: enrolled.node, credential: enrolled.credential, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed };
+    return { node: enrolled.node, credential: enrolled.credential, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed, owned: enrolled.owned };
   }
 
   @Delete('nodes/:node/credential')

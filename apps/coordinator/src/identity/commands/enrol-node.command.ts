@@ -1,5 +1,5 @@
 import { Command } from '@nestjs/cqrs';
-import type { EnrolRequest } from '#contracts';
+import type { EnrolRequest, OwnedCopy } from '#contracts';
 import type { z } from 'zod';
 import type { Briefing } from '../briefing.js';
 
@@ -8,7 +8,9 @@ export interface Enrolled {
   /** Shown once: only its hash is stored. */
   readonly credential: string;
   readonly briefing: Briefing;
-  readonly installed: unknown;
+  /** The recovery copy: what the node last reported installed, and the host resources it owns. */
+  readonly installed: string[] | null;
+  readonly owned: OwnedCopy | null;
 }
 
 /** An agent adopts a node with a single-use enrolment token; the token is the authentication. */

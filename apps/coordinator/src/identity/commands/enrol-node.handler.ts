@@ -34,7 +34,7 @@ export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrol
       await revokeLiveCredentials(trx, row.node, 'enrolled_again', now);
       await insertCredential(trx, { id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now });
       const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
-      const installed = await recordEnrolmentStatus(trx, row.node, { at: now, profile: req.profile, inventory: req.inventory, briefing });
+      const recovery = await recordEnrolmentStatus(trx, row.node, { at: now, profile: req.profile, inventory: req.inventory, briefing });
       await this.ledger.recordIdentity(
         trx,
         row.node,
@@ -42,7 +42,7 @@ export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrol
         { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname, briefing: briefing.outcome },
         `node:${row.node}`,
       );
-      return { node: row.node, credential: credential.token, briefing, installed };
+      return { node: row.node, credential: credential.token, briefing, ...recovery };
     });
     // The credential it replaced is refused by every replica before the new one is handed out.
     await this.ledger.settle();
