@@ -10,6 +10,7 @@ import { CoordinatorClient, type BundleFetch, type OperatorConfirm } from './coo
 import { evolve, provisionalFor, verdict, type ConfirmationEvent } from './confirmation.js';
 import { runHealthChecks } from './health-checks.js';
 import { dryRunResult } from './dry-run.js';
+import { ownedCopyOf } from './owned-recovery.js';
 import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
 import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
@@ -616,7 +617,7 @@ export class SyncPass {
    */
   private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<boolean> {
     const reached = body.result === 'applied' || body.result === 'up_to_date';
-    const full: ReportRequest = { ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.witnessed(), agent_version: AGENT_VERSION };
+    const full: ReportRequest = { ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.ownedAfter(body), ...this.witnessed(), agent_version: AGENT_VERSION };
     const news = reportNews(full, this.dir.readCheckpoint());
     if (options.onlyNews && news === this.lastReported) return false;
     try {
@@ -635,6 +636,15 @@ export class SyncPass {
     if (state.provisional?.version === version) return { confirmation: 'provisional' };
     if (state.confirmed?.version === version) return { confirmation: 'confirmed' };
     return {};
+  }
+
+  /**
+   * After a pass that may have changed host resources (applied, failed part-way, reverted): every one
+   * the agent owns, for the coordinator's recovery copy. An agent that never owned any sends none.
+   */
+  private ownedAfter(body: ReportRequest): Pick<ReportRequest, 'owned'> {
+    if (body.result === 'up_to_date' || body.result === 'rejected' || !existsSync(this.dir.ownedPath)) return {};
+    return { owned: ownedCopyOf(this.dir.readOwned()) };
   }
 
   /** What every report adds: the newest checkpoint this agent verified, and since when it is stale. */

@@ -3,9 +3,14 @@ import { resolve } from 'node:path';
 import type { Agent } from 'node:https';
 import type * as jose from 'jose';
 import { cleartextRefusal } from '#tls';
-import { EnrolAnswer, NodeName, type AgentIdentity } from '#contracts';
-import { keyThumbprint } from '#bundle';
-import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { lstatSync, readFileSync } from 'node:fs';
+import { EnrolAnswer, NodeName, type AgentConfig, type AgentIdentity, type OwnedCopy } from '#contracts';
+import { keyThumbprint, sha256Hex } from '#bundle';
+import { AptPackageManager } from '../agent/apt.js';
+import { configPathFor, loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
+import { DEFAULT_INSTALL_DIR } from '../agent/installer.js';
+import { adoptOwned, type Adoption } from '../agent/owned-recovery.js';
+import type { InstalledPackage } from '../agent/package-manager.js';
 import type { StateDir } from '../agent/state-dir.js';
 import { answerError, httpCall } from '../agent/http.js';
 import { coordinatorAgent } from '../agent/transport.js';
@@ -116,6 +121,14 @@ export async function run(options: RunOptions): Promise<void> {
     ...(options.insecureHttp === true && coordinator.protocol === 'http:' ? { insecure_http: true } : {}),
   };
   const recovered = recoverInstalled(dir, res.installed ?? null);
+  let resources: Adoption | null = null;
+  let notRecovered: string | null = null;
+  try {
+    resources = await recoverOwned(dir, config, options, res.owned ?? null);
+  } catch (err) {
+    // The coordinator already took the token: the enrolment stands, and the operator hears what was not taken back.
+    notRecovered = (err as Error).message;
+  }
   dir.writeIdentity(identity);
   // A new enrolment is the way back from retirement; the retired mark belonged to the old one. It
   // also just reached the coordinator, so a run of passes that could not is over.
@@ -129,6 +142,50 @@ export async function run(options: RunOptions): Promise<void> {
     if (res.briefing.outcome !== 'pass') process.stderr.write(`warning: ${res.node} is enrolled but ineligible until it enrols with every briefing check passing\n`);
   }
   if (recovered > 0) process.stdout.write(`recovered ${recovered} installed file${recovered === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer has\n`);
+  if (resources) {
+    const files = Object.keys(resources.owned.files).length;
+    const packages = Object.keys(resources.owned.packages).length;
+    if (files + packages > 0) {
+      process.stdout.write(
+        `recovered ${files} file resource${files === 1 ? '' : 's'} and ${packages} package resource${packages === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer declares\n`,
+      );
+    }
+    for (const l of resources.left) process.stdout.write(`  not recovered: ${l.resource}: ${l.reason}\n`);
+  }
+  if (notRecovered !== null) {
+    process.stderr.write(`warning: the host resources in the coordinator's copy were not recovered (${notRecovered}); enrol again with a new token before a set is applied to retry\n`);
+  }
+}
+
+/**
+ * Lost store, host resources: the coordinator's copy of what the node last reported it owns is taken
+ * back into owned-files.json, entry by entry as far as the host still matches it (adoptOwned says
+ * which). A store that still records any resource is more precise than the copy and is kept.
+ */
+async function recoverOwned(dir: StateDir, config: AgentConfig, options: RunOptions, copy: OwnedCopy | null): Promise<Adoption | null> {
+  if (!copy || Object.keys(copy.files).length + Object.keys(copy.packages).length === 0) return null;
+  const record = dir.readOwned();
+  if (Object.keys(record.files).length > 0 || Object.keys(record.packages).length > 0) return null;
+  const files = new Map<string, string | null>();
+  for (const path of Object.keys(copy.files)) files.set(path, regularFileDigest(path));
+  const managers = { apt: new AptPackageManager(config.packages.apt) };
+  const packages = new Map<string, InstalledPackage>();
+  for (const [name, p] of Object.entries(copy.packages)) packages.set(name, await managers[p.manager].query(name));
+  const configPath = configPathFor(options);
+  const ownPaths = [dir.root, config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(config.install.paths), ...(configPath ? [configPath] : [])].map((p) => resolve(p));
+  const adoption = adoptOwned(copy, { files, packages }, ownPaths);
+  if (Object.keys(adoption.owned.files).length + Object.keys(adoption.owned.packages).length > 0) dir.writeOwned(adoption.owned);
+  return adoption;
+}
+
+/** sha256 of the regular file at `path` (a link is not followed), or null when there is none. */
+function regularFileDigest(path: string): string | null {
+  try {
+    return lstatSync(path).isFile() ? sha256Hex(readFileSync(path)) : null;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw err;
+  }
 }
 
 /**
