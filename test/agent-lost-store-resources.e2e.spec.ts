@@ -1,9 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { sha256Hex } from '#bundle';
 import type { FileResource, PackageResource } from '#contracts';
+import { startFrontProxy } from './fixtures/agent/front-proxy.js';
 import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
 import { pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts } from './support/agent-package.js';
 import { AptWorld, buildFixture, dpkgStatus, purgeFixtures } from './support/apt-repo.js';
@@ -100,6 +101,19 @@ describe('flor agent: a lost store takes back its host resources from the coordi
     mkdirSync(files.stateDir);
     // While the node is down, a set without any host resource goes out.
     expect(await fleet.publish(setWith('two', false))).toEqual({ [NODE]: 2 });
+
+    // A recovery copy that does not match the contract is refused whole: the agent writes nothing.
+    const proxy = await startFrontProxy(coordinator.url);
+    try {
+      proxy.enrolAnswer = (a) => ({ ...a, owned: { ...a.owned, files: { ...a.owned.files, [appConf().declared.path]: { sha256: 'not a digest', original: false } } } });
+      const refused = await flor(['agent', 'enroll', '--coordinator', proxy.url, '--token', await fleet.enrolmentToken(NODE), ...files.args]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`the enrolment answer does not match the contract: owned.files.${appConf().declared.path}.sha256: `);
+      expect(readdirSync(files.stateDir)).toEqual([]);
+      expect(await dpkgStatus(HELLO)).toBe('installed 1.0');
+    } finally {
+      await proxy.close();
+    }
 
     const r = await enrol();
     expect(r.code).toBe(0);

@@ -129,7 +129,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const enrolled = await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: { cpus: 2 } });
       expect(enrolled.status).toBe(201);
       const keys = await jwks();
-      expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null });
+      expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null, owned: null });
       const node = anon.as(enrolled.body.credential);
 
       // A publish signs nothing: the bundle is signed as its node fetches it, once per fetch of a 200.

@@ -161,12 +161,23 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect((await publish({ skewed: 'x2' }, 'skewed is sound again')).accepted_ineligible).toBeUndefined();
   });
 
-  it('hands a re-enrolling node the recovery copy of what it had installed', async () => {
+  it('hands a re-enrolling node the recovery copy of what it had installed and the host resources it owns', async () => {
     await publish({ keeper: 'k1' }, 'keeper');
     await enrol('keeper');
-    expect((await report('keeper', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json', '/etc/florete/agent.json'] })).status).toBe(204);
+    const owned = {
+      files: { '/etc/app.conf': { sha256: 'a'.repeat(64), original: false } },
+      packages: { hello: { manager: 'apt', version: '1.0', before: { status: 'installed', version: '0.9' } } },
+    };
+    expect((await report('keeper', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json', '/etc/florete/agent.json'], owned })).status).toBe(204);
+    // A report without a copy (an up-to-date pass) leaves the last one.
+    expect((await report('keeper', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
+    // A malformed copy is refused with the report, and changes nothing.
+    const bad = await report('keeper', { active_version: 1, result: 'applied', owned: { files: { 'etc/app.conf': { sha256: 'a'.repeat(64), original: false } }, packages: {} } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.code).toBe('invalid_body');
     const again = await enrol('keeper');
     expect(again.body.installed).toEqual(['/etc/florete/flor.json', '/etc/florete/agent.json']);
+    expect(again.body.owned).toEqual(owned);
   });
 
   it('revokes a retired node\'s credential once it reports the final empty set applied', async () => {
