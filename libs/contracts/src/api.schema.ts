@@ -200,6 +200,8 @@ export const ReportActivation = z.strictObject({
   answer: z.enum(['swapped', 'unchanged']).optional(),
   fallback: z.strictObject({ code: HotReloadFallbackCode, reason: z.string().max(2048) }).optional(),
 });
+/** The largest report body the coordinator takes (its limit for every small body); a larger one is refused whole. */
+export const MAX_REPORT_BYTES = 64 * 1024;
 export const ReportRequest = z.strictObject({
   active_version: z.number().int().nonnegative().max(MAX_VERSION),
   /** `reverted`: the agent went back from target_version to active_version on its own; `error` says why. */

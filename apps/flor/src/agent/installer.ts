@@ -1,11 +1,16 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { sha256Hex } from '#bundle';
 import { FILE_ARTIFACT, RESOURCES_JSON, type AgentConfig } from '#contracts';
 import { writeFileAtomic } from '#runtime';
 import type { StateDir } from './state-dir.js';
 
 export const DEFAULT_INSTALL_DIR = '/etc/florete';
+
+/** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
+export function agentOwnPaths(stateDir: string, config: AgentConfig, extra: readonly string[] = []): string[] {
+  return [stateDir, config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(config.install.paths), ...extra].map((p) => resolve(p));
+}
 
 /** Where an artifact is installed: its own configured path, or the install folder. */
 export function targetPath(config: AgentConfig, name: string): string {

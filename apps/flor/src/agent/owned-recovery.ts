@@ -1,4 +1,4 @@
-import type { OwnedCopy, OwnedFiles } from '#contracts';
+import { MAX_REPORT_BYTES, type OwnedCopy, type OwnedFiles, type ReportRequest } from '#contracts';
 import { isInstalledAt, type InstalledPackage } from './package-manager.js';
 import { ownPathAt } from './resource-plan.js';
 
@@ -13,6 +13,16 @@ export function ownedCopyOf(owned: OwnedFiles): OwnedCopy {
   const packages: OwnedCopy['packages'] = {};
   for (const [name, p] of Object.entries(owned.packages)) if (p.version !== null) packages[name] = { manager: p.manager, version: p.version, before: p.before };
   return { files, packages };
+}
+
+/**
+ * The report with the copy when both fit in one report body, else the report alone: a report the
+ * coordinator refuses would lose the node's status too. The coordinator then keeps the copy it had,
+ * which adoptOwned makes safe to be stale: an entry the host no longer shows as reported is not taken.
+ */
+export function withOwnedCopy(report: ReportRequest, copy: OwnedCopy, limit = MAX_REPORT_BYTES): ReportRequest {
+  const full = { ...report, owned: copy };
+  return Buffer.byteLength(JSON.stringify(full)) <= limit ? full : report;
 }
 
 /** What the host holds now for each entry of a recovery copy. */

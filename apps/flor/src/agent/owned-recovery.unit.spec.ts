@@ -1,5 +1,5 @@
 import { OwnedCopy } from '#contracts';
-import { adoptOwned, ownedCopyOf } from './owned-recovery.js';
+import { adoptOwned, ownedCopyOf, withOwnedCopy } from './owned-recovery.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -53,6 +53,13 @@ describe('taking back a recovery copy into a lost store', () => {
     const sent = ownedCopyOf(record);
     expect(sent).toEqual({ files: { '/a': { sha256: A, original: true } }, packages: { pre: { manager: 'apt', version: '1.0', before: null } } });
     expect(OwnedCopy.safeParse(sent).success).toBe(true);
+  });
+
+  it('sends the copy with a report only when both fit in one report body', () => {
+    const report = { active_version: 2, result: 'applied' as const };
+    expect(withOwnedCopy(report, copy)).toEqual({ ...report, owned: copy });
+    const many: OwnedCopy = { files: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`/srv/app/file-${i}.conf`, { sha256: A, original: false }])), packages: {} };
+    expect(withOwnedCopy(report, many)).toEqual(report);
   });
 
   it('refuses a malformed copy at the edge', () => {

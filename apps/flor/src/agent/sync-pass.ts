@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { AGENT_JSON, AgentJson, MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type HeldCheckpoint, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
@@ -10,8 +10,8 @@ import { CoordinatorClient, type BundleFetch, type OperatorConfirm } from './coo
 import { evolve, provisionalFor, verdict, type ConfirmationEvent } from './confirmation.js';
 import { runHealthChecks } from './health-checks.js';
 import { dryRunResult } from './dry-run.js';
-import { ownedCopyOf } from './owned-recovery.js';
-import { DEFAULT_INSTALL_DIR, installSet, isResourceArtifact, targetPath } from './installer.js';
+import { ownedCopyOf, withOwnedCopy } from './owned-recovery.js';
+import { agentOwnPaths, installSet, isResourceArtifact, targetPath } from './installer.js';
 import { afterPass, contactOf } from './lifecycle.js';
 import { applyResourceSteps, ResourcePassFailed } from './resource-pass.js';
 import { declaredSources, planResources, plannedResources } from './resource-plan.js';
@@ -132,7 +132,7 @@ export class SyncPass {
 
   /** What a file resource must never write into or replace: the agent's state dir, install dir, install paths and config. */
   ownPaths(): string[] {
-    return [this.dir.root, this.config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(this.config.install.paths), ...this.extraOwnPaths].map((p) => resolve(p));
+    return agentOwnPaths(this.dir.root, this.config, this.extraOwnPaths);
   }
 
   /** The ETag a pass sends: only when nothing is half-done (see run). */
@@ -617,7 +617,7 @@ export class SyncPass {
    */
   private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<boolean> {
     const reached = body.result === 'applied' || body.result === 'up_to_date';
-    const full: ReportRequest = { ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.ownedAfter(body), ...this.witnessed(), agent_version: AGENT_VERSION };
+    const full = this.withOwned({ ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.witnessed(), agent_version: AGENT_VERSION });
     const news = reportNews(full, this.dir.readCheckpoint());
     if (options.onlyNews && news === this.lastReported) return false;
     try {
@@ -642,9 +642,11 @@ export class SyncPass {
    * After a pass that may have changed host resources (applied, failed part-way, reverted): every one
    * the agent owns, for the coordinator's recovery copy. An agent that never owned any sends none.
    */
-  private ownedAfter(body: ReportRequest): Pick<ReportRequest, 'owned'> {
-    if (body.result === 'up_to_date' || body.result === 'rejected' || !existsSync(this.dir.ownedPath)) return {};
-    return { owned: ownedCopyOf(this.dir.readOwned()) };
+  private withOwned(report: ReportRequest): ReportRequest {
+    if (report.result === 'up_to_date' || report.result === 'rejected' || !existsSync(this.dir.ownedPath)) return report;
+    const sent = withOwnedCopy(report, ownedCopyOf(this.dir.readOwned()));
+    if (!sent.owned) this.log('warn', 'owned resources not reported', { reason: 'the report would exceed the coordinator limit for a report body; it keeps its older copy' });
+    return sent;
   }
 
   /** What every report adds: the newest checkpoint this agent verified, and since when it is stale. */

@@ -8,7 +8,7 @@ import { EnrolAnswer, NodeName, type AgentConfig, type AgentIdentity, type Owned
 import { keyThumbprint, sha256Hex } from '#bundle';
 import { AptPackageManager } from '../agent/apt.js';
 import { configPathFor, loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
-import { DEFAULT_INSTALL_DIR } from '../agent/installer.js';
+import { agentOwnPaths } from '../agent/installer.js';
 import { adoptOwned, type Adoption } from '../agent/owned-recovery.js';
 import type { InstalledPackage } from '../agent/package-manager.js';
 import type { StateDir } from '../agent/state-dir.js';
@@ -145,11 +145,9 @@ export async function run(options: RunOptions): Promise<void> {
   if (resources) {
     const files = Object.keys(resources.owned.files).length;
     const packages = Object.keys(resources.owned.packages).length;
-    if (files + packages > 0) {
-      process.stdout.write(
-        `recovered ${files} file resource${files === 1 ? '' : 's'} and ${packages} package resource${packages === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer declares\n`,
-      );
-    }
+    process.stdout.write(
+      `recovered ${files} file resource${files === 1 ? '' : 's'} and ${packages} package resource${packages === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer declares\n`,
+    );
     for (const l of resources.left) process.stdout.write(`  not recovered: ${l.resource}: ${l.reason}\n`);
   }
   if (notRecovered !== null) {
@@ -172,8 +170,7 @@ async function recoverOwned(dir: StateDir, config: AgentConfig, options: RunOpti
   const packages = new Map<string, InstalledPackage>();
   for (const [name, p] of Object.entries(copy.packages)) packages.set(name, await managers[p.manager].query(name));
   const configPath = configPathFor(options);
-  const ownPaths = [dir.root, config.install.dir ?? DEFAULT_INSTALL_DIR, ...Object.values(config.install.paths), ...(configPath ? [configPath] : [])].map((p) => resolve(p));
-  const adoption = adoptOwned(copy, { files, packages }, ownPaths);
+  const adoption = adoptOwned(copy, { files, packages }, agentOwnPaths(dir.root, config, configPath ? [configPath] : []));
   if (Object.keys(adoption.owned.files).length + Object.keys(adoption.owned.packages).length > 0) dir.writeOwned(adoption.owned);
   return adoption;
 }
