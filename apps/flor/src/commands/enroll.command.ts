@@ -1,9 +1,9 @@
+import { lstatSync, readFileSync } from 'node:fs';
 import { arch, cpus, hostname, platform, release, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import type { Agent } from 'node:https';
 import type * as jose from 'jose';
 import { cleartextRefusal } from '#tls';
-import { lstatSync, readFileSync } from 'node:fs';
 import { EnrolAnswer, NodeName, type AgentConfig, type AgentIdentity, type OwnedCopy } from '#contracts';
 import { keyThumbprint, sha256Hex } from '#bundle';
 import { AptPackageManager } from '../agent/apt.js';
