@@ -60,7 +60,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
   async function createApiToken(role: 'admin' | 'publisher' | 'reader', name: string): Promise<string> {
     const r = await admin.post('/v1/api-tokens', { name, role });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ id: expect.any(String), name, role, token: expect.stringMatching(API_TOKEN), created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), default_expiry: true });
+    expect(r.body).toEqual({ id: expect.any(String), name, role, token: expect.stringMatching(API_TOKEN), created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), scope: null, default_expiry: true });
     return r.body.token as string;
   }
 

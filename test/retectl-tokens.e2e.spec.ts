@@ -83,6 +83,7 @@ describe('retectl token create', () => {
         created_at: expect.any(String),
         created_by: 'admin',
         expires_at: expect.any(String),
+        scope: null,
         default_expiry: true,
       });
       expect((Date.parse(body.expires_at) - Date.parse(body.created_at)) / 1000).toBe(90 * 86400);
@@ -222,7 +223,7 @@ describe('retectl token list, token revoke and whoami', () => {
       ['grafana', 'reader', 'active', 'admin'],
       ['vault', 'admin', 'active', 'admin'],
     ]);
-    for (const t of items) expect(Object.keys(t).sort()).toEqual(['created_at', 'created_by', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'revoked_by', 'role', 'state']);
+    for (const t of items) expect(Object.keys(t).sort()).toEqual(['created_at', 'created_by', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'revoked_by', 'role', 'scope', 'state']);
     const text = JSON.stringify(items);
     expect(text).not.toContain(ci.token.split('.')[2]);
     expect(text).not.toContain('secret');
@@ -246,7 +247,7 @@ describe('retectl token list, token revoke and whoami', () => {
     const ci = (await byName('ci'))[0];
     const token = await create('publisher', 'deploy-bot', ['--ttl', '7d']);
     const who = await json(['whoami'], token.token);
-    expect(who).toEqual({ id: token.id, name: 'deploy-bot', role: 'publisher', created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String) });
+    expect(who).toEqual({ id: token.id, name: 'deploy-bot', role: 'publisher', created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), scope: null });
     const text = await retectl(['whoami'], token.token);
     expect(text.stdout).toMatch(/^name {5}deploy-bot \(recorded as the actor of what this token does\)\nid {7}[0-9a-f]{18}\nrole {5}publisher\nmay {6}what a reader may, and upload, publish, roll back, retire and steer rollouts\nexpires  \S+ \(in 6d23h\)\ncreated  \S+ by admin\n$/);
     expect((await json(['whoami'])).name).toBe('admin');

@@ -5,6 +5,7 @@ import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } fro
 import { parseDuration } from './rete.schema.js';
 import { KeyChangeResponse } from './trust.schema.js';
 import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
+import { PublishLabels, TokenScope } from './scope.schema.js';
 
 /** The shortest and longest operator confirmation window a publish may ask for: 10 s, a week. */
 export const MIN_CONFIRM_WITHIN = 10;
@@ -58,6 +59,11 @@ export const PublishRequest = z.strictObject({
    * unless `POST /v1/publishes/{id}/confirm` comes within this many seconds of their activation.
    */
   confirm_within: z.number().int().min(MIN_CONFIRM_WITHIN).max(MAX_CONFIRM_WITHIN).optional(),
+  /**
+   * Each node's tags and groups as the rete gives them, for tokens scoped to tags or groups: kept as
+   * the node's latest labels, never part of its set. A node the request leaves out keeps the labels it has.
+   */
+  labels: PublishLabels.optional(),
 });
 export type PublishRequest = z.infer<typeof PublishRequest>;
 
@@ -144,8 +150,16 @@ export const MAX_API_TOKEN_TTL = 366 * 86400;
 export const ApiTokenTtl = z.number().int().min(MIN_API_TOKEN_TTL).max(MAX_API_TOKEN_TTL);
 /** Neither ttl_seconds nor no_expiry: the coordinator's default life (FLORETE_API_TOKEN_TTL). */
 export const ApiTokenRequest = z
-  .strictObject({ name: z.string().min(1).max(64), role: Role, ttl_seconds: ApiTokenTtl.optional(), no_expiry: z.literal(true).optional() })
-  .refine((r) => r.ttl_seconds === undefined || r.no_expiry === undefined, { message: 'give ttl_seconds or no_expiry, not both', path: ['no_expiry'] });
+  .strictObject({
+    name: z.string().min(1).max(64),
+    role: Role,
+    ttl_seconds: ApiTokenTtl.optional(),
+    no_expiry: z.literal(true).optional(),
+    /** The nodes a publisher or reader token may act on or read; absent: every node. An admin token is never scoped. */
+    scope: TokenScope.optional(),
+  })
+  .refine((r) => r.ttl_seconds === undefined || r.no_expiry === undefined, { message: 'give ttl_seconds or no_expiry, not both', path: ['no_expiry'] })
+  .refine((r) => r.scope === undefined || r.role !== 'admin', { message: 'an admin token is never scoped: scope a publisher or reader token', path: ['scope'] });
 export type ApiTokenRequest = z.infer<typeof ApiTokenRequest>;
 export const ApiTokenResponse = z.object({
   id: z.string(),
@@ -156,6 +170,8 @@ export const ApiTokenResponse = z.object({
   created_by: z.string(),
   /** Null: it never expires (no_expiry). */
   expires_at: Timestamp.nullable(),
+  /** The selectors it is held to (a node name, tag:<name>, group:<name>); null: every node. */
+  scope: z.array(z.string()).nullable(),
   /** Whether the expiry is the coordinator's default (the request gave neither ttl_seconds nor no_expiry). */
   default_expiry: z.boolean(),
 });
@@ -176,6 +192,8 @@ export const ApiTokenInfo = z.object({
   last_used_at: Timestamp.nullable(),
   revoked_at: Timestamp.nullable(),
   revoked_by: z.string().nullable(),
+  /** The selectors it is held to (a node name, tag:<name>, group:<name>); null: every node. */
+  scope: z.array(z.string()).nullable(),
 });
 export type ApiTokenInfo = z.infer<typeof ApiTokenInfo>;
 export const ApiTokenList = z.object({ items: z.array(ApiTokenInfo) });
@@ -188,6 +206,8 @@ export const WhoamiResponse = z.object({
   created_at: Timestamp,
   created_by: z.string(),
   expires_at: Timestamp.nullable(),
+  /** The selectors it is held to (a node name, tag:<name>, group:<name>); null: every node. */
+  scope: z.array(z.string()).nullable(),
 });
 export type WhoamiResponse = z.infer<typeof WhoamiResponse>;
 

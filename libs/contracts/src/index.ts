@@ -11,3 +11,4 @@ export * from './trust.schema.js';
 export * from './audit.schema.js';
 export * from './publish-request.js';
 export * from './rollout.schema.js';
+export * from './scope.schema.js';

@@ -1,7 +1,8 @@
 import { ARTIFACT_NAME_PATTERN, MAX_ARTIFACTS_PER_NODE, NODE_NAME_PATTERN, SHA256_PATTERN } from './primitives.schema.js';
 import { MAX_MESSAGE_LENGTH, type PublishRequest } from './api.schema.js';
+import { MAX_NODE_LABELS } from './scope.schema.js';
 
-const TOP_LEVEL = new Set(['message', 'expected_position', 'prune', 'nodes']);
+const TOP_LEVEL = new Set(['message', 'expected_position', 'prune', 'nodes', 'labels']);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 
@@ -37,6 +38,21 @@ export function isPlainPublishRequest(body: unknown): body is PublishRequest {
       const sha256 = artifacts[name];
       if (typeof sha256 !== 'string' || !SHA256_PATTERN.test(sha256)) return false;
     }
+  }
+  return !('labels' in body) || plainLabels(body.labels);
+}
+
+const plainNames = (v: unknown): boolean => Array.isArray(v) && v.length <= MAX_NODE_LABELS && v.every((n) => typeof n === 'string' && NODE_NAME_PATTERN.test(n));
+
+function plainLabels(labels: unknown): boolean {
+  if (!isPlainObject(labels)) return false;
+  for (const node in labels) {
+    if (!NODE_NAME_PATTERN.test(node)) return false;
+    const entry = labels[node];
+    if (!isPlainObject(entry)) return false;
+    let keys = 0;
+    for (const key in entry) if ((key !== 'tags' && key !== 'groups') || ++keys > 2) return false;
+    if (!plainNames(entry.tags) || !plainNames(entry.groups)) return false;
   }
   return true;
 }

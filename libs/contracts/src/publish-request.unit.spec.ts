@@ -15,6 +15,11 @@ const entry = fc.oneof(
   { weight: 1, arbitrary: artifacts.map((a) => ({ artifacts: a, extra: 1 })) },
   { weight: 1, arbitrary: fc.constantFrom(null, [], 'x', {}, { artifacts: [] }, { artifacts: null }) },
 );
+const names = fc.oneof({ weight: 10, arbitrary: fc.array(nodeName, { maxLength: 3 }) }, { weight: 1, arbitrary: fc.constantFrom(null, 'edge', [1], Array.from({ length: 101 }, (_, i) => `t${i}`)) });
+const labelEntry = fc.oneof(
+  { weight: 20, arbitrary: fc.record({ tags: names, groups: names }) },
+  { weight: 1, arbitrary: fc.constantFrom(null, [], {}, { tags: [] }, { tags: [], groups: [], extra: [] }) },
+);
 const request = fc
   .record(
     {
@@ -22,6 +27,7 @@ const request = fc
       expected_position: fc.oneof({ weight: 8, arbitrary: fc.nat() }, { weight: 1, arbitrary: fc.constantFrom(-1, 1.5, 2 ** 53, '3', null) }),
       prune: fc.oneof({ weight: 8, arbitrary: fc.boolean() }, { weight: 1, arbitrary: fc.constantFrom('yes', 0) }),
       nodes: fc.oneof({ weight: 8, arbitrary: fc.array(fc.tuple(nodeName, entry), { maxLength: 5 }).map(objectOf) }, { weight: 1, arbitrary: fc.constantFrom(null, [], 'all') }),
+      labels: fc.oneof({ weight: 8, arbitrary: fc.array(fc.tuple(nodeName, labelEntry), { maxLength: 3 }).map(objectOf) }, { weight: 1, arbitrary: fc.constantFrom(null, [], 'all') }),
     },
     { requiredKeys: [] },
   )
@@ -56,5 +62,8 @@ describe('the plain publish request check', () => {
     expect(isPlainPublishRequest({ ...tree, nodes: { 'node-1': { artifacts: { VERSION: digest } } } })).toBe(false);
     expect(isPlainPublishRequest({ ...tree, nodes: { 'node-1': { artifacts: Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`f${i}`, digest])) } } })).toBe(false);
     expect(isPlainPublishRequest({ ...tree, expected_position: -1 })).toBe(false);
+    expect(isPlainPublishRequest({ ...tree, labels: { 'node-1': { tags: ['edge'], groups: ['ops'] } } })).toBe(true);
+    expect(isPlainPublishRequest({ ...tree, labels: { 'node-1': { tags: ['Edge'], groups: [] } } })).toBe(false);
+    expect(isPlainPublishRequest({ ...tree, labels: { 'node-1': { tags: [] } } })).toBe(false);
   });
 });

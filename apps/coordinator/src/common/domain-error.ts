@@ -18,6 +18,7 @@ export type DomainErrorCode =
   | 'unauthenticated'
   | 'retired_credential'
   | 'forbidden'
+  | 'out_of_scope'
   | 'invalid_enrolment_token'
   | 'not_found'
   | 'body_too_large'

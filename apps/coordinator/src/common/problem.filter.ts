@@ -32,6 +32,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   retired_credential: 401,
   invalid_enrolment_token: 401,
   forbidden: 403,
+  out_of_scope: 403,
   body_too_large: 413,
   unsupported_media_type: 415,
   unsupported_content_encoding: 415,

@@ -124,6 +124,16 @@ export interface ApiTokensTable {
   last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   revoked_at: Timestamp | null;
   revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The selectors it is held to (see TokenScope); null: every node. */
+  scope: ColumnType<string[] | null, string | null | undefined, string | null>;
+}
+
+/** A node's tags and groups as the latest publish that sent them said (see migration 0019). */
+export interface NodeLabelsTable {
+  node: string;
+  tags: Json<string[]>;
+  groups: Json<string[]>;
+  updated_at: Timestamp;
 }
 
 export interface EnrolmentTokensTable {
@@ -239,6 +249,7 @@ export interface Database {
   rollouts: RolloutsTable;
   rollout_nodes: RolloutNodesTable;
   api_tokens: ApiTokensTable;
+  node_labels: NodeLabelsTable;
   enrolment_tokens: EnrolmentTokensTable;
   node_credentials: NodeCredentialsTable;
   node_status: NodeStatusTable;

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { ApiTokenInfo, ApiTokenState, Role } from '#contracts';
+import type { ApiTokenInfo, ApiTokenState, Role, TokenScope } from '#contracts';
 import type { ApiTokensTable, Database } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { quoteInput } from '../common/problem-bounds.js';
@@ -18,6 +18,8 @@ export interface CreatedApiToken {
   readonly created_by: string;
   /** Null: it never expires. */
   readonly expires_at: Date | null;
+  /** Null: every node. */
+  readonly scope: TokenScope | null;
 }
 
 export interface NewApiToken {
@@ -25,10 +27,12 @@ export interface NewApiToken {
   readonly role: Role;
   /** Null: no expiry. */
   readonly expiresAt: Date | null;
+  /** The nodes it may act on or read (never given for an admin token); absent: every node. */
+  readonly scope?: TokenScope;
 }
 
 /** The columns a token is shown with: everything but its secret's hash. */
-export const TOKEN_COLUMNS = ['id', 'name', 'role', 'created_at', 'created_by', 'expires_at', 'last_used_at', 'revoked_at', 'revoked_by'] as const;
+export const TOKEN_COLUMNS = ['id', 'name', 'role', 'created_at', 'created_by', 'expires_at', 'last_used_at', 'revoked_at', 'revoked_by', 'scope'] as const;
 export type TokenRow = Pick<Selectable<ApiTokensTable>, (typeof TOKEN_COLUMNS)[number]>;
 
 /**
@@ -64,6 +68,7 @@ export function tokenInfo(row: TokenRow, now: Date, lastUse?: Date): ApiTokenInf
     last_used_at: last ? last.toISOString() : null,
     revoked_at: iso(row.revoked_at),
     revoked_by: row.revoked_by,
+    scope: row.scope,
   };
 }
 
@@ -74,13 +79,16 @@ export function tokenInfo(row: TokenRow, now: Date, lastUse?: Date): ApiTokenInf
  * stored or recorded.
  */
 export async function issueApiToken(trx: Transaction<Database>, keys: TrustKeys, request: NewApiToken, actor: string, now: Date = new Date()): Promise<CreatedApiToken> {
+  if (request.scope !== undefined && request.role === 'admin') throw new TypeError('an admin token is never scoped');
   const s = issueSecret('flt');
+  const scope = request.scope ?? null;
   await trx
     .insertInto('api_tokens')
-    .values({ id: s.id, name: request.name, role: request.role, secret_hash: s.hash, created_at: now, created_by: actor, expires_at: request.expiresAt })
+    .values({ id: s.id, name: request.name, role: request.role, secret_hash: s.hash, created_at: now, created_by: actor, expires_at: request.expiresAt, scope: scope === null ? null : JSON.stringify(scope) })
     .execute();
-  await recordIdentity(trx, keys, 'api', 'api_token_created', { id: s.id, name: request.name, role: request.role, expires_at: iso(request.expiresAt) }, actor);
-  return { id: s.id, name: request.name, role: request.role, token: s.token, created_at: now, created_by: actor, expires_at: request.expiresAt };
+  // The scope is recorded only when there is one: an unscoped token's event reads as it always has.
+  await recordIdentity(trx, keys, 'api', 'api_token_created', { id: s.id, name: request.name, role: request.role, expires_at: iso(request.expiresAt), ...(scope ? { scope } : {}) }, actor);
+  return { id: s.id, name: request.name, role: request.role, token: s.token, created_at: now, created_by: actor, expires_at: request.expiresAt, scope };
 }
 
 export async function countApiTokens(db: Kysely<Database>): Promise<number> {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Role } from '#contracts';
+import { Role, TokenScope } from '#contracts';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import type { RevocationReason } from '../db/database.js';
@@ -28,7 +28,7 @@ export class AuthService {
     if (parsed.kind === 'flt') {
       const row = await this.db.kysely
         .selectFrom('api_tokens')
-        .select(['id', 'name', 'role', 'secret_hash', 'expires_at', 'revoked_at', 'revoked_by'])
+        .select(['id', 'name', 'role', 'secret_hash', 'expires_at', 'revoked_at', 'revoked_by', 'scope'])
         .where('id', '=', parsed.id)
         .executeTakeFirst();
       const ok = secretMatches(parsed.secret, row?.secret_hash ?? null);
@@ -52,7 +52,9 @@ export class AuthService {
         });
       }
       this.uses.seen(row.id, now);
-      return { kind: 'api', id: row.id, name: row.name, role: Role.parse(row.role) };
+      // An admin is never held to a scope, whatever its row says.
+      const role = Role.parse(row.role);
+      return { kind: 'api', id: row.id, name: row.name, role, scope: role === 'admin' || row.scope === null ? null : TokenScope.parse(row.scope) };
     }
     const row = await this.db.kysely
       .selectFrom('node_credentials as c')

@@ -85,7 +85,7 @@ export class IdentityController {
     const req = parseInput(ApiTokenRequest, body, 'body');
     const now = new Date();
     const expiresAt = expiryOf(req, this.config.apiTokenTtlSeconds, now);
-    const created = await this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt }, actorOf(who), now));
+    const created = await this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt, ...(req.scope ? { scope: req.scope } : {}) }, actorOf(who), now));
     return {
       id: created.id,
       name: created.name,
@@ -94,6 +94,7 @@ export class IdentityController {
       created_at: created.created_at.toISOString(),
       created_by: created.created_by,
       expires_at: created.expires_at?.toISOString() ?? null,
+      scope: created.scope === null ? null : [...created.scope],
       default_expiry: req.ttl_seconds === undefined && req.no_expiry === undefined,
     };
   }
@@ -117,13 +118,13 @@ export class IdentityController {
     return tokenInfo(row, now, this.uses.unwritten(row.id));
   }
 
-  /** The API token this request was made with: what a client shows as "who am I, until when". */
+  /** The API token this request was made with: what a client shows as "who am I, until when, over which nodes". */
   @Get('whoami')
   @Access('reader')
   async whoami(@CurrentPrincipal() who: Principal): Promise<WhoamiResponse> {
     if (who.kind !== 'api') throw new DomainError('forbidden', 'whoami answers API tokens');
     const row = await this.db.kysely.selectFrom('api_tokens').select(TOKEN_COLUMNS).where('id', '=', who.id).executeTakeFirstOrThrow();
     const info = tokenInfo(row, new Date());
-    return { id: info.id, name: info.name, role: info.role, created_at: info.created_at, created_by: info.created_by, expires_at: info.expires_at };
+    return { id: info.id, name: info.name, role: info.role, created_at: info.created_at, created_by: info.created_by, expires_at: info.expires_at, scope: info.scope };
   }
 }

@@ -1,7 +1,8 @@
-import type { Role } from '#contracts';
+import type { Role, TokenScope } from '#contracts';
 
 export type Principal =
-  | { readonly kind: 'api'; readonly id: string; readonly name: string; readonly role: Role }
+  /** `scope`: the nodes the token may act on or read; null: every node. */
+  | { readonly kind: 'api'; readonly id: string; readonly name: string; readonly role: Role; readonly scope: TokenScope | null }
   | { readonly kind: 'node'; readonly node: string; readonly credentialId: string };
 
 const RANK: Record<Role, number> = { reader: 1, publisher: 2, admin: 3 };
@@ -13,4 +14,9 @@ export function roleAllows(held: Role, needed: Role): boolean {
 
 export function actorOf(p: Principal): string {
   return p.kind === 'api' ? p.name : `node:${p.node}`;
+}
+
+/** The scope a principal is held to: null when it may act on every node. */
+export function scopeOf(p: Principal): TokenScope | null {
+  return p.kind === 'api' ? p.scope : null;
 }

@@ -10,6 +10,7 @@ import type { Db } from '../db/connect.js';
 import type { Database } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { decide } from './domain/ledger.decider.js';
+import { changedNodesBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
 import { findPackage } from '../packages/packages.repository.js';
@@ -35,7 +36,15 @@ export interface WriteOptions {
    * in (only when something was appended): a lost node's credentials revoked with its retirement.
    */
   readonly alongside?: (trx: Transaction<Database>, result: PublishResponse) => Promise<void>;
+  /**
+   * Asked under the lock once the decision is made, before anything is written, with the nodes it
+   * changes (changedNodesBy), even none: a throw refuses the request whole. What a scoped token may
+   * change is checked here, and what else the request carries (a publish's node labels) is written.
+   */
+  readonly admit?: AdmitChanges;
 }
+
+export type AdmitChanges = (trx: Transaction<Database>, changed: ReadonlySet<string>) => Promise<void>;
 
 /**
  * The ledger's writer. A request goes straight down, in one transaction, by the one append path
@@ -85,6 +94,7 @@ export class LedgerWriter {
           }
           const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId);
           const decision = decide(command, heads, { publishId });
+          await options.admit?.(trx, changedNodesBy(decision.events));
           // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
           const inputs = decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid: trust.signingKid } : { actor: options.actor } }));
           return { inputs, result: { decision, allHeads, head } };

@@ -7,7 +7,8 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, roleAllows, type Principal } from '../identity/principal.js';
+import { actorOf, roleAllows, scopeOf, type Principal } from '../identity/principal.js';
+import { scopeGuard } from '../identity/scope-guard.js';
 import { DomainError } from '../common/domain-error.js';
 import { Metrics } from '../core/metrics.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
@@ -49,7 +50,7 @@ export class LedgerController {
     }
     // The schema is the contract; the plain check only spares a large, ordinary tree its cost.
     const request = parseInput(PublishRequest, bodyOf(req), 'body', isPlainPublishRequest);
-    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest)));
+    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest, scopeGuard(scopeOf(who), 'this publish', request.labels))));
   }
 
   /**
@@ -71,7 +72,7 @@ export class LedgerController {
   async rollback(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const name = parseInput(NodeName, node, 'path');
     const req = parseInput(RollbackRequest, body, 'body');
-    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible)));
+    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible, scopeGuard(scopeOf(who), 'this rollback'))));
   }
 
   @Post('v1/nodes/:node/retire')
@@ -86,7 +87,7 @@ export class LedgerController {
       if (result.publish_id) this.metrics.publishes++;
       return void reply.status(result.publish_id ? 201 : 200).send(result);
     }
-    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position)));
+    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position, false, scopeGuard(scopeOf(who), 'this retirement'))));
   }
 
   @Get('v1/ledger/head')

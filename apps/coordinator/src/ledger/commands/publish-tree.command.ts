@@ -1,5 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { PublishRequest, PublishResponse } from '#contracts';
+import type { AdmitChanges } from '../ledger-writer.js';
 
 export class PublishTreeCommand extends Command<PublishResponse> {
   constructor(
@@ -7,6 +8,8 @@ export class PublishTreeCommand extends Command<PublishResponse> {
     readonly actor: string,
     /** sha256 of the request body as received over HTTP, so that its repeat is answered without deciding it. */
     readonly bodyDigest?: string,
+    /** The caller's check of what the decision changes (a scoped token's), and the labels it writes. */
+    readonly admit?: AdmitChanges,
   ) {
     super();
   }

@@ -8,12 +8,12 @@ import { PublishTreeCommand } from './publish-tree.command.js';
 export class PublishTreeHandler implements ICommandHandler<PublishTreeCommand, PublishResponse> {
   constructor(private readonly writer: LedgerWriter) {}
 
-  execute({ request, actor, bodyDigest }: PublishTreeCommand): Promise<PublishResponse> {
+  execute({ request, actor, bodyDigest, admit }: PublishTreeCommand): Promise<PublishResponse> {
     const nodes = new Map<string, ArtifactRef[]>(
       Object.entries(request.nodes).map(([node, { artifacts }]) => [node, Object.entries(artifacts).map(([name, sha256]) => ({ name, sha256 }))]),
     );
     return this.writer.write(
-      { actor, expectedPosition: request.expected_position, bodyDigest },
+      { actor, expectedPosition: request.expected_position, bodyDigest, ...(admit ? { admit } : {}) },
       {
         type: 'publish_tree',
         message: request.message,

@@ -1,5 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { RetireResponse } from '#contracts';
+import type { AdmitChanges } from '../ledger-writer.js';
 
 export class RetireNodeCommand extends Command<RetireResponse> {
   constructor(
@@ -9,6 +10,8 @@ export class RetireNodeCommand extends Command<RetireResponse> {
     readonly expectedPosition?: number,
     /** Gone for good: its credentials are revoked with the retirement, in its transaction. */
     readonly lost = false,
+    /** The caller's check of what the decision changes (a scoped token's). */
+    readonly admit?: AdmitChanges,
   ) {
     super();
   }

@@ -19,7 +19,8 @@ export class RetireNodeHandler implements ICommandHandler<RetireNodeCommand, Ret
   ) {}
 
   async execute(c: RetireNodeCommand): Promise<RetireResponse> {
-    if (!c.lost) return this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition }, { type: 'retire_node', node: c.node, message: c.message });
+    const admit = c.admit ? { admit: c.admit } : {};
+    if (!c.lost) return this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition, ...admit }, { type: 'retire_node', node: c.node, message: c.message });
     // A lost node never applies its final set, so nothing waits for its report: its credentials are
     // revoked in the retirement's own transaction, recorded next to it in the node's identity
     // stream with the publish that retired it. Either both commit or neither does.
@@ -29,7 +30,7 @@ export class RetireNodeHandler implements ICommandHandler<RetireNodeCommand, Ret
       if (revoked.length > 0) await this.writer.recordIdentity(trx, c.node, 'credential_revoked', { node: c.node, credential_ids: revoked, reason: 'lost', publish_id: publishId }, c.actor);
     };
     try {
-      const result = await this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition, alongside: (trx, r) => revoke(trx, r.publish_id) }, { type: 'retire_node', node: c.node, message: c.message });
+      const result = await this.writer.write({ actor: c.actor, expectedPosition: c.expectedPosition, alongside: (trx, r) => revoke(trx, r.publish_id), ...admit }, { type: 'retire_node', node: c.node, message: c.message });
       return { ...result, revoked_credentials: revoked };
     } catch (err) {
       // Retired earlier, by a plain retire its agent never got to apply: the node is lost after all.

@@ -1,5 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { PublishResponse } from '#contracts';
+import type { AdmitChanges } from '../ledger-writer.js';
 
 export class RollbackNodeCommand extends Command<PublishResponse> {
   constructor(
@@ -10,6 +11,8 @@ export class RollbackNodeCommand extends Command<PublishResponse> {
     readonly expectedPosition?: number,
     /** Nodes the operator accepts although ineligible; only this rollback's node can matter. */
     readonly allowIneligible: readonly string[] = [],
+    /** The caller's check of what the decision changes (a scoped token's). */
+    readonly admit?: AdmitChanges,
   ) {
     super();
   }

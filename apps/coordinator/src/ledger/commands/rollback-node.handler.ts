@@ -9,7 +9,7 @@ export class RollbackNodeHandler implements ICommandHandler<RollbackNodeCommand,
 
   execute(c: RollbackNodeCommand): Promise<PublishResponse> {
     return this.writer.write(
-      { actor: c.actor, expectedPosition: c.expectedPosition },
+      { actor: c.actor, expectedPosition: c.expectedPosition, ...(c.admit ? { admit: c.admit } : {}) },
       { type: 'rollback_node', node: c.node, toVersion: c.toVersion, message: c.message, allowIneligible: c.allowIneligible },
     );
   }
