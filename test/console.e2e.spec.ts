@@ -139,6 +139,8 @@ describe('web console in a real browser', () => {
     await page.getByLabel('API token').fill(readerToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Fleet' }).waitFor();
+    // The header says whose token it is and what it reaches.
+    await seeText(page.getByTestId('principal'), /^auditor · reader · every node$/);
     // Kept for this tab only.
     expect(await page.evaluate('[sessionStorage.length, localStorage.length]')).toEqual([1, 0]);
   });
@@ -277,9 +279,10 @@ describe('web console in a real browser', () => {
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 
-  it('logged no JavaScript error and no policy violation on any page, and no failed request but the two refused tokens', () => {
+  it('logged no JavaScript error and no policy violation on any page, and no failed request but those of the two refused tokens', () => {
     expect(errors).toEqual([]);
-    expect(failedLoads).toEqual([expect.stringContaining('401'), expect.stringContaining('401')]);
+    // The wrong token at sign-in; the stopped one twice: the page's request and the header's whoami.
+    expect(failedLoads).toEqual([expect.stringContaining('401'), expect.stringContaining('401'), expect.stringContaining('401')]);
   });
 
   async function stopAgent(node: string) {

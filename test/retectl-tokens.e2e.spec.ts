@@ -236,8 +236,8 @@ describe('retectl token list, token revoke and whoami', () => {
     const table = await retectl(['token', 'list']);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^NAME\s+ID\s+ROLE\s+STATE\s+CREATED BY\s+CREATED\s+EXPIRES\s+LAST USED$/);
-    expect(lines.find((l) => l.startsWith('ci '))).toMatch(new RegExp(`^ci\\s+${ciRow.id}\\s+publisher\\s+active\\s+admin\\s+\\S+ ago\\s+in 89d23h\\s+\\S+ ago$`));
+    expect(lines[0]).toMatch(/^NAME\s+ID\s+ROLE\s+SCOPE\s+STATE\s+CREATED BY\s+CREATED\s+EXPIRES\s+LAST USED$/);
+    expect(lines.find((l) => l.startsWith('ci '))).toMatch(new RegExp(`^ci\\s+${ciRow.id}\\s+publisher\\s+all\\s+active\\s+admin\\s+\\S+ ago\\s+in 89d23h\\s+\\S+ ago$`));
     expect(lines.find((l) => l.startsWith('vault '))).toMatch(/\s+never\s+never$/);
     expect(lines.find((l) => l.startsWith('grafana '))).toMatch(/\s+in 1h59m\s+never$/);
     expect(table.stderr).toBe('4 active tokens, 0 expired, 0 revoked; revoke one with retectl token revoke <name|id>\n');
@@ -249,7 +249,7 @@ describe('retectl token list, token revoke and whoami', () => {
     const who = await json(['whoami'], token.token);
     expect(who).toEqual({ id: token.id, name: 'deploy-bot', role: 'publisher', created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), scope: null });
     const text = await retectl(['whoami'], token.token);
-    expect(text.stdout).toMatch(/^name {5}deploy-bot \(recorded as the actor of what this token does\)\nid {7}[0-9a-f]{18}\nrole {5}publisher\nmay {6}what a reader may, and upload, publish, roll back, retire and steer rollouts\nexpires  \S+ \(in 6d23h\)\ncreated  \S+ by admin\n$/);
+    expect(text.stdout).toMatch(/^name {5}deploy-bot \(recorded as the actor of what this token does\)\nid {7}[0-9a-f]{18}\nrole {5}publisher\nmay {6}what a reader may, and upload, publish, roll back, retire and steer rollouts\nscope {4}every node\nexpires  \S+ \(in 6d23h\)\ncreated  \S+ by admin\n$/);
     expect((await json(['whoami'])).name).toBe('admin');
     expect(ci.state).toBe('active');
   });

@@ -8,6 +8,7 @@ import { NodePage } from './pages/node.js';
 import { PublishesPage, PublishPage } from './pages/publish.js';
 import { RolloutPage, RolloutsPage } from './pages/rollout.js';
 import { href, useRoute, type Route } from './router.js';
+import { Principal } from './principal.js';
 import type { LedgerHead } from './types.js';
 import './styles.css';
 
@@ -95,6 +96,7 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         <a href=${href.rollouts()} aria-current=${current(['rollouts', 'rollout'])}>Rollouts</a>
         <a href=${href.ledger()} aria-current=${current(['ledger'])}>Ledger and audit</a>
       </nav>
+      <${Principal} />
       <button type="button" class="signout" onClick=${onSignOut}>Sign out</button>
     </header>
     <main id="main" tabindex="-1" ref=${main}>${page(route)}</main>

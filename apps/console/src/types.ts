@@ -22,3 +22,4 @@ export type RolloutAction = z.infer<typeof C.RolloutAction>;
 export type RolloutWave = z.infer<typeof C.RolloutWave>;
 export type RolloutTimelineEntry = z.infer<typeof C.RolloutTimelineEntry>;
 export type WaveCounts = z.infer<typeof C.WaveCounts>;
+export type WhoamiResponse = z.infer<typeof C.WhoamiResponse>;

@@ -196,12 +196,13 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
     .option('--ttl <duration>', "how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d (default: 1h), an API token 1m to 366d (default: the coordinator's, FLORETE_API_TOKEN_TTL)", ttl)
     .option('--no-expiry', 'an API token that never expires, listed as such')
+    .option('--scope <selector>', 'hold a publisher or reader token to these nodes, written as an ACL source of the rete: a node name, tag:<name> or group:<name>; repeat it or separate with commas for more', (v: string, prev: string[] = []) => [...prev, ...v.split(',')])
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
-  json(remote(token.command('list').description('every API token (admin): name, id, role, state, who created it and when, expiry, last use; never a secret'))).action(async (o) => done(await tokenList.run(o)));
+  json(remote(token.command('list').description('every API token (admin): name, id, role, scope, state, who created it and when, expiry, last use; never a secret'))).action(async (o) => done(await tokenList.run(o)));
   json(remote(token.command('revoke').argument('<token>', 'its name or its id (the id when several tokens share the name)').description('revoke an API token (admin): refused from now on on every replica, recorded in the ledger'))).action(
     async (ref: string, o) => done(await tokenRevoke.run({ ...o, ref })),
   );
-  json(remote(program.command('whoami').description('the API token in use: its name, role, what it may do, and when it expires'))).action(async (o) => done(await whoami.run(o)));
+  json(remote(program.command('whoami').description('the API token in use: its name, role, scope, what it may do, and when it expires'))).action(async (o) => done(await whoami.run(o)));
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
   json(keys.command('list').description("every signing key of the coordinator's trust chain: active, retired or revoked, and the trust version and time of each step; no token is needed"))

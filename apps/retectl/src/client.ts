@@ -180,6 +180,7 @@ function failure(status: number, text: string, what: string): RetectlError {
       }
       return new RetectlError('unauthenticated', `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`, options);
     case 403:
+      if (problem?.code === 'out_of_scope') return new RetectlError('forbidden', `the API token's scope does not cover this: ${detail}`, options);
       return new RetectlError('forbidden', `the API token's role may not do this: ${detail}`, options);
     case 404:
       return new RetectlError('not_found', detail, options);

@@ -32,6 +32,8 @@ export class AuthGuard implements CanActivate {
     }
     if (principal.kind !== 'api') throw new DomainError('forbidden', 'node credentials may only fetch their bundle and send reports');
     if (!roleAllows(principal.role, access)) throw new DomainError('forbidden', `role ${principal.role} may not do this; it needs ${access}`);
+    // Every route about one node (its status, history, versions, diff, rollback, retirement).
+    if (req.params.node !== undefined) await this.auth.requireInScope(principal, req.params.node);
     return true;
   }
 }

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Role, TokenScope } from '#contracts';
+import { NO_LABELS, NODE_NAME_PATTERN, Role, scopeSelects, TokenScope } from '#contracts';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import type { RevocationReason } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { bearerOf, parseSecret, secretMatches } from './secrets.js';
-import type { Principal } from './principal.js';
+import { scopeOf, type Principal } from './principal.js';
+import { readNodeLabels } from './node-labels.repository.js';
 import { ApiTokenUses } from './api-token-uses.js';
 
 @Injectable()
@@ -66,6 +67,20 @@ export class AuthService {
     if (!row || !ok) throw new DomainError('unauthenticated', 'node credential is unknown or revoked');
     if (row.revoked_at) throw refusedNodeCredential(row.node, row.revoked_reason, row.retired ? row.version : null);
     return { kind: 'node', node: row.node, credentialId: row.id };
+  }
+
+  /**
+   * Refuses a scoped token a route about one node outside its scope, by the node's recorded labels
+   * (a node without any is selected by its name only). A malformed name is left to the route's own
+   * check, which says what is wrong with it.
+   */
+  async requireInScope(p: Principal, node: string): Promise<void> {
+    const scope = scopeOf(p);
+    if (scope === null || !NODE_NAME_PATTERN.test(node)) return;
+    const labels = (await readNodeLabels(this.db.kysely, [node])).get(node) ?? NO_LABELS;
+    if (!scopeSelects(scope, node, labels)) {
+      throw new DomainError('out_of_scope', `node ${node} is outside this token's scope (${scope.join(', ')}): ask an admin for a token whose scope holds it`, { nodes: [node], scope });
+    }
   }
 }
 

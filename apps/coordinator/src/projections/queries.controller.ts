@@ -9,7 +9,9 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
+import { scopeOf, type Principal } from '../identity/principal.js';
+import { scopedFilter } from '../identity/scoped-filter.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
 import { loadVersion, readLedgerHead } from '../ledger/ledger.reads.js';
 import { diffSets } from './artifact-diff.js';
@@ -82,10 +84,10 @@ export class QueriesController {
    */
   @Get('nodes')
   @Access('reader')
-  async nodes(@Query() query: unknown) {
+  async nodes(@Query() query: unknown, @CurrentPrincipal() who: Principal) {
     const q = parseInput(NodesQuery, query, 'query');
     const now = new Date();
-    const keep = nodeFilter(q, now);
+    const keep = await scopedFilter(this.db.kysely, scopeOf(who), nodeFilter(q, now));
     if (q.limit === undefined) {
       const items = [];
       for (const r of (await loadNodeRecords(this.db.kysely, 'all', now)).values()) {

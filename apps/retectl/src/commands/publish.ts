@@ -1,7 +1,7 @@
-import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishResponse } from '#contracts';
+import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishResponse, type NodeLabels } from '#contracts';
 import { pack } from 'tar-stream';
 import { Readable } from 'node:stream';
-import { bytesOf, type ArtifactDigests } from '#rete';
+import { bytesOf, nodeLabels, type ArtifactDigests } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
@@ -86,6 +86,8 @@ export interface PublishTreeOptions {
   readonly rollout?: RolloutPlanInput;
   readonly supersede?: string;
   readonly confirmWithin?: number;
+  /** Every node's tags and groups (nodeLabels), sent whole with each request, delta or not. */
+  readonly labels?: Readonly<Record<string, NodeLabels>>;
 }
 
 export interface PublishOutcome {
@@ -136,7 +138,8 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
     bar.done();
   }
   const allow = [...new Set(options.allowIneligible ?? [])];
-  const { body } = await client
+  const labels = options.labels && Object.keys(options.labels).length > 0 ? { labels: options.labels } : {};
+  const answer = await client
     .call('POST', '/v1/publishes', PublishResponse, {
       json: {
         message: options.message,
@@ -147,15 +150,29 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
         ...(options.rollout ? { rollout: options.rollout } : {}),
         ...(options.supersede ? { supersede_rollout: options.supersede } : {}),
         ...(options.confirmWithin !== undefined ? { confirm_within: options.confirmWithin } : {}),
+        ...labels,
       },
     })
     .catch((e: unknown) => {
+      // A coordinator that predates token scopes knows no labels: the same request without them.
+      if ('labels' in labels && unknownLabels(e)) return null;
       if (e instanceof RetectlError && e.problem?.code === 'rollout_in_progress') {
         throw new RetectlError('conflict', `${e.message}`, { problem: e.problem });
       }
       throw explainIneligible(e, 'publish', (names) => `publish with --allow-ineligible ${names.join(',')}`);
     });
-  return { body, sent: nodes.length, uploaded: missing.length };
+  if (answer === null) {
+    note("the coordinator predates token scopes: published without the nodes' tags and groups");
+    return send(client, tree, nodes, { ...options, labels: {} });
+  }
+  return { body: answer.body, sent: nodes.length, uploaded: missing.length };
+}
+
+/** The coordinator's refusal of the `labels` key as unknown. */
+function unknownLabels(e: unknown): boolean {
+  if (!(e instanceof RetectlError) || e.problem?.code !== 'invalid_body') return false;
+  const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
+  return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes('"labels"'));
 }
 
 /**
@@ -188,6 +205,7 @@ export async function run(options: PublishOptions): Promise<number> {
       ...(rollout ? { rollout } : {}),
       ...(options.supersede ? { supersede: options.supersede } : {}),
       ...(options.confirmWithin !== undefined ? { confirmWithin: options.confirmWithin } : {}),
+      labels: Object.fromEntries(nodeLabels(rete)),
     },
   );
   if (options.confirmWithin !== undefined && body.publish_id !== null && !options.json) {

@@ -4,6 +4,9 @@ import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
 import { expiryCell } from './token-list.js';
 
+/** As read: a coordinator that predates token scopes answers without one. */
+const Whoami = WhoamiResponse.partial({ scope: true });
+
 export interface WhoamiOptions extends ConnectionFlags {
   readonly json?: boolean;
 }
@@ -14,10 +17,17 @@ const MAY: Record<Role, string> = {
   admin: 'what a publisher may, and issue, list and revoke tokens, revoke node credentials, rotate keys and take backups',
 };
 
+/** What a scope means for this token, in a line. */
+export function scopeLine(scope: readonly string[] | null, role: Role): string {
+  if (scope === null) return 'every node';
+  const acts = role === 'reader' ? '' : '; a publish, rollback or retirement that would change another node is refused whole';
+  return `${scope.join(', ')} (only these nodes: by name, tag:<name> or group:<name>${acts}; node lists leave the others out)`;
+}
+
 /** The API token in use: its name (the actor the ledger records), role, and until when it works. */
 export async function run(options: WhoamiOptions): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
-  const { body } = await client.call('GET', '/v1/whoami', WhoamiResponse);
+  const { body } = await client.call('GET', '/v1/whoami', Whoami);
   if (options.json) return outJson(body);
   const expires = body.expires_at === null ? 'never' : `${body.expires_at} (${expiryCell(body, new Date())})`;
   const lines: [string, string][] = [
@@ -25,6 +35,7 @@ export async function run(options: WhoamiOptions): Promise<void> {
     ['id', body.id],
     ['role', body.role],
     ['may', MAY[body.role]],
+    ['scope', scopeLine(body.scope ?? null, body.role)],
     ['expires', expires],
     ['created', `${body.created_at} by ${body.created_by}`],
   ];
