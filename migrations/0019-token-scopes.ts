@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 /**
  * Least privilege for API tokens: a publisher or reader token may be held to a scope, the selectors
@@ -19,5 +19,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('tags', 'jsonb', (c) => c.notNull())
     .addColumn('groups', 'jsonb', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
+    .execute();
+  // One row, rewritten with every change of node_labels: a replica that read the labels at this
+  // version reads them again only when it moved (see labels-memo.ts).
+  await db.schema
+    .createTable('node_labels_version')
+    .addColumn('id', 'integer', (c) => c.primaryKey().check(sql`id = 1`))
+    .addColumn('version', 'text', (c) => c.notNull())
     .execute();
 }

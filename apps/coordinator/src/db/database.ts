@@ -136,6 +136,12 @@ export interface NodeLabelsTable {
   updated_at: Timestamp;
 }
 
+/** One row: a new random version with every change of node_labels. */
+export interface NodeLabelsVersionTable {
+  id: number;
+  version: string;
+}
+
 export interface EnrolmentTokensTable {
   id: string;
   node: string;
@@ -250,6 +256,7 @@ export interface Database {
   rollout_nodes: RolloutNodesTable;
   api_tokens: ApiTokensTable;
   node_labels: NodeLabelsTable;
+  node_labels_version: NodeLabelsVersionTable;
   enrolment_tokens: EnrolmentTokensTable;
   node_credentials: NodeCredentialsTable;
   node_status: NodeStatusTable;

@@ -22,7 +22,7 @@ export async function readNodeLabels(db: Kysely<Database> | Transaction<Database
 }
 
 /** Every node's recorded labels: what a scoped reader's node list is filtered by. */
-export async function readAllNodeLabels(db: Kysely<Database>): Promise<Map<string, NodeLabels>> {
+export async function readAllNodeLabels(db: Kysely<Database> | Transaction<Database>): Promise<Map<string, NodeLabels>> {
   const rows = await db.selectFrom('node_labels').select(['node', 'tags', 'groups']).execute();
   return new Map(rows.map((r) => [r.node, { tags: r.tags, groups: r.groups }]));
 }

@@ -1,6 +1,7 @@
 import type { NodeLabels, TokenScope } from '#contracts';
 import type { AdmitChanges } from '../ledger/ledger-writer.js';
-import { knownNodes, readNodeLabels, writeNodeLabels } from './node-labels.repository.js';
+import { knownNodes, writeNodeLabels } from './node-labels.repository.js';
+import { labelsChanged, recordedLabels } from './labels-memo.js';
 import { outOfScope, outOfScopeError, relabelled } from './scope.rules.js';
 
 /**
@@ -12,7 +13,7 @@ export function scopeGuard(scope: TokenScope | null, what: string, sent?: Readon
   const labels = new Map(Object.entries(sent ?? {}));
   if (scope === null && labels.size === 0) return undefined;
   return async (trx, changed) => {
-    const recorded = await readNodeLabels(trx, [...changed, ...labels.keys()]);
+    const recorded = await recordedLabels(trx);
     if (scope !== null) {
       const unlabelled = [...changed, ...labels.keys()].filter((n) => !recorded.has(n));
       const known = unlabelled.length === 0 ? new Set<string>() : await knownNodes(trx, unlabelled);
@@ -20,6 +21,8 @@ export function scopeGuard(scope: TokenScope | null, what: string, sent?: Readon
       if (refused.length > 0) throw outOfScopeError(scope, refused, what);
     }
     const changes = relabelled({ recorded, sent: labels });
-    if (changes.length > 0) await writeNodeLabels(trx, changes.map((n) => [n, labels.get(n)!] as const), new Date());
+    if (changes.length === 0) return;
+    await writeNodeLabels(trx, changes.map((n) => [n, labels.get(n)!] as const), new Date());
+    await labelsChanged(trx);
   };
 }
