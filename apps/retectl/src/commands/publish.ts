@@ -169,7 +169,7 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
 }
 
 /** The coordinator's refusal of the `labels` key as unknown. */
-function unknownLabels(e: unknown): boolean {
+export function unknownLabels(e: unknown): boolean {
   if (!(e instanceof RetectlError) || e.problem?.code !== 'invalid_body') return false;
   const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
   return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes('"labels"'));
