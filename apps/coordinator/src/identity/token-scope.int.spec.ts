@@ -1,5 +1,5 @@
 import { sha256Hex } from '#bundle';
-import type { NodeLabels, PublishRequest, TokenScope } from '#contracts';
+import { RolloutPlan, type NodeLabels, type PublishRequest, type TokenScope } from '#contracts';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { putBlob } from '../bundles/blobs.repository.js';
@@ -127,6 +127,17 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     const err = await refusal(publishAs(EDGE, await request({ 'web-1': 'w1' }, { 'web-1': edge }, { prune: true })));
     expect(err.details?.nodes).toEqual(['db-1']);
     expect(await h.head()).toEqual(before);
+  });
+
+  it('refuses a rollout whose later waves hold a node outside its scope, though its first wave is in it', async () => {
+    await fleet();
+    const before = await h.head();
+    const plan = RolloutPlan.parse({ canary: ['web-1'], waves: [100] });
+    const err = await refusal(publishAs(EDGE, await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan })));
+    expect(err.details?.nodes).toEqual(['db-1']);
+    expect(await h.head()).toEqual(before);
+    const inScope = await publishAs(['tag:edge', 'group:data'], await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }));
+    expect(inScope.changed).toEqual([{ node: 'web-1', from: 1, to: 2 }]);
   });
 
   it('refuses a rollback or a retirement outside its scope, and allows them inside it', async () => {
