@@ -8,7 +8,7 @@ import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
 import { quoteInput } from '../common/problem-bounds.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access } from '../common/auth.decorators.js';
 import { RouteLimits } from '../common/route-limits.js';
 import { missingBlobs, putBlob, putBlobs } from './blobs.repository.js';
 import { readBlobArchive } from './blob-archive.js';

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ReportRequest } from '#contracts';
 import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access } from '../common/auth.decorators.js';
 import { Metrics } from '../core/metrics.js';
 import { RecordReportCommand } from './commands/record-report.command.js';
 

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
-import { Access, Anonymous } from '../identity/auth.decorators.js';
+import { Access, Anonymous } from '../common/auth.decorators.js';
 import { readLedgerHead } from '../ledger/store/read-head.js';
 import { Metrics } from '../core/metrics.js';
 import { MirrorWorker } from '../mirror/mirror.worker.js';

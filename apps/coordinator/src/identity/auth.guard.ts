@@ -3,9 +3,9 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../common/domain-error.js';
 import { quoteInput } from '../common/problem-bounds.js';
-import { ACCESS_KEY, type Access } from './auth.decorators.js';
+import { ACCESS_KEY, type Access } from '../common/auth.decorators.js';
 import { AuthService } from './auth.service.js';
-import { type Principal, roleAllows } from './principal.js';
+import { type Principal, roleAllows } from '../common/principal.js';
 
 /** Every route states its access; the guard authenticates the bearer and checks the role or node. */
 @Injectable()

@@ -5,11 +5,11 @@ import type { Db } from '../db/connect.js';
 import type { RevocationReason } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { bearerOf, parseSecret, secretMatches } from './secrets.js';
-import type { Principal } from './principal.js';
+import type { Authenticator, Principal } from '../common/principal.js';
 import { ApiTokenUses } from './api-token-uses.js';
 
 @Injectable()
-export class AuthService {
+export class AuthService implements Authenticator {
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly uses: ApiTokenUses,

@@ -5,7 +5,7 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { quoteInput } from '../common/problem-bounds.js';
-import { Anonymous } from '../identity/auth.decorators.js';
+import { Anonymous } from '../common/auth.decorators.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
 import { isPackageBlob } from './packages.repository.js';
 

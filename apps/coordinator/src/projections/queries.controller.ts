@@ -9,7 +9,7 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access } from '../common/auth.decorators.js';
 import { readBlobs } from '../bundles/blobs.repository.js';
 import { loadVersion, readLedgerHead } from '../ledger/ledger.reads.js';
 import { diffSets } from './artifact-diff.js';

@@ -4,7 +4,7 @@ import { DB } from '../db/db.module.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { Access } from '../common/auth.decorators.js';
 import { ledgerHashesAt, readServedCheckpoint, readWitnesses } from './witnesses.repository.js';
 
 /**

@@ -14,3 +14,12 @@ export function roleAllows(held: Role, needed: Role): boolean {
 export function actorOf(p: Principal): string {
   return p.kind === 'api' ? p.name : `node:${p.node}`;
 }
+
+/**
+ * What the HTTP edge asks of whoever holds the credentials: the principal a bearer header stands
+ * for, or a thrown 401. The identity module answers it; the edge (hardening, backup, audit routes)
+ * knows no credential table.
+ */
+export interface Authenticator {
+  authenticate(header: string | string[] | undefined): Promise<Principal>;
+}
