@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sha256Hex } from '#bundle';
 import { migrateToLatest, openDatabase } from '../apps/coordinator/src/db/connect.js';
-import { SigningKeyStore } from '../apps/coordinator/src/bundles/signing-keys.js';
+import { SigningKeyStore } from '../apps/coordinator/src/core/signing-keys.js';
 import { LedgerWriter } from '../apps/coordinator/src/ledger/ledger-writer.js';
 import { ReadModelProjection } from '../apps/coordinator/src/projections/project.js';
 import { PublishTreeHandler } from '../apps/coordinator/src/ledger/commands/publish-tree.handler.js';

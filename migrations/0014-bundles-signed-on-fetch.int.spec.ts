@@ -6,7 +6,7 @@ import { Migrator } from 'kysely/migration';
 import { sha256Hex, signBundle } from '#bundle';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
-import { SigningKeyStore } from '../apps/coordinator/src/bundles/signing-keys.js';
+import { SigningKeyStore } from '../apps/coordinator/src/core/signing-keys.js';
 import { putBlob } from '../apps/coordinator/src/bundles/blobs.repository.js';
 import { bundlePayloadBytes } from '../apps/coordinator/src/bundles/bundle-payload.js';
 import { signHeadBundle } from '../apps/coordinator/src/bundles/head-bundle.js';

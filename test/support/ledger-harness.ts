@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
 import { RolloutPlan, type PublishRequest, type PublishResponse, type RolloutPlanInput } from '#contracts';
 import type { Db } from '../../apps/coordinator/src/db/connect.js';
-import { SigningKeyStore } from '../../apps/coordinator/src/bundles/signing-keys.js';
+import { SigningKeyStore } from '../../apps/coordinator/src/core/signing-keys.js';
 import { putBlob } from '../../apps/coordinator/src/bundles/blobs.repository.js';
 import { LedgerWriter } from '../../apps/coordinator/src/ledger/ledger-writer.js';
 import { PublishTreeHandler } from '../../apps/coordinator/src/ledger/commands/publish-tree.handler.js';

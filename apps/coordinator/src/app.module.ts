@@ -7,7 +7,7 @@ import { DbModule } from './db/db.module.js';
 import type { ChangeFeed } from './db/change-feed.js';
 import type { Db } from './db/connect.js';
 import { BundlesModule } from './bundles/bundles.module.js';
-import type { SigningKeyStore } from './bundles/signing-keys.js';
+import type { SigningKeyStore } from './core/signing-keys.js';
 import { FleetModule } from './fleet/fleet.module.js';
 import { HealthModule } from './health/health.module.js';
 import { IdentityModule } from './identity/identity.module.js';
@@ -44,7 +44,7 @@ export class AppModule {
       imports: [
         CoreModule.with(resources),
         DbModule.with(resources.db, resources.feed),
-        BundlesModule.with(resources.keys),
+        BundlesModule,
         TlsModule.with(resources.enrolmentPin),
         CqrsModule.forRoot(),
         LedgerModule,

@@ -5,7 +5,7 @@ import { MAX_API_TOKEN_TTL, MIN_API_TOKEN_TTL, parseDuration, Role } from '#cont
 import { loadConfig } from './config.js';
 import { migrateToLatest, openDatabase } from './db/connect.js';
 import { DataDirError } from './db/data-dir-lock.js';
-import { SigningKeyStore } from './bundles/signing-keys.js';
+import { SigningKeyStore } from './core/signing-keys.js';
 import { expiryOf, issueApiToken } from './identity/api-tokens.js';
 import { rebuildProjections } from './projections/rebuild.js';
 import { verifyLedger } from './ledger/store/verify.js';

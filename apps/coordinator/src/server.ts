@@ -8,7 +8,7 @@ import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/connect.js';
 import { openChangeFeed, type ChangeFeed } from './db/change-feed.js';
-import { SigningKeyStore } from './bundles/signing-keys.js';
+import { SigningKeyStore } from './core/signing-keys.js';
 import { AptRepository } from './packages/apt-repository.js';
 import { RepoKey } from './packages/repo-key.js';
 import { foldFlatDist } from './packages/apt-repo.controller.js';

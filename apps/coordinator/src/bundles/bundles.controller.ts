@@ -1,5 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { KEYS, type SigningKeyStore } from './signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import { Anonymous } from '../common/auth.decorators.js';
 
 /** The keys bundles are verified with. The poll route itself is PollRoute, a plain Fastify route. */

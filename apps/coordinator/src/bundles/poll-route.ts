@@ -19,7 +19,7 @@ import { Metrics } from '../core/metrics.js';
 import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
 import { ContactLog } from '../fleet/contact-log.js';
 import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
-import { KEYS, type SigningKeyStore } from './signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
 import { BatchLoader } from '../db/batch-loader.js';

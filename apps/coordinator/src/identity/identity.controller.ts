@@ -4,7 +4,7 @@ import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName, type Ap
 import { z } from 'zod';
 import { DB } from '../db/db.module.js';
 import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/enrolment-pin.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import type { Db } from '../db/connect.js';
 import { DomainError } from '../common/domain-error.js';
 import { parseInput } from '../common/parse.js';

@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
 import { CHANGE_FEED, DB } from '../db/db.module.js';
 import type { ChangeFeed } from '../db/change-feed.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';

@@ -14,7 +14,7 @@ import { readLedgerHead } from './store/read-head.js';
 import { readEvents } from './store/read-events.js';
 import { chainHash, GENESIS_HASH } from './domain/hash-chain.js';
 import { rebuildProjections } from '../projections/rebuild.js';
-import { SigningKeyStore } from '../bundles/signing-keys.js';
+import { SigningKeyStore } from '../core/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { changeKeys } from '../trust/key-change.js';
 import { signHeadBundle } from '../bundles/head-bundle.js';

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy }
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { DB } from '../db/db.module.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import { LOG } from '../core/core.module.js';
 import type { Db } from '../db/connect.js';
 import { lockLedger } from '../ledger/store/lock.js';

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { sha256Hex, signTrustDocument } from '#bundle';
 import type { KeyChangeResponse } from '#contracts';
 import type { Database } from '../db/database.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
+import type { SigningKeyStore } from '../core/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { appendUnderLock } from '../ledger/store/append-path.js';
 import { lockLedger } from '../ledger/store/lock.js';

@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/c
 import { z } from 'zod';
 import { TrustChainQuery, type KeyRotationResponse, type TrustChainResponse } from '#contracts';
 import { DB } from '../db/db.module.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
+import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
 import type { Db } from '../db/connect.js';
 import { parseInput } from '../common/parse.js';
 import { Access, Anonymous, CurrentPrincipal } from '../common/auth.decorators.js';
