@@ -8,7 +8,7 @@ import { createPostgresDatabase, hasPostgres } from '../test/support/databases.j
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { SigningKeyStore } from '../apps/coordinator/src/core/signing-keys.js';
 import { putBlob } from '../apps/coordinator/src/bundles/blobs.repository.js';
-import { bundlePayloadBytes } from '../apps/coordinator/src/bundles/bundle-payload.js';
+import { bundlePayloadBytes } from '../apps/coordinator/src/ledger/domain/bundle-payload.js';
 import { signHeadBundle } from '../apps/coordinator/src/bundles/head-bundle.js';
 import { appendEvents } from '../apps/coordinator/src/ledger/store/append.js';
 import { nextRecordedAt, readLedgerHead } from '../apps/coordinator/src/ledger/store/read-head.js';

@@ -7,13 +7,18 @@ import { PollCache } from './poll-cache.js';
 import { BlobsController } from './blobs.controller.js';
 import { BundlesController } from './bundles.controller.js';
 import { PollRoute } from './poll-route.js';
+import { ledgerBlobs } from './blobs.repository.js';
+import { LEDGER_BLOBS } from '../ledger/ledger-ports.js';
 
-/** Signed bundles and the blobs they carry: the poll route and its memory, the JWKS and blob uploads. */
+/**
+ * Signed bundles and the blobs they carry: the poll route and its memory, the JWKS and blob uploads.
+ * Global: the ledger below takes the blob store from here without importing this module.
+ */
 @Global()
 @Module({
   imports: [IdentityModule, FleetModule],
   controllers: [BundlesController, BlobsController],
-  providers: [{ provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] }, PollRoute],
-  exports: [PollRoute],
+  providers: [{ provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] }, PollRoute, { provide: LEDGER_BLOBS, useValue: ledgerBlobs }],
+  exports: [PollRoute, LEDGER_BLOBS],
 })
 export class BundlesModule {}

@@ -3,7 +3,7 @@ import { signBundle } from '#bundle';
 import type { Database, StoredArtifact } from '../db/database.js';
 import { BatchLoader } from '../db/batch-loader.js';
 import { readBlobs, readLedgerBlobs } from './blobs.repository.js';
-import { bundlePayloadBytes } from './bundle-payload.js';
+import { bundlePayloadBytes } from '../ledger/domain/bundle-payload.js';
 import type { SigningKeyStore } from '../core/signing-keys.js';
 
 /** What a node head holds of its bundle: everything the payload says, and the key that signs it. */

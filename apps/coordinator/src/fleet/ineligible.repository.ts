@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.js';
 import { failedLines } from '../identity/briefing.js';
 import type { Ineligible } from '../ledger/domain/ledger.decider.js';
+import type { IneligibleNodes } from '../ledger/ledger-ports.js';
 import { anyOf } from '../db/any-of.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
@@ -25,3 +26,6 @@ export async function loadIneligible(db: Kysely<Database>, nodes: readonly strin
   }
   return out;
 }
+
+/** The ledger's INELIGIBLE_NODES port. */
+export const ineligibleNodes: IneligibleNodes = { load: loadIneligible };

@@ -4,7 +4,7 @@ import type { ApiTokensTable, Database } from '../db/database.js';
 import { DomainError } from '../common/domain-error.js';
 import { quoteInput } from '../common/problem-bounds.js';
 import { lockLedger } from '../ledger/store/lock.js';
-import { recordIdentity } from '../ledger/store/record-identity.js';
+import { recordIdentity } from './record-identity.js';
 import type { TrustKeys } from '../trust/signing-trust.js';
 import { issueSecret } from './secrets.js';
 

@@ -4,6 +4,7 @@ import { LedgerModule } from '../ledger/ledger.module.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { EnrolNodeHandler } from './commands/enrol-node.handler.js';
+import { RetireNodeHandler } from './commands/retire-node.handler.js';
 import { RevokeCredentialHandler } from './commands/revoke-credential.handler.js';
 import { IdentityController } from './identity.controller.js';
 import { ApiTokenUseFlusher, ApiTokenUses } from './api-token-uses.js';
@@ -12,7 +13,7 @@ import { ApiTokenUseFlusher, ApiTokenUses } from './api-token-uses.js';
 @Module({
   imports: [LedgerModule],
   controllers: [IdentityController],
-  providers: [EnrolNodeHandler, RevokeCredentialHandler, AuthService, { provide: ApiTokenUses, useFactory: () => new ApiTokenUses() }, ApiTokenUseFlusher, { provide: APP_GUARD, useClass: AuthGuard }],
+  providers: [EnrolNodeHandler, RevokeCredentialHandler, RetireNodeHandler, AuthService, { provide: ApiTokenUses, useFactory: () => new ApiTokenUses() }, ApiTokenUseFlusher, { provide: APP_GUARD, useClass: AuthGuard }],
   exports: [AuthService],
 })
 export class IdentityModule {}

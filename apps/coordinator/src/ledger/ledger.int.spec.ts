@@ -18,7 +18,7 @@ import { SigningKeyStore } from '../core/signing-keys.js';
 import { DomainError } from '../common/domain-error.js';
 import { changeKeys } from '../trust/key-change.js';
 import { signHeadBundle } from '../bundles/head-bundle.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import { bundleEtag } from './domain/bundle-payload.js';
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {

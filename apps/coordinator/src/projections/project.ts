@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
 import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import { bundleEtag } from '../ledger/domain/bundle-payload.js';
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;

@@ -10,7 +10,7 @@ import { nextRecordedAt, readStreamRevision } from '../ledger/store/read-head.js
 import { nextTrust, type TrustChange } from './trust.decider.js';
 import { insertTrustVersion } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';
-import { signingTrust } from './signing-trust.js';
+import { checkpointSigner, signingTrust } from './signing-trust.js';
 
 export type KeyRequest = { readonly kind: 'rotate' } | { readonly kind: 'revoke'; readonly kid: string };
 
@@ -29,7 +29,7 @@ export async function changeKeys(db: Kysely<Database>, keys: SigningKeyStore, re
   const needsKey = request.kind === 'rotate' || (before.signingKid === request.kid && !before.doc.revoked.includes(request.kid));
   const newKid = needsKey ? await keys.addKey() : null;
   const result = await db.transaction().execute(async (trx) => {
-    const { result: changed } = await appendUnderLock(trx, keys, async ({ trust: prev }) => {
+    const { result: changed } = await appendUnderLock(trx, checkpointSigner(keys), async ({ trust: prev }) => {
       let change: TrustChange;
       if (request.kind === 'rotate') change = { kind: 'rotate', newKey: keys.publicKey(newKid!) };
       else {

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import { bundleEtag } from '../ledger/domain/bundle-payload.js';
 
 const PAGE = 1000;
 

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Profile } from '#contracts';
 import type { z } from 'zod';
 import type { Database } from '../db/database.js';
-import type { Briefing } from '../identity/briefing.js';
+import type { Briefing } from './briefing.js';
 
 /**
  * Writes the node's status row at enrolment: profile, inventory and briefing, ineligible when the

@@ -6,11 +6,15 @@ import { DomainError } from '../../common/domain-error.js';
 import { DB } from '../../db/db.module.js';
 import type { Db } from '../../db/connect.js';
 import type { Database } from '../../db/database.js';
-import { revokeLiveCredentials } from '../../identity/credentials.repository.js';
-import { LedgerWriter } from '../ledger-writer.js';
-import { readLedgerHead } from '../store/read-head.js';
-import { RetireNodeCommand } from './retire-node.command.js';
+import { RetireNodeCommand } from '../../ledger/commands/retire-node.command.js';
+import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { readLedgerHead } from '../../ledger/store/read-head.js';
+import { revokeLiveCredentials } from '../credentials.repository.js';
 
+/**
+ * A retirement is the ledger's; revoking a lost node's credentials in its transaction is identity's,
+ * so the handler that joins them stands here, above both.
+ */
 @CommandHandler(RetireNodeCommand)
 export class RetireNodeHandler implements ICommandHandler<RetireNodeCommand, RetireResponse> {
   constructor(
