@@ -16,7 +16,7 @@ import { RollbackNodeHandler } from '../../apps/coordinator/src/ledger/commands/
 import { RollbackNodeCommand } from '../../apps/coordinator/src/ledger/commands/rollback-node.command.js';
 import { RetireNodeHandler } from '../../apps/coordinator/src/identity/commands/retire-node.handler.js';
 import { RetireNodeCommand } from '../../apps/coordinator/src/ledger/commands/retire-node.command.js';
-import { readLedgerHead } from '../../apps/coordinator/src/ledger/ledger.reads.js';
+import { readLedgerHead } from '../../apps/coordinator/src/ledger/index.js';
 import { ReadModelProjection } from '../../apps/coordinator/src/projections/project.js';
 import type { TestDatabase } from './databases.js';
 

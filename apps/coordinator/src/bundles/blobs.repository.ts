@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
-import { anyOf } from '../db/any-of.js';
-import type { LedgerBlobs } from '../ledger/ledger-ports.js';
+import { type Database, anyOf } from '../db/index.js';
+import type { LedgerBlobs } from '../ledger/index.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
 const CHUNK = 10_000;

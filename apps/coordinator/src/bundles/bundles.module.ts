@@ -1,14 +1,13 @@
 import { Global, Module } from '@nestjs/common';
-import { CHANGE_FEED } from '../db/db.module.js';
-import type { ChangeFeed } from '../db/change-feed.js';
-import { FleetModule } from '../fleet/fleet.module.js';
-import { IdentityModule } from '../identity/identity.module.js';
+import { CHANGE_FEED, type ChangeFeed } from '../db/index.js';
+import { FleetModule } from '../fleet/index.js';
+import { IdentityModule } from '../identity/index.js';
 import { PollCache } from './poll-cache.js';
 import { BlobsController } from './blobs.controller.js';
 import { BundlesController } from './bundles.controller.js';
 import { PollRoute } from './poll-route.js';
 import { ledgerBlobs } from './blobs.repository.js';
-import { LEDGER_BLOBS } from '../ledger/ledger-ports.js';
+import { LEDGER_BLOBS } from '../ledger/index.js';
 
 /**
  * Signed bundles and the blobs they carry: the poll route and its memory, the JWKS and blob uploads.

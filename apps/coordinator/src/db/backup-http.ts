@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError } from '../common/domain-error.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import { roleAllows, type Authenticator } from '../common/principal.js';
+import { DomainError, sendProblem, toProblem, roleAllows, type Authenticator } from '../common/index.js';
 import { BackupError, backupTar, takeBackup } from './backup.js';
 import type { Db } from './connect.js';
 

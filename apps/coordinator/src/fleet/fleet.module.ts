@@ -1,6 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { INELIGIBLE_NODES } from '../ledger/ledger-ports.js';
-import { LedgerModule } from '../ledger/ledger.module.js';
+import { INELIGIBLE_NODES, LedgerModule } from '../ledger/index.js';
 import { RecordReportHandler } from './commands/record-report.handler.js';
 import { ContactFlusher } from './contact-flusher.js';
 import { ContactLog } from './contact-log.js';

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { FleetGauges } from '../core/metrics.js';
-import type { Database } from '../db/database.js';
+import type { FleetGauges } from '../core/index.js';
+import type { Database } from '../db/index.js';
 
 /** The age buckets of an enrolled node's last contact, newest first; a node falls in the first bucket it is within. */
 export const CONTACT_AGE_BUCKETS = [

@@ -1,11 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Role } from '#contracts';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import type { RevocationReason } from '../db/database.js';
-import { DomainError } from '../common/domain-error.js';
+import { DB, type Db, type RevocationReason } from '../db/index.js';
+import { DomainError, type Authenticator, type Principal } from '../common/index.js';
 import { bearerOf, parseSecret, secretMatches } from './secrets.js';
-import type { Authenticator, Principal } from '../common/principal.js';
 import { ApiTokenUses } from './api-token-uses.js';
 
 @Injectable()

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Profile } from '#contracts';
 import type { z } from 'zod';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import type { Briefing } from './briefing.js';
 
 /**

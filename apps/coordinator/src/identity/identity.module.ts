@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerModule } from '../ledger/index.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { EnrolNodeHandler } from './commands/enrol-node.handler.js';

@@ -1,8 +1,7 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import type { IdentityRecorded } from '../ledger/domain/ledger.events.js';
-import { recordIdentity as appendIdentity } from '../ledger/store/record-identity.js';
-import { checkpointSigner, type TrustKeys } from '../trust/signing-trust.js';
+import type { Database } from '../db/index.js';
+import { type IdentityRecorded, recordIdentity as appendIdentity } from '../ledger/index.js';
+import { checkpointSigner, type TrustKeys } from '../trust/index.js';
 
 /**
  * Appends an identity event to `identity:<subject>` inside the caller's transaction, signed with

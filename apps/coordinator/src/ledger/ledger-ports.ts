@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { TrustDocument } from '#contracts';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import type { Ineligible } from './domain/ledger.decider.js';
 import type { StoredPackage } from './domain/package.decider.js';
 

@@ -2,10 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError } from '../common/domain-error.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import { clip, PROBLEM_LIMITS } from '../common/problem-bounds.js';
-import { roleAllows, type Authenticator } from '../common/principal.js';
+import { DomainError, sendProblem, toProblem, clip, PROBLEM_LIMITS, roleAllows, type Authenticator } from '../common/index.js';
 
 /**
  * The only paths a dumb-HTTP git client needs, and nothing else of the repository (no config, no

@@ -1,10 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerModule, RECORDED_PACKAGES } from '../ledger/index.js';
 import { AptRepoController } from './apt-repo.controller.js';
 import { APT_REPOSITORY, type AptRepository } from './apt-repository.js';
 import { PackagesController } from './packages.controller.js';
 import { recordedPackages } from './packages.repository.js';
-import { RECORDED_PACKAGES } from '../ledger/ledger-ports.js';
 
 /**
  * The mesh's apt repository: package pushes recorded in the ledger, and the signed repository nodes read.

@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Database, PackagesTable } from '../db/database.js';
-import type { RecordedPackages } from '../ledger/ledger-ports.js';
+import type { Database, PackagesTable } from '../db/index.js';
+import type { RecordedPackages } from '../ledger/index.js';
 
 export interface PackageRow {
   readonly name: string;

@@ -1,7 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
-import { bundleEtag } from '../ledger/domain/bundle-payload.js';
+import type { Database } from '../db/index.js';
+import { type LedgerProjection, type NodeSetStamped, type PackagePushed, type PublishRecorded, type StoredEvent, bundleEtag } from '../ledger/index.js';
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;

@@ -1,19 +1,14 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { DiffQuery, HeadsQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
-import { loadNodeRecords, nodeNamesAfter, type NodeRecord } from '../fleet/fleet.repository.js';
-import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
+import { loadNodeRecords, nodeNamesAfter, type NodeRecord, convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/index.js';
 import { z } from 'zod';
-import { anyOf } from '../db/any-of.js';
+import { anyOf, DB, type Db } from '../db/index.js';
 import { HeadBucketIndex } from './head-bucket-index.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { Access } from '../common/auth.decorators.js';
-import { readBlobs } from '../bundles/blobs.repository.js';
-import { loadVersion, readLedgerHead } from '../ledger/ledger.reads.js';
+import { DomainError, parseInput, Access } from '../common/index.js';
+import { readBlobs } from '../bundles/index.js';
+import { loadVersion, readLedgerHead } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
-import { failedLines } from '../identity/briefing.js';
+import { failedLines } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 

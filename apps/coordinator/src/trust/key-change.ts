@@ -1,12 +1,10 @@
 import type { Kysely } from 'kysely';
 import { sha256Hex, signTrustDocument } from '#bundle';
 import type { KeyChangeResponse } from '#contracts';
-import type { Database } from '../db/database.js';
-import type { SigningKeyStore } from '../core/signing-keys.js';
-import { DomainError } from '../common/domain-error.js';
-import { appendUnderLock } from '../ledger/store/append-path.js';
-import { lockLedger } from '../ledger/store/lock.js';
-import { nextRecordedAt, readStreamRevision } from '../ledger/store/read-head.js';
+import type { Database } from '../db/index.js';
+import type { SigningKeyStore } from '../core/index.js';
+import { DomainError } from '../common/index.js';
+import { appendUnderLock, lockLedger, nextRecordedAt, readStreamRevision } from '../ledger/index.js';
 import { nextTrust, type TrustChange } from './trust.decider.js';
 import { insertTrustVersion } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';

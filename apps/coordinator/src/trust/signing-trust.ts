@@ -1,10 +1,8 @@
 import type { Transaction } from 'kysely';
 import { ledgerOrigin, sha256Hex, signCheckpoint, signTrustDocument, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
-import type { Database } from '../db/database.js';
-import { appendEvents } from '../ledger/store/append.js';
-import type { CheckpointSigner } from '../ledger/ledger-ports.js';
-import { nextRecordedAt, readLedgerHead, readStreamRevision } from '../ledger/store/read-head.js';
+import type { Database } from '../db/index.js';
+import { appendEvents, type CheckpointSigner, nextRecordedAt, readLedgerHead, readStreamRevision } from '../ledger/index.js';
 import { genesisTrust } from './trust.decider.js';
 import { insertTrustVersion, readTrustHead, type TrustHead } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';

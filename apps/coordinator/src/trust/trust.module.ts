@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
-import { KEYS, type SigningKeyStore } from '../core/signing-keys.js';
-import { CHECKPOINT_SIGNER } from '../ledger/ledger-ports.js';
+import { KEYS, type SigningKeyStore } from '../core/index.js';
+import { CHECKPOINT_SIGNER } from '../ledger/index.js';
 import { CheckpointTicker } from './checkpoint-ticker.js';
 import { checkpointSigner } from './signing-trust.js';
 import { TrustController } from './trust.controller.js';

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { decodeTrustDocument } from '#bundle';
-import type { Database } from '../db/database.js';
-import type { TrustHead } from '../ledger/ledger-ports.js';
+import type { Database } from '../db/index.js';
+import type { TrustHead } from '../ledger/index.js';
 
 export type { TrustHead };
 

@@ -2,13 +2,9 @@ import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Transaction } from 'kysely';
 import type { RetireResponse } from '#contracts';
-import { DomainError } from '../../common/domain-error.js';
-import { DB } from '../../db/db.module.js';
-import type { Db } from '../../db/connect.js';
-import type { Database } from '../../db/database.js';
-import { RetireNodeCommand } from '../../ledger/commands/retire-node.command.js';
-import { LedgerWriter } from '../../ledger/ledger-writer.js';
-import { readLedgerHead } from '../../ledger/store/read-head.js';
+import { DomainError } from '../../common/index.js';
+import { DB, type Db, type Database } from '../../db/index.js';
+import { RetireNodeCommand, LedgerWriter, readLedgerHead } from '../../ledger/index.js';
 import { revokeLiveCredentials } from '../credentials.repository.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { appendEvents, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';

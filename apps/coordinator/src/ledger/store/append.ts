@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { chainHash } from '../domain/hash-chain.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import type { LedgerHead } from './read-head.js';

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
 import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
 import type { RecordedRolloutPlan } from '../domain/ledger.events.js';

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { LedgerTable } from '../../db/database.js';
+import type { LedgerTable } from '../../db/index.js';
 import type { StoredChainedEvent } from '../domain/hash-chain.js';
 
 export interface StoredEvent extends StoredChainedEvent {

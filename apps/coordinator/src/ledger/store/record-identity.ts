@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import type { CheckpointSigner } from '../ledger-ports.js';
 import type { IdentityRecorded } from '../domain/ledger.events.js';
 import { appendUnderLock } from './append-path.js';

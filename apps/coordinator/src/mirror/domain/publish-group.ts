@@ -1,5 +1,4 @@
-import type { StoredEvent } from '../../ledger/store/ledger-row.js';
-import type { IneligibleNode, NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/domain/ledger.events.js';
+import type { StoredEvent, IneligibleNode, NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/index.js';
 
 /** One set-changing ledger record with the stamps it closes: what becomes one mirror commit. */
 export interface MirrorPublish {
