@@ -15,7 +15,6 @@ import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
 import { RepeatMemo, type PublishedBody } from './store/repeat-memo.js';
-import type { NodeSetStamped } from './domain/ledger.events.js';
 import type { LedgerProjection } from './ledger-projection.js';
 import { CHECKPOINT_SIGNER, INELIGIBLE_NODES, LEDGER_BLOBS, RECORDED_PACKAGES, type CheckpointSigner, type IneligibleNodes, type LedgerBlobs, type RecordedPackages } from './ledger-ports.js';
 import type { StoredEvent } from './store/ledger-row.js';
@@ -101,7 +100,7 @@ export class LedgerWriter {
       remember(last);
       appended = true;
       if (allHeads) {
-        const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
+        const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data] : []));
         after = advanceHeads(allHeads, stamps, { position: last.position, hash: last.hash });
       }
       const stampsAny = decision.events.some((e) => e.type === 'node_set_stamped');

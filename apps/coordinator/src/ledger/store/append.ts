@@ -31,7 +31,8 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
       recorded_at,
     };
     const hash = chainHash(prev.hash, fields);
-    const row: StoredEvent = { ...fields, prev_hash: prev.hash, hash };
+    // The event's own type and data, so its kind of stored event.
+    const row = { ...fields, prev_hash: prev.hash, hash } as StoredEvent;
     prev = { position: fields.position, hash };
     return row;
   });
