@@ -4,16 +4,19 @@ import { join } from 'node:path';
 import { sha256Hex } from '#bundle';
 import { RolloutPlan, type PublishRequest, type PublishResponse, type RolloutPlanInput } from '#contracts';
 import type { Db } from '../../apps/coordinator/src/db/connect.js';
-import { SigningKeyStore } from '../../apps/coordinator/src/bundles/signing-keys.js';
-import { putBlob } from '../../apps/coordinator/src/bundles/blobs.repository.js';
+import { SigningKeyStore } from '../../apps/coordinator/src/core/signing-keys.js';
+import { ledgerBlobs, putBlob } from '../../apps/coordinator/src/bundles/blobs.repository.js';
+import { ineligibleNodes } from '../../apps/coordinator/src/fleet/ineligible.repository.js';
+import { recordedPackages } from '../../apps/coordinator/src/packages/packages.repository.js';
+import { checkpointSigner } from '../../apps/coordinator/src/trust/signing-trust.js';
 import { LedgerWriter } from '../../apps/coordinator/src/ledger/ledger-writer.js';
 import { PublishTreeHandler } from '../../apps/coordinator/src/ledger/commands/publish-tree.handler.js';
 import { PublishTreeCommand } from '../../apps/coordinator/src/ledger/commands/publish-tree.command.js';
 import { RollbackNodeHandler } from '../../apps/coordinator/src/ledger/commands/rollback-node.handler.js';
 import { RollbackNodeCommand } from '../../apps/coordinator/src/ledger/commands/rollback-node.command.js';
-import { RetireNodeHandler } from '../../apps/coordinator/src/ledger/commands/retire-node.handler.js';
+import { RetireNodeHandler } from '../../apps/coordinator/src/identity/commands/retire-node.handler.js';
 import { RetireNodeCommand } from '../../apps/coordinator/src/ledger/commands/retire-node.command.js';
-import { readLedgerHead } from '../../apps/coordinator/src/ledger/ledger.reads.js';
+import { readLedgerHead } from '../../apps/coordinator/src/ledger/index.js';
 import { ReadModelProjection } from '../../apps/coordinator/src/projections/project.js';
 import type { TestDatabase } from './databases.js';
 
@@ -68,7 +71,7 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
 
 /** A ledger writer wired as the projections module wires it: its appends move the read models. */
 export function writerOf(db: Db, keys: SigningKeyStore): LedgerWriter {
-  const writer = new LedgerWriter(db, keys);
+  const writer = new LedgerWriter(db, keys, checkpointSigner(keys), ledgerBlobs, ineligibleNodes, recordedPackages);
   writer.projectInto(new ReadModelProjection());
   return writer;
 }

@@ -2,24 +2,19 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import type { Logger } from 'pino';
 import type { CoordinatorConfig } from './config.js';
-import { CoreModule } from './core/core.module.js';
-import { DbModule } from './db/db.module.js';
-import type { ChangeFeed } from './db/change-feed.js';
-import type { Db } from './db/connect.js';
-import { BundlesModule } from './bundles/bundles.module.js';
-import type { SigningKeyStore } from './bundles/signing-keys.js';
-import { FleetModule } from './fleet/fleet.module.js';
-import { HealthModule } from './health/health.module.js';
-import { IdentityModule } from './identity/identity.module.js';
-import { LedgerModule } from './ledger/ledger.module.js';
-import { MirrorModule } from './mirror/mirror.module.js';
-import { PackagesModule } from './packages/packages.module.js';
-import type { AptRepository } from './packages/apt-repository.js';
-import { ProjectionsModule } from './projections/projections.module.js';
-import { RolloutsModule } from './rollouts/rollouts.module.js';
-import { TlsModule } from './tls/tls.module.js';
-import type { EnrolmentPin } from './tls/enrolment-pin.js';
-import { TrustModule } from './trust/trust.module.js';
+import { CoreModule, type SigningKeyStore } from './core/index.js';
+import { DbModule, type ChangeFeed, type Db } from './db/index.js';
+import { BundlesModule } from './bundles/index.js';
+import { FleetModule } from './fleet/index.js';
+import { HealthModule } from './health/index.js';
+import { IdentityModule } from './identity/index.js';
+import { LedgerModule } from './ledger/index.js';
+import { MirrorModule } from './mirror/index.js';
+import { PackagesModule, type AptRepository } from './packages/index.js';
+import { ProjectionsModule } from './projections/index.js';
+import { RolloutsModule } from './rollouts/index.js';
+import { TlsModule, type EnrolmentPin } from './tls/index.js';
+import { TrustModule } from './trust/index.js';
 
 /** The process-wide resources, opened before Nest starts so that failures are reported plainly. */
 export interface CoreResources {
@@ -44,7 +39,7 @@ export class AppModule {
       imports: [
         CoreModule.with(resources),
         DbModule.with(resources.db, resources.feed),
-        BundlesModule.with(resources.keys),
+        BundlesModule,
         TlsModule.with(resources.enrolmentPin),
         CqrsModule.forRoot(),
         LedgerModule,

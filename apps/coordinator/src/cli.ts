@@ -3,17 +3,15 @@ import 'reflect-metadata';
 import { Command, InvalidArgumentError } from 'commander';
 import { MAX_API_TOKEN_TTL, MIN_API_TOKEN_TTL, parseDuration, Role } from '#contracts';
 import { loadConfig } from './config.js';
-import { migrateToLatest, openDatabase } from './db/connect.js';
-import { DataDirError } from './db/data-dir-lock.js';
-import { SigningKeyStore } from './bundles/signing-keys.js';
-import { expiryOf, issueApiToken } from './identity/api-tokens.js';
-import { rebuildProjections } from './projections/rebuild.js';
-import { verifyLedger } from './ledger/store/verify.js';
-import { changeKeys } from './trust/key-change.js';
+import { migrateToLatest, openDatabase, DataDirError, fetchBackup, localBackup, restoreInto } from './db/index.js';
+import { SigningKeyStore } from './core/index.js';
+import { expiryOf, issueApiToken } from './identity/index.js';
+import { rebuildProjections } from './projections/index.js';
+import { verifyLedger } from './ledger/index.js';
+import { changeKeys } from './trust/index.js';
 import { createLogger, startCoordinator } from './server.js';
-import { rebuildMirror } from './mirror/rebuild-mirror.js';
+import { rebuildMirror } from './mirror/index.js';
 import { letYoungGenerationGrow } from './young-generation.js';
-import { fetchBackup, localBackup, restoreInto } from './db/backup-cli.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 // Only serve gains from a small young generation at start-up; the other commands do their work straight away.

@@ -1,5 +1,5 @@
 import { ENV_VARIABLES, loadConfig } from './config.js';
-import { cleartextListenRefusal } from './tls/listen-policy.js';
+import { cleartextListenRefusal } from './tls/index.js';
 
 describe('loadConfig', () => {
   it('takes an empty DATABASE_URL as unset (PGlite), not as an invalid URL', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { extract, type Header } from 'tar-stream';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 
 export interface ArchiveLimits {
   /** Largest archive, counted as its bytes arrive. */

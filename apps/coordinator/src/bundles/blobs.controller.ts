@@ -3,16 +3,10 @@ import { Body, Controller, Headers, HttpCode, Inject, Param, Post, Put, Req, Res
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type BlobArchiveResponse, BlobsMissingRequest, Sha256 } from '#contracts';
 import { sha256Hex } from '#bundle';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { quoteInput } from '../common/problem-bounds.js';
-import { Access } from '../identity/auth.decorators.js';
-import { RouteLimits } from '../common/route-limits.js';
+import { DB, type Db } from '../db/index.js';
+import { DomainError, parseInput, quoteInput, Access, RouteLimits, stopReading } from '../common/index.js';
 import { missingBlobs, putBlob, putBlobs } from './blobs.repository.js';
 import { readBlobArchive } from './blob-archive.js';
-import { stopReading } from '../common/http-hardening.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 
 @Controller('v1/blobs')

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
-import { anyOf } from '../db/any-of.js';
+import { type Database, anyOf } from '../db/index.js';
+import type { LedgerBlobs } from '../ledger/index.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
 const CHUNK = 10_000;
@@ -72,3 +72,6 @@ export async function readLedgerBlobs(db: Kysely<Database>, digests: Iterable<st
   for (const d of wanted) if (!out.has(d)) throw new Error(`blob ${d} referenced by the ledger is missing from the blob store`);
   return out;
 }
+
+/** The blob store as the ledger asks for it (its LEDGER_BLOBS port). */
+export const ledgerBlobs: LedgerBlobs = { sizes: blobSizes, put: putBlob };

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { KEYS, type SigningKeyStore } from './signing-keys.js';
-import { Anonymous } from '../identity/auth.decorators.js';
+import { KEYS, type SigningKeyStore } from '../core/index.js';
+import { Anonymous } from '../common/index.js';
 
 /** The keys bundles are verified with. The poll route itself is PollRoute, a plain Fastify route. */
 @Controller()

@@ -1,10 +1,9 @@
 import type { Kysely } from 'kysely';
 import { signBundle } from '#bundle';
-import type { Database, StoredArtifact } from '../db/database.js';
-import { BatchLoader } from '../db/batch-loader.js';
+import { type Database, type StoredArtifact, BatchLoader } from '../db/index.js';
 import { readBlobs, readLedgerBlobs } from './blobs.repository.js';
-import { bundlePayloadBytes } from './bundle-payload.js';
-import type { SigningKeyStore } from './signing-keys.js';
+import { bundlePayloadBytes } from '../ledger/index.js';
+import type { SigningKeyStore } from '../core/index.js';
 
 /** What a node head holds of its bundle: everything the payload says, and the key that signs it. */
 export interface HeadToSign {

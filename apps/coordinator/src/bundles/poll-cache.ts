@@ -1,5 +1,4 @@
-import type { RevocationReason } from '../db/database.js';
-import type { Change, ChangeFeed } from '../db/change-feed.js';
+import type { RevocationReason, Change, ChangeFeed } from '../db/index.js';
 
 /** What a poll needs to know about a credential, its node's head and the checkpoint: the poll row without the JWS. */
 export interface PollRow {

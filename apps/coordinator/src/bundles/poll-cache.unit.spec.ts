@@ -1,4 +1,4 @@
-import type { Change, ChangeFeed } from '../db/change-feed.js';
+import type { Change, ChangeFeed } from '../db/index.js';
 import { parseChange } from '../db/change-feed.js';
 import { confirmHeader, ifNoneMatchTags, PollCache, type PollRow } from './poll-cache.js';
 

@@ -4,26 +4,17 @@ import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationS
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { NODE_NAME_PATTERN, NodeName } from '#contracts';
-import { CHANGE_FEED, DB } from '../db/db.module.js';
-import type { ChangeFeed } from '../db/change-feed.js';
+import { CHANGE_FEED, DB, type ChangeFeed, type Db, BatchLoader } from '../db/index.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { appliedWait, parsePreferWait, refusalRetryAfter, watchDeadline } from './prefer-wait.js';
 import { WatchHub, type HeldWatch } from './watch-hub.js';
-import { LOG } from '../core/core.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import { bearerOf, parseSecret, secretMatches, type ParsedSecret } from '../identity/secrets.js';
-import { Metrics } from '../core/metrics.js';
-import { AuthService, refusedNodeCredential } from '../identity/auth.service.js';
-import { ContactLog } from '../fleet/contact-log.js';
+import { LOG, Metrics, KEYS, type SigningKeyStore } from '../core/index.js';
+import { DomainError, parseInput, sendProblem, toProblem, requestIdOf } from '../common/index.js';
+import { bearerOf, parseSecret, secretMatches, type ParsedSecret, AuthService, refusedNodeCredential } from '../identity/index.js';
+import { ContactLog } from '../fleet/index.js';
 import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
-import { KEYS, type SigningKeyStore } from './signing-keys.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
-import { BatchLoader } from '../db/batch-loader.js';
-import { requestIdOf } from '../common/request-id.js';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';

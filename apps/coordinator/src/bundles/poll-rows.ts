@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
-import { anyOf } from '../db/any-of.js';
+import { type Database, anyOf } from '../db/index.js';
 
 /**
  * The poll rows of some credentials, in one indexed read: each credential with its own node's head

@@ -1,4 +1,4 @@
-import type { Change } from '../db/change-feed.js';
+import type { Change } from '../db/index.js';
 
 /** One poll held open until its node's head changes or its wait runs out. */
 export interface HeldWatch {

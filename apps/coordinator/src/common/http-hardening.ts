@@ -5,9 +5,8 @@ import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { AuthService } from '../identity/auth.service.js';
-import type { Principal } from '../identity/principal.js';
-import { roleAllows } from '../identity/principal.js';
+import type { Authenticator, Principal } from './principal.js';
+import { roleAllows } from './principal.js';
 import { DomainError } from './domain-error.js';
 import { sendProblem, toProblem } from './problem.filter.js';
 import type { FloreteRouteConfig, RouteLimits } from './route-limits.js';
@@ -102,7 +101,7 @@ export function clientErrorHandler(log: Logger) {
  * the routes that declare them and only for a publisher's credential, raw bytes only on the blob
  * route, and a per-address rate limit on anonymous routes. Must run before the routes are added.
  */
-export async function hardenHttp(fastify: FastifyInstance, auth: AuthService, options: HardeningOptions): Promise<void> {
+export async function hardenHttp(fastify: FastifyInstance, auth: Authenticator, options: HardeningOptions): Promise<void> {
   // JSON only: Fastify's text/plain parser would hand a string to routes that expect an object.
   fastify.removeContentTypeParser('text/plain');
 

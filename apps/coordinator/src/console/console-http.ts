@@ -3,10 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError } from '../common/domain-error.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import { clip, PROBLEM_LIMITS } from '../common/problem-bounds.js';
-import type { FloreteRouteConfig } from '../common/route-limits.js';
+import { DomainError, sendProblem, toProblem, clip, PROBLEM_LIMITS, type FloreteRouteConfig } from '../common/index.js';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

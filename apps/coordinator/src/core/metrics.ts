@@ -1,8 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { FleetGauges } from '../health/fleet-gauges.js';
 import { COORDINATOR_VERSION } from './build-info.js';
+
+/** The fleet as the scrape reports it; read by the health folder (fleet-gauges.ts) and set here. */
+export interface FleetGauges {
+  /** Every node the coordinator knows, by lifecycle and convergence (`unpublished`: nothing published for it). */
+  readonly nodes: readonly { lifecycle: string; convergence: string; count: number }[];
+  /** Enrolled nodes by the age of their last contact (a bucket label of CONTACT_AGE_BUCKETS, `older` or `never`). */
+  readonly contactAge: readonly { age: string; count: number }[];
+  /** Enrolled nodes by the agent version they last said they run (`unknown`: never said). */
+  readonly agentVersions: readonly { version: string; count: number }[];
+}
 
 /** The gauges read from the database at scrape time: every replica reports the same ledger, mirror and fleet. */
 export interface ScrapeGauges {

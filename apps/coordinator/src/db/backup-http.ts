@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError } from '../common/domain-error.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import type { AuthService } from '../identity/auth.service.js';
-import { roleAllows } from '../identity/principal.js';
+import { DomainError, sendProblem, toProblem, roleAllows, type Authenticator } from '../common/index.js';
 import { BackupError, backupTar, takeBackup } from './backup.js';
 import type { Db } from './connect.js';
 
@@ -14,7 +11,7 @@ import type { Db } from './connect.js';
  */
 export const BACKUP_PATH = '/v1/admin/backup';
 
-export function registerBackupRoute(fastify: FastifyInstance, db: Db, files: { signingKeysFile: string; repoKeyFile: string }, auth: AuthService, log: Logger): void {
+export function registerBackupRoute(fastify: FastifyInstance, db: Db, files: { signingKeysFile: string; repoKeyFile: string }, auth: Authenticator, log: Logger): void {
   fastify.post(BACKUP_PATH, async (req, reply) => {
     try {
       const principal = await auth.authenticate(req.headers.authorization);

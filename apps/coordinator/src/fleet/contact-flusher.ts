@@ -1,10 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { LOG } from '../core/core.module.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { BatchFlusher } from '../db/batch-flusher.js';
+import { LOG } from '../core/index.js';
+import { DB, type Db, BatchFlusher } from '../db/index.js';
 import { ContactLog } from './contact-log.js';
 
 /** Writes the contacts polls noted, every contactFlushMs and once more on the way out. */

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 
 /**
  * Last contact, kept in memory and written in batches: an authenticated poll is the node's contact,

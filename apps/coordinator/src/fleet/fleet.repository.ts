@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import type { NodeFacts, Outcome } from './fleet-state.js';
 
 const CHUNK = 1000;

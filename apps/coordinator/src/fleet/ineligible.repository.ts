@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
-import { failedLines } from '../identity/briefing.js';
-import type { Ineligible } from '../ledger/domain/ledger.decider.js';
-import { anyOf } from '../db/any-of.js';
+import { type Database, anyOf } from '../db/index.js';
+import { failedLines } from '../identity/index.js';
+import type { Ineligible, IneligibleNodes } from '../ledger/index.js';
 
 /** Keys per statement: a 10,000-node publish is one indexed read. */
 const CHUNK = 10_000;
@@ -25,3 +24,6 @@ export async function loadIneligible(db: Kysely<Database>, nodes: readonly strin
   }
   return out;
 }
+
+/** The ledger's INELIGIBLE_NODES port. */
+export const ineligibleNodes: IneligibleNodes = { load: loadIneligible };

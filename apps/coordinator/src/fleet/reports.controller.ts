@@ -1,9 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ReportRequest } from '#contracts';
-import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
-import { Metrics } from '../core/metrics.js';
+import { parseInput, Access } from '../common/index.js';
+import { Metrics } from '../core/index.js';
 import { RecordReportCommand } from './commands/record-report.command.js';
 
 @Controller('v1/nodes')

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { ReportRequest } from '#contracts';
 import type { z } from 'zod';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import type { reportedOutcome } from './report.rules.js';
 
 type Report = z.infer<typeof ReportRequest>;

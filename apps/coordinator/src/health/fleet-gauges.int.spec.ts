@@ -1,4 +1,4 @@
-import type { Db } from '../db/connect.js';
+import type { Db } from '../db/index.js';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { convergence, lifecycleState, type NodeFacts } from '../fleet/fleet-state.js';
 import { MAX_AGENT_VERSIONS, OTHER_VERSIONS, readFleetGauges, summarise } from './fleet-gauges.js';

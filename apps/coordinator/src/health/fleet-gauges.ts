@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { FleetGauges } from '../core/index.js';
+import type { Database } from '../db/index.js';
 
 /** The age buckets of an enrolled node's last contact, newest first; a node falls in the first bucket it is within. */
 export const CONTACT_AGE_BUCKETS = [
@@ -18,15 +19,6 @@ export const CONTACT_NEVER = 'never';
  */
 export const MAX_AGENT_VERSIONS = 50;
 export const OTHER_VERSIONS = 'other';
-
-export interface FleetGauges {
-  /** Every node the coordinator knows, by lifecycle and convergence (`unpublished`: nothing published for it). */
-  readonly nodes: readonly { lifecycle: string; convergence: string; count: number }[];
-  /** Enrolled nodes by the age of their last contact (a bucket label of CONTACT_AGE_BUCKETS, `older` or `never`). */
-  readonly contactAge: readonly { age: string; count: number }[];
-  /** Enrolled nodes by the agent version they last said they run (`unknown`: never said). */
-  readonly agentVersions: readonly { version: string; count: number }[];
-}
 
 interface Row {
   lifecycle: string;

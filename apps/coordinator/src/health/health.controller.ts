@@ -1,13 +1,11 @@
 import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
 import { sql } from 'kysely';
 import type { FastifyReply } from 'fastify';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { Access, Anonymous } from '../identity/auth.decorators.js';
-import { readLedgerHead } from '../ledger/store/read-head.js';
-import { Metrics } from '../core/metrics.js';
-import { MirrorWorker } from '../mirror/mirror.worker.js';
-import { readCheckpoint } from '../mirror/store/checkpoint.js';
+import { DB, type Db } from '../db/index.js';
+import { Access, Anonymous } from '../common/index.js';
+import { readLedgerHead } from '../ledger/index.js';
+import { Metrics } from '../core/index.js';
+import { MirrorWorker, readCheckpoint } from '../mirror/index.js';
 import { readFleetGauges } from './fleet-gauges.js';
 
 /**

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { MirrorModule } from '../mirror/mirror.module.js';
+import { MirrorModule } from '../mirror/index.js';
 import { HealthController } from './health.controller.js';
 
 /** Liveness, readiness and the Prometheus scrape. */

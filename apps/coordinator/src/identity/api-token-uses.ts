@@ -2,11 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { LOG } from '../core/core.module.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import type { Database } from '../db/database.js';
-import { BatchFlusher } from '../db/batch-flusher.js';
+import { LOG } from '../core/index.js';
+import { DB, type Db, type Database, BatchFlusher } from '../db/index.js';
 
 /**
  * The last use of each API token, kept in memory and written in batches, as node contact is

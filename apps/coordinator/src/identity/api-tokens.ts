@@ -1,11 +1,10 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ApiTokenInfo, ApiTokenState, Role, TokenScope } from '#contracts';
-import type { ApiTokensTable, Database } from '../db/database.js';
-import { DomainError } from '../common/domain-error.js';
-import { quoteInput } from '../common/problem-bounds.js';
-import { lockLedger } from '../ledger/store/lock.js';
-import { recordIdentity } from '../ledger/store/record-identity.js';
-import type { TrustKeys } from '../trust/signing-trust.js';
+import type { ApiTokensTable, Database } from '../db/index.js';
+import { DomainError, quoteInput } from '../common/index.js';
+import { lockLedger } from '../ledger/index.js';
+import { recordIdentity } from './record-identity.js';
+import type { TrustKeys } from '../trust/index.js';
 import { issueSecret } from './secrets.js';
 
 export interface CreatedApiToken {

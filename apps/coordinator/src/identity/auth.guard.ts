@@ -1,11 +1,8 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { DomainError } from '../common/domain-error.js';
-import { quoteInput } from '../common/problem-bounds.js';
-import { ACCESS_KEY, type Access } from './auth.decorators.js';
+import { DomainError, quoteInput, ACCESS_KEY, type Access, type Principal, roleAllows } from '../common/index.js';
 import { AuthService } from './auth.service.js';
-import { type Principal, roleAllows } from './principal.js';
 
 /** Every route states its access; the guard authenticates the bearer and checks the role or node. */
 @Injectable()

@@ -1,16 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { NO_LABELS, NODE_NAME_PATTERN, Role, scopeSelects, TokenScope } from '#contracts';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import type { RevocationReason } from '../db/database.js';
-import { DomainError } from '../common/domain-error.js';
+import { DB, type Db, type RevocationReason } from '../db/index.js';
+import { DomainError, scopeOf, type Authenticator, type Principal } from '../common/index.js';
 import { bearerOf, parseSecret, secretMatches } from './secrets.js';
-import { scopeOf, type Principal } from './principal.js';
 import { readNodeLabels } from './node-labels.repository.js';
 import { ApiTokenUses } from './api-token-uses.js';
 
 @Injectable()
-export class AuthService {
+export class AuthService implements Authenticator {
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly uses: ApiTokenUses,

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 
 export type RevokedReason = 'revoked' | 'enrolled_again' | 'retired' | 'lost';
 

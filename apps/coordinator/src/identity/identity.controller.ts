@@ -2,15 +2,11 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@n
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName, type ApiTokenInfo, type ApiTokenList, type ApiTokenResponse, type WhoamiResponse } from '#contracts';
 import { z } from 'zod';
-import { DB } from '../db/db.module.js';
-import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/enrolment-pin.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { Access, Anonymous, CurrentPrincipal } from './auth.decorators.js';
-import { actorOf, type Principal } from './principal.js';
+import { DB, type Db } from '../db/index.js';
+import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/index.js';
+import { KEYS, type SigningKeyStore } from '../core/index.js';
+import { DomainError, parseInput, Access, Anonymous, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
+import { LedgerWriter } from '../ledger/index.js';
 import { issueSecret } from './secrets.js';
 import { expiryOf, issueApiToken, listApiTokens, revokeApiToken, TOKEN_COLUMNS, tokenInfo } from './api-tokens.js';
 import { ApiTokenUses } from './api-token-uses.js';
@@ -18,7 +14,7 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { EnrolNodeCommand } from './commands/enrol-node.command.js';
 import { RevokeCredentialCommand } from './commands/revoke-credential.command.js';
 import { keyThumbprint } from '#bundle';
-import { readTrustHead } from '../trust/trust.repository.js';
+import { readTrustHead } from '../trust/index.js';
 
 const DEFAULT_ENROLMENT_TTL = 3600;
 /** A token's id or its name, as `retectl token revoke` takes it. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { NodeLabels } from '#contracts';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import { readAllNodeLabels } from './node-labels.repository.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { NodeLabels } from '#contracts';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 
 /** Nodes per statement: well under PostgreSQL's limit on parameters. */
 const SLICE = 5000;

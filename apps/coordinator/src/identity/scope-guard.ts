@@ -1,5 +1,5 @@
 import type { NodeLabels, TokenScope } from '#contracts';
-import type { AdmitChanges } from '../ledger/ledger-writer.js';
+import type { AdmitChanges } from '../ledger/index.js';
 import { knownNodes, writeNodeLabels } from './node-labels.repository.js';
 import { labelsChanged, recordedLabels } from './labels-memo.js';
 import { outOfScope, outOfScopeError, relabelled } from './scope.rules.js';

@@ -1,5 +1,5 @@
 import { NO_LABELS, sameLabels, scopeSelects, type NodeLabels, type TokenScope } from '#contracts';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 
 /** What the scope check of one request knows about the nodes it touches. */
 export interface ScopeFacts {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { NO_LABELS, scopeSelects, type TokenScope } from '#contracts';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import { readAllNodeLabels } from './node-labels.repository.js';
 
 /**

@@ -7,7 +7,7 @@ import { DomainError } from '../common/domain-error.js';
 import { PublishTreeCommand } from '../ledger/commands/publish-tree.command.js';
 import { PublishTreeHandler } from '../ledger/commands/publish-tree.handler.js';
 import { RetireNodeCommand } from '../ledger/commands/retire-node.command.js';
-import { RetireNodeHandler } from '../ledger/commands/retire-node.handler.js';
+import { RetireNodeHandler } from './commands/retire-node.handler.js';
 import { RollbackNodeCommand } from '../ledger/commands/rollback-node.command.js';
 import { RollbackNodeHandler } from '../ledger/commands/rollback-node.handler.js';
 import { readAllNodeLabels } from './node-labels.repository.js';

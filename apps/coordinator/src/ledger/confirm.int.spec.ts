@@ -3,7 +3,7 @@ import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledg
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { verifyLedger } from './store/verify.js';
-import { rebuildProjections } from '../projections/rebuild.js';
+import { rebuildProjections } from '../projections/index.js';
 
 describe.each(testDatabases)('operator confirmation on $name', (database) => {
   let h: LedgerHarness;

@@ -1,9 +1,9 @@
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 import { loadIneligible } from '../fleet/ineligible.repository.js';
 import { briefingFor } from '../identity/briefing.js';
-import { rebuildProjections } from '../projections/rebuild.js';
+import { rebuildProjections } from '../projections/index.js';
 import { readEvents } from './store/read-events.js';
 
 async function refusal(p: Promise<unknown>): Promise<DomainError> {

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import type { StoredEvent } from './store/ledger-row.js';
 
 /**

@@ -3,26 +3,21 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EventBus } from '@nestjs/cqrs';
 import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
-import { CHANGE_FEED, DB } from '../db/db.module.js';
-import type { ChangeFeed } from '../db/change-feed.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
-import type { Db } from '../db/connect.js';
-import type { Database } from '../db/database.js';
-import { DomainError } from '../common/domain-error.js';
+import { CHANGE_FEED, DB, type ChangeFeed, type Db, type Database } from '../db/index.js';
+import { KEYS, type SigningKeyStore } from '../core/index.js';
+import { DomainError } from '../common/index.js';
 import { decide } from './domain/ledger.decider.js';
 import { changedNodesBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
-import { findPackage } from '../packages/packages.repository.js';
-import { putBlob } from '../bundles/blobs.repository.js';
 import { LedgerAppended } from './ledger-appended.event.js';
 import { appendUnderLock } from './store/append-path.js';
 import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
 import { RepeatMemo, type PublishedBody } from './store/repeat-memo.js';
-import type { NodeSetStamped } from './domain/ledger.events.js';
 import type { LedgerProjection } from './ledger-projection.js';
+import { CHECKPOINT_SIGNER, INELIGIBLE_NODES, LEDGER_BLOBS, RECORDED_PACKAGES, type AdmitChanges, type CheckpointSigner, type IneligibleNodes, type LedgerBlobs, type RecordedPackages } from './ledger-ports.js';
 import type { StoredEvent } from './store/ledger-row.js';
 import { readLedgerHead, readStreamRevision } from './store/read-head.js';
 
@@ -44,8 +39,6 @@ export interface WriteOptions {
   readonly admit?: AdmitChanges;
 }
 
-export type AdmitChanges = (trx: Transaction<Database>, changed: ReadonlySet<string>) => Promise<void>;
-
 /**
  * The ledger's writer. A request goes straight down, in one transaction, by the one append path
  * (appendUnderLock): lock, check the expected position, read the state the decision needs, decide,
@@ -57,6 +50,10 @@ export class LedgerWriter {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
+    @Inject(CHECKPOINT_SIGNER) private readonly signer: CheckpointSigner,
+    @Inject(LEDGER_BLOBS) private readonly blobs: LedgerBlobs,
+    @Inject(INELIGIBLE_NODES) private readonly ineligible: IneligibleNodes,
+    @Inject(RECORDED_PACKAGES) private readonly packages: RecordedPackages,
     @Optional() private readonly events?: EventBus,
     @Optional() @Inject(CHANGE_FEED) private readonly feed?: ChangeFeed,
   ) {}
@@ -87,12 +84,12 @@ export class LedgerWriter {
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
       const { stored, result: decided } = await appendUnderLock(
         trx,
-        this.keys,
+        this.signer,
         async ({ head, trust }) => {
           if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
             throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
           }
-          const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId);
+          const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId, { blobs: this.blobs, ineligible: this.ineligible });
           const decision = decide(command, heads, { publishId });
           await options.admit?.(trx, changedNodesBy(decision.events));
           // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
@@ -111,7 +108,7 @@ export class LedgerWriter {
       remember(last);
       appended = true;
       if (allHeads) {
-        const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data as NodeSetStamped['data']] : []));
+        const stamps = decision.events.flatMap((e) => (e.type === 'node_set_stamped' ? [e.data] : []));
         after = advanceHeads(allHeads, stamps, { position: last.position, hash: last.hash });
       }
       const stampsAny = decision.events.some((e) => e.type === 'node_set_stamped');
@@ -163,13 +160,13 @@ export class LedgerWriter {
     const result = await this.db.kysely.transaction().execute(async (trx) => {
       const { stored, result: recorded } = await appendUnderLock(
         trx,
-        this.keys,
+        this.signer,
         async () => {
-          const found = await findPackage(trx, pushed.name, pushed.version, pushed.architecture);
+          const found = await this.packages.find(trx, pushed.name, pushed.version, pushed.architecture);
           const stream = `package:${pushed.name}` as const;
           const decision = decidePackagePush(pushed, found, (await readStreamRevision(trx, stream)) + 1);
           if (decision.kind === 'already_pushed') return { inputs: [], result: decision.position };
-          await putBlob(trx, pushed.sha256, content);
+          await this.blobs.put(trx, pushed.sha256, content);
           return { inputs: [{ event: decision.event, meta: { actor } }], result: null };
         },
         (events) => this.project(trx, events),
@@ -192,7 +189,7 @@ export class LedgerWriter {
 
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */
   recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
-    return recordIdentity(trx, this.keys, subject, type, data, actor);
+    return recordIdentity(trx, this.signer, subject, type, data, actor);
   }
 
   /** Read models move in the appending transaction: a write with no projection registered is refused, not half done. */

@@ -3,14 +3,10 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isPlainPublishRequest, LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type ConfirmResponse, type PublishResponse } from '#contracts';
 import { z } from 'zod';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { parseInput } from '../common/parse.js';
-import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, roleAllows, scopeOf, type Principal } from '../identity/principal.js';
-import { scopeGuard } from '../identity/scope-guard.js';
-import { DomainError } from '../common/domain-error.js';
-import { Metrics } from '../core/metrics.js';
+import { DB, type Db } from '../db/index.js';
+import { parseInput, Access, CurrentPrincipal, actorOf, roleAllows, scopeOf, type Principal, DomainError, RouteLimits, bodyDigestOf, bodyOf } from '../common/index.js';
+import { Metrics } from '../core/index.js';
+import { NODE_SCOPE, type NodeScope } from './ledger-ports.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { RetireNodeCommand } from './commands/retire-node.command.js';
 import { RollbackNodeCommand } from './commands/rollback-node.command.js';
@@ -18,8 +14,6 @@ import { readEvents } from './store/read-events.js';
 import { readLedgerHead } from './store/read-head.js';
 import { verifyLedger } from './store/verify.js';
 import { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
-import { RouteLimits } from '../common/route-limits.js';
-import { bodyDigestOf, bodyOf } from '../common/http-hardening.js';
 import { RepeatedPublishQuery } from './queries/repeated-publish.query.js';
 import { LedgerWriter } from './ledger-writer.js';
 
@@ -34,6 +28,7 @@ export class LedgerController {
     private readonly metrics: Metrics,
     @Inject(DB) private readonly db: Db,
     private readonly writer: LedgerWriter,
+    @Inject(NODE_SCOPE) private readonly scopes: NodeScope,
   ) {}
 
   @Post('v1/publishes')
@@ -50,7 +45,7 @@ export class LedgerController {
     }
     // The schema is the contract; the plain check only spares a large, ordinary tree its cost.
     const request = parseInput(PublishRequest, bodyOf(req), 'body', isPlainPublishRequest);
-    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest, scopeGuard(scopeOf(who), 'this publish', request.labels))));
+    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest, this.scopes.guard(scopeOf(who), 'this publish', request.labels))));
   }
 
   /**
@@ -72,7 +67,7 @@ export class LedgerController {
   async rollback(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const name = parseInput(NodeName, node, 'path');
     const req = parseInput(RollbackRequest, body, 'body');
-    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible, scopeGuard(scopeOf(who), 'this rollback'))));
+    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible, this.scopes.guard(scopeOf(who), 'this rollback'))));
   }
 
   @Post('v1/nodes/:node/retire')
@@ -87,7 +82,7 @@ export class LedgerController {
       if (result.publish_id) this.metrics.publishes++;
       return void reply.status(result.publish_id ? 201 : 200).send(result);
     }
-    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position, false, scopeGuard(scopeOf(who), 'this retirement'))));
+    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position, false, this.scopes.guard(scopeOf(who), 'this retirement'))));
   }
 
   @Get('v1/ledger/head')

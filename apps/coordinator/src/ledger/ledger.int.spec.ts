@@ -4,7 +4,7 @@ import { BundlePayload } from '#contracts';
 import { EMPTY_SET_DIGEST, verifyBundleSignature } from '#bundle';
 import { testDatabases, hasPostgres } from '../../../../test/support/databases.js';
 import { ledgerHarness, writerOf, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
-import { openDatabase } from '../db/connect.js';
+import { openDatabase } from '../db/index.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
 import { verifyLedger } from './store/verify.js';
@@ -13,12 +13,12 @@ import { lockLedger } from './store/lock.js';
 import { readLedgerHead } from './store/read-head.js';
 import { readEvents } from './store/read-events.js';
 import { chainHash, GENESIS_HASH } from './domain/hash-chain.js';
-import { rebuildProjections } from '../projections/rebuild.js';
-import { SigningKeyStore } from '../bundles/signing-keys.js';
-import { DomainError } from '../common/domain-error.js';
-import { changeKeys } from '../trust/key-change.js';
+import { rebuildProjections } from '../projections/index.js';
+import { SigningKeyStore } from '../core/index.js';
+import { DomainError } from '../common/index.js';
+import { changeKeys } from '../trust/index.js';
 import { signHeadBundle } from '../bundles/head-bundle.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import { bundleEtag } from './domain/bundle-payload.js';
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {

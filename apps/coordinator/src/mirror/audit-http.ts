@@ -2,11 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError } from '../common/domain-error.js';
-import { sendProblem, toProblem } from '../common/problem.filter.js';
-import { clip, PROBLEM_LIMITS } from '../common/problem-bounds.js';
-import type { AuthService } from '../identity/auth.service.js';
-import { roleAllows } from '../identity/principal.js';
+import { DomainError, sendProblem, toProblem, clip, PROBLEM_LIMITS, roleAllows, type Authenticator } from '../common/index.js';
 
 /**
  * The only paths a dumb-HTTP git client needs, and nothing else of the repository (no config, no
@@ -33,7 +29,7 @@ function tokenOf(header: string | undefined): string | null {
 }
 
 /** GET /audit.git/*: the audit mirror over git's dumb HTTP protocol, read-only, for readers. */
-export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, auth: AuthService, log: Logger): void {
+export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, auth: Authenticator, log: Logger): void {
   const fail = (reply: FastifyReply, err: unknown) => {
     if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'token_expired' || err.code === 'token_revoked')) void reply.header('www-authenticate', 'Basic realm="florete audit"');
     sendProblem(reply, toProblem(err, log));

@@ -1,5 +1,5 @@
 import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
-import { LedgerAppended } from '../ledger/ledger-appended.event.js';
+import { LedgerAppended } from '../ledger/index.js';
 import { MirrorWorker } from './mirror.worker.js';
 
 /** The mirror follows the ledger: a committed append starts a run now rather than at the next tick. */

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import { MirrorTree } from './domain/mirror-tree.js';
 import type { MirrorPublish } from './domain/publish-group.js';
 import { MirrorError } from './mirror-error.js';

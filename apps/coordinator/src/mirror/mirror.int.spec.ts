@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { hasPostgres, testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
-import { openDatabase } from '../db/connect.js';
+import { openDatabase } from '../db/index.js';
 import { MirrorSync } from './mirror-sync.js';
 import { AuditRepo } from './repo/audit-repo.js';
 import { databaseCheckpoints, memoryCheckpoints, readCheckpoint, type CheckpointStore } from './store/checkpoint.js';

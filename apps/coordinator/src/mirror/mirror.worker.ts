@@ -1,9 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB } from '../db/db.module.js';
-import { LOG } from '../core/core.module.js';
-import type { Db } from '../db/connect.js';
+import { DB, type Db } from '../db/index.js';
+import { LOG } from '../core/index.js';
 import { MirrorError } from './mirror-error.js';
 import { MirrorPusher } from './mirror-push.js';
 import { MirrorSync } from './mirror-sync.js';

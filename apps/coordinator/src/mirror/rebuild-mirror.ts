@@ -1,5 +1,5 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
-import type { Db } from '../db/connect.js';
+import type { Db } from '../db/index.js';
 import { MirrorSync, type SyncResult } from './mirror-sync.js';
 import { AuditRepo } from './repo/audit-repo.js';
 import { memoryCheckpoints, resetCheckpoint } from './store/checkpoint.js';

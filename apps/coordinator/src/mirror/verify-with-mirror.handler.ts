@@ -1,9 +1,8 @@
 import { Inject } from '@nestjs/common';
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { VerifyWithMirrorQuery } from '../ledger/queries/verify-with-mirror.query.js';
+import { DB, type Db } from '../db/index.js';
+import { VerifyWithMirrorQuery } from '../ledger/index.js';
 import { AuditRepo } from './repo/audit-repo.js';
 import { verifyWithMirror, type MirrorVerdict } from './verify-mirror.js';
 

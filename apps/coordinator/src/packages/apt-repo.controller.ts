@@ -1,12 +1,9 @@
 import { Controller, Get, Headers, Inject, Param, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { APT_REPOSITORY, type AptRepository } from './apt-repository.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { quoteInput } from '../common/problem-bounds.js';
-import { Anonymous } from '../identity/auth.decorators.js';
-import { readBlobs } from '../bundles/blobs.repository.js';
+import { DB, type Db } from '../db/index.js';
+import { DomainError, quoteInput, Anonymous } from '../common/index.js';
+import { readBlobs } from '../bundles/index.js';
 import { isPackageBlob } from './packages.repository.js';
 
 const POOL_FILE = /^([0-9a-f]{64})\.deb$/;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
 import { gzipIndex, renderPackages, renderRelease } from './apt-index.js';
 import { lastPushPosition, listPackages } from './packages.repository.js';
 import type { RepoKey } from './repo-key.js';

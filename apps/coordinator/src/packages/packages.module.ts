@@ -1,13 +1,24 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerModule, RECORDED_PACKAGES } from '../ledger/index.js';
 import { AptRepoController } from './apt-repo.controller.js';
 import { APT_REPOSITORY, type AptRepository } from './apt-repository.js';
 import { PackagesController } from './packages.controller.js';
+import { recordedPackages } from './packages.repository.js';
 
-/** The mesh's apt repository: package pushes recorded in the ledger, and the signed repository nodes read. */
+/**
+ * The mesh's apt repository: package pushes recorded in the ledger, and the signed repository nodes read.
+ * Global: the ledger below asks what is recorded here without importing this module.
+ */
 @Module({})
 export class PackagesModule {
   static with(apt: AptRepository): DynamicModule {
-    return { module: PackagesModule, imports: [LedgerModule], controllers: [PackagesController, AptRepoController], providers: [{ provide: APT_REPOSITORY, useValue: apt }] };
+    return {
+      module: PackagesModule,
+      global: true,
+      imports: [LedgerModule],
+      controllers: [PackagesController, AptRepoController],
+      providers: [{ provide: APT_REPOSITORY, useValue: apt }, { provide: RECORDED_PACKAGES, useValue: recordedPackages }],
+      exports: [RECORDED_PACKAGES],
+    };
   }
 }

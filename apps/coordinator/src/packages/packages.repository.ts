@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Database, PackagesTable } from '../db/database.js';
+import type { Database, PackagesTable } from '../db/index.js';
+import type { RecordedPackages } from '../ledger/index.js';
 
 export interface PackageRow {
   readonly name: string;
@@ -45,3 +46,6 @@ export async function lastPushPosition(db: Kysely<Database>): Promise<number> {
   const row = await db.selectFrom('packages').select((eb) => eb.fn.max('position').as('position')).executeTakeFirst();
   return row?.position == null ? 0 : Number(row.position);
 }
+
+/** The ledger's RECORDED_PACKAGES port: a push is decided against what is recorded. */
+export const recordedPackages: RecordedPackages = { find: findPackage };

@@ -1,5 +1,5 @@
 import { createTwoFilesPatch } from 'diff';
-import type { StoredArtifact } from '../db/database.js';
+import type { StoredArtifact } from '../db/index.js';
 
 export interface ArtifactChange {
   name: string;

@@ -1,8 +1,8 @@
 import { bucketDigest, bucketOf } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import type { Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import { readLedgerHead } from '../ledger/ledger.reads.js';
+import type { Database } from '../db/index.js';
+import { readLedgerHead } from '../ledger/index.js';
 
 interface Member {
   readonly digest: string;

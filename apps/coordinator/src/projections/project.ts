@@ -1,7 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import type { LedgerProjection, NodeSetStamped, PackagePushed, PublishRecorded, StoredEvent } from '../ledger/ledger.reads.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import type { Database } from '../db/index.js';
+import { type LedgerProjection, type PublishRecorded, type StoredEvent, type StoredOf, bundleEtag } from '../ledger/index.js';
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;
@@ -15,14 +14,14 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   await projectPackages(trx, events);
   await projectRollouts(trx, events);
   const records = new Map<string, PublishRecorded['data']>();
-  for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id as string, e.data as PublishRecorded['data']);
-  const stamps = events.filter((e) => e.type === 'node_set_stamped');
+  for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id, e.data);
+  const stamps = events.filter((e): e is StoredOf<'node_set_stamped'> => e.type === 'node_set_stamped');
   if (stamps.length === 0 && records.size === 0 && !events.some((e) => e.type === 'publish_confirmed')) return;
 
   const heads = [];
   const versions = [];
   for (const e of stamps) {
-    const d = e.data as NodeSetStamped['data'];
+    const d = e.data;
     const record = records.get(d.publish_id);
     const common = {
       node: d.node,
@@ -66,7 +65,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       continue;
     }
     if (e.type !== 'publish_recorded') continue;
-    const d = e.data as PublishRecorded['data'];
+    const d = e.data;
     await trx
       .insertInto('publishes')
       .values({
@@ -87,9 +86,9 @@ export async function project(trx: Transaction<Database>, events: readonly Store
 /** The repository's packages: the ledger event carries everything the Packages index needs. */
 async function projectPackages(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
   const rows = events
-    .filter((e) => e.type === 'package_pushed')
+    .filter((e): e is StoredOf<'package_pushed'> => e.type === 'package_pushed')
     .map((e) => {
-      const d = e.data as PackagePushed['data'];
+      const d = e.data;
       return { name: d.name, version: d.version, architecture: d.architecture, sha256: d.sha256, size: d.size, control: d.control, actor: String(e.meta.actor), position: e.position, recorded_at: e.recorded_at };
     });
   if (rows.length > 0) await trx.insertInto('packages').values(rows).execute();
@@ -108,7 +107,7 @@ export class ReadModelProjection implements LedgerProjection {
  * and every watch held, gets a 200 whose `florete-confirm` header says so. The bundle's bytes are the
  * same; the agent takes the same version again as up to date.
  */
-async function projectConfirmation(trx: Transaction<Database>, e: StoredEvent): Promise<void> {
+async function projectConfirmation(trx: Transaction<Database>, e: StoredOf<'publish_confirmed'>): Promise<void> {
   const rows = await trx.selectFrom('node_heads').select(['node', 'kid']).where('publish_id', '=', String(e.data.publish_id)).execute();
   for (let i = 0; i < rows.length; i += CHUNK) {
     const moved = rows.slice(i, i + CHUNK).map((r) => sql`(${r.node}, ${bundleEtag(r.kid, e.hash)})`);

@@ -1,8 +1,7 @@
 import { Controller, HttpCode, Inject, Post } from '@nestjs/common';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { Access } from '../identity/auth.decorators.js';
-import { readLedgerHead } from '../ledger/ledger.reads.js';
+import { DB, type Db } from '../db/index.js';
+import { Access } from '../common/index.js';
+import { readLedgerHead } from '../ledger/index.js';
 import { rebuildProjections } from './rebuild.js';
 
 @Controller()

@@ -1,6 +1,5 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
-import { LedgerModule } from '../ledger/ledger.module.js';
-import { LedgerWriter } from '../ledger/ledger-writer.js';
+import { LedgerModule, LedgerWriter } from '../ledger/index.js';
 import { ReadModelProjection } from './project.js';
 import { ProjectionsController } from './projections.controller.js';
 import { QueriesController } from './queries.controller.js';

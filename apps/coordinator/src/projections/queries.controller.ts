@@ -1,21 +1,15 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { DiffQuery, HeadsQuery, MAX_VERSION, NodeName, NodesQuery, PageQuery, VersionParam } from '#contracts';
-import { loadNodeRecords, nodeNamesAfter, type NodeRecord } from '../fleet/fleet.repository.js';
-import { convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/fleet-state.js';
+import { loadNodeRecords, nodeNamesAfter, type NodeRecord, convergence, credentialState, lifecycleState, publishNodeStatus } from '../fleet/index.js';
 import { z } from 'zod';
-import { anyOf } from '../db/any-of.js';
+import { DB, type Db } from '../db/index.js';
 import { HeadBucketIndex } from './head-bucket-index.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { scopeOf, type Principal } from '../identity/principal.js';
-import { scopedFilter } from '../identity/scoped-filter.js';
-import { readBlobs } from '../bundles/blobs.repository.js';
-import { loadVersion, readLedgerHead } from '../ledger/ledger.reads.js';
+import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Principal } from '../common/index.js';
+import { readBlobs } from '../bundles/index.js';
+import { loadVersion, readLedgerHead } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
-import { failedLines } from '../identity/briefing.js';
+import { isPublished, readHeadBuckets, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage, readVersionsPage } from './queries.repository.js';
+import { failedLines, scopedFilter } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 
@@ -36,25 +30,7 @@ export class QueriesController {
   async heads(@Query() query: unknown) {
     const q = parseInput(HeadsQuery, query, 'query');
     const limit = q.limit ?? 1000;
-    // One snapshot for the page and the position, so a client can pin a publish to what it read.
-    const { position, rows } = await this.db.kysely
-      .transaction()
-      .setIsolationLevel('repeatable read')
-      .execute(async (trx) => {
-        let select = trx.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']).orderBy('node').limit(limit + 1);
-        if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);
-        let position: number;
-        if (q.buckets !== undefined) {
-          const view = await this.buckets.at(trx);
-          const nodes = view.nodesIn(q.buckets);
-          if (nodes.length === 0) return { position: view.position, rows: [] };
-          select = select.where(anyOf('node', nodes));
-          position = view.position;
-        } else {
-          position = (await readLedgerHead(trx)).position;
-        }
-        return { position, rows: await select.execute() };
-      });
+    const { position, rows } = await readHeadsPage(this.db.kysely, this.buckets, { limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}), ...(q.buckets !== undefined ? { buckets: q.buckets } : {}) });
     const page = rows.slice(0, limit);
     return {
       items: page.map((r) => ({ node: r.node, version: r.version, set_digest: r.set_digest, retired: r.retired, artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) })),
@@ -70,10 +46,7 @@ export class QueriesController {
   @Get('heads/buckets')
   @Access('reader')
   async headBuckets() {
-    const view = await this.db.kysely
-      .transaction()
-      .setIsolationLevel('repeatable read')
-      .execute((trx) => this.buckets.at(trx));
+    const view = await readHeadBuckets(this.db.kysely, this.buckets);
     return { position: view.position, buckets: view.buckets };
   }
 
@@ -128,8 +101,8 @@ export class QueriesController {
     }
     const contact = r.status?.last_contact ? new Date(r.status.last_contact) : null;
     const age = contact ? Math.max(0, Math.floor((now.getTime() - contact.getTime()) / 1000)) : null;
-    const row = await this.db.kysely.selectFrom('node_status').select('resources').where('node', '=', name).executeTakeFirst();
-    return { ...summary(r, lifecycleState(r), credentialState(r), convergence(r), contact, age), resources: row?.resources ?? null };
+    const resources = await readNodeResources(this.db.kysely, name);
+    return { ...summary(r, lifecycleState(r), credentialState(r), convergence(r), contact, age), resources };
   }
 
   @Get('nodes/:node/versions')
@@ -139,21 +112,12 @@ export class QueriesController {
     const q = parseInput(PageQuery, query, 'query');
     await this.requireNode(name);
     if (q.cursor && Number(q.cursor) > MAX_VERSION) throw new DomainError('invalid_query', 'query.cursor: must be a cursor returned by a previous page');
-    let select = this.db.kysely.selectFrom('node_versions').selectAll().where('node', '=', name);
-    if (q.cursor) select = select.where('version', '<', Number(q.cursor));
-    const rows = await select.orderBy('version', 'desc').limit(q.limit + 1).execute();
+    const rows = await readVersionsPage(this.db.kysely, name, q.cursor ? Number(q.cursor) : null, q.limit);
     const page = rows.slice(0, q.limit);
     const outcomes = new Map(
       page.length === 0
         ? []
-        : (
-            await this.db.kysely
-              .selectFrom('node_outcomes')
-              .select(['version', 'result', 'error', 'reported_at', 'activation'])
-              .where('node', '=', name)
-              .where('version', 'in', page.map((r) => r.version))
-              .execute()
-          ).map((o) => [o.version, { result: o.result, error: o.error, reported_at: iso(o.reported_at), activation: o.activation ?? null }]),
+        : (await readOutcomes(this.db.kysely, name, page.map((r) => r.version))).map((o) => [o.version, { result: o.result, error: o.error, reported_at: iso(o.reported_at), activation: o.activation ?? null }]),
     );
     return {
       items: page.map((r) => ({
@@ -210,9 +174,7 @@ export class QueriesController {
   @Access('reader')
   async publishes(@Query() query: unknown) {
     const q = parseInput(PageQuery, query, 'query');
-    let select = this.db.kysely.selectFrom('publishes').selectAll();
-    if (q.cursor) select = select.where('position', '<', Number(q.cursor));
-    const rows = await select.orderBy('position', 'desc').limit(q.limit + 1).execute();
+    const rows = await readPublishesPage(this.db.kysely, q.cursor ? Number(q.cursor) : null, q.limit);
     const page = rows.slice(0, q.limit);
     return { items: page.map(toPublish), next_cursor: rows.length > q.limit ? String(Number(page[page.length - 1].position)) : null };
   }
@@ -221,7 +183,7 @@ export class QueriesController {
   @Access('reader')
   async publishById(@Param('id') id: string) {
     const pid = parseInput(z.uuid(), id, 'path');
-    const row = await this.db.kysely.selectFrom('publishes').selectAll().where('publish_id', '=', pid).executeTakeFirst();
+    const row = await readPublish(this.db.kysely, pid);
     if (!row) throw new DomainError('unknown_publish', `no publish ${pid}`);
     const publish = toPublish(row);
     const changes = publish.changed as { node: string; from: number; to: number }[];
@@ -239,8 +201,7 @@ export class QueriesController {
   }
 
   private async requireNode(node: string): Promise<void> {
-    const row = await this.db.kysely.selectFrom('node_heads').select('node').where('node', '=', node).executeTakeFirst();
-    if (!row) throw new DomainError('unknown_node', `node ${node} has never been published`, { node });
+    if (!(await isPublished(this.db.kysely, node))) throw new DomainError('unknown_node', `node ${node} has never been published`, { node });
   }
 
   private async requireVersion(node: string, version: number) {

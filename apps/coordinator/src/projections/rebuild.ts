@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.js';
-import { allEvents, lockLedger, type StoredEvent } from '../ledger/ledger.reads.js';
+import type { Database } from '../db/index.js';
+import { allEvents, lockLedger, type StoredEvent } from '../ledger/index.js';
 import { project } from './project.js';
-import { resignHeads } from '../trust/resign-heads.js';
+import { resignHeads } from '../trust/index.js';
 
 /**
  * Drops every projection and replays the ledger into it: the read models are only ever a function of the ledger. Runs under the ledger lock so no

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import type { RolloutEvent, StoredEvent } from '../ledger/ledger.reads.js';
+import type { Database } from '../db/index.js';
+import type { RolloutEvent, StoredEvent } from '../ledger/index.js';
 
 const CHUNK = 1000;
 const STATUS: Partial<Record<RolloutEvent['type'], string>> = {

@@ -1,5 +1,5 @@
 import { EventsHandler, type IEventHandler } from '@nestjs/cqrs';
-import { OutcomeRecorded } from '../fleet/outcome-recorded.event.js';
+import { OutcomeRecorded } from '../fleet/index.js';
 import { RolloutDriver } from './rollout-driver.js';
 
 /** A recorded outcome may open a running rollout's gate: the driver looks now rather than at its next tick. */

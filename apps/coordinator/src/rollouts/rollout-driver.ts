@@ -1,11 +1,9 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { LOG } from '../core/core.module.js';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { decideStep, expiredNodes, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/ledger.reads.js';
+import { LOG } from '../core/index.js';
+import { DB, type Db } from '../db/index.js';
+import { LedgerWriter, decideStep, expiredNodes, loadWaveFacts, type RecordedRolloutPlan, type RolloutState } from '../ledger/index.js';
 import { agentJsonBodies, runningRollouts, unconfirmedReleased, type UnconfirmedRow } from './rollouts.repository.js';
 
 /** Reports arriving within this long of one another make one nudged tick. */

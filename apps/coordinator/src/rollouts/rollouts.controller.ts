@@ -1,13 +1,9 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { RolloutAction, RolloutActionRequest, RolloutId, RolloutStatus } from '#contracts';
 import { z } from 'zod';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { parseInput } from '../common/parse.js';
-import { Access, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, type Principal } from '../identity/principal.js';
-import { LedgerWriter } from '../ledger/ledger-writer.js';
-import { resolveRolloutId as resolveRollout } from '../ledger/ledger.reads.js';
+import { DB, type Db } from '../db/index.js';
+import { parseInput, Access, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
+import { LedgerWriter, resolveRolloutId as resolveRollout } from '../ledger/index.js';
 import { listRollouts, readRollout } from './rollouts.repository.js';
 
 const ListQuery = z.strictObject({

@@ -2,10 +2,10 @@ import pino from 'pino';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import type { CoordinatorConfig } from '../config.js';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 import { recordOutcome } from '../fleet/reports.repository.js';
-import { rebuildProjections } from '../projections/rebuild.js';
-import { verifyLedger } from '../ledger/store/verify.js';
+import { rebuildProjections } from '../projections/index.js';
+import { verifyLedger } from '../ledger/index.js';
 import { RolloutDriver } from './rollout-driver.js';
 import { listRollouts, readRollout } from './rollouts.repository.js';
 

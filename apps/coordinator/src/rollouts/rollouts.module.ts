@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { LedgerModule } from '../ledger/ledger.module.js';
+import { LedgerModule } from '../ledger/index.js';
 import { RolloutDriver } from './rollout-driver.js';
 import { GateOnOutcome } from './gate-on-outcome.handler.js';
 import { RolloutsController } from './rollouts.controller.js';

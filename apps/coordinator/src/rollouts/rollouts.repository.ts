@@ -1,8 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { RolloutPlan, RolloutStatus, RolloutSummary, RolloutView } from '#contracts';
-import type { Database } from '../db/database.js';
-import { DomainError } from '../common/domain-error.js';
-import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/ledger.reads.js';
+import type { Database } from '../db/index.js';
+import { DomainError } from '../common/index.js';
+import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/index.js';
 
 type Row = Awaited<ReturnType<typeof rows>>[number];
 const rows = (db: Kysely<Database>) =>

@@ -1,11 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
-import { DB } from '../db/db.module.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
-import { LOG } from '../core/core.module.js';
-import type { Db } from '../db/connect.js';
-import { lockLedger } from '../ledger/store/lock.js';
+import { DB, type Db } from '../db/index.js';
+import { KEYS, type SigningKeyStore, LOG } from '../core/index.js';
+import { lockLedger } from '../ledger/index.js';
 import { signingTrust, stampCheckpoint } from './signing-trust.js';
 
 /**

@@ -1,16 +1,14 @@
 import type { Kysely } from 'kysely';
 import { sha256Hex, signTrustDocument } from '#bundle';
 import type { KeyChangeResponse } from '#contracts';
-import type { Database } from '../db/database.js';
-import type { SigningKeyStore } from '../bundles/signing-keys.js';
-import { DomainError } from '../common/domain-error.js';
-import { appendUnderLock } from '../ledger/store/append-path.js';
-import { lockLedger } from '../ledger/store/lock.js';
-import { nextRecordedAt, readStreamRevision } from '../ledger/store/read-head.js';
+import type { Database } from '../db/index.js';
+import type { SigningKeyStore } from '../core/index.js';
+import { DomainError } from '../common/index.js';
+import { appendUnderLock, lockLedger, nextRecordedAt, readStreamRevision } from '../ledger/index.js';
 import { nextTrust, type TrustChange } from './trust.decider.js';
 import { insertTrustVersion } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';
-import { signingTrust } from './signing-trust.js';
+import { checkpointSigner, signingTrust } from './signing-trust.js';
 
 export type KeyRequest = { readonly kind: 'rotate' } | { readonly kind: 'revoke'; readonly kid: string };
 
@@ -29,7 +27,7 @@ export async function changeKeys(db: Kysely<Database>, keys: SigningKeyStore, re
   const needsKey = request.kind === 'rotate' || (before.signingKid === request.kid && !before.doc.revoked.includes(request.kid));
   const newKid = needsKey ? await keys.addKey() : null;
   const result = await db.transaction().execute(async (trx) => {
-    const { result: changed } = await appendUnderLock(trx, keys, async ({ trust: prev }) => {
+    const { result: changed } = await appendUnderLock(trx, checkpointSigner(keys), async ({ trust: prev }) => {
       let change: TrustChange;
       if (request.kind === 'rotate') change = { kind: 'rotate', newKey: keys.publicKey(newKid!) };
       else {

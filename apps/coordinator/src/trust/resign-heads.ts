@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
-import { bundleEtag } from '../bundles/bundle-payload.js';
+import type { Database } from '../db/index.js';
+import { bundleEtag } from '../ledger/index.js';
 
 const PAGE = 1000;
 

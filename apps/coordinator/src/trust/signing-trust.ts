@@ -1,9 +1,8 @@
 import type { Transaction } from 'kysely';
 import { ledgerOrigin, sha256Hex, signCheckpoint, signTrustDocument, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
-import type { Database } from '../db/database.js';
-import { appendEvents } from '../ledger/store/append.js';
-import { nextRecordedAt, readLedgerHead, readStreamRevision } from '../ledger/store/read-head.js';
+import type { Database } from '../db/index.js';
+import { appendEvents, type CheckpointSigner, nextRecordedAt, readLedgerHead, readStreamRevision } from '../ledger/index.js';
 import { genesisTrust } from './trust.decider.js';
 import { insertTrustVersion, readTrustHead, type TrustHead } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';
@@ -60,4 +59,12 @@ export async function stampCheckpoint(trx: Transaction<Database>, keys: TrustKey
   const note = signCheckpoint({ origin: row.origin, position: ledger.position, hash: ledger.hash, time: time.toISOString(), trustVersion: trust.version }, keys.byKid(trust.signingKid));
   await trx.updateTable('ledger_checkpoint').set({ position: ledger.position, signed_at: time, note }).where('id', '=', 1).execute();
   return note;
+}
+
+/** The ledger's checkpoint signer (its CHECKPOINT_SIGNER port), signing with `keys`. */
+export function checkpointSigner(keys: TrustKeys): CheckpointSigner {
+  return {
+    trustUnderLock: (trx) => signingTrust(trx, keys),
+    stampCheckpoint: (trx, trust, now) => stampCheckpoint(trx, keys, trust, now),
+  };
 }

@@ -1,14 +1,9 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
 import { TrustChainQuery, type KeyRotationResponse, type TrustChainResponse } from '#contracts';
-import { DB } from '../db/db.module.js';
-import { KEYS, type SigningKeyStore } from '../bundles/signing-keys.js';
-import type { Db } from '../db/connect.js';
-import { parseInput } from '../common/parse.js';
-import { Access, Anonymous, CurrentPrincipal } from '../identity/auth.decorators.js';
-import { actorOf, type Principal } from '../identity/principal.js';
-import type { ChangeFeed } from '../db/change-feed.js';
-import { CHANGE_FEED } from '../db/db.module.js';
+import { DB, type Db, type ChangeFeed, CHANGE_FEED } from '../db/index.js';
+import { KEYS, type SigningKeyStore } from '../core/index.js';
+import { parseInput, Access, Anonymous, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
 import { changeKeys, type KeyRequest } from './key-change.js';
 import { readTrustChain, readTrustHead } from './trust.repository.js';
 

@@ -1,5 +1,5 @@
 import type { TrustDocument, TrustKey } from '#contracts';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 
 /** What an operator asks of the trust document. `newKey` is the key that signs from now on, when the signer changes. */
 export type TrustChange =

@@ -1,5 +1,5 @@
 import type { TrustKey } from '#contracts';
-import { DomainError } from '../common/domain-error.js';
+import { DomainError } from '../common/index.js';
 import { genesisTrust, nextTrust, signerOf } from './trust.decider.js';
 
 const key = (kid: string): TrustKey => ({ kty: 'OKP', crv: 'Ed25519', x: 'A'.repeat(43), kid });

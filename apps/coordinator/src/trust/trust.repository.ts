@@ -1,15 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import { decodeTrustDocument } from '#bundle';
-import type { TrustDocument } from '#contracts';
-import type { Database } from '../db/database.js';
+import type { Database } from '../db/index.js';
+import type { TrustHead } from '../ledger/index.js';
 
-export interface TrustHead {
-  readonly version: number;
-  readonly signingKid: string;
-  readonly doc: TrustDocument;
-  readonly document: string;
-  readonly digest: string;
-}
+export type { TrustHead };
 
 export async function readTrustHead(db: Kysely<Database>): Promise<TrustHead | null> {
   const row = await db.selectFrom('trust_versions').selectAll().orderBy('version', 'desc').limit(1).executeTakeFirst();

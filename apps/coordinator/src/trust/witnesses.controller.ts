@@ -1,10 +1,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { WitnessesQuery, type CheckpointResponse, type WitnessesResponse } from '#contracts';
-import { DB } from '../db/db.module.js';
-import type { Db } from '../db/connect.js';
-import { DomainError } from '../common/domain-error.js';
-import { parseInput } from '../common/parse.js';
-import { Access } from '../identity/auth.decorators.js';
+import { DB, type Db } from '../db/index.js';
+import { DomainError, parseInput, Access } from '../common/index.js';
 import { ledgerHashesAt, readServedCheckpoint, readWitnesses } from './witnesses.repository.js';
 
 /**

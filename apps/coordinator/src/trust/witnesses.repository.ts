@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { parseCheckpoint } from '#bundle';
 import type { CheckpointView, Witness } from '#contracts';
-import type { Database } from '../db/database.js';
-import { GENESIS_HASH } from '../ledger/domain/hash-chain.js';
+import type { Database } from '../db/index.js';
+import { GENESIS_HASH } from '../ledger/index.js';
 
 /** The checkpoint the coordinator serves now, or null before its first start signed one. */
 export async function readServedCheckpoint(db: Kysely<Database>): Promise<CheckpointView | null> {

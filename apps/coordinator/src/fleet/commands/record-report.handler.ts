@@ -1,10 +1,9 @@
 import { Inject, Optional } from '@nestjs/common';
 import { CommandHandler, EventBus, type ICommandHandler } from '@nestjs/cqrs';
 import { OutcomeRecorded } from '../outcome-recorded.event.js';
-import { DB } from '../../db/db.module.js';
-import type { Db } from '../../db/connect.js';
-import { revokeLiveCredentials } from '../../identity/credentials.repository.js';
-import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { DB, type Db } from '../../db/index.js';
+import { revokeLiveCredentials } from '../../identity/index.js';
+import { LedgerWriter } from '../../ledger/index.js';
 import { readRetirementHead, recordOutcome, recordReportStatus } from '../reports.repository.js';
 import { confirmsRetirement, reportedOutcome } from '../report.rules.js';
 import { RecordReportCommand } from './record-report.command.js';

@@ -1,10 +1,9 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { DB } from '../../db/db.module.js';
-import type { Db } from '../../db/connect.js';
-import { DomainError } from '../../common/domain-error.js';
-import { LedgerWriter } from '../../ledger/ledger-writer.js';
-import { recordEnrolmentStatus } from '../../fleet/node-status.repository.js';
+import { DB, type Db } from '../../db/index.js';
+import { DomainError } from '../../common/index.js';
+import { LedgerWriter } from '../../ledger/index.js';
+import { recordEnrolmentStatus } from '../enrolment-status.repository.js';
 import { briefingFor } from '../briefing.js';
 import { insertCredential, lockEnrolmentToken, markEnrolmentTokenUsed, revokeLiveCredentials } from '../credentials.repository.js';
 import { enrolmentTokenRefusal } from '../enrolment.rules.js';

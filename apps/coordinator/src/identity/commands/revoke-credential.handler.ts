@@ -1,8 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { DB } from '../../db/db.module.js';
-import type { Db } from '../../db/connect.js';
-import { LedgerWriter } from '../../ledger/ledger-writer.js';
+import { DB, type Db } from '../../db/index.js';
+import { LedgerWriter } from '../../ledger/index.js';
 import { revokeLiveCredentials } from '../credentials.repository.js';
 import { RevokeCredentialCommand } from './revoke-credential.command.js';
 

@@ -1,6 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { PublishRequest, PublishResponse } from '#contracts';
-import type { AdmitChanges } from '../ledger-writer.js';
+import type { AdmitChanges } from '../ledger-ports.js';
 
 export class PublishTreeCommand extends Command<PublishResponse> {
   constructor(

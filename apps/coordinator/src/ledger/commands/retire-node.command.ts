@@ -1,6 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { RetireResponse } from '#contracts';
-import type { AdmitChanges } from '../ledger-writer.js';
+import type { AdmitChanges } from '../ledger-ports.js';
 
 export class RetireNodeCommand extends Command<RetireResponse> {
   constructor(

@@ -1,6 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { PublishResponse } from '#contracts';
-import type { AdmitChanges } from '../ledger-writer.js';
+import type { AdmitChanges } from '../ledger-ports.js';
 
 export class RollbackNodeCommand extends Command<PublishResponse> {
   constructor(

@@ -1,5 +1,5 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import type { IneligibleNode, LedgerEvent, NodeReverted, NodeSetStamped, PublishKind, PublishRecorded, RecordedRolloutPlan, RolloutChanged, RolloutEvent, RolloutTransition, StampedArtifact } from './ledger.events.js';
 import { checkControl, decideStep, evolve, planWaves, releasable, toRollBack, waveName, type Control, type RolloutState, type WaveFacts } from './rollout.js';
 

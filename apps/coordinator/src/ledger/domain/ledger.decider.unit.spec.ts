@@ -1,5 +1,5 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import { changedNodesOf, decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 

@@ -1,4 +1,4 @@
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import type { PackagePushed } from './ledger.events.js';
 
 /** A package as read from its .deb, with the digest and size of the file. */

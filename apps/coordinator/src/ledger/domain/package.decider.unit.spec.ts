@@ -1,4 +1,4 @@
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import { decidePackagePush, type PushedPackage } from './package.decider.js';
 
 const pushed: PushedPackage = { name: 'florete-fixture-repo-hello', version: '1.0', architecture: 'all', sha256: 'a'.repeat(64), size: 772, control: 'Package: florete-fixture-repo-hello' };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import type { RecordedRolloutPlan, RolloutEvent, RolloutTarget } from './ledger.events.js';
 
 export type RolloutStatus = 'running' | 'paused' | 'halted' | 'aborted' | 'completed' | 'superseded';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { DomainError } from '../../common/domain-error.js';
+import { DomainError } from '../../common/index.js';
 import { decide, type ArtifactRef, type LedgerCommand, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, RecordedRolloutPlan, RolloutEvent } from './ledger.events.js';
 import { checkControl, decideStep, evolve, expiredNodes, planWaves, type Control, type RolloutState, type WaveFacts } from './rollout.js';

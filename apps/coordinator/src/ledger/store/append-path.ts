@@ -1,7 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
-import { signingTrust, stampCheckpoint, type TrustKeys } from '../../trust/signing-trust.js';
-import type { TrustHead } from '../../trust/trust.repository.js';
+import type { Database } from '../../db/index.js';
+import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { appendEvents, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';
 import { lockLedger } from './lock.js';
@@ -33,18 +32,18 @@ export interface Decided<T> {
  */
 export async function appendUnderLock<T>(
   trx: Transaction<Database>,
-  keys: TrustKeys,
+  signer: CheckpointSigner,
   decide: (at: AppendContext) => Promise<Decided<T>>,
   project: (stored: readonly StoredEvent[]) => Promise<void> = async () => {},
 ): Promise<{ readonly stored: readonly StoredEvent[]; readonly result: T }> {
   await lockLedger(trx);
-  const trust = await signingTrust(trx, keys);
+  const trust = await signer.trustUnderLock(trx);
   const head = await readLedgerHead(trx);
   const { inputs, result, trustAfter, recordedAt } = await decide({ head, trust });
   if (inputs.length === 0) return { stored: [], result };
   const at = recordedAt ?? (await nextRecordedAt(trx));
   const stored = await appendEvents(trx, head, inputs, at);
   await project(stored);
-  await stampCheckpoint(trx, keys, trustAfter ?? trust, recordedAt);
+  await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };
 }

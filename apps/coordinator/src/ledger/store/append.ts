@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { chainHash } from '../domain/hash-chain.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import type { LedgerHead } from './read-head.js';
@@ -31,7 +31,8 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
       recorded_at,
     };
     const hash = chainHash(prev.hash, fields);
-    const row: StoredEvent = { ...fields, prev_hash: prev.hash, hash };
+    // The event's own type and data, so its kind of stored event.
+    const row = { ...fields, prev_hash: prev.hash, hash } as StoredEvent;
     prev = { position: fields.position, hash };
     return row;
   });

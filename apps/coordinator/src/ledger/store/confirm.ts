@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 
 /**
  * What confirming a publish needs to know, from the ledger itself: its record's window, whether it is

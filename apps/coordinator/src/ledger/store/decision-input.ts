@@ -1,7 +1,5 @@
 import type { Transaction } from 'kysely';
-import { blobSizes } from '../../bundles/blobs.repository.js';
-import type { Database } from '../../db/database.js';
-import { loadIneligible } from '../../fleet/ineligible.repository.js';
+import type { Database } from '../../db/index.js';
 import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
 import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
 import type { RecordedRolloutPlan } from '../domain/ledger.events.js';
@@ -9,6 +7,13 @@ import type { Control } from '../domain/rollout.js';
 import { decideStep } from '../domain/rollout.js';
 import { activeRolloutsOf, loadPrevious, loadRollout, loadWaveFacts, resolveRolloutId, stillUnconfirmed } from './rollouts.js';
 import { loadConfirmable } from './confirm.js';
+import type { IneligibleNodes, LedgerBlobs } from '../ledger-ports.js';
+
+/** What a decision reads of tables the ledger does not keep. */
+export interface DecisionSources {
+  readonly blobs: LedgerBlobs;
+  readonly ineligible: IneligibleNodes;
+}
 
 /** What an operator asks of the ledger, before the state the decision needs is read. */
 export type LedgerRequest =
@@ -71,12 +76,12 @@ export interface DecisionInput {
  * `known` is every node's head as of the ledger head, from memory, or null; `wantsAll` says whether a
  * publish should read them all when they are not known.
  */
-export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string): Promise<DecisionInput> {
-  const input = await load(trx, request, known, wantsAll, publishId);
+export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string, sources: DecisionSources): Promise<DecisionInput> {
+  const input = await load(trx, request, known, wantsAll, publishId, sources);
   return { ...input, allHeads: known ?? input.allHeads };
 }
 
-async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string): Promise<DecisionInput> {
+async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string, sources: DecisionSources): Promise<DecisionInput> {
   switch (request.type) {
     case 'publish_tree': {
       // Every head with its artifact list (kept in memory after), or the tree's own heads with their set
@@ -86,7 +91,7 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a comparison of
       // its artifact list with its head's (or a digest, when the head came without one), not a read.
       const changed = changedNodesOf(request.nodes, heads);
-      const sizes = await blobSizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
+      const sizes = await sources.blobs.sizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
       const { rollout, supersedeRollout, ...plain } = request;
       const supersede = supersedeRollout === undefined ? undefined : await loadRollout(trx, await resolveRolloutId(trx, supersedeRollout));
       const command: LedgerCommand = {
@@ -96,7 +101,7 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
         inRollout: await activeRolloutsOf(trx, changed),
         changed,
         blobSizes: sizes,
-        ineligible: await loadIneligible(trx, changed),
+        ineligible: await sources.ineligible.load(trx, changed),
         allowIneligible: new Set(request.allowIneligible),
       };
       return { heads, command, allHeads: all ? heads : null };
@@ -108,7 +113,7 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
         command: {
           ...request,
           target: await loadVersion(trx, request.node, request.toVersion),
-          ineligible: await loadIneligible(trx, [request.node]),
+          ineligible: await sources.ineligible.load(trx, [request.node]),
           allowIneligible: new Set(request.allowIneligible),
         },
       };

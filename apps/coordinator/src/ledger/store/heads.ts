@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database, StoredArtifact } from '../../db/database.js';
+import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
 import type { NodeHead, NodeSet } from '../domain/ledger.decider.js';
-import { anyOf } from '../../db/any-of.js';
 
 /** Nodes per statement: a 10,000-node tree is one indexed read, 100,000 nodes ten. */
 const CHUNK = 10_000;

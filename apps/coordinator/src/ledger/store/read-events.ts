@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { toStoredEvent, type StoredEvent } from './ledger-row.js';
 
 /** Events after a position, in ledger order. */

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { GENESIS_HASH } from '../domain/hash-chain.js';
 
 export interface LedgerHead {

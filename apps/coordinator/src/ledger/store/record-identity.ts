@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/database.js';
-import type { TrustKeys } from '../../trust/signing-trust.js';
+import type { Database } from '../../db/index.js';
+import type { CheckpointSigner } from '../ledger-ports.js';
 import type { IdentityRecorded } from '../domain/ledger.events.js';
 import { appendUnderLock } from './append-path.js';
 import { readStreamRevision } from './read-head.js';
@@ -10,9 +10,9 @@ import { readStreamRevision } from './read-head.js';
  * caller's transaction, by the ledger's one append path (lock, trust, head, append, checkpoint). The
  * HTTP routes and the coordinator's own commands record through here alike.
  */
-export async function recordIdentity(trx: Transaction<Database>, keys: TrustKeys, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+export async function recordIdentity(trx: Transaction<Database>, signer: CheckpointSigner, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
   const stream = `identity:${subject}` as const;
-  await appendUnderLock(trx, keys, async () => {
+  await appendUnderLock(trx, signer, async () => {
     const revision = (await readStreamRevision(trx, stream)) + 1;
     return { inputs: [{ event: { type, stream, revision, data }, meta: { actor } }], result: undefined };
   });

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database, StoredArtifact } from '../../db/database.js';
-import { anyOf } from '../../db/any-of.js';
-import { DomainError } from '../../common/domain-error.js';
+import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
+import { DomainError } from '../../common/index.js';
 import { ACTIVE, evolve, type RolloutState, type WaveFacts } from '../domain/rollout.js';
 import type { RolloutEvent } from '../domain/ledger.events.js';
 

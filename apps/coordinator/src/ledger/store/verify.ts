@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 import { ChainVerifier, type ChainVerdict } from '../domain/hash-chain.js';
 import { allEvents } from './read-events.js';
 

@@ -1,5 +1,4 @@
-import type { StoredEvent } from '../../ledger/store/ledger-row.js';
-import type { IneligibleNode, NodeSetStamped, PublishKind, PublishRecorded } from '../../ledger/domain/ledger.events.js';
+import type { StoredEvent, StoredOf, IneligibleNode, NodeSetStamped, PublishKind } from '../../ledger/index.js';
 
 /** One set-changing ledger record with the stamps it closes: what becomes one mirror commit. */
 export interface MirrorPublish {
@@ -25,7 +24,7 @@ export type GroupItem = { readonly kind: 'publish'; readonly publish: MirrorPubl
  * Stamps still waiting for their record stay pending, so pages may split a publish anywhere.
  */
 export class PublishGrouper {
-  private pending: StoredEvent[] = [];
+  private pending: StoredOf<'node_set_stamped'>[] = [];
 
   push(event: StoredEvent): GroupItem | null {
     if (event.type === 'node_set_stamped') {
@@ -36,8 +35,8 @@ export class PublishGrouper {
       if (this.pending.length) throw new Error(`ledger position ${event.position}: ${event.type} interrupts the stamps of a publish`);
       return { kind: 'other', position: event.position };
     }
-    const record = event.data as unknown as PublishRecorded['data'];
-    const stamps = this.pending.map((e) => e.data as unknown as NodeSetStamped['data']);
+    const record = event.data;
+    const stamps = this.pending.map((e) => e.data);
     this.pending = [];
     const foreign = stamps.find((s) => s.publish_id !== record.publish_id);
     if (foreign) throw new Error(`ledger position ${event.position}: stamp of ${foreign.node} belongs to publish ${foreign.publish_id}, not ${record.publish_id}`);

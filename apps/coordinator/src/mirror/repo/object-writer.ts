@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
 import { PACK_FROM, writeObjectsSync } from './packfile.js';
 import type { WriteAnswer, WriteJob } from './object-write-worker.js';
-import { IdleStop } from '../../common/idle-stop.js';
+import { IdleStop } from '../../common/index.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./object-write-worker.js', import.meta.url));
 

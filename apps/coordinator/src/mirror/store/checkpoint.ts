@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
+import type { Database } from '../../db/index.js';
 
 export interface Checkpoint {
   /** The last ledger position the mirror has consumed (identity events included). */

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/database.js';
-import { readEvents } from '../../ledger/store/read-events.js';
+import type { Database } from '../../db/index.js';
+import { readEvents } from '../../ledger/index.js';
 import { gitObject, type GitObject } from '../domain/git-object.js';
 import { PublishGrouper, type GroupItem } from '../domain/publish-group.js';
-import { readLedgerBlobs } from '../../bundles/blobs.repository.js';
+import { readLedgerBlobs } from '../../bundles/index.js';
 
 export interface PublishPage {
   readonly items: readonly GroupItem[];

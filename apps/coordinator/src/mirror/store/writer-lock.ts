@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Db } from '../../db/connect.js';
-import type { Database } from '../../db/database.js';
+import type { Db, Database } from '../../db/index.js';
 
 /** Its own key, apart from the ledger's: holding it never delays a publish. */
 const MIRROR_LOCK_KEY = 0x4d697272; // "Mirr"

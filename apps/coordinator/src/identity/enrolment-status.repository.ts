@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { OwnedCopy, Profile } from '#contracts';
 import type { z } from 'zod';
-import type { Database } from '../db/database.js';
-import type { Briefing } from '../identity/briefing.js';
+import type { Database } from '../db/index.js';
+import type { Briefing } from './briefing.js';
 
 /** The recovery copy an enrolment hands back: what the node last reported installed, and the host resources it owns. */
 export interface RecoveryCopy {

@@ -2,15 +2,15 @@ import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Transaction } from 'kysely';
 import type { RetireResponse } from '#contracts';
-import { DomainError } from '../../common/domain-error.js';
-import { DB } from '../../db/db.module.js';
-import type { Db } from '../../db/connect.js';
-import type { Database } from '../../db/database.js';
-import { revokeLiveCredentials } from '../../identity/credentials.repository.js';
-import { LedgerWriter } from '../ledger-writer.js';
-import { readLedgerHead } from '../store/read-head.js';
-import { RetireNodeCommand } from './retire-node.command.js';
+import { DomainError } from '../../common/index.js';
+import { DB, type Db, type Database } from '../../db/index.js';
+import { RetireNodeCommand, LedgerWriter, readLedgerHead } from '../../ledger/index.js';
+import { revokeLiveCredentials } from '../credentials.repository.js';
 
+/**
+ * A retirement is the ledger's; revoking a lost node's credentials in its transaction is identity's,
+ * so the handler that joins them stands here, above both.
+ */
 @CommandHandler(RetireNodeCommand)
 export class RetireNodeHandler implements ICommandHandler<RetireNodeCommand, RetireResponse> {
   constructor(

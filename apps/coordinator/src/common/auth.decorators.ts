@@ -1,5 +1,5 @@
 import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
-import { RouteLimits } from '../common/route-limits.js';
+import { RouteLimits } from './route-limits.js';
 import type { Role } from '#contracts';
 import type { Principal } from './principal.js';
 

@@ -1,6 +1,6 @@
 import { canonicalJson, sha256Hex } from '#bundle';
 import type { BundlePayload } from '#contracts';
-import type { StampedArtifact } from '../ledger/domain/ledger.events.js';
+import type { StampedArtifact } from './ledger.events.js';
 
 /** The exact bytes that get signed: canonical JSON of the payload (the bundle format in docs/architecture.md). */
 export function bundlePayloadBytes(

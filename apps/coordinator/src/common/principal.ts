@@ -20,3 +20,12 @@ export function actorOf(p: Principal): string {
 export function scopeOf(p: Principal): TokenScope | null {
   return p.kind === 'api' ? p.scope : null;
 }
+
+/**
+ * What the HTTP edge asks of whoever holds the credentials: the principal a bearer header stands
+ * for, or a thrown 401. The identity module answers it; the edge (hardening, backup, audit routes)
+ * knows no credential table.
+ */
+export interface Authenticator {
+  authenticate(header: string | string[] | undefined): Promise<Principal>;
+}

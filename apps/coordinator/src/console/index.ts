@@ -1,0 +1,2 @@
+/** The web console's static routes. */
+export { registerConsoleRoutes } from './console-http.js';

@@ -1,0 +1,11 @@
+/** The database: its tables, the connection, the change feed between replicas, batching helpers, and backup. */
+export { anyOf } from './any-of.js';
+export { fetchBackup, localBackup, restoreInto } from './backup-cli.js';
+export { registerBackupRoute } from './backup-http.js';
+export { BatchFlusher } from './batch-flusher.js';
+export { BatchLoader } from './batch-loader.js';
+export { type Change, type ChangeFeed, openChangeFeed } from './change-feed.js';
+export { type Db, migrateToLatest, openDatabase } from './connect.js';
+export { DataDirError } from './data-dir-lock.js';
+export type { ApiTokensTable, Database, LedgerTable, PackagesTable, RevocationReason, StoredArtifact } from './database.js';
+export { CHANGE_FEED, DB, DbModule } from './db.module.js';

@@ -1,0 +1,2 @@
+/** Liveness, readiness and the metrics scrape. */
+export { HealthModule } from './health.module.js';
