@@ -11,6 +11,7 @@ import { ReportsController } from './fleet/reports.controller.js';
 import { PackagesController } from './packages/packages.controller.js';
 import { TrustController } from './trust/trust.controller.js';
 import { WitnessesController } from './trust/witnesses.controller.js';
+import { TreeController } from './trust/tree.controller.js';
 import { RolloutsController } from './rollouts/rollouts.controller.js';
 import { POLL_PATH } from './bundles/poll-route.js';
 import { BACKUP_PATH } from './db/backup-http.js';
@@ -19,14 +20,14 @@ import { BACKUP_PATH } from './db/backup-http.js';
 function servedRoutes(): string[] {
   // The poll and backup routes are served by Fastify directly, outside Nest's controllers.
   const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`, `post ${BACKUP_PATH}`];
-  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController, RolloutsController]) {
+  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController, TreeController, RolloutsController]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];
       const path = Reflect.getMetadata(PATH_METADATA, handler);
       if (name === 'constructor' || typeof handler !== 'function' || path === undefined) continue;
       const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number].toLowerCase();
-      const full = `/${[base, String(path)].filter((p) => p && p !== '/').join('/')}`.replace(/\/+/g, '/').replace(/:(\w+)/g, '{$1}');
+      const full = `/${[base, String(path)].filter((p) => p && p !== '/').join('/')}`.replace(/\/+/g, '/').replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}');
       if (full.startsWith('/v1/')) out.push(`${method} ${full}`);
     }
   }

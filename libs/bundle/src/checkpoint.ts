@@ -58,13 +58,17 @@ function privateOf(key: KeyObject | { privateKey: unknown }): KeyObject {
 
 /** Signs a checkpoint with the origin as the key name. */
 export function signCheckpoint(c: Checkpoint, key: { kid: string; privateKey: unknown }): string {
+  return signNote(checkpointText(c), c.origin, key);
+}
+
+/** A signed note: `text` (ending in a newline), a blank line, and one Ed25519 signature line by `name`. */
+export function signNote(text: string, name: string, key: { kid: string; privateKey: unknown }): string {
   const privateKey = privateOf(key as { privateKey: unknown });
   const jwk = createPublicKey(privateKey).export({ format: 'jwk' }) as { x: string };
-  const text = checkpointText(c);
   const id = Buffer.alloc(4);
-  id.writeUInt32BE(noteKeyId(c.origin, { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: key.kid }));
+  id.writeUInt32BE(noteKeyId(name, { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: key.kid }));
   const sig = sign(null, Buffer.from(text, 'utf8'), privateKey);
-  return `${text}\n— ${c.origin} ${Buffer.concat([id, sig]).toString('base64')}\n`;
+  return `${text}\n— ${name} ${Buffer.concat([id, sig]).toString('base64')}\n`;
 }
 
 /** Splits a note into its text, body fields and signature lines; checks no signature. */

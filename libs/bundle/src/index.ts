@@ -59,3 +59,4 @@ export {
   type HashRead,
 } from './merkle.js';
 export { TILE_HEIGHT, TILE_WIDTH, tilePath, parseTilePath, tileWidth, tileCoords, encodeEntryBundle, decodeEntryBundle, fromTiles, type TileRef } from './tiles.js';
+export { treeOrigin, treeCheckpointText, signTreeCheckpoint, parseTreeCheckpoint, openTreeCheckpoint, TREE_ORIGIN_SUFFIX, type TreeCheckpoint } from './tree-checkpoint.js';

@@ -244,6 +244,15 @@ export interface LedgerCheckpointTable {
   position: BigIntColumn;
   signed_at: Timestamp;
   note: string;
+  /** The Merkle tree's signed checkpoint of the same head (0020); null until the first signed after it. */
+  tree_note: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A stored hash of the ledger's Merkle tree: the complete subtree of 2^level events starting at event idx·2^level + 1 (0020). */
+export interface LedgerTreeTable {
+  level: number;
+  idx: BigIntColumn;
+  hash: Uint8Array;
 }
 
 export interface Database {
@@ -265,4 +274,5 @@ export interface Database {
   packages: PackagesTable;
   trust_versions: TrustVersionsTable;
   ledger_checkpoint: LedgerCheckpointTable;
+  ledger_tree: LedgerTreeTable;
 }

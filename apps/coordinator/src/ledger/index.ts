@@ -22,6 +22,7 @@ export type { StoredEvent, StoredOf } from './store/ledger-row.js';
 export { lockLedger } from './store/lock.js';
 export { allEvents, readEvents } from './store/read-events.js';
 export { type LedgerHead, nextRecordedAt, readLedgerHead, readStreamRevision } from './store/read-head.js';
+export { extendTree, readChainHashes, readTreeHashes, readTreeRoot } from './store/tree.js';
 export { recordIdentity } from './store/record-identity.js';
 export { loadWaveFacts, resolveRolloutId } from './store/rollouts.js';
 export { verifyLedger } from './store/verify.js';

@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
-import { ledgerOrigin, sha256Hex, signCheckpoint, signTrustDocument, type SigningKey } from '#bundle';
+import { ledgerOrigin, sha256Hex, signCheckpoint, signTreeCheckpoint, signTrustDocument, treeOrigin, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
 import type { Database } from '../db/index.js';
-import { appendEvents, type CheckpointSigner, nextRecordedAt, readLedgerHead, readStreamRevision } from '../ledger/index.js';
+import { appendEvents, type CheckpointSigner, type LedgerHead, nextRecordedAt, readLedgerHead, readStreamRevision, extendTree, readTreeRoot } from '../ledger/index.js';
 import { genesisTrust } from './trust.decider.js';
 import { insertTrustVersion, readTrustHead, type TrustHead } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';
@@ -43,13 +43,14 @@ export async function signingTrust(trx: Transaction<Database>, keys: TrustKeys):
   const ledger = await readLedgerHead(trx);
   const origin = originOf(digest);
   const note = signCheckpoint({ origin, position: ledger.position, hash: ledger.hash, time: at.toISOString(), trustVersion: 1 }, keys.byKid(kid));
-  await trx.insertInto('ledger_checkpoint').values({ id: 1, origin, position: ledger.position, signed_at: at, note }).execute();
+  const tree_note = await treeNote(trx, keys.byKid(kid), origin, ledger, at, 1);
+  await trx.insertInto('ledger_checkpoint').values({ id: 1, origin, position: ledger.position, signed_at: at, note, tree_note }).execute();
   return genesis;
 }
 
 /**
  * Signs a checkpoint of the ledger head as it is inside this transaction and makes it the one
- * served. Its time never goes below the last one's, whatever the host clock does. Call under the
+ * served, with the Merkle tree's checkpoint of the same head beside it. Its time never goes below the last one's, whatever the host clock does. Call under the
  * ledger lock, after the append it covers.
  */
 export async function stampCheckpoint(trx: Transaction<Database>, keys: TrustKeys, trust: TrustHead, now: Date = new Date()): Promise<string> {
@@ -57,8 +58,18 @@ export async function stampCheckpoint(trx: Transaction<Database>, keys: TrustKey
   const row = await trx.selectFrom('ledger_checkpoint').select(['origin', 'signed_at']).where('id', '=', 1).executeTakeFirstOrThrow();
   const time = new Date(Math.max(now.getTime(), new Date(row.signed_at).getTime()));
   const note = signCheckpoint({ origin: row.origin, position: ledger.position, hash: ledger.hash, time: time.toISOString(), trustVersion: trust.version }, keys.byKid(trust.signingKid));
-  await trx.updateTable('ledger_checkpoint').set({ position: ledger.position, signed_at: time, note }).where('id', '=', 1).execute();
+  const tree_note = await treeNote(trx, keys.byKid(trust.signingKid), row.origin, ledger, time, trust.version);
+  await trx.updateTable('ledger_checkpoint').set({ position: ledger.position, signed_at: time, note, tree_note }).where('id', '=', 1).execute();
   return note;
+}
+
+/** The Merkle tree's checkpoint of the same head, at the same time, under the same key: its root and the chain hash it stands for. */
+async function treeNote(trx: Transaction<Database>, key: SigningKey, origin: string, ledger: LedgerHead, at: Date, trustVersion: number): Promise<string> {
+  // Events appended outside the append path (the genesis trust's), or by a replica of a build before
+  // the tree, are taken into it first: what is signed covers the whole head.
+  await extendTree(trx, ledger.position);
+  const root = await readTreeRoot(trx, ledger.position);
+  return signTreeCheckpoint({ origin: treeOrigin(origin), size: ledger.position, root: root.toString('hex'), time: at.toISOString(), trustVersion, chain: ledger.hash }, key);
 }
 
 /** The ledger's checkpoint signer (its CHECKPOINT_SIGNER port), signing with `keys`. */

@@ -4,6 +4,7 @@ import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { appendEvents, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';
 import { lockLedger } from './lock.js';
+import { extendTree } from './tree.js';
 import { nextRecordedAt, readLedgerHead, type LedgerHead } from './read-head.js';
 
 /** What a writer decides its events from: the ledger head and signing trust read under the lock. */
@@ -25,7 +26,8 @@ export interface Decided<T> {
 /**
  * The one path events take into the ledger, inside the caller's transaction: take the lock, read
  * the signing trust under it (a key rotation is wholly before this append or after it) and the
- * head, let the caller decide its events from them, append them chained to the head, hand them to
+ * head, let the caller decide its events from them, append them chained to the head and grow the
+ * Merkle tree over them, hand them to
  * `project` (the read models move in the same transaction), and sign one checkpoint of the new
  * head. Nothing decided, nothing appended and no checkpoint. A thrown error anywhere rolls all of
  * it back with the caller's transaction.
@@ -43,6 +45,8 @@ export async function appendUnderLock<T>(
   if (inputs.length === 0) return { stored: [], result };
   const at = recordedAt ?? (await nextRecordedAt(trx));
   const stored = await appendEvents(trx, head, inputs, at);
+  // The Merkle tree grows with the chain, in the same transaction: a rolled-back append leaves neither.
+  await extendTree(trx, head.position, stored.map((e) => e.hash));
   await project(stored);
   await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };

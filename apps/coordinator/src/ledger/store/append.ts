@@ -15,7 +15,8 @@ export interface AppendInput {
 /**
  * Appends events after `head`, chaining each hash to the previous one. Takes a transaction that
  * already holds the ledger lock: positions are computed here, not by a sequence, so that a
- * rolled-back publish leaves no gap, and two appends never share one.
+ * rolled-back publish leaves no gap, and two appends never share one. The Merkle tree over the
+ * events (tree.ts) is extended by the append path, not here.
  */
 export async function appendEvents(trx: Transaction<Database>, head: LedgerHead, inputs: readonly AppendInput[], recordedAt: Date): Promise<StoredEvent[]> {
   const recorded_at = recordedAt.toISOString();

@@ -1,0 +1,73 @@
+import { sql, type Kysely } from 'kysely';
+import { appendCoords, appendLeaves, leafHash, treeRoot, rootCoords, type Coord, type HashRead } from '#bundle';
+import type { Database } from '../../db/index.js';
+
+const CHUNK = 1000;
+const key = (c: Coord): string => `${c.level}/${c.index}`;
+
+/**
+ * The stored hashes of the ledger's Merkle tree at `coords`, read in one statement per thousand,
+ * as a HashRead. A coordinate not stored is an error when read: the tree is missing what its size
+ * says it has.
+ */
+export async function readTreeHashes(db: Kysely<Database>, coords: readonly Coord[]): Promise<HashRead> {
+  const loaded = new Map<string, Uint8Array>();
+  const unique = [...new Map(coords.map((c) => [key(c), c])).values()];
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const slice = unique.slice(i, i + CHUNK);
+    const { rows } = await sql<{ level: number; idx: string | number; hash: Uint8Array }>`
+      SELECT t.level, t.idx, t.hash FROM ledger_tree t
+      JOIN unnest(${sql.val(slice.map((c) => c.level))}::smallint[], ${sql.val(slice.map((c) => c.index))}::bigint[]) AS w(l, i) ON t.level = w.l AND t.idx = w.i`.execute(db);
+    for (const r of rows) loaded.set(`${r.level}/${r.idx}`, r.hash);
+  }
+  return (c) => {
+    const h = loaded.get(key(c));
+    if (!h) throw new Error(`the ledger tree has no hash at level ${c.level}, index ${c.index}`);
+    return h;
+  };
+}
+
+/** How many events the tree covers: one past its last leaf. */
+export async function treeSize(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('ledger_tree').select((eb) => eb.fn.max('idx').as('last')).where('level', '=', 0).executeTakeFirst();
+  return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+}
+
+/** The chain hashes of the `count` events from position `first` on, in order: leaves' entries. */
+export async function readChainHashes(db: Kysely<Database>, first: number, count: number): Promise<string[]> {
+  if (count === 0) return [];
+  const rows = await db.selectFrom('ledger').select('hash').where('position', '>=', first).where('position', '<', first + count).orderBy('position').execute();
+  if (rows.length !== count) throw new Error(`the ledger holds ${rows.length} of the ${count} events from position ${first}`);
+  return rows.map((r) => r.hash);
+}
+
+/**
+ * Extends the tree by the events after the first `size`, whose chain hashes are given: leaf i is the
+ * event at position i + 1, its entry the 32 bytes of its chain hash. Stores each leaf's hash and the
+ * complete subtrees they close (on average two rows an event), reading only the left siblings stored
+ * before them. Events the tree does not cover yet before `size` (appended by a replica of a build
+ * before the tree, during a rolling upgrade) are read from the ledger and added first; with no
+ * hashes given, that is all it does: the tree catches up to the first `size` events.
+ */
+export async function extendTree(db: Kysely<Database>, size: number, chainHashes: readonly string[] = []): Promise<void> {
+  const from = await treeSize(db);
+  if (from > size) throw new Error(`the ledger tree covers ${from} events, more than the ${size} before this append`);
+  const hashes = [...(await readChainHashes(db, from + 1, size - from)), ...chainHashes];
+  if (hashes.length === 0) return;
+  const read = await readTreeHashes(db, appendCoords(from, hashes.length));
+  const made = appendLeaves(
+    from,
+    hashes.map((h) => leafHash(Buffer.from(h, 'hex'))),
+    read,
+  );
+  for (let i = 0; i < made.length; i += CHUNK) {
+    const slice = made.slice(i, i + CHUNK);
+    await sql`INSERT INTO ledger_tree (level, idx, hash)
+      SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db);
+  }
+}
+
+/** The root of the tree of the first `size` events. */
+export async function readTreeRoot(db: Kysely<Database>, size: number): Promise<Buffer> {
+  return treeRoot(size, await readTreeHashes(db, rootCoords(size)));
+}
