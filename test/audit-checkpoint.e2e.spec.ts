@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import pg from 'pg';
-import { parseCheckpoint } from '#bundle';
+import { parseCheckpoint, tilePath } from '#bundle';
 import { chainHash } from '../apps/coordinator/src/ledger/domain/hash-chain.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
@@ -50,6 +50,8 @@ async function rewriteLedger(sql: Sql): Promise<number> {
     prev = hash;
   }
   await sql('ALTER TABLE ledger ENABLE TRIGGER ledger_no_update_delete');
+  // A thorough attacker drops the Merkle tree too: the coordinator grows it anew over the rewritten chain.
+  await sql('DELETE FROM ledger_tree');
   return from;
 }
 
@@ -57,6 +59,8 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
   const dataDir = mkdtempSync(join(tmpdir(), 'florete-audit-'));
   const work = mkdtempSync(join(tmpdir(), 'florete-auditor-'));
   const kept = join(work, 'kept.txt');
+  const keptTree = join(work, 'kept-tree.txt');
+  const tiles = join(work, 'tiles');
   let databaseUrl: string | undefined;
   let coordinator: CoordinatorProcess;
   let admin: Client;
@@ -115,6 +119,29 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     expect({ position: checkpoint.position, hash: checkpoint.hash }).toEqual(head);
     const json = await audit('checkpoint', '--json');
     expect(JSON.parse(json.stdout)).toMatchObject({ position: head.position, hash: head.hash, origin: checkpoint.origin, trust_version: 1 });
+    const tree = await fetch(`${coordinator.url}/v1/ledger/tree/checkpoint`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(tree.headers.get('content-type')).toMatch(/^text\/plain/);
+    const note = await tree.text();
+    expect(note.split('\n').slice(0, 2)).toEqual([`${checkpoint.origin}/tree`, String(head.position)]);
+    writeFileSync(keptTree, note);
+  });
+
+  it('verifies the Merkle tree from its tiles, from the coordinator and from a saved copy alone, and refuses a copy with one byte changed', async () => {
+    const live = await audit('tree', '--since', keptTree, '--save', tiles);
+    expect(live.stderr).toBe('');
+    expect(live.stdout).toContain('verified: the tree is what its signed checkpoint says');
+    expect(live.code).toBe(0);
+    // No coordinator: the saved files are enough (the URL given leads nowhere).
+    const offline = await runRetectl(['audit', 'tree', '--from', tiles, '--since', keptTree, '--json', '--coordinator', 'http://127.0.0.1:9', '--token', 'x', '--insecure-http']);
+    expect(JSON.parse(offline.stdout)).toMatchObject({ ok: true, checkpoint: { size: head.position }, since: { size: head.position }, disagreements: [] });
+    expect(offline.code).toBe(0);
+    const path = join(tiles, tilePath({ kind: 'hashes', level: 0, index: 0, width: Math.min(256, head.position) }));
+    const bytes = readFileSync(path);
+    bytes[0] ^= 1;
+    writeFileSync(path, bytes);
+    const tampered = await runRetectl(['audit', 'tree', '--from', tiles, '--coordinator', 'http://127.0.0.1:9', '--token', 'x', '--insecure-http']);
+    expect(tampered.stdout).toMatch(/DISAGREES: (tiles|entries): /);
+    expect(tampered.code).toBe(1);
   });
 
   it('passes an untampered ledger: the kept checkpoint, the mirror and the witnesses all agree', async () => {
@@ -163,6 +190,11 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     expect(text.stdout).toContain(`at or before position ${rewritten!}`);
     // The coordinator's own cross-check of its mirror fails too.
     expect((await audit('verify')).code).toBe(1);
+    // (d) The Merkle tree: grown anew over the rewritten chain it is consistent with itself, but it does not extend the kept tree checkpoint.
+    await waitFor('a tree checkpoint over the rewritten head', async () => (await audit('tree', '--json')).code === 0, 30_000);
+    const tree = await audit('tree', '--since', keptTree);
+    expect(tree.stdout).toContain('the tree now does not extend it: the ledger was rewritten');
+    expect(tree.code).toBe(1);
 
     // (c) The fleet: the agents refuse the re-signed checkpoint as a fork and keep witnessing the old one.
     for (const node of ['alpha', 'beta']) {

@@ -15,6 +15,7 @@ import * as ledgerVerify from './commands/ledger-verify.js';
 import * as auditCheckpoint from './commands/audit-checkpoint.js';
 import * as auditVerify from './commands/audit-verify.js';
 import * as auditWitnesses from './commands/audit-witnesses.js';
+import * as auditTree from './commands/audit-tree.js';
 import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
@@ -244,6 +245,11 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(audit.command('checkpoint').description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"))).action(async (o) =>
     done(await auditCheckpoint.run(o)),
   );
+  json(remote(audit.command('tree').description("verify the ledger's Merkle tree from its tiles: the tree checkpoint's signature, its root and chain line; with --since, that the tree extends a tree checkpoint kept earlier; exit 1 on any disagreement")))
+    .option('--from <dir>', 'read the checkpoint, the trust chain and the tiles from this folder (as --save writes it) instead of the coordinator')
+    .option('--since <file>', 'a tree checkpoint kept earlier (GET /v1/ledger/tree/checkpoint): prove the tree now extends it')
+    .option('--save <dir>', 'write the checkpoint, the trust chain and every tile into this folder, to verify from later')
+    .action(async (o) => done(await auditTree.run(o)));
   json(remote(audit.command('witnesses').description("every node's held checkpoint; flags one position with two hashes, or a hash the ledger no longer has; exit 1 when something is flagged"))).action(
     async (o) => done(await auditWitnesses.run(o)),
   );

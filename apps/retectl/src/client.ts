@@ -71,6 +71,20 @@ export class CoordinatorClient {
     return parseAnswer(await this.fetchPublic(path), 200, 'GET', path, schema);
   }
 
+  /** An authenticated GET of a file that is not JSON (a signed note, a tile), as bytes; 404 and the like as errors. */
+  async getBytes(path: string): Promise<Buffer> {
+    if (this.connection.token === undefined) throw new Error('CoordinatorClient.getBytes needs a token');
+    const target = new URL(`${this.connection.url}${path}`);
+    let res: { status: number; bytes: Buffer };
+    try {
+      res = await exchange(target, 'GET', { authorization: `Bearer ${this.connection.token}` }, undefined, this.agentFor(target), TIMEOUT_MS);
+    } catch (e) {
+      throw this.networkError(e, TIMEOUT_MS);
+    }
+    if (res.status >= 400) throw failure(res.status, res.bytes.toString('utf8'), `GET ${path}`);
+    return res.bytes;
+  }
+
   get url(): string {
     return this.connection.url;
   }

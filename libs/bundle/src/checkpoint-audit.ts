@@ -1,6 +1,8 @@
 import { CheckpointError, openCheckpoint, parseCheckpoint, type Checkpoint } from './checkpoint.js';
 import { sha256Hex } from './digest.js';
 import { decodeTrustDocument, pinOf, signedBy, TrustChainError, walkTrustChain, type TrustPin } from './trust.js';
+import { openTreeCheckpoint, treeOrigin, type TreeCheckpoint } from './tree-checkpoint.js';
+import type { TrustKey } from '#contracts';
 
 /** The checkpoint origin (and note key name) of a ledger: fixed by the digest of its first trust version. */
 export const ledgerOrigin = (genesisDigest: string): string => `florete.ledger/${genesisDigest.slice(0, 16)}`;
@@ -45,13 +47,27 @@ export interface AttributedCheckpoint {
  * tell an honest old checkpoint from a backdated forgery.
  */
 export function attributeCheckpoint(note: string, trustDocuments: readonly string[]): AttributedCheckpoint {
+  return attribute(note, trustDocuments, ledgerOrigin, openCheckpoint);
+}
+
+/** As attributeCheckpoint, for a checkpoint of the ledger's Merkle tree (origin `<ledger>/tree`). */
+export function attributeTreeCheckpoint(note: string, trustDocuments: readonly string[]): Omit<AttributedCheckpoint, 'checkpoint'> & { readonly checkpoint: TreeCheckpoint } {
+  return attribute(note, trustDocuments, (digest) => treeOrigin(ledgerOrigin(digest)), openTreeCheckpoint);
+}
+
+function attribute<C extends { readonly time: string }>(
+  note: string,
+  trustDocuments: readonly string[],
+  originOf: (genesisDigest: string) => string,
+  open: (note: string, keys: readonly TrustKey[]) => { checkpoint: C; kid: string },
+): Omit<AttributedCheckpoint, 'checkpoint'> & { readonly checkpoint: C } {
   const claimed = wrap(() => parseCheckpoint(note)).checkpoint;
   const chain = wrap(() => trustPins(trustDocuments));
-  const origin = ledgerOrigin(chain.genesisDigest);
-  if (claimed.origin !== origin) throw new CheckpointAuditError('checkpoint_origin', `the checkpoint is of ledger ${claimed.origin}; this coordinator's ledger is ${origin}`);
+  const origin = originOf(chain.genesisDigest);
+  if (claimed.origin !== origin) throw new CheckpointAuditError('checkpoint_origin', `the checkpoint is of ${claimed.origin}; this coordinator's is ${origin}`);
   const pin = chain.pins.get(claimed.trustVersion);
   if (!pin) throw new CheckpointAuditError('checkpoint_unknown_signer', `the checkpoint names trust version ${claimed.trustVersion}; the coordinator's trust chain ends at version ${chain.pins.size}`);
-  const { checkpoint, kid } = wrap(() => openCheckpoint(note, pin.keys));
+  const { checkpoint, kid } = wrap(() => open(note, pin.keys));
   let replaced: KeyEvent | null = null;
   let revoked: KeyEvent | null = null;
   for (const [version, later] of chain.pins) {

@@ -27,6 +27,7 @@ export {
 export {
   ledgerOrigin,
   attributeCheckpoint,
+  attributeTreeCheckpoint,
   trustPins,
   firstDisagreement,
   flagWitnesses,
