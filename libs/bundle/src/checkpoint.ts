@@ -75,7 +75,6 @@ export function signNote(text: string, name: string, key: { kid: string; private
 export function parseCheckpoint(note: string): { checkpoint: Checkpoint; text: string; signatures: NoteSignature[] } {
   const bad = (why: string) => new CheckpointError('checkpoint_malformed', `checkpoint ${why}`);
   if (note.length > MAX_NOTE) throw bad(`is longer than ${MAX_NOTE} characters`);
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0009\u000b-\u001f]/.test(note)) throw bad('contains control characters');
   const split = note.lastIndexOf('\n\n');
   if (split < 0 || !note.endsWith('\n')) throw bad('has no blank line before its signatures');

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { setDigest, sha256Hex } from '#bundle';
 import type { Database } from '../db/index.js';
-import { type ChainVerdict, verifyLedger } from '../ledger/index.js';
+import { verifyLedger } from '../ledger/index.js';
 import { treeObjectSorted, type TreeEntry } from './domain/git-object.js';
 import { authorOf, commitMessage, MirrorTree } from './domain/mirror-tree.js';
 import type { MirrorPublish } from './domain/publish-group.js';

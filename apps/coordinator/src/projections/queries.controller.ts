@@ -6,7 +6,7 @@ import { DB, type Db } from '../db/index.js';
 import { HeadBucketIndex } from './head-bucket-index.js';
 import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Principal } from '../common/index.js';
 import { readBlobs } from '../bundles/index.js';
-import { loadVersion, readLedgerHead } from '../ledger/index.js';
+import { loadVersion } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
 import { isPublished, readHeadBuckets, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage, readVersionsPage } from './queries.repository.js';
 import { failedLines, scopedFilter } from '../identity/index.js';

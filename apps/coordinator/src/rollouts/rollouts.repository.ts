@@ -1,12 +1,10 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { RolloutPlan, RolloutStatus, RolloutSummary, RolloutView } from '#contracts';
 import type { Database } from '../db/index.js';
 import { DomainError } from '../common/index.js';
 import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/index.js';
 
-type Row = Awaited<ReturnType<typeof rows>>[number];
-const rows = (db: Kysely<Database>) =>
-  db.selectFrom('rollouts').select(['id', 'publish_id', 'message', 'actor', 'status', 'reason', 'plan', 'wave_sizes', 'released', 'released_at', 'nodes', 'created_at', 'updated_at']).execute();
+type Row = Pick<Selectable<Database['rollouts']>, 'id' | 'publish_id' | 'message' | 'actor' | 'status' | 'reason' | 'plan' | 'wave_sizes' | 'released' | 'released_at' | 'nodes' | 'created_at' | 'updated_at'>;
 
 function summary(r: Row): RolloutSummary {
   return {

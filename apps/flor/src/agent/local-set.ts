@@ -21,7 +21,7 @@ import type { Activated, Activator } from './activator.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import { ResourcePassFailed } from './resource-pass.js';
 import { configDigest } from './local-config.js';
-import { installSet, isResourceArtifact } from './installer.js';
+import { installSet } from './installer.js';
 import type { Log } from '#runtime';
 import type { StateDir } from './state-dir.js';
 import type { SyncPass } from './sync-pass.js';

@@ -1,6 +1,6 @@
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
-import { out, outJson } from '../output.js';
+import { outJson } from '../output.js';
 import { servedCheckpoint } from '../audit/coordinator-reads.js';
 
 export interface AuditCheckpointOptions extends ConnectionFlags {
