@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { appendCoords, appendLeaves, leafHash, type Coord } from '#bundle';
+import { appendLeaves, leafHash, rootCoords, type Coord } from '#bundle';
 
 /**
  * The ledger's Merkle tree (RFC 6962): every complete subtree's hash, by level and index, so a root
@@ -40,9 +40,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db);
     }
     size += rows.length;
-    // Only the ones a later batch can still need stay in memory: the left siblings it will read.
-    const next = new Set(appendCoords(size, 5000).map(key));
-    for (const k of [...stored.keys()]) if (!next.has(k)) stored.delete(k);
+    // Only the ones a later batch can still need stay in memory: the complete subtrees that make up the tree so far.
+    const peaks = new Set(rootCoords(size).map(key));
+    for (const k of [...stored.keys()]) if (!peaks.has(k)) stored.delete(k);
   }
 }
 

@@ -1,0 +1,97 @@
+/**
+ * What the ledger's Merkle tree costs an answer at fleet size: an inclusion proof for one event and
+ * a consistency proof from a recent tree, each as a coordinator would make it (its stored hashes read
+ * from the database in one statement, then folded), at --entries events (a million by default). The
+ * baseline, run in turns with it, is the cheapest read an answer makes: one stored hash by its key.
+ * Prints each figure's median, the proof's size on the wire (base64), and the ratio to the baseline.
+ *
+ *   npm run bench:tree [-- --entries 1000000 --rounds 200 --postgres]
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { appendLeaves, rootCoords, consistencyCoords, consistencyProof, inclusionCoords, inclusionProof, leafHash, type Coord } from '#bundle';
+import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
+import { readTreeHashes } from '../apps/coordinator/src/ledger/store/tree.js';
+import { runBench, UsageError } from './support/cleanup.js';
+import { parseCli } from './support/cli.js';
+import { startThrowawayPostgres } from './support/postgres.js';
+import { fmt, formatTable, median, ms } from './support/table.js';
+
+const say = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** Stores the tree of `n` random entries as the append path would, in batches, straight into ledger_tree. */
+async function fill(db: Db, n: number): Promise<void> {
+  const key = (c: Coord) => `${c.level}/${c.index}`;
+  const kept = new Map<string, Uint8Array>();
+  const BATCH = 20_000;
+  for (let size = 0; size < n; size += BATCH) {
+    const count = Math.min(BATCH, n - size);
+    const made = appendLeaves(
+      size,
+      Array.from({ length: count }, () => leafHash(randomBytes(32))),
+      (c) => kept.get(key(c))!,
+    );
+    for (const m of made) kept.set(key(m.coord), m.hash);
+    for (let i = 0; i < made.length; i += 5000) {
+      const slice = made.slice(i, i + 5000);
+      await sql`INSERT INTO ledger_tree (level, idx, hash)
+        SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db.kysely);
+    }
+    // What a later batch can still need: the complete subtrees that make up the tree so far.
+    const peaks = new Set(rootCoords(size + count).map(key));
+    for (const k of [...kept.keys()]) if (!peaks.has(k)) kept.delete(k);
+    if ((size / BATCH) % 10 === 0) say(`  ${fmt(size + count)} of ${fmt(n)} entries stored`);
+  }
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+runBench('tree', async () => {
+  const { values } = parseCli({ entries: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '200' }, postgres: { type: 'boolean', default: false } });
+  const n = Number(values.entries);
+  const rounds = Number(values.rounds);
+  if (!Number.isSafeInteger(n) || n < 2) throw new UsageError('--entries must be a whole number ≥ 2');
+  if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError('--rounds must be a whole number ≥ 1');
+  const db = values.postgres ? await openDatabase({ databaseUrl: (await startThrowawayPostgres()).url, dataDir: '/nonexistent' }) : await openMemoryDatabase();
+  await migrateToLatest(db.kysely);
+  say(`filling a tree of ${fmt(n)} entries on ${values.postgres ? 'PostgreSQL' : 'PGlite'}`);
+  await fill(db, n);
+  const base: number[] = [];
+  const incl: number[] = [];
+  const cons: number[] = [];
+  let inclBytes = 0;
+  let consBytes = 0;
+  for (let r = 0; r < rounds; r++) {
+    const leaf = Math.floor(Math.random() * n);
+    const from = Math.max(1, n - 1 - Math.floor(Math.random() * 1000));
+    base.push(await timed(() => db.kysely.selectFrom('ledger_tree').select('hash').where('level', '=', 0).where('idx', '=', leaf).executeTakeFirstOrThrow()));
+    incl.push(
+      await timed(async () => {
+        const proof = inclusionProof(leaf, n, await readTreeHashes(db.kysely, inclusionCoords(leaf, n)));
+        inclBytes = proof.map((p) => p.toString('base64')).join(',').length;
+      }),
+    );
+    cons.push(
+      await timed(async () => {
+        const proof = consistencyProof(from, n, await readTreeHashes(db.kysely, consistencyCoords(from, n)));
+        consBytes = proof.map((p) => p.toString('base64')).join(',').length;
+      }),
+    );
+  }
+  await db.close();
+  const b = median(base);
+  console.log(
+    formatTable(
+      [`${fmt(n)} entries, median of ${rounds}`, 'per answer', 'on the wire', 'against one keyed read'],
+      [
+        ['one stored hash by its key (baseline)', ms(b), '-', '1.00×'],
+        ['inclusion proof of a random event', ms(median(incl)), `${fmt(inclBytes)} B`, `${fmt(median(incl) / b, 2)}×`],
+        ['consistency proof from a tree ≤ 1,000 events older', ms(median(cons)), `${fmt(consBytes)} B`, `${fmt(median(cons) / b, 2)}×`],
+      ],
+    ),
+  );
+});
