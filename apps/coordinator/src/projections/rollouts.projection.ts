@@ -12,11 +12,31 @@ const STATUS: Partial<Record<RolloutEvent['type'], string>> = {
   rollout_superseded: 'superseded',
 };
 
+type StoredRolloutEvent = Extract<StoredEvent, { readonly type: RolloutEvent['type'] }>;
+
+/** The event when it is a rollout's, narrowed by its type. */
+function rolloutEventOf(e: StoredEvent): StoredRolloutEvent | null {
+  switch (e.type) {
+    case 'rollout_planned':
+    case 'rollout_wave_released':
+    case 'rollout_paused':
+    case 'rollout_resumed':
+    case 'rollout_halted':
+    case 'rollout_aborted':
+    case 'rollout_completed':
+    case 'rollout_superseded':
+    case 'rollout_nodes_expired':
+      return e;
+    default:
+      return null;
+  }
+}
+
 /** Rollout events into `rollouts` and `rollout_nodes`, in the appending transaction like every read model. */
 export async function projectRollouts(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
   for (const e of events) {
-    if (!e.type.startsWith('rollout_')) continue;
-    const event = { type: e.type, data: e.data } as RolloutEvent;
+    const event = rolloutEventOf(e);
+    if (!event) continue;
     switch (event.type) {
       case 'rollout_planned': {
         const d = event.data;

@@ -149,6 +149,44 @@ export function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef
   return true;
 }
 
+/**
+ * The decider's state, folded from the events: every node's head (version, set digest, retirement and
+ * artifacts), which is what each decision reads (`heads`, loaded by decision-input.ts from the
+ * node_heads projection, which holds exactly this). Only a stamp moves a head; the other events
+ * leave it as it is. Returns the map it was given, changed.
+ */
+export function evolveHeads(heads: Map<string, NodeSet>, event: LedgerEvent): Map<string, NodeSet> {
+  switch (event.type) {
+    case 'node_set_stamped':
+      heads.set(event.data.node, { version: event.data.version, setDigest: event.data.set_digest, retired: event.data.retired, artifacts: event.data.artifacts });
+      return heads;
+    case 'publish_recorded':
+    case 'publish_confirmed':
+    case 'enrolment_token_issued':
+    case 'node_enrolled':
+    case 'credential_revoked':
+    case 'api_token_created':
+    case 'api_token_revoked':
+    case 'signing_key_rotated':
+    case 'signing_key_revoked':
+    case 'package_pushed':
+    case 'rollout_planned':
+    case 'rollout_wave_released':
+    case 'rollout_paused':
+    case 'rollout_resumed':
+    case 'rollout_halted':
+    case 'rollout_aborted':
+    case 'rollout_completed':
+    case 'rollout_superseded':
+    case 'rollout_nodes_expired':
+      return heads;
+    default: {
+      const unreachable: never = event;
+      throw new TypeError(`unknown ledger event ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
 export function decide(command: LedgerCommand, heads: Heads, ctx: DecisionContext): Decision {
   switch (command.type) {
     case 'publish_tree':

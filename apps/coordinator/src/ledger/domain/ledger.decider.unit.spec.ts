@@ -1,6 +1,6 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/index.js';
-import { changedNodesOf, decide, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
+import { changedNodesOf, decide, evolveHeads, type ArtifactRef, type Heads, type LedgerCommand, type NodeHead, type NodeSet } from './ledger.decider.js';
 import type { LedgerEvent, NodeSetStamped, PublishRecorded } from './ledger.events.js';
 
 const sha = (c: string) => c.repeat(64).slice(0, 64);
@@ -29,17 +29,9 @@ function rollback(node: string, toVersion: number, target: NodeSet | undefined, 
   return { type: 'rollback_node', node, toVersion, target, message: 'undo', ...NONE_INELIGIBLE, ...extra };
 }
 
-/** Folds a stamped set into the heads: the state a later decision sees, as the node_heads projection holds it. */
-function evolve(heads: Map<string, NodeSet>, event: LedgerEvent): Map<string, NodeSet> {
-  if (event.type === 'node_set_stamped') {
-    heads.set(event.data.node, { version: event.data.version, setDigest: event.data.set_digest, retired: event.data.retired, artifacts: event.data.artifacts });
-  }
-  return heads;
-}
-
 /** given(events) → when(command) → then: the events a decision appends. */
 function given(events: LedgerEvent[]) {
-  const heads = events.reduce((h, e) => evolve(h, e), new Map<string, NodeSet>());
+  const heads = events.reduce((h, e) => evolveHeads(h, e), new Map<string, NodeSet>());
   return {
     heads: heads as Heads,
     when: (command: LedgerCommand) => decide(command, heads, ctx()),

@@ -30,14 +30,14 @@ export interface RolloutState {
   readonly confirmWithin?: number;
 }
 
-/** An event as evolve needs it: its kind, its data and when it was recorded. */
-export type RecordedRolloutEvent = Pick<RolloutEvent, 'type' | 'data'> & { readonly recorded_at: string };
+/** An event as evolve needs it: its kind with its data, and when it was recorded. */
+export type RecordedRolloutEvent = RolloutEvent extends infer E ? (E extends RolloutEvent ? Pick<E, 'type' | 'data'> & { readonly recorded_at: string } : never) : never;
 
 /** Folds a rollout's events, in stream order, into its state; the first must be its plan. */
 export function evolve(state: RolloutState | null, event: RecordedRolloutEvent): RolloutState {
   if (event.type === 'rollout_planned') {
     if (state) throw new Error(`rollout ${state.id} is planned twice`);
-    const d = event.data as Extract<RolloutEvent, { type: 'rollout_planned' }>['data'];
+    const d = event.data;
     return {
       id: d.rollout_id,
       publishId: d.publish_id,
@@ -58,7 +58,7 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
   const revision = state.revision + 1;
   switch (event.type) {
     case 'rollout_wave_released': {
-      const d = event.data as Extract<RolloutEvent, { type: 'rollout_wave_released' }>['data'];
+      const d = event.data;
       const stamped = new Map(state.stamped);
       for (const r of d.released) stamped.set(r.node, { wave: d.wave, version: r.to });
       return { ...state, revision, released: d.wave + 1, releasedAt: [...state.releasedAt, event.recorded_at], stamped };
@@ -67,19 +67,19 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
       // The nodes' heads moved past the rollout's versions: toRollBack leaves them alone from now on.
       return { ...state, revision };
     case 'rollout_paused':
-      return { ...state, revision, status: 'paused', reason: (event.data as { reason?: string }).reason ?? null };
+      return { ...state, revision, status: 'paused', reason: event.data.reason ?? null };
     case 'rollout_resumed':
-      return { ...state, revision, status: 'running', reason: (event.data as { reason?: string }).reason ?? null };
+      return { ...state, revision, status: 'running', reason: event.data.reason ?? null };
     case 'rollout_halted':
     case 'rollout_aborted':
     case 'rollout_completed':
     case 'rollout_superseded': {
       const status = ({ rollout_halted: 'halted', rollout_aborted: 'aborted', rollout_completed: 'completed', rollout_superseded: 'superseded' } as const)[event.type];
-      return { ...state, revision, status, reason: (event.data as { reason?: string }).reason ?? null };
+      return { ...state, revision, status, reason: event.data.reason ?? null };
     }
     default: {
-      const unreachable: never = event.type;
-      throw new TypeError(`unknown rollout event ${String(unreachable)}`);
+      const unreachable: never = event;
+      throw new TypeError(`unknown rollout event ${JSON.stringify(unreachable)}`);
     }
   }
 }

@@ -1,8 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
 import { DomainError } from '../../common/index.js';
-import { ACTIVE, evolve, type RolloutState, type WaveFacts } from '../domain/rollout.js';
-import type { RolloutEvent } from '../domain/ledger.events.js';
+import { ACTIVE, evolve, type RecordedRolloutEvent, type RolloutState, type WaveFacts } from '../domain/rollout.js';
 
 /** A rollout's full id from the id or a prefix of it (8 characters or more, as retectl prints them); 404 or 409 otherwise. */
 export async function resolveRolloutId(db: Kysely<Database>, idOrPrefix: string): Promise<string> {
@@ -16,7 +15,8 @@ export async function resolveRolloutId(db: Kysely<Database>, idOrPrefix: string)
 export async function loadRollout(db: Kysely<Database>, id: string): Promise<RolloutState> {
   const rows = await db.selectFrom('ledger').select(['type', 'data', 'recorded_at']).where('stream', '=', `rollout:${id}`).orderBy('revision').execute();
   let state: RolloutState | null = null;
-  for (const r of rows) state = evolve(state, { type: r.type as RolloutEvent['type'], data: r.data as RolloutEvent['data'], recorded_at: new Date(r.recorded_at).toISOString() } as never);
+  // A rollout's stream holds its events only: the append path is the one writer of the ledger.
+  for (const r of rows) state = evolve(state, { type: r.type, data: r.data, recorded_at: new Date(r.recorded_at).toISOString() } as RecordedRolloutEvent);
   if (!state) throw new DomainError('unknown_rollout', `no rollout ${id}`, { rollout: id });
   return state;
 }
