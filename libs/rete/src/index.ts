@@ -1,6 +1,6 @@
 // The rete compiler: validate, compile and plan an operator's YAML. Pure: sources in, data out.
 export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
-export { parseFile, type Source, type ParsedFile } from './parse-file.js';
+export { parseFile, type Source, type ParsedFile, type ParseCache } from './parse-file.js';
 export { validateRete, type Validation } from './validate.js';
 export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';
 export type { Rete, RolloutModel, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds, NodeResources, FileResourceModel, PackageResourceModel } from './model.js';

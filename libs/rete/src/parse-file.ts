@@ -1,5 +1,6 @@
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, visit, type Document, type Node as YamlNode } from 'yaml';
 import { ReteFile, type ReteErrorCode } from '#contracts';
+import { sha256Hex } from '#bundle';
 import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
 import { decodeUtf8 } from './utf8.js';
@@ -26,10 +27,58 @@ export interface Def<T> {
 }
 
 /**
- * Parses one file: YAML syntax first (nothing else is checked in a file that does not parse), then the
- * ReteFile schema, with every zod issue mapped back to the YAML node it is about.
+ * The data of files parsed before, by the sha256 of their bytes (the UTF-8 of a text source): a file
+ * whose bytes are the same parses to the same data, so it is not parsed again. Only files that parse
+ * without an error are kept. The caller decides where it lives and that it is the same parser's.
  */
-export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+export interface ParseCache {
+  get(digest: string): ReteFile | undefined;
+  set(digest: string, data: ReteFile): void;
+}
+
+/**
+ * Parses one file: YAML syntax first (nothing else is checked in a file that does not parse), then the
+ * ReteFile schema, with every zod issue mapped back to the YAML node it is about. With a cache, a
+ * file it holds is not parsed, and the places of a file that parses are found by parsing it again
+ * only when one is read (to report a problem): a rete whose files did not change costs no YAML
+ * parsing at all, and a large one is never all in memory as YAML documents.
+ */
+export function parseFile(source: Source, cache?: ParseCache): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+  if (!cache) return parseNow(source);
+  const digest = sha256Hex('bytes' in source ? source.bytes : source.text);
+  const data = cache.get(digest);
+  if (data) return { parsed: placedLater(source, data), diagnostics: [] };
+  const result = parseNow(source);
+  if (!result.parsed) return result;
+  cache.set(digest, result.parsed.data);
+  // Not holding on to the parsed document: a rete of many large files would keep every one in memory
+  // for places that are read only to report a problem.
+  return { parsed: placedLater(source, result.parsed.data), diagnostics: result.diagnostics };
+}
+
+/** A cached file's data, with places found by parsing the file once, the first time one is read. */
+function placedLater(source: Source, data: ReteFile): ParsedFile {
+  let parsed: ParsedFile | undefined;
+  const place = (path: readonly PropertyKey[]): Place => {
+    parsed ??= parseNow(source).parsed;
+    return parsed?.placeOf(path) ?? { file: source.file, line: 1, col: 1 };
+  };
+  return {
+    file: source.file,
+    data,
+    placeOf: (path) => ({
+      file: source.file,
+      get line() {
+        return place(path).line;
+      },
+      get col() {
+        return place(path).col;
+      },
+    }),
+  };
+}
+
+function parseNow(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
   let text: string;
   if ('bytes' in source) {
     const decoded = decodeUtf8(source.bytes);
@@ -55,7 +104,8 @@ export function parseFile(source: Source): { parsed?: ParsedFile; diagnostics: D
   }
   if (diagnostics.length > 0) return { diagnostics };
 
-  keepPackageVersionsAsWritten(doc);
+  // Only a file that names `packages` can hold one: literally, or spelled with a double-quoted escape.
+  if (text.includes('packages') || text.includes('\\')) keepPackageVersionsAsWritten(doc);
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 }) ?? {};

@@ -1,5 +1,24 @@
+import type { ReteFile } from '#contracts';
 import { formatDiagnostic } from './diagnostics.js';
-import { parseFile } from './parse-file.js';
+import { parseFile, type ParseCache } from './parse-file.js';
+
+/** A cache in memory that counts what it was asked and given. */
+function memoryCache() {
+  const entries = new Map<string, ReteFile>();
+  const cache = {
+    gets: 0,
+    sets: 0,
+    get(digest: string) {
+      cache.gets++;
+      return entries.get(digest);
+    },
+    set(digest: string, data: ReteFile) {
+      cache.sets++;
+      entries.set(digest, data);
+    },
+  };
+  return cache satisfies ParseCache;
+}
 
 describe('parseFile', () => {
   it('refuses a file that is not UTF-8, naming the byte offset and the place of the first bad byte', () => {
@@ -61,6 +80,10 @@ describe('parseFile', () => {
       expect(versions(rete('1.0', '1.10', '2', '007', '1e3'))).toEqual(['1.0', '1.10', '2', '007', '1e3']);
     });
 
+    it('is the text as written under a key spelled with an escape', () => {
+      expect(versions('resources:\n  - select: { tags: [web] }\n    "p\\x61ckages":\n      - { name: nginx, version: 1.20 }\n')).toEqual(['1.20']);
+    });
+
     it('is the same in block style, quoted or not', () => {
       const text = 'resources:\n  - select: { tags: [web] }\n    packages:\n      - name: nginx\n        version: 1.20\n      - name: curl\n        version: "1.20"\n';
       expect(versions(text)).toEqual(['1.20', '1.20']);
@@ -74,6 +97,39 @@ describe('parseFile', () => {
     it('leaves numbers elsewhere alone', () => {
       const { diagnostics } = parseFile({ file: 'r.yaml', text: 'mesh:\n  name: lab\n  coordinator: https://c.example\nnodes:\n  - name: 1.0\n    kind: server\n    listen: 10.0.0.1:1\n' });
       expect(diagnostics.map((d) => d.message)).toEqual([expect.stringMatching(/, not the fraction 1$|, not the number 1$/)]);
+    });
+  });
+
+  describe('with a cache', () => {
+    const text = 'nodes:\n  - name: alpha\n    kind: server\n    listen: 10.0.0.1:7946\n    services:\n      - { name: web, port: 443 }\n';
+
+    it('keeps the data of a file that parses and gives it back for the same bytes, with the same places', () => {
+      const cache = memoryCache();
+      const first = parseFile({ file: 'n.yaml', text }, cache);
+      const again = parseFile({ file: 'n.yaml', bytes: new TextEncoder().encode(text) }, cache);
+      expect([cache.gets, cache.sets]).toEqual([2, 1]);
+      expect(again.parsed?.data).toBe(first.parsed?.data);
+      const plain = parseFile({ file: 'n.yaml', text }).parsed!;
+      for (const path of [['nodes', 0], ['nodes', 0, 'services', 0, 'port'], ['nodes', 0, 'nope']]) {
+        expect({ ...again.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
+        expect({ ...first.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
+      }
+    });
+
+    it('parses a file again once its bytes change', () => {
+      const cache = memoryCache();
+      parseFile({ file: 'n.yaml', text }, cache);
+      const changed = parseFile({ file: 'n.yaml', text: text.replace('443', '8443') }, cache);
+      expect(cache.sets).toBe(2);
+      expect(changed.parsed?.data.nodes?.[0].services?.[0].port).toBe(8443);
+    });
+
+    it('keeps nothing of a file that does not parse, and reports it as without one', () => {
+      const cache = memoryCache();
+      const broken = text.replace('kind: server', 'kind: toaster');
+      const withCache = parseFile({ file: 'n.yaml', text: broken }, cache);
+      expect(cache.sets).toBe(0);
+      expect(withCache).toEqual(parseFile({ file: 'n.yaml', text: broken }));
     });
   });
 });

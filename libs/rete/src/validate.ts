@@ -1,7 +1,7 @@
 import { ACL_SOURCE, ACL_TARGET, DEFAULT_CHECK_TIMEOUT, DEFAULT_EXPECT_STATUS, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type HealthCheck, type ReteErrorCode, type ReteFile, type ReteHealthCheck, type ReteWarningCode } from '#contracts';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from './model.js';
-import { parseFile, type Def, type ParsedFile, type Source } from './parse-file.js';
+import { parseFile, type Def, type ParseCache, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
 import { noSources, resolveResources, type ReadSource } from './resolve-resources.js';
 import { resolveRollout } from './resolve-rollout.js';
@@ -16,9 +16,10 @@ export interface Validation {
  * Validates a whole rete at once: every file's syntax and schema, then the merged definitions and
  * their cross-references. Files are taken in path order, so "defined twice" always names the same
  * first place whatever order they were read in. `readSource` gives the bytes of the files that file
- * resources name with `source:`; the caller decides what "inside the rete" means on its disk.
+ * resources name with `source:`; the caller decides what "inside the rete" means on its disk. With
+ * a cache, a file parsed before is not parsed again.
  */
-export function validateRete(sources: readonly Source[], readSource: ReadSource = noSources): Validation {
+export function validateRete(sources: readonly Source[], readSource: ReadSource = noSources, cache?: ParseCache): Validation {
   const diagnostics: Diagnostic[] = [];
   const error = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) =>
     diagnostics.push({ severity: 'error', code, ...place, path: pathText(path), message });
@@ -33,7 +34,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   const files: ParsedFile[] = [];
   let failedFiles = 0;
   for (const source of ordered) {
-    const { parsed, diagnostics: found } = parseFile(source);
+    const { parsed, diagnostics: found } = parseFile(source, cache);
     diagnostics.push(...found);
     if (parsed) files.push(parsed);
     else failedFiles++;
