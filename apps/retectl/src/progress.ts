@@ -27,3 +27,49 @@ export function progressBar(label: string, total: number, stream: NodeJS.WriteSt
     },
   };
 }
+
+export interface StagedProgress {
+  /** Starts the next stage: its own label and count. */
+  stage(label: string, total: number): void;
+  tick(): void;
+  done(): void;
+}
+
+/** Redraws at most this often: a tick per node of 100,000 must not be 100,000 writes to the terminal. */
+const REDRAW_MS = 100;
+
+/**
+ * A bar for work that is usually quick: drawn on a terminal only, and only once the work has run for
+ * `afterMs`; one line, overwritten stage by stage and cleared by `done`, so what is printed
+ * after it starts on a clean line.
+ */
+export function lateProgress(afterMs = 1000, stream: NodeJS.WriteStream = process.stderr, now: () => number = () => performance.now()): StagedProgress {
+  if (!stream.isTTY) return { stage() {}, tick() {}, done() {} };
+  const start = now();
+  let label = '';
+  let total = 0;
+  let done = 0;
+  let drawnAt = Number.NEGATIVE_INFINITY;
+  let shown = false;
+  const draw = (force: boolean) => {
+    const t = now();
+    if (t - start < afterMs || (!force && t - drawnAt < REDRAW_MS)) return;
+    drawnAt = t;
+    shown = true;
+    // Back to the line's start and clear it: a shorter label must not leave the end of a longer one.
+    stream.write(`\r\u001b[K${renderProgress(label, done, total)}`);
+  };
+  return {
+    stage(next, count) {
+      [label, total, done] = [next, count, 0];
+      draw(true);
+    },
+    tick() {
+      done++;
+      draw(false);
+    },
+    done() {
+      if (shown) stream.write('\r\u001b[K');
+    },
+  };
+}

@@ -1,26 +1,12 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
-import { replaceFileUnsynced } from '#runtime';
-import {
-  compileRete,
-  diffTrees,
-  digestsJsonText,
-  formatDiagnostic,
-  sameBytes,
-  validateRete,
-  type ArtifactBytes,
-  type CompiledTree,
-  type Diagnostic,
-  type ReadSource,
-  type Rete,
-  type Source,
-} from '#rete';
+import { DNS_LABEL } from '#contracts';
+import { compileRete, diffTrees, formatDiagnostic, validateRete, type ArtifactBytes, type CompiledTree, type Diagnostic, type ParseCache, type ReadSource, type Rete, type Source } from '#rete';
+import { COMPILED_DIR, forgetRecord, readNodeFiles } from './compiled-output.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
-export const COMPILED_DIR = join('.flor', 'compiled');
-const MGMT = MGMT_DIR;
+export { COMPILED_DIR } from './compiled-output.js';
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -102,9 +88,12 @@ export interface Checked {
   readonly diagnostics: readonly Diagnostic[];
 }
 
-/** Validates the rete under root; prints its diagnostics to stderr (quiet: only when invalid) and fails on any error. */
-export function validateDir(root: string, quiet = false): Checked {
-  const { rete, diagnostics } = validateRete(readSources(root), sourceReader(root));
+/**
+ * Validates the rete under root (its sources, when already read); prints its diagnostics to stderr
+ * (quiet: only when invalid) and fails on any error.
+ */
+export function validateDir(root: string, quiet = false, options: { sources?: readonly Source[]; cache?: ParseCache } = {}): Checked {
+  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), sourceReader(root), options.cache);
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
     const errors = diagnostics.filter((d) => d.severity === 'error').length;
@@ -119,60 +108,9 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
   const tree = new Map<string, Map<string, ArtifactBytes>>();
   if (!existsSync(base)) return tree;
   for (const node of readdirSync(base, { withFileTypes: true })) {
-    if (!node.isDirectory() || !DNS_LABEL.test(node.name)) continue;
-    const mgmt = join(base, node.name, MGMT);
-    const files = new Map<string, ArtifactBytes>();
-    if (existsSync(mgmt)) {
-      for (const f of readdirSync(mgmt, { withFileTypes: true })) {
-        if (!f.isFile() || f.name.startsWith('.')) continue;
-        const path = join(mgmt, f.name);
-        files.set(f.name, FILE_ARTIFACT.test(f.name) ? readFileSync(path) : readFileSync(path, 'utf8'));
-      }
-    }
-    tree.set(node.name, files);
+    if (node.isDirectory() && DNS_LABEL.test(node.name)) tree.set(node.name, readNodeFiles(join(base, node.name)));
   }
   return tree;
-}
-
-/**
- * Atomically, so a reader never sees half a file; not fsynced, because nothing uses the compiled tree
- * unchecked: publish and plan compare it with a fresh compile (loadCompiledTree) and `flor agent
- * apply --set` with its digests.json, so a write a crash lost is a refusal, never a wrong set.
- */
-function replaceFile(dir: string, name: string, content: string | Uint8Array): void {
-  replaceFileUnsynced(join(dir, name), content);
-}
-
-/** The digest list beside mgmt/, rewritten only when its bytes differ (an older compile wrote none). */
-function writeDigests(nodeDir: string, node: string, files: ReadonlyMap<string, string | Uint8Array>): void {
-  const text = digestsJsonText(node, files);
-  const path = join(nodeDir, DIGESTS_JSON);
-  if (existsSync(path) && readFileSync(path, 'utf8') === text) return;
-  replaceFile(nodeDir, DIGESTS_JSON, text);
-}
-
-/**
- * Makes .flor/compiled exactly the given tree: writes only files whose bytes differ and removes the
- * folders of nodes no longer defined. Each node's folder holds mgmt/ (its artifacts) and digests.json
- * (their digests, written after them: what `flor agent apply --set` checks the folder against).
- */
-export function writeCompiled(root: string, tree: CompiledTree) {
-  const before = readCompiled(root);
-  const change = diffTrees(before, tree);
-  const base = join(root, COMPILED_DIR);
-  for (const [node, files] of tree) {
-    const mgmt = join(base, node, MGMT);
-    mkdirSync(mgmt, { recursive: true });
-    const old = before.get(node);
-    for (const [name, content] of files) {
-      if (sameBytes(old?.get(name), content)) continue;
-      replaceFile(mgmt, name, content);
-    }
-    for (const name of old?.keys() ?? []) if (!files.has(name)) rmSync(join(mgmt, name), { force: true });
-    writeDigests(join(base, node), node, files);
-  }
-  for (const node of change.removed) rmSync(join(base, node), { recursive: true, force: true });
-  return change;
 }
 
 /**
@@ -185,6 +123,8 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
   const onDisk = readCompiled(root);
   const d = diffTrees(onDisk, expected);
   if (d.added.length + d.changed.length + d.removed.length > 0) {
+    // Changed since the last compile, perhaps by hand: the next compile reads it all back, not trusting its record.
+    forgetRecord(root);
     const nodes = [...d.added, ...d.changed.map((c) => c.node), ...d.removed];
     throw new RetectlError(
       'stale_compile',

@@ -1,0 +1,162 @@
+import { jest } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { compileRete, EXAMPLE_RETE, validateRete } from '#rete';
+import { RetectlError } from '../errors.js';
+import { loadCompiledTree, readCompiled, readSources } from '../rete-dir.js';
+import { run } from './compile.js';
+
+/** Every file under dir, by its path from dir, with its mtime in nanoseconds. */
+function mtimes(dir: string): Map<string, bigint> {
+  const found = new Map<string, bigint>();
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, e.name);
+      if (e.isDirectory()) walk(path);
+      else found.set(relative(dir, path), statSync(path, { bigint: true }).mtimeNs);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+/** The files whose mtime moved (or that came or went) between two listings. */
+const touched = (before: Map<string, bigint>, after: Map<string, bigint>): string[] =>
+  [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f)).sort();
+
+const SERVERS = `nodes:
+  - { name: alpha, kind: server, listen: 10.0.0.1:7946, tags: [web], services: [{ name: web, port: 443 }] }
+  - { name: beta, kind: server, listen: 10.0.0.2:7946, tags: [backend] }
+  - { name: gamma, kind: server, listen: 10.0.0.3:7946, tags: [backend] }
+`;
+
+describe('retectl compile on a real folder', () => {
+  let base: string;
+  let rete: string;
+  let compiled: string;
+  let stdout: string[];
+  let stderr: string[];
+  const write = (file: string, text: string) => {
+    mkdirSync(dirname(join(rete, file)), { recursive: true });
+    writeFileSync(join(rete, file), text);
+  };
+  /** Sets every compiled file's mtime into the past, so that any write shows. */
+  const age = (): Map<string, bigint> => {
+    const past = new Date('2001-01-01T00:00:00Z');
+    for (const file of mtimes(compiled).keys()) utimesSync(join(compiled, file), past, past);
+    return mtimes(compiled);
+  };
+  const compile = async (json = false) => {
+    stdout = [];
+    stderr = [];
+    await run({ dir: rete, json });
+    return stdout.join('');
+  };
+
+  beforeEach(() => {
+    base = mkdtempSync(join(tmpdir(), 'compile-'));
+    rete = join(base, 'rete');
+    compiled = join(rete, '.flor', 'compiled');
+    for (const [file, text] of Object.entries(EXAMPLE_RETE)) write(file, text);
+    write('nodes/servers.yaml', SERVERS);
+    jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => (stdout.push(String(chunk)), true));
+    jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it('writes exactly what compiling the rete gives, and says what it wrote and how long it took', async () => {
+    const out = await compile();
+    const { rete: checked } = validateRete(readSources(rete));
+    expect(readCompiled(rete)).toEqual(compileRete(checked!));
+    expect(out.split('\n').at(-2)).toMatch(/^compiled 4 nodes into \.flor\/compiled: 4 new, 0 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed; \d+\.\d\d s$/);
+    expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
+  });
+
+  it('writes no file when nothing changed: every mtime stays as it was', async () => {
+    await compile();
+    const before = age();
+    const out = await compile();
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(out).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
+  });
+
+  it("after one node's edit rewrites only that node's changed files and its digest list", async () => {
+    await compile();
+    const before = age();
+    write('nodes/servers.yaml', SERVERS.replace('name: gamma, kind: server,', 'name: gamma, kind: server, sync: { poll_interval: 1m },'));
+    const out = await compile();
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/agent.json']);
+    expect(out).toMatch(/^~ gamma: agent\.json$/m);
+    expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
+  });
+
+  it('removes the folder of a node no longer in the rete and leaves the others untouched', async () => {
+    await compile();
+    const before = age();
+    write('nodes/servers.yaml', SERVERS.split('\n').filter((l) => !l.includes('gamma')).join('\n'));
+    const out = await compile();
+    expect(existsSync(join(compiled, 'gamma'))).toBe(false);
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/agent.json', 'gamma/mgmt/flor.json']);
+    expect(out).toMatch(/^- gamma: removed$/m);
+    expect(out).toMatch(/files: 0 written, 9 unchanged, 3 removed;/);
+  });
+
+  it('without the record of the last compile (a crash), reads every file back and still writes none that is the same', async () => {
+    await compile();
+    const before = age();
+    rmSync(join(rete, '.flor', 'cache'), { recursive: true });
+    await compile();
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+  });
+
+  it('repairs a compiled file edited by hand once publish or plan has found it stale', async () => {
+    await compile();
+    const flor = join(compiled, 'beta', 'mgmt', 'flor.json');
+    const good = readFileSync(flor, 'utf8');
+    writeFileSync(flor, '{}\n');
+    // The record still says beta is as compiled: this compile trusts it.
+    await compile();
+    let stale: unknown;
+    try {
+      loadCompiledTree(rete);
+    } catch (e) {
+      stale = e;
+    }
+    expect(stale).toBeInstanceOf(RetectlError);
+    expect((stale as RetectlError).code).toBe('stale_compile');
+    const out = await compile();
+    expect(readFileSync(flor, 'utf8')).toBe(good);
+    expect(out).toMatch(/^~ beta: flor\.json$/m);
+    expect(loadCompiledTree(rete).tree.size).toBe(4);
+  });
+
+  it('reports a problem in a file it did not parse again at the same line and column', async () => {
+    write('nodes/extra.yaml', 'nodes:\n  - name: delta\n    kind: server\n    listen: 10.0.0.4:7946\n    services:\n      - { name: dns, port: 53 }\n');
+    await compile();
+    const first = stderr.join('');
+    expect(first).toMatch(/^nodes\/extra\.yaml:6:9: .*\[unused_service\]$/m);
+    await compile();
+    expect(stderr.join('')).toBe(first);
+  });
+
+  it('takes an unreadable parse cache entry for a miss', async () => {
+    await compile();
+    const parsed = join(rete, '.flor', 'cache', 'parsed');
+    const entries = readdirSync(parsed);
+    expect(entries).toHaveLength(Object.keys(EXAMPLE_RETE).length);
+    for (const e of entries) writeFileSync(join(parsed, e), 'not a serialised value');
+    const before = age();
+    const out = await compile();
+    expect(out).toMatch(/4 unchanged;/);
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+  });
+
+  it('answers --json with the nodes and the files it changed', async () => {
+    const json = JSON.parse(await compile(true));
+    expect(json).toEqual({ added: ['alpha', 'beta', 'gamma', 'laptop'], changed: [], removed: [], unchanged: [], files: { written: 12, unchanged: 0, removed: 0 }, seconds: expect.any(Number) });
+  });
+});
