@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJsonText, sameBytes, type ArtifactBytes, type CompiledTree, type TreeChange } from '#rete';
+import { digestsJsonText, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -89,7 +89,7 @@ function nodeFolders(base: string): Set<string> {
 }
 
 /**
- * Makes .flor/compiled exactly the given tree: writes only files whose bytes differ and removes the
+ * Makes .flor/compiled exactly the given nodes (each taken as it comes and let go): writes only files whose bytes differ and removes the
  * folders of nodes no longer defined. Each node's folder holds mgmt/ (its artifacts) and digests.json
  * (their digests: what `flor agent apply --set` checks the folder against). A new node's folder is
  * filled under a temporary name and renamed into place whole; a changed file is written beside the
@@ -97,7 +97,7 @@ function nodeFolders(base: string): Set<string> {
  * fsynced: nothing uses the compiled tree unchecked (publish and plan compare it with a fresh compile,
  * `flor agent apply --set` with its digests.json), so a write a crash lost is a refusal, never a wrong set.
  */
-export function writeCompiled(root: string, tree: CompiledTree, onNode: () => void = () => {}): WrittenTree {
+export function writeCompiled(root: string, nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>, onNode: () => void = () => {}): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);
@@ -115,8 +115,7 @@ export function writeCompiled(root: string, tree: CompiledTree, onNode: () => vo
     recordForgotten = true;
   };
 
-  for (const node of [...tree.keys()].sort(cmp)) {
-    const artifacts = tree.get(node) as ReadonlyMap<string, ArtifactBytes>;
+  for (const [node, artifacts] of nodes) {
     const fingerprint = setFingerprint(artifacts);
     next.set(node, fingerprint);
     if (record?.get(node) !== fingerprint) recordStale = true;
@@ -158,7 +157,7 @@ export function writeCompiled(root: string, tree: CompiledTree, onNode: () => vo
     }
     onNode();
   }
-  const removed = [...before].filter((n) => !tree.has(n)).sort(cmp);
+  const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
   for (const node of removed) {
     aboutToWrite();
     const dir = join(base, node);
@@ -166,7 +165,8 @@ export function writeCompiled(root: string, tree: CompiledTree, onNode: () => vo
     rmSync(dir, { recursive: true, force: true });
   }
   if (recordStale || recordForgotten || (record as Map<string, string>).size !== next.size) writeRecord(root, next);
-  return { added, changed, removed, unchanged, files };
+  // In name order whatever order the nodes came in.
+  return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
 }
 
 /** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */

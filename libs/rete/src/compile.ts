@@ -16,6 +16,14 @@ export type CompiledTree = ReadonlyMap<string, ReadonlyMap<string, ArtifactBytes
  * Resources are the exception on purpose: they keep their declaration order, the order to apply them.
  */
 export function compileRete(rete: Rete): CompiledTree {
+  return new Map(compileNodes(rete));
+}
+
+/**
+ * compileRete one node at a time, in the rete's node order: a caller that writes each node as it
+ * comes never holds the artifacts of a large rete all at once.
+ */
+export function* compileNodes(rete: Rete): Generator<[string, ReadonlyMap<string, ArtifactBytes>]> {
   const byName = new Map(rete.nodes.map((n) => [n.name, n]));
   // Every tag's nodes, found once: a rule's `tag:` source is resolved per rule, and a fleet has many.
   const tagged = new Map<string, string[]>();
@@ -66,7 +74,6 @@ export function compileRete(rete: Rete): CompiledTree {
     }
   }
 
-  const tree = new Map<string, Map<string, ArtifactBytes>>();
   const resources = resourcesWriter();
   for (const n of rete.nodes) {
     const ins = ingress.get(n.name) as Map<string, Set<string>>;
@@ -107,9 +114,8 @@ export function compileRete(rete: Rete): CompiledTree {
     };
     // A health check's keys vary with its kind: the one place the general sort is needed.
     const agentText = agent.sync.health_checks ? sortedPretty(agent) : presortedPretty(agent);
-    tree.set(n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, agentText], [FLOR_JSON, presortedPretty(flor)], ...resources(n.resources)]));
+    yield [n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, agentText], [FLOR_JSON, presortedPretty(flor)], ...resources(n.resources)])];
   }
-  return tree;
 }
 
 /**

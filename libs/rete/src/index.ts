@@ -4,7 +4,7 @@ export { parseFile, type Source, type ParsedFile, type ParseCache } from './pars
 export { validateRete, type Validation } from './validate.js';
 export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';
 export type { Rete, RolloutModel, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds, NodeResources, FileResourceModel, PackageResourceModel } from './model.js';
-export { compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
+export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJsonText } from './set-digests.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type ResourceSides, type BriefingFailure, type IneligibleEntry } from './plan.js';

@@ -1,4 +1,4 @@
-import { artifactsText, compileRete, type ParseCache } from '#rete';
+import { artifactsText, compileNodes, type ParseCache } from '#rete';
 import { writeCompiled } from '../compiled-output.js';
 import { out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
@@ -35,9 +35,7 @@ export async function run(options: CompileOptions): Promise<void> {
     cache.save();
   }
   progress.stage('compiling', rete.nodes.length);
-  const tree = compileRete(rete);
-  progress.stage('writing', tree.size);
-  const change = writeCompiled(options.dir, tree, () => progress.tick());
+  const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick());
   progress.done();
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
