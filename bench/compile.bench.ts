@@ -1,0 +1,150 @@
+/**
+ * Compile benchmark: `retectl compile` (the built CLI, its own process, as an operator runs it) on a
+ * generated fleet (support/fleet-rete.ts: one file per site of 1,000 servers with the site's ACL,
+ * and a message of the day on every web server by tag) at each size:
+ *   (a) full compile: every node new, nothing kept from an earlier compile (.flor removed first)
+ *   (b) recompile, nothing changed
+ *   (c) recompile after one change: one web server's listen port moves, which changes its own set
+ *       and the sets of its site's monitor and databases (their peer lists name it)
+ *   (d) the same one change with .flor/cache removed first: every YAML file parsed and every compiled
+ *       file read back to compare, which is what every compile did before the cache. The baseline
+ *       for (c), measured in the same run, in turns with it
+ * Each is run --repeat times, in rounds of (a) to (d) (medians); the one change moves the port back
+ * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
+ * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
+ * time per node, and the ratios one change/full compile and one change/cold caches.
+ * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
+ * be what the change makes, or the benchmark exits 1.
+ *
+ *   npm run bench:compile [-- --sizes 10000,100000 --repeat 3]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onCleanup, runBench, UsageError } from './support/cleanup.js';
+import { parseCli } from './support/cli.js';
+import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
+import { REPO_ROOT } from './support/paths.js';
+import { fmt, formatTable, median, ms } from './support/table.js';
+
+const RETECTL = join(REPO_ROOT, 'dist/apps/retectl/src/main.js');
+const say = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** Loaded into the compile's process: its CPU time on fd 3 as it exits. */
+const REPORT_CPU = `data:text/javascript,${encodeURIComponent("import { writeSync } from 'node:fs'; process.on('exit', () => { const c = process.cpuUsage(); writeSync(3, String((c.user + c.system) / 1000)); });")}`;
+
+interface Run {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  readonly summary: string;
+}
+
+function compile(dir: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--import', REPORT_CPU, RETECTL, 'compile', '-C', dir], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    const streams = { out: '', err: '', cpu: '' };
+    child.stdout?.on('data', (c: Buffer) => (streams.out = (streams.out + c.toString()).slice(-4096)));
+    child.stderr?.on('data', (c: Buffer) => (streams.err += c.toString()));
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => (streams.cpu += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const wallMs = performance.now() - started;
+      if (code !== 0) return reject(new Error(`retectl compile exited ${code}: ${streams.err.slice(0, 2000)}`));
+      resolve({ wallMs, cpuMs: Number(streams.cpu), summary: streams.out.trimEnd().split('\n').at(-1) ?? '' });
+    });
+  });
+}
+
+/** The summary line's counts, checked against what the run must have done. */
+function expectSummary(run: Run, what: string, expected: { added: number; changed: number; unchanged: number; written?: number }): void {
+  const m = /: (\d+) new, (\d+) changed, (\d+) removed, (\d+) unchanged; files: (\d+) written,/.exec(run.summary);
+  const got = m ? { added: Number(m[1]), changed: Number(m[2]), unchanged: Number(m[4]), written: Number(m[5]) } : undefined;
+  const wrong = !got || got.added !== expected.added || got.changed !== expected.changed || got.unchanged !== expected.unchanged || (expected.written !== undefined && got.written !== expected.written);
+  if (wrong) throw new Error(`${what}: expected ${JSON.stringify(expected)}, retectl said: ${run.summary}`);
+}
+
+interface SizeResult {
+  readonly nodes: number;
+  readonly full: Run[];
+  readonly none: Run[];
+  readonly one: Run[];
+  readonly cold: Run[];
+}
+
+async function measure(nodes: number, repeat: number): Promise<SizeResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'florete-bench-compile-'));
+  onCleanup(async () => rmSync(dir, { recursive: true, force: true }));
+  // A web server in the middle site: its site's monitor and two databases list it among their peers.
+  const site = Math.floor(Math.floor((nodes - 1) / SITE_SIZE) / 2);
+  const moved = Math.min(nodes - 1, site * SITE_SIZE + Math.floor(SITE_SIZE / 2));
+  const siteNodes = Math.min(SITE_SIZE, nodes - site * SITE_SIZE);
+  const affected = moved % SITE_SIZE >= 3 && siteNodes > 3 ? 4 : 1;
+  writeRete(dir, fleetRete(nodes));
+  const texts = [readFileSync(join(dir, fleetFileOf(moved)), 'utf8'), fleetRete(nodes, moved).get(fleetFileOf(moved)) as string];
+
+  const full: Run[] = [];
+  const none: Run[] = [];
+  const one: Run[] = [];
+  const cold: Run[] = [];
+  // The moved port, then back: each round ends with the rete it started from.
+  const put = (text: 0 | 1) => writeFileSync(join(dir, fleetFileOf(moved)), texts[text]);
+  for (let r = 0; r < repeat; r++) {
+    say(`${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches …`);
+    rmSync(join(dir, '.flor'), { recursive: true, force: true });
+    const f = await compile(dir);
+    expectSummary(f, 'full compile', { added: nodes, changed: 0, unchanged: 0 });
+    full.push(f);
+    const n = await compile(dir);
+    expectSummary(n, 'no change', { added: 0, changed: 0, unchanged: nodes, written: 0 });
+    none.push(n);
+    put(1);
+    const o = await compile(dir);
+    expectSummary(o, 'one change', { added: 0, changed: affected, unchanged: nodes - affected, written: 2 * affected });
+    one.push(o);
+    put(0);
+    rmSync(join(dir, '.flor', 'cache'), { recursive: true, force: true });
+    const c = await compile(dir);
+    expectSummary(c, 'one change, cold caches', { added: 0, changed: affected, unchanged: nodes - affected, written: 2 * affected });
+    cold.push(c);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return { nodes, full, none, one, cold };
+}
+
+function report(results: readonly SizeResult[]): void {
+  const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
+  const both = (wall: number, cpu: number) => `${ms(wall)} (cpu ${ms(cpu)})`;
+  const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
+  const rows = results.map(({ nodes, full, none, one, cold }) => {
+    const [f, o, c] = [med(full, 'wallMs'), med(one, 'wallMs'), med(cold, 'wallMs')];
+    return [
+      fmt(nodes),
+      both(f, med(full, 'cpuMs')),
+      us(f, nodes),
+      both(med(none, 'wallMs'), med(none, 'cpuMs')),
+      both(o, med(one, 'cpuMs')),
+      both(c, med(cold, 'cpuMs')),
+      fmt(o / f, 3),
+      fmt(o / c, 3),
+    ];
+  });
+  process.stdout.write(
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds; per node: full compile wall time / nodes\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCli({ sizes: { type: 'string', default: '10000,100000' }, repeat: { type: 'string', default: '3' } });
+  const sizes = values.sizes.split(',').map(Number);
+  const repeat = Number(values.repeat);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError('--sizes takes node counts, e.g. 10000,100000');
+  if (!Number.isInteger(repeat) || repeat < 1) throw new UsageError('--repeat takes a whole number of rounds');
+  const results: SizeResult[] = [];
+  for (const nodes of sizes) results.push(await measure(nodes, repeat));
+  report(results);
+}
+
+runBench('bench:compile', main);
