@@ -8,7 +8,16 @@
  * of the rounds' ratios: a shared machine's load drifts, and turns keep a drift from landing on
  * one side only.
  *
+ * With --tls, both serve HTTPS with the same self-signed P-256 certificate: the coordinator itself
+ * (FLORETE_TLS_CERT, FLORETE_TLS_KEY), the baseline as a node:https server, each with Node's TLS
+ * defaults. The keep-alive turns are the same over HTTPS; then, in turns again, loads that open new
+ * connections (support/tls-load.ts): one in every --reconnect-every requests, and every request on a
+ * new connection, each with TLS session resumption off (a full handshake every time) and on (the
+ * client offers the ticket its previous connection was given). For each it prints requests and new
+ * connections (handshakes) a second on both sides and their ratio.
+ *
  *   npm run bench:poll [-- --pglite] [-- --duration 5 --rounds 3 --warmup 2 --connections 64]
+ *   npm run bench:poll -- --tls [--reconnect-every 10]
  */
 import { createHash } from 'node:crypto';
 import type autocannon from 'autocannon';
@@ -20,6 +29,9 @@ import { parseCli } from './support/cli.js';
 import { HttpClient } from './support/http.js';
 import { fmt, formatTable } from './support/table.js';
 import { measurePolls, pollProblem, type PollSide } from './support/poll-load.js';
+import { selfSignedCertificate, type BenchCertificate } from './support/self-signed.js';
+import { measureReconnects, type ReconnectResult } from './support/tls-load.js';
+import { cpuSecondsOf } from './support/proc-cpu.js';
 
 const NODE = 'bench-node';
 
@@ -40,9 +52,14 @@ async function main(): Promise<void> {
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '64' },
     'cpu-prof': { type: 'string' },
+    tls: { type: 'boolean', default: false },
+    'reconnect-every': { type: 'string', default: '10' },
   });
   const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections), rounds: Number(values.rounds) };
   for (const [k, v] of Object.entries(opts)) if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0) || (k === 'rounds' && !Number.isInteger(v))) throw new UsageError(`--${k} must be a positive ${k === 'rounds' ? 'integer' : 'number'}`);
+  const reconnectEvery = Number(values['reconnect-every']);
+  if (!Number.isInteger(reconnectEvery) || reconnectEvery < 1) throw new UsageError('--reconnect-every must be a positive integer');
+  const cert: BenchCertificate | undefined = values.tls ? await selfSignedCertificate() : undefined;
 
   let database = 'PGlite (embedded)';
   let databaseUrl: string | undefined;
@@ -52,8 +69,8 @@ async function main(): Promise<void> {
     database = 'PostgreSQL (throwaway, fsync=off)';
   }
   say('starting the coordinator');
-  const coordinator = await startCoordinator({ databaseUrl, nodeArgs: cpuProfArgs(values['cpu-prof']) });
-  const api = new HttpClient(coordinator.url);
+  const coordinator = await startCoordinator({ databaseUrl, nodeArgs: cpuProfArgs(values['cpu-prof']), ...(cert ? { tls: { certFile: cert.certFile, keyFile: cert.keyFile } } : {}) });
+  const api = new HttpClient(coordinator.url, 16, cert?.certPem);
   onCleanup(() => api.close());
   const admin = coordinator.adminToken;
 
@@ -80,8 +97,8 @@ async function main(): Promise<void> {
   const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
   if (!m) throw new Error(`unexpected node credential shape: ${credential.slice(0, 8)}…`);
   const hash = createHash('sha256').update(m[2], 'utf8').digest('hex');
-  const baseline = await startBaseline({ credentials: [{ id: m[1], node: NODE, hash }], etags: { [NODE]: etag } });
-  const baselineApi = new HttpClient(baseline.url);
+  const baseline = await startBaseline({ credentials: [{ id: m[1], node: NODE, hash }], etags: { [NODE]: etag }, ...(cert ? { tls: { cert: cert.certPem, key: cert.keyPem } } : {}) });
+  const baselineApi = new HttpClient(baseline.url, 16, cert?.certPem);
   onCleanup(() => baselineApi.close());
   await baselineApi.expect(304, 'GET', path, { headers });
 
@@ -96,14 +113,15 @@ async function main(): Promise<void> {
 
   // Turns: coordinator, then baseline, each round; the side not measured idles. Each side warms up once, before its first turn.
   const before304 = await served304();
-  const rounds: { coordinator: PollSide; baseline: PollSide; ratio: number }[] = [];
+  const rounds: { coordinator: Measured; baseline: Measured; ratio: number }[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const warmup = r === 0 ? opts.warmup : 0;
-    const coordinatorSide = await measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say);
-    const baselineSide = await measurePolls(`node:http baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say);
+    const coordinatorSide = await withCpu(coordinator.child.pid, () => measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say));
+    const baselineSide = await withCpu(baseline.pid, () => measurePolls(`${cert ? 'node:https' : 'node:http'} baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say));
     rounds.push({ coordinator: coordinatorSide, baseline: baselineSide, ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average });
   }
   const countedByServer = (await served304()) - before304;
+  const fresh = cert ? await newConnectionTurns({ url: coordinator.url + path, pid: coordinator.child.pid }, { url: baseline.url + path, pid: baseline.pid }, headers, cert.certPem, opts, reconnectEvery) : [];
   await baseline.stop();
   const sides = rounds.flatMap((r) => [r.coordinator, r.baseline]);
 
@@ -116,6 +134,7 @@ async function main(): Promise<void> {
     fmt(s.result.statusCodeStats['304']?.count ?? 0),
     fmt(s.unexpected),
     fmt(s.errors),
+    perCpu(s.all304, s.cpuSeconds),
   ]);
   const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
   const median = ratios.length % 2 ? ratios[(ratios.length - 1) / 2] : (ratios[ratios.length / 2 - 1] + ratios[ratios.length / 2]) / 2;
@@ -125,18 +144,27 @@ async function main(): Promise<void> {
     [
       '',
       `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304)`,
-      `database: ${database}; ${opts.connections} connections; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns, after ${opts.warmup} s warm-up each; Node ${process.version}`,
+      `database: ${database}; ${cert ? 'HTTPS (TLS served by each process itself, P-256 certificate), keep-alive; ' : ''}${opts.connections} connections; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns, after ${opts.warmup} s warm-up each; Node ${process.version}`,
       '',
-      formatTable(['server', 'req/s', 'mean', 'p50', 'p99', '304s', 'non-304', 'errors'], rows),
+      formatTable(['server', 'req/s', 'mean', 'p50', 'p99', '304s', 'non-304', 'errors', '304s per server CPU s'], rows),
       '',
       `ratio coordinator/baseline: throughput ${fmt(median, 3)} (median of the rounds: ${ratios.map((r) => fmt(r, 3)).join(', ')}); ` +
         `coordinator ${fmt(coordinatorRate)} req/s on average; ` +
         `mean latency ×${times(mean('coordinator', (r) => r.latency.mean), mean('baseline', (r) => r.latency.mean))}, p99 latency ×${times(mean('coordinator', (r) => r.latency.p99), mean('baseline', (r) => r.latency.p99))}`,
+      `per CPU second of the server (its process's user + system time over the turn, warm-up included): coordinator ${cpuRate(rounds.map((r) => r.coordinator))}, baseline ${cpuRate(rounds.map((r) => r.baseline))} 304s`,
       `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and runs; ` +
         `autocannon's latency histogram has 1 ms resolution`,
       '',
+      ...(cert ? newConnectionReport(fresh, opts) : []),
     ].join('\n'),
   );
+  for (const f of fresh) {
+    for (const side of [f.coordinator, f.baseline]) {
+      if (side.unexpected + side.errors === 0 && (!f.resume || side.resumed > 0)) continue;
+      process.stderr.write(`${f.label}: ${side.unexpected} answers other than 304, ${side.errors} failed connections, ${side.resumed} of ${side.handshakes} handshakes resumed\n`);
+      process.exitCode = 1;
+    }
+  }
 
   const bad = sides.map(pollProblem).filter((p) => p !== null);
   for (const p of bad) process.stderr.write(`${p}\n`);
@@ -146,6 +174,108 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   }
   if (bad.length) process.exitCode = 1;
+}
+
+type Measured = PollSide & { readonly cpuSeconds: number };
+
+/** Runs a turn and adds what the server's process spent on it. */
+async function withCpu<T extends object>(pid: number | undefined, turn: () => Promise<T>): Promise<T & { cpuSeconds: number }> {
+  const before = cpuSecondsOf(pid);
+  const result = await turn();
+  return { ...result, cpuSeconds: cpuSecondsOf(pid) - before };
+}
+
+const perCpu = (requests: number, seconds: number): string => (Number.isFinite(seconds) && seconds > 0 ? fmt(requests / seconds) : '–');
+
+/** Requests per CPU second over all of a side's turns. */
+const cpuRate = (turns: readonly { all304?: number; requests?: number; cpuSeconds: number }[]): string =>
+  perCpu(
+    turns.reduce((n, t) => n + (t.all304 ?? t.requests ?? 0), 0),
+    turns.reduce((n, t) => n + t.cpuSeconds, 0),
+  );
+
+interface NewConnectionTurn {
+  readonly label: string;
+  readonly resume: boolean;
+  readonly round: number;
+  readonly coordinator: ReconnectResult & { readonly cpuSeconds: number };
+  readonly baseline: ReconnectResult & { readonly cpuSeconds: number };
+}
+
+/**
+ * The loads that open new connections, each side in turn as in the keep-alive turns: one new
+ * connection every `every` requests and one per request, resumption off and on.
+ */
+async function newConnectionTurns(
+  coordinatorSide: { url: string; pid: number | undefined },
+  baselineSide: { url: string; pid: number | undefined },
+  headers: Record<string, string>,
+  ca: string,
+  opts: { duration: number; warmup: number; connections: number; rounds: number },
+  every: number,
+): Promise<NewConnectionTurn[]> {
+  const modes = [...new Set([every, 1])].flatMap((perConnection) => [false, true].map((resume) => ({ perConnection, resume })));
+  const turns: NewConnectionTurn[] = [];
+  const run = (side: { url: string; pid: number | undefined }, perConnection: number, resume: boolean, duration: number) =>
+    withCpu(side.pid, () => measureReconnects({ url: side.url, headers, ca, connections: opts.connections, perConnection, resume, duration }));
+  for (const { perConnection, resume } of modes) {
+    const label = `${perConnection === 1 ? 'every request' : `1 in ${perConnection} requests`} on a new connection, resumption ${resume ? 'on' : 'off'}`;
+    if (opts.warmup > 0) {
+      say(`${label}: warm-up ${opts.warmup} s each`);
+      await run(coordinatorSide, perConnection, resume, opts.warmup);
+      await run(baselineSide, perConnection, resume, opts.warmup);
+    }
+    for (let r = 0; r < opts.rounds; r++) {
+      say(`${label}, round ${r + 1}: ${opts.duration} s each with ${opts.connections} connections`);
+      const coordinator = await run(coordinatorSide, perConnection, resume, opts.duration);
+      const baseline = await run(baselineSide, perConnection, resume, opts.duration);
+      turns.push({ label, resume, round: r + 1, coordinator, baseline });
+    }
+  }
+  return turns;
+}
+
+function newConnectionReport(turns: readonly NewConnectionTurn[], opts: { duration: number; connections: number; rounds: number }): string[] {
+  const rate = (n: number, r: ReconnectResult) => n / r.seconds;
+  const rows = turns.flatMap((t) =>
+    (['coordinator', 'baseline'] as const).map((side) => {
+      const r = t[side];
+      return [
+        `${side === 'coordinator' ? 'coordinator' : 'node:https baseline'}, ${t.label}, round ${t.round}`,
+        fmt(rate(r.requests, r)),
+        fmt(rate(r.handshakes, r)),
+        `${fmt(r.handshakes ? (100 * r.resumed) / r.handshakes : 0)} %`,
+        fmt(r.unexpected),
+        fmt(r.errors),
+        perCpu(r.requests, r.cpuSeconds),
+        perCpu(r.handshakes, r.cpuSeconds),
+      ];
+    }),
+  );
+  const labels = [...new Set(turns.map((t) => t.label))];
+  const summary = labels.map((label) => {
+    const of = turns.filter((t) => t.label === label);
+    const ratio = medianOf(of.map((t) => t.coordinator.requests / t.coordinator.seconds / (t.baseline.requests / t.baseline.seconds)));
+    const handshakes = (side: 'coordinator' | 'baseline') => medianOf(of.map((t) => t[side].handshakes / t[side].seconds));
+    return (
+      `${label}: ratio coordinator/baseline ${fmt(ratio, 3)}; new connections a second: coordinator ${fmt(handshakes('coordinator'))}, baseline ${fmt(handshakes('baseline'))}; ` +
+      `per server CPU second: coordinator ${cpuRate(of.map((t) => t.coordinator))} requests, baseline ${cpuRate(of.map((t) => t.baseline))}`
+    );
+  });
+  return [
+    `new connections over HTTPS: ${opts.connections} concurrent loops, each opening a connection, polling on it and closing it; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns`,
+    '',
+    formatTable(['server, load', 'req/s', 'new conn/s', 'resumed', 'non-304', 'failed', 'req per server CPU s', 'new conn per server CPU s'], rows),
+    '',
+    ...summary,
+    '(ratios and rates are medians of the rounds)',
+    '',
+  ];
+}
+
+function medianOf(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 runBench('bench:poll', main);

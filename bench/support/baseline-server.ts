@@ -5,15 +5,21 @@
  * look up the node's ETag in a Map and answer 304 when If-None-Match matches. It is the runtime's
  * ceiling for this request, not a competing implementation.
  *
+ * With `tls` it is a node:https server with that certificate and Node's defaults, as the coordinator's
+ * own HTTPS is (session tickets on).
+ *
  * Run as its own process (spawned by poll.bench): config in FLORETE_BENCH_BASELINE as JSON, prints
  * `listening <port>`, exits when its stdin closes so it never outlives the benchmark.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 
 export interface BaselineConfig {
   readonly credentials: readonly { readonly id: string; readonly node: string; readonly hash: string }[];
   readonly etags: Record<string, string>;
+  /** PEM certificate and key: serve HTTPS. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 const config = JSON.parse(process.env.FLORETE_BENCH_BASELINE ?? '{}') as BaselineConfig;
@@ -25,7 +31,7 @@ const SECRET = /^fln\.([0-9a-f]{18})\.([A-Za-z0-9_-]{43})$/;
 const PATH = /^\/v1\/nodes\/([a-z0-9-]{1,63})\/bundle$/;
 const DUMMY_HASH = createHash('sha256').update('not a secret', 'utf8').digest('hex');
 
-const server = createServer((req, res) => {
+const answer: RequestListener = (req, res) => {
   const path = PATH.exec(req.url ?? '');
   if (req.method !== 'GET' || !path) {
     res.writeHead(404).end();
@@ -61,7 +67,8 @@ const server = createServer((req, res) => {
     return;
   }
   res.writeHead(200, { 'content-type': 'application/jose' }).end('baseline has no bundle body');
-});
+};
+const server = config.tls ? createHttpsServer({ cert: config.tls.cert, key: config.tls.key }, answer) : createServer(answer);
 
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();

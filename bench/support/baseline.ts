@@ -6,10 +6,11 @@ import type { BaselineConfig } from './baseline-server.js';
 
 export interface BaselineProcess {
   readonly url: string;
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
-/** Spawns the bare node:http baseline (baseline-server.ts) in its own process, like the coordinator. */
+/** Spawns the bare node:http (or, with `tls`, node:https) baseline (baseline-server.ts) in its own process, like the coordinator. */
 export async function startBaseline(config: BaselineConfig): Promise<BaselineProcess> {
   const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_BENCH_BASELINE: JSON.stringify(config) };
   delete env.NODE_OPTIONS;
@@ -34,5 +35,5 @@ export async function startBaseline(config: BaselineConfig): Promise<BaselinePro
       }
     });
   });
-  return { url: `http://127.0.0.1:${port}`, stop };
+  return { url: `${config.tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: child.pid, stop };
 }

@@ -28,6 +28,8 @@ export interface CoordinatorOptions {
   readonly dataDir?: string;
   /** A further replica on a database another coordinator already set up: it writes no first admin token. */
   readonly replica?: boolean;
+  /** PEM files: the coordinator serves HTTPS itself (FLORETE_TLS_CERT, FLORETE_TLS_KEY). */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }
 
 const KEEP_LINES = 200;
@@ -63,6 +65,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
     HOST: '127.0.0.1',
     FLORETE_DATA: dataDir,
     FLORETE_LOG_LEVEL: 'warn',
+    ...(options.tls ? { FLORETE_TLS_CERT: options.tls.certFile, FLORETE_TLS_KEY: options.tls.keyFile } : {}),
     ...options.env,
   };
   delete env.DATABASE_URL;
@@ -117,7 +120,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
     if (code !== 0 && signal !== 'SIGTERM') process.stderr.write(`coordinator exited (${signal ?? code}):\n${output.slice(-20).join('\n')}\n`);
   });
 
-  return { url: `http://127.0.0.1:${port}`, dataDir, adminToken: adminToken ?? '', child, output, stop };
+  return { url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`, dataDir, adminToken: adminToken ?? '', child, output, stop };
 }
 
 /** `--cpu-prof <dir>`: the coordinator writes a V8 CPU profile (.cpuprofile) into dir when it stops. */

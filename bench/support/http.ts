@@ -1,4 +1,5 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 export interface HttpResponse {
   readonly status: number;
@@ -16,15 +17,22 @@ export interface RequestOptions {
   readonly body?: unknown;
 }
 
-/** A small keep-alive HTTP/1.1 client for the coordinator's API: no timeouts, so a slow publish is measured, not cut off. */
+/**
+ * A small keep-alive HTTP/1.1 client for the coordinator's API: no timeouts, so a slow publish is
+ * measured, not cut off. An https base URL is trusted by `ca` (PEM).
+ */
 export class HttpClient {
   private readonly agent: Agent;
+  private readonly send: typeof httpRequest;
 
   constructor(
     readonly baseUrl: string,
     maxSockets = 16,
+    ca?: string,
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets });
+    const https = new URL(baseUrl).protocol === 'https:';
+    this.agent = https ? new HttpsAgent({ keepAlive: true, maxSockets, ca }) : new Agent({ keepAlive: true, maxSockets });
+    this.send = https ? httpsRequest : httpRequest;
   }
 
   request(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
@@ -42,7 +50,7 @@ export class HttpClient {
     if (payload) headers['content-length'] = String(payload.byteLength);
     const started = performance.now();
     return new Promise((resolve, reject) => {
-      const req = httpRequest(url, { method, headers, agent: this.agent }, (res) => {
+      const req = this.send(url, { method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
