@@ -40,8 +40,8 @@ const REDRAW_MS = 100;
 
 /**
  * A bar for work that is usually quick: drawn on a terminal only, and only once the work has run for
- * `afterMs`; one line, overwritten stage by stage and cleared by `done`, so what is printed
- * after it starts on a clean line.
+ * `afterMs`; one line, overwritten stage by stage and cleared by `done` (before anything else is
+ * printed), drawn again by a later stage.
  */
 export function lateProgress(afterMs = 1000, stream: NodeJS.WriteStream = process.stderr, now: () => number = () => performance.now()): StagedProgress {
   if (!stream.isTTY) return { stage() {}, tick() {}, done() {} };
@@ -68,8 +68,10 @@ export function lateProgress(afterMs = 1000, stream: NodeJS.WriteStream = proces
       done++;
       draw(false);
     },
+    // Clears the line; a later stage draws again.
     done() {
       if (shown) stream.write('\r\u001b[K');
+      shown = false;
     },
   };
 }

@@ -34,6 +34,20 @@ describe('a progress bar for work that is usually quick', () => {
     expect(written.map((w) => w.replace(/\[[#-]+\] /, ''))).toEqual(['\r\u001b[Kwriting 3/3', '\r\u001b[Kparsing  0/10', '\r\u001b[Kparsing  2/10', '\r\u001b[K']);
   });
 
+  it('clears its line for what is printed between stages, and draws again at the next stage', () => {
+    let now = 0;
+    const { written, stream } = terminal(true);
+    const bar = lateProgress(1000, stream, () => now);
+    now = 2000;
+    bar.stage('parsing', 1);
+    bar.done();
+    bar.done();
+    now = 2500;
+    bar.stage('compiling', 2);
+    bar.done();
+    expect(written.map((w) => w.replace(/\[[#-]+\] /, ''))).toEqual(['\r\u001b[Kparsing 0/1', '\r\u001b[K', '\r\u001b[Kcompiling 0/2', '\r\u001b[K']);
+  });
+
   it('writes nothing when stderr is not a terminal, however long the work takes', () => {
     let now = 0;
     const { written, stream } = terminal(false);

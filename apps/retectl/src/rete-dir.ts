@@ -90,10 +90,12 @@ export interface Checked {
 
 /**
  * Validates the rete under root (its sources, when already read); prints its diagnostics to stderr
- * (quiet: only when invalid) and fails on any error.
+ * (quiet: only when invalid) and fails on any error. `validated` runs before anything is printed,
+ * for a progress bar to clear its line.
  */
-export function validateDir(root: string, quiet = false, options: { sources?: readonly Source[]; cache?: ParseCache } = {}): Checked {
+export function validateDir(root: string, quiet = false, options: { sources?: readonly Source[]; cache?: ParseCache; validated?: () => void } = {}): Checked {
   const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), sourceReader(root), options.cache);
+  options.validated?.();
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
     const errors = diagnostics.filter((d) => d.severity === 'error').length;

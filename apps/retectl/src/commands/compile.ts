@@ -29,14 +29,18 @@ export async function run(options: CompileOptions): Promise<void> {
     set: (digest, data) => cache.set(digest, data),
   };
   let rete;
+  let change;
   try {
-    ({ rete } = validateDir(options.dir, options.json, { sources, cache: counted }));
+    try {
+      ({ rete } = validateDir(options.dir, options.json, { sources, cache: counted, validated: () => progress.done() }));
+    } finally {
+      cache.save();
+    }
+    progress.stage('compiling', rete.nodes.length);
+    change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick());
   } finally {
-    cache.save();
+    progress.done();
   }
-  progress.stage('compiling', rete.nodes.length);
-  const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick());
-  progress.done();
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
   for (const n of change.added) out(`+ ${n}: new`);
