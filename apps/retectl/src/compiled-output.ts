@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
@@ -9,7 +9,7 @@ export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /** What the last compile wrote, node by node: see readRecord. */
 const RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 1;
+const RECORD_FORMAT = 2;
 
 export interface FileCounts {
   readonly written: number;
@@ -34,11 +34,11 @@ export function setFingerprint(files: ReadonlyMap<string, ArtifactBytes>): strin
 }
 
 /**
- * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled.
- * A node whose fingerprint is unchanged and whose folder is there is left alone without reading it,
- * which is what makes a recompile of a large rete cost what changed. Anything that may have made it
- * wrong removes it (a compile about to write, a publish that found the tree stale), and without one
- * every node's files are read back and compared, as after a crash.
+ * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
+ * with its folderStamp then. A node whose fingerprint and stamp are unchanged is left alone without
+ * reading its files, which is what makes a recompile of a large rete cost what changed. Anything that
+ * may have made it wrong removes it (a compile about to write, a publish that found the tree stale),
+ * and without one every node's files are read back and compared, as after a crash.
  */
 function readRecord(root: string): Map<string, string> | undefined {
   try {
@@ -58,6 +58,17 @@ export function forgetRecord(root: string): void {
 function writeRecord(root: string, nodes: ReadonlyMap<string, string>): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
   replaceFileUnsynced(join(root, RECORD), `${JSON.stringify({ format: RECORD_FORMAT, nodes: Object.fromEntries(nodes) })}\n`);
+}
+
+/**
+ * When a node's folder and its mgmt/ last had a file added, removed or renamed: a file deleted by
+ * hand, or saved by an editor that writes a new file and renames it, shows here. An edit in place
+ * does not; publish and plan find that one, and drop the record.
+ */
+function folderStamp(dir: string): string {
+  const node = statSync(dir, { throwIfNoEntry: false });
+  const mgmt = statSync(join(dir, MGMT_DIR), { throwIfNoEntry: false });
+  return `${node?.mtimeMs ?? '-'}/${mgmt?.mtimeMs ?? '-'}`;
 }
 
 /** One node's artifacts on disk: JSON artifacts as text, file contents as raw bytes. */
@@ -117,17 +128,19 @@ export function writeCompiled(root: string, nodes: Iterable<readonly [string, Re
 
   for (const [node, artifacts] of nodes) {
     const fingerprint = setFingerprint(artifacts);
-    next.set(node, fingerprint);
-    if (record?.get(node) !== fingerprint) recordStale = true;
     const dir = join(base, node);
+    const recorded = record?.get(node);
     if (!before.has(node)) {
       aboutToWrite();
       writeNewNode(base, node, artifacts);
       files.written += artifacts.size + 1;
       added.push(node);
-    } else if (record?.get(node) === fingerprint) {
+    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded === `${fingerprint} ${folderStamp(dir)}`) {
+      next.set(node, recorded);
       files.unchanged += artifacts.size + 1;
       unchanged.push(node);
+      onNode();
+      continue;
     } else {
       const old = readNodeFiles(dir);
       const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
@@ -155,6 +168,8 @@ export function writeCompiled(root: string, nodes: Iterable<readonly [string, Re
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
     }
+    next.set(node, `${fingerprint} ${folderStamp(dir)}`);
+    recordStale = true;
     onNode();
   }
   const removed = [...before].filter((n) => !next.has(n)).sort(cmp);

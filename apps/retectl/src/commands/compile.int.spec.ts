@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { compileRete, EXAMPLE_RETE, validateRete } from '#rete';
@@ -113,7 +113,21 @@ describe('retectl compile on a real folder', () => {
     expect(touched(before, mtimes(compiled))).toEqual([]);
   });
 
-  it('repairs a compiled file edited by hand once publish or plan has found it stale', async () => {
+  it('puts back a compiled file deleted by hand, and one an editor saved over', async () => {
+    await compile();
+    const flor = join(compiled, 'beta', 'mgmt', 'flor.json');
+    const good = readFileSync(flor, 'utf8');
+    rmSync(join(compiled, 'alpha', 'digests.json'));
+    // An editor's save: a new file renamed over the old one.
+    writeFileSync(`${flor}.swp`, '{}\n');
+    renameSync(`${flor}.swp`, flor);
+    const out = await compile();
+    expect(out).toMatch(/^~ beta: flor\.json$/m);
+    expect(readFileSync(flor, 'utf8')).toBe(good);
+    expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
+  });
+
+  it('repairs a compiled file edited in place by hand once publish or plan has found it stale', async () => {
     await compile();
     const flor = join(compiled, 'beta', 'mgmt', 'flor.json');
     const good = readFileSync(flor, 'utf8');

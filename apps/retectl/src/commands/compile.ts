@@ -31,11 +31,9 @@ export async function run(options: CompileOptions): Promise<void> {
   let rete;
   let change;
   try {
-    try {
-      ({ rete } = validateDir(options.dir, options.json, { sources, cache: counted, validated: () => progress.done() }));
-    } finally {
-      cache.save();
-    }
+    ({ rete } = validateDir(options.dir, options.json, { sources, cache: counted, validated: () => progress.done() }));
+    // Only now: a compile that refuses the rete leaves the folder as it found it.
+    cache.save();
     progress.stage('compiling', rete.nodes.length);
     change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick());
   } finally {
