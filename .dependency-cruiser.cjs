@@ -31,7 +31,9 @@ const ROOT_FILES_BUT_CONFIG = `${SRC}(?!config\\.ts$)[^/]+\\.ts$`;
 
 const downOnly = FLOORS.flatMap((floor, level) =>
   floor.map((folder) => {
-    const higher = FLOORS.slice(level).flat().filter((f) => f !== folder);
+    const higher = FLOORS.slice(level)
+      .flat()
+      .filter((f) => f !== folder);
     return {
       name: `coordinator-${folder}-points-down`,
       comment: `${folder}/ stands on floor ${level + 1}: it may import only folders below it (${FLOORS.slice(0, level).flat().join(', ') || 'none'}) and config.ts. What it needs from a folder above it, it declares as a port that folder provides.`,

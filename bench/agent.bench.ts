@@ -83,7 +83,11 @@ function spawnTracked(command: string, args: string[], env: NodeJS.ProcessEnv): 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseCli({ repeat: { type: 'string', default: '10' }, files: { type: 'string', default: '2' }, settle: { type: 'string', default: '60' } });
+  const { values } = parseCli({
+    repeat: { type: 'string', default: '10' },
+    files: { type: 'string', default: '2' },
+    settle: { type: 'string', default: '60' },
+  });
   const repeat = Number(values.repeat);
   const settle = Number(values.settle);
   if (!Number.isInteger(settle) || settle < 5) throw new UsageError('--settle must be a whole number of seconds, at least 5');
@@ -99,9 +103,20 @@ async function main(): Promise<void> {
   onCleanup(() => rmSync(root, { recursive: true, force: true }));
   const stateDir = join(root, 'state');
   const config = join(root, 'agent.json');
-  writeFileSync(config, JSON.stringify({ state_dir: stateDir, install: { dir: join(root, 'etc') }, activation: { kind: 'command', command: 'true' }, default_poll_interval: 3600 }));
+  writeFileSync(
+    config,
+    JSON.stringify({ state_dir: stateDir, install: { dir: join(root, 'etc') }, activation: { kind: 'command', command: 'true' }, default_poll_interval: 3600 }),
+  );
   const pkgConfig = join(root, 'agent-pkg.json');
-  writeFileSync(pkgConfig, JSON.stringify({ state_dir: join(root, 'state-pkg'), install: { dir: join(root, 'etc-pkg') }, activation: { kind: 'command', command: 'true' }, default_poll_interval: 3600 }));
+  writeFileSync(
+    pkgConfig,
+    JSON.stringify({
+      state_dir: join(root, 'state-pkg'),
+      install: { dir: join(root, 'etc-pkg') },
+      activation: { kind: 'command', command: 'true' },
+      default_poll_interval: 3600,
+    }),
+  );
   say('building the packaged agent (npm run package:agent -- --no-sea)');
   const packagedFlor = await packagedAgent(root);
   const env: NodeJS.ProcessEnv = { ...process.env, FLORETE_LOG_LEVEL: 'warn' };
@@ -211,7 +226,9 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(`${formatTable(['idle RSS (median of 5)', '3 s after the pass', `${settle} s after the pass`], rows)}\n`);
   const ratios = (a: number, b: number, c: number, d: number) => `${fmt(a / b, 2)} at 3 s, ${fmt(c / d, 2)} at ${settle} s`;
-  process.stdout.write(`ratio agent/bare node: ${ratios(early.agent, early.floor, settled.agent, settled.floor)} (agent ${fmt((settled.agent - settled.floor) / 1024, 1)} MiB above the runtime floor at ${settle} s)\n`);
+  process.stdout.write(
+    `ratio agent/bare node: ${ratios(early.agent, early.floor, settled.agent, settled.floor)} (agent ${fmt((settled.agent - settled.floor) / 1024, 1)} MiB above the runtime floor at ${settle} s)\n`,
+  );
   process.stdout.write(
     `ratio packaged/dist agent: ${ratios(early.packaged, early.agent, settled.packaged, settled.agent)} (packaged ${fmt((settled.packaged - settled.floor) / 1024, 1)} MiB above the runtime floor at ${settle} s)\n\n`,
   );

@@ -19,7 +19,12 @@ import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
 const LOAD = join(REPO_ROOT, 'test/support/junk-load.mjs');
-const ROUTES = [['POST', '/v1/enrol'], ['GET', '/.well-known/jwks.json'], ['GET', '/healthz'], ['GET', '/readyz']];
+const ROUTES = [
+  ['POST', '/v1/enrol'],
+  ['GET', '/.well-known/jwks.json'],
+  ['GET', '/healthz'],
+  ['GET', '/readyz'],
+];
 const TYPES = ['application/octet-stream', 'application/json', 'text/plain', 'application/x-www-form-urlencoded'];
 
 interface Answer {
@@ -66,7 +71,13 @@ runBench('bench:anonymous', async () => {
     clearInterval(sampler);
     const failed = answers.filter((a) => a.status === undefined || a.status >= 500);
     if (failed.length) throw new Error(`${failed.length} requests got no answer or a 5xx: ${JSON.stringify(failed[0])}`);
-    return { read: (bytesRead(pid) - readBefore) / 2 ** 20, slowest: Math.max(...answers.map((a) => a.ms)), healthMax: Math.max(...health), healthP50: median(health), growth: (peak - before) / 2 ** 20 };
+    return {
+      read: (bytesRead(pid) - readBefore) / 2 ** 20,
+      slowest: Math.max(...answers.map((a) => a.ms)),
+      healthMax: Math.max(...health),
+      healthP50: median(health),
+      growth: (peak - before) / 2 ** 20,
+    };
   };
 
   const rows: string[][] = [];
@@ -78,7 +89,10 @@ runBench('bench:anonymous', async () => {
     const j = await burst(bytes);
     base.push(b);
     junk.push(j);
-    for (const [kind, x] of [['10-byte bodies', b], [`${fmt(bytes / 2 ** 20, 1)} MB junk`, j]] as const) {
+    for (const [kind, x] of [
+      ['10-byte bodies', b],
+      [`${fmt(bytes / 2 ** 20, 1)} MB junk`, j],
+    ] as const) {
       rows.push([`${r}: ${kind}`, ms(x.slowest), ms(x.healthP50), ms(x.healthMax), `${fmt(x.growth, 1)} MB`, `${fmt(x.read, 1)} MB`]);
     }
   }

@@ -61,7 +61,12 @@ function compile(dir: string): Promise<Run> {
 function expectSummary(run: Run, what: string, expected: { added: number; changed: number; unchanged: number; written?: number }): void {
   const m = /: (\d+) new, (\d+) changed, (\d+) removed, (\d+) unchanged; files: (\d+) written,/.exec(run.summary);
   const got = m ? { added: Number(m[1]), changed: Number(m[2]), unchanged: Number(m[4]), written: Number(m[5]) } : undefined;
-  const wrong = !got || got.added !== expected.added || got.changed !== expected.changed || got.unchanged !== expected.unchanged || (expected.written !== undefined && got.written !== expected.written);
+  const wrong =
+    !got ||
+    got.added !== expected.added ||
+    got.changed !== expected.changed ||
+    got.unchanged !== expected.unchanged ||
+    (expected.written !== undefined && got.written !== expected.written);
   if (wrong) throw new Error(`${what}: expected ${JSON.stringify(expected)}, retectl said: ${run.summary}`);
 }
 

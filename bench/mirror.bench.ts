@@ -42,7 +42,9 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 const nodeName = (i: number) => `node-${String(i + 1).padStart(5, '0')}`;
 const agentJson = (i: number) => Buffer.from(`{\n  "node": "${nodeName(i)}",\n  "poll_interval_seconds": 30\n}\n`);
 const florJson = (i: number, generation: number) =>
-  Buffer.from(`{\n  "acl": [\n    {\n      "allow": "10.${(i >> 8) & 255}.${i & 255}.0/24"\n    }\n  ],\n  "generation": ${generation},\n  "node": "${nodeName(i)}"\n}\n`);
+  Buffer.from(
+    `{\n  "acl": [\n    {\n      "allow": "10.${(i >> 8) & 255}.${i & 255}.0/24"\n    }\n  ],\n  "generation": ${generation},\n  "node": "${nodeName(i)}"\n}\n`,
+  );
 
 /** Objects in the repository: loose files, plus the count each pack's index ends its fan-out table with. */
 function looseObjects(gitdir: string): number {
@@ -57,7 +59,8 @@ runBench('mirror.bench', async () => {
   const { values } = parseCli({ nodes: { type: 'string', default: '10000' }, repeat: { type: 'string', default: '20' } });
   const nodes = Number(values.nodes);
   const repeat = Number(values.repeat);
-  if (!Number.isInteger(nodes) || nodes < 2 || !Number.isInteger(repeat) || repeat < 1 || repeat >= nodes) throw new UsageError('--nodes must be an integer ≥ 2 and --repeat an integer in [1, nodes)');
+  if (!Number.isInteger(nodes) || nodes < 2 || !Number.isInteger(repeat) || repeat < 1 || repeat >= nodes)
+    throw new UsageError('--nodes must be an integer ≥ 2 and --repeat an integer in [1, nodes)');
 
   say('starting a throwaway PostgreSQL');
   const pg = await startThrowawayPostgres();
@@ -76,7 +79,11 @@ runBench('mirror.bench', async () => {
     const blobs: { sha256: string; size: number; content: Buffer }[] = [];
     for (const contents of files.values()) for (const c of contents) blobs.push({ sha256: sha256Hex(c), size: c.length, content: c });
     for (let i = 0; i < blobs.length; i += 1000) {
-      await db.kysely.insertInto('blobs').values(blobs.slice(i, i + 1000)).onConflict((oc) => oc.column('sha256').doNothing()).execute();
+      await db.kysely
+        .insertInto('blobs')
+        .values(blobs.slice(i, i + 1000))
+        .onConflict((oc) => oc.column('sha256').doNothing())
+        .execute();
     }
     const tree: Record<string, { artifacts: Record<string, string> }> = {};
     for (const [i, [agent, flor]] of files) tree[nodeName(i)] = { artifacts: { 'agent.json': sha256Hex(agent), 'flor.json': sha256Hex(flor) } };

@@ -56,7 +56,9 @@ async function main(): Promise<void> {
     'reconnect-every': { type: 'string', default: '10' },
   });
   const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections), rounds: Number(values.rounds) };
-  for (const [k, v] of Object.entries(opts)) if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0) || (k === 'rounds' && !Number.isInteger(v))) throw new UsageError(`--${k} must be a positive ${k === 'rounds' ? 'integer' : 'number'}`);
+  for (const [k, v] of Object.entries(opts))
+    if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0) || (k === 'rounds' && !Number.isInteger(v)))
+      throw new UsageError(`--${k} must be a positive ${k === 'rounds' ? 'integer' : 'number'}`);
   const reconnectEvery = Number(values['reconnect-every']);
   if (!Number.isInteger(reconnectEvery) || reconnectEvery < 1) throw new UsageError('--reconnect-every must be a positive integer');
   const cert: BenchCertificate | undefined = values.tls ? await selfSignedCertificate() : undefined;
@@ -69,7 +71,11 @@ async function main(): Promise<void> {
     database = 'PostgreSQL (throwaway, fsync=off)';
   }
   say('starting the coordinator');
-  const coordinator = await startCoordinator({ databaseUrl, nodeArgs: cpuProfArgs(values['cpu-prof']), ...(cert ? { tls: { certFile: cert.certFile, keyFile: cert.keyFile } } : {}) });
+  const coordinator = await startCoordinator({
+    databaseUrl,
+    nodeArgs: cpuProfArgs(values['cpu-prof']),
+    ...(cert ? { tls: { certFile: cert.certFile, keyFile: cert.keyFile } } : {}),
+  });
   const api = new HttpClient(coordinator.url, 16, cert?.certPem);
   onCleanup(() => api.close());
   const admin = coordinator.adminToken;
@@ -97,7 +103,11 @@ async function main(): Promise<void> {
   const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
   if (!m) throw new Error(`unexpected node credential shape: ${credential.slice(0, 8)}…`);
   const hash = createHash('sha256').update(m[2], 'utf8').digest('hex');
-  const baseline = await startBaseline({ credentials: [{ id: m[1], node: NODE, hash }], etags: { [NODE]: etag }, ...(cert ? { tls: { cert: cert.certPem, key: cert.keyPem } } : {}) });
+  const baseline = await startBaseline({
+    credentials: [{ id: m[1], node: NODE, hash }],
+    etags: { [NODE]: etag },
+    ...(cert ? { tls: { cert: cert.certPem, key: cert.keyPem } } : {}),
+  });
   const baselineApi = new HttpClient(baseline.url, 16, cert?.certPem);
   onCleanup(() => baselineApi.close());
   await baselineApi.expect(304, 'GET', path, { headers });
@@ -116,12 +126,29 @@ async function main(): Promise<void> {
   const rounds: { coordinator: Measured; baseline: Measured; ratio: number }[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const warmup = r === 0 ? opts.warmup : 0;
-    const coordinatorSide = await withCpu(coordinator.child.pid, () => measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say));
-    const baselineSide = await withCpu(baseline.pid, () => measurePolls(`${cert ? 'node:https' : 'node:http'} baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say));
-    rounds.push({ coordinator: coordinatorSide, baseline: baselineSide, ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average });
+    const coordinatorSide = await withCpu(coordinator.child.pid, () =>
+      measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say),
+    );
+    const baselineSide = await withCpu(baseline.pid, () =>
+      measurePolls(`${cert ? 'node:https' : 'node:http'} baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say),
+    );
+    rounds.push({
+      coordinator: coordinatorSide,
+      baseline: baselineSide,
+      ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average,
+    });
   }
   const countedByServer = (await served304()) - before304;
-  const fresh = cert ? await newConnectionTurns({ url: coordinator.url + path, pid: coordinator.child.pid }, { url: baseline.url + path, pid: baseline.pid }, headers, cert.certPem, opts, reconnectEvery) : [];
+  const fresh = cert
+    ? await newConnectionTurns(
+        { url: coordinator.url + path, pid: coordinator.child.pid },
+        { url: baseline.url + path, pid: baseline.pid },
+        headers,
+        cert.certPem,
+        opts,
+        reconnectEvery,
+      )
+    : [];
   await baseline.stop();
   const sides = rounds.flatMap((r) => [r.coordinator, r.baseline]);
 
@@ -138,7 +165,8 @@ async function main(): Promise<void> {
   ]);
   const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
   const median = ratios.length % 2 ? ratios[(ratios.length - 1) / 2] : (ratios[ratios.length / 2 - 1] + ratios[ratios.length / 2]) / 2;
-  const mean = (side: 'coordinator' | 'baseline', read: (r: autocannon.Result) => number) => rounds.reduce((n, r) => n + read(r[side].result), 0) / rounds.length;
+  const mean = (side: 'coordinator' | 'baseline', read: (r: autocannon.Result) => number) =>
+    rounds.reduce((n, r) => n + read(r[side].result), 0) / rounds.length;
   const coordinatorRate = mean('coordinator', (r) => r.requests.average);
   process.stdout.write(
     [
@@ -150,7 +178,13 @@ async function main(): Promise<void> {
       '',
       `ratio coordinator/baseline: throughput ${fmt(median, 3)} (median of the rounds: ${ratios.map((r) => fmt(r, 3)).join(', ')}); ` +
         `coordinator ${fmt(coordinatorRate)} req/s on average; ` +
-        `mean latency ×${times(mean('coordinator', (r) => r.latency.mean), mean('baseline', (r) => r.latency.mean))}, p99 latency ×${times(mean('coordinator', (r) => r.latency.p99), mean('baseline', (r) => r.latency.p99))}`,
+        `mean latency ×${times(
+          mean('coordinator', (r) => r.latency.mean),
+          mean('baseline', (r) => r.latency.mean),
+        )}, p99 latency ×${times(
+          mean('coordinator', (r) => r.latency.p99),
+          mean('baseline', (r) => r.latency.p99),
+        )}`,
       `per CPU second of the server (its process's user + system time over the turn, warm-up included): coordinator ${cpuRate(rounds.map((r) => r.coordinator))}, baseline ${cpuRate(rounds.map((r) => r.baseline))} 304s`,
       `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and runs; ` +
         `autocannon's latency histogram has 1 ms resolution`,
@@ -161,7 +195,9 @@ async function main(): Promise<void> {
   for (const f of fresh) {
     for (const side of [f.coordinator, f.baseline]) {
       if (side.unexpected + side.errors === 0 && (!f.resume || side.resumed > 0)) continue;
-      process.stderr.write(`${f.label}: ${side.unexpected} answers other than 304, ${side.errors} failed connections, ${side.resumed} of ${side.handshakes} handshakes resumed\n`);
+      process.stderr.write(
+        `${f.label}: ${side.unexpected} answers other than 304, ${side.errors} failed connections, ${side.resumed} of ${side.handshakes} handshakes resumed\n`,
+      );
       process.exitCode = 1;
     }
   }

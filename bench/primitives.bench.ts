@@ -48,9 +48,21 @@ async function pairs(): Promise<Pair[]> {
   const payload = new Uint8Array(randomBytes(1500));
   const webCryptoKey = await jose.importJWK({ ...privateKey.export({ format: 'jwk' }), alg: 'EdDSA' }, 'EdDSA');
   const objects = Array.from({ length: 1000 }, () => Buffer.from(randomBytes(50).toString('hex')));
-  const tree = Buffer.concat(Array.from({ length: 10_000 }, (_, i) => Buffer.concat([Buffer.from(`40000 node-${String(i).padStart(5, '0')}\0`), randomBytes(20)])));
+  const tree = Buffer.concat(
+    Array.from({ length: 10_000 }, (_, i) => Buffer.concat([Buffer.from(`40000 node-${String(i).padStart(5, '0')}\0`), randomBytes(20)])),
+  );
   return [
-    { what: 'sha256 of 200 bytes', chosen: 'hash()', other: 'createHash', n: 200_000, chosenFn: (i) => sha256Hex(small[i % 1000]), otherFn: (i) => createHash('sha256').update(small[i % 1000]).digest('hex') },
+    {
+      what: 'sha256 of 200 bytes',
+      chosen: 'hash()',
+      other: 'createHash',
+      n: 200_000,
+      chosenFn: (i) => sha256Hex(small[i % 1000]),
+      otherFn: (i) =>
+        createHash('sha256')
+          .update(small[i % 1000])
+          .digest('hex'),
+    },
     {
       what: 'Ed25519 JWS of a 1.5 KB payload',
       chosen: 'node:crypto',
@@ -59,7 +71,14 @@ async function pairs(): Promise<Pair[]> {
       chosenFn: () => signBundle(payload, { kid: 'k', privateKey }),
       otherFn: () => new jose.CompactSign(payload).setProtectedHeader({ alg: 'EdDSA', kid: 'k', typ: 'florete-bundle+jws' }).sign(webCryptoKey),
     },
-    { what: 'zlib stream of a 100-byte object', chosen: 'stored', other: 'deflate level 1', n: 50_000, chosenFn: (i) => storedZlib(objects[i % 1000]), otherFn: (i) => deflateSync(objects[i % 1000], { level: 1 }) },
+    {
+      what: 'zlib stream of a 100-byte object',
+      chosen: 'stored',
+      other: 'deflate level 1',
+      n: 50_000,
+      chosenFn: (i) => storedZlib(objects[i % 1000]),
+      otherFn: (i) => deflateSync(objects[i % 1000], { level: 1 }),
+    },
     {
       what: `deflate of a ${fmt(tree.length / 1024)} KiB root tree`,
       chosen: 'Huffman only',

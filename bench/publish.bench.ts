@@ -61,7 +61,11 @@ function artifact(value: unknown): Buffer {
     Array.isArray(v)
       ? v.map(sort)
       : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(v as object)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
         : v;
   return Buffer.from(`${JSON.stringify(sort(value), null, 2)}\n`, 'utf8');
 }
@@ -75,7 +79,13 @@ function nodeName(i: number): string {
 }
 
 function agentJson(i: number): Buffer {
-  return artifact({ node: nodeName(i), coordinator: 'https://coordinator.bench.invalid', poll_interval_seconds: 30, state_dir: '/var/lib/florete/agent', restart: 'systemctl restart florete-vertex' });
+  return artifact({
+    node: nodeName(i),
+    coordinator: 'https://coordinator.bench.invalid',
+    poll_interval_seconds: 30,
+    state_dir: '/var/lib/florete/agent',
+    restart: 'systemctl restart florete-vertex',
+  });
 }
 
 /** A flor.json of a few hundred bytes; `generation` is what a publish changes. */
@@ -85,11 +95,7 @@ function florJson(i: number, generation: number): Buffer {
     generation,
     listen: [`0.0.0.0:${4000 + (i % 1000)}`],
     upstreams: [{ name: 'core', address: `10.${(i >> 8) & 255}.${i & 255}.1:443` }],
-    acl: [
-      { allow: `10.${(i >> 8) & 255}.${i & 255}.0/24`, ports: [443, 8443] },
-      { allow: 'ops', ports: [22] },
-      { deny: '0.0.0.0/0' },
-    ],
+    acl: [{ allow: `10.${(i >> 8) & 255}.${i & 255}.0/24`, ports: [443, 8443] }, { allow: 'ops', ports: [22] }, { deny: '0.0.0.0/0' }],
     limits: { connections: 4096, idle_timeout_seconds: 300 },
   });
 }
@@ -172,7 +178,8 @@ async function tarOf(digests: readonly string[], blobs: ReadonlyMap<string, Buff
 /** A rete of `nodes` servers, as an operator would write it. */
 function reteYaml(nodes: number): string {
   const lines = ['mesh:', '  name: bench', '  coordinator: https://coordinator.bench.invalid', 'nodes:'];
-  for (let i = 0; i < nodes; i++) lines.push(`  - name: ${nodeName(i)}`, '    kind: server', `    listen: 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:7946`);
+  for (let i = 0; i < nodes; i++)
+    lines.push(`  - name: ${nodeName(i)}`, '    kind: server', `    listen: 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:7946`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -183,7 +190,12 @@ async function compileMs(nodes: number): Promise<number> {
   writeFileSync(join(dir, 'rete.yaml'), reteYaml(nodes));
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) =>
-    execFile(process.execPath, [join(REPO_ROOT, 'dist/apps/retectl/src/main.js'), 'compile', '-C', dir], { maxBuffer: 256 * 1024 * 1024 }, (err, _out, stderr) => (err ? reject(new Error(`retectl compile failed: ${stderr.slice(0, 2000)}`)) : resolve())),
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'dist/apps/retectl/src/main.js'), 'compile', '-C', dir],
+      { maxBuffer: 256 * 1024 * 1024 },
+      (err, _out, stderr) => (err ? reject(new Error(`retectl compile failed: ${stderr.slice(0, 2000)}`)) : resolve()),
+    ),
   );
   const elapsed = performance.now() - t0;
   rmSync(dir, { recursive: true, force: true });
@@ -213,18 +225,37 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     plan.push({ label: `(c) one node changed #${r + 1}`, tree: buildTree(nodes, generations, `bench: one changed (${nodeName(i)})`, blobs), expectChanged: 1 });
   }
   const last = plan[plan.length - 1].tree;
-  for (let r = 0; r < repeat; r++) plan.push({ label: `(d) identical tree #${r + 1}`, tree: { body: { ...last.body, message: `bench: identical #${r + 1}` }, digests: last.digests }, expectChanged: 0 });
+  for (let r = 0; r < repeat; r++)
+    plan.push({
+      label: `(d) identical tree #${r + 1}`,
+      tree: { body: { ...last.body, message: `bench: identical #${r + 1}` }, digests: last.digests },
+      expectChanged: 0,
+    });
   const lastIdentical = plan[plan.length - 1].tree;
   for (let r = 0; r < repeat; r++) plan.push({ label: `(e) same bytes again #${r + 1}`, tree: lastIdentical, expectChanged: 0, expectRepeat: true });
   for (let r = 0; r < repeat; r++) {
     const i = (r * 3331 + 1001) % nodes;
     generations[i] += 1;
-    plan.push({ label: `(f) one changed, retectl #${r + 1}`, tree: buildTree(nodes, generations, `bench: one changed, retectl (${nodeName(i)})`, blobs), expectChanged: 1, retectl: true });
+    plan.push({
+      label: `(f) one changed, retectl #${r + 1}`,
+      tree: buildTree(nodes, generations, `bench: one changed, retectl (${nodeName(i)})`, blobs),
+      expectChanged: 1,
+      retectl: true,
+    });
   }
   const lastOne = plan[plan.length - 1].tree;
-  for (let r = 0; r < repeat; r++) plan.push({ label: `(g) identical, retectl #${r + 1}`, tree: { body: { ...lastOne.body, message: `bench: identical, retectl #${r + 1}` }, digests: lastOne.digests }, expectChanged: 0, retectl: true });
+  for (let r = 0; r < repeat; r++)
+    plan.push({
+      label: `(g) identical, retectl #${r + 1}`,
+      tree: { body: { ...lastOne.body, message: `bench: identical, retectl #${r + 1}` }, digests: lastOne.digests },
+      expectChanged: 0,
+      retectl: true,
+    });
 
-  const bodyBytes = Math.max(...plan.map((p) => Buffer.byteLength(JSON.stringify(p.tree.body))), Buffer.byteLength(JSON.stringify({ digests: plan[0].tree.digests })));
+  const bodyBytes = Math.max(
+    ...plan.map((p) => Buffer.byteLength(JSON.stringify(p.tree.body))),
+    Buffer.byteLength(JSON.stringify({ digests: plan[0].tree.digests })),
+  );
   const env: Record<string, string> = {};
   let bodyLimit = DEFAULT_BODY_LIMIT;
   if (bodyBytes > DEFAULT_BODY_LIMIT / 2) {
@@ -249,15 +280,28 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     return Object.fromEntries(COUNTED.map((t) => [t, Number(rows[0][t])])) as unknown as RowCounts;
   };
   const headPosition = async (): Promise<number> => (await api.expect(200, 'GET', '/v1/ledger/head', { token })).json<{ position: number }>().position;
-  const repeats = async (): Promise<number> => Number(/^florete_publish_repeats_total (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token })).body.toString('utf8'))?.[1] ?? NaN);
+  const repeats = async (): Promise<number> =>
+    Number(/^florete_publish_repeats_total (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token })).body.toString('utf8'))?.[1] ?? NaN);
 
   /** A run with what it wrote: ledger head Δ and row counts, read after the clock stopped. */
-  const counted = async (step: (typeof plan)[number], before: RowCounts, positionBefore: number, timed: Omit<Run, 'label' | 'expectChanged' | 'expectRepeat' | 'ledgerDelta' | 'rows'>): Promise<Run> => {
+  const counted = async (
+    step: (typeof plan)[number],
+    before: RowCounts,
+    positionBefore: number,
+    timed: Omit<Run, 'label' | 'expectChanged' | 'expectRepeat' | 'ledgerDelta' | 'rows'>,
+  ): Promise<Run> => {
     const positionAfter = await headPosition();
     const after = await countRows();
     const { rows: heads } = await db.query<{ n: string }>('SELECT count(*) AS n FROM node_heads WHERE position > $1', [positionBefore]);
     const rows = Object.fromEntries(COUNTED.map((t) => [t, after[t] - before[t]])) as unknown as RowCounts;
-    return { ...timed, label: step.label, expectChanged: step.expectChanged, expectRepeat: step.expectRepeat ?? false, ledgerDelta: positionAfter - positionBefore, rows: { ...rows, node_heads: Number(heads[0].n) } };
+    return {
+      ...timed,
+      label: step.label,
+      expectChanged: step.expectChanged,
+      expectRepeat: step.expectRepeat ?? false,
+      ledgerDelta: positionAfter - positionBefore,
+      rows: { ...rows, node_heads: Number(heads[0].n) },
+    };
   };
 
   const runs: Run[] = [];
@@ -276,7 +320,21 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
         const t1 = performance.now();
         const out = await publishTree(retectl, { digests, bytes: blobs, local }, { message: step.tree.body.message });
         const t2 = performance.now();
-        runs.push(await counted(step, before, positionBefore, { totalMs: t2 - t0, digestMs: t1 - t0, missingMs: NaN, uploadMs: NaN, publishMs: t2 - t1, uploaded: out.uploaded, uploadedBytes: NaN, status: out.body.publish_id === null ? 200 : 201, changed: out.body.changed.length, publishId: out.body.publish_id, sent: out.sent }));
+        runs.push(
+          await counted(step, before, positionBefore, {
+            totalMs: t2 - t0,
+            digestMs: t1 - t0,
+            missingMs: NaN,
+            uploadMs: NaN,
+            publishMs: t2 - t1,
+            uploaded: out.uploaded,
+            uploadedBytes: NaN,
+            status: out.body.publish_id === null ? 200 : 201,
+            changed: out.body.changed.length,
+            publishId: out.body.publish_id,
+            sent: out.sent,
+          }),
+        );
         continue;
       }
       // Serialised before the clock starts, as the trees were built: the POST times the request, not
@@ -339,11 +397,30 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
 function printSize({ nodes, runs, repeats }: SizeResult): void {
   const times = formatTable(
     ['publish', 'status', 'sent', 'changed', 'wall time', 'digests', 'blobs/missing', 'uploaded', 'uploads', 'POST /publishes'],
-    runs.map((r) => [r.label, String(r.status), fmt(r.sent), fmt(r.changed), ms(r.totalMs), dash(r.digestMs, ms), dash(r.missingMs, ms), Number.isNaN(r.uploadedBytes) ? fmt(r.uploaded) : `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`, dash(r.uploadMs, ms), ms(r.publishMs)]),
+    runs.map((r) => [
+      r.label,
+      String(r.status),
+      fmt(r.sent),
+      fmt(r.changed),
+      ms(r.totalMs),
+      dash(r.digestMs, ms),
+      dash(r.missingMs, ms),
+      Number.isNaN(r.uploadedBytes) ? fmt(r.uploaded) : `${fmt(r.uploaded)} (${bytes(r.uploadedBytes)})`,
+      dash(r.uploadMs, ms),
+      ms(r.publishMs),
+    ]),
   );
   const written = formatTable(
     ['publish', 'ledger head Δ', 'ledger', 'node_versions', 'node_heads', 'publishes', 'blobs'],
-    runs.map((r) => [r.label, fmt(r.ledgerDelta), fmt(r.rows.ledger), fmt(r.rows.node_versions), fmt(r.rows.node_heads), fmt(r.rows.publishes), fmt(r.rows.blobs)]),
+    runs.map((r) => [
+      r.label,
+      fmt(r.ledgerDelta),
+      fmt(r.rows.ledger),
+      fmt(r.rows.node_versions),
+      fmt(r.rows.node_heads),
+      fmt(r.rows.publishes),
+      fmt(r.rows.blobs),
+    ]),
   );
   const all = runs[1];
   const one = runs.filter((r) => r.label.startsWith('(c)'));
@@ -363,8 +440,8 @@ function printSize({ nodes, runs, repeats }: SizeResult): void {
       times,
       '',
       'wall time = POST /v1/blobs/missing + POST /v1/blobs (tar archives) of the missing blobs + POST /v1/publishes, as the client sees them;',
-      'for (f) and (g), wall time = digests (retectl\'s set digests and buckets of the tree, no request) + POST /publishes, which there is every request of',
-      'retectl\'s publishTree: GET /v1/heads/buckets, the differing buckets\' heads, then the missing blobs, uploads and POST of the differing nodes only',
+      "for (f) and (g), wall time = digests (retectl's set digests and buckets of the tree, no request) + POST /publishes, which there is every request of",
+      "retectl's publishTree: GET /v1/heads/buckets, the differing buckets' heads, then the missing blobs, uploads and POST of the differing nodes only",
       `answered as the repeat of the body published last, without deciding it: ${fmt(repeats)} publishes (florete_publish_repeats_total), expected the ${fmt(runs.filter((r) => r.expectRepeat).length)} of (e)`,
       '',
       written,
@@ -394,14 +471,47 @@ function printGrowth(results: readonly SizeResult[]): void {
     const delta = runs.filter((r) => r.label.startsWith('(f)') || r.label.startsWith('(g)'));
     const oneRetectl = median(runs.filter((r) => r.label.startsWith('(f)')).map((r) => r.publishMs));
     const noopRetectl = median(runs.filter((r) => r.label.startsWith('(g)')).map((r) => r.publishMs));
-    return [fmt(nodes), ms(all.totalMs), ms(all.publishMs), us(all.publishMs, nodes), ms(onePost), us(onePost, nodes), ms(noopPost), us(noopPost, nodes), ms(againPost), ms(oneRetectl), ms(noopRetectl), ms(median(delta.map((r) => r.digestMs))), ms(compile), us(compile, nodes)];
+    return [
+      fmt(nodes),
+      ms(all.totalMs),
+      ms(all.publishMs),
+      us(all.publishMs, nodes),
+      ms(onePost),
+      us(onePost, nodes),
+      ms(noopPost),
+      us(noopPost, nodes),
+      ms(againPost),
+      ms(oneRetectl),
+      ms(noopRetectl),
+      ms(median(delta.map((r) => r.digestMs))),
+      ms(compile),
+      us(compile, nodes),
+    ];
   });
   process.stdout.write(
     [
       '',
       'growth: cost per node as the tree grows (medians; "retectl": the requests of retectl\'s publish of the difference, and its digests of the tree before them)',
       '',
-      formatTable(['nodes', 'all: wall', 'all: POST', 'per node', 'one: POST', 'per node', 'identical: POST', 'per node', 'same bytes: POST', 'one: retectl', 'identical: retectl', 'retectl digests', 'retectl compile', 'per node'], rows),
+      formatTable(
+        [
+          'nodes',
+          'all: wall',
+          'all: POST',
+          'per node',
+          'one: POST',
+          'per node',
+          'identical: POST',
+          'per node',
+          'same bytes: POST',
+          'one: retectl',
+          'identical: retectl',
+          'retectl digests',
+          'retectl compile',
+          'per node',
+        ],
+        rows,
+      ),
       '',
     ].join('\n'),
   );
@@ -419,8 +529,12 @@ function checkCounts({ runs, nodes, repeats }: SizeResult): string[] {
     if (r.label.startsWith('(f)') || r.label.startsWith('(g)') ? r.sent !== r.expectChanged : r.sent !== nodes) problems.push(`${label}: sent ${r.sent} nodes`);
     if (r.changed !== r.expectChanged) problems.push(`${label}: ${r.changed} nodes changed, expected ${r.expectChanged}`);
     if (r.status !== status) problems.push(`${label}: answered ${r.status}, expected ${status}`);
-    if ((r.publishId === null) !== (r.expectChanged === 0)) problems.push(`${label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
-    if (r.ledgerDelta !== events) problems.push(`${label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`);
+    if ((r.publishId === null) !== (r.expectChanged === 0))
+      problems.push(`${label}: publish_id ${r.publishId}, expected ${r.expectChanged === 0 ? 'null' : 'an id'}`);
+    if (r.ledgerDelta !== events)
+      problems.push(
+        `${label}: ledger moved by ${r.ledgerDelta} events, expected ${events} (${r.expectChanged} node_set_stamped + ${events ? 1 : 0} publish_recorded)`,
+      );
     if (r.rows.ledger !== r.ledgerDelta) problems.push(`${label}: ${r.rows.ledger} ledger rows written but the head moved by ${r.ledgerDelta}`);
     if (r.rows.node_versions !== r.expectChanged || r.rows.node_heads !== r.expectChanged) {
       problems.push(`${label}: wrote ${r.rows.node_versions} node_versions and ${r.rows.node_heads} node_heads rows, expected ${r.expectChanged} of each`);

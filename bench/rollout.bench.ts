@@ -64,7 +64,9 @@ function nodeName(i: number): string {
 
 /** A flor.json of a couple of hundred bytes; `generation` is what each publish changes. */
 function florJson(i: number, generation: number): Buffer {
-  return Buffer.from(`${JSON.stringify({ node: nodeName(i), generation, listen: [`0.0.0.0:${4000 + (i % 1000)}`], acl: [{ allow: `10.${(i >> 8) & 255}.${i & 255}.0/24`, ports: [443] }, { deny: '0.0.0.0/0' }] }, null, 2)}\n`);
+  return Buffer.from(
+    `${JSON.stringify({ node: nodeName(i), generation, listen: [`0.0.0.0:${4000 + (i % 1000)}`], acl: [{ allow: `10.${(i >> 8) & 255}.${i & 255}.0/24`, ports: [443] }, { deny: '0.0.0.0/0' }] }, null, 2)}\n`,
+  );
 }
 
 interface RolloutView {
@@ -123,7 +125,8 @@ async function main(): Promise<void> {
   const load = { duration: Number(values.duration), warmup: Number(values.warmup), connections: int('connections', 1) };
   if (!(load.duration > 0) || !(load.warmup >= 0)) throw new UsageError('--duration must be positive and --warmup at least 0');
   const waves = values.waves.split(',').map(Number);
-  if (waves.some((w, i) => !Number.isInteger(w) || w < 1 || w > 100 || (i > 0 && w <= waves[i - 1])) || waves[waves.length - 1] !== 100) throw new UsageError('--waves must be increasing percents ending at 100, e.g. 10,50,100');
+  if (waves.some((w, i) => !Number.isInteger(w) || w < 1 || w > 100 || (i > 0 && w <= waves[i - 1])) || waves[waves.length - 1] !== 100)
+    throw new UsageError('--waves must be increasing percents ending at 100, e.g. 10,50,100');
   if (canarySize >= nodes) throw new UsageError('--canary must be smaller than --nodes');
   if (values.read !== 'list' && values.read !== 'one') throw new UsageError('--read must be list or one');
   const tickMs = values['tick-ms'] === undefined ? 1000 : int('tick-ms', 50);
@@ -135,7 +138,11 @@ async function main(): Promise<void> {
     databaseUrl = (await startThrowawayPostgres()).url;
     database = 'PostgreSQL (throwaway, fsync=off)';
   }
-  const env: Record<string, string> = { FLORETE_ANON_RATE_LIMIT: '0', ...(values['tick-ms'] !== undefined ? { FLORETE_ROLLOUT_TICK_MS: String(tickMs) } : {}), ...(values['mirror-off'] ? { FLORETE_MIRROR: 'off' } : {}) };
+  const env: Record<string, string> = {
+    FLORETE_ANON_RATE_LIMIT: '0',
+    ...(values['tick-ms'] !== undefined ? { FLORETE_ROLLOUT_TICK_MS: String(tickMs) } : {}),
+    ...(values['mirror-off'] ? { FLORETE_MIRROR: 'off' } : {}),
+  };
   say('starting the coordinator');
   const coordinator = await startCoordinator({ databaseUrl, env, nodeArgs: cpuProfArgs(values['cpu-prof']) });
   const api = new HttpClient(coordinator.url, concurrency);
@@ -155,7 +162,12 @@ async function main(): Promise<void> {
     });
     const digests = [...blobs.keys()];
     const missing: string[] = [];
-    for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK) missing.push(...(await api.expect(200, 'POST', '/v1/blobs/missing', { token: admin, body: { digests: digests.slice(i, i + MAX_DIGESTS_PER_ASK) } })).json<{ missing: string[] }>().missing);
+    for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK)
+      missing.push(
+        ...(await api.expect(200, 'POST', '/v1/blobs/missing', { token: admin, body: { digests: digests.slice(i, i + MAX_DIGESTS_PER_ASK) } })).json<{
+          missing: string[];
+        }>().missing,
+      );
     for (let i = 0; i < missing.length; i += 20_000) {
       const p = pack();
       const chunks: Buffer[] = [];
@@ -175,7 +187,9 @@ async function main(): Promise<void> {
     const out = new Map<string, number>();
     let cursor: string | null = null;
     do {
-      const page: { items: { node: string; version: number }[]; next_cursor: string | null } = (await api.expect(200, 'GET', `/v1/heads?limit=10000${cursor ? `&cursor=${cursor}` : ''}`, { token: admin })).json();
+      const page: { items: { node: string; version: number }[]; next_cursor: string | null } = (
+        await api.expect(200, 'GET', `/v1/heads?limit=10000${cursor ? `&cursor=${cursor}` : ''}`, { token: admin })
+      ).json();
       for (const h of page.items) out.set(h.node, h.version);
       cursor = page.next_cursor;
     } while (cursor);
@@ -185,7 +199,9 @@ async function main(): Promise<void> {
   // While a gate is open: the rollout's summary, from the list (the newest first), unless --read one.
   const readSummary = async (id: string): Promise<{ status: string; released: number }> => {
     if (values.read === 'one') return readRollout(id);
-    const found = (await api.expect(200, 'GET', '/v1/rollouts?limit=5', { token: admin })).json<{ rollouts: { id: string; status: string; released: number }[] }>().rollouts.find((r) => r.id === id);
+    const found = (await api.expect(200, 'GET', '/v1/rollouts?limit=5', { token: admin }))
+      .json<{ rollouts: { id: string; status: string; released: number }[] }>()
+      .rollouts.find((r) => r.id === id);
     if (!found) throw new Error(`rollout ${id} is not among the newest in GET /v1/rollouts`);
     return found;
   };
@@ -198,7 +214,11 @@ async function main(): Promise<void> {
   const credentials = new Map<string, string>();
   await mapLimit(names, concurrency, async (node) => {
     const { token } = (await api.expect(201, 'POST', '/v1/enrolment-tokens', { token: admin, body: { node } })).json<{ token: string }>();
-    const { credential } = (await api.expect(201, 'POST', '/v1/enrol', { body: { token, profile: { hostname: node, os: 'linux', arch: 'x86_64', agent_version: '0.1.0', clock: new Date().toISOString() }, inventory: {} } })).json<{ credential: string }>();
+    const { credential } = (
+      await api.expect(201, 'POST', '/v1/enrol', {
+        body: { token, profile: { hostname: node, os: 'linux', arch: 'x86_64', agent_version: '0.1.0', clock: new Date().toISOString() }, inventory: {} },
+      })
+    ).json<{ credential: string }>();
     credentials.set(node, credential);
   });
   const enrolMs = performance.now() - enrolStarted;
@@ -227,13 +247,17 @@ async function main(): Promise<void> {
     // The wave's nodes: those whose head moved and that have not reported yet.
     const now = await heads();
     const moved = names.filter((n) => now.get(n) !== before.get(n));
-    if (moved.length !== sizes.slice(0, w + 1).reduce((a, b) => a + b, 0)) problems.push(`after ${waveNames[w]} was released, ${moved.length} heads had moved, expected ${sizes.slice(0, w + 1).reduce((a, b) => a + b, 0)}`);
+    if (moved.length !== sizes.slice(0, w + 1).reduce((a, b) => a + b, 0))
+      problems.push(`after ${waveNames[w]} was released, ${moved.length} heads had moved, expected ${sizes.slice(0, w + 1).reduce((a, b) => a + b, 0)}`);
     const wave = moved.filter((n) => !reported.has(n));
     if (wave.length !== sizes[w]) problems.push(`${waveNames[w]}: ${wave.length} nodes released, the rollout said ${sizes[w]}`);
     say(`${waveNames[w]}: ${fmt(wave.length)} nodes report`);
     const sent = performance.now();
     await mapLimit(wave, concurrency, async (node) => {
-      await api.expect(204, 'POST', `/v1/nodes/${node}/reports`, { token: credentials.get(node)!, body: { active_version: now.get(node)!, result: 'applied', agent_version: '0.1.0' } });
+      await api.expect(204, 'POST', `/v1/nodes/${node}/reports`, {
+        token: credentials.get(node)!,
+        body: { active_version: now.get(node)!, result: 'applied', agent_version: '0.1.0' },
+      });
       reported.add(node);
     });
     const gateAt = performance.now();
@@ -247,17 +271,32 @@ async function main(): Promise<void> {
       const seen = await readSummary(id);
       reads++;
       if (last ? seen.status !== 'running' : seen.released > w + 1 || seen.status !== 'running') break;
-      if (performance.now() - gateAt > timeoutMs) throw new Error(`${waveNames[w]}: its gate opened ${timeoutMs / 1000} s ago and the rollout shows no step (status ${seen.status}, ${seen.released} released)`);
+      if (performance.now() - gateAt > timeoutMs)
+        throw new Error(
+          `${waveNames[w]}: its gate opened ${timeoutMs / 1000} s ago and the rollout shows no step (status ${seen.status}, ${seen.released} released)`,
+        );
       await sleep(Math.max(0, every - (performance.now() - asked)));
     }
     const seenMs = performance.now() - gateAt;
     const view = await readRollout(id);
-    if (last ? view.status !== 'completed' : view.status !== 'running' || view.released !== w + 2) problems.push(`after ${waveNames[w]}'s gate: status ${view.status}, ${view.released} waves released`);
+    if (last ? view.status !== 'completed' : view.status !== 'running' || view.released !== w + 2)
+      problems.push(`after ${waveNames[w]}'s gate: status ${view.status}, ${view.released} waves released`);
     const recordedAt = last ? view.timeline.find((e) => e.type === 'rollout_completed')?.recorded_at : view.wave_list[w + 1]?.released_at;
     const recordedMs = recordedAt ? Date.parse(recordedAt) - gateWall : Number.NaN;
     if (recordedMs < -5) problems.push(`${waveNames[w]}: the next step was recorded ${ms(-recordedMs)} before its last report was acknowledged`);
-    gates.push({ wave: waveNames[w], waveNodes: wave.length, reportsMs: gateAt - sent, next: last ? 'completed' : `${waveNames[w + 1]} released`, nextNodes: last ? 0 : sizes[w + 1], recordedMs, seenMs, reads });
-    say(`${waveNames[w]} confirmed at ${new Date(gateWall).toISOString()} → ${gates[gates.length - 1].next}: recorded at ${recordedAt ?? '?'}, seen after ${ms(seenMs)}`);
+    gates.push({
+      wave: waveNames[w],
+      waveNodes: wave.length,
+      reportsMs: gateAt - sent,
+      next: last ? 'completed' : `${waveNames[w + 1]} released`,
+      nextNodes: last ? 0 : sizes[w + 1],
+      recordedMs,
+      seenMs,
+      reads,
+    });
+    say(
+      `${waveNames[w]} confirmed at ${new Date(gateWall).toISOString()} → ${gates[gates.length - 1].next}: recorded at ${recordedAt ?? '?'}, seen after ${ms(seenMs)}`,
+    );
   }
   const rolloutMs = performance.now() - rolloutStarted;
   const final = await heads();
@@ -268,8 +307,14 @@ async function main(): Promise<void> {
   let poll: { rows: string[][]; withRatio: number; withoutRatio: number; ratios: { with: number[]; without: number[] } } | null = null;
   if (rounds > 0) {
     say('publishing a third tree as one wave of every node, whose nodes never report');
-    const third = (await api.expect(201, 'POST', '/v1/publishes', { token: admin, body: { message: 'bench: rollout that stays running', nodes: await treeOf(3), rollout: { waves: [100], bake_seconds: 0, confirm_share: 1 } } })).json<{ rollout: { id: string; waves: number[] } }>().rollout;
-    if (third.waves.length !== 1 || third.waves[0] !== nodes) problems.push(`the running rollout has waves ${third.waves.join(', ')}, expected one of ${nodes}`);
+    const third = (
+      await api.expect(201, 'POST', '/v1/publishes', {
+        token: admin,
+        body: { message: 'bench: rollout that stays running', nodes: await treeOf(3), rollout: { waves: [100], bake_seconds: 0, confirm_share: 1 } },
+      })
+    ).json<{ rollout: { id: string; waves: number[] } }>().rollout;
+    if (third.waves.length !== 1 || third.waves[0] !== nodes)
+      problems.push(`the running rollout has waves ${third.waves.join(', ')}, expected one of ${nodes}`);
     const pollNode = names[nodes - 1];
     const credential = credentials.get(pollNode)!;
     const path = `/v1/nodes/${pollNode}/bundle`;
@@ -278,10 +323,14 @@ async function main(): Promise<void> {
     const headers = { authorization: `Bearer ${credential}`, 'if-none-match': etag };
     const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
     if (!m) throw new Error(`unexpected node credential shape: ${credential.slice(0, 8)}…`);
-    const baseline = await startBaseline({ credentials: [{ id: m[1], node: pollNode, hash: createHash('sha256').update(m[2], 'utf8').digest('hex') }], etags: { [pollNode]: etag } });
+    const baseline = await startBaseline({
+      credentials: [{ id: m[1], node: pollNode, hash: createHash('sha256').update(m[2], 'utf8').digest('hex') }],
+      etags: { [pollNode]: etag },
+    });
     // The mirror writes the third tree's commit for seconds after it: let it finish first.
     say('waiting for the git mirror to catch up');
-    const mirrorLag = async () => Number(/^florete_mirror_lag_positions (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8'))?.[1] ?? 0);
+    const mirrorLag = async () =>
+      Number(/^florete_mirror_lag_positions (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8'))?.[1] ?? 0);
     const mirrorWait = performance.now();
     while ((await mirrorLag()) > 0) {
       if (performance.now() - mirrorWait > timeoutMs) throw new Error(`the git mirror did not catch up within ${timeoutMs / 1000} s`);
@@ -298,7 +347,10 @@ async function main(): Promise<void> {
         status = want;
       }
       const v = await readRollout(third.id);
-      if (v.status !== want || v.released !== 1 || v.wave_list[0].counts.outstanding !== nodes) problems.push(`the poll's rollout is ${v.status} with ${v.released} released and ${v.wave_list[0].counts.outstanding} outstanding, expected ${want}, 1 and ${nodes}`);
+      if (v.status !== want || v.released !== 1 || v.wave_list[0].counts.outstanding !== nodes)
+        problems.push(
+          `the poll's rollout is ${v.status} with ${v.released} released and ${v.wave_list[0].counts.outstanding} outstanding, expected ${want}, 1 and ${nodes}`,
+        );
       // A pause or resume moves the ledger, not the node's head: the same ETag still answers 304.
       await api.expect(304, 'GET', path, { headers });
     };
@@ -317,10 +369,20 @@ async function main(): Promise<void> {
       }
     }
     await baseline.stop();
-    const ratiosOf = (condition: 'with' | 'without') => sides.filter((s) => s.condition === condition).map((s) => s.coordinator.result.requests.average / s.baseline.result.requests.average);
+    const ratiosOf = (condition: 'with' | 'without') =>
+      sides.filter((s) => s.condition === condition).map((s) => s.coordinator.result.requests.average / s.baseline.result.requests.average);
     const ratios = { with: ratiosOf('with'), without: ratiosOf('without') };
     for (const s of sides) for (const p of [pollProblem(s.coordinator), pollProblem(s.baseline)]) if (p) problems.push(p);
-    const row = (s: PollSide, ratio: string) => [s.name, fmt(s.result.requests.average), `${fmt(s.result.latency.mean, 2)} ms`, `${fmt(s.result.latency.p99)} ms`, fmt(s.result.statusCodeStats['304']?.count ?? 0), fmt(s.unexpected), fmt(s.errors), ratio];
+    const row = (s: PollSide, ratio: string) => [
+      s.name,
+      fmt(s.result.requests.average),
+      `${fmt(s.result.latency.mean, 2)} ms`,
+      `${fmt(s.result.latency.p99)} ms`,
+      fmt(s.result.statusCodeStats['304']?.count ?? 0),
+      fmt(s.unexpected),
+      fmt(s.errors),
+      ratio,
+    ];
     poll = {
       rows: sides.flatMap((s) => [row(s.coordinator, fmt(s.coordinator.result.requests.average / s.baseline.result.requests.average, 3)), row(s.baseline, '')]),
       withRatio: median(ratios.with),
@@ -337,7 +399,16 @@ async function main(): Promise<void> {
     '',
     formatTable(
       ['gate: wave confirmed', 'its nodes', 'its reports', 'step', 'step nodes', 'gate → recorded', 'gate → seen', 'reads'],
-      gates.map((g) => [g.wave, fmt(g.waveNodes), ms(g.reportsMs), g.next, g.nextNodes ? fmt(g.nextNodes) : '–', Number.isNaN(g.recordedMs) ? '–' : ms(Math.max(0, g.recordedMs)), ms(g.seenMs), fmt(g.reads)]),
+      gates.map((g) => [
+        g.wave,
+        fmt(g.waveNodes),
+        ms(g.reportsMs),
+        g.next,
+        g.nextNodes ? fmt(g.nextNodes) : '–',
+        Number.isNaN(g.recordedMs) ? '–' : ms(Math.max(0, g.recordedMs)),
+        ms(g.seenMs),
+        fmt(g.reads),
+      ]),
     ),
     '',
     `gate → seen: mean ${ms(seen.reduce((a, b) => a + b, 0) / seen.length)}, max ${ms(Math.max(...seen))} (target ≤ 1,000 ms per wave); the gate opens when the wave's last report is acknowledged;`,

@@ -43,7 +43,9 @@ async function measure(serverUrl: string, nodes: number, concurrency: number): P
     const body: { message: string; nodes: Record<string, { artifacts: Record<string, string> }> } = { message: `bench ${nodes}`, nodes: {} };
     const blobs = new Map<string, Buffer>();
     for (let i = 0; i < nodes; i++) {
-      const flor = Buffer.from(`${JSON.stringify({ node: nodeName(i), listen: [`0.0.0.0:${4000 + (i % 1000)}`], acl: [{ allow: `10.${(i >> 8) & 255}.${i & 255}.0/24` }] }, null, 2)}\n`);
+      const flor = Buffer.from(
+        `${JSON.stringify({ node: nodeName(i), listen: [`0.0.0.0:${4000 + (i % 1000)}`], acl: [{ allow: `10.${(i >> 8) & 255}.${i & 255}.0/24` }] }, null, 2)}\n`,
+      );
       blobs.set(sha256(flor), flor);
       body.nodes[nodeName(i)] = { artifacts: { 'flor.json': sha256(flor) } };
     }
@@ -77,7 +79,13 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${formatTable(
       ['nodes', 'publish (baseline)', 'keys rotate', 'per moved head', 'rotate / publish'],
-      results.map((r) => [fmt(r.nodes), ms(r.publishMs), ms(r.rotateMs), `${fmt((r.rotateMs * 1000) / r.resigned)} µs`, `${fmt(r.rotateMs / r.publishMs, 2)}×`]),
+      results.map((r) => [
+        fmt(r.nodes),
+        ms(r.publishMs),
+        ms(r.rotateMs),
+        `${fmt((r.rotateMs * 1000) / r.resigned)} µs`,
+        `${fmt(r.rotateMs / r.publishMs, 2)}×`,
+      ]),
     )}\n\npublish = POST /v1/publishes of N new nodes (blobs already uploaded); keys rotate = POST /v1/keys/rotate moving those N heads to the new key; both as the client sees them, on one coordinator per size\n`,
   );
 }

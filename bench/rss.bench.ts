@@ -29,7 +29,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function bareNode(settleMs: number): Promise<{ rss: number; peak: number }> {
   const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-  onCleanup(() => void child.kill('SIGKILL'), () => void child.kill('SIGKILL'));
+  onCleanup(
+    () => void child.kill('SIGKILL'),
+    () => void child.kill('SIGKILL'),
+  );
   await sleep(settleMs);
   const m = residentOf(child.pid!);
   child.kill('SIGKILL');
@@ -54,7 +57,10 @@ runBench('bench:rss', async () => {
   say('bare node process');
   const bare = await bareNode(settleMs);
   const dataDir = mkdtempSync(join(tmpdir(), 'florete-bench-rss-'));
-  onCleanup(() => rmSync(dataDir, { recursive: true, force: true }), () => rmSync(dataDir, { recursive: true, force: true }));
+  onCleanup(
+    () => rmSync(dataDir, { recursive: true, force: true }),
+    () => rmSync(dataDir, { recursive: true, force: true }),
+  );
   say('coordinator, embedded database, new data dir');
   const fresh = await coordinatorIdle(settleMs, { dataDir });
   say('coordinator, embedded database, same data dir served again');
@@ -63,11 +69,22 @@ runBench('bench:rss', async () => {
   const pg = await startThrowawayPostgres();
   const postgres = await coordinatorIdle(settleMs, { databaseUrl: pg.url });
 
-  const row = (name: string, m: { rss: number; peak: number }) => [name, fmt(m.rss / MiB), fmt(m.peak / MiB), fmt((m.rss - bare.rss) / MiB), fmt(m.rss / bare.rss, 1)];
+  const row = (name: string, m: { rss: number; peak: number }) => [
+    name,
+    fmt(m.rss / MiB),
+    fmt(m.peak / MiB),
+    fmt((m.rss - bare.rss) / MiB),
+    fmt(m.rss / bare.rss, 1),
+  ];
   process.stdout.write(
     `${formatTable(
       [`process, idle after ${settle} s`, 'RSS MiB', 'peak MiB', 'over bare MiB', '× bare'],
-      [row('bare node (setInterval)', bare), row('coordinator, embedded, new data dir', fresh), row('coordinator, embedded, existing data dir', again), row('coordinator, PostgreSQL', postgres)],
+      [
+        row('bare node (setInterval)', bare),
+        row('coordinator, embedded, new data dir', fresh),
+        row('coordinator, embedded, existing data dir', again),
+        row('coordinator, PostgreSQL', postgres),
+      ],
     )}\n`,
   );
 });

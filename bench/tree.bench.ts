@@ -35,7 +35,9 @@ async function fill(db: Db, n: number): Promise<void> {
     for (let i = 0; i < made.length; i += 5000) {
       const slice = made.slice(i, i + 5000);
       await sql`INSERT INTO ledger_tree (level, idx, hash)
-        SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db.kysely);
+        SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(
+        db.kysely,
+      );
     }
     // What a later batch can still need: the complete subtrees that make up the tree so far.
     const peaks = new Set(rootCoords(size + count).map(key));
@@ -51,7 +53,11 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 runBench('tree', async () => {
-  const { values } = parseCli({ entries: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '200' }, postgres: { type: 'boolean', default: false } });
+  const { values } = parseCli({
+    entries: { type: 'string', default: '1000000' },
+    rounds: { type: 'string', default: '200' },
+    postgres: { type: 'boolean', default: false },
+  });
   const n = Number(values.entries);
   const rounds = Number(values.rounds);
   if (!Number.isSafeInteger(n) || n < 2) throw new UsageError('--entries must be a whole number ≥ 2');

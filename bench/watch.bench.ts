@@ -46,7 +46,10 @@ function raiseFileLimit(): number {
   const hard = read('-Hn');
   if (soft < hard && !process.env[RAISED]) {
     const args = [...process.execArgv, ...process.argv.slice(1)].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-    const r = spawnSync('sh', ['-c', `ulimit -n ${hard === Number.POSITIVE_INFINITY ? 'unlimited' : hard} && exec '${process.execPath}' ${args}`], { stdio: 'inherit', env: { ...process.env, [RAISED]: '1' } });
+    const r = spawnSync('sh', ['-c', `ulimit -n ${hard === Number.POSITIVE_INFINITY ? 'unlimited' : hard} && exec '${process.execPath}' ${args}`], {
+      stdio: 'inherit',
+      env: { ...process.env, [RAISED]: '1' },
+    });
     process.exit(r.status ?? 1);
   }
   return soft;
@@ -54,7 +57,8 @@ function raiseFileLimit(): number {
 
 const rssOf = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 'NaN') * 1024;
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-const median = (sorted: readonly number[]) => (sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2);
+const median = (sorted: readonly number[]) =>
+  sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Node {
@@ -81,7 +85,11 @@ class Watcher {
     this.buffered = '';
     this.held = true;
     socket.setNoDelay(true);
-    socket.on('connect', () => socket.write(`GET /v1/nodes/${this.node.name}/bundle HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer ${this.node.credential}\r\nif-none-match: ${this.node.etag}\r\nprefer: wait=${this.wait}\r\nconnection: close\r\n\r\n`));
+    socket.on('connect', () =>
+      socket.write(
+        `GET /v1/nodes/${this.node.name}/bundle HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer ${this.node.credential}\r\nif-none-match: ${this.node.etag}\r\nprefer: wait=${this.wait}\r\nconnection: close\r\n\r\n`,
+      ),
+    );
     socket.on('data', (chunk: Buffer) => {
       this.buffered += chunk.toString('latin1');
     });
@@ -119,9 +127,16 @@ async function main(): Promise<void> {
     'cpu-prof': { type: 'string' },
   });
   const cpuProf = values['cpu-prof'];
-  const opts = { watchers: Number(values.watchers), publishes: Number(values.publishes), duration: Number(values.duration), connections: Number(values.connections), all: Number(values.all) };
+  const opts = {
+    watchers: Number(values.watchers),
+    publishes: Number(values.publishes),
+    duration: Number(values.duration),
+    connections: Number(values.connections),
+    all: Number(values.all),
+  };
   for (const [k, v] of Object.entries(opts)) if (!Number.isInteger(v) || v <= 0) throw new UsageError(`--${k} must be a positive integer`);
-  if (limit < opts.watchers + 1000) throw new UsageError(`the open-file limit is ${limit}: ${opts.watchers} watchers need more than ${opts.watchers + 1000} (raise the hard limit)`);
+  if (limit < opts.watchers + 1000)
+    throw new UsageError(`the open-file limit is ${limit}: ${opts.watchers} watchers need more than ${opts.watchers + 1000} (raise the hard limit)`);
 
   say('starting a throwaway PostgreSQL and two replicas');
   const { url: databaseUrl } = await startThrowawayPostgres();
@@ -159,13 +174,18 @@ async function main(): Promise<void> {
   await publish(apiB, names);
   const nodes: Node[] = await mapLimit(names, 32, async (name) => {
     const { token } = (await apiB.expect(201, 'POST', '/v1/enrolment-tokens', { token: admin, body: { node: name } })).json<{ token: string }>();
-    const { credential } = (await apiB.expect(201, 'POST', '/v1/enrol', { body: { token, profile: { hostname: name, os: "linux", arch: "x86_64", agent_version: "0.1.0", clock: new Date().toISOString() }, inventory: {} } })).json<{ credential: string }>();
+    const { credential } = (
+      await apiB.expect(201, 'POST', '/v1/enrol', {
+        body: { token, profile: { hostname: name, os: 'linux', arch: 'x86_64', agent_version: '0.1.0', clock: new Date().toISOString() }, inventory: {} },
+      })
+    ).json<{ credential: string }>();
     const first = await apiA.expect(200, 'GET', `/v1/nodes/${name}/bundle`, { token: credential });
     return { name, credential, etag: String(first.headers.etag) };
   });
   const byName = new Map(nodes.map((n) => [n.name, n]));
 
-  const held = async (api: HttpClient): Promise<number> => Number(/^florete_watches_held (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8'))?.[1] ?? 'NaN');
+  const held = async (api: HttpClient): Promise<number> =>
+    Number(/^florete_watches_held (\d+)$/m.exec((await api.expect(200, 'GET', '/metrics', { token: admin })).body.toString('utf8'))?.[1] ?? 'NaN');
   const until = async (what: string, check: () => Promise<boolean>, ms = 120_000) => {
     const end = performance.now() + ms;
     while (!(await check())) {
@@ -179,8 +199,12 @@ async function main(): Promise<void> {
   const pollPath = `/v1/nodes/${pollNode.name}/bundle`;
   const pollHeaders = () => ({ authorization: `Bearer ${pollNode.credential}`, 'if-none-match': pollNode.etag });
   const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(pollNode.credential)!;
-  const baseline = await startBaseline({ credentials: [{ id: m[1], node: pollNode.name, hash: createHash('sha256').update(m[2], 'utf8').digest('hex') }], etags: { [pollNode.name]: pollNode.etag } });
-  const rate = async (url: string) => (await autocannon({ url: url + pollPath, headers: pollHeaders(), connections: opts.connections, duration: opts.duration })).requests.average;
+  const baseline = await startBaseline({
+    credentials: [{ id: m[1], node: pollNode.name, hash: createHash('sha256').update(m[2], 'utf8').digest('hex') }],
+    etags: { [pollNode.name]: pollNode.etag },
+  });
+  const rate = async (url: string) =>
+    (await autocannon({ url: url + pollPath, headers: pollHeaders(), connections: opts.connections, duration: opts.duration })).requests.average;
   const pollRatio = async (label: string) => {
     await rate(a.url); // warm-up
     const coordinator = await rate(a.url);
@@ -312,9 +336,17 @@ async function main(): Promise<void> {
         [
           [`held watches on one replica`, `${fmt(opts.watchers)} (all held ${fmt(heldMs / 1000, 1)} s after connecting)`],
           ['RSS growth per held watch', `${fmt(perWatch / 1024, 1)} KB (${fmt(rssBefore / 1048576, 0)} MB → ${fmt(rssAfter / 1048576, 0)} MB)`],
-          ['publish of 1 changed node → its 200', `p50 ${fmt(percentile(one, 50), 1)} ms, p99 ${fmt(percentile(one, 99), 1)} ms (${one.length} publishes, on the other replica)`],
+          [
+            'publish of 1 changed node → its 200',
+            `p50 ${fmt(percentile(one, 50), 1)} ms, p99 ${fmt(percentile(one, 99), 1)} ms (${one.length} publishes, on the other replica)`,
+          ],
           [`publish changing all ${fmt(opts.watchers)} → every 200`, allFigure],
-          ['replica killed → all held on the survivor', cpuProf ? 'not measured (--cpu-prof)' : `${fmt(survivorMs / 1000, 1)} s, ${fmt(fromSurvivor5xx)} answers 5xx from the survivor, ${fmt(failures)} failed connections retried`],
+          [
+            'replica killed → all held on the survivor',
+            cpuProf
+              ? 'not measured (--cpu-prof)'
+              : `${fmt(survivorMs / 1000, 1)} s, ${fmt(fromSurvivor5xx)} answers 5xx from the survivor, ${fmt(failures)} failed connections retried`,
+          ],
           ['poll 304 ratio coordinator/baseline, no watch held', `${fmt(idlePoll.ratio, 3)} (${fmt(idlePoll.coordinator)} vs ${fmt(idlePoll.base)} req/s)`],
           [`poll 304 ratio, ${fmt(opts.watchers)} watches held`, `${fmt(heldPoll.ratio, 3)} (${fmt(heldPoll.coordinator)} vs ${fmt(heldPoll.base)} req/s)`],
         ],

@@ -14,6 +14,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('reported_at', 'timestamptz', (c) => c.notNull())
     .addPrimaryKeyConstraint('node_outcomes_pkey', ['node', 'version'])
     .execute();
-  await db.schema.alterTable('node_status').addColumn('ineligible', 'boolean', (c) => c.notNull().defaultTo(sql`false`)).execute();
+  await db.schema
+    .alterTable('node_status')
+    .addColumn('ineligible', 'boolean', (c) => c.notNull().defaultTo(sql`false`))
+    .execute();
   await db.schema.alterTable('node_status').addColumn('briefing', 'jsonb').execute();
 }

@@ -21,7 +21,10 @@ describe.each(kinds)('0007-revocation-reason on %s', (kind) => {
     const now = new Date('2026-11-29T08:00:00Z');
     const credential = (id: string, node: string, revoked: boolean) => ({ id, node, secret_hash: 'x', created_at: now, revoked_at: revoked ? now : null });
     // Before 0007 the table has no revoked_reason: insert only the older columns.
-    await db.kysely.insertInto('node_credentials').values([credential('retired1', 'gamma', true), credential('replaced', 'alpha', true), credential('live', 'alpha', false)]).execute();
+    await db.kysely
+      .insertInto('node_credentials')
+      .values([credential('retired1', 'gamma', true), credential('replaced', 'alpha', true), credential('live', 'alpha', false)])
+      .execute();
     // The ledger as a coordinator of that time wrote it: the events alone, through the store (today's
     // writer also signs a checkpoint, whose table a later migration adds).
     const revoked = async (subject: string, data: Record<string, unknown>, actor: string) =>

@@ -20,8 +20,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     BEGIN
       RAISE EXCEPTION 'trust versions are append-only: % is not allowed', TG_OP USING ERRCODE = 'restrict_violation';
     END $$`.execute(db);
-  await sql`CREATE TRIGGER trust_versions_no_update_delete BEFORE UPDATE OR DELETE ON trust_versions FOR EACH ROW EXECUTE FUNCTION trust_versions_append_only()`.execute(db);
-  await sql`CREATE TRIGGER trust_versions_no_truncate BEFORE TRUNCATE ON trust_versions FOR EACH STATEMENT EXECUTE FUNCTION trust_versions_append_only()`.execute(db);
+  await sql`CREATE TRIGGER trust_versions_no_update_delete BEFORE UPDATE OR DELETE ON trust_versions FOR EACH ROW EXECUTE FUNCTION trust_versions_append_only()`.execute(
+    db,
+  );
+  await sql`CREATE TRIGGER trust_versions_no_truncate BEFORE TRUNCATE ON trust_versions FOR EACH STATEMENT EXECUTE FUNCTION trust_versions_append_only()`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('ledger_checkpoint')

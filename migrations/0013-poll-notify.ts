@@ -39,10 +39,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         END $$`,
       )
       .execute(db);
-    await sql.raw(`CREATE TRIGGER ${table}_notify_insert AFTER INSERT ON ${table} REFERENCING NEW TABLE AS changed_new FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_new()`).execute(db);
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_notify_insert AFTER INSERT ON ${table} REFERENCING NEW TABLE AS changed_new FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_new()`,
+      )
+      .execute(db);
     // An update is announced by its old keys: a key column never changes, so old and new name the same rows.
-    await sql.raw(`CREATE TRIGGER ${table}_notify_update AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS changed_old FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_old()`).execute(db);
-    await sql.raw(`CREATE TRIGGER ${table}_notify_delete AFTER DELETE ON ${table} REFERENCING OLD TABLE AS changed_old FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_old()`).execute(db);
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_notify_update AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS changed_old FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_old()`,
+      )
+      .execute(db);
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_notify_delete AFTER DELETE ON ${table} REFERENCING OLD TABLE AS changed_old FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_old()`,
+      )
+      .execute(db);
     await sql
       .raw(
         `CREATE FUNCTION florete_notify_${table}_all() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -52,7 +64,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         END $$`,
       )
       .execute(db);
-    await sql.raw(`CREATE TRIGGER ${table}_notify_truncate AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_all()`).execute(db);
+    await sql
+      .raw(`CREATE TRIGGER ${table}_notify_truncate AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_${table}_all()`)
+      .execute(db);
   }
   await sql`
     CREATE FUNCTION florete_notify_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -60,5 +74,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PERFORM pg_notify('florete_cache', 'k');
       RETURN NULL;
     END $$`.execute(db);
-  await sql`CREATE TRIGGER ledger_checkpoint_notify AFTER INSERT OR UPDATE OR DELETE ON ledger_checkpoint FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_checkpoint()`.execute(db);
+  await sql`CREATE TRIGGER ledger_checkpoint_notify AFTER INSERT OR UPDATE OR DELETE ON ledger_checkpoint FOR EACH STATEMENT EXECUTE FUNCTION florete_notify_checkpoint()`.execute(
+    db,
+  );
 }

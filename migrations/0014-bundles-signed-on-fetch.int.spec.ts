@@ -38,19 +38,41 @@ describe.each(kinds)('0014-bundles-signed-on-fetch on %s', (kind) => {
     // Heads as a coordinator of that time stored them: the stamp, and its JWS signed at publish; beta's
     // was re-signed by a key rotation, so its JWS names another key than its stamp.
     const stored: Record<string, { jws: string; etag: string }> = {};
-    for (const [node, signer] of [['alpha', first], ['beta', second]] as const) {
+    for (const [node, signer] of [
+      ['alpha', first],
+      ['beta', second],
+    ] as const) {
       const content = Buffer.from(`{"node":"${node}"}\n`);
       const sha256 = sha256Hex(content);
       await putBlob(db.kysely, sha256, content);
-      const data = { node, version: 1, set_digest: sha256Hex(node), retired: false, artifacts: [{ name: 'flor.json', sha256, size: content.byteLength }], publish_id: `p-${node}` };
-      const [event] = await db.kysely.transaction().execute(async (trx) =>
-        appendEvents(trx, await readLedgerHead(trx), [{ event: { type: 'node_set_stamped', stream: `node:${node}`, revision: 1, data }, meta: { actor: 'admin', kid: first } }], await nextRecordedAt(trx)),
+      const data = {
+        node,
+        version: 1,
+        set_digest: sha256Hex(node),
+        retired: false,
+        artifacts: [{ name: 'flor.json', sha256, size: content.byteLength }],
+        publish_id: `p-${node}`,
+      };
+      const [event] = await db.kysely
+        .transaction()
+        .execute(async (trx) =>
+          appendEvents(
+            trx,
+            await readLedgerHead(trx),
+            [{ event: { type: 'node_set_stamped', stream: `node:${node}`, revision: 1, data }, meta: { actor: 'admin', kid: first } }],
+            await nextRecordedAt(trx),
+          ),
+        );
+      const jws = await signBundle(
+        bundlePayloadBytes(data, event.position, event.recorded_at, () => content),
+        keys.byKid(signer),
       );
-      const jws = await signBundle(bundlePayloadBytes(data, event.position, event.recorded_at, () => content), keys.byKid(signer));
       const etag = `"${sha256Hex(jws).slice(0, 40)}"`;
       stored[node] = { jws, etag };
       await sql`INSERT INTO node_heads (node, version, set_digest, retired, artifacts, jws, etag, position, publish_id, updated_at)
-        VALUES (${node}, 1, ${data.set_digest}, false, ${JSON.stringify(data.artifacts)}, ${jws}, ${etag}, ${event.position}, ${data.publish_id}, ${event.recorded_at})`.execute(db.kysely);
+        VALUES (${node}, 1, ${data.set_digest}, false, ${JSON.stringify(data.artifacts)}, ${jws}, ${etag}, ${event.position}, ${data.publish_id}, ${event.recorded_at})`.execute(
+        db.kysely,
+      );
     }
 
     expect((await migrator().migrateToLatest()).error).toBeUndefined();

@@ -20,7 +20,10 @@ describe.each(kinds)('0016-api-token-lifecycle on %s', (kind) => {
     expect((await migrator().migrateTo('0015-rollouts')).error).toBeUndefined();
     const token = (id: string, name: string, role: string) => ({ id, name, role, secret_hash: 'x' });
     // Before 0016 the table has none of the new columns: the older ones only.
-    await db.kysely.insertInto('api_tokens').values([token('first', 'admin', 'admin'), token('ci', 'ci', 'publisher'), token('orphan', 'orphan', 'reader')]).execute();
+    await db.kysely
+      .insertInto('api_tokens')
+      .values([token('first', 'admin', 'admin'), token('ci', 'ci', 'publisher'), token('orphan', 'orphan', 'reader')])
+      .execute();
     const created = async (data: Record<string, unknown>, actor: string) =>
       db.kysely.transaction().execute(async (trx) => {
         const stream = 'identity:api' as const;
@@ -37,7 +40,13 @@ describe.each(kinds)('0016-api-token-lifecycle on %s', (kind) => {
       { id: 'orphan', created_by: 'unknown', expires_at: null, last_used_at: null, revoked_by: null },
     ]);
     // A replica of the build before, still serving during a rolling upgrade, inserts as it always did.
-    await db.kysely.insertInto('api_tokens').values(token('old-build', 'late', 'reader')).execute();
-    expect(await db.kysely.selectFrom('api_tokens').select(['created_by', 'expires_at']).where('id', '=', 'old-build').executeTakeFirst()).toEqual({ created_by: 'unknown', expires_at: null });
+    await db.kysely
+      .insertInto('api_tokens')
+      .values(token('old-build', 'late', 'reader'))
+      .execute();
+    expect(await db.kysely.selectFrom('api_tokens').select(['created_by', 'expires_at']).where('id', '=', 'old-build').executeTakeFirst()).toEqual({
+      created_by: 'unknown',
+      expires_at: null,
+    });
   });
 });

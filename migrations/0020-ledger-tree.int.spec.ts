@@ -30,7 +30,10 @@ describe.each(kinds)('0020-ledger-tree on %s', (kind) => {
     // Four batches of the migration and more, so a later batch needs a hash two batches old (the 16,384-leaf subtree).
     for (let i = 0, n = 0; n < 20_487; i++) {
       const count = Math.min(1 + ((i * 977) % 3000), 20_487 - n);
-      const events = Array.from({ length: count }, (_, j) => ({ event: { type: 'publish_confirmed', stream: `publish:p${n + j}`, revision: 2, data: { publish_id: `p${n + j}` } } as never, meta: { actor: 'tester' } }));
+      const events = Array.from({ length: count }, (_, j) => ({
+        event: { type: 'publish_confirmed', stream: `publish:p${n + j}`, revision: 2, data: { publish_id: `p${n + j}` } } as never,
+        meta: { actor: 'tester' },
+      }));
       await db.kysely.transaction().execute(async (trx) => appendEvents(trx, await readLedgerHead(trx), events, new Date()));
       n += count;
     }
@@ -38,9 +41,17 @@ describe.each(kinds)('0020-ledger-tree on %s', (kind) => {
     const leaves = (await db.kysely.selectFrom('ledger').select('hash').orderBy('position').execute()).map((r) => leafHash(Buffer.from(r.hash, 'hex')));
     expect(leaves).toHaveLength(20_487);
     expect(await treeSize(db.kysely)).toBe(20_487);
-    for (const size of [1, 4999, 5000, 5001, 10_000, 16_384, 20_487]) expect((await readTreeRoot(db.kysely, size)).equals(mth(leaves.slice(0, size)))).toBe(true);
+    for (const size of [1, 4999, 5000, 5001, 10_000, 16_384, 20_487])
+      expect((await readTreeRoot(db.kysely, size)).equals(mth(leaves.slice(0, size)))).toBe(true);
     // About two stored hashes an event, no more.
-    const rows = Number((await db.kysely.selectFrom('ledger_tree').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const rows = Number(
+      (
+        await db.kysely
+          .selectFrom('ledger_tree')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     // 20,487 is 101000000000111 in binary: five 1 bits, so 2 × 20,487 − 5 stored hashes.
     expect(rows).toBe(2 * 20_487 - 5);
   });

@@ -21,11 +21,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('ledger_checkpoint').addColumn('tree_note', 'text').execute();
   const stored = new Map<string, Uint8Array>();
   const key = (c: Coord) => `${c.level}/${c.index}`;
-  for (let size = 0; ; ) {
-    const { rows } = await sql<{ position: string; hash: string }>`SELECT position, hash FROM ledger WHERE position > ${size} ORDER BY position LIMIT 5000`.execute(db);
+  for (let size = 0; ;) {
+    const { rows } = await sql<{
+      position: string;
+      hash: string;
+    }>`SELECT position, hash FROM ledger WHERE position > ${size} ORDER BY position LIMIT 5000`.execute(db);
     if (rows.length === 0) break;
     rows.forEach((r, i) => {
-      if (Number(r.position) !== size + i + 1) throw new Error(`ledger position ${r.position} follows ${size + i}: the ledger has a gap, and a tree over it would prove nothing`);
+      if (Number(r.position) !== size + i + 1)
+        throw new Error(`ledger position ${r.position} follows ${size + i}: the ledger has a gap, and a tree over it would prove nothing`);
     });
     // The left siblings a batch needs were made by the batches before it, kept here until then.
     const made = appendLeaves(
@@ -37,7 +41,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     for (let i = 0; i < made.length; i += 1000) {
       const slice = made.slice(i, i + 1000);
       await sql`INSERT INTO ledger_tree (level, idx, hash)
-        SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db);
+        SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(
+        db,
+      );
     }
     size += rows.length;
     // Only the ones a later batch can still need stay in memory: the complete subtrees that make up the tree so far.

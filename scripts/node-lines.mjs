@@ -65,7 +65,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   try {
     if (verb === 'path' && major) process.stdout.write(`${nodeBinary(major)}\n`);
     else if (verb === 'active') process.stdout.write(`${ACTIVE_LTS}\n`);
-    else if (verb === 'others') process.stdout.write(`${Object.keys(NODE_LINES).filter((m) => Number(m) !== ACTIVE_LTS).join(' ')}\n`);
+    else if (verb === 'others')
+      process.stdout.write(
+        `${Object.keys(NODE_LINES)
+          .filter((m) => Number(m) !== ACTIVE_LTS)
+          .join(' ')}\n`,
+      );
     else if (verb === 'server-min') process.stdout.write(`${SERVER_MIN_LINE}\n`);
     else if (!verb) for (const [m, v] of Object.entries(NODE_LINES)) process.stdout.write(`${m} ${v} ${nodeBinary(m)}\n`);
     else {

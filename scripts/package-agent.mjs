@@ -62,7 +62,10 @@ export async function bundleAgent({ format, version, outfile }) {
     legalComments: 'none',
     define: { __FLORETE_AGENT_VERSION__: JSON.stringify(version) },
     // commander is CommonJS and requires node: built-ins, which an ES module bundle can only do through createRequire.
-    banner: format === 'esm' ? { js: "import { createRequire as __floreteRequire } from 'node:module'; const require = __floreteRequire(import.meta.url);" } : undefined,
+    banner:
+      format === 'esm'
+        ? { js: "import { createRequire as __floreteRequire } from 'node:module'; const require = __floreteRequire(import.meta.url);" }
+        : undefined,
     plugins: [packageImports(), treeShaking(ROOT)],
   });
   return result.metafile;
@@ -104,7 +107,11 @@ async function stageTree(root, version) {
   chmodSync(join(root, LIB_DIR, 'flor.mjs'), 0o644);
   const packages = bundledPackages(metafile);
   write(join(root, 'usr/bin/flor'), wrapperScript(), 0o755);
-  write(join(root, 'usr/lib/systemd/system/florete-agent.service'), systemdUnit(readFileSync(join(ROOT, 'deploy/systemd/florete-agent.service'), 'utf8')), 0o644);
+  write(
+    join(root, 'usr/lib/systemd/system/florete-agent.service'),
+    systemdUnit(readFileSync(join(ROOT, 'deploy/systemd/florete-agent.service'), 'utf8')),
+    0o644,
+  );
   write(join(root, 'etc/florete/agent.yaml'), defaultConfig(), 0o644);
   write(join(root, 'usr/share/doc/florete-agent/README.md'), readFileSync(join(ROOT, 'apps/flor/README.md')), 0o644);
   write(join(root, 'usr/share/doc/florete-agent/THIRD-PARTY-NOTICES'), thirdPartyNotices(packages), 0o644);
@@ -118,7 +125,14 @@ function debianControl(root, version) {
   const installedKiB = files.reduce((sum, f) => sum + Math.ceil(statSync(join(root, f)).size / 1024), 0);
   write(join(root, 'DEBIAN/control'), controlFile({ version, installedKiB }), 0o644);
   write(join(root, 'DEBIAN/conffiles'), conffiles.map((f) => `/${f}\n`).join(''), 0o644);
-  const md5 = files.filter((f) => !conffiles.includes(f)).map((f) => `${createHash('md5').update(readFileSync(join(root, f))).digest('hex')}  ${f}\n`);
+  const md5 = files
+    .filter((f) => !conffiles.includes(f))
+    .map(
+      (f) =>
+        `${createHash('md5')
+          .update(readFileSync(join(root, f)))
+          .digest('hex')}  ${f}\n`,
+    );
   write(join(root, 'DEBIAN/md5sums'), md5.join(''), 0o644);
   for (const [name, body] of Object.entries(maintainerScripts())) write(join(root, 'DEBIAN', name), body, 0o755);
 }
@@ -142,7 +156,11 @@ async function buildSea(work, version, outfile) {
 }
 
 async function main() {
-  const { version, out, 'no-sea': noSea } = packageOptions({ usage: USAGE, flags: ['no-sea'], fallbackVersion: process.env.FLORETE_AGENT_VERSION || undefined });
+  const {
+    version,
+    out,
+    'no-sea': noSea,
+  } = packageOptions({ usage: USAGE, flags: ['no-sea'], fallbackVersion: process.env.FLORETE_AGENT_VERSION || undefined });
   const sea = !noSea;
   mkdirSync(out, { recursive: true });
   const work = mkdtempSync(join(out, '.work-'));
@@ -166,7 +184,9 @@ async function main() {
     }
     const mib = (n) => `${(n / 1024 / 1024).toFixed(2)} MiB`;
     for (const f of built) process.stdout.write(`${relative(process.cwd(), f) || f}  ${mib(statSync(f).size)}\n`);
-    process.stdout.write(`bundle ${mib(statSync(join(tree, LIB_DIR, 'flor.mjs')).size)}: ${packages.map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`).join(', ')}\n`);
+    process.stdout.write(
+      `bundle ${mib(statSync(join(tree, LIB_DIR, 'flor.mjs')).size)}: ${packages.map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`).join(', ')}\n`,
+    );
     process.stdout.write(`node flags in /usr/bin/flor, each where the node accepts it: ${NODE_FLAGS.join(' ')}\n`);
     if (sea) process.stdout.write(`node flags in the single executable (node ${process.versions.node}): ${seaFlags(process.execPath).join(' ') || '(none)'}\n`);
   } finally {

@@ -26,7 +26,10 @@ class UsageError extends Error {}
 
 function options() {
   try {
-    const { values } = parseArgs({ options: { out: { type: 'string', default: join(ROOT, 'dist/cli') }, help: { type: 'boolean', default: false } }, strict: true });
+    const { values } = parseArgs({
+      options: { out: { type: 'string', default: join(ROOT, 'dist/cli') }, help: { type: 'boolean', default: false } },
+      strict: true,
+    });
     if (values.help) {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);

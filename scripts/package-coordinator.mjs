@@ -16,7 +16,17 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filesUnder, packageOptions, ROOT, run, runMain, write } from './package-common.mjs';
-import { controlFile, defaultEnvironment, ENV_FILE, launcherScript, LIB_DIR, maintainerScripts, nodeDependency, PACKAGE, systemdUnit } from './package-coordinator/tree.mjs';
+import {
+  controlFile,
+  defaultEnvironment,
+  ENV_FILE,
+  launcherScript,
+  LIB_DIR,
+  maintainerScripts,
+  nodeDependency,
+  PACKAGE,
+  systemdUnit,
+} from './package-coordinator/tree.mjs';
 
 const USAGE = 'usage: node scripts/package-coordinator.mjs [--version V] [--out DIR]';
 
@@ -33,7 +43,17 @@ function compile(build) {
  */
 function runtimeManifest(pkg, version) {
   const imports = Object.fromEntries(Object.entries(pkg.imports ?? {}).map(([k, v]) => [k, v.default]));
-  return { name: 'florete-coordinator', version, private: true, type: 'module', license: pkg.license, engines: pkg.engines, imports, dependencies: pkg.dependencies, overrides: pkg.overrides };
+  return {
+    name: 'florete-coordinator',
+    version,
+    private: true,
+    type: 'module',
+    license: pkg.license,
+    engines: pkg.engines,
+    imports,
+    dependencies: pkg.dependencies,
+    overrides: pkg.overrides,
+  };
 }
 
 /**
@@ -72,13 +92,20 @@ function stageTree(root, work, version) {
   // package's scripts; the full package.json is the one the lock file was made from.
   writeFileSync(join(lib, 'package.json'), JSON.stringify(pkg, null, 2));
   cpSync(join(ROOT, 'package-lock.json'), join(lib, 'package-lock.json'));
-  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: lib, env: { ...process.env, NODE_ENV: 'production' } });
+  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: lib,
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   dropDevOptional(lib);
   rmSync(join(lib, 'package-lock.json'));
   writeFileSync(join(lib, 'package.json'), `${JSON.stringify(runtimeManifest(pkg, version), null, 2)}\n`);
 
   write(join(root, 'usr/bin/florete-coordinator'), launcherScript(), 0o755);
-  write(join(root, 'usr/lib/systemd/system/florete-coordinator.service'), systemdUnit(readFileSync(join(ROOT, 'deploy/systemd/florete-coordinator.service'), 'utf8')), 0o644);
+  write(
+    join(root, 'usr/lib/systemd/system/florete-coordinator.service'),
+    systemdUnit(readFileSync(join(ROOT, 'deploy/systemd/florete-coordinator.service'), 'utf8')),
+    0o644,
+  );
   write(join(root, ENV_FILE.slice(1)), defaultEnvironment(), 0o640);
   write(join(root, 'usr/share/doc/florete-coordinator/README.md'), readFileSync(join(ROOT, 'README.md')), 0o644);
   write(join(root, 'usr/share/doc/florete-coordinator/operator-guide.md'), readFileSync(join(ROOT, 'docs/operator-guide.md')), 0o644);
@@ -92,7 +119,14 @@ function debianControl(root, version, node) {
   const installedKiB = files.reduce((sum, f) => sum + Math.ceil(statSync(join(root, f)).size / 1024), 0);
   write(join(root, 'DEBIAN/control'), controlFile({ version, installedKiB, node }), 0o644);
   write(join(root, 'DEBIAN/conffiles'), conffiles.map((f) => `/${f}\n`).join(''), 0o644);
-  const md5 = files.filter((f) => !conffiles.includes(f)).map((f) => `${createHash('md5').update(readFileSync(join(root, f))).digest('hex')}  ${f}\n`);
+  const md5 = files
+    .filter((f) => !conffiles.includes(f))
+    .map(
+      (f) =>
+        `${createHash('md5')
+          .update(readFileSync(join(root, f)))
+          .digest('hex')}  ${f}\n`,
+    );
   write(join(root, 'DEBIAN/md5sums'), md5.join(''), 0o644);
   for (const [name, body] of Object.entries(maintainerScripts())) write(join(root, 'DEBIAN', name), body, 0o755);
 }

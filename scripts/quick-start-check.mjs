@@ -30,7 +30,12 @@ if (!process.argv.includes('--skip-ci')) {
 
 const data = mkdtempSync(join(tmpdir(), 'florete-quick-start-'));
 // Its own process group, so stopping it stops npm, the build and the coordinator npm started.
-const child = spawn('npm', ['start'], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FLORETE_DATA: join(data, 'florete'), PORT: '0' } });
+const child = spawn('npm', ['start'], {
+  cwd: ROOT,
+  detached: true,
+  stdio: ['ignore', 'pipe', 'pipe'],
+  env: { ...process.env, FLORETE_DATA: join(data, 'florete'), PORT: '0' },
+});
 const output = [];
 const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
 

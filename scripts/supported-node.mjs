@@ -22,7 +22,9 @@ if (major < 22 || (major === 22 && minor < 12)) {
   try {
     bin = nodeBinary(ACTIVE_LTS);
   } catch (err) {
-    process.stderr.write(`node ${process.version} is older than the coordinator supports (22.12), and Node.js ${ACTIVE_LTS} could not be fetched: ${err.message}\n`);
+    process.stderr.write(
+      `node ${process.version} is older than the coordinator supports (22.12), and Node.js ${ACTIVE_LTS} could not be fetched: ${err.message}\n`,
+    );
     process.exit(1);
   }
   process.stderr.write(`node ${process.version} is older than the coordinator supports (22.12): running on Node.js ${ACTIVE_LTS} (${bin})\n`);

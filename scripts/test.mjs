@@ -20,13 +20,20 @@ if (bin) {
   process.exit(1);
 } else {
   process.stderr.write(
-    '\n' + '!'.repeat(78) + '\n' +
+    '\n' +
+      '!'.repeat(78) +
+      '\n' +
       '!! No PostgreSQL server binaries found: database tests run on PGlite ONLY.\n' +
       '!! Install the postgresql package (or set PG_BIN) to run the PostgreSQL half.\n' +
-      '!'.repeat(78) + '\n\n',
+      '!'.repeat(78) +
+      '\n\n',
   );
 }
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { stop(); process.exit(130); });
+for (const sig of ['SIGINT', 'SIGTERM'])
+  process.on(sig, () => {
+    stop();
+    process.exit(130);
+  });
 
 env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --experimental-vm-modules --no-warnings`.trim();
 const jest = spawn(process.execPath, ['node_modules/jest/bin/jest.js', ...process.argv.slice(2)], { stdio: 'inherit', env });

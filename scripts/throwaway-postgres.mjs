@@ -43,7 +43,22 @@ export async function startPostgres(bin = findPgBin()) {
   if (process.getuid?.() === 0) spawnSync('chown', ['postgres:postgres', dir]);
   const port = await freePort();
   run(join(bin, 'initdb'), ['-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], true);
-  run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', '-t', '60', '-o', `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c max_connections=300`, 'start'], true);
+  run(
+    join(bin, 'pg_ctl'),
+    [
+      '-D',
+      join(dir, 'data'),
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c max_connections=300`,
+      'start',
+    ],
+    true,
+  );
   const stop = () => {
     try {
       run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], true);
@@ -54,4 +69,3 @@ export async function startPostgres(bin = findPgBin()) {
   };
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
 }
-

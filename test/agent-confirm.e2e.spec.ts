@@ -7,7 +7,19 @@ import type { HealthCheck } from '#contracts';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { startForwarder, type Forwarder } from './support/forwarder.js';
 import { Client } from './support/http.js';
-import { agentFiles, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, vertexStarts, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  vertexStarts,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(180_000);
 
@@ -48,10 +60,18 @@ describe('commit-confirmed on the node (real agents)', () => {
   }
 
   /** The node's publishes, newest first, as the ledger recorded them. */
-  async function rollbacksOf(node: string): Promise<{ kind: string; message: string; actor: unknown; reverted?: { version: number; to: number; reason: string } }[]> {
+  async function rollbacksOf(
+    node: string,
+  ): Promise<{ kind: string; message: string; actor: unknown; reverted?: { version: number; to: number; reason: string } }[]> {
     const r = await admin.get('/v1/ledger/events?after=0&limit=1000');
     expect(r.status).toBe(200);
-    return (r.body.items as { type: string; meta: { actor: unknown }; data: { kind: string; message: string; reverted?: { node: string; version: number; to: number; reason: string } } }[])
+    return (
+      r.body.items as {
+        type: string;
+        meta: { actor: unknown };
+        data: { kind: string; message: string; reverted?: { node: string; version: number; to: number; reason: string } };
+      }[]
+    )
       .filter((e) => e.type === 'publish_recorded' && e.data.reverted?.node === node)
       .map((e) => ({ kind: e.data.kind, message: e.data.message, actor: e.meta.actor, ...(e.data.reverted ? { reverted: e.data.reverted } : {}) }));
   }
@@ -62,10 +82,15 @@ describe('commit-confirmed on the node (real agents)', () => {
 
   /** Waits for the mirror to catch up with the ledger; returns the newest commit touching `node`: author, then message. */
   async function mirrorOf(node: string): Promise<string> {
-    await waitFor('the mirror to agree with the ledger', async () => {
-      const r = await admin.post('/v1/ledger/verify?mirror=true', {});
-      return r.status === 200 && r.body.ok === true && (r.body.mirror as { lag: number } | undefined)?.lag === 0;
-    }, 30_000, 500);
+    await waitFor(
+      'the mirror to agree with the ledger',
+      async () => {
+        const r = await admin.post('/v1/ledger/verify?mirror=true', {});
+        return r.status === 200 && r.body.ok === true && (r.body.mirror as { lag: number } | undefined)?.lag === 0;
+      },
+      30_000,
+      500,
+    );
     return execFileSync('git', ['--git-dir', join(coordinator.dataDir, 'audit.git'), 'log', '-1', '--format=%an%n%B', '--', node], { encoding: 'utf8' });
   }
 
@@ -76,7 +101,14 @@ describe('commit-confirmed on the node (real agents)', () => {
     await enrolled(node, files);
     await startAgent(files);
     await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
-    const v2 = (await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node, { within: 30, checks: [{ name: 'ok', kind: 'command', command: 'test -n "$FLORETE_SET_VERSION"', timeout: 5 }] }), 'flor.json': florJson(node, 'v2') } }))[node];
+    const v2 = (
+      await fleet.publish({
+        [node]: {
+          'agent.json': agentJsonWith(node, { within: 30, checks: [{ name: 'ok', kind: 'command', command: 'test -n "$FLORETE_SET_VERSION"', timeout: 5 }] }),
+          'flor.json': florJson(node, 'v2'),
+        },
+      })
+    )[node];
     const status = await waitFor('v2 confirmed', async () => {
       const s = await socketStatus(files);
       return s.confirmation?.state === 'confirmed' && s.confirmation.confirmed?.version === v2 && s;
@@ -113,23 +145,35 @@ describe('commit-confirmed on the node (real agents)', () => {
     expect(confirmed.status).toBe(200);
     expect(confirmed.body).toMatchObject({ publish_id: kept.id, nodes: 1 });
     const by = confirmed.body.confirmed_by as string;
-    const s = await waitFor('v2 confirmed by the operator', async () => {
-      const now = await socketStatus(files);
-      return now.confirmation?.state === 'confirmed' && now.confirmation.confirmed?.version === kept.version && now;
-    }, 30_000);
+    const s = await waitFor(
+      'v2 confirmed by the operator',
+      async () => {
+        const now = await socketStatus(files);
+        return now.confirmation?.state === 'confirmed' && now.confirmation.confirmed?.version === kept.version && now;
+      },
+      30_000,
+    );
     expect(s.confirmation?.confirmed).toMatchObject({ version: kept.version, mode: 'operator', by });
     // The coordinator heard the confirmation: the version's outcome is applied, not provisional.
-    await waitFor('the confirmed report', async () => {
-      const versions = (await admin.get(`/v1/nodes/${node}/versions?limit=5`)).body.items as { version: number; outcome: { result: string } | null }[];
-      return versions.find((v) => v.version === kept.version)?.outcome?.result === 'applied';
-    }, 30_000);
+    await waitFor(
+      'the confirmed report',
+      async () => {
+        const versions = (await admin.get(`/v1/nodes/${node}/versions?limit=5`)).body.items as { version: number; outcome: { result: string } | null }[];
+        return versions.find((v) => v.version === kept.version)?.outcome?.result === 'applied';
+      },
+      30_000,
+    );
     expect((await admin.post(`/v1/publishes/${kept.id}/confirm`, {})).body).toMatchObject({ code: 'already_confirmed' });
 
     const unconfirmed = await publishWithin('v3', 10);
-    const reverted = await waitFor('v3 reverted, nobody confirmed it', async () => {
-      const now = await socketStatus(files);
-      return now.confirmation?.state === 'reverted' && now.confirmation.reverted?.version === unconfirmed.version && now;
-    }, 40_000);
+    const reverted = await waitFor(
+      'v3 reverted, nobody confirmed it',
+      async () => {
+        const now = await socketStatus(files);
+        return now.confirmation?.state === 'reverted' && now.confirmation.reverted?.version === unconfirmed.version && now;
+      },
+      40_000,
+    );
     expect(reverted.confirmation?.reverted).toMatchObject({ to: kept.version, reason: 'no operator confirmation within the window' });
     await waitFor('the rollback applied', async () => (await socketStatus(files)).applied_version === unconfirmed.version + 1, 30_000);
     expect((await admin.post(`/v1/publishes/${unconfirmed.id}/confirm`, {})).body).toMatchObject({ code: 'not_confirmable' });
@@ -143,16 +187,27 @@ describe('commit-confirmed on the node (real agents)', () => {
     await startAgent(files);
     await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
     const published = Date.now();
-    const bad = (await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node, { within: 6, checks: [{ name: 'web', kind: 'command', command: 'echo "web is down" >&2; exit 3', timeout: 5 }] }), 'flor.json': florJson(node, 'v2') } }))[node];
+    const bad = (
+      await fleet.publish({
+        [node]: {
+          'agent.json': agentJsonWith(node, { within: 6, checks: [{ name: 'web', kind: 'command', command: 'echo "web is down" >&2; exit 3', timeout: 5 }] }),
+          'flor.json': florJson(node, 'v2'),
+        },
+      })
+    )[node];
     const provisional = await waitFor('v2 provisional', async () => {
       const s = await socketStatus(files);
       return s.confirmation?.state === 'provisional' && s;
     });
     expect(provisional.confirmation?.provisional).toMatchObject({ version: bad, previous: 1 });
-    const reverted = await waitFor('the revert', async () => {
-      const s = await socketStatus(files);
-      return s.confirmation?.state === 'reverted' && s;
-    }, 30_000);
+    const reverted = await waitFor(
+      'the revert',
+      async () => {
+        const s = await socketStatus(files);
+        return s.confirmation?.state === 'reverted' && s;
+      },
+      30_000,
+    );
     // Within the window (plus one check's time), not at some later poll.
     expect(Date.parse(reverted.confirmation!.reverted!.at) - published).toBeLessThan(6_000 + 8_000);
     expect(reverted.confirmation?.reverted).toMatchObject({ version: bad, to: 1 });
@@ -189,10 +244,14 @@ describe('commit-confirmed on the node (real agents)', () => {
     await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
     const bad = (await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node, { within: 6 }), 'flor.json': florJson(node, 'v2'), cut: 'yes\n' } }))[node];
     await waitFor('the path cut', async () => existsSync(blocked), 30_000, 50);
-    const reverted = await waitFor('the revert', async () => {
-      const s = await socketStatus(files);
-      return s.confirmation?.state === 'reverted' && s;
-    }, 30_000);
+    const reverted = await waitFor(
+      'the revert',
+      async () => {
+        const s = await socketStatus(files);
+        return s.confirmation?.state === 'reverted' && s;
+      },
+      30_000,
+    );
     expect(reverted.confirmation?.reverted).toMatchObject({ version: bad, to: 1, reason: 'coordinator not reached after activation' });
     expect(existsSync(blocked)).toBe(false);
     await waitFor('the rollback applied', async () => (await socketStatus(files)).applied_version === bad + 1, 30_000);
@@ -208,7 +267,14 @@ describe('commit-confirmed on the node (real agents)', () => {
     await enrolled(node, files);
     let agent = await startAgent(files);
     await waitFor('v1 applied', async () => (await socketStatus(files)).applied_version === 1);
-    const bad = (await fleet.publish({ [node]: { 'agent.json': agentJsonWith(node, { within: 5, checks: [{ name: 'nope', kind: 'tcp', address: '127.0.0.1:9', timeout: 2 }] }), 'flor.json': florJson(node, 'v2') } }))[node];
+    const bad = (
+      await fleet.publish({
+        [node]: {
+          'agent.json': agentJsonWith(node, { within: 5, checks: [{ name: 'nope', kind: 'tcp', address: '127.0.0.1:9', timeout: 2 }] }),
+          'flor.json': florJson(node, 'v2'),
+        },
+      })
+    )[node];
     // Killed once its check has failed at least once, so the store holds the failure the revert names.
     const provisional = await waitFor('v2 provisional, its check failed', async () => {
       const s = await socketStatus(files);

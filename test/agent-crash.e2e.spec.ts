@@ -4,7 +4,20 @@ import { jest } from '@jest/globals';
 import { sha256Hex } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  sleep,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(170_000);
 
@@ -29,11 +42,17 @@ function inspect(a: AgentFiles): Observed {
   for (const name of existsSync(sets) ? readdirSync(sets) : []) {
     if (!/^\d+$/.test(name)) continue;
     const jws = readFileSync(join(sets, name, '.bundle.jws'), 'utf8').trim();
-    const payload = JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString('utf8')) as { version: number; artifacts: { name: string; sha256: string }[] };
+    const payload = JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString('utf8')) as {
+      version: number;
+      artifacts: { name: string; sha256: string }[];
+    };
     expect(payload.version).toBe(Number(name));
-    const onDisk = readdirSync(join(sets, name)).filter((n) => !n.startsWith('.')).sort();
+    const onDisk = readdirSync(join(sets, name))
+      .filter((n) => !n.startsWith('.'))
+      .sort();
     expect(onDisk).toEqual(payload.artifacts.map((x) => x.name).sort());
-    for (const art of payload.artifacts) expect({ name: art.name, sha: sha256Hex(readFileSync(join(sets, name, art.name))) }).toEqual({ name: art.name, sha: art.sha256 });
+    for (const art of payload.artifacts)
+      expect({ name: art.name, sha: sha256Hex(readFileSync(join(sets, name, art.name))) }).toEqual({ name: art.name, sha: art.sha256 });
   }
   let active = 0;
   if (existsSync(join(a.stateDir, 'active'))) {
@@ -70,7 +89,8 @@ describe('flor agent crash safety', () => {
 
   it(`survives kill -9 at random points of a sync ${KILLS} times and converges to the latest version`, async () => {
     const sock = join(files.stateDir, 'agent.sock');
-    const appliedVersion = () => (existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0);
+    const appliedVersion = () =>
+      existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0;
     // Calibrate: how long does the pass at start take on this machine right now?
     let latest = (await fleet.publish({ [NODE]: setFor(2) }))[NODE];
     const calibration = await startAgent(files, { waitForSocket: false });
@@ -88,7 +108,12 @@ describe('flor agent crash safety', () => {
       // The socket is (re)created right before the pass at start begins: land anywhere in that pass.
       // A killed agent leaves its socket file behind, so wait for a fresh one.
       // The agent replaces the file as it starts, so it may vanish between two looks: one stat, a missing file is not yet.
-      await waitFor('the control socket', async () => (statSync(sock, { throwIfNoEntry: false })?.ctimeMs ?? 0) >= startedAt || agent.child.exitCode !== null, 20_000, 5);
+      await waitFor(
+        'the control socket',
+        async () => (statSync(sock, { throwIfNoEntry: false })?.ctimeMs ?? 0) >= startedAt || agent.child.exitCode !== null,
+        20_000,
+        5,
+      );
       await sleep(Math.random() * window);
       await agent.kill9();
       const now = inspect(files);
@@ -100,7 +125,9 @@ describe('flor agent crash safety', () => {
       else seen.applied++;
       previous = now;
     }
-    process.stderr.write(`crash test: kill window ${Math.round(window)} ms, ${KILLS} kills: active untouched ${seen.untouched}, switched but not applied ${seen.midApply}, applied ${seen.applied}\n`);
+    process.stderr.write(
+      `crash test: kill window ${Math.round(window)} ms, ${KILLS} kills: active untouched ${seen.untouched}, switched but not applied ${seen.midApply}, applied ${seen.applied}\n`,
+    );
     // The kills must have hit the pass, not only the start-up before it.
     expect(seen.midApply + seen.applied).toBeGreaterThan(0);
 
@@ -114,10 +141,18 @@ describe('flor agent crash safety', () => {
     expect(final).toEqual({ active: latest, highWater: latest });
     // Installed exactly the latest set: nothing missing, nothing left over from older sets.
     const want = setFor(latest);
-    expect(readdirSync(files.installDir).filter((n) => !n.startsWith('.')).sort()).toEqual(Object.keys(want).sort());
+    expect(
+      readdirSync(files.installDir)
+        .filter((n) => !n.startsWith('.'))
+        .sort(),
+    ).toEqual(Object.keys(want).sort());
     for (const [name, content] of Object.entries(want)) expect(readFileSync(join(files.installDir, name), 'utf8')).toBe(content);
     const store = JSON.parse(readFileSync(join(files.stateDir, 'installed.json'), 'utf8'));
     expect(store.complete_version).toBe(latest);
-    expect(Object.keys(store.files).sort()).toEqual(Object.keys(want).map((n) => join(files.installDir, n)).sort());
+    expect(Object.keys(store.files).sort()).toEqual(
+      Object.keys(want)
+        .map((n) => join(files.installDir, n))
+        .sort(),
+    );
   });
 });

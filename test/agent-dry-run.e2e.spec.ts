@@ -8,7 +8,19 @@ import { canonicalJson, setDigest, sha256Hex, signBundle, type SigningKey } from
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, vertexStarts, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  startAgent,
+  stopAllAgents,
+  vertexStarts,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(180_000);
 
@@ -24,7 +36,8 @@ function tree(root: string): Record<string, string> {
       else if (st.isDirectory()) {
         out[rel] = `dir ${st.mode.toString(8)} ${st.mtimeMs}`;
         walk(path);
-      } else if (st.isFile()) out[rel] = `file ${st.mode.toString(8)} ${st.size} ${st.mtimeMs} ${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
+      } else if (st.isFile())
+        out[rel] = `file ${st.mode.toString(8)} ${st.size} ${st.mtimeMs} ${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
       else out[rel] = `other ${st.mode.toString(8)}`;
     }
   };
@@ -42,8 +55,22 @@ async function coordinatorKey(dataDir: string): Promise<SigningKey> {
 /** A genuinely signed bundle whose flor.json does not match its digest: fails verification at the digest check, after the version is known. */
 function badDigestBundle(node: string, version: number, key: SigningKey): Promise<string> {
   const files = { 'agent.json': agentJson(node, 3600), 'flor.json': florJson(node, 'three') };
-  const artifacts = Object.entries(files).map(([name, content]) => ({ name, sha256: sha256Hex(content), size: Buffer.byteLength(content), content: Buffer.from(content).toString('base64') }));
-  const payload = { node, version, set_digest: setDigest(artifacts), position: 1000 + version, publish_id: 'crafted', issued_at: new Date().toISOString(), retired: false, artifacts };
+  const artifacts = Object.entries(files).map(([name, content]) => ({
+    name,
+    sha256: sha256Hex(content),
+    size: Buffer.byteLength(content),
+    content: Buffer.from(content).toString('base64'),
+  }));
+  const payload = {
+    node,
+    version,
+    set_digest: setDigest(artifacts),
+    position: 1000 + version,
+    publish_id: 'crafted',
+    issued_at: new Date().toISOString(),
+    retired: false,
+    artifacts,
+  };
   payload.artifacts[1].content = Buffer.from(florJson(node, 'evil')).toString('base64');
   return signBundle(Buffer.from(canonicalJson(payload), 'utf8'), key);
 }
@@ -151,7 +178,13 @@ describe('flor agent: dry runs and nodes that are behind', () => {
       // A real pass over the same bundle rejects it too, and from then on status names it.
       const real = await sync();
       expect(real.outcome).toMatchObject({ result: 'rejected', dry_run: false, version: 3, code: 'digest_mismatch' });
-      expect((await status()).behind).toEqual({ seen_version: 3, active_version: 1, reason: 'rejected', detail: expect.stringMatching(/^digest_mismatch: artifact flor\.json has sha256 /), seen_at: expect.any(String) });
+      expect((await status()).behind).toEqual({
+        seen_version: 3,
+        active_version: 1,
+        reason: 'rejected',
+        detail: expect.stringMatching(/^digest_mismatch: artifact flor\.json has sha256 /),
+        seen_at: expect.any(String),
+      });
       expect(await behindLine()).toMatch(/^version 3 seen, 1 in effect: rejected: digest_mismatch: artifact flor\.json has sha256 /);
     } finally {
       proxy.mode = { kind: 'pass' };
@@ -173,7 +206,13 @@ describe('flor agent: dry runs and nodes that are behind', () => {
     const s = await status();
     // The set was switched to (active 3) but what is in effect is still 2.
     expect(s).toMatchObject({ active_version: 3, applied_version: 2 });
-    expect(s.behind).toEqual({ seen_version: 3, active_version: 2, reason: 'failed', detail: expect.stringContaining('fail-to-start'), seen_at: expect.any(String) });
+    expect(s.behind).toEqual({
+      seen_version: 3,
+      active_version: 2,
+      reason: 'failed',
+      detail: expect.stringContaining('fail-to-start'),
+      seen_at: expect.any(String),
+    });
     expect(await behindLine()).toMatch(/^version 3 seen, 2 in effect: its apply failed: vertex exited with 1 right after starting: .*fail-to-start/);
 
     // A dry run now says a real pass would try 3 again, and still touches nothing.

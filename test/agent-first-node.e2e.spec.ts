@@ -63,7 +63,8 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
 
   /** The rete: `first` runs the coordinator (its config file, a motd, a note for the first boot); `second` is any other node. */
   const writeRete = (o: { motd: string; note: boolean; secondPort: number; firstPort?: number }) => {
-    const file = (p: string, content: string, mode = '0644') => `        - path: ${path(p)}\n          content: ${JSON.stringify(content)}\n          mode: "${mode}"\n`;
+    const file = (p: string, content: string, mode = '0644') =>
+      `        - path: ${path(p)}\n          content: ${JSON.stringify(content)}\n          mode: "${mode}"\n`;
     const coordinatorEnv = `PORT=${port}\nHOST=127.0.0.1\nFLORETE_DATA=${path('var/lib/florete-coordinator')}\n`;
     writeFileSync(
       join(env.rete, 'rete.yaml'),
@@ -144,7 +145,15 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe(`sets/local-${digest}`);
 
     const status = await socketStatus(files);
-    expect(status).toMatchObject({ lifecycle: 'hosted', node: null, active_version: 0, applied_version: 0, last_result: 'applied', last_error: null, behind: null });
+    expect(status).toMatchObject({
+      lifecycle: 'hosted',
+      node: null,
+      active_version: 0,
+      applied_version: 0,
+      last_result: 'applied',
+      last_error: null,
+      behind: null,
+    });
     expect(status.local_set).toEqual({ node: 'first', set_digest: digest, source: copied, applied_at: expect.any(String) });
     const text = await statusText(files);
     expect(text).toMatch(/^lifecycle\s+hosted$/m);
@@ -200,7 +209,11 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
   it('serves the coordinator from the config file the set wrote, and enrols against it with a token it issued', async () => {
     const vars = readEnvFile(envFile());
     // The database URL is a secret: it comes from the machine, never from the rete.
-    coordinator = await startCoordinatorProcess({ dataDir: vars.FLORETE_DATA, env: { PORT: vars.PORT, HOST: vars.HOST }, databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined });
+    coordinator = await startCoordinatorProcess({
+      dataDir: vars.FLORETE_DATA,
+      env: { PORT: vars.PORT, HOST: vars.HOST },
+      databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined,
+    });
     expect(coordinator.url).toBe(`http://127.0.0.1:${port}`);
     expect(existsSync(join(vars.FLORETE_DATA, 'keys'))).toBe(true);
     env = { ...env, token: coordinator.adminToken! };
@@ -219,7 +232,12 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     const r = await sync(files);
     expect(r).toMatchObject({ code: 0, outcome: { result: 'up_to_date', active_version: 0 } });
     const status = await socketStatus(files);
-    expect(status).toMatchObject({ lifecycle: 'enrolled', node: 'first', coordinator: coordinator.url, local_set: { node: 'first', set_digest: digests('first').set_digest } });
+    expect(status).toMatchObject({
+      lifecycle: 'enrolled',
+      node: 'first',
+      coordinator: coordinator.url,
+      local_set: { node: 'first', set_digest: digests('first').set_digest },
+    });
     expect({ ...snapshot(files, watched, restarts(files)), state: null }).toEqual({ ...before, state: null });
   });
 
@@ -259,7 +277,15 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(restartLines(files)).toEqual(['restart:']);
 
     const status = await socketStatus(files);
-    expect(status).toMatchObject({ lifecycle: 'enrolled', node: 'first', active_version: 1, applied_version: 1, local_set: null, behind: null, last_result: 'applied' });
+    expect(status).toMatchObject({
+      lifecycle: 'enrolled',
+      node: 'first',
+      active_version: 1,
+      applied_version: 1,
+      local_set: null,
+      behind: null,
+      last_result: 'applied',
+    });
     expect(status.activations).toEqual([{ version: 1, activation: 'none', at: expect.any(String) }]);
     expect(await statusText(files)).toMatch(/^applied version\s+1$/m);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe('sets/1');
@@ -268,7 +294,13 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     const shown = await retectl(['show', 'first', '--json']);
     expect(JSON.parse(shown.stdout)).toMatchObject({ set_digest: digests('first').set_digest });
 
-    const fleet = byNode((JSON.parse((await retectl(['status', '--json'])).stdout) as { items: { node: string; state: string; convergence: string | null; version: number | null }[] }).items);
+    const fleet = byNode(
+      (
+        JSON.parse((await retectl(['status', '--json'])).stdout) as {
+          items: { node: string; state: string; convergence: string | null; version: number | null }[];
+        }
+      ).items,
+    );
     expect(fleet.first).toMatchObject({ state: 'enrolled', convergence: 'converged', version: 1 });
 
     // From here on the node is like any other: a change to its vertex config restarts the vertex.

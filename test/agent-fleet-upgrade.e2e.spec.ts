@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { installedVersion, sh } from './fixtures/package/apt.js';
 import { agentFiles, Fleet, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
-import { agentEnv, bumpVersion, buildAgentDebs, InstalledAgent, lockAgentPackage, pushPackages, repositoryKeyring, Supervisor } from './support/agent-package.js';
+import {
+  agentEnv,
+  bumpVersion,
+  buildAgentDebs,
+  InstalledAgent,
+  lockAgentPackage,
+  pushPackages,
+  repositoryKeyring,
+  Supervisor,
+} from './support/agent-package.js';
 import { AptWorld } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { retectl as runRetectl, type RetectlEnv } from './support/fleet.js';
@@ -31,7 +40,11 @@ const [V1, V2] = [bumpVersion(31), bumpVersion(32)];
  * (`flor self-check`), exits 0, and is started again by its supervisor as the new version.
  */
 /** A command's exit code and stderr, and its stdout when it failed: retectl says there which node failed and why. */
-const outcome = (r: { code: number | null; stdout: string; stderr: string }) => ({ code: r.code, stderr: r.stderr, ...(r.code === 0 ? {} : { stdout: r.stdout }) });
+const outcome = (r: { code: number | null; stdout: string; stderr: string }) => ({
+  code: r.code,
+  stderr: r.stderr,
+  ...(r.code === 0 ? {} : { stdout: r.stdout }),
+});
 
 describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
   let work: string;
@@ -46,7 +59,11 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
   const supervisors: Record<string, Supervisor> = {};
 
   const retectl = (args: readonly string[]) => runRetectl(env, args);
-  const nodes = async () => Object.fromEntries(((await fleet.admin.get('/v1/nodes')).body.items as { node: string }[]).map((n) => [n.node, n])) as Record<string, Record<string, unknown>>;
+  const nodes = async () =>
+    Object.fromEntries(((await fleet.admin.get('/v1/nodes')).body.items as { node: string }[]).map((n) => [n.node, n])) as Record<
+      string,
+      Record<string, unknown>
+    >;
   const node = async (name: string) => (await fleet.admin.get(`/v1/nodes/${name}`)).body;
   /** The rete: nodes tagged `fleet`, polling every second, and one resources block for all of them. */
   const writeRete = (agentVersion: string) => {
@@ -93,7 +110,11 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
     for (const name of NODES) {
       worlds[name] = new AptWorld(shared);
       files[name] = agentFiles('none', { packages: worlds[name].agentConfig(), default_poll_interval: 1 });
-      const enrolled = await sh('/usr/bin/flor', ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(name), ...files[name].args], { env: agentEnv() });
+      const enrolled = await sh(
+        '/usr/bin/flor',
+        ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(name), ...files[name].args],
+        { env: agentEnv() },
+      );
       expect(enrolled).toMatchObject({ code: 0 });
       supervisors[name] = new Supervisor(['/usr/bin/flor', 'agent', 'run', ...files[name].args]);
       supervisors[name].start();
@@ -128,12 +149,19 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
     const published = Date.now();
     const r = await retectl(['publish', '-m', `the fleet on florete-agent ${V2}`]);
     expect(outcome(r)).toEqual({ code: 0, stderr: '' });
-    const all = await waitFor('every node reporting the new agent version', async () => {
-      const seen = await nodes();
-      return NODES.every((n) => seen[n]?.agent_version === V2) && seen;
-    }, 600_000, 250);
+    const all = await waitFor(
+      'every node reporting the new agent version',
+      async () => {
+        const seen = await nodes();
+        return NODES.every((n) => seen[n]?.agent_version === V2) && seen;
+      },
+      600_000,
+      250,
+    );
     // A figure for the record, not an assertion: from the publish to the whole fleet running the new agent.
-    process.stderr.write(`fleet upgrade: ${NODES.length} nodes from ${V1} to ${V2} in ${Date.now() - published} ms from retectl publish to the last node's report\n`);
+    process.stderr.write(
+      `fleet upgrade: ${NODES.length} nodes from ${V1} to ${V2} in ${Date.now() - published} ms from retectl publish to the last node's report\n`,
+    );
 
     expect(await installedVersion('florete-agent')).toBe(V2);
     expect((await sh('/usr/bin/flor', ['--version'], { env: agentEnv() })).stdout).toBe(`${V2}\n`);
@@ -157,7 +185,9 @@ describe('flor agent: a fleet-wide upgrade through one retectl publish', () => {
 
     const status = await retectl(['status', '--json']);
     const items = JSON.parse(status.stdout).items as { node: string; agent_version: string }[];
-    expect(Object.fromEntries(items.filter((i) => (NODES as readonly string[]).includes(i.node)).map((i) => [i.node, i.agent_version]))).toEqual(Object.fromEntries(NODES.map((n) => [n, V2])));
+    expect(Object.fromEntries(items.filter((i) => (NODES as readonly string[]).includes(i.node)).map((i) => [i.node, i.agent_version]))).toEqual(
+      Object.fromEntries(NODES.map((n) => [n, V2])),
+    );
     const table = await retectl(['status']);
     for (const name of NODES) expect(table.stdout).toMatch(new RegExp(`^${name}\\s+2\\s+2\\s+${V2.replace(/\./g, '\\.')}\\s+live\\s`, 'm'));
   });

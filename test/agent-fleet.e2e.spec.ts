@@ -97,7 +97,17 @@ describe('flor agent: one coordinator, three agents', () => {
     for (const node of ['beta', 'gamma']) await waitFor(`${node} at 2`, async () => (await socketStatus(files[node])).applied_version === 2, 20_000);
     for (const node of NODES) {
       const s = await status(node);
-      expect(s).toEqual(expect.objectContaining({ lifecycle: 'enrolled', node, active_version: 2, applied_version: 2, high_water: 2, last_result: expect.stringMatching(/^(applied|up_to_date)$/), last_error: null }));
+      expect(s).toEqual(
+        expect.objectContaining({
+          lifecycle: 'enrolled',
+          node,
+          active_version: 2,
+          applied_version: 2,
+          high_water: 2,
+          last_result: expect.stringMatching(/^(applied|up_to_date)$/),
+          last_error: null,
+        }),
+      );
       expect(s.next_poll).not.toBeNull();
       expect(readFileSync(join(files[node].installDir, 'agent.json'), 'utf8')).toBe(agentJson(node, pollOf(node)));
       // The supervised vertex started once per applied version, and on the version's own set.
@@ -150,7 +160,9 @@ describe('flor agent: one coordinator, three agents', () => {
     expect(sync.stdout).toMatch(/^failed 4: vertex exited with 1 right after starting: vertex: refusing config of version 4: fail-to-start/);
     await waitFor('gamma failure reported', async () => (await fleet.nodeStatus('gamma'))?.last_result === 'failed');
     const s = await status('gamma');
-    expect(s).toEqual(expect.objectContaining({ active_version: 4, applied_version: 3, last_result: 'failed', last_error: expect.stringContaining('fail-to-start') }));
+    expect(s).toEqual(
+      expect.objectContaining({ active_version: 4, applied_version: 3, last_result: 'failed', last_error: expect.stringContaining('fail-to-start') }),
+    );
     // The one-hour interval of the failed set's agent.json: no tight retry.
     expect(Date.parse(s.next_poll) - Date.now()).toBeGreaterThan(3000 * 1000);
   });

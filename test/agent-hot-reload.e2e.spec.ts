@@ -8,7 +8,19 @@ import { compileRete, validateRete } from '#rete';
 import { callVertexControl, type StatusAnswer } from '#vertex-control';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+  type AgentProcess,
+} from './fixtures/agent/harness.js';
 import { silentControlSocket, type SilentControlSocket } from './fixtures/agent/silent-control-socket.js';
 import { freePort, helloAs, VERTEX, type LineClient } from './fixtures/vertex/vertex-process.js';
 
@@ -87,7 +99,8 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
   const sync = () => flor(['agent', 'sync', ...files.args]);
   const status = (): Promise<AgentStatus> => socketStatus(files);
   /** The vertex a pid names answers on its control socket: started and serving. */
-  const vertexReady = (pid: number | null) => waitFor(`vertex ${pid} serving`, async () => pid !== null && (await vertexStatus(vertexSocket))?.pid === pid && (await vertexStatus(vertexSocket)), 20_000);
+  const vertexReady = (pid: number | null) =>
+    waitFor(`vertex ${pid} serving`, async () => pid !== null && (await vertexStatus(vertexSocket))?.pid === pid && (await vertexStatus(vertexSocket)), 20_000);
 
   /** Starts the agent on the applied set; resolves with the resumed vertex's pid once the pass at start is over (it must not race the test's own). */
   const restartAgent = async (): Promise<number> => {
@@ -125,7 +138,9 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     agent = await startAgent(files);
     await waitFor('alpha at 1', async () => (await status()).applied_version === 1);
     const s = await status();
-    expect(s.activations).toEqual([{ version: 1, activation: 'restart', fallback: { code: 'not_running', reason: expect.any(String) }, at: expect.any(String) }]);
+    expect(s.activations).toEqual([
+      { version: 1, activation: 'restart', fallback: { code: 'not_running', reason: expect.any(String) }, at: expect.any(String) },
+    ]);
     expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 1, swaps: 0 });
 
     const beta = await helloAs(webPort, 'beta');
@@ -216,7 +231,12 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     expect(await sync()).toEqual(expect.objectContaining({ code: 0, stdout: 'applied 5 (was 4)\n' }));
 
     const s = await status();
-    expect(s.activations[0]).toEqual({ version: 5, activation: 'restart', fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') }, at: expect.any(String) });
+    expect(s.activations[0]).toEqual({
+      version: 5,
+      activation: 'restart',
+      fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') },
+      at: expect.any(String),
+    });
     expect(s.vertex!.pid).not.toBe(before.vertex!.pid);
     expect(s.vertex!.starts).toBe(before.vertex!.starts + 1);
     expect(await vertexReady(s.vertex!.pid)).toMatchObject({ version: 5, swaps: 0 });
@@ -260,10 +280,14 @@ describe('flor agent: hot reload of a supervised reference vertex', () => {
     const r = await sync();
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^failed 7: hot reload not applied \(restart_answer: .*services.*\); the full restart failed: vertex exited with 1/);
-    expect(await status()).toMatchObject({ applied_version: 6, last_result: 'failed', last_error: expect.stringContaining('hot reload not applied (restart_answer') });
+    expect(await status()).toMatchObject({
+      applied_version: 6,
+      last_result: 'failed',
+      last_error: expect.stringContaining('hot reload not applied (restart_answer'),
+    });
     expect((await status()).activations[0]).toMatchObject({ version: 6 });
     await waitFor('the coordinator heard of the failure', async () => (await fleet.nodeStatus(NODE))?.last_result === 'failed');
-    expect((await fleet.nodeStatus(NODE) as { last_error?: string }).last_error).toMatch(/^hot reload not applied \(restart_answer/);
+    expect(((await fleet.nodeStatus(NODE)) as { last_error?: string }).last_error).toMatch(/^hot reload not applied \(restart_answer/);
   });
 
   it('stops the vertex with the agent and leaves no socket behind', async () => {

@@ -1,7 +1,19 @@
 import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  sleep,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(120_000);
 

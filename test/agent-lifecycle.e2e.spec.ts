@@ -5,7 +5,19 @@ import { jest } from '@jest/globals';
 import type { AgentStatus } from '#contracts';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+  type AgentProcess,
+} from './fixtures/agent/harness.js';
 import { freePort } from './support/free-port.js';
 
 jest.setTimeout(180_000);

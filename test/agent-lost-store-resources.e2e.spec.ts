@@ -5,7 +5,20 @@ import { jest } from '@jest/globals';
 import { sha256Hex } from '#bundle';
 import type { FileResource } from '#contracts';
 import { startFrontProxy } from './fixtures/agent/front-proxy.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+  type AgentProcess,
+} from './fixtures/agent/harness.js';
 import { pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts } from './support/agent-package.js';
 import { AptWorld, buildFixture, dpkgStatus, purgeFixtures } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
@@ -46,7 +59,16 @@ describe('flor agent: a lost store takes back its host resources from the coordi
   const repoFiles = (n: Node) => repositoryFiles(n.world, coordinator.url, keyring, `florete-${n.name}`);
   const hostFile = (n: Node, rel: string, text: string) => {
     const bytes = Buffer.from(text);
-    return { declared: { path: join(n.host, rel), mode: '0644', owner: 'root', group: 'root', content: { sha256: sha256Hex(bytes), size: bytes.length } } as FileResource, bytes };
+    return {
+      declared: {
+        path: join(n.host, rel),
+        mode: '0644',
+        owner: 'root',
+        group: 'root',
+        content: { sha256: sha256Hex(bytes), size: bytes.length },
+      } as FileResource,
+      bytes,
+    };
   };
   /** A file only the agent ever wrote. */
   const appConf = (n: Node) => hostFile(n, 'etc/app.conf', 'listen 8080\n');
@@ -60,7 +82,8 @@ describe('flor agent: a lost store takes back its host resources from the coordi
   const publish = (marker: string, withResources: boolean) => fleet.publish(Object.fromEntries(nodes.map((n) => [n.name, setOf(n, marker, withResources)])));
   const owned = (n: Node) => JSON.parse(readFileSync(join(n.files.stateDir, 'owned-files.json'), 'utf8'));
   const nodeDetail = async (n: Node) => (await fleet.admin.get(`/v1/nodes/${n.name}`)).body;
-  const enrol = async (n: Node, coordinatorUrl = coordinator.url) => flor(['agent', 'enroll', '--coordinator', coordinatorUrl, '--token', await fleet.enrolmentToken(n.name), ...n.files.args]);
+  const enrol = async (n: Node, coordinatorUrl = coordinator.url) =>
+    flor(['agent', 'enroll', '--coordinator', coordinatorUrl, '--token', await fleet.enrolmentToken(n.name), ...n.files.args]);
   /** A node's resource report lines with its own names replaced, to compare two nodes. */
   const reported = async (n: Node) =>
     ((await nodeDetail(n)).resources.items as { path?: string; name?: string }[]).map((l) => {
@@ -128,7 +151,10 @@ describe('flor agent: a lost store takes back its host resources from the coordi
     // A recovery copy that does not match the contract is refused whole: the agent writes nothing.
     const proxy = await startFrontProxy(coordinator.url);
     try {
-      proxy.enrolAnswer = (a) => ({ ...a, owned: { ...a.owned, files: { ...a.owned.files, [appConf(lost).declared.path]: { sha256: 'not a digest', original: false } } } });
+      proxy.enrolAnswer = (a) => ({
+        ...a,
+        owned: { ...a.owned, files: { ...a.owned.files, [appConf(lost).declared.path]: { sha256: 'not a digest', original: false } } },
+      });
       const refused = await enrol(lost, proxy.url);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`the enrolment answer does not match the contract: owned.files.${appConf(lost).declared.path}.sha256: `);
@@ -140,15 +166,21 @@ describe('flor agent: a lost store takes back its host resources from the coordi
 
     const r = await enrol(lost);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^recovered 3 file resources and 1 package resource from the coordinator's copy: the next applied set removes those it no longer declares$/m);
-    expect(r.stdout).toContain(`  not recovered: file ${motd(lost).declared.path}: it replaced a file the host had, whose copy was in the lost store: left as it is\n`);
+    expect(r.stdout).toMatch(
+      /^recovered 3 file resources and 1 package resource from the coordinator's copy: the next applied set removes those it no longer declares$/m,
+    );
+    expect(r.stdout).toContain(
+      `  not recovered: file ${motd(lost).declared.path}: it replaced a file the host had, whose copy was in the lost store: left as it is\n`,
+    );
     expect(owned(lost)).toEqual({
       files: Object.fromEntries([...repoFiles(lost), appConf(lost)].map((f) => [f.declared.path, { sha256: f.declared.content.sha256, original: null }])),
       packages: { [lost.pkg]: { manager: 'apt', version: '1.0', before: null } },
     });
 
     lost.agent = await startAgent(lost.files);
-    expect(JSON.parse((await flor(['agent', 'sync', '--json', ...kept.files.args])).stdout)).toEqual(expect.objectContaining({ result: 'applied', active_version: 2 }));
+    expect(JSON.parse((await flor(['agent', 'sync', '--json', ...kept.files.args])).stdout)).toEqual(
+      expect.objectContaining({ result: 'applied', active_version: 2 }),
+    );
     await waitFor('version 2 applied on the lost node', async () => (await socketStatus(lost.files)).applied_version === 2, 300_000, 250);
     for (const n of nodes) {
       // The package it installed purged, the files it wrote removed.

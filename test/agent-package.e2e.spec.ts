@@ -112,7 +112,11 @@ describe('the agent package (npm run package:agent)', () => {
     const bundle = readFileSync(join(tree, 'usr/lib/florete-agent/flor.mjs'), 'utf8');
     for (const needle of FORBIDDEN) expect({ needle, found: bundle.includes(needle) }).toEqual({ needle, found: false });
     // The defaults the unit runs with must be a config the agent accepts.
-    const check = await sh(AGENT_NODE, [join(tree, 'usr/lib/florete-agent/flor.mjs'), 'self-check', '--config', join(tree, 'etc/florete/agent.yaml'), '--state-dir', join(work, 'no-state')], { env: childEnv() });
+    const check = await sh(
+      AGENT_NODE,
+      [join(tree, 'usr/lib/florete-agent/flor.mjs'), 'self-check', '--config', join(tree, 'etc/florete/agent.yaml'), '--state-dir', join(work, 'no-state')],
+      { env: childEnv() },
+    );
     expect(check).toMatchObject({ code: 0, stderr: '' });
   });
 
@@ -133,7 +137,10 @@ describe('the agent package (npm run package:agent)', () => {
     // Each line's official binary, fetched from the npm registry once (scripts/node-lines.mjs).
     const listed = await sh(process.execPath, ['scripts/node-lines.mjs']);
     expect(listed).toMatchObject({ code: 0, stderr: '' });
-    const lines = listed.stdout.trim().split('\n').map((l) => l.split(' '));
+    const lines = listed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
     expect(lines.map(([major]) => major)).toEqual(['20', '22', '24', '26']);
     const flor = join(unpacked, 'usr/bin/flor');
     for (const [major, version, node] of lines) {
@@ -141,12 +148,25 @@ describe('the agent package (npm run package:agent)', () => {
       const started = await sh(flor, ['--version'], { env });
       expect({ major, ...started }).toMatchObject({ major, code: 0, stdout: `${NEXT}\n`, stderr: '' });
       const check = await sh(flor, ['self-check', '--config', config], { env });
-      expect({ major, code: check.code, stderr: check.stderr, first: check.stdout.split('\n')[0] }).toEqual({ major, code: 0, stderr: '', first: `flor ${NEXT} (node v${version})` });
+      expect({ major, code: check.code, stderr: check.stderr, first: check.stdout.split('\n')[0] }).toEqual({
+        major,
+        code: 0,
+        stderr: '',
+        first: `flor ${NEXT} (node v${version})`,
+      });
       // A request: the first use of node:http, which must not need what the launcher's flags took away.
       const unreachable = `http://127.0.0.1:${await freePort()}`;
       const token = 'fle.48be59ce30886e56d1.8jFNcTRSGBZx_EwMclywsnkWHRLdhl7TrBVyKNBLxO8.a3fL_4B_7LC-HPE9fmRdn2UM9F4siaRDa_boECHfQ-8';
-      const enrol = await sh(flor, ['agent', 'enroll', '--coordinator', unreachable, '--token', token, '--state-dir', mkdtempSync(join(work, 'enrol-')), '--insecure-http'], { env });
-      expect({ major, code: enrol.code, stderr: enrol.stderr }).toEqual({ major, code: 1, stderr: `flor: cannot reach ${unreachable}: connect ECONNREFUSED ${unreachable.slice('http://'.length)}\n` });
+      const enrol = await sh(
+        flor,
+        ['agent', 'enroll', '--coordinator', unreachable, '--token', token, '--state-dir', mkdtempSync(join(work, 'enrol-')), '--insecure-http'],
+        { env },
+      );
+      expect({ major, code: enrol.code, stderr: enrol.stderr }).toEqual({
+        major,
+        code: 1,
+        stderr: `flor: cannot reach ${unreachable}: connect ECONNREFUSED ${unreachable.slice('http://'.length)}\n`,
+      });
     }
   });
 
@@ -158,7 +178,9 @@ describe('the agent package (npm run package:agent)', () => {
     try {
       const fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
       await fleet.publish({ packed: { 'agent.json': agentJson('packed', 3600), 'flor.json': florJson('packed', 'one') } });
-      const enrol = await sh(flor, ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken('packed'), ...files.args], { env: childEnv() });
+      const enrol = await sh(flor, ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken('packed'), ...files.args], {
+        env: childEnv(),
+      });
       expect(enrol).toMatchObject({ code: 0, stderr: '' });
       expect(enrol.stdout).toContain(`pass  agent version supported: agent ${NEXT}, at least `);
       // The daemon started before enrolment; a pass asked for now applies version 1.
@@ -177,7 +199,8 @@ describe('the agent package (npm run package:agent)', () => {
   });
 
   it('installs with dpkg as /usr/bin/flor with its unit and config, and purges without a trace', async () => {
-    if ((await installedVersion('florete-agent')) !== null) throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
+    if ((await installedVersion('florete-agent')) !== null)
+      throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
     // dpkg checks Depends against installed packages only. Where Node came from a tarball, nothing
     // installed is nodejs: a local fixture package then says the node on PATH is (Provides:
     // nodejs (= its version)), and is purged afterwards. Where a nodejs >= 20 package is installed,
@@ -224,7 +247,13 @@ describe('the agent package (npm run package:agent)', () => {
     expect(purge).toMatchObject({ code: 0 });
     expect(await installedVersion('florete-agent')).toBeNull();
     expect((await sh('dpkg-query', ['-W', 'florete-agent'])).code).not.toBe(0);
-    for (const gone of ['/usr/bin/flor', '/usr/lib/florete-agent', '/usr/lib/systemd/system/florete-agent.service', '/usr/share/doc/florete-agent', '/etc/florete/agent.yaml']) {
+    for (const gone of [
+      '/usr/bin/flor',
+      '/usr/lib/florete-agent',
+      '/usr/lib/systemd/system/florete-agent.service',
+      '/usr/share/doc/florete-agent',
+      '/etc/florete/agent.yaml',
+    ]) {
       expect({ path: gone, exists: existsSync(gone) }).toEqual({ path: gone, exists: false });
     }
     expect(readdirSync('/usr/lib').filter((n) => n.startsWith('florete'))).toEqual([]);
@@ -239,8 +268,9 @@ describe('the agent package (npm run package:agent)', () => {
     }
   });
 
-  it('needs a nodejs >= 20 package, which Debian 12\'s nodejs 18 is not and the test machines\' nodejs provider fixture is', async () => {
-    const stanza = (pkg: string, version: string, extra = '') => `Package: ${pkg}\nVersion: ${version}\nArchitecture: all\nMaintainer: t <t@florete.invalid>\nDescription: x\n${extra}`;
+  it("needs a nodejs >= 20 package, which Debian 12's nodejs 18 is not and the test machines' nodejs provider fixture is", async () => {
+    const stanza = (pkg: string, version: string, extra = '') =>
+      `Package: ${pkg}\nVersion: ${version}\nArchitecture: all\nMaintainer: t <t@florete.invalid>\nDescription: x\n${extra}`;
     const none = await apt.simulateInstall(deb, []);
     expect(none.code).not.toBe(0);
     expect(none.stdout + none.stderr).toContain('Depends: nodejs (>= 20)');
@@ -276,7 +306,10 @@ describe('the agent package (npm run package:agent)', () => {
     expect(readdirSync(plain).sort()).toEqual([`florete-agent_${PACKAGE_VERSION}.tar.gz`, `florete-agent_${PACKAGE_VERSION}_all.deb`]);
     const tree = join(plain, 'tree');
     expect((await sh('dpkg-deb', ['-x', join(plain, `florete-agent_${PACKAGE_VERSION}_all.deb`), tree])).code).toBe(0);
-    expect(await sh(AGENT_NODE, [join(tree, 'usr/lib/florete-agent/flor.mjs'), '--version'], { env: childEnv() })).toMatchObject({ code: 0, stdout: `${PACKAGE_VERSION}\n` });
+    expect(await sh(AGENT_NODE, [join(tree, 'usr/lib/florete-agent/flor.mjs'), '--version'], { env: childEnv() })).toMatchObject({
+      code: 0,
+      stdout: `${PACKAGE_VERSION}\n`,
+    });
     const bad = await sh(process.execPath, [SCRIPT, '--version', '1.0 beta', '--out', join(work, 'bad')], { env: childEnv() });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('is not a Debian version');

@@ -5,7 +5,18 @@ import { jest } from '@jest/globals';
 import type { PackageResource } from '#contracts';
 import { sh } from './fixtures/package/apt.js';
 import { agentFiles, agentJson, Fleet, florJson, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
-import { agentEnv, bumpVersion, buildAgentDebs, InstalledAgent, lockAgentPackage, pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts, Supervisor } from './support/agent-package.js';
+import {
+  agentEnv,
+  bumpVersion,
+  buildAgentDebs,
+  InstalledAgent,
+  lockAgentPackage,
+  pushPackages,
+  repositoryFiles,
+  repositoryKeyring,
+  resourceArtifacts,
+  Supervisor,
+} from './support/agent-package.js';
 import { AptWorld, buildFixture, dpkg, dpkgStatus, purgeFixtures, type FixturePackage } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
@@ -84,7 +95,10 @@ describe('flor agent: package resources with real apt and dpkg, run by the insta
 
     coordinator = await startCoordinatorProcess();
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
-    await pushPackages(coordinator, [...debs.values()].map((d) => d.path));
+    await pushPackages(
+      coordinator,
+      [...debs.values()].map((d) => d.path),
+    );
     keyring = await repositoryKeyring(coordinator.url);
     // Undeclared, unreachable: the agent must refresh only the source its declaration wrote.
     writeFileSync(join(world.sourcesDir, 'not-declared.list'), 'deb [trusted=yes] http://127.0.0.1:9/ ./\n');
@@ -201,7 +215,14 @@ describe('flor agent: package resources with real apt and dpkg, run by the insta
     expect(r.outcome.reason).toContain(`Version '9.9' for '${HELLO}' was not found`);
     expect(r.outcome.resources).toEqual([
       ...fileLines('unchanged'),
-      { kind: 'package', manager: 'apt', name: HELLO, version: '9.9', outcome: 'failed', error: expect.stringContaining(`Version '9.9' for '${HELLO}' was not found`) },
+      {
+        kind: 'package',
+        manager: 'apt',
+        name: HELLO,
+        version: '9.9',
+        outcome: 'failed',
+        error: expect.stringContaining(`Version '9.9' for '${HELLO}' was not found`),
+      },
     ]);
     // Later resources not attempted, earlier ones and the removals not done: the host is as version 2 left it.
     expect(await dpkgStatus(LATER)).toBe('absent');
@@ -235,7 +256,12 @@ describe('flor agent: package resources with real apt and dpkg, run by the insta
     expect(await dpkgStatus(PRE)).toBe('installed 1.1');
     expect(owned().packages).toEqual({});
     expect(scriptLog().filter((l) => l.startsWith(`${PRE} `) && / (remove|purge)$/.test(l))).toEqual([]);
-    expect(scriptLog().filter((l) => l.startsWith(`${HELLO} `))).toEqual([`${HELLO} 1.0 configure`, `${HELLO} 1.1 configure`, `${HELLO} 1.1 remove`, `${HELLO} 1.1 purge`]);
+    expect(scriptLog().filter((l) => l.startsWith(`${HELLO} `))).toEqual([
+      `${HELLO} 1.0 configure`,
+      `${HELLO} 1.1 configure`,
+      `${HELLO} 1.1 remove`,
+      `${HELLO} 1.1 purge`,
+    ]);
   });
 
   it('on retirement removes the files it wrote and leaves the forgotten package installed', async () => {

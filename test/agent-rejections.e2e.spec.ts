@@ -6,7 +6,18 @@ import { canonicalJson, keyThumbprint, setDigest, sha256Hex, signBundle, type Si
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(120_000);
 
@@ -19,7 +30,16 @@ function payloadFor(node: string, version: number, files: Files) {
     size: Buffer.byteLength(content),
     content: Buffer.from(content).toString('base64'),
   }));
-  return { node, version, set_digest: setDigest(artifacts), position: 1000 + version, publish_id: 'crafted', issued_at: new Date().toISOString(), retired: false, artifacts };
+  return {
+    node,
+    version,
+    set_digest: setDigest(artifacts),
+    position: 1000 + version,
+    publish_id: 'crafted',
+    issued_at: new Date().toISOString(),
+    retired: false,
+    artifacts,
+  };
 }
 
 const sign = (payload: unknown, key: SigningKey) => signBundle(Buffer.from(canonicalJson(payload), 'utf8'), key);
@@ -63,7 +83,10 @@ describe('flor agent rejects what it must not apply', () => {
     proxy = await startFrontProxy(coordinator.url);
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
     realKey = await coordinatorKey(coordinator.dataDir);
-    await fleet.publish({ alpha: { 'agent.json': agentJson('alpha', 3600), 'flor.json': florJson('alpha', 'one') }, beta: { 'flor.json': florJson('beta', 'one') } });
+    await fleet.publish({
+      alpha: { 'agent.json': agentJson('alpha', 3600), 'flor.json': florJson('alpha', 'one') },
+      beta: { 'flor.json': florJson('beta', 'one') },
+    });
     alpha = agentFiles('none', { request_timeout_seconds: 1 });
     const enrolled = await flor(['agent', 'enroll', '--coordinator', proxy.url, '--token', await fleet.enrolmentToken('alpha'), ...alpha.args]);
     expect(enrolled.code).toBe(0);
@@ -73,7 +96,11 @@ describe('flor agent rejects what it must not apply', () => {
     jwsV1 = readFileSync(join(alpha.stateDir, 'sets/1/.bundle.jws'), 'utf8').trim();
     // beta's genuine bundle, fetched with beta's own credential.
     const anon = new Client(coordinator.url);
-    const beta = await anon.post('/v1/enrol', { token: await fleet.enrolmentToken('beta'), profile: { hostname: 'b', os: 'linux', arch: 'x64', agent_version: 'test' }, inventory: {} });
+    const beta = await anon.post('/v1/enrol', {
+      token: await fleet.enrolmentToken('beta'),
+      profile: { hostname: 'b', os: 'linux', arch: 'x64', agent_version: 'test' },
+      inventory: {},
+    });
     jwsBeta = (await anon.as(beta.body.credential).get('/v1/nodes/beta/bundle')).text;
   });
 
@@ -95,8 +122,16 @@ describe('flor agent rejects what it must not apply', () => {
       },
       /^rejected: signature does not verify$/,
     ],
-    ['a signature by another key under the pinned kid', async () => sign(payloadFor('alpha', 3, v2Files), await foreignKey(realKey.kid)), /^rejected: signature does not verify$/],
-    ['a signature by a key the trust chain does not list', async () => sign(payloadFor('alpha', 3, v2Files), await foreignKey()), /^rejected: bundle is signed by unknown key \S+, which trust version 1 does not list$/],
+    [
+      'a signature by another key under the pinned kid',
+      async () => sign(payloadFor('alpha', 3, v2Files), await foreignKey(realKey.kid)),
+      /^rejected: signature does not verify$/,
+    ],
+    [
+      'a signature by a key the trust chain does not list',
+      async () => sign(payloadFor('alpha', 3, v2Files), await foreignKey()),
+      /^rejected: bundle is signed by unknown key \S+, which trust version 1 does not list$/,
+    ],
     ['a bundle for another node', async () => jwsBeta, /^rejected 1: bundle is for node beta, this node is alpha$/],
     ['an older version replayed', async () => jwsV1, /^rejected 1: version 1 is older than the high-water mark 2 \(replayed bundle\)$/],
     ['a truncated JWS', async () => jwsV1.slice(0, jwsV1.lastIndexOf('.')), /^rejected: bundle is not a compact JWS$/],
@@ -125,7 +160,9 @@ describe('flor agent rejects what it must not apply', () => {
       const r = await sync();
       expect({ code: r.code, line: r.stdout.trimEnd(), stderr: r.stderr }).toEqual({ code: 1, line: expect.stringMatching(reason), stderr: '' });
       expect(snapshot()).toEqual(before);
-      expect(proxy.reports.slice(reports)).toEqual([{ node: 'alpha', body: expect.objectContaining({ active_version: 2, result: 'rejected', error: expect.any(String) }) }]);
+      expect(proxy.reports.slice(reports)).toEqual([
+        { node: 'alpha', body: expect.objectContaining({ active_version: 2, result: 'rejected', error: expect.any(String) }) },
+      ]);
       // A new version of alpha's own bundle that failed verification is that version's outcome; anything else names none.
       expect(proxy.reports.at(-1)!.body.target_version).toBe(/^rejected 3: /.test(r.stdout) ? 3 : undefined);
       expect(proxy.reports.at(-1)!.body.error).toContain(r.stdout.replace(/^rejected( \d+)?: /, '').trim());
@@ -147,7 +184,9 @@ describe('flor agent rejects what it must not apply', () => {
     proxy.mode = { kind: 'status', status: 503, headers: { 'retry-after': '100000' } };
     try {
       const r = await sync();
-      expect(r).toEqual(expect.objectContaining({ code: 1, stdout: expect.stringMatching(/^error: fetching the bundle: coordinator unavailable \(503 test: test says no\)/) }));
+      expect(r).toEqual(
+        expect.objectContaining({ code: 1, stdout: expect.stringMatching(/^error: fetching the bundle: coordinator unavailable \(503 test: test says no\)/) }),
+      );
       const s = await status();
       expect(Date.parse(s.next_poll!) - Date.now()).toBeGreaterThan(90_000 * 1000);
       expect(s).toEqual(expect.objectContaining({ active_version: 3, last_result: 'error' }));
@@ -164,7 +203,12 @@ describe('flor agent rejects what it must not apply', () => {
     try {
       const started = Date.now();
       const r = await sync();
-      expect(r).toEqual(expect.objectContaining({ code: 1, stdout: expect.stringMatching(/^error: GET \/v1\/nodes\/alpha\/bundle on http:\/\/127\.0\.0\.1:\d+ took longer than 1000 ms/) }));
+      expect(r).toEqual(
+        expect.objectContaining({
+          code: 1,
+          stdout: expect.stringMatching(/^error: GET \/v1\/nodes\/alpha\/bundle on http:\/\/127\.0\.0\.1:\d+ took longer than 1000 ms/),
+        }),
+      );
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       proxy.mode = { kind: 'pass' };
@@ -197,7 +241,14 @@ describe('flor agent rejects what it must not apply', () => {
         const wrong = `${token.slice(0, token.lastIndexOf('.'))}.${(await foreignKey()).thumbprint}`;
         const enrols = proxy.requests.filter((r) => r === 'POST /v1/enrol').length;
         const r = await flor(['agent', 'enroll', '--coordinator', proxy.url, '--token', wrong, ...files.args]);
-        expect(r).toEqual(expect.objectContaining({ code: 1, stderr: expect.stringMatching(/no signing key of http:\/\/127\.0\.0\.1:\d+ has the thumbprint \S+ that the enrolment token carries: .*nothing was sent/) }));
+        expect(r).toEqual(
+          expect.objectContaining({
+            code: 1,
+            stderr: expect.stringMatching(
+              /no signing key of http:\/\/127\.0\.0\.1:\d+ has the thumbprint \S+ that the enrolment token carries: .*nothing was sent/,
+            ),
+          }),
+        );
         expect(proxy.requests.filter((x) => x === 'POST /v1/enrol').length).toBe(enrols);
         expect(existsSync(join(files.stateDir, 'identity.json'))).toBe(false);
         // Nothing was sent, so the genuine token is still unused.

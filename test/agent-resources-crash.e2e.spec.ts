@@ -6,7 +6,20 @@ import { fileArtifactName, type FileResource, type PackageResource } from '#cont
 import { AptWorld, buildFixture, dpkg, dpkgStatus, FlatRepo, purgeFixtures, type FixturePackage } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  sleep,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(170_000);
 
@@ -34,7 +47,13 @@ describe('flor agent crash safety with file resources', () => {
     for (const k of declaredIn(i)) {
       const text = contentOf(k, i);
       const sha256 = sha256Hex(Buffer.from(text));
-      resources.push({ path: pathOf(k), mode: k % 2 ? '0640' : '0644', owner: k % 2 ? 'daemon' : 'root', group: 'root', content: { sha256, size: text.length } });
+      resources.push({
+        path: pathOf(k),
+        mode: k % 2 ? '0640' : '0644',
+        owner: k % 2 ? 'daemon' : 'root',
+        group: 'root',
+        content: { sha256, size: text.length },
+      });
       set[fileArtifactName(sha256)] = text;
     }
     set['resources.json'] = canonicalPretty({ files: resources, packages: [] });
@@ -61,7 +80,8 @@ describe('flor agent crash safety with file resources', () => {
 
   it(`survives kill -9 at random points of a resource pass ${KILLS} times, keeping every original, and converges`, async () => {
     const sock = join(files.stateDir, 'agent.sock');
-    const appliedVersion = () => (existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0);
+    const appliedVersion = () =>
+      existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0;
     let latest = (await fleet.publish({ [NODE]: setFor(2) }))[NODE];
     const calibration = await startAgent(files, { waitForSocket: false });
     await waitFor('the control socket', async () => existsSync(sock), 20_000, 5);
@@ -93,7 +113,9 @@ describe('flor agent crash safety with file resources', () => {
       }
     }
 
-    process.stderr.write(`resource crash test: kill window ${Math.round(window)} ms, ${KILLS} kills: store untouched ${seen.untouched}, changed ${seen.resourcesChanged} (left pending ${seen.pending})\n`);
+    process.stderr.write(
+      `resource crash test: kill window ${Math.round(window)} ms, ${KILLS} kills: store untouched ${seen.untouched}, changed ${seen.resourcesChanged} (left pending ${seen.pending})\n`,
+    );
     // The kills must have hit resource passes, not only the start-up before them.
     expect(seen.resourcesChanged).toBeGreaterThan(0);
 
@@ -185,7 +207,13 @@ describe('flor agent crash safety with package resources', () => {
   function setFor(i: number): Record<string, string | Uint8Array> {
     const source = Buffer.from(`deb [signed-by=${join(world.keyringsDir, 'crash.gpg')}] ${repo.url} ./\n`);
     const keyring = Buffer.from(repo.keyring());
-    const res = (path: string, bytes: Buffer): FileResource => ({ path, mode: '0644', owner: 'root', group: 'root', content: { sha256: sha256Hex(bytes), size: bytes.length } });
+    const res = (path: string, bytes: Buffer): FileResource => ({
+      path,
+      mode: '0644',
+      owner: 'root',
+      group: 'root',
+      content: { sha256: sha256Hex(bytes), size: bytes.length },
+    });
     const fs = [res(join(world.sourcesDir, 'crash.list'), source), res(join(world.keyringsDir, 'crash.gpg'), keyring)];
     return {
       'agent.json': agentJson(PKG_NODE, 3600),
@@ -208,7 +236,8 @@ describe('flor agent crash safety with package resources', () => {
     repo = new FlatRepo(join(world.root, 'repo'));
     await repo.start();
     const debs: FixturePackage[] = [];
-    for (let i = 0; i <= maxVersion; i++) for (const name of [PKG_A, PKG_B, PKG_PRE]) debs.push(await buildFixture(join(world.root, 'build'), name, `1.${i}`, log));
+    for (let i = 0; i <= maxVersion; i++)
+      for (const name of [PKG_A, PKG_B, PKG_PRE]) debs.push(await buildFixture(join(world.root, 'build'), name, `1.${i}`, log));
     await repo.publish(debs);
     expect((await dpkg(['-i', debs.find((d) => d.name === PKG_PRE && d.version === '1.0')!.path])).code).toBe(0);
     coordinator = await startCoordinatorProcess();
@@ -233,7 +262,8 @@ describe('flor agent crash safety with package resources', () => {
 
   it(`survives kill -9 at random points of a package pass ${PKG_KILLS} times: nothing recorded that dpkg did not have, nothing installed twice, the pre-existing package never removed`, async () => {
     const sock = join(files.stateDir, 'agent.sock');
-    const appliedVersion = () => (existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0);
+    const appliedVersion = () =>
+      existsSync(join(files.stateDir, 'state.json')) ? (JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version as number) : 0;
     let latest = (await fleet.publish({ [PKG_NODE]: setFor(2) }))[PKG_NODE];
     const calibration = await startAgent(files, { waitForSocket: false });
     await waitFor('the control socket', async () => existsSync(sock), 20_000, 5);
@@ -273,7 +303,9 @@ describe('flor agent crash safety with package resources', () => {
       }
       expect(await dpkgStatus(PKG_PRE)).toMatch(/^installed /);
     }
-    process.stderr.write(`package crash test: kill window ${Math.round(window)} ms, ${PKG_KILLS} kills: ${seen.duringApt} while apt or dpkg ran, ${seen.pending} records left pending\n`);
+    process.stderr.write(
+      `package crash test: kill window ${Math.round(window)} ms, ${PKG_KILLS} kills: ${seen.duringApt} while apt or dpkg ran, ${seen.pending} records left pending\n`,
+    );
     // The kills must have hit package steps, not only the start-up before them.
     expect(seen.duringApt).toBeGreaterThan(0);
 
@@ -283,7 +315,9 @@ describe('flor agent crash safety with package resources', () => {
     const declared = packagesIn(latest);
     for (const p of declared) expect(await dpkgStatus(p.name)).toBe(`installed ${p.version}`);
     if (!declared.some((p) => p.name === PKG_B)) expect(await dpkgStatus(PKG_B)).toBe('absent');
-    expect(Object.fromEntries(Object.entries(ownedPackages()).map(([n, e]) => [n, e.version]))).toEqual(Object.fromEntries(declared.map((p) => [p.name, p.version])));
+    expect(Object.fromEntries(Object.entries(ownedPackages()).map(([n, e]) => [n, e.version]))).toEqual(
+      Object.fromEntries(declared.map((p) => [p.name, p.version])),
+    );
     // Nothing applied twice: every version is new, so a repeated configure would be a reinstall.
     const installs = scriptLog().filter((l) => l.endsWith(' configure'));
     expect(installs.filter((l, k) => installs.indexOf(l) !== k)).toEqual([]);

@@ -125,7 +125,14 @@ describe('flor agent: file resources from a real coordinator', () => {
     expect(r.outcome.reason).toContain(`E: Unable to locate package ${MISSING_PACKAGE}`);
     expect(r.outcome.resources).toEqual([
       { kind: 'file', path: secret().declared.path, outcome: 'unchanged' },
-      { kind: 'package', manager: 'apt', name: MISSING_PACKAGE, version: '0.2.0-1', outcome: 'failed', error: expect.stringContaining('Unable to locate package') },
+      {
+        kind: 'package',
+        manager: 'apt',
+        name: MISSING_PACKAGE,
+        version: '0.2.0-1',
+        outcome: 'failed',
+        error: expect.stringContaining('Unable to locate package'),
+      },
     ]);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe('sets/2');
     expect(readFileSync(join(files.installDir, 'flor.json'), 'utf8')).toBe(florJson(NODE, 'two'));

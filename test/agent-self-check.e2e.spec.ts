@@ -23,7 +23,9 @@ function snapshot(dir: string): Record<string, string> {
       else if (st.isDirectory()) {
         out[key] = `dir ${st.mode.toString(8)} ${st.mtimeMs}`;
         walk(p);
-      } else out[key] = `${st.isSocket() ? 'socket' : 'file'} ${st.mode.toString(8)} ${st.mtimeMs} ${st.isFile() ? createHash('sha256').update(readFileSync(p)).digest('hex') : ''}`;
+      } else
+        out[key] =
+          `${st.isSocket() ? 'socket' : 'file'} ${st.mode.toString(8)} ${st.mtimeMs} ${st.isFile() ? createHash('sha256').update(readFileSync(p)).digest('hex') : ''}`;
     }
   };
   walk(dir);
@@ -47,7 +49,10 @@ describe('flor self-check', () => {
     expect((await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken('alpha'), ...files.args])).code).toBe(0);
     // A state dir as the daemon leaves it: enrolled, a set applied, the files installed.
     const agent = await startAgent(files);
-    await waitFor('alpha at 1', async () => existsSync(join(files.stateDir, 'state.json')) && JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version === 1);
+    await waitFor(
+      'alpha at 1',
+      async () => existsSync(join(files.stateDir, 'state.json')) && JSON.parse(readFileSync(join(files.stateDir, 'state.json'), 'utf8')).applied_version === 1,
+    );
     await agent.stop();
   });
 
@@ -65,12 +70,21 @@ describe('flor self-check', () => {
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toBe(`flor ${VERSION} (node ${process.version})`);
     expect(lines[1]).toBe(`config     ${files.configPath}: ok`);
-    expect(lines[2]).toMatch(new RegExp(`^state dir  ${files.stateDir}: ok: enrolled as alpha with ${coordinator.url.replace(/[.]/g, '\\.')}/?, active version 1, applied 1, high-water mark 1, staged 1, 2 installed file\\(s\\), 0 file resource\\(s\\)$`));
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^state dir  ${files.stateDir}: ok: enrolled as alpha with ${coordinator.url.replace(/[.]/g, '\\.')}/?, active version 1, applied 1, high-water mark 1, staged 1, 2 installed file\\(s\\), 0 file resource\\(s\\)$`,
+      ),
+    );
     expect(snapshot(files.stateDir)).toEqual(before);
 
     const json = await flor(['self-check', '--json', ...files.args]);
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ version: VERSION, config: files.configPath, state_dir: files.stateDir, state: { node: 'alpha', active_version: 1, applied_version: 1, staged_versions: [1], installed_files: 2 } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      version: VERSION,
+      config: files.configPath,
+      state_dir: files.stateDir,
+      state: { node: 'alpha', active_version: 1, applied_version: 1, staged_versions: [1], installed_files: 2 },
+    });
     expect(snapshot(files.stateDir)).toEqual(before);
   });
 

@@ -4,7 +4,18 @@ import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { installedVersion, sh } from './fixtures/package/apt.js';
 import { agentFiles, agentJson, Fleet, florJson, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
-import { agentEnv as childEnv, bumpVersion as bump, buildAgentDebs, InstalledAgent, lockAgentPackage, pushPackages, repositoryFiles, repositoryKeyring, resourceArtifacts, Supervisor } from './support/agent-package.js';
+import {
+  agentEnv as childEnv,
+  bumpVersion as bump,
+  buildAgentDebs,
+  InstalledAgent,
+  lockAgentPackage,
+  pushPackages,
+  repositoryFiles,
+  repositoryKeyring,
+  resourceArtifacts,
+  Supervisor,
+} from './support/agent-package.js';
 import { AptWorld } from './support/apt-repo.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
@@ -62,7 +73,12 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
       join(tree, 'usr/lib/florete-agent/flor.mjs'),
       `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(brokenRuns)}, 'run\\n');\nprocess.stderr.write('florete-agent ${BROKEN} is broken on purpose\\n');\nprocess.exit(1);\n`,
     );
-    const md5 = (await sh('sh', ['-c', `cd '${tree}' && find . -path ./DEBIAN -prune -o -type f ! -path ./etc/florete/agent.yaml -print | sed 's|^\\./||' | sort | xargs md5sum`])).stdout;
+    const md5 = (
+      await sh('sh', [
+        '-c',
+        `cd '${tree}' && find . -path ./DEBIAN -prune -o -type f ! -path ./etc/florete/agent.yaml -print | sed 's|^\\./||' | sort | xargs md5sum`,
+      ])
+    ).stdout;
     writeFileSync(join(tree, 'DEBIAN/md5sums'), md5);
     const broken = join(work, `florete-agent_${BROKEN}_all.deb`);
     expect((await sh('dpkg-deb', ['--root-owner-group', '--build', tree, broken])).code).toBe(0);
@@ -70,14 +86,21 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
 
     coordinator = await startCoordinatorProcess();
     fleet = new Fleet(new Client(coordinator.url, coordinator.adminToken));
-    await pushPackages(coordinator, [V1, V2, BROKEN].map((v) => debs[v]));
+    await pushPackages(
+      coordinator,
+      [V1, V2, BROKEN].map((v) => debs[v]),
+    );
     keyring = await repositoryKeyring(coordinator.url);
     agent = new InstalledAgent(world, work);
     await agent.install(debs[V1]);
     expect(await installedVersion('florete-agent')).toBe(V1);
 
     files = agentFiles('none', { packages: world.agentConfig() });
-    const enrolled = await sh('/usr/bin/flor', ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(NODE), ...files.args], { env: childEnv() });
+    const enrolled = await sh(
+      '/usr/bin/flor',
+      ['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(NODE), ...files.args],
+      { env: childEnv() },
+    );
     expect(enrolled).toMatchObject({ code: 0 });
     supervisor = new Supervisor(['/usr/bin/flor', 'agent', 'run', ...files.args]);
     supervisor.start();
@@ -101,10 +124,15 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
     expect(supervisor!.exits).toEqual([]);
     const published = Date.now();
     expect(await fleet.publish(setWith('two', V2))).toEqual({ [NODE]: 1 });
-    const upgraded = await waitFor('the new agent version reported', async () => {
-      const n = await node();
-      return n.agent_version === V2 && n;
-    }, 300_000, 250);
+    const upgraded = await waitFor(
+      'the new agent version reported',
+      async () => {
+        const n = await node();
+        return n.agent_version === V2 && n;
+      },
+      300_000,
+      250,
+    );
     // A figure for the record, not an assertion: from the publish to the new agent's report.
     process.stderr.write(`self-upgrade: publish to ${V2} reported by the restarted agent in ${Date.now() - published} ms\n`);
     expect(upgraded).toMatchObject({ applied_version: 1, agent_version: V2 });
@@ -118,7 +146,11 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
     expect(upgraded.resources).toMatchObject({ version: 1, result: 'applied' });
     expect(upgraded.resources.items.at(-1)).toEqual({ kind: 'package', manager: 'apt', name: 'florete-agent', version: V2, outcome: 'applied', was: V1 });
     // A package that was there before the agent is never its to remove.
-    expect(JSON.parse(readFileSync(join(files.stateDir, 'owned-files.json'), 'utf8')).packages['florete-agent']).toEqual({ manager: 'apt', version: V2, before: { status: 'installed', version: V1 } });
+    expect(JSON.parse(readFileSync(join(files.stateDir, 'owned-files.json'), 'utf8')).packages['florete-agent']).toEqual({
+      manager: 'apt',
+      version: V2,
+      before: { status: 'installed', version: V1 },
+    });
 
     const status = await runRetectl(['status', '--json'], { env: { FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: coordinator.adminToken! } });
     expect(JSON.parse(status.stdout).items.find((n: { node: string }) => n.node === NODE)).toMatchObject({ agent_version: V2 });
@@ -128,10 +160,15 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
 
   it('fails a broken version with its self-check output, goes back to the running version, keeps running, and does not retry it every poll', async () => {
     expect(await fleet.publish(setWith('three', BROKEN))).toEqual({ [NODE]: 2 });
-    const failed = await waitFor('the failed pass reported', async () => {
-      const n = await node();
-      return n.resources?.version === 2 && n;
-    }, 300_000, 250);
+    const failed = await waitFor(
+      'the failed pass reported',
+      async () => {
+        const n = await node();
+        return n.resources?.version === 2 && n;
+      },
+      300_000,
+      250,
+    );
     expect(failed).toMatchObject({ applied_version: 1, last_result: 'failed', agent_version: V2 });
     expect(failed.last_error).toContain(`florete-agent ${BROKEN} failed its self-check`);
     expect(failed.last_error).toContain(`florete-agent ${BROKEN} is broken on purpose`);
@@ -147,16 +184,23 @@ describe('flor agent: self-upgrade through an ordinary publish', () => {
 
     // It keeps polling (every second) and reporting, refusing the same version without installing or running it again.
     const seen = new Set<string>();
-    await waitFor('five more reports', async () => {
-      seen.add((await node()).last_contact);
-      return seen.size >= 6;
-    }, 120_000, 200);
+    await waitFor(
+      'five more reports',
+      async () => {
+        seen.add((await node()).last_contact);
+        return seen.size >= 6;
+      },
+      120_000,
+      200,
+    );
     const later = await node();
     expect(later).toMatchObject({ applied_version: 1, last_result: 'failed', agent_version: V2 });
     expect(later.last_error).toContain('not installed again until the declaration names another version');
     expect(runs()).toBe(1);
     expect(supervisor!.exits).toEqual([0]);
-    expect(JSON.parse(readFileSync(join(files.stateDir, 'self-upgrade.json'), 'utf8'))).toEqual({ refused: { package: 'florete-agent', version: BROKEN, reason: expect.stringContaining('broken on purpose'), at: expect.any(String) } });
+    expect(JSON.parse(readFileSync(join(files.stateDir, 'self-upgrade.json'), 'utf8'))).toEqual({
+      refused: { package: 'florete-agent', version: BROKEN, reason: expect.stringContaining('broken on purpose'), at: expect.any(String) },
+    });
 
     // Naming the running version again clears the refusal: the declaration changed.
     expect(await fleet.publish(setWith('four', V2))).toEqual({ [NODE]: 3 });

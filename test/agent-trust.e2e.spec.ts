@@ -8,7 +8,19 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(300_000);
 
@@ -29,8 +41,22 @@ async function freshKey(): Promise<SigningKey & { jwk: jose.JWK }> {
 }
 
 function craftedBundle(node: string, version: number, position: number, files: Record<string, string>, key: SigningKey): Promise<string> {
-  const artifacts = Object.entries(files).map(([name, content]) => ({ name, sha256: sha256Hex(content), size: Buffer.byteLength(content), content: Buffer.from(content).toString('base64') }));
-  const payload = { node, version, set_digest: setDigest(artifacts), position, publish_id: 'crafted', issued_at: new Date().toISOString(), retired: false, artifacts };
+  const artifacts = Object.entries(files).map(([name, content]) => ({
+    name,
+    sha256: sha256Hex(content),
+    size: Buffer.byteLength(content),
+    content: Buffer.from(content).toString('base64'),
+  }));
+  const payload = {
+    node,
+    version,
+    set_digest: setDigest(artifacts),
+    position,
+    publish_id: 'crafted',
+    issued_at: new Date().toISOString(),
+    retired: false,
+    artifacts,
+  };
   return signBundle(Buffer.from(canonicalJson(payload), 'utf8'), key);
 }
 
@@ -53,10 +79,14 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     return r.body as { head: number; versions: { version: number; document: string }[] };
   };
   const converged = (files: AgentFiles, version: number, trust: number) =>
-    waitFor(`${files.root} at version ${version}, trust ${trust}`, async () => {
-      const s = await socketStatus(files);
-      return s.applied_version === version && s.trust_version === trust ? s : null;
-    }, 60_000);
+    waitFor(
+      `${files.root} at version ${version}, trust ${trust}`,
+      async () => {
+        const s = await socketStatus(files);
+        return s.applied_version === version && s.trust_version === trust ? s : null;
+      },
+      60_000,
+    );
   const reportsOf = (node: string) => proxy.reports.filter((r) => r.node === node).map((r) => r.body);
 
   beforeAll(async () => {
@@ -88,7 +118,10 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
 
   it('rotates twice while the agents run: they walk the trust chain and keep converging, never re-enrolled', async () => {
     const identities = [alpha, beta].map((f) => readFileSync(join(f.stateDir, 'identity.json'), 'utf8'));
-    for (const [i, marker] of [[2, 'two'], [3, 'three']] as const) {
+    for (const [i, marker] of [
+      [2, 'two'],
+      [3, 'three'],
+    ] as const) {
       const rotated = await fleet.admin.post('/v1/keys/rotate');
       expect(rotated.status).toBe(201);
       // Every node head was re-signed by the new key in the same step.
@@ -131,10 +164,16 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     await converged(beta, 3, 4);
     expect((await syncAlpha()).stdout).toBe('up to date at 3\n');
     expect((await socketStatus(alpha)).trust_version).toBe(4);
-    proxy.mode = { kind: 'serve', jws: await craftedBundle('alpha', 9, 1, { 'flor.json': florJson('alpha', 'evil') }, await keyOf(coordinator.dataDir, revoked)) };
+    proxy.mode = {
+      kind: 'serve',
+      jws: await craftedBundle('alpha', 9, 1, { 'flor.json': florJson('alpha', 'evil') }, await keyOf(coordinator.dataDir, revoked)),
+    };
     try {
       const s = await syncAlpha();
-      expect({ code: s.code, line: s.stdout.trimEnd() }).toEqual({ code: 1, line: `rejected: bundle is signed by key ${revoked}, which trust version 4 revoked` });
+      expect({ code: s.code, line: s.stdout.trimEnd() }).toEqual({
+        code: 1,
+        line: `rejected: bundle is signed by key ${revoked}, which trust version 4 revoked`,
+      });
     } finally {
       proxy.mode = { kind: 'pass' };
     }
@@ -147,13 +186,22 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     const evil = await freshKey();
     const chain = await trustHead();
     const head = chain.versions.at(-1)!;
-    const forgedDoc: TrustDocument = { version: 5, keys: [{ kty: 'OKP', crv: 'Ed25519', x: evil.jwk.x as string, kid: evil.kid }], revoked: [keysSeen[1]], issued_at: new Date().toISOString(), previous: sha256Hex(head.document) };
+    const forgedDoc: TrustDocument = {
+      version: 5,
+      keys: [{ kty: 'OKP', crv: 'Ed25519', x: evil.jwk.x as string, kid: evil.kid }],
+      revoked: [keysSeen[1]],
+      issued_at: new Date().toISOString(),
+      previous: sha256Hex(head.document),
+    };
     const before = readFileSync(join(alpha.stateDir, 'trust.json'), 'utf8');
     proxy.trust = { head: 5, versions: [{ version: 5, document: signTrustDocument(forgedDoc, evil) }] };
     proxy.mode = { kind: 'serve', jws: await craftedBundle('alpha', 9, 1, { 'flor.json': florJson('alpha', 'evil') }, evil) };
     try {
       const s = await syncAlpha();
-      expect({ code: s.code, line: s.stdout.trimEnd() }).toEqual({ code: 1, line: `rejected: trust version 5 is signed by key ${evil.kid}, which trust version 4 does not list` });
+      expect({ code: s.code, line: s.stdout.trimEnd() }).toEqual({
+        code: 1,
+        line: `rejected: trust version 5 is signed by key ${evil.kid}, which trust version 4 does not list`,
+      });
       // The same forgery under the signer's kid fails its signature.
       proxy.trust = { head: 5, versions: [{ version: 5, document: signTrustDocument(forgedDoc, { kid: keysSeen[2], privateKey: evil.privateKey }) }] };
       const t = await syncAlpha();
@@ -179,16 +227,25 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     proxy.mode = { kind: 'answer', status: 304, headers: { etag: old.headers.get('etag')!, 'florete-checkpoint': old.headers.get('florete-checkpoint')! } };
     try {
       const s = await syncAlpha();
-      expect(s.stdout.trimEnd()).toBe(`rejected: checkpoint at position ${parseCheckpoint(oldNote).checkpoint.position} is older than the one held at position ${held.position} (replayed or rolled back)`);
+      expect(s.stdout.trimEnd()).toBe(
+        `rejected: checkpoint at position ${parseCheckpoint(oldNote).checkpoint.position} is older than the one held at position ${held.position} (replayed or rolled back)`,
+      );
     } finally {
       proxy.mode = { kind: 'pass' };
     }
     expect(JSON.parse(readFileSync(join(alpha.stateDir, 'checkpoint.json'), 'utf8')).position).toBe(held.position);
     // A bundle stamped past every checkpoint the agent can verify (from another ledger, say) is refused too.
-    proxy.mode = { kind: 'serve', jws: await craftedBundle('alpha', 9, held.position + 1000, { 'flor.json': florJson('alpha', 'x') }, await keyOf(coordinator.dataDir, keysSeen[2])) };
+    proxy.mode = {
+      kind: 'serve',
+      jws: await craftedBundle('alpha', 9, held.position + 1000, { 'flor.json': florJson('alpha', 'x') }, await keyOf(coordinator.dataDir, keysSeen[2])),
+    };
     try {
       const s = await syncAlpha();
-      expect(s.stdout.trimEnd()).toMatch(new RegExp(`^rejected 9: bundle was stamped at ledger position ${held.position + 1000}, but the newest checkpoint this agent verified is at position \\d+$`));
+      expect(s.stdout.trimEnd()).toMatch(
+        new RegExp(
+          `^rejected 9: bundle was stamped at ledger position ${held.position + 1000}, but the newest checkpoint this agent verified is at position \\d+$`,
+        ),
+      );
     } finally {
       proxy.mode = { kind: 'pass' };
     }
@@ -200,23 +257,45 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     const frozen = await new Client(coordinator.url, credential).get('/v1/nodes/alpha/bundle', { headers: { 'if-none-match': '*' } });
     expect(frozen.status).toBe(304);
     // A coordinator frozen in time: every answer the same 304, the same checkpoint.
-    proxy.mode = { kind: 'answer', status: 304, headers: { etag: frozen.headers.get('etag')!, 'florete-checkpoint': frozen.headers.get('florete-checkpoint')! } };
+    proxy.mode = {
+      kind: 'answer',
+      status: 304,
+      headers: { etag: frozen.headers.get('etag')!, 'florete-checkpoint': frozen.headers.get('florete-checkpoint')! },
+    };
     const frozenAt = parseCheckpoint(Buffer.from(frozen.headers.get('florete-checkpoint')!, 'base64').toString('utf8')).checkpoint.time;
     let stale: AgentStatus;
     try {
       // Status judges freshness when asked, a report when its pass ran: the threshold can fall between
       // the two, so wait until a pass has reported it too.
-      stale = await waitFor('alpha stale, and a pass that reported it', async () => {
-        expect((await syncAlpha()).stdout).toBe('up to date at 5\n');
-        const s = await socketStatus(alpha);
-        return s.freshness?.stale_since && reportsOf('alpha').at(-1)?.stale_since ? s : null;
-      }, 60_000, 500);
+      stale = await waitFor(
+        'alpha stale, and a pass that reported it',
+        async () => {
+          expect((await syncAlpha()).stdout).toBe('up to date at 5\n');
+          const s = await socketStatus(alpha);
+          return s.freshness?.stale_since && reportsOf('alpha').at(-1)?.stale_since ? s : null;
+        },
+        60_000,
+        500,
+      );
     } finally {
       proxy.mode = { kind: 'pass' };
     }
-    expect(stale!.freshness).toEqual({ checkpoint: expect.objectContaining({ time: frozenAt }), max_staleness_seconds: 5, stale_since: new Date(Date.parse(frozenAt) + 5000).toISOString() });
-    expect(reportsOf('alpha').at(-1)).toMatchObject({ result: 'up_to_date', stale_since: stale!.freshness!.stale_since, checkpoint: expect.stringContaining('\n— florete.ledger/') });
-    expect((await flor(['agent', 'status', ...alpha.args])).stdout).toMatch(new RegExp(`^freshness +stale since ${stale!.freshness!.stale_since!.replace(/\./g, '\\.')} \\(checkpoint at position \\d+ signed ${frozenAt.replace(/\./g, '\\.')}\\)$`, 'm'));
+    expect(stale!.freshness).toEqual({
+      checkpoint: expect.objectContaining({ time: frozenAt }),
+      max_staleness_seconds: 5,
+      stale_since: new Date(Date.parse(frozenAt) + 5000).toISOString(),
+    });
+    expect(reportsOf('alpha').at(-1)).toMatchObject({
+      result: 'up_to_date',
+      stale_since: stale!.freshness!.stale_since,
+      checkpoint: expect.stringContaining('\n— florete.ledger/'),
+    });
+    expect((await flor(['agent', 'status', ...alpha.args])).stdout).toMatch(
+      new RegExp(
+        `^freshness +stale since ${stale!.freshness!.stale_since!.replace(/\./g, '\\.')} \\(checkpoint at position \\d+ signed ${frozenAt.replace(/\./g, '\\.')}\\)$`,
+        'm',
+      ),
+    );
     expect((await syncAlpha()).stdout).toBe('up to date at 5\n');
     const fresh = await socketStatus(alpha);
     expect(fresh.freshness?.stale_since).toBeNull();

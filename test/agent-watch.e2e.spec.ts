@@ -5,7 +5,19 @@ import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 import { waitForExit } from './support/child.js';
 import { startWatchedReplicas } from './support/haproxy.js';
 import { freePort } from './support/free-port.js';
@@ -37,7 +49,8 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
   const files: Record<string, AgentFiles> = {};
   let round = 0;
 
-  const treeFor = (marker: string) => Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJson(n, POLL_INTERVAL, 0, 'default'), 'flor.json': florJson(n, marker) }]));
+  const treeFor = (marker: string) =>
+    Object.fromEntries(NODES.map((n) => [n, { 'agent.json': agentJson(n, POLL_INTERVAL, 0, 'default'), 'flor.json': florJson(n, marker) }]));
 
   /** Publishes a change to every node through `via`; the time from its 201 to every node's report of applying it. */
   async function publishAndTime(via: Client): Promise<number[]> {
@@ -58,7 +71,8 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
       async () => {
         const items = (await via.get('/v1/nodes')).body.items as { node: string; applied_version: number | null }[];
         const now = performance.now();
-        for (const i of items) if (target[i.node] !== undefined && i.applied_version === target[i.node] && !applied.has(i.node)) applied.set(i.node, now - acknowledged);
+        for (const i of items)
+          if (target[i.node] !== undefined && i.applied_version === target[i.node] && !applied.has(i.node)) applied.set(i.node, now - acknowledged);
         return applied.size === NODES.length;
       },
       60_000,
@@ -68,7 +82,9 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
   }
 
   function print(label: string, times: readonly number[]): void {
-    process.stdout.write(`watch: ${label}: publish → applied on ${times.length} nodes: p50 ${Math.round(percentile(times, 50))} ms, max ${Math.round(times[times.length - 1])} ms\n`);
+    process.stdout.write(
+      `watch: ${label}: publish → applied on ${times.length} nodes: p50 ${Math.round(percentile(times, 50))} ms, max ${Math.round(times[times.length - 1])} ms\n`,
+    );
   }
 
   beforeAll(async () => {
@@ -117,7 +133,8 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
     const [victim, survivor] = replicas;
     victim.child.kill('SIGKILL');
     await waitForExit(victim.child, 'the killed replica');
-    const heldOnSurvivor = async () => Number(/^florete_watches_held (\d+)$/m.exec((await new Client(survivor.url, victim.adminToken).get('/metrics')).text)?.[1] ?? 0);
+    const heldOnSurvivor = async () =>
+      Number(/^florete_watches_held (\d+)$/m.exec((await new Client(survivor.url, victim.adminToken).get('/metrics')).text)?.[1] ?? 0);
     await waitFor('all 20 watches held on the survivor', async () => (await heldOnSurvivor()) === NODES.length, 60_000);
     const afterKill = await publishAndTime(new Client(proxyUrl, victim.adminToken));
     print('after the kill, through the survivor', afterKill);

@@ -74,7 +74,8 @@ describe('anonymous routes under junk load', () => {
   it(`answers ${PER_ROUTE} concurrent 4 MB junk bodies on every anonymous route with a small problem, grows RSS < 100 MB and keeps /healthz answering`, async () => {
     const pid = coord.child.pid!;
     // Every route once first, so code paths built on first use do not count as growth.
-    for (const [method, path] of ROUTES) await fetch(new URL(path, coord.url), { method, ...(method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) });
+    for (const [method, path] of ROUTES)
+      await fetch(new URL(path, coord.url), { method, ...(method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) });
     const before = rssOf(pid);
     const readBefore = bytesReadBy(pid);
     let peak = before;
@@ -132,7 +133,10 @@ describe('anonymous routes under junk load', () => {
 
   it('receives no more of a body it answered without reading than a few socket buffers, and closes that connection', async () => {
     const pid = coord.child.pid!;
-    for (const [method, path, status] of [['GET', '/healthz', 200], ['POST', '/v1/enrol', 413]] as const) {
+    for (const [method, path, status] of [
+      ['GET', '/healthz', 200],
+      ['POST', '/v1/enrol', 413],
+    ] as const) {
       const before = bytesReadBy(pid);
       const answer = await upload(method, path, 16 * MB);
       const read = bytesReadBy(pid) - before;

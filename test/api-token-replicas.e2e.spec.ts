@@ -32,7 +32,8 @@ describeReplicas('API tokens on two replicas', () => {
     if (r.status !== 201) throw new Error(`creating ${name}: ${r.status} ${r.text}`);
     return r.body as { id: string; token: string };
   };
-  const state = async (id: string) => ((await admin[1].get('/v1/api-tokens')).body.items as { id: string; state: string; last_used_at: string | null }[]).find((t) => t.id === id)!;
+  const state = async (id: string) =>
+    ((await admin[1].get('/v1/api-tokens')).body.items as { id: string; state: string; last_used_at: string | null }[]).find((t) => t.id === id)!;
 
   beforeAll(async () => {
     databaseUrl = await createPostgresDatabase();
@@ -90,7 +91,9 @@ describeReplicas('API tokens on two replicas', () => {
     for (const replica of [0, 1] as const) {
       const r = await on(replica, bot.token).get('/v1/nodes');
       expectProblem(r, 401, 'token_expired');
-      expect(r.body.detail).toMatch(new RegExp(`^API token bot \\(id ${bot.id}\\) expired at \\S+: ask an admin for a new one \\(retectl token create --role reader --name bot\\)$`));
+      expect(r.body.detail).toMatch(
+        new RegExp(`^API token bot \\(id ${bot.id}\\) expired at \\S+: ask an admin for a new one \\(retectl token create --role reader --name bot\\)$`),
+      );
       expect(r.body).toMatchObject({ id: bot.id, name: 'bot', expired_at: expect.any(String) });
     }
     expect((await state(bot.id)).state).toBe('expired');
@@ -102,10 +105,16 @@ describeReplicas('API tokens on two replicas', () => {
     // The first admin token expires: alice and bob are the two admin tokens that work.
     await sql.query(`UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'admin'`);
     expectProblem(await admin[0].get('/v1/whoami'), 401, 'token_expired');
-    const [a, b] = await Promise.all([on(0, alice.token).request('DELETE', `/v1/api-tokens/${bob.id}`), on(1, bob.token).request('DELETE', `/v1/api-tokens/${alice.id}`)]);
+    const [a, b] = await Promise.all([
+      on(0, alice.token).request('DELETE', `/v1/api-tokens/${bob.id}`),
+      on(1, bob.token).request('DELETE', `/v1/api-tokens/${alice.id}`),
+    ]);
     const answers = [a, b].map((r) => `${r.status} ${r.body.code ?? r.body.state}`).sort();
     // One wins; the other is refused as the last admin token, or, had the winner's commit come first, its own token is revoked.
-    expect([['200 revoked', '409 last_admin_token'], ['200 revoked', '401 token_revoked']]).toContainEqual(answers);
+    expect([
+      ['200 revoked', '409 last_admin_token'],
+      ['200 revoked', '401 token_revoked'],
+    ]).toContainEqual(answers);
     const { rows } = await sql.query(`SELECT name FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL AND expires_at > now()`);
     expect(rows).toHaveLength(1);
     const survivor = rows[0].name === 'alice' ? alice : bob;
@@ -119,7 +128,9 @@ describeReplicas('API tokens on two replicas', () => {
     const before = Date.now();
     for (let i = 0; i < 5; i++) expect((await on(0, grafana.token).get('/v1/ledger/head')).status).toBe(200);
     // Replica 1 has it at once, from memory; the database (and replica 2) only once it flushes.
-    const lastOn1 = ((await admin[0].get('/v1/api-tokens')).body.items as { id: string; last_used_at: string | null }[]).find((t) => t.id === grafana.id)!.last_used_at;
+    const lastOn1 = ((await admin[0].get('/v1/api-tokens')).body.items as { id: string; last_used_at: string | null }[]).find(
+      (t) => t.id === grafana.id,
+    )!.last_used_at;
     expect(Date.parse(lastOn1!)).toBeGreaterThanOrEqual(before - 1000);
     let written: string | null = null;
     const deadline = Date.now() + 20_000;

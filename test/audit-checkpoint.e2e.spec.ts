@@ -44,7 +44,15 @@ async function rewriteLedger(sql: Sql): Promise<number> {
   const [before] = await sql('SELECT hash FROM ledger WHERE position = $1', [from - 1]);
   let prev = before ? String(before.hash) : '0'.repeat(64);
   for (const row of await sql('SELECT * FROM ledger WHERE position >= $1 ORDER BY position', [from])) {
-    const event = { position: Number(row.position), stream: String(row.stream), revision: Number(row.revision), type: String(row.type), data: row.data, meta: row.meta, recorded_at: new Date(row.recorded_at as string).toISOString() };
+    const event = {
+      position: Number(row.position),
+      stream: String(row.stream),
+      revision: Number(row.revision),
+      type: String(row.type),
+      data: row.data,
+      meta: row.meta,
+      recorded_at: new Date(row.recorded_at as string).toISOString(),
+    };
     const hash = chainHash(prev, event);
     await sql('UPDATE ledger SET prev_hash = $1, hash = $2 WHERE position = $3', [prev, hash, event.position]);
     prev = hash;
@@ -71,9 +79,18 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
   let head: { position: number; hash: string };
 
   const start = (port?: string) =>
-    startCoordinatorProcess({ databaseUrl, dataDir, env: { FLORETE_CHECKPOINT_INTERVAL: '1', FLORETE_MIRROR_INTERVAL_MS: '100', ...(port ? { PORT: port } : {}) } });
-  const audit = (...args: string[]): Promise<RetectlRun> => runRetectl(['audit', ...args, '--coordinator', coordinator.url, '--token', adminToken, '--insecure-http'], { env: { GIT_CONFIG_GLOBAL: '/dev/null' } });
-  const witnessesOf = async () => (await admin.get('/v1/ledger/witnesses')).body as { coordinator: { position: number; hash: string }; items: { node: string; position: number; hash: string; ledger_hash: string }[] };
+    startCoordinatorProcess({
+      databaseUrl,
+      dataDir,
+      env: { FLORETE_CHECKPOINT_INTERVAL: '1', FLORETE_MIRROR_INTERVAL_MS: '100', ...(port ? { PORT: port } : {}) },
+    });
+  const audit = (...args: string[]): Promise<RetectlRun> =>
+    runRetectl(['audit', ...args, '--coordinator', coordinator.url, '--token', adminToken, '--insecure-http'], { env: { GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const witnessesOf = async () =>
+    (await admin.get('/v1/ledger/witnesses')).body as {
+      coordinator: { position: number; hash: string };
+      items: { node: string; position: number; hash: string; ledger_hash: string }[];
+    };
 
   beforeAll(async () => {
     databaseUrl = database === 'postgres' ? await createPostgresDatabase() : undefined;
@@ -83,7 +100,10 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     const fleet = new Fleet(admin);
     alpha = agentFiles('none');
     beta = agentFiles('none');
-    for (const [node, files] of [['alpha', alpha], ['beta', beta]] as const) {
+    for (const [node, files] of [
+      ['alpha', alpha],
+      ['beta', beta],
+    ] as const) {
       expect((await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(node), ...files.args])).code).toBe(0);
     }
     const tree = (marker: string) => ({
@@ -96,11 +116,20 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     await startAgent(alpha);
     await startAgent(beta);
     // Both agents hold the checkpoint of the head, and the mirror has caught up with it.
-    await waitFor('both agents witnessing the head', async () => {
-      const w = await witnessesOf();
-      return w.items.length === 2 && w.items.every((i) => i.position === head.position && i.hash === head.hash);
-    }, 60_000);
-    await waitFor('the mirror at the head', async () => ((await admin.post('/v1/ledger/verify?mirror=true', {})).body as { mirror?: { lag: number; position: number } }).mirror?.position === head.position, 60_000);
+    await waitFor(
+      'both agents witnessing the head',
+      async () => {
+        const w = await witnessesOf();
+        return w.items.length === 2 && w.items.every((i) => i.position === head.position && i.hash === head.hash);
+      },
+      60_000,
+    );
+    await waitFor(
+      'the mirror at the head',
+      async () =>
+        ((await admin.post('/v1/ledger/verify?mirror=true', {})).body as { mirror?: { lag: number; position: number } }).mirror?.position === head.position,
+      60_000,
+    );
   });
 
   afterAll(async () => {
@@ -132,7 +161,20 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     expect(live.stdout).toContain('verified: the tree is what its signed checkpoint says');
     expect(live.code).toBe(0);
     // No coordinator: the saved files are enough (the URL given leads nowhere).
-    const offline = await runRetectl(['audit', 'tree', '--from', tiles, '--since', keptTree, '--json', '--coordinator', 'http://127.0.0.1:9', '--token', 'x', '--insecure-http']);
+    const offline = await runRetectl([
+      'audit',
+      'tree',
+      '--from',
+      tiles,
+      '--since',
+      keptTree,
+      '--json',
+      '--coordinator',
+      'http://127.0.0.1:9',
+      '--token',
+      'x',
+      '--insecure-http',
+    ]);
     expect(JSON.parse(offline.stdout)).toMatchObject({ ok: true, checkpoint: { size: head.position }, since: { size: head.position }, disagreements: [] });
     expect(offline.code).toBe(0);
     const path = join(tiles, tilePath({ kind: 'hashes', level: 0, index: 0, width: Math.min(256, head.position) }));
@@ -148,7 +190,12 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     const verify = await audit('verify', '--checkpoint', kept, '--json');
     expect(verify.stderr).toBe('');
     const verdict = JSON.parse(verify.stdout);
-    expect(verdict).toMatchObject({ ok: true, ledger: { position: head.position, hash: head.hash, agrees: true }, mirror: { at: { hash: head.hash, agrees: true }, first_disagreement: null }, disagreements: [] });
+    expect(verdict).toMatchObject({
+      ok: true,
+      ledger: { position: head.position, hash: head.hash, agrees: true },
+      mirror: { at: { hash: head.hash, agrees: true }, first_disagreement: null },
+      disagreements: [],
+    });
     expect(verify.code).toBe(0);
     const text = await audit('verify', '--checkpoint', kept);
     expect(text.stdout).toContain('verified: the checkpoint is consistent with the ledger and the mirror');
@@ -172,14 +219,20 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
     const chain = (await admin.post('/v1/ledger/verify', {})).body as { ok: boolean; position: number; hash: string };
     expect(chain).toMatchObject({ ok: true, position: head.position });
     expect(chain.hash).not.toBe(head.hash);
-    await waitFor('a checkpoint signed over the rewritten head', async () => ((await admin.get('/v1/ledger/checkpoint')).body as { hash: string }).hash === chain.hash, 30_000);
+    await waitFor(
+      'a checkpoint signed over the rewritten head',
+      async () => ((await admin.get('/v1/ledger/checkpoint')).body as { hash: string }).hash === chain.hash,
+      30_000,
+    );
 
     // (a) The kept checkpoint: the ledger at its position no longer has its hash.
     const verify = await audit('verify', '--checkpoint', kept, '--json');
     expect(verify.code).toBe(1);
     const verdict = JSON.parse(verify.stdout) as { ok: boolean; disagreements: { source: string; position: number; expected: string; found: string }[] };
     expect(verdict.ok).toBe(false);
-    expect(verdict.disagreements).toContainEqual(expect.objectContaining({ source: 'ledger', position: head.position, expected: head.hash, found: chain.hash }));
+    expect(verdict.disagreements).toContainEqual(
+      expect.objectContaining({ source: 'ledger', position: head.position, expected: head.hash, found: chain.hash }),
+    );
     // (b) The mirror: its commit for the rewritten publish records the old hash, and says where the ledger parted from it.
     const mirrored = verdict.disagreements.find((d) => d.source === 'mirror')!;
     expect(mirrored).toMatchObject({ position: rewritten!, found: expect.stringMatching(/^[0-9a-f]{64}$/) });
@@ -198,15 +251,28 @@ describe.each(targets)('signed checkpoints as an audit tool, on $database', ({ d
 
     // (c) The fleet: the agents refuse the re-signed checkpoint as a fork and keep witnessing the old one.
     for (const node of ['alpha', 'beta']) {
-      await waitFor(`${node} refusing the forked checkpoint`, async () => {
-        const r = await admin.get(`/v1/nodes/${node}`);
-        return typeof r.body.last_error === 'string' && r.body.last_error.includes('rewritten or forked') ? r : null;
-      }, 60_000);
+      await waitFor(
+        `${node} refusing the forked checkpoint`,
+        async () => {
+          const r = await admin.get(`/v1/nodes/${node}`);
+          return typeof r.body.last_error === 'string' && r.body.last_error.includes('rewritten or forked') ? r : null;
+        },
+        60_000,
+      );
     }
     const witnesses = await audit('witnesses', '--json');
     expect(witnesses.code).toBe(1);
-    const flags = (JSON.parse(witnesses.stdout) as { flags: { kind: string; position: number; witness?: string; hashes?: { hash: string; witnesses: string[] }[] }[] }).flags;
-    expect(flags).toContainEqual({ kind: 'fork', position: head.position, hashes: expect.arrayContaining([{ hash: head.hash, witnesses: ['alpha', 'beta'] }, { hash: chain.hash, witnesses: ['(coordinator)'] }]) });
+    const flags = (
+      JSON.parse(witnesses.stdout) as { flags: { kind: string; position: number; witness?: string; hashes?: { hash: string; witnesses: string[] }[] }[] }
+    ).flags;
+    expect(flags).toContainEqual({
+      kind: 'fork',
+      position: head.position,
+      hashes: expect.arrayContaining([
+        { hash: head.hash, witnesses: ['alpha', 'beta'] },
+        { hash: chain.hash, witnesses: ['(coordinator)'] },
+      ]),
+    });
     expect(flags).toContainEqual({ kind: 'ledger', witness: 'alpha', position: head.position, held: head.hash, ledger: chain.hash });
     expect(flags).toContainEqual({ kind: 'ledger', witness: 'beta', position: head.position, held: head.hash, ledger: chain.hash });
     const table = await audit('witnesses');

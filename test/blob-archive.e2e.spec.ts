@@ -61,7 +61,7 @@ function sendArchive(url: string, token: string | null, body: Buffer, options: {
       });
     });
     // The coordinator may refuse and stop reading before the whole body is written.
-    req.on('error', (err) => (err as { code?: string }).code === 'EPIPE' || (err as { code?: string }).code === 'ECONNRESET' ? undefined : reject(err));
+    req.on('error', (err) => ((err as { code?: string }).code === 'EPIPE' || (err as { code?: string }).code === 'ECONNRESET' ? undefined : reject(err)));
     if (options.chunked) {
       // Written in pieces, as a stream would arrive.
       for (let i = 0; i < body.length; i += 4096) req.write(body.subarray(i, i + 4096));
@@ -88,7 +88,11 @@ describe.each(targets)('blob archives on $database', ({ database }) => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'florete-blob-archive-'));
     const databaseUrl = database === 'postgres' ? await createPostgresDatabase() : undefined;
-    coordinator = await startCoordinatorProcess({ databaseUrl, dataDir, env: { FLORETE_ARCHIVE_LIMIT: String(ARCHIVE_LIMIT), FLORETE_BLOB_LIMIT: String(BLOB_LIMIT) } });
+    coordinator = await startCoordinatorProcess({
+      databaseUrl,
+      dataDir,
+      env: { FLORETE_ARCHIVE_LIMIT: String(ARCHIVE_LIMIT), FLORETE_BLOB_LIMIT: String(BLOB_LIMIT) },
+    });
     const admin = new Client(coordinator.url, coordinator.adminToken!);
     const token = async (role: string) => (await admin.post('/v1/api-tokens', { name: `${role}-archive`, role })).body.token as string;
     publisher = admin.as(await token('publisher'));
@@ -124,7 +128,13 @@ describe.each(targets)('blob archives on $database', ({ database }) => {
     const first = await reader.get('/v1/heads?limit=2&cursor=page-0');
     expect(first.status).toBe(200);
     expect(first.body.items.map((h: { node: string }) => h.node)).toEqual(['page-1', 'page-2']);
-    expect(first.body.items[0]).toEqual({ node: 'page-1', version: 1, set_digest: expect.stringMatching(/^[0-9a-f]{64}$/), retired: false, artifacts: [{ name: 'a.json', sha256: entries[0].name, size: entries[0].content.length }] });
+    expect(first.body.items[0]).toEqual({
+      node: 'page-1',
+      version: 1,
+      set_digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      retired: false,
+      artifacts: [{ name: 'a.json', sha256: entries[0].name, size: entries[0].content.length }],
+    });
     expect(first.body.next_cursor).toBe('page-2');
     const rest = await reader.get(`/v1/heads?limit=2&cursor=${first.body.next_cursor}`);
     // Each page says the ledger position it was read at: nothing was appended between the two.

@@ -43,7 +43,9 @@ async function seeText(locator: Locator, pattern: RegExp, timeoutMs = 15_000): P
     if (last !== null && pattern.test(last.replace(/\s+/g, ' '))) return;
     if (Date.now() > deadline) {
       const body = last === null ? ` The page said: ${JSON.stringify((await locator.page().locator('body').innerText()).slice(0, 800))}` : '';
-      throw new Error(`expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}.${body}`);
+      throw new Error(
+        `expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}.${body}`,
+      );
     }
     await sleep(100);
   }
@@ -83,7 +85,8 @@ describe('web console: rollouts, in a real browser', () => {
   const events = () => page.locator('ol.timeline li.event');
   const wave = (i: number) => page.locator(`table.waves tr[data-wave="${i}"]`);
   const button = (name: string) => page.locator('section.actions').getByRole('button', { name, exact: true });
-  const tokyo = (iso: string) => new Intl.DateTimeFormat('en-GB', { timeZone: VIEWER_ZONE, hour: '2-digit', minute: '2-digit', second: '2-digit' }).format(new Date(iso));
+  const tokyo = (iso: string) =>
+    new Intl.DateTimeFormat('en-GB', { timeZone: VIEWER_ZONE, hour: '2-digit', minute: '2-digit', second: '2-digit' }).format(new Date(iso));
 
   async function publish(message: string, marker: string, only: readonly string[], extra: Record<string, unknown> = {}) {
     const nodes: Record<string, { artifacts: Record<string, string> }> = {};
@@ -163,7 +166,11 @@ describe('web console: rollouts, in a real browser', () => {
     const view = await rollout();
     const canaryAt = (view as unknown as { wave_list: { released_at: string }[] }).wave_list[0].released_at;
     await seeText(wave(0), new RegExp(`^canary current 1 1 outstanding .*${tokyo(canaryAt)}.*GMT\\+9`));
-    expect(await wave(0).locator('[data-seg]').evaluateAll((els) => els.map((e) => `${e.getAttribute('data-seg')}=${e.textContent}`))).toEqual(['outstanding=1 outstanding']);
+    expect(
+      await wave(0)
+        .locator('[data-seg]')
+        .evaluateAll((els) => els.map((e) => `${e.getAttribute('data-seg')}=${e.textContent}`)),
+    ).toEqual(['outstanding=1 outstanding']);
     await seeText(wave(1), /^wave 1 2 2 not released not yet —$/);
     await seeText(wave(2), /^wave 2 2 2 not released not yet —$/);
     expect(await page.locator('table.waves tr[aria-current="step"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-wave')))).toEqual(['0']);
@@ -171,7 +178,10 @@ describe('web console: rollouts, in a real browser', () => {
     await seeCount(events(), 2);
     await seeText(events().nth(0), new RegExp(`^planned .* by ${adminName} · publish ${short}$`));
     await seeText(events().nth(1), new RegExp(`^released canary .* by ${adminName} · publish ${short}$`));
-    await seeText(page.getByTestId('rollout-progress'), /^canary: 0 of 1 confirmation\(s\) needed before wave 1 \(2 node\(s\)\) is released\. Following: refreshes every 3 s\.$/);
+    await seeText(
+      page.getByTestId('rollout-progress'),
+      /^canary: 0 of 1 confirmation\(s\) needed before wave 1 \(2 node\(s\)\) is released\. Following: refreshes every 3 s\.$/,
+    );
     await shot('rollout');
   });
 
@@ -198,7 +208,10 @@ describe('web console: rollouts, in a real browser', () => {
     const refused = await admin.as(readerToken).post(`/v1/rollouts/${rolloutId}/pause`, {});
     expect(refused.status).toBe(403);
     await button('Pause').click();
-    await seeText(page.getByTestId('action-error'), new RegExp(`^Could not pause the rollout: ${escape(refused.body.detail)} \\(forbidden\\) This needs an API token with the publisher role`));
+    await seeText(
+      page.getByTestId('action-error'),
+      new RegExp(`^Could not pause the rollout: ${escape(refused.body.detail)} \\(forbidden\\) This needs an API token with the publisher role`),
+    );
     expect((await rollout()).status).toBe('running');
     await seeText(status(), /^running$/);
   });
@@ -245,7 +258,10 @@ describe('web console: rollouts, in a real browser', () => {
     await seeText(page.getByTestId('rollout-progress'), /^wave 1: 0 of 1 confirmation\(s\) needed before wave 2 \(2 node\(s\)\) is released\./);
     await shot('rollout-promoted');
 
-    await events().nth(6).getByRole('link', { name: released.publish_id!.slice(0, 8) }).click();
+    await events()
+      .nth(6)
+      .getByRole('link', { name: released.publish_id!.slice(0, 8) })
+      .click();
     await page.getByRole('heading', { name: `Publish ${released.publish_id!.slice(0, 8)}` }).waitFor();
     await seeText(page.getByTestId('publish-rollout'), new RegExp(`^rollout ${short} \\(released its wave 1 of 3\\)$`));
     await page.getByTestId('publish-rollout').getByRole('link').click();
@@ -283,10 +299,15 @@ describe('web console: rollouts, in a real browser', () => {
     await seeText(status(), /^running$/);
     await button('Abort…').click();
     const confirm = page.getByRole('group', { name: /Abort rollout/ });
-    await seeText(confirm, new RegExp(`^Abort rollout ${short}\\? No further wave is released, and the 3 released node\\(s\\) still at the rollout's version get their previous sets back, as new versions\\.`));
+    await seeText(
+      confirm,
+      new RegExp(
+        `^Abort rollout ${short}\\? No further wave is released, and the 3 released node\\(s\\) still at the rollout's version get their previous sets back, as new versions\\.`,
+      ),
+    );
     // Focus moves to the confirming button in an effect after the paint that shows it.
     // Polled from here: playwright's waitForFunction compiles its predicate in the page, which the console's CSP (no eval) refuses whenever it has to poll.
-    for (const until = Date.now() + 5_000; (await page.evaluate('document.activeElement?.textContent')) !== 'Abort the rollout'; ) {
+    for (const until = Date.now() + 5_000; (await page.evaluate('document.activeElement?.textContent')) !== 'Abort the rollout';) {
       if (Date.now() > until) throw new Error('focus never reached the confirming Abort button');
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -312,7 +333,10 @@ describe('web console: rollouts, in a real browser', () => {
     expect(reads.length).toBe(after);
 
     // The rollback's publish links back to the rollout it undid.
-    await events().last().getByRole('link', { name: last.publish_id!.slice(0, 8) }).click();
+    await events()
+      .last()
+      .getByRole('link', { name: last.publish_id!.slice(0, 8) })
+      .click();
     await seeText(page.getByTestId('publish-rollout'), new RegExp(`^rollout ${short} \\(rolled back its released nodes\\)$`));
     await nav('Rollouts').click();
     await seeText(page.locator(`tr[data-rollout="${rolloutId}"]`), new RegExp(`^${short} aborted aborted by an operator: wrong port 2 of 3 5 `));

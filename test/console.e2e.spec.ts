@@ -4,7 +4,20 @@ import { jest } from '@jest/globals';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  sleep,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+  type AgentProcess,
+} from './fixtures/agent/harness.js';
 
 /**
  * The web console in Debian's chromium (driven by playwright-core) against a real coordinator with
@@ -19,10 +32,12 @@ const NODES = ['alpha', 'beta', 'gamma'] as const;
 /** A viewer far from UTC, so a date shown in UTC instead of the viewer's zone cannot pass. */
 const VIEWER_ZONE = 'Asia/Tokyo';
 
-const tree = (marker: string, only: readonly string[] = NODES) => Object.fromEntries(only.map((n) => [n, { 'agent.json': agentJson(n, 1), 'flor.json': florJson(n, marker) }]));
+const tree = (marker: string, only: readonly string[] = NODES) =>
+  Object.fromEntries(only.map((n) => [n, { 'agent.json': agentJson(n, 1), 'flor.json': florJson(n, marker) }]));
 
 /** Evaluated in the page: the focused element's text and whether its focus ring is drawn. */
-const FOCUSED = '({ tag: document.activeElement.tagName, text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })';
+const FOCUSED =
+  '({ tag: document.activeElement.tagName, text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })';
 
 /** Waits until the element's text matches, and fails with the text it last had. */
 async function seeText(locator: Locator, pattern: RegExp, timeoutMs = 15_000): Promise<void> {
@@ -33,7 +48,9 @@ async function seeText(locator: Locator, pattern: RegExp, timeoutMs = 15_000): P
     if (last !== null && pattern.test(last.replace(/\s+/g, ' '))) return;
     if (Date.now() > deadline) {
       const body = last === null ? ` The page said: ${JSON.stringify((await locator.page().locator('body').innerText()).slice(0, 600))}` : '';
-      throw new Error(`expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}.${body}`);
+      throw new Error(
+        `expected ${pattern} within ${timeoutMs} ms; the element's text was: ${last === null ? '(no such element)' : JSON.stringify(last)}.${body}`,
+      );
     }
     await sleep(100);
   }
@@ -260,7 +277,13 @@ describe('web console in a real browser', () => {
       await page.keyboard.press('Shift+Tab');
       seen.push(await page.evaluate(FOCUSED));
     }
-    expect(seen).toEqual(['Sign out', 'Ledger and audit', 'Rollouts', 'Publishes', 'Fleet', 'Skip to content'].map((text) => ({ tag: text === 'Sign out' ? 'BUTTON' : 'A', text, outline: 'solid' })));
+    expect(seen).toEqual(
+      ['Sign out', 'Ledger and audit', 'Rollouts', 'Publishes', 'Fleet', 'Skip to content'].map((text) => ({
+        tag: text === 'Sign out' ? 'BUTTON' : 'A',
+        text,
+        outline: 'solid',
+      })),
+    );
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'A', text: 'Publishes', outline: 'solid' });

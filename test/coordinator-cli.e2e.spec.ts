@@ -43,7 +43,11 @@ describe('coordinator commands', () => {
     try {
       const head = await fetch(`${running.url}/v1/ledger/head`, { headers: { authorization: `Bearer ${token}` } });
       expect(head.status).toBe(200);
-      const publish = await fetch(`${running.url}/v1/publishes`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"message":"x","nodes":{}}' });
+      const publish = await fetch(`${running.url}/v1/publishes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: '{"message":"x","nodes":{}}',
+      });
       expect(publish.status).toBe(403);
     } finally {
       await running.stop();
@@ -65,7 +69,8 @@ describe('coordinator commands', () => {
       try {
         const answer = await fetch(`${running.url}/v1/ledger/events?after=0&limit=100`, { headers: { authorization: `Bearer ${admin}` } });
         expect(answer.status).toBe(200);
-        const events = ((await answer.json()) as { items: { type: string; stream: string; data: Record<string, unknown>; meta: Record<string, unknown> }[] }).items;
+        const events = ((await answer.json()) as { items: { type: string; stream: string; data: Record<string, unknown>; meta: Record<string, unknown> }[] })
+          .items;
         const tokens = events.filter((e) => e.type === 'api_token_created');
         expect(tokens.map((e) => ({ stream: e.stream, name: e.data.name, role: e.data.role, actor: e.meta.actor }))).toEqual([
           { stream: 'identity:api', name: 'admin', role: 'admin', actor: 'coordinator' },
@@ -267,8 +272,16 @@ describe('one process holds the embedded database', () => {
     expect(forever.stdout).toMatch(/^admin token for vault: flt\.\S+\nnever expires \(--no-expiry\)\n$/);
     const hour = coordinator(dataDir, 'token', 'create', '--role', 'reader', '--name', 'hourly', '--ttl', '1h');
     expect(hour.stdout).toMatch(/^reader token for hourly: flt\.\S+\nexpires at \S+ \(--ttl\)\n$/);
-    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '1h', '--no-expiry')).toMatchObject({ status: 1, stdout: '', stderr: 'coordinator: give --ttl or --no-expiry, not both\n' });
-    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '3600')).toMatchObject({ status: 1, stdout: '', stderr: expect.stringContaining('3600 has no unit: write 3600s, or a duration such as 30d') });
+    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '1h', '--no-expiry')).toMatchObject({
+      status: 1,
+      stdout: '',
+      stderr: 'coordinator: give --ttl or --no-expiry, not both\n',
+    });
+    expect(coordinator(dataDir, 'token', 'create-admin', '--ttl', '3600')).toMatchObject({
+      status: 1,
+      stdout: '',
+      stderr: expect.stringContaining('3600 has no unit: write 3600s, or a duration such as 30d'),
+    });
     const running = await startCoordinatorProcess({ dataDir });
     try {
       const client = new Client(running.url, token);
@@ -278,13 +291,18 @@ describe('one process holds the embedded database', () => {
       const items = tokens.body.items as { name: string; role: string; created_by: string; created_at: string; expires_at: string | null }[];
       expect(items.filter((t) => t.role === 'admin').map((t) => t.name)).toEqual(['admin', 'ops-alice', 'break-glass', 'vault']);
       const byName = Object.fromEntries(items.map((t) => [t.name, t]));
-      const life = (t: { created_at: string; expires_at: string | null }) => (t.expires_at === null ? null : (Date.parse(t.expires_at) - Date.parse(t.created_at)) / 1000);
+      const life = (t: { created_at: string; expires_at: string | null }) =>
+        t.expires_at === null ? null : (Date.parse(t.expires_at) - Date.parse(t.created_at)) / 1000;
       expect(life(byName['ops-alice'])).toBe(90 * 86400);
       expect(life(byName.vault)).toBeNull();
       expect(life(byName.hourly)).toBe(3600);
       expect(byName['ops-alice'].created_by).toBe('coordinator-cli');
       expect(byName.admin.created_by).toBe('coordinator');
-      const events = (await client.get('/v1/ledger/events?after=0&limit=100')).body.items as { type: string; data: { name: string }; meta: { actor: string } }[];
+      const events = (await client.get('/v1/ledger/events?after=0&limit=100')).body.items as {
+        type: string;
+        data: { name: string };
+        meta: { actor: string };
+      }[];
       expect(events.filter((e) => e.type === 'api_token_created' && e.data.name === 'ops-alice').map((e) => e.meta.actor)).toEqual(['coordinator-cli']);
     } finally {
       await running.stop();

@@ -1,5 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -119,13 +132,18 @@ function stateDir(parent: string, name: string): string {
 }
 
 function userIds(): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${USER}:`));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${USER}:`));
   if (!line) throw new Error(`no user ${USER}`);
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-const userExists = () => readFileSync('/etc/passwd', 'utf8').split('\n').some((l) => l.startsWith(`${USER}:`));
+const userExists = () =>
+  readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .some((l) => l.startsWith(`${USER}:`));
 
 /**
  * Checks a running packaged coordinator end to end: ready, the first admin token in its 0600 file
@@ -212,8 +230,25 @@ describe('the coordinator package (npm run package:coordinator)', () => {
       expect({ path, packaged: listing.includes(path) }).toEqual({ path, packaged: true });
     }
     // Nothing of the developer's: no dev dependencies, no sources, tests, other programs or benchmarks.
-    for (const absent of ['node_modules/typescript/', 'node_modules/jest/', 'node_modules/esbuild/', 'node_modules/vite/', 'node_modules/@types/', '.ts', '.spec.js', 'dist/apps/retectl/', 'dist/apps/flor/', 'dist/bench/']) {
-      expect({ absent, found: listing.filter((p) => p.startsWith('usr/lib/florete-coordinator/') && (absent.startsWith('.') ? p.endsWith(absent) && !p.includes('/node_modules/') : p.includes(absent))) }).toEqual({ absent, found: [] });
+    for (const absent of [
+      'node_modules/typescript/',
+      'node_modules/jest/',
+      'node_modules/esbuild/',
+      'node_modules/vite/',
+      'node_modules/@types/',
+      '.ts',
+      '.spec.js',
+      'dist/apps/retectl/',
+      'dist/apps/flor/',
+      'dist/bench/',
+    ]) {
+      expect({
+        absent,
+        found: listing.filter(
+          (p) =>
+            p.startsWith('usr/lib/florete-coordinator/') && (absent.startsWith('.') ? p.endsWith(absent) && !p.includes('/node_modules/') : p.includes(absent)),
+        ),
+      }).toEqual({ absent, found: [] });
     }
 
     const control = join(work, 'control');
@@ -224,7 +259,8 @@ describe('the coordinator package (npm run package:coordinator)', () => {
   });
 
   it('needs the nodejs package.json supports: a machine with an older nodejs cannot install it', async () => {
-    const stanza = (pkg: string, version: string, extra = '') => `Package: ${pkg}\nVersion: ${version}\nArchitecture: all\nMaintainer: t <t@florete.invalid>\nDescription: x\n${extra}`;
+    const stanza = (pkg: string, version: string, extra = '') =>
+      `Package: ${pkg}\nVersion: ${version}\nArchitecture: all\nMaintainer: t <t@florete.invalid>\nDescription: x\n${extra}`;
     const base = ['adduser', 'xz-utils', 'zstd'].map((p) => stanza(p, '99'));
     const old = await apt.simulateInstall(deb, [...base, stanza('nodejs', '18.19.0+dfsg-6~deb12u2')]);
     expect(old.code).not.toBe(0);
@@ -234,7 +270,8 @@ describe('the coordinator package (npm run package:coordinator)', () => {
   });
 
   it('installs with apt: its user, a 0700 state dir, the conffile readable by the service only, a unit systemd accepts', async () => {
-    if ((await installedVersion(NAME)) !== null) throw new Error(`${NAME} is already installed on this machine: this test installs and purges its own, so remove that one first`);
+    if ((await installedVersion(NAME)) !== null)
+      throw new Error(`${NAME} is already installed on this machine: this test installs and purges its own, so remove that one first`);
     // dpkg checks Depends against installed packages only; where Node came from a tarball, a fixture
     // package says the node on PATH is nodejs (no --force-depends).
     const realNode = await installedVersion('nodejs');
@@ -248,7 +285,10 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     expect(await installedVersion(NAME)).toBe(VERSION);
     expect((await sh('dpkg-query', ['-W', '-f=${Conffiles}', NAME])).stdout).toContain('/etc/florete/coordinator.env');
 
-    const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${USER}:`))!.split(':');
+    const passwd = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${USER}:`))!
+      .split(':');
     const uid = Number(passwd[2]);
     expect(uid).toBeGreaterThan(0);
     expect(uid).toBeLessThan(1000);
@@ -258,7 +298,14 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     const env = statSync('/etc/florete/coordinator.env');
     expect({ mode: env.mode & 0o777, uid: env.uid, gid: env.gid }).toEqual({ mode: 0o640, uid: 0, gid });
     const envText = readFileSync('/etc/florete/coordinator.env', 'utf8').split('\n');
-    expect(envText).toEqual(expect.arrayContaining(['FLORETE_DATA=/var/lib/florete/coordinator', 'HOST=127.0.0.1', 'PORT=8080', '#DATABASE_URL=postgres://florete:secret@127.0.0.1:5432/florete']));
+    expect(envText).toEqual(
+      expect.arrayContaining([
+        'FLORETE_DATA=/var/lib/florete/coordinator',
+        'HOST=127.0.0.1',
+        'PORT=8080',
+        '#DATABASE_URL=postgres://florete:secret@127.0.0.1:5432/florete',
+      ]),
+    );
     const state = statSync('/var/lib/florete/coordinator');
     expect({ dir: state.isDirectory(), mode: state.mode & 0o777, uid: state.uid }).toEqual({ dir: true, mode: 0o700, uid });
     expect(statSync('/usr/bin/florete-coordinator').mode & 0o777).toBe(0o755);
@@ -307,7 +354,9 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     expect(created.stdout).toMatch(/^admin token for ops: flt\.\S+\nexpires at \S+ \(FLORETE_API_TOKEN_TTL\)\n$/);
     // Everything in the data dir is the service user's.
     const { uid } = userIds();
-    const foreign = readdirSync(data, { recursive: true }).map(String).filter((p) => statSync(join(data, p)).uid !== uid);
+    const foreign = readdirSync(data, { recursive: true })
+      .map(String)
+      .filter((p) => statSync(join(data, p)).uid !== uid);
     expect(foreign).toEqual([]);
   });
 
@@ -339,7 +388,14 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     installed = false;
     expect(await installedVersion(NAME)).toBeNull();
     expect((await sh('dpkg-query', ['-W', NAME])).code).not.toBe(0);
-    for (const gone of ['/usr/bin/florete-coordinator', '/usr/lib/florete-coordinator', '/usr/lib/systemd/system/florete-coordinator.service', '/usr/share/doc/florete-coordinator', '/etc/florete/coordinator.env', '/var/lib/florete/coordinator']) {
+    for (const gone of [
+      '/usr/bin/florete-coordinator',
+      '/usr/lib/florete-coordinator',
+      '/usr/lib/systemd/system/florete-coordinator.service',
+      '/usr/share/doc/florete-coordinator',
+      '/etc/florete/coordinator.env',
+      '/var/lib/florete/coordinator',
+    ]) {
       expect({ path: gone, exists: existsSync(gone) }).toEqual({ path: gone, exists: false });
     }
     if (!stateExisted) expect(existsSync('/var/lib/florete')).toBe(false);

@@ -60,7 +60,17 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
   async function createApiToken(role: 'admin' | 'publisher' | 'reader', name: string): Promise<string> {
     const r = await admin.post('/v1/api-tokens', { name, role });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ id: expect.any(String), name, role, token: expect.stringMatching(API_TOKEN), created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), scope: null, default_expiry: true });
+    expect(r.body).toEqual({
+      id: expect.any(String),
+      name,
+      role,
+      token: expect.stringMatching(API_TOKEN),
+      created_at: expect.any(String),
+      created_by: 'admin',
+      expires_at: expect.any(String),
+      scope: null,
+      default_expiry: true,
+    });
     return r.body.token as string;
   }
 
@@ -129,7 +139,14 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const enrolled = await anon.post('/v1/enrol', { token, profile: AGENT_PROFILE, inventory: { cpus: 2 } });
       expect(enrolled.status).toBe(201);
       const keys = await jwks();
-      expect(enrolled.body).toEqual({ node: 'alpha', credential: expect.stringMatching(NODE_CREDENTIAL), jwks: keys, briefing: expect.objectContaining({ outcome: 'pass' }), installed: null, owned: null });
+      expect(enrolled.body).toEqual({
+        node: 'alpha',
+        credential: expect.stringMatching(NODE_CREDENTIAL),
+        jwks: keys,
+        briefing: expect.objectContaining({ outcome: 'pass' }),
+        installed: null,
+        owned: null,
+      });
       const node = anon.as(enrolled.body.credential);
 
       // A publish signs nothing: the bundle is signed as its node fetches it, once per fetch of a 200.
@@ -144,7 +161,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
 
       const { header, kid, bundle } = await openBundle(served.text, keys);
       expect(header).toEqual({ alg: 'EdDSA', kid, typ: 'florete-bundle+jws' });
-      expect(bundle).toEqual(expect.objectContaining({ node: 'alpha', version: 1, retired: false, publish_id: pub.body.publish_id, issued_at: expect.stringMatching(ISO) }));
+      expect(bundle).toEqual(
+        expect.objectContaining({ node: 'alpha', version: 1, retired: false, publish_id: pub.body.publish_id, issued_at: expect.stringMatching(ISO) }),
+      );
       expect(bundle.position).toBeLessThanOrEqual(pub.body.position);
       expect(bundle.artifacts.map((a) => a.name)).toEqual(['agent.json', 'flor.json']);
       expect(filesOf(bundle)).toEqual(alpha);
@@ -182,7 +201,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const etag1 = first.headers.get('etag');
 
       const at = await head();
-      const pub2 = await publish({ gamma: { 'flor.json': 'gamma two\n' }, delta: { 'flor.json': 'delta one\n' } }, 'change gamma', { expected_position: at.position });
+      const pub2 = await publish({ gamma: { 'flor.json': 'gamma two\n' }, delta: { 'flor.json': 'delta one\n' } }, 'change gamma', {
+        expected_position: at.position,
+      });
       expect(pub2.status).toBe(201);
       expect(pub2.body.changed).toEqual([{ node: 'gamma', from: 1, to: 2 }]);
       expect(pub2.body.unchanged).toBe(1);
@@ -271,7 +292,11 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
     it('refuses a reader what publishers and admins may do', async () => {
       const before = await head();
       expectProblem(await reader.post('/v1/publishes', tree), 403, 'forbidden');
-      expectProblem(await reader.request('PUT', `/v1/blobs/${sha256Hex('x')}`, { raw: 'x', headers: { 'content-type': 'application/octet-stream' } }), 403, 'forbidden');
+      expectProblem(
+        await reader.request('PUT', `/v1/blobs/${sha256Hex('x')}`, { raw: 'x', headers: { 'content-type': 'application/octet-stream' } }),
+        403,
+        'forbidden',
+      );
       expectProblem(await reader.post('/v1/blobs/missing', { digests: [] }), 403, 'forbidden');
       expectProblem(await reader.post('/v1/nodes/alpha/retire', {}), 403, 'forbidden');
       expectProblem(await reader.post('/v1/nodes/alpha/rollback', { to_version: 1, message: 'no' }), 403, 'forbidden');
@@ -309,7 +334,14 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const forged = `flt.${id}.${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`;
       const unknown = `flt.${'0'.repeat(18)}.${'A'.repeat(43)}`;
       const before = await head();
-      for (const auth of [undefined, 'Bearer', 'Bearer nonsense', `Bearer ${unknown}`, `Bearer ${forged}`, `Basic ${Buffer.from('admin:admin').toString('base64')}`]) {
+      for (const auth of [
+        undefined,
+        'Bearer',
+        'Bearer nonsense',
+        `Bearer ${unknown}`,
+        `Bearer ${forged}`,
+        `Basic ${Buffer.from('admin:admin').toString('base64')}`,
+      ]) {
         const headers: Record<string, string> = auth ? { authorization: auth } : {};
         expectProblem(await anon.get('/v1/nodes', { headers }), 401, 'unauthenticated');
         expectProblem(await anon.post('/v1/publishes', tree, { headers }), 401, 'unauthenticated');
@@ -463,7 +495,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         // No agent runs this node: nothing was reported about the version.
         outcome: null,
       });
-      expect(versions.body.items[2]).toEqual(expect.objectContaining({ version: 1, set_digest: setDigest(refsOf(v1)), publish_id: p1.body.publish_id, message: 'v1' }));
+      expect(versions.body.items[2]).toEqual(
+        expect.objectContaining({ version: 1, set_digest: setDigest(refsOf(v1)), publish_id: p1.body.publish_id, message: 'v1' }),
+      );
 
       const page1 = await reader.get('/v1/nodes/hist/versions?limit=2');
       expect(page1.body.items.map((v: { version: number }) => v.version)).toEqual([3, 2]);
@@ -488,7 +522,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const diff13 = await reader.get('/v1/nodes/hist/diff?from=1&to=3');
       expect(diff13.status).toBe(200);
       expect(diff13.body).toEqual(expect.objectContaining({ node: 'hist', from: 1, to: 3 }));
-      expect(diff13.body.changed).toEqual([{ name: 'a.json', change: 'modified', from_sha256: sha256Hex('one\n'), to_sha256: sha256Hex('three\n'), diff: expect.any(String) }]);
+      expect(diff13.body.changed).toEqual([
+        { name: 'a.json', change: 'modified', from_sha256: sha256Hex('one\n'), to_sha256: sha256Hex('three\n'), diff: expect.any(String) },
+      ]);
       expect(diff13.body.changed[0].diff).toMatch(/^-one$/m);
       expect(diff13.body.changed[0].diff).toMatch(/^\+three$/m);
       const diff23 = await reader.get('/v1/nodes/hist/diff?from=2&to=3');
@@ -497,12 +533,19 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         ['b.json', 'removed'],
       ]);
       const diff01 = await reader.get('/v1/nodes/hist/diff?from=0&to=1');
-      expect(diff01.body.changed).toEqual([{ name: 'a.json', change: 'added', from_sha256: null, to_sha256: sha256Hex('one\n'), diff: expect.stringMatching(/^\+one$/m) }]);
+      expect(diff01.body.changed).toEqual([
+        { name: 'a.json', change: 'added', from_sha256: null, to_sha256: sha256Hex('one\n'), diff: expect.stringMatching(/^\+one$/m) },
+      ]);
 
       // Rollback stamps a new, higher version carrying the old content: an old version is never served again.
       const rollback = await publisher.post('/v1/nodes/hist/rollback', { to_version: 1, message: 'back to one' });
       expect(rollback.status).toBe(201);
-      expect(rollback.body).toEqual({ publish_id: expect.stringMatching(UUID), position: expect.any(Number), changed: [{ node: 'hist', from: 3, to: 4 }], unchanged: 0 });
+      expect(rollback.body).toEqual({
+        publish_id: expect.stringMatching(UUID),
+        position: expect.any(Number),
+        changed: [{ node: 'hist', from: 3, to: 4 }],
+        unchanged: 0,
+      });
       const v4 = await reader.get('/v1/nodes/hist/versions/4');
       expect(v4.body.set_digest).toBe(setDigest(refsOf(v1)));
       expect(v4.body.artifacts.map((a: { content: string }) => a.content)).toEqual(['one\n']);
@@ -540,8 +583,12 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       const retired = await openBundle((await poll(node, 'hist')).text, await jwks());
       expect(retired.bundle).toEqual(expect.objectContaining({ node: 'hist', version: 5, retired: true, artifacts: [], set_digest: EMPTY_SET_DIGEST }));
       const listed = (await reader.get('/v1/nodes')).body.items.find((n: { node: string }) => n.node === 'hist');
-      expect(listed).toEqual(expect.objectContaining({ node: 'hist', version: 5, retired: true, set_digest: EMPTY_SET_DIGEST, publish_id: retire.body.publish_id }));
-      expect((await reader.get(`/v1/publishes/${retire.body.publish_id}`)).body).toEqual(expect.objectContaining({ kind: 'retire', message: 'decommissioned' }));
+      expect(listed).toEqual(
+        expect.objectContaining({ node: 'hist', version: 5, retired: true, set_digest: EMPTY_SET_DIGEST, publish_id: retire.body.publish_id }),
+      );
+      expect((await reader.get(`/v1/publishes/${retire.body.publish_id}`)).body).toEqual(
+        expect.objectContaining({ kind: 'retire', message: 'decommissioned' }),
+      );
 
       // Versions never restart: publishing the name again continues at 6.
       const readd = await publish({ hist: v2 }, 'back in service');
@@ -557,7 +604,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(applied.status).toBe(204);
       expect(applied.text).toBe('');
       let listed = (await reader.get('/v1/nodes')).body.items.find((n: { node: string }) => n.node === 'nu');
-      expect(listed).toEqual(expect.objectContaining({ node: 'nu', version: 1, applied_version: 1, last_result: 'applied', last_contact: expect.stringMatching(ISO) }));
+      expect(listed).toEqual(
+        expect.objectContaining({ node: 'nu', version: 1, applied_version: 1, last_result: 'applied', last_contact: expect.stringMatching(ISO) }),
+      );
 
       expect((await node.post('/v1/nodes/nu/reports', { active_version: 1, result: 'failed', error: 'vertex restart failed' })).status).toBe(204);
       listed = (await reader.get('/v1/nodes')).body.items.find((n: { node: string }) => n.node === 'nu');
@@ -579,13 +628,40 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       // A pass with nothing to do carries no list: the last one stays.
       expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
       const shown = (await reader.get('/v1/nodes/xi')).body;
-      expect(shown).toEqual(expect.objectContaining({ node: 'xi', applied_version: 1, last_result: 'up_to_date', resources: { version: 1, result: 'applied', reported_at: expect.stringMatching(ISO), items } }));
+      expect(shown).toEqual(
+        expect.objectContaining({
+          node: 'xi',
+          applied_version: 1,
+          last_result: 'up_to_date',
+          resources: { version: 1, result: 'applied', reported_at: expect.stringMatching(ISO), items },
+        }),
+      );
       // A failed pass is about the version it tried.
-      const failed = [{ kind: 'package', manager: 'apt', name: 'hello', version: '9.9', outcome: 'failed', error: "E: Version '9.9' for 'hello' was not found" }];
-      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, target_version: 2, result: 'failed', error: 'package resource hello=9.9 (apt): …', resources: failed })).status).toBe(204);
-      expect((await reader.get('/v1/nodes/xi')).body.resources).toEqual({ version: 2, result: 'failed', reported_at: expect.stringMatching(ISO), items: failed });
+      const failed = [
+        { kind: 'package', manager: 'apt', name: 'hello', version: '9.9', outcome: 'failed', error: "E: Version '9.9' for 'hello' was not found" },
+      ];
+      expect(
+        (
+          await node.post('/v1/nodes/xi/reports', {
+            active_version: 1,
+            target_version: 2,
+            result: 'failed',
+            error: 'package resource hello=9.9 (apt): …',
+            resources: failed,
+          })
+        ).status,
+      ).toBe(204);
+      expect((await reader.get('/v1/nodes/xi')).body.resources).toEqual({
+        version: 2,
+        result: 'failed',
+        reported_at: expect.stringMatching(ISO),
+        items: failed,
+      });
       // A resource of a kind the contract does not know is refused.
-      expect((await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'applied', resources: [{ kind: 'service', name: 'x', outcome: 'applied' }] })).status).toBe(422);
+      expect(
+        (await node.post('/v1/nodes/xi/reports', { active_version: 1, result: 'applied', resources: [{ kind: 'service', name: 'x', outcome: 'applied' }] }))
+          .status,
+      ).toBe(422);
     });
 
     it('shows the agent version each node last said it runs: enrolment, then every report that names one', async () => {
@@ -606,7 +682,11 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(await agentOf()).toEqual({ listed: '0.2.0', detail: '0.2.0' });
       // Bad input changes nothing.
       expectProblem(await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date', agent_version: '' }), 422, 'invalid_body');
-      expectProblem(await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date', agent_version: 'x'.repeat(65) }), 422, 'invalid_body');
+      expectProblem(
+        await node.post('/v1/nodes/omicron/reports', { active_version: 1, result: 'up_to_date', agent_version: 'x'.repeat(65) }),
+        422,
+        'invalid_body',
+      );
       expect(await agentOf()).toEqual({ listed: '0.2.0', detail: '0.2.0' });
     });
   });
@@ -616,19 +696,28 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
     const send = (text: string) => publisher.request('POST', '/v1/publishes', { raw: text, headers: { 'content-type': 'application/json' } });
 
     it('answers the same bytes again from what it decided, and decides anything else in full', async () => {
-      const nodes = { rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":1}\n') } }, sigma: { artifacts: { 'flor.json': await publisher.putBlob('{"sigma":1}\n') } } };
+      const nodes = {
+        rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":1}\n') } },
+        sigma: { artifacts: { 'flor.json': await publisher.putBlob('{"sigma":1}\n') } },
+      };
       const text = JSON.stringify({ message: 'pipeline run', nodes });
       const counted = await repeats();
 
       const first = await send(text);
       expect(first.status).toBe(201);
       const again = await send(text);
-      expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 } });
+      expect({ status: again.status, body: again.body }).toEqual({
+        status: 200,
+        body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 },
+      });
       expect(await repeats()).toBe(counted + 1);
 
       // The same tree in other bytes is decided in full, with the same answer.
       const spaced = await send(JSON.stringify({ message: 'pipeline run', nodes }, null, 1));
-      expect({ status: spaced.status, body: spaced.body }).toEqual({ status: 200, body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 } });
+      expect({ status: spaced.status, body: spaced.body }).toEqual({
+        status: 200,
+        body: { publish_id: null, position: first.body.position, changed: [], unchanged: 2 },
+      });
       expect(await repeats()).toBe(counted + 1);
 
       // After an append (a retirement), the first bytes are decided again and bring sigma back.
@@ -639,7 +728,11 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(await repeats()).toBe(counted + 1);
 
       // Bytes that required the position the ledger has left are refused, never answered as a repeat.
-      const pinned = JSON.stringify({ message: 'pinned', expected_position: revived.body.position, nodes: { ...nodes, rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":2}\n') } } } });
+      const pinned = JSON.stringify({
+        message: 'pinned',
+        expected_position: revived.body.position,
+        nodes: { ...nodes, rho: { artifacts: { 'flor.json': await publisher.putBlob('{"rho":2}\n') } } },
+      });
       expect((await send(pinned)).status).toBe(201);
       expectProblem(await send(pinned), 409, 'stale_position');
       expect(await repeats()).toBe(counted + 1);
@@ -648,7 +741,17 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
 
   describe('ledger', () => {
     it('keeps a hash chain an auditor can recompute from the events API, and verify agrees', async () => {
-      const events: { position: number; stream: string; revision: number; type: string; data: unknown; meta: Record<string, unknown>; recorded_at: string; prev_hash: string; hash: string }[] = [];
+      const events: {
+        position: number;
+        stream: string;
+        revision: number;
+        type: string;
+        data: unknown;
+        meta: Record<string, unknown>;
+        recorded_at: string;
+        prev_hash: string;
+        hash: string;
+      }[] = [];
       let after = 0;
       for (;;) {
         const page = await reader.get(`/v1/ledger/events?after=${after}&limit=7`);
@@ -663,7 +766,15 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       events.forEach((e, i) => {
         expect(e.position).toBe(i + 1);
         expect(e.prev_hash).toBe(prev);
-        const body = canonicalJson({ position: e.position, stream: e.stream, revision: e.revision, type: e.type, data: e.data, meta: e.meta, recorded_at: e.recorded_at });
+        const body = canonicalJson({
+          position: e.position,
+          stream: e.stream,
+          revision: e.revision,
+          type: e.type,
+          data: e.data,
+          meta: e.meta,
+          recorded_at: e.recorded_at,
+        });
         expect(e.hash).toBe(sha256Hex(Buffer.concat([Buffer.from(prev, 'hex'), Buffer.from(body, 'utf8')])));
         prev = e.hash;
       });
@@ -702,7 +813,9 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(coordinator.output.filter((l) => l.includes('admin token'))).toEqual([
         `first admin token written to ${file} (mode 0600): read it there, store it, then remove the file`,
         // The default life of a token made without --ttl (FLORETE_API_TOKEN_TTL, 90 days), from the start.
-        expect.stringMatching(/^it expires at \d{4}-\d{2}-\d{2}T\S+Z \(FLORETE_API_TOKEN_TTL\): before then, make named admin tokens with it \(retectl token create --role admin --name <who>\)$/),
+        expect.stringMatching(
+          /^it expires at \d{4}-\d{2}-\d{2}T\S+Z \(FLORETE_API_TOKEN_TTL\): before then, make named admin tokens with it \(retectl token create --role admin --name <who>\)$/,
+        ),
       ]);
       expect(coordinator.output.join('\n')).not.toContain(admin.token!);
       expect(statSync(file).mode & 0o777).toBe(0o600);

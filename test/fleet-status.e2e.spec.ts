@@ -6,7 +6,14 @@ import { Client, expectProblem } from './support/http.js';
  * What a publish reached, as the coordinator accounts for it from node reports sent over HTTP with
  * real node credentials. Real agents drive the same endpoints in the agent fleet tests.
  */
-const profile = (extra: Record<string, unknown> = {}) => ({ hostname: 'h', os: 'linux', arch: 'x64', agent_version: '0.1.0', clock: new Date().toISOString(), ...extra });
+const profile = (extra: Record<string, unknown> = {}) => ({
+  hostname: 'h',
+  os: 'linux',
+  arch: 'x64',
+  agent_version: '0.1.0',
+  clock: new Date().toISOString(),
+  ...extra,
+});
 
 describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status on %s', (database) => {
   let coordinator: CoordinatorProcess;
@@ -35,7 +42,15 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
   }
 
   const report = (node: string, body: Record<string, unknown>) => nodes[node].post(`/v1/nodes/${node}/reports`, body);
-  const nodeList = async (query = '') => (await reader.get(`/v1/nodes${query}`)).body.items as { node: string; state: string; credential: string; convergence: string | null; ineligible: boolean; last_contact_age_seconds: number | null }[];
+  const nodeList = async (query = '') =>
+    (await reader.get(`/v1/nodes${query}`)).body.items as {
+      node: string;
+      state: string;
+      credential: string;
+      convergence: string | null;
+      ineligible: boolean;
+      last_contact_age_seconds: number | null;
+    }[];
   const names = (items: { node: string }[]) => items.map((i) => i.node);
 
   beforeAll(async () => {
@@ -52,7 +67,9 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     const p1 = await publish({ applier: 'a1', failer: 'f1', sleeper: 's1', racer: 'r1' }, 'first');
     const hotReload = { path: 'hot-reload', answer: 'swapped' };
     expect((await report('applier', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json'], activation: hotReload })).status).toBe(204);
-    expect((await report('failer', { active_version: 0, target_version: 1, result: 'failed', error: 'systemctl restart florete-vertex: exit 5' })).status).toBe(204);
+    expect((await report('failer', { active_version: 0, target_version: 1, result: 'failed', error: 'systemctl restart florete-vertex: exit 5' })).status).toBe(
+      204,
+    );
     await publish({ racer: 'r2' }, 'second');
     expect((await report('racer', { active_version: 2, result: 'applied' })).status).toBe(204);
 
@@ -90,7 +107,12 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(names(await nodeList('?state=failed'))).toEqual(['failer']);
 
     const all = await nodeList();
-    expect(all.find((n) => n.node === 'newcomer')).toMatchObject({ state: 'unmanaged', credential: 'pending', convergence: null, last_contact_age_seconds: null });
+    expect(all.find((n) => n.node === 'newcomer')).toMatchObject({
+      state: 'unmanaged',
+      credential: 'pending',
+      convergence: null,
+      last_contact_age_seconds: null,
+    });
     expect(all.find((n) => n.node === 'leaver')).toMatchObject({ state: 'enrolled', credential: 'revoked', last_contact_age_seconds: null });
     expect(all.find((n) => n.node === 'applier')).toMatchObject({ state: 'enrolled', credential: 'live' });
     expect(all.find((n) => n.node === 'applier')?.last_contact_age_seconds).toBeGreaterThanOrEqual(0);
@@ -151,7 +173,10 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(detail).toMatchObject({ actor: expect.any(String), accepted_ineligible: [{ node: 'skewed', failed_briefing: [skewLine] }] });
     expect(detail.nodes[0]).toMatchObject({ node: 'skewed', ineligible: true, status: 'outstanding' });
     const events = (await reader.get(`/v1/ledger/events?after=${head.position}`)).body.items;
-    expect(events.find((e: { type: string }) => e.type === 'publish_recorded')).toMatchObject({ data: { accepted_ineligible: [{ node: 'skewed' }] }, meta: { actor: detail.actor } });
+    expect(events.find((e: { type: string }) => e.type === 'publish_recorded')).toMatchObject({
+      data: { accepted_ineligible: [{ node: 'skewed' }] },
+      meta: { actor: detail.actor },
+    });
     // Retiring an ineligible node needs no acceptance.
     expect((await admin.post('/v1/nodes/skewed/retire', { message: 'gone' })).status).toBe(201);
 
@@ -168,11 +193,17 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
       files: { '/etc/app.conf': { sha256: 'a'.repeat(64), original: false } },
       packages: { hello: { manager: 'apt', version: '1.0', before: { status: 'installed', version: '0.9' } } },
     };
-    expect((await report('keeper', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json', '/etc/florete/agent.json'], owned })).status).toBe(204);
+    expect(
+      (await report('keeper', { active_version: 1, result: 'applied', installed: ['/etc/florete/flor.json', '/etc/florete/agent.json'], owned })).status,
+    ).toBe(204);
     // A report without a copy (an up-to-date pass) leaves the last one.
     expect((await report('keeper', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
     // A malformed copy is refused with the report, and changes nothing.
-    const bad = await report('keeper', { active_version: 1, result: 'applied', owned: { files: { 'etc/app.conf': { sha256: 'a'.repeat(64), original: false } }, packages: {} } });
+    const bad = await report('keeper', {
+      active_version: 1,
+      result: 'applied',
+      owned: { files: { 'etc/app.conf': { sha256: 'a'.repeat(64), original: false } }, packages: {} },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.code).toBe('invalid_body');
     const again = await enrol('keeper');
@@ -180,7 +211,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(again.body.owned).toEqual(owned);
   });
 
-  it('revokes a retired node\'s credential once it reports the final empty set applied', async () => {
+  it("revokes a retired node's credential once it reports the final empty set applied", async () => {
     await publish({ goner: 'g1' }, 'goner');
     await enrol('goner');
     const retired = await admin.post('/v1/nodes/goner/retire', { message: 'decommissioned' });

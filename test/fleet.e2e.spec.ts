@@ -5,7 +5,18 @@ import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { byNode, retectl as runRetectl, writeFleetRete, type PublishView, type RetectlEnv } from './support/fleet.js';
-import { agentFiles, Fleet, flor, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles, type AgentProcess } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  Fleet,
+  flor,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+  type AgentProcess,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(180_000);
 
@@ -33,12 +44,18 @@ describe('fleet status and node lifecycle with real agents', () => {
     return JSON.parse(r.stdout);
   };
   const publishView = (id: string): Promise<PublishView> => json(['status', '--publish', id]);
-  const nodes = async () => byNode((await json(['status'])).items as { node: string; state: string; convergence: string | null; ineligible: boolean; version: number | null }[]);
+  const nodes = async () =>
+    byNode((await json(['status'])).items as { node: string; state: string; convergence: string | null; ineligible: boolean; version: number | null }[]);
   const rete = (ports: Record<string, number>) => {
-    writeFleetRete(env.rete, coordinator.url, NODES.map((name) => ({ name, port: ports[name] })));
+    writeFleetRete(
+      env.rete,
+      coordinator.url,
+      NODES.map((name) => ({ name, port: ports[name] })),
+    );
     return retectl(['compile']);
   };
-  const enrol = (node: string, f: AgentFiles, token: string, extra: string[] = []) => flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', token, ...extra, ...f.args]);
+  const enrol = (node: string, f: AgentFiles, token: string, extra: string[] = []) =>
+    flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', token, ...extra, ...f.args]);
 
   beforeAll(async () => {
     coordinator = await startCoordinatorProcess();
@@ -61,7 +78,8 @@ describe('fleet status and node lifecycle with real agents', () => {
       const r = await enrol(node, files[node], await fleet.enrolmentToken(node));
       expect(r).toEqual(expect.objectContaining({ code: 0, stderr: '' }));
       expect(r.stdout).toMatch(/^briefing: pass$/m);
-      for (const check of ['token valid', 'node name matches', 'profile complete', 'clock skew acceptable', 'agent version supported']) expect(r.stdout).toMatch(new RegExp(`^  pass  ${check}: `, 'm'));
+      for (const check of ['token valid', 'node name matches', 'profile complete', 'clock skew acceptable', 'agent version supported'])
+        expect(r.stdout).toMatch(new RegExp(`^  pass  ${check}: `, 'm'));
     }
     // The laptop believes it is someone else: adoption completes, the mismatch is a failed line.
     const r = await enrol('laptop', files.laptop, await fleet.enrolmentToken('laptop'), ['--node', 'laptop2']);
@@ -135,7 +153,12 @@ describe('fleet status and node lifecycle with real agents', () => {
 
     // The stopped laptop is still enrolled: the coordinator reports how long it has been silent, and
     // the operator picks the silent ones by that age while the others, polling every second, stay out.
-    await waitFor('laptop silent for 5 s', async () => ((await json(['status'])).items.find((n: { node: string }) => n.node === 'laptop').last_contact_age_seconds ?? 0) > 5, 30_000, 500);
+    await waitFor(
+      'laptop silent for 5 s',
+      async () => ((await json(['status'])).items.find((n: { node: string }) => n.node === 'laptop').last_contact_age_seconds ?? 0) > 5,
+      30_000,
+      500,
+    );
     const silent = await retectl(['status', '--contact-older-than', '5s']);
     expect(silent.code).toBe(0);
     expect(silent.stdout).toMatch(/^laptop\s+2\s+1\s+0\.1\.0\s+live\s+\d+s ago\s+enrolled, outstanding, ineligible$/m);
@@ -159,9 +182,12 @@ describe('fleet status and node lifecycle with real agents', () => {
 
   it('lost store: an agent whose state dir was wiped enrols again and removes what it owned instead of stranding it', async () => {
     const compiled = (name: string) => readFileSync(join(env.rete, '.flor/compiled/beta/mgmt', name), 'utf8');
-    const withExtra = await fleet.publish({ beta: { 'agent.json': compiled('agent.json'), 'flor.json': compiled('flor.json'), 'extra.conf': 'only this set has it\n' } }, 'beta with an extra file');
+    const withExtra = await fleet.publish(
+      { beta: { 'agent.json': compiled('agent.json'), 'flor.json': compiled('flor.json'), 'extra.conf': 'only this set has it\n' } },
+      'beta with an extra file',
+    );
     await waitFor('beta has the extra file', async () => (await socketStatus(files.beta)).applied_version === withExtra.beta, 60_000);
-    await waitFor('the coordinator has beta\'s report', async () => (await fleet.nodeStatus('beta'))?.applied_version === withExtra.beta);
+    await waitFor("the coordinator has beta's report", async () => (await fleet.nodeStatus('beta'))?.applied_version === withExtra.beta);
     const extra = join(files.beta.installDir, 'extra.conf');
     expect(existsSync(extra)).toBe(true);
 
@@ -203,7 +229,9 @@ describe('fleet status and node lifecycle with real agents', () => {
   it('the agent of a retired node says so, polls hourly, and names the two ways on', async () => {
     const human = await flor(['agent', 'status', ...files.gamma.args]);
     expect(human.stdout).toMatch(/^lifecycle\s+retired since \S+$/m);
-    expect(human.stdout).toMatch(/^retired\s+at version 2 since \S+: uninstall the agent, or enrol the node again with a new token \(flor agent enroll --token …\)$/m);
+    expect(human.stdout).toMatch(
+      /^retired\s+at version 2 since \S+: uninstall the agent, or enrol the node again with a new token \(flor agent enroll --token …\)$/m,
+    );
     const s = JSON.parse((await flor(['agent', 'status', '--json', ...files.gamma.args])).stdout);
     expect(s).toMatchObject({ lifecycle: 'retired', node: 'gamma', retired: { version: 2, at: expect.any(String) }, last_result: 'error' });
     expect(s.last_error).toMatch(/node gamma was retired at version 2 .*401 retired_credential/);

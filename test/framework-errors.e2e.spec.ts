@@ -94,17 +94,35 @@ describe('errors answered before any route runs', () => {
   it('refuses a wrong content-type with 415 before reading the body, on every JSON route', async () => {
     const admin = anon.as(coord.adminToken);
     for (const type of ['application/octet-stream', 'text/plain', 'application/x-www-form-urlencoded']) {
-      expectProblem(await admin.request('POST', '/v1/api-tokens', { raw: 'name=x&role=reader', headers: { 'content-type': type } }), 415, 'unsupported_media_type');
+      expectProblem(
+        await admin.request('POST', '/v1/api-tokens', { raw: 'name=x&role=reader', headers: { 'content-type': type } }),
+        415,
+        'unsupported_media_type',
+      );
     }
   });
 
   it('reads a large upload only for a publisher: a stranger sending megabytes is refused before the body', async () => {
     const body = new Uint8Array(3 * 1024 * 1024);
-    expectProblem(await anon.request('PUT', `/v1/blobs/${'0'.repeat(64)}`, { raw: body, headers: { 'content-type': 'application/octet-stream' } }), 401, 'unauthenticated');
-    expectProblem(await anon.request('POST', '/v1/publishes', { raw: JSON.stringify({ message: 'x'.repeat(1024 * 1024) }), headers: { 'content-type': 'application/json' } }), 401, 'unauthenticated');
+    expectProblem(
+      await anon.request('PUT', `/v1/blobs/${'0'.repeat(64)}`, { raw: body, headers: { 'content-type': 'application/octet-stream' } }),
+      401,
+      'unauthenticated',
+    );
+    expectProblem(
+      await anon.request('POST', '/v1/publishes', {
+        raw: JSON.stringify({ message: 'x'.repeat(1024 * 1024) }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      401,
+      'unauthenticated',
+    );
     // A publisher's tree may be far larger than the 64 KiB every other route takes.
     const admin = anon.as(coord.adminToken);
-    const big = await admin.post('/v1/publishes', { message: 'm', nodes: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`node-${i}`, { artifacts: { 'a.json': i.toString(16).padStart(64, '0') } }])) });
+    const big = await admin.post('/v1/publishes', {
+      message: 'm',
+      nodes: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`node-${i}`, { artifacts: { 'a.json': i.toString(16).padStart(64, '0') } }])),
+    });
     expectProblem(big, 422, 'missing_blobs');
     expect(big.body.missing_count).toBe(2000);
     expect(big.body.missing).toHaveLength(20);

@@ -45,17 +45,56 @@ const EXTRA: Op[] = [
 ];
 
 const nasty = fc.constantFrom(
-  '..', '../../../etc/passwd', '..%2F..%2Fetc%2Fpasswd', '%2e%2e%2f', '%00', '%ff%fe', '%', '%zz', '\u0000', '\ud800', 'a'.repeat(101), 'a'.repeat(4000),
-  '', ' ', '{}', '[]', 'null', '-1', '0', '1e309', '99999999999999999999', 'NaN', '$(id)', "' OR 1=1 --", '<script>', 'alpha', 'ALPHA', 'é', '𝔘𝔫𝔦', '\u202e', 'a/b', 'a?b=c', 'a#b',
+  '..',
+  '../../../etc/passwd',
+  '..%2F..%2Fetc%2Fpasswd',
+  '%2e%2e%2f',
+  '%00',
+  '%ff%fe',
+  '%',
+  '%zz',
+  '\u0000',
+  '\ud800',
+  'a'.repeat(101),
+  'a'.repeat(4000),
+  '',
+  ' ',
+  '{}',
+  '[]',
+  'null',
+  '-1',
+  '0',
+  '1e309',
+  '99999999999999999999',
+  'NaN',
+  '$(id)',
+  "' OR 1=1 --",
+  '<script>',
+  'alpha',
+  'ALPHA',
+  'é',
+  '𝔘𝔫𝔦',
+  '\u202e',
+  'a/b',
+  'a?b=c',
+  'a#b',
 );
-const anyString = fc.oneof(fc.string(), fc.string({ unit: 'grapheme', maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 30 }), nasty, fc.nat().map(String));
+const anyString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'grapheme', maxLength: 50 }),
+  fc.string({ unit: 'binary', maxLength: 30 }),
+  nasty,
+  fc.nat().map(String),
+);
 const jsonScalar = fc.oneof(anyString, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
 
 /** A body shaped like the route's contract with wrong values, or any JSON, or something that is not JSON. */
 function bodyFor(op: Op): fc.Arbitrary<string | undefined> {
   const keys = Object.keys((op.body?.properties as Record<string, unknown> | undefined) ?? {});
   const shaped = keys.length
-    ? fc.dictionary(fc.oneof(fc.constantFrom(...keys), anyString), fc.oneof(jsonScalar, fc.jsonValue({ maxDepth: 3 })), { maxKeys: keys.length + 2 }).map((v) => JSON.stringify(v))
+    ? fc
+        .dictionary(fc.oneof(fc.constantFrom(...keys), anyString), fc.oneof(jsonScalar, fc.jsonValue({ maxDepth: 3 })), { maxKeys: keys.length + 2 })
+        .map((v) => JSON.stringify(v))
     : fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v));
   return fc.oneof(
     { weight: 4, arbitrary: shaped },
@@ -63,7 +102,10 @@ function bodyFor(op: Op): fc.Arbitrary<string | undefined> {
     { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }).map((n) => `${'['.repeat(n)}${']'.repeat(n)}`) },
     { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }).map((n) => `{"a":${'{"a":'.repeat(n)}1${'}'.repeat(n)}}`) },
     { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 200_000 }).map((n) => JSON.stringify({ [keys[0] ?? 'x']: 'x'.repeat(n) })) },
-    { weight: 1, arbitrary: fc.integer({ min: 100, max: 5_000 }).map((n) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])))) },
+    {
+      weight: 1,
+      arbitrary: fc.integer({ min: 100, max: 5_000 }).map((n) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])))),
+    },
     { weight: 1, arbitrary: anyString },
     { weight: 1, arbitrary: fc.constant(undefined) },
   );
@@ -76,13 +118,35 @@ function generated(ops: Op[], tokens: string[]): fc.Arbitrary<Generated> {
       params: fc.array(fc.record({ value: anyString, raw: fc.boolean() }), { minLength: 3, maxLength: 3 }),
       query: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...(op.query.length ? op.query : ['x'])), anyString), anyString), { maxLength: 4 }),
       contentType: fc.oneof(
-        fc.constantFrom('application/json', 'application/json', 'application/octet-stream', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'APPLICATION/JSON', '', 'a/b; c'),
+        fc.constantFrom(
+          'application/json',
+          'application/json',
+          'application/octet-stream',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=utf-16',
+          'APPLICATION/JSON',
+          '',
+          'a/b; c',
+        ),
         fc.constant(undefined),
       ),
       body: op.method === 'GET' ? fc.option(fc.constant('{}'), { nil: undefined }) : bodyFor(op),
       auth: fc.oneof(
         fc.constantFrom(...tokens.map((t) => `Bearer ${t}`)),
-        fc.constantFrom('Bearer', 'Bearer ', 'Bearer flt', 'Bearer flt.x.y', 'Bearer fln.0.0', 'Bearer fle.a.b.c', `Bearer flt.${'a'.repeat(500)}.b`, 'Basic Og==', 'Basic !!!', 'Digest x'),
+        fc.constantFrom(
+          'Bearer',
+          'Bearer ',
+          'Bearer flt',
+          'Bearer flt.x.y',
+          'Bearer fln.0.0',
+          'Bearer fle.a.b.c',
+          `Bearer flt.${'a'.repeat(500)}.b`,
+          'Basic Og==',
+          'Basic !!!',
+          'Digest x',
+        ),
         fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 200 }),
         fc.constant(undefined),
       ),
@@ -127,7 +191,9 @@ async function report(details: fc.RunDetails<[Generated]>): Promise<void> {
   throw new Error(
     [
       `failed after ${details.numRuns} requests (seed ${details.seed}, path ${details.counterexamplePath}):`,
-      g ? `${g.op.method} ${g.op.path} params=${cut(g.params)} query=${cut(g.query)} content-type=${cut(g.contentType)} auth=${cut(g.auth)} body=${cut(g.body)}` : 'no counterexample',
+      g
+        ? `${g.op.method} ${g.op.path} params=${cut(g.params)} query=${cut(g.query)} content-type=${cut(g.contentType)} auth=${cut(g.auth)} body=${cut(g.body)}`
+        : 'no counterexample',
       String((details.errorInstance as Error | undefined)?.message ?? details.errorInstance).slice(0, 2000),
     ].join('\n'),
   );
@@ -153,7 +219,12 @@ describe('fuzzing every route of the OpenAPI document', () => {
   });
 
   it('answers every generated request with no 5xx, no stack trace, and a bounded problem+json for every refusal; the ledger does not move', async () => {
-    const doc = (await admin.get('/docs/json')).body as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: { content: Record<string, { schema: Record<string, unknown> }> } }>> };
+    const doc = (await admin.get('/docs/json')).body as {
+      paths: Record<
+        string,
+        Record<string, { parameters?: { name: string; in: string }[]; requestBody?: { content: Record<string, { schema: Record<string, unknown> }> } }>
+      >;
+    };
     const ops: Op[] = Object.entries(doc.paths).flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, op]) => ({
         method: method.toUpperCase(),

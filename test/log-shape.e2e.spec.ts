@@ -17,7 +17,11 @@ const jsonLines = (output: readonly string[]): Line[] =>
     .map((l) => JSON.parse(l) as Line);
 
 /** A process stop that cannot hang the suite: SIGKILL after the bound. */
-async function bounded(stop: () => Promise<unknown>, child: { exitCode: number | null; signalCode: NodeJS.Signals | null; kill(s: NodeJS.Signals): boolean }, ms: number): Promise<void> {
+async function bounded(
+  stop: () => Promise<unknown>,
+  child: { exitCode: number | null; signalCode: NodeJS.Signals | null; kill(s: NodeJS.Signals): boolean },
+  ms: number,
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return void (await stop());
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));

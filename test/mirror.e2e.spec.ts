@@ -48,7 +48,10 @@ describe.each(targets)('audit mirror served by the coordinator on $database', ({
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'florete-audit-'));
-    coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined, env: { FLORETE_MIRROR_INTERVAL_MS: '60000' } });
+    coordinator = await startCoordinatorProcess({
+      databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined,
+      env: { FLORETE_MIRROR_INTERVAL_MS: '60000' },
+    });
     anon = new Client(coordinator.url);
     const admin = anon.as(coordinator.adminToken);
     const token = async (role: string, name: string) => (await admin.post('/v1/api-tokens', { name, role })).body.token as string;
@@ -85,14 +88,21 @@ describe.each(targets)('audit mirror served by the coordinator on $database', ({
     expect((await git(clone, 'rev-parse', 'HEAD')).trim()).toBe(last.commit);
     expect((await git(clone, 'log', '--format=%s', '--', 'alpha/')).trim().split('\n')).toEqual(['alpha only', 'first fleet']);
     expect((await git(clone, 'log', '--format=%s', '--', 'beta/')).trim().split('\n')).toEqual(['retire beta', 'beta only', 'first fleet']);
-    expect(await git(clone, 'show', '--format=%an%n%b', '--no-patch', 'HEAD~2')).toMatch(/^alice\nalpha 1 -> 2\n\nLedger-Position: \d+\nLedger-Hash: [0-9a-f]{64}\nPublish-Id: [0-9a-f-]{36}\n/);
+    expect(await git(clone, 'show', '--format=%an%n%b', '--no-patch', 'HEAD~2')).toMatch(
+      /^alice\nalpha 1 -> 2\n\nLedger-Position: \d+\nLedger-Hash: [0-9a-f]{64}\nPublish-Id: [0-9a-f-]{36}\n/,
+    );
     expect(await git(clone, 'ls-tree', '--name-only', 'HEAD')).toBe('alpha\n');
     await git(clone, 'fsck', '--strict', '--no-dangling');
     await git(coordinator.dataDir, '--git-dir', 'audit.git', 'fsck', '--strict', '--no-dangling');
 
     const verdict = await reader.post('/v1/ledger/verify?mirror=true');
     expect(verdict.status).toBe(200);
-    expect(verdict.body).toEqual({ ok: true, position: expect.any(Number), hash: expect.any(String), mirror: { head: last.commit, position: expect.any(Number), commits: 4, lag: 0, nodes: 1 } });
+    expect(verdict.body).toEqual({
+      ok: true,
+      position: expect.any(Number),
+      hash: expect.any(String),
+      mirror: { head: last.commit, position: expect.any(Number), commits: 4, lag: 0, nodes: 1 },
+    });
   });
 
   it('writes a large publish as a pack, which an auditor clones over HTTP like loose objects', async () => {
@@ -122,12 +132,21 @@ describe.each(targets)('audit mirror served by the coordinator on $database', ({
     const none = await anon.get('/audit.git/info/refs?service=git-upload-pack');
     expect(none.headers.get('www-authenticate')).toBe('Basic realm="florete audit"');
     expectProblem(none, 401, 'unauthenticated');
-    const wrong = await anon.get('/audit.git/info/refs', { headers: { authorization: `Basic ${Buffer.from('x:flt.000000000000000000.' + 'A'.repeat(43)).toString('base64')}` } });
+    const wrong = await anon.get('/audit.git/info/refs', {
+      headers: { authorization: `Basic ${Buffer.from('x:flt.000000000000000000.' + 'A'.repeat(43)).toString('base64')}` },
+    });
     expectProblem(wrong, 401, 'unauthenticated');
     const basic = await anon.get('/audit.git/HEAD', { headers: { authorization: `Basic ${Buffer.from(`anyone:${readerToken}`).toString('base64')}` } });
     expect({ status: basic.status, text: basic.text }).toEqual({ status: 200, text: 'ref: refs/heads/main\n' });
     expect((await reader.get('/audit.git/info/refs')).text).toMatch(/^[0-9a-f]{40}\trefs\/heads\/main\n$/);
-    for (const path of ['config', 'hooks/pre-receive.sample', '..%2F..%2Fetc%2Fpasswd', 'objects/../config', 'refs/heads/main/../../config', 'objects/info/../../config']) {
+    for (const path of [
+      'config',
+      'hooks/pre-receive.sample',
+      '..%2F..%2Fetc%2Fpasswd',
+      'objects/../config',
+      'refs/heads/main/../../config',
+      'objects/info/../../config',
+    ]) {
       expectProblem(await reader.get(`/audit.git/${path}`), 404, 'not_found');
     }
     expectProblem(await reader.get(`/audit.git/objects/00/${'0'.repeat(38)}`), 404, 'not_found');

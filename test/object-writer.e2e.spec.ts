@@ -43,7 +43,9 @@ describe('the mirror object writer, built', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('writes a batch on its thread exactly as on the calling thread', async () => {
-    const { ObjectWriter } = (await import(pathToFileURL(resolve('dist/apps/coordinator/src/mirror/repo/object-writer.js')).href)) as { ObjectWriter: WriterClass };
+    const { ObjectWriter } = (await import(pathToFileURL(resolve('dist/apps/coordinator/src/mirror/repo/object-writer.js')).href)) as {
+      ObjectWriter: WriterClass;
+    };
     const objects = [
       ...Array.from({ length: 500 }, (_, i) => blob(Buffer.from(`${i}\n${randomBytes(i % 200).toString('hex')}`))),
       // One large object (over the size that switches to Huffman-only coding), and one already in the batch.
@@ -83,19 +85,25 @@ describe('the mirror object writer, built', () => {
     expect(a.size).toBe(new Set(objects.map((o) => o.oid)).size + 1);
     expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
     for (const [oid, bytes] of a) expect(bytes.equals(b.get(oid)!)).toBe(true);
-    for (const o of objects.slice(0, 3)) expect(execFileSync('git', ['--git-dir', threaded, 'cat-file', '-p', o.oid]).equals(Buffer.from(o.content))).toBe(true);
+    for (const o of objects.slice(0, 3))
+      expect(execFileSync('git', ['--git-dir', threaded, 'cat-file', '-p', o.oid]).equals(Buffer.from(o.content))).toBe(true);
     execFileSync('git', ['--git-dir', threaded, 'fsck', '--strict'], { stdio: 'ignore' });
   });
 
   it('writes a large batch as one pack and its index, its commit loose, readable by git and by the mirror', async () => {
     const dist = (path: string) => import(pathToFileURL(resolve(`dist/apps/coordinator/src/mirror/${path}`)).href);
     const { ObjectWriter } = (await dist('repo/object-writer.js')) as { ObjectWriter: WriterClass };
-    const { PACK_FROM, packIndex } = (await dist('repo/packfile.js')) as { PACK_FROM: number; packIndex: (e: { oid: string; offset: number; crc: number }[], sum: Buffer) => Buffer };
+    const { PACK_FROM, packIndex } = (await dist('repo/packfile.js')) as {
+      PACK_FROM: number;
+      packIndex: (e: { oid: string; offset: number; crc: number }[], sum: Buffer) => Buffer;
+    };
     const { treeObject, commitObject } = (await dist('domain/git-object.js')) as {
       treeObject: (entries: { name: string; kind: 'file' | 'tree'; oid: string }[]) => Obj;
       commitObject: (c: { tree: string; parent: string | null; author: object; committer: object; message: string }) => Obj;
     };
-    const { AuditRepo } = (await dist('repo/audit-repo.js')) as { AuditRepo: { open(gitdir: string): Promise<{ readTree(oid: string): Promise<{ name: string; oid: string }[]>; close(): Promise<void> }> } };
+    const { AuditRepo } = (await dist('repo/audit-repo.js')) as {
+      AuditRepo: { open(gitdir: string): Promise<{ readTree(oid: string): Promise<{ name: string; oid: string }[]>; close(): Promise<void> }> };
+    };
 
     // A commit of folders the way the mirror builds one: a blob and a tree per folder, one root, one commit,
     // with a blob named twice and a large blob (Huffman-only coding).
@@ -105,7 +113,10 @@ describe('the mirror object writer, built', () => {
       for (let i = 0; i < PACK_FROM; i++) {
         const b = blob(Buffer.from(`{"node":${i},"generation":${generation}}\n`));
         const version = blob(Buffer.from(`${generation}\n`));
-        const folder = treeObject([{ name: 'VERSION', kind: 'file', oid: version.oid }, { name: 'flor.json', kind: 'file', oid: b.oid }]);
+        const folder = treeObject([
+          { name: 'VERSION', kind: 'file', oid: version.oid },
+          { name: 'flor.json', kind: 'file', oid: b.oid },
+        ]);
         objects.push(b, version, folder);
         folders.push({ name: `n${i}`, kind: 'tree' as const, oid: folder.oid });
       }
@@ -144,7 +155,8 @@ describe('the mirror object writer, built', () => {
     execFileSync('git', ['--git-dir', threaded, 'fsck', '--strict', '--no-dangling'], { stdio: 'ignore' });
     const distinct = new Set(first.objects.map((o) => o.oid)).size;
     expect(execFileSync('git', ['--git-dir', threaded, 'rev-list', '--objects', 'main'], { encoding: 'utf8' }).trim().split('\n')).toHaveLength(distinct);
-    for (const o of [first.objects[0], first.objects[3 * PACK_FROM]]) expect(execFileSync('git', ['--git-dir', threaded, 'cat-file', '-p', o.oid]).equals(Buffer.from(o.content))).toBe(true);
+    for (const o of [first.objects[0], first.objects[3 * PACK_FROM]])
+      expect(execFileSync('git', ['--git-dir', threaded, 'cat-file', '-p', o.oid]).equals(Buffer.from(o.content))).toBe(true);
     // The mirror reads a packed tree back (isomorphic-git), as it does when it resumes.
     const repo = await AuditRepo.open(threaded);
     const entries = await repo.readTree(first.root.oid);
@@ -163,7 +175,16 @@ describe('the mirror object writer, built', () => {
 
     // An offset past 2 GiB goes to the index's table of large offsets, as git reads it.
     const oids = ['11'.repeat(20), '22'.repeat(20)];
-    const shown = execFileSync('git', ['show-index'], { input: packIndex([{ oid: oids[1], offset: 12, crc: 7 }, { oid: oids[0], offset: 0x90000000, crc: 0xfffffffe }], Buffer.alloc(20)), encoding: 'utf8' });
+    const shown = execFileSync('git', ['show-index'], {
+      input: packIndex(
+        [
+          { oid: oids[1], offset: 12, crc: 7 },
+          { oid: oids[0], offset: 0x90000000, crc: 0xfffffffe },
+        ],
+        Buffer.alloc(20),
+      ),
+      encoding: 'utf8',
+    });
     expect(shown.trim().split('\n')).toEqual([`${0x90000000} ${oids[0]} (fffffffe)`, `12 ${oids[1]} (00000007)`]);
   });
 });

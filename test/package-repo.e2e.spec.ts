@@ -24,7 +24,12 @@ const PACKAGE_LIMIT = 256 * 1024;
 function buildDeb(work: string, control: Record<string, string>, files: Record<string, string>, compression?: 'gzip' | 'xz'): string {
   const root = mkdtempSync(join(work, 'pkg-'));
   mkdirSync(join(root, 'DEBIAN'));
-  writeFileSync(join(root, 'DEBIAN', 'control'), `${Object.entries(control).map(([k, v]) => `${k}: ${v}`).join('\n')}\n`);
+  writeFileSync(
+    join(root, 'DEBIAN', 'control'),
+    `${Object.entries(control)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n')}\n`,
+  );
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(root, path, '..'), { recursive: true });
     writeFileSync(join(root, path), content);
@@ -57,12 +62,18 @@ function isolatedApt(dir: string) {
   mkdirSync(join(dir, 'cache', 'archives', 'partial'), { recursive: true });
   chmodSync(dir, 0o755);
   const options = [
-    '-o', `Dir::Etc::sourcelist=${join(dir, 'sources.list')}`,
-    '-o', 'Dir::Etc::sourceparts=-',
-    '-o', 'APT::Get::List-Cleanup=0',
-    '-o', `Dir::State::Lists=${join(dir, 'lists')}`,
-    '-o', `Dir::Cache=${join(dir, 'cache')}`,
-    '-o', 'DPkg::Lock::Timeout=120',
+    '-o',
+    `Dir::Etc::sourcelist=${join(dir, 'sources.list')}`,
+    '-o',
+    'Dir::Etc::sourceparts=-',
+    '-o',
+    'APT::Get::List-Cleanup=0',
+    '-o',
+    `Dir::State::Lists=${join(dir, 'lists')}`,
+    '-o',
+    `Dir::Cache=${join(dir, 'cache')}`,
+    '-o',
+    'DPkg::Lock::Timeout=120',
   ];
   return {
     /** apt downloads as _apt: everything it reads must be world-readable. */
@@ -86,8 +97,11 @@ function isolatedApt(dir: string) {
 /** The key as retectl prints it, byte for byte (runRetectl decodes stdout as text). */
 const keyBytes = (url: string, armor = false): Promise<Buffer> =>
   new Promise((done, fail) => {
-    execFile(process.execPath, [RETECTL, 'package', 'key', ...(armor ? ['--armor'] : [])], { encoding: 'buffer', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', FLORETE_COORDINATOR: url } }, (error, stdout) =>
-      error ? fail(error) : done(stdout),
+    execFile(
+      process.execPath,
+      [RETECTL, 'package', 'key', ...(armor ? ['--armor'] : [])],
+      { encoding: 'buffer', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', FLORETE_COORDINATOR: url } },
+      (error, stdout) => (error ? fail(error) : done(stdout)),
     );
   });
 
@@ -129,10 +143,27 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     publisherToken = await token('publisher', 'alice');
     readerToken = await token('reader', 'auditor');
     publisher = anon.as(publisherToken);
-    const control = (version: string) => ({ Package: HELLO, Version: version, Architecture: 'all', Maintainer: 'Florete tests <tests@florete.invalid>', Description: `says hello ${version}\n a fixture of the repository test` });
+    const control = (version: string) => ({
+      Package: HELLO,
+      Version: version,
+      Architecture: 'all',
+      Maintainer: 'Florete tests <tests@florete.invalid>',
+      Description: `says hello ${version}\n a fixture of the repository test`,
+    });
     hello10 = buildDeb(work, control('1.0'), { [`usr/share/${HELLO}/hello`]: 'hello 1.0\n' });
     hello11 = buildDeb(work, control('1.1'), { [`usr/share/${HELLO}/hello`]: 'hello 1.1\n' }, 'gzip');
-    needs = buildDeb(work, { Package: NEEDS, Version: '3.0', Architecture: 'all', Depends: `${HELLO} (>= 1.0)`, Maintainer: 'Florete tests <tests@florete.invalid>', Description: 'needs hello' }, { [`usr/share/${NEEDS}/x`]: 'x\n' });
+    needs = buildDeb(
+      work,
+      {
+        Package: NEEDS,
+        Version: '3.0',
+        Architecture: 'all',
+        Depends: `${HELLO} (>= 1.0)`,
+        Maintainer: 'Florete tests <tests@florete.invalid>',
+        Description: 'needs hello',
+      },
+      { [`usr/share/${NEEDS}/x`]: 'x\n' },
+    );
     keyring = join(work, 'florete.gpg');
   });
 
@@ -149,12 +180,24 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     const before = await head();
     const again = await retectl(['package', 'push', hello10]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`^already in the repository: ${HELLO} 1\\.0 \\(all\\), .* pushed by alice at ledger position ${before.position}\\n$`));
+    expect(again.stdout).toMatch(
+      new RegExp(`^already in the repository: ${HELLO} 1\\.0 \\(all\\), .* pushed by alice at ledger position ${before.position}\\n$`),
+    );
     expect(await head()).toEqual(before);
 
     // A gzip-compressed package (dpkg-deb -Zgzip) and one with dependencies, as JSON.
     const json = JSON.parse((await retectl(['package', 'push', hello11, '--json'])).stdout);
-    expect(json).toEqual({ created: true, package: expect.objectContaining({ name: HELLO, version: '1.1', architecture: 'all', sha256: sha256Hex(readFileSync(hello11)), actor: 'alice', filename: `pool/${sha256Hex(readFileSync(hello11))}.deb` }) });
+    expect(json).toEqual({
+      created: true,
+      package: expect.objectContaining({
+        name: HELLO,
+        version: '1.1',
+        architecture: 'all',
+        sha256: sha256Hex(readFileSync(hello11)),
+        actor: 'alice',
+        filename: `pool/${sha256Hex(readFileSync(hello11))}.deb`,
+      }),
+    });
     expect((await retectl(['package', 'push', needs])).code).toBe(0);
   });
 
@@ -163,11 +206,25 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0].split(/\s+/)).toEqual(['NAME', 'VERSION', 'ARCH', 'SIZE', 'PUSHED', 'BY', 'SHA256']);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([[HELLO, '1.0', 'all'], [HELLO, '1.1', 'all'], [NEEDS, '3.0', 'all']]);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
+      [HELLO, '1.0', 'all'],
+      [HELLO, '1.1', 'all'],
+      [NEEDS, '3.0', 'all'],
+    ]);
     expect(lines.slice(1).every((l) => l.split(/\s+/)[5] === 'alice')).toBe(true);
     const { items } = JSON.parse((await retectl(['package', 'list', '--json'], readerToken)).stdout);
     expect(items.map((p: { sha256: string }) => p.sha256)).toEqual([hello10, hello11, needs].map((f) => sha256Hex(readFileSync(f))));
-    expect(items[0]).toEqual({ name: HELLO, version: '1.0', architecture: 'all', sha256: expect.any(String), size: readFileSync(hello10).length, filename: expect.stringMatching(/^pool\/[0-9a-f]{64}\.deb$/), actor: 'alice', position: expect.any(Number), pushed_at: expect.any(String) });
+    expect(items[0]).toEqual({
+      name: HELLO,
+      version: '1.0',
+      architecture: 'all',
+      sha256: expect.any(String),
+      size: readFileSync(hello10).length,
+      filename: expect.stringMatching(/^pool\/[0-9a-f]{64}\.deb$/),
+      actor: 'alice',
+      position: expect.any(Number),
+      pushed_at: expect.any(String),
+    });
   });
 
   it('signs the indices once per push, not per request, and keeps its key and its Release across a restart', async () => {
@@ -267,20 +324,54 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
 
     const junk = join(work, 'junk.deb');
     writeFileSync(junk, 'this is not a Debian package\n');
-    expectOneLine(await retectl(['package', 'push', junk]), 1, /^retectl: the coordinator rejected the request: not a Debian package the repository can serve: not a Debian package: it does not start with the ar archive signature .* \(422 invalid_deb\)\n$/);
+    expectOneLine(
+      await retectl(['package', 'push', junk]),
+      1,
+      /^retectl: the coordinator rejected the request: not a Debian package the repository can serve: not a Debian package: it does not start with the ar archive signature .* \(422 invalid_deb\)\n$/,
+    );
 
-    const forged = buildDeb(work, { Package: HELLO, Version: '1.0', Architecture: 'all', Maintainer: 'Mallory <m@florete.invalid>', Description: 'not the real 1.0' }, { [`usr/share/${HELLO}/hello`]: 'forged\n' });
-    expectOneLine(await retectl(['package', 'push', forged]), 1, new RegExp(`^retectl: ${HELLO} 1\\.0 \\(all\\) is already in the repository with other content \\(sha256 [0-9a-f]{64}, pushed at ledger position \\d+\\): a version is pushed once; build the change as a new version \\(409 package_conflict\\)\\n$`));
+    const forged = buildDeb(
+      work,
+      { Package: HELLO, Version: '1.0', Architecture: 'all', Maintainer: 'Mallory <m@florete.invalid>', Description: 'not the real 1.0' },
+      { [`usr/share/${HELLO}/hello`]: 'forged\n' },
+    );
+    expectOneLine(
+      await retectl(['package', 'push', forged]),
+      1,
+      new RegExp(
+        `^retectl: ${HELLO} 1\\.0 \\(all\\) is already in the repository with other content \\(sha256 [0-9a-f]{64}, pushed at ledger position \\d+\\): a version is pushed once; build the change as a new version \\(409 package_conflict\\)\\n$`,
+      ),
+    );
 
-    expectOneLine(await retectl(['package', 'push', hello10], readerToken), 1, /^retectl: the API token's role may not do this: uploads need an API token with the publisher role or above \(403 forbidden\)\n$/);
+    expectOneLine(
+      await retectl(['package', 'push', hello10], readerToken),
+      1,
+      /^retectl: the API token's role may not do this: uploads need an API token with the publisher role or above \(403 forbidden\)\n$/,
+    );
     expectOneLine(await retectl(['package', 'push', join(work, 'missing.deb')]), 1, /^retectl: cannot read .*missing\.deb: ENOENT\n$/);
 
     const bytes = readFileSync(hello10);
     const sha = sha256Hex(bytes);
-    expectProblem(await publisher.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'application/json' } }), 415, 'unsupported_media_type');
-    expectProblem(await publisher.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
-    expectProblem(await publisher.request('PUT', `/v1/packages/${'0'.repeat(64)}`, { raw: bytes, headers: { 'content-type': 'application/octet-stream' } }), 422, 'digest_mismatch');
-    expectProblem(await anon.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'application/octet-stream' } }), 401, 'unauthenticated');
+    expectProblem(
+      await publisher.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'application/json' } }),
+      415,
+      'unsupported_media_type',
+    );
+    expectProblem(
+      await publisher.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+    );
+    expectProblem(
+      await publisher.request('PUT', `/v1/packages/${'0'.repeat(64)}`, { raw: bytes, headers: { 'content-type': 'application/octet-stream' } }),
+      422,
+      'digest_mismatch',
+    );
+    expectProblem(
+      await anon.request('PUT', `/v1/packages/${sha}`, { raw: bytes, headers: { 'content-type': 'application/octet-stream' } }),
+      401,
+      'unauthenticated',
+    );
     const big = Buffer.alloc(PACKAGE_LIMIT + 1);
     const tooLarge = await publisher.request('PUT', `/v1/packages/${sha256Hex(big)}`, { raw: big, headers: { 'content-type': 'application/octet-stream' } });
     expectProblem(tooLarge, 413, 'body_too_large');
@@ -307,14 +398,26 @@ describe.each(targets)("the mesh's apt repository on $database", ({ database }) 
     expect(verify.code).toBe(0);
     expect(JSON.parse(verify.stdout)).toEqual(expect.objectContaining({ ok: true }));
 
-    const events = (await publisher.get('/v1/ledger/events?after=0&limit=1000')).body.items as { type: string; stream: string; data: Record<string, unknown>; meta: Record<string, unknown> }[];
+    const events = (await publisher.get('/v1/ledger/events?after=0&limit=1000')).body.items as {
+      type: string;
+      stream: string;
+      data: Record<string, unknown>;
+      meta: Record<string, unknown>;
+    }[];
     const pushes = events.filter((e) => e.type === 'package_pushed');
     expect(pushes.map((e) => [e.stream, e.data.version, e.meta.actor])).toEqual([
       [`package:${HELLO}`, '1.0', 'alice'],
       [`package:${HELLO}`, '1.1', 'alice'],
       [`package:${NEEDS}`, '3.0', 'alice'],
     ]);
-    expect(pushes[0].data).toEqual({ name: HELLO, version: '1.0', architecture: 'all', sha256: sha256Hex(readFileSync(hello10)), size: readFileSync(hello10).length, control: expect.stringMatching(new RegExp(`^Package: ${HELLO}\\nVersion: 1\\.0\\n`)) });
+    expect(pushes[0].data).toEqual({
+      name: HELLO,
+      version: '1.0',
+      architecture: 'all',
+      sha256: sha256Hex(readFileSync(hello10)),
+      size: readFileSync(hello10).length,
+      control: expect.stringMatching(new RegExp(`^Package: ${HELLO}\\nVersion: 1\\.0\\n`)),
+    });
 
     // The mirror holds set changes only; it follows the ledger past the pushes and still verifies.
     const deadline = Date.now() + 30_000;

@@ -23,7 +23,12 @@ async function onOneConnection(url: string, requests: string[]): Promise<{ statu
       socket.write(request);
       // 304 answers have no body: an answer ends with its blank line.
       while (!buffered.includes('\r\n\r\n')) {
-        const [chunk] = (await Promise.race([once(socket, 'data'), once(socket, 'close').then(() => { throw new Error(`the server closed the connection after ${answers.length} answers`); })])) as [Buffer];
+        const [chunk] = (await Promise.race([
+          once(socket, 'data'),
+          once(socket, 'close').then(() => {
+            throw new Error(`the server closed the connection after ${answers.length} answers`);
+          }),
+        ])) as [Buffer];
         buffered += chunk.toString('latin1');
       }
       const end = buffered.indexOf('\r\n\r\n');
@@ -102,7 +107,9 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
   }
 
   const listenersOf = async (replica: CoordinatorProcess): Promise<number[]> =>
-    (await sql.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, [`florete-cache:${replica.child.pid}:%`])).rows.map((r) => r.pid);
+    (await sql.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, [`florete-cache:${replica.child.pid}:%`])).rows.map(
+      (r) => r.pid,
+    );
 
   let credential: string;
   let etag: string;
@@ -133,7 +140,10 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
     // request complete, which once made the route say `Connection: close` to every poll.
     const paths = [`/v1/nodes/${NODE}/bundle`, `/v1/nodes/${NODE}/bundle?via=route`, `/v1/nodes/%61${NODE.slice(1)}/bundle`];
     const before = await counters(b);
-    const answers = await onOneConnection(b.url, paths.map((path) => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${credential}\r\nif-none-match: ${etag}\r\n\r\n`));
+    const answers = await onOneConnection(
+      b.url,
+      paths.map((path) => `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${credential}\r\nif-none-match: ${etag}\r\n\r\n`),
+    );
     expect(answers.map((a) => a.status)).toEqual([304, 304, 304]);
     for (const a of answers) {
       expect(a.headers.connection).toBe('keep-alive');
@@ -162,11 +172,14 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000)
   it('idle polls write no row, and last contact still advances', async () => {
     // Statement triggers count every write to the tables a poll or a report could touch.
     await sql.query(`CREATE TABLE test_writes (tbl text, at timestamptz DEFAULT now())`);
-    await sql.query(`CREATE FUNCTION test_count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_writes(tbl) VALUES (TG_TABLE_NAME); RETURN NULL; END $$`);
+    await sql.query(
+      `CREATE FUNCTION test_count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO test_writes(tbl) VALUES (TG_TABLE_NAME); RETURN NULL; END $$`,
+    );
     for (const t of ['node_status', 'node_outcomes', 'node_heads', 'node_credentials', 'ledger']) {
       await sql.query(`CREATE TRIGGER ${t}_test_count AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION test_count_write()`);
     }
-    const contactOf = async () => (await sql.query<{ last_contact: Date | null }>(`SELECT last_contact FROM node_status WHERE node = $1`, [NODE])).rows[0].last_contact;
+    const contactOf = async () =>
+      (await sql.query<{ last_contact: Date | null }>(`SELECT last_contact FROM node_status WHERE node = $1`, [NODE])).rows[0].last_contact;
     await waitFor('the first contacts written', async () => (await contactOf()) !== null);
     const start = await contactOf();
     // Both replicas have this credential in memory (a first poll reads it from the database).

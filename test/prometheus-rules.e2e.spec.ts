@@ -24,7 +24,9 @@ function promtool(args: string[], cwd: string): { code: number | null; output: s
   return { code: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-const RulesFile = z.object({ groups: z.array(z.object({ name: z.string(), rules: z.array(z.object({ alert: z.string().optional(), record: z.string().optional(), expr: z.string() })) })) });
+const RulesFile = z.object({
+  groups: z.array(z.object({ name: z.string(), rules: z.array(z.object({ alert: z.string().optional(), record: z.string().optional(), expr: z.string() })) })),
+});
 const Dashboard = z.object({ panels: z.array(z.object({ title: z.string(), targets: z.array(z.object({ expr: z.string() })) })) });
 
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'inf', 'nan']);
@@ -63,7 +65,9 @@ function exportedNames(exposition: string): Set<string> {
 
 describe('the PromQL name extraction', () => {
   it('finds the metrics and nothing else', () => {
-    expect(metricNames('histogram_quantile(0.99, sum by (instance, le) (rate(a_bucket{job="x", le!~"y"}[5m]))) > 1 and on (instance) b{database="postgres"}').sort()).toEqual(['a_bucket', 'b']);
+    expect(
+      metricNames('histogram_quantile(0.99, sum by (instance, le) (rate(a_bucket{job="x", le!~"y"}[5m]))) > 1 and on (instance) b{database="postgres"}').sort(),
+    ).toEqual(['a_bucket', 'b']);
     expect(metricNames('max without (instance) (sum without (age) (c{age=~"1d|older"}) / sum(d)) > 0.1 or up == 0').sort()).toEqual(['c', 'd', 'up']);
   });
 });
@@ -98,7 +102,9 @@ describe('deploy/prometheus', () => {
     const tests = readFileSync(join(dir, 'florete-alerts.test.yml'), 'utf8');
     for (const alert of alerts) expect({ alert, tested: tests.includes(`alertname: ${alert}\n`) }).toEqual({ alert, tested: true });
     // Every threshold raised tenfold: the tests that expect an alert must now fail.
-    const broken = readFileSync(join(dir, 'florete-alerts.yml'), 'utf8').replace(/(\) >|==) (\d+(?:\.\d+)?)(?=$| and )/gm, (_, op: string, n: string) => (op === '==' ? `${op} 42` : `${op} ${Number(n) * 10 + 10}`));
+    const broken = readFileSync(join(dir, 'florete-alerts.yml'), 'utf8').replace(/(\) >|==) (\d+(?:\.\d+)?)(?=$| and )/gm, (_, op: string, n: string) =>
+      op === '==' ? `${op} 42` : `${op} ${Number(n) * 10 + 10}`,
+    );
     writeFileSync(join(dir, 'florete-alerts.yml'), broken);
     try {
       const r = promtool(['test', 'rules', 'florete-alerts.test.yml'], dir);
@@ -135,16 +141,29 @@ describe('the alert rules and the dashboard name only metrics the coordinator ex
     expect(used.length).toBeGreaterThan(20);
     expect(used.filter((u) => !exported.has(u.name))).toEqual([]);
     // The gauges this dashboard is for are among them.
-    for (const name of ['florete_nodes', 'florete_nodes_by_contact_age', 'florete_nodes_by_agent_version', 'florete_checkpoint_age_seconds', 'florete_build_info', 'florete_ready']) {
+    for (const name of [
+      'florete_nodes',
+      'florete_nodes_by_contact_age',
+      'florete_nodes_by_agent_version',
+      'florete_checkpoint_age_seconds',
+      'florete_build_info',
+      'florete_ready',
+    ]) {
       expect(used.map((u) => u.name)).toContain(name);
     }
   });
 
   // The coordinator's own: prom-client's default Node.js metrics name three gauges *_total, which is theirs to change.
-  it('the coordinator\'s counters are counters, and only they end in _total', async () => {
+  it("the coordinator's counters are counters, and only they end in _total", async () => {
     const r = await new Client(coordinator.url, coordinator.adminToken).get('/metrics');
     const types = [...r.text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => ({ name: m[1], type: m[2] }));
-    expect(types).toEqual(expect.arrayContaining([{ name: 'florete_mirror_commits_total', type: 'counter' }, { name: 'florete_mirror_push_failures_total', type: 'counter' }, { name: 'florete_build_info', type: 'gauge' }]));
+    expect(types).toEqual(
+      expect.arrayContaining([
+        { name: 'florete_mirror_commits_total', type: 'counter' },
+        { name: 'florete_mirror_push_failures_total', type: 'counter' },
+        { name: 'florete_build_info', type: 'gauge' },
+      ]),
+    );
     expect(types.filter((t) => t.name.startsWith('florete_') && t.name.endsWith('_total') !== (t.type === 'counter'))).toEqual([]);
   });
 });

@@ -20,7 +20,6 @@ import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
 jest.setTimeout(180_000);
 
-
 interface ThrowawayPostgres {
   readonly url: string;
   stop(): void;
@@ -71,7 +70,12 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
     const env = { FLORETE_ANON_RATE_LIMIT: '0', FLORETE_LOG_LEVEL: 'warn' };
     kept = await startCoordinatorProcess({ databaseUrl: await createPostgresDatabase(), env });
     orphaned = await startCoordinatorProcess({ databaseUrl: ownPostgres.url, env });
-    ({ url: proxyUrl, child: proxy } = await startHaproxy(dir, (port) => haproxyConfig(port, [kept, orphaned].map((r) => Number(new URL(r.url).port)))));
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(dir, (port) =>
+      haproxyConfig(
+        port,
+        [kept, orphaned].map((r) => Number(new URL(r.url).port)),
+      ),
+    ));
   });
 
   afterAll(async () => {

@@ -6,7 +6,20 @@ import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, sleep, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  sleep,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 import { stopChild, waitForExit } from './support/child.js';
 import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
@@ -77,7 +90,15 @@ describeReplicas('two coordinator replicas behind HAProxy, one killed mid-run', 
     const first = await startCoordinatorProcess({ databaseUrl, env });
     const second = await startCoordinatorProcess({ databaseUrl, env });
     replicas = [first, second];
-    ({ url: proxyUrl, child: proxy } = await startHaproxy(shared, (port) => haproxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))), proxyLog));
+    ({ url: proxyUrl, child: proxy } = await startHaproxy(
+      shared,
+      (port) =>
+        haproxyConfig(
+          port,
+          replicas.map((r) => Number(new URL(r.url).port)),
+        ),
+      proxyLog,
+    ));
     admin = new Client(proxyUrl, first.adminToken);
     fleet = new Fleet(admin);
     await waitFor('the proxy to answer', async () => (await admin.get('/healthz').catch(() => undefined))?.status === 200, 20_000);
@@ -122,7 +143,9 @@ describeReplicas('two coordinator replicas behind HAProxy, one killed mid-run', 
       let etag = '';
       while (polling) {
         try {
-          const res = await fetch(`${proxyUrl}/v1/nodes/r1/bundle`, { headers: { authorization: `Bearer ${credential}`, ...(etag ? { 'if-none-match': etag } : {}) } });
+          const res = await fetch(`${proxyUrl}/v1/nodes/r1/bundle`, {
+            headers: { authorization: `Bearer ${credential}`, ...(etag ? { 'if-none-match': etag } : {}) },
+          });
           await res.arrayBuffer();
           if (res.status === 200 || res.status === 304) {
             polls.ok++;

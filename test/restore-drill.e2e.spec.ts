@@ -8,7 +8,19 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 import { runRetectl } from './support/retectl-process.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 import { stopChild } from './support/child.js';
 
 jest.setTimeout(600_000);
@@ -67,8 +79,10 @@ describe.each(targets)('restore drill on $database', ({ database }) => {
 
   const env = { FLORETE_CHECKPOINT_INTERVAL: '1', FLORETE_MIRROR_INTERVAL_MS: '100' };
   const admin = () => new Client(coordinator!.url, adminToken);
-  const audit = (...args: string[]) => runRetectl(['audit', ...args, '--coordinator', coordinator!.url, '--token', adminToken, '--insecure-http'], { env: { GIT_CONFIG_GLOBAL: '/dev/null' } });
-  const mirrorAt = async (position: number) => ((await admin().post('/v1/ledger/verify?mirror=true', {})).body as { mirror?: { position: number } }).mirror?.position === position;
+  const audit = (...args: string[]) =>
+    runRetectl(['audit', ...args, '--coordinator', coordinator!.url, '--token', adminToken, '--insecure-http'], { env: { GIT_CONFIG_GLOBAL: '/dev/null' } });
+  const mirrorAt = async (position: number) =>
+    ((await admin().post('/v1/ledger/verify?mirror=true', {})).body as { mirror?: { position: number } }).mirror?.position === position;
 
   afterAll(async () => {
     await stopAllAgents();
@@ -113,7 +127,11 @@ describe.each(targets)('restore drill on $database', ({ database }) => {
       expect(readdirSync(backupDir).sort()).toEqual(['db.tar.gz', 'manifest.json', 'repo-signing-key.asc', 'signing-keys.json']);
       // A reader token may not take one: it holds the signing keys.
       const reader = await admin().post('/v1/api-tokens', { role: 'reader', name: 'drill-reader' });
-      const refused = await coordinatorCli(['backup', join(work, 'by-reader')], { FLORETE_DATA: dataDir, PORT: port, FLORETE_ADMIN_TOKEN: (reader.body as { token: string }).token });
+      const refused = await coordinatorCli(['backup', join(work, 'by-reader')], {
+        FLORETE_DATA: dataDir,
+        PORT: port,
+        FLORETE_ADMIN_TOKEN: (reader.body as { token: string }).token,
+      });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/refused the backup \(403\).*admin role/);
       expect(existsSync(join(work, 'by-reader'))).toBe(false);

@@ -46,7 +46,14 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
   const publishJson = async (...args: string[]) => {
     const run = await retectl(env, ['publish', '--json', ...args]);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-    return JSON.parse(run.stdout) as { publish_id: string | null; position: number; changed: { node: string; from: number; to: number }[]; unchanged: number; sent: number; uploaded: number };
+    return JSON.parse(run.stdout) as {
+      publish_id: string | null;
+      position: number;
+      changed: { node: string; from: number; to: number }[];
+      unchanged: number;
+      sent: number;
+      uploaded: number;
+    };
   };
   const moveNode = async (name: string, port: number) => {
     const i = nodes.findIndex((n) => n.name === name);
@@ -72,7 +79,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     const empty = (await admin.get('/v1/heads/buckets')).body;
     expect(empty).toEqual({ position: await position(), buckets: headBuckets([]) });
     const first = await publishJson('-m', 'first');
-    expect({ sent: first.sent, changed: first.changed.length, unchanged: first.unchanged, uploaded: first.uploaded }).toEqual({ sent: 40, changed: 40, unchanged: 0, uploaded: 80 });
+    expect({ sent: first.sent, changed: first.changed.length, unchanged: first.unchanged, uploaded: first.uploaded }).toEqual({
+      sent: 40,
+      changed: 40,
+      unchanged: 0,
+      uploaded: 80,
+    });
   });
 
   it('the coordinator digests its buckets as a client does, at the position it read them', async () => {
@@ -98,7 +110,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     await moveNode('edge-13', 7913);
     const before = await headsNow();
     const one = await publishJson('-m', 'edge-13 moves');
-    expect({ sent: one.sent, uploaded: one.uploaded, changed: one.changed, unchanged: one.unchanged }).toEqual({ sent: 1, uploaded: 1, changed: [{ node: 'edge-13', from: 1, to: 2 }], unchanged: 39 });
+    expect({ sent: one.sent, uploaded: one.uploaded, changed: one.changed, unchanged: one.unchanged }).toEqual({
+      sent: 1,
+      uploaded: 1,
+      changed: [{ node: 'edge-13', from: 1, to: 2 }],
+      unchanged: 39,
+    });
     const after = await headsNow();
     expect(after.filter((h, i) => h.version !== before[i].version).map((h) => h.node)).toEqual(['edge-13']);
     // The ledger's record counts what the request named.
@@ -125,7 +142,10 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
   });
 
   it('a node the ledger has that the tree lacks: kept without --prune; --prune sends the whole tree and retires it', async () => {
-    nodes.splice(nodes.findIndex((n) => n.name === 'edge-30'), 1);
+    nodes.splice(
+      nodes.findIndex((n) => n.name === 'edge-30'),
+      1,
+    );
     writeFleetRete(env.rete, coordinator.url, nodes);
     expect((await retectl(env, ['compile'])).code).toBe(0);
     const kept = await publishJson('-m', 'no prune');
@@ -133,7 +153,11 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     expect((await headsNow()).find((h) => h.node === 'edge-30')).toEqual(expect.objectContaining({ retired: false }));
 
     const pruned = await publishJson('--prune', '-m', 'edge-30 leaves');
-    expect({ sent: pruned.sent, changed: pruned.changed, unchanged: pruned.unchanged }).toEqual({ sent: 39, changed: [{ node: 'edge-30', from: 1, to: 2 }], unchanged: 39 });
+    expect({ sent: pruned.sent, changed: pruned.changed, unchanged: pruned.unchanged }).toEqual({
+      sent: 39,
+      changed: [{ node: 'edge-30', from: 1, to: 2 }],
+      unchanged: 39,
+    });
     expect((await headsNow()).find((h) => h.node === 'edge-30')).toEqual(expect.objectContaining({ retired: true }));
     // Already retired: nothing left to retire, so --prune sends the difference again.
     expect(await publishJson('--prune', '-m', 'again')).toEqual(expect.objectContaining({ sent: 0, publish_id: null }));
@@ -143,7 +167,11 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     // The tree is 39 nodes from here on: edge-30 stays retired.
     await moveNode('edge-02', 7902);
     const full = await publishJson('--full', '-m', 'whole tree');
-    expect({ sent: full.sent, changed: full.changed, unchanged: full.unchanged }).toEqual({ sent: 39, changed: [{ node: 'edge-02', from: 1, to: 2 }], unchanged: 38 });
+    expect({ sent: full.sent, changed: full.changed, unchanged: full.unchanged }).toEqual({
+      sent: 39,
+      changed: [{ node: 'edge-02', from: 1, to: 2 }],
+      unchanged: 38,
+    });
     const record = (await admin.get(`/v1/publishes/${full.publish_id}`)).body;
     expect(record.unchanged).toBe(38);
   });
@@ -155,7 +183,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       constructor(private readonly times: number) {
         super({ url: coordinator.url, token: coordinator.adminToken! });
       }
-      override async call<S extends z.ZodType>(method: string, path: string, schema: S, options?: RequestOptions): Promise<{ status: number; body: z.infer<S> }> {
+      override async call<S extends z.ZodType>(
+        method: string,
+        path: string,
+        schema: S,
+        options?: RequestOptions,
+      ): Promise<{ status: number; body: z.infer<S> }> {
         const answer = await super.call(method, path, schema, options);
         if (path === '/v1/heads/buckets' && this.moves < this.times) {
           this.moves += 1;
@@ -195,7 +228,10 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       await moveNode('edge-08', 7908);
       const client = new Interleaved(1);
       const at = await position();
-      await expect(publishTree(client, compiled(), { message: 'pinned', expectPosition: at })).rejects.toMatchObject({ code: 'conflict', problem: expect.objectContaining({ code: 'stale_position' }) });
+      await expect(publishTree(client, compiled(), { message: 'pinned', expectPosition: at })).rejects.toMatchObject({
+        code: 'conflict',
+        problem: expect.objectContaining({ code: 'stale_position' }),
+      });
       expect(client.moves).toBe(1);
       expect((await headsNow()).find((h) => h.node === 'edge-08')!.version).toBe(1);
     });
@@ -203,7 +239,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     it('a read whose pages disagree on the position is read again', async () => {
       // readDelta alone: the bucket read and the heads read straddle a move.
       const client = new (class extends CoordinatorClient {
-        override async call<S extends z.ZodType>(method: string, path: string, schema: S, options?: RequestOptions): Promise<{ status: number; body: z.infer<S> }> {
+        override async call<S extends z.ZodType>(
+          method: string,
+          path: string,
+          schema: S,
+          options?: RequestOptions,
+        ): Promise<{ status: number; body: z.infer<S> }> {
           if (path.startsWith('/v1/heads?')) expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
           return super.call(method, path, schema, options);
         }
@@ -232,14 +273,30 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       return { digests, bytes };
     };
     // 600 new nodes fill nearly every bucket: the whole tree (and the nodes the ledger had before, left out, are kept).
-    const first = await publishTree(client, tree(600, () => false), { message: 'wide' });
+    const first = await publishTree(
+      client,
+      tree(600, () => false),
+      { message: 'wide' },
+    );
     expect({ sent: first.sent, changed: first.body.changed.length }).toEqual({ sent: 600, changed: 600 });
     // 300 of them changed: still most buckets, so the whole tree goes, and the coordinator finds the 300.
-    const many = await publishTree(client, tree(600, (i) => i % 2 === 0), { message: 'half of wide' });
+    const many = await publishTree(
+      client,
+      tree(600, (i) => i % 2 === 0),
+      { message: 'half of wide' },
+    );
     expect({ sent: many.sent, changed: many.body.changed.length, unchanged: many.body.unchanged }).toEqual({ sent: 600, changed: 300, unchanged: 300 });
     // Three changed: a few buckets, so only those three go.
-    const few = await publishTree(client, tree(600, (i) => i % 2 === 0 || i < 6), { message: 'three of wide' });
-    expect({ sent: few.sent, changed: few.body.changed.map((c) => c.node).sort(), unchanged: few.body.unchanged }).toEqual({ sent: 3, changed: ['wide-1', 'wide-3', 'wide-5'], unchanged: 597 });
+    const few = await publishTree(
+      client,
+      tree(600, (i) => i % 2 === 0 || i < 6),
+      { message: 'three of wide' },
+    );
+    expect({ sent: few.sent, changed: few.body.changed.map((c) => c.node).sort(), unchanged: few.body.unchanged }).toEqual({
+      sent: 3,
+      changed: ['wide-1', 'wide-3', 'wide-5'],
+      unchanged: 597,
+    });
   });
 
   it('names of every length and prefix sort the same on the coordinator as in a client', async () => {

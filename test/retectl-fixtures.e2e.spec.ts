@@ -70,10 +70,12 @@ describe('retectl validate on the broken-rete corpus', () => {
     expect(human.stdout).toBe('');
     const lines = human.stderr.trimEnd().split('\n');
     const errorLines = lines.filter((l) => !l.includes(': warning: ') && !l.startsWith('retectl: '));
-    expect(errorLines.map((l) => {
-      const m = /^(.+?:\d+:\d+): (?:[^\s]+: )?.+ \[([a-z_]+)\]$/.exec(l);
-      return m ? `${m[1]} ${m[2]}` : `unparsable: ${l}`;
-    })).toEqual(expected);
+    expect(
+      errorLines.map((l) => {
+        const m = /^(.+?:\d+:\d+): (?:[^\s]+: )?.+ \[([a-z_]+)\]$/.exec(l);
+        return m ? `${m[1]} ${m[2]}` : `unparsable: ${l}`;
+      }),
+    ).toEqual(expected);
     expect(lines[lines.length - 1]).toMatch(/^retectl: the rete does not validate: \d+ errors?, \d+ warnings?$/);
     expect(human.stderr).not.toMatch(STACK_TRACE);
     expect(json.stderr).not.toMatch(STACK_TRACE);

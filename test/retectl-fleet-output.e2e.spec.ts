@@ -14,10 +14,22 @@ const ESC = '\u001b[';
 /** retectl on a pseudo-terminal (`script`), as an operator's shell runs it, with extra environment; the words are joined by spaces, so none may hold one. */
 function onTerminal(env: RetectlEnv, args: readonly string[], extra: Record<string, string> = {}): Promise<CliRun> {
   return new Promise((done) => {
-    const vars = { PATH: process.env.PATH ?? '', HOME: env.home, XDG_CONFIG_HOME: join(env.home, '.config'), FLORETE_COORDINATOR: env.coordinator, FLORETE_TOKEN: env.token, ...extra };
-    execFile('script', ['-qec', [process.execPath, RETECTL, ...args].join(' '), '/dev/null'], { env: vars, cwd: env.rete, timeout: 120_000 }, (error, stdout, stderr) => {
-      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    const vars = {
+      PATH: process.env.PATH ?? '',
+      HOME: env.home,
+      XDG_CONFIG_HOME: join(env.home, '.config'),
+      FLORETE_COORDINATOR: env.coordinator,
+      FLORETE_TOKEN: env.token,
+      ...extra,
+    };
+    execFile(
+      'script',
+      ['-qec', [process.execPath, RETECTL, ...args].join(' '), '/dev/null'],
+      { env: vars, cwd: env.rete, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -109,7 +121,9 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect(plain.stdout).toMatch(/^edge-0002: unchanged: no content change$/m);
     // Without names: the changing nodes, after the plan itself.
     const all = await retectl(env, ['plan', '--diff']);
-    expect(all.stdout).toMatch(/^plan: 0 new, 1 changed, 0 retired, 1999 unchanged\n~ edge-0001: changed \(flor\.json\) at version 1\n=+\n--- edge-0001\/v1\/flor\.json\n/);
+    expect(all.stdout).toMatch(
+      /^plan: 0 new, 1 changed, 0 retired, 1999 unchanged\n~ edge-0001: changed \(flor\.json\) at version 1\n=+\n--- edge-0001\/v1\/flor\.json\n/,
+    );
     // Names without --diff are a usage error.
     expect((await retectl(env, ['plan', 'edge-0001'])).code).toBe(2);
     // --json keeps its shape: a diff is not added to it.

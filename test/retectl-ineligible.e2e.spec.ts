@@ -49,15 +49,25 @@ describe('retectl and ineligible nodes', () => {
     const plan = await cli('plan');
     expect(plan.code).toBe(3);
     // Named right under the summary, before the node list a large plan cuts.
-    expect(plan.stdout).toMatch(/^plan: 3 new, 0 changed, 0 retired, 0 unchanged\n! alpha is ineligible: agent version supported \(agent 0\.0\.9, at least 0\.1\.0 required\); publish with --allow-ineligible alpha to accept\n\+ alpha: new/);
+    expect(plan.stdout).toMatch(
+      /^plan: 3 new, 0 changed, 0 retired, 0 unchanged\n! alpha is ineligible: agent version supported \(agent 0\.0\.9, at least 0\.1\.0 required\); publish with --allow-ineligible alpha to accept\n\+ alpha: new/,
+    );
     expect(plan.stdout.match(/is ineligible/g)).toHaveLength(1);
-    expect(JSON.parse((await cli('plan', '--json')).stdout).ineligible).toEqual([{ node: 'alpha', failed_briefing: [{ check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' }] }]);
+    expect(JSON.parse((await cli('plan', '--json')).stdout).ineligible).toEqual([
+      { node: 'alpha', failed_briefing: [{ check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' }] },
+    ]);
   });
 
   it('publish is refused, naming the node, its failed line and the flag, and the ledger does not move', async () => {
     const before = await head();
     const run = await cli('publish', '-m', 'first');
-    expectOneLine(run, 1, new RegExp(`^retectl: the coordinator refused the publish: alpha is ineligible: ${OLD_AGENT.replace(/[().]/g, '\\$&')}\\. Nothing was published\\. .*publish with --allow-ineligible alpha to accept it\\n$`));
+    expectOneLine(
+      run,
+      1,
+      new RegExp(
+        `^retectl: the coordinator refused the publish: alpha is ineligible: ${OLD_AGENT.replace(/[().]/g, '\\$&')}\\. Nothing was published\\. .*publish with --allow-ineligible alpha to accept it\\n$`,
+      ),
+    );
     expect(await head()).toEqual(before);
     expect((await admin.get('/v1/nodes')).body.items.map((n: { node: string; version: number | null }) => [n.node, n.version])).toEqual([['alpha', null]]);
   });
@@ -72,7 +82,9 @@ describe('retectl and ineligible nodes', () => {
     expect(run.code).toBe(0);
     const body = JSON.parse(run.stdout);
     expect(body.changed.map((c: { node: string }) => c.node)).toEqual(['alpha', 'beta', 'laptop']);
-    expect(body.accepted_ineligible).toEqual([{ node: 'alpha', failed_briefing: [{ check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' }] }]);
+    expect(body.accepted_ineligible).toEqual([
+      { node: 'alpha', failed_briefing: [{ check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' }] },
+    ]);
     expect(run.stderr).toBe(`! alpha is ineligible: ${OLD_AGENT}; accepted with --allow-ineligible, as the ledger records\n`);
     const status = await cli('status', '--publish', body.publish_id);
     expect(status.stdout).toMatch(new RegExp(`^! alpha is ineligible: .*; accepted by \\S+`, 'm'));
@@ -84,7 +96,11 @@ describe('retectl and ineligible nodes', () => {
     expect((await cli('compile')).code).toBe(0);
     expect((await cli('publish', '--allow-ineligible', 'alpha')).stdout).toMatch(/^alpha 1 -> 2$/m);
     const before = await head();
-    expectOneLine(await cli('rollback', 'alpha', '--to', '1'), 1, /refused the rollback: alpha is ineligible: .*roll back with --allow-ineligible to accept it\n$/);
+    expectOneLine(
+      await cli('rollback', 'alpha', '--to', '1'),
+      1,
+      /refused the rollback: alpha is ineligible: .*roll back with --allow-ineligible to accept it\n$/,
+    );
     expect(await head()).toEqual(before);
     const ok = await cli('rollback', 'alpha', '--to', '1', '--allow-ineligible');
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: 'alpha 2 -> 3 (content of version 1)\n' });

@@ -35,7 +35,9 @@ describe('retectl reading the rete', () => {
     rmSync(join(base, 'shared'), { recursive: true });
     const dangling = await retectl(['validate', '-C', dir]);
     expect(dangling.code).toBe(1);
-    expect(dangling.stderr).toBe(`retectl: ${join(dir, 'nodes/servers.yaml')} is a dangling symlink: its target ${join(base, 'shared', 'servers.yaml')} does not exist\n`);
+    expect(dangling.stderr).toBe(
+      `retectl: ${join(dir, 'nodes/servers.yaml')} is a dangling symlink: its target ${join(base, 'shared', 'servers.yaml')} does not exist\n`,
+    );
     expect(dangling.stderr).not.toMatch(STACK_TRACE);
   });
 
@@ -58,7 +60,9 @@ describe('retectl reading the rete', () => {
       const dir = example('dash-c');
       expect(await retectl(['-C', dir, 'validate'], { cwd: tmpdir() })).toEqual(OK);
       expect(await retectl(['--dir', dir, 'validate'], { cwd: tmpdir() })).toEqual(OK);
-      expect(await retectl(['-C', dir, 'compile'], { cwd: tmpdir() })).toEqual(expect.objectContaining({ code: 0, stdout: expect.stringMatching(/^compiled 3 nodes/m) }));
+      expect(await retectl(['-C', dir, 'compile'], { cwd: tmpdir() })).toEqual(
+        expect.objectContaining({ code: 0, stdout: expect.stringMatching(/^compiled 3 nodes/m) }),
+      );
     });
 
     it('still takes -C after the command; a relative one is taken inside the first, as git does', async () => {
@@ -76,7 +80,7 @@ describe('retectl reading the rete', () => {
       expect(await retectl(['validate', '-C', join(base, 'init-here', 'sub')])).toEqual(OK);
     });
 
-    it('leaves options after the command to the command: show --version is the node\'s version', async () => {
+    it("leaves options after the command to the command: show --version is the node's version", async () => {
       const run = await retectl(['show', 'alpha', '--version', 'latest']);
       expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/--version must be a whole number/) });
       expect(await retectl(['--version'])).toEqual({ code: 0, stdout: '0.1.0\n', stderr: '' });
@@ -90,8 +94,11 @@ describe('retectl reading the rete', () => {
     /** A shell pipeline around the built CLI, as an operator types it. */
     const shell = (command: string): Promise<{ code: number; stdout: string }> =>
       new Promise((done) => {
-        execFile('bash', ['-c', command], { env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', CLI: RETECTL, NODE: process.execPath, DIR: dir }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) =>
-          done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
+        execFile(
+          'bash',
+          ['-c', command],
+          { env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', CLI: RETECTL, NODE: process.execPath, DIR: dir }, maxBuffer: 64 * 1024 * 1024 },
+          (error, stdout) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
         );
       });
 
@@ -103,7 +110,10 @@ describe('retectl reading the rete', () => {
 
     it('reaches a slow reader whole: every diagnostic, then the summary', async () => {
       // stderr as a parent process gives it (a socket, written asynchronously), read only after a second.
-      const child = spawn(process.execPath, [RETECTL, 'validate', '-C', dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent' } });
+      const child = spawn(process.execPath, [RETECTL, 'validate', '-C', dir], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent' },
+      });
       const chunks: Buffer[] = [];
       setTimeout(() => child.stderr.on('data', (c: Buffer) => chunks.push(c)), 1000);
       const code = await new Promise((done) => child.on('close', done));

@@ -22,7 +22,11 @@ describe('the installable retectl', () => {
     const tarball = readdirSync(out).find((f) => f.endsWith('.tgz'));
     if (!tarball) throw new Error(`no tarball in ${out}: ${readdirSync(out).join(', ')}`);
     // No dependencies to fetch: --offline proves the tarball is all it needs.
-    execFileSync('npm', ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', join(out, tarball)], { cwd: elsewhere, env, stdio: 'pipe' });
+    execFileSync('npm', ['install', '-g', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', join(out, tarball)], {
+      cwd: elsewhere,
+      env,
+      stdio: 'pipe',
+    });
   }, 300_000);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 

@@ -17,7 +17,8 @@ describe('retectl rollouts', () => {
   let env: RetectlEnv;
   const cli = (...args: string[]) => retectl(env, args);
   const head = async () => (await admin.get('/v1/ledger/head')).body;
-  const versions = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((n) => [n.node, n.version]));
+  const versions = async () =>
+    Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((n) => [n.node, n.version]));
 
   /** Changes alpha's and laptop's agent.json: a new mesh-wide poll interval (beta has its own). */
   async function changeEveryNode(interval: string): Promise<void> {
@@ -95,7 +96,13 @@ describe('retectl rollouts', () => {
     expect(aborted.code).toBe(0);
     const view = JSON.parse(aborted.stdout);
     expect(view).toMatchObject({ status: 'aborted', reason: 'aborted by an operator: changed my mind' });
-    expect(view.timeline.map((e: { type: string; actor: string }) => e.type)).toEqual(['rollout_planned', 'rollout_wave_released', 'rollout_paused', 'rollout_wave_released', 'rollout_aborted']);
+    expect(view.timeline.map((e: { type: string; actor: string }) => e.type)).toEqual([
+      'rollout_planned',
+      'rollout_wave_released',
+      'rollout_paused',
+      'rollout_wave_released',
+      'rollout_aborted',
+    ]);
     expect(new Set(view.timeline.map((e: { actor: string }) => e.actor)).size).toBe(1);
     // Every released node got a new version with its content before the rollout.
     expect(await versions()).toEqual({ alpha: before.alpha + 2, beta: before.beta, laptop: before.laptop + 2 });
@@ -122,7 +129,8 @@ describe('retectl rollouts from the rete', () => {
   let admin: Client;
   let env: RetectlEnv;
   const cli = (...args: string[]) => retectl(env, args);
-  const versions = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((n) => [n.node, n.version]));
+  const versions = async () =>
+    Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number }[]).map((n) => [n.node, n.version]));
   const rollouts = async () => ((await admin.get('/v1/rollouts')).body.rollouts as { id: string }[]).length;
 
   async function changeEveryNode(interval: string): Promise<void> {
@@ -154,11 +162,19 @@ describe('retectl rollouts from the rete', () => {
     expect((await cli('plan')).stdout).toMatch(/^plan: 0 new, 0 changed, 0 retired, 3 unchanged: nothing to publish$/m);
 
     await changeEveryNode('4m');
-    const line = "rollout plan: canary laptop, then waves 100%; bake 5m; failure budget 1 node; confirm 100%; on halt hold (the rete's rollout block at rollout.yaml:2:3; --failure-budget from the command line)";
+    const line =
+      "rollout plan: canary laptop, then waves 100%; bake 5m; failure budget 1 node; confirm 100%; on halt hold (the rete's rollout block at rollout.yaml:2:3; --failure-budget from the command line)";
     const plan = await cli('plan', '--failure-budget', '1');
     expect(plan.code).toBe(3);
     expect(plan.stdout.split('\n')).toContain(line);
-    expect(JSON.parse((await cli('plan', '--json')).stdout).rollout).toEqual({ canary: ['laptop'], waves: [100], bake_seconds: 300, failure_budget: { count: 0 }, confirm_share: 1, on_halt: 'hold' });
+    expect(JSON.parse((await cli('plan', '--json')).stdout).rollout).toEqual({
+      canary: ['laptop'],
+      waves: [100],
+      bake_seconds: 300,
+      failure_budget: { count: 0 },
+      confirm_share: 1,
+      on_halt: 'hold',
+    });
 
     const before = await versions();
     const run = await cli('publish', '-m', 'slower polls, canary first', '--failure-budget', '1');
@@ -175,10 +191,18 @@ describe('retectl rollouts from the rete', () => {
   it('publishes every changed node at once with --no-rollout, which takes no other rollout flag', async () => {
     await changeEveryNode('3m');
     const refused = await cli('publish', '--no-rollout', '--bake', '1m');
-    expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--no-rollout publishes every changed node at once: it cannot go with --bake/) });
+    expect({ code: refused.code, stderr: refused.stderr }).toEqual({
+      code: 2,
+      stderr: expect.stringMatching(/--no-rollout publishes every changed node at once: it cannot go with --bake/),
+    });
     const pruning = await cli('publish', '--prune');
-    expect({ code: pruning.code, stderr: pruning.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--prune cannot roll out in waves, .*add --no-rollout/) });
-    expect((await cli('plan', '--no-rollout')).stdout).toMatch(/^rollout plan: none, every changed node at once \(--no-rollout sets aside the rete's rollout block at rollout\.yaml:2:3\)$/m);
+    expect({ code: pruning.code, stderr: pruning.stderr }).toEqual({
+      code: 2,
+      stderr: expect.stringMatching(/--prune cannot roll out in waves, .*add --no-rollout/),
+    });
+    expect((await cli('plan', '--no-rollout')).stdout).toMatch(
+      /^rollout plan: none, every changed node at once \(--no-rollout sets aside the rete's rollout block at rollout\.yaml:2:3\)$/m,
+    );
 
     const before = await versions();
     const count = await rollouts();

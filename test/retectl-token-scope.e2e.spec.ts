@@ -18,10 +18,12 @@ describe('retectl with a scoped token', () => {
   const as = (token: string, ...args: string[]) => retectl({ ...env, token }, args);
   const cli = (...args: string[]) => retectl(env, args);
   const head = async () => (await admin.get('/v1/ledger/head')).body;
-  const versions = async () => Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number | null }[]).map((n) => [n.node, n.version]));
+  const versions = async () =>
+    Object.fromEntries(((await admin.get('/v1/nodes')).body.items as { node: string; version: number | null }[]).map((n) => [n.node, n.version]));
   const write = (file: string, text: string) => writeFileSync(join(env.rete, file), text);
   /** A file resource for these nodes only: changes their sets and nobody else's. */
-  const motd = (nodes: string[], text: string) => write('motd.yaml', `resources:\n  - select: { nodes: [${nodes.join(', ')}] }\n    files:\n      - path: /etc/motd\n        content: "${text}\\n"\n`);
+  const motd = (nodes: string[], text: string) =>
+    write('motd.yaml', `resources:\n  - select: { nodes: [${nodes.join(', ')}] }\n    files:\n      - path: /etc/motd\n        content: "${text}\\n"\n`);
   const expectOneLine = (run: CliRun, code: number, pattern: RegExp) => {
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code, stderr: expect.stringMatching(pattern) });
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -59,16 +61,26 @@ describe('retectl with a scoped token', () => {
     expect(list.find((l) => l.startsWith('ops-view '))).toMatch(/^ops-view\s+\S+\s+reader\s+group:ops,alpha\s+active\s/);
     expect(list.find((l) => l.startsWith('admin '))).toMatch(/^admin\s+\S+\s+admin\s+all\s+active\s/);
     const items = JSON.parse((await cli('token', 'list', '--json')).stdout).items as { name: string; scope: string[] | null }[];
-    expect(items.map((t) => [t.name, t.scope])).toEqual([['admin', null], ['web-bot', ['tag:web']], ['ops-view', ['group:ops', 'alpha']]]);
+    expect(items.map((t) => [t.name, t.scope])).toEqual([
+      ['admin', null],
+      ['web-bot', ['tag:web']],
+      ['ops-view', ['group:ops', 'alpha']],
+    ]);
 
     expect(JSON.parse((await as(web.token, 'whoami', '--json')).stdout).scope).toEqual(['tag:web']);
-    expect((await as(web.token, 'whoami')).stdout).toMatch(/^scope {4}tag:web \(only these nodes: .*a publish, rollback or retirement that would change another node is refused whole/m);
+    expect((await as(web.token, 'whoami')).stdout).toMatch(
+      /^scope {4}tag:web \(only these nodes: .*a publish, rollback or retirement that would change another node is refused whole/m,
+    );
     // Recorded with the token's creation in the ledger.
     const events = (await admin.get('/v1/ledger/events?limit=1000')).body.items as { type: string; data: { name?: string; scope?: string[] } }[];
     expect(events.find((e) => e.type === 'api_token_created' && e.data.name === 'web-bot')?.data.scope).toEqual(['tag:web']);
 
     expectOneLine(await cli('token', 'create', '--role', 'admin', '--name', 'root', '--scope', 'tag:web'), 2, /an admin token is never scoped/);
-    expectOneLine(await cli('token', 'create', '--role', 'reader', '--name', 'x', '--scope', 'label:web'), 2, /--scope "label:web": give a node name, tag:<name> or group:<name>/);
+    expectOneLine(
+      await cli('token', 'create', '--role', 'reader', '--name', 'x', '--scope', 'label:web'),
+      2,
+      /--scope "label:web": give a node name, tag:<name> or group:<name>/,
+    );
   });
 
   it('refuses a publish that changes a node outside the scope whole, naming it, and the ledger does not move', async () => {
@@ -76,7 +88,11 @@ describe('retectl with a scoped token', () => {
     expect((await cli('compile')).code).toBe(0);
     const before = await head();
     const run = await as(web.token, 'publish', '-m', 'both');
-    expectOneLine(run, 1, /^retectl: the API token's scope does not cover this: this publish would change a node outside this token's scope \(tag:web\): beta\. Nothing was written.*\(403 out_of_scope\)\n$/);
+    expectOneLine(
+      run,
+      1,
+      /^retectl: the API token's scope does not cover this: this publish would change a node outside this token's scope \(tag:web\): beta\. Nothing was written.*\(403 out_of_scope\)\n$/,
+    );
     expect(await head()).toEqual(before);
     expect(await versions()).toEqual({ alpha: 1, beta: 1, laptop: 1 });
   });
@@ -90,7 +106,10 @@ describe('retectl with a scoped token', () => {
   });
 
   it('cannot move a node into its scope by tagging it, with or without changing its set', async () => {
-    write('nodes/servers.yaml', (await import('node:fs')).readFileSync(join(env.rete, 'nodes/servers.yaml'), 'utf8').replace('tags: [backend]', 'tags: [backend, web]'));
+    write(
+      'nodes/servers.yaml',
+      (await import('node:fs')).readFileSync(join(env.rete, 'nodes/servers.yaml'), 'utf8').replace('tags: [backend]', 'tags: [backend, web]'),
+    );
     expect((await cli('compile')).code).toBe(0);
     const before = await head();
     expectOneLine(await as(web.token, 'publish', '-m', 'beta is web now'), 1, /outside this token's scope \(tag:web\): beta\./);
@@ -111,7 +130,10 @@ describe('retectl with a scoped token', () => {
     const run = await as(web.token, 'publish', '-m', 'gamma', '--json');
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).changed).toEqual([{ node: 'gamma', from: 0, to: 1 }]);
-    write('nodes/extra.yaml', 'nodes:\n  - name: gamma\n    kind: server\n    listen: 10.0.0.3:7946\n    tags: [web]\n  - name: delta\n    kind: server\n    listen: 10.0.0.4:7946\n');
+    write(
+      'nodes/extra.yaml',
+      'nodes:\n  - name: gamma\n    kind: server\n    listen: 10.0.0.3:7946\n    tags: [web]\n  - name: delta\n    kind: server\n    listen: 10.0.0.4:7946\n',
+    );
     expect((await cli('compile')).code).toBe(0);
     expectOneLine(await as(web.token, 'publish', '-m', 'delta'), 1, /outside this token's scope \(tag:web\): delta\./);
   });
@@ -123,9 +145,9 @@ describe('retectl with a scoped token', () => {
     expect(await head()).toEqual(before);
   });
 
-  it('a scoped reader sees only its nodes in status, and is refused another node\'s status and history', async () => {
+  it("a scoped reader sees only its nodes in status, and is refused another node's status and history", async () => {
     const status = JSON.parse((await as(ops.token, 'status', '--json')).stdout);
-    const nodes = (Array.isArray(status) ? status : status.items ?? status.nodes).map((n: { node: string }) => n.node).sort();
+    const nodes = (Array.isArray(status) ? status : (status.items ?? status.nodes)).map((n: { node: string }) => n.node).sort();
     expect(nodes).toEqual(['alpha', 'beta', 'laptop']);
     expect((await admin.as(ops.token).get('/v1/nodes')).body.items.map((n: { node: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
     const history = await as(ops.token, 'history', 'gamma');

@@ -45,7 +45,9 @@ describe('retectl token create', () => {
 
     it('says so in its help, with examples and the defaults as durations', async () => {
       const help = (await retectl(['token', 'create', '--help'])).stdout.replace(/\s+/g, ' ');
-      expect(help).toMatch(/--ttl <duration> how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d \(default: 1h\), an API token 1m to 366d \(default: the coordinator's, FLORETE_API_TOKEN_TTL\)/);
+      expect(help).toMatch(
+        /--ttl <duration> how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d \(default: 1h\), an API token 1m to 366d \(default: the coordinator's, FLORETE_API_TOKEN_TTL\)/,
+      );
       expect(help).toMatch(/--no-expiry an API token that never expires, listed as such/);
       expect(help).not.toContain('3600');
     });
@@ -54,7 +56,11 @@ describe('retectl token create', () => {
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '3600']), 2, /--ttl.*3600 has no unit: write 3600s, or a duration such as 1h/);
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '10s']), 2, /--ttl.*must be between 1m and 30d/);
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '31d']), 2, /--ttl of an enrolment token must be between 1m and 30d/);
-      expectOneLine(await retectl(['token', 'create', 'laptop', '--no-expiry']), 2, /--no-expiry is for API tokens: an enrolment token is single use and always expires/);
+      expectOneLine(
+        await retectl(['token', 'create', 'laptop', '--no-expiry']),
+        2,
+        /--no-expiry is for API tokens: an enrolment token is single use and always expires/,
+      );
     });
   });
 
@@ -64,12 +70,20 @@ describe('retectl token create', () => {
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^flt\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\n$/);
       // No --ttl: the coordinator's default life (FLORETE_API_TOKEN_TTL, 90 days unless set), said at creation.
-      expect(run.stderr).toMatch(/^publisher API token for ci \(id [0-9a-f]{18}\), expires \S+ \(in 90d, the coordinator's default: --ttl or --no-expiry to choose\); it is not shown again\n$/);
+      expect(run.stderr).toMatch(
+        /^publisher API token for ci \(id [0-9a-f]{18}\), expires \S+ \(in 90d, the coordinator's default: --ttl or --no-expiry to choose\); it is not shown again\n$/,
+      );
       const ci = run.stdout.trim();
       const listed = await admin().get('/v1/api-tokens');
-      expect(listed.body.items).toContainEqual(expect.objectContaining({ name: 'ci', role: 'publisher', state: 'active', created_by: 'admin', revoked_at: null }));
+      expect(listed.body.items).toContainEqual(
+        expect.objectContaining({ name: 'ci', role: 'publisher', state: 'active', created_by: 'admin', revoked_at: null }),
+      );
       expect((await retectl(['status'], { FLORETE_TOKEN: ci })).code).toBe(0);
-      expectOneLine(await retectl(['token', 'create', '--role', 'admin', '--name', 'escalate'], { FLORETE_TOKEN: ci }), 1, /may not do this: .*\(403 forbidden\)/);
+      expectOneLine(
+        await retectl(['token', 'create', '--role', 'admin', '--name', 'escalate'], { FLORETE_TOKEN: ci }),
+        1,
+        /may not do this: .*\(403 forbidden\)/,
+      );
     });
 
     it('gives id, name, role, token, who made it and when it expires with --json', async () => {
@@ -93,7 +107,10 @@ describe('retectl token create', () => {
       const hour = await retectl(['token', 'create', '--role', 'reader', '--name', 'hourly', '--ttl', '1h30m']);
       expect(hour.stderr).toMatch(/^reader API token for hourly \(id [0-9a-f]{18}\), expires \S+ \(in 1h30m\); it is not shown again\n$/);
       const year = JSON.parse((await retectl(['token', 'create', '--role', 'reader', '--name', 'yearly', '--ttl', '366d', '--json'])).stdout);
-      expect({ life: (Date.parse(year.expires_at) - Date.parse(year.created_at)) / 1000, default_expiry: year.default_expiry }).toEqual({ life: 366 * 86400, default_expiry: false });
+      expect({ life: (Date.parse(year.expires_at) - Date.parse(year.created_at)) / 1000, default_expiry: year.default_expiry }).toEqual({
+        life: 366 * 86400,
+        default_expiry: false,
+      });
       const never = await retectl(['token', 'create', '--role', 'publisher', '--name', 'pipeline', '--no-expiry']);
       expect(never.stderr).toMatch(/^publisher API token for pipeline \(id [0-9a-f]{18}\), never expires \(--no-expiry\); it is not shown again\n$/);
       const listed = (await admin().get('/v1/api-tokens')).body.items as { name: string; expires_at: string | null }[];
@@ -102,13 +119,29 @@ describe('retectl token create', () => {
     });
 
     it('is a usage error unless exactly one kind of token is asked for', async () => {
-      expectOneLine(await retectl(['token', 'create', 'laptop', '--role', 'reader', '--name', 'x']), 2, /give a node \(an enrolment token\) or --role and --name \(an API token\), not both/);
-      expectOneLine(await retectl(['token', 'create']), 2, /give a node for an enrolment token \(token create <node>\) or --role reader\|publisher\|admin --name <name> for an API token/);
+      expectOneLine(
+        await retectl(['token', 'create', 'laptop', '--role', 'reader', '--name', 'x']),
+        2,
+        /give a node \(an enrolment token\) or --role and --name \(an API token\), not both/,
+      );
+      expectOneLine(
+        await retectl(['token', 'create']),
+        2,
+        /give a node for an enrolment token \(token create <node>\) or --role reader\|publisher\|admin --name <name> for an API token/,
+      );
       expectOneLine(await retectl(['token', 'create', '--role', 'reader']), 2, /an API token needs --name/);
       expectOneLine(await retectl(['token', 'create', '--name', 'x']), 2, /an API token needs --role reader\|publisher\|admin/);
       expectOneLine(await retectl(['token', 'create', '--role', 'root', '--name', 'x']), 2, /--role.*must be reader, publisher or admin/);
-      expectOneLine(await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '1h', '--no-expiry']), 2, /give --ttl or --no-expiry, not both/);
-      expectOneLine(await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '367d']), 2, /--ttl of an API token must be between 1m and 366d \(--no-expiry: one that never expires\)/);
+      expectOneLine(
+        await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '1h', '--no-expiry']),
+        2,
+        /give --ttl or --no-expiry, not both/,
+      );
+      expectOneLine(
+        await retectl(['token', 'create', '--role', 'reader', '--name', 'x', '--ttl', '367d']),
+        2,
+        /--ttl of an API token must be between 1m and 366d \(--no-expiry: one that never expires\)/,
+      );
       // The coordinator holds the same bounds, whoever calls it.
       expectProblem(await admin().post('/v1/api-tokens', { name: 'x', role: 'reader', ttl_seconds: 30 }), 422, 'invalid_body');
       expectProblem(await admin().post('/v1/api-tokens', { name: 'x', role: 'reader', ttl_seconds: 3600, no_expiry: true }), 422, 'invalid_body');
@@ -126,7 +159,11 @@ describe('retectl token create', () => {
       const kid = run.stdout.trim();
       expect(before).not.toContain(kid);
       expect(await jwksKids()).toEqual(expect.arrayContaining([...before, kid]));
-      expect(run.stderr).toMatch(new RegExp(`^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? moved to it \\(each bundle is signed with it when next fetched\\), the old key signs nothing more\n$`));
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^trust version \\d+: bundles are signed with ${kid} from now on; \\d+ node heads? moved to it \\(each bundle is signed with it when next fetched\\), the old key signs nothing more\n$`,
+        ),
+      );
 
       const again = JSON.parse((await retectl(['keys', 'rotate', '--json'])).stdout);
       expect(again).toEqual({
@@ -162,7 +199,11 @@ describe('retectl token create', () => {
       const signer = (await jwksKids()).at(-1)!;
       const json = await keysList(['--json']);
       expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
-      const history = JSON.parse(json.stdout) as { trust_version: number; signer: string; keys: { kid: string; state: string; listed_version: number; retired_version: number | null; revoked_version: number | null; listed_at: string }[] };
+      const history = JSON.parse(json.stdout) as {
+        trust_version: number;
+        signer: string;
+        keys: { kid: string; state: string; listed_version: number; retired_version: number | null; revoked_version: number | null; listed_at: string }[];
+      };
       expect(history.trust_version).toBe(trust.head);
       expect(history.signer).toBe(signer);
       expect(history.keys.map((k) => [k.state, k.listed_version, k.retired_version, k.revoked_version])).toEqual([
@@ -198,8 +239,21 @@ describe('retectl token list, token revoke and whoami', () => {
     if (run.code !== 0) throw new Error(`retectl ${args.join(' ')}: ${run.code} ${run.stderr}`);
     return JSON.parse(run.stdout);
   };
-  const create = async (role: string, name: string, extra: string[] = []) => (await json(['token', 'create', '--role', role, '--name', name, ...extra])) as { id: string; token: string };
-  const list = async () => (await json(['token', 'list'])).items as { id: string; name: string; role: string; state: string; created_by: string; created_at: string; expires_at: string | null; last_used_at: string | null; revoked_at: string | null; revoked_by: string | null }[];
+  const create = async (role: string, name: string, extra: string[] = []) =>
+    (await json(['token', 'create', '--role', role, '--name', name, ...extra])) as { id: string; token: string };
+  const list = async () =>
+    (await json(['token', 'list'])).items as {
+      id: string;
+      name: string;
+      role: string;
+      state: string;
+      created_by: string;
+      created_at: string;
+      expires_at: string | null;
+      last_used_at: string | null;
+      revoked_at: string | null;
+      revoked_by: string | null;
+    }[];
   const byName = async (name: string) => (await list()).filter((t) => t.name === name);
 
   beforeAll(async () => {
@@ -223,7 +277,20 @@ describe('retectl token list, token revoke and whoami', () => {
       ['grafana', 'reader', 'active', 'admin'],
       ['vault', 'admin', 'active', 'admin'],
     ]);
-    for (const t of items) expect(Object.keys(t).sort()).toEqual(['created_at', 'created_by', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'revoked_by', 'role', 'scope', 'state']);
+    for (const t of items)
+      expect(Object.keys(t).sort()).toEqual([
+        'created_at',
+        'created_by',
+        'expires_at',
+        'id',
+        'last_used_at',
+        'name',
+        'revoked_at',
+        'revoked_by',
+        'role',
+        'scope',
+        'state',
+      ]);
     const text = JSON.stringify(items);
     expect(text).not.toContain(ci.token.split('.')[2]);
     expect(text).not.toContain('secret');
@@ -237,7 +304,9 @@ describe('retectl token list, token revoke and whoami', () => {
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+ID\s+ROLE\s+SCOPE\s+STATE\s+CREATED BY\s+CREATED\s+EXPIRES\s+LAST USED$/);
-    expect(lines.find((l) => l.startsWith('ci '))).toMatch(new RegExp(`^ci\\s+${ciRow.id}\\s+publisher\\s+all\\s+active\\s+admin\\s+\\S+ ago\\s+in 89d23h\\s+\\S+ ago$`));
+    expect(lines.find((l) => l.startsWith('ci '))).toMatch(
+      new RegExp(`^ci\\s+${ciRow.id}\\s+publisher\\s+all\\s+active\\s+admin\\s+\\S+ ago\\s+in 89d23h\\s+\\S+ ago$`),
+    );
     expect(lines.find((l) => l.startsWith('vault '))).toMatch(/\s+never\s+never$/);
     expect(lines.find((l) => l.startsWith('grafana '))).toMatch(/\s+in 1h59m\s+never$/);
     expect(table.stderr).toBe('4 active tokens, 0 expired, 0 revoked; revoke one with retectl token revoke <name|id>\n');
@@ -247,9 +316,19 @@ describe('retectl token list, token revoke and whoami', () => {
     const ci = (await byName('ci'))[0];
     const token = await create('publisher', 'deploy-bot', ['--ttl', '7d']);
     const who = await json(['whoami'], token.token);
-    expect(who).toEqual({ id: token.id, name: 'deploy-bot', role: 'publisher', created_at: expect.any(String), created_by: 'admin', expires_at: expect.any(String), scope: null });
+    expect(who).toEqual({
+      id: token.id,
+      name: 'deploy-bot',
+      role: 'publisher',
+      created_at: expect.any(String),
+      created_by: 'admin',
+      expires_at: expect.any(String),
+      scope: null,
+    });
     const text = await retectl(['whoami'], token.token);
-    expect(text.stdout).toMatch(/^name {5}deploy-bot \(recorded as the actor of what this token does\)\nid {7}[0-9a-f]{18}\nrole {5}publisher\nmay {6}what a reader may, and upload, publish, roll back, retire and steer rollouts\nscope {4}every node\nexpires  \S+ \(in 6d23h\)\ncreated  \S+ by admin\n$/);
+    expect(text.stdout).toMatch(
+      /^name {5}deploy-bot \(recorded as the actor of what this token does\)\nid {7}[0-9a-f]{18}\nrole {5}publisher\nmay {6}what a reader may, and upload, publish, roll back, retire and steer rollouts\nscope {4}every node\nexpires  \S+ \(in 6d23h\)\ncreated  \S+ by admin\n$/,
+    );
     expect((await json(['whoami'])).name).toBe('admin');
     expect(ci.state).toBe('active');
   });
@@ -269,37 +348,55 @@ describe('retectl token list, token revoke and whoami', () => {
     const run = await retectl(['token', 'revoke', 'ci-2']);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`${secret.id}\n`);
-    expect(run.stderr).toBe(`revoked the publisher API token ci-2 (id ${secret.id}): every request with it is refused from now on (401 token_revoked); recorded in the ledger as yours\n`);
+    expect(run.stderr).toBe(
+      `revoked the publisher API token ci-2 (id ${secret.id}): every request with it is refused from now on (401 token_revoked); recorded in the ledger as yours\n`,
+    );
 
     const refused = await new Client(coordinator.url, secret.token).get('/v1/nodes');
     expectProblem(refused, 401, 'token_revoked');
     expect(refused.body.detail).toMatch(new RegExp(`^API token ci-2 \\(id ${secret.id}\\) was revoked at \\S+ by admin: ask an admin for a new one$`));
     const status = await retectl(['status'], secret.token);
     expect(status.code).toBe(1);
-    expect(status.stderr).toMatch(/^retectl: the coordinator refused the API token: API token ci-2 .* was revoked at \S+ by admin: ask an admin for a new one \(401 token_revoked\); give the new one with retectl config set token \(or --token, FLORETE_TOKEN\)\n$/);
+    expect(status.stderr).toMatch(
+      /^retectl: the coordinator refused the API token: API token ci-2 .* was revoked at \S+ by admin: ask an admin for a new one \(401 token_revoked\); give the new one with retectl config set token \(or --token, FLORETE_TOKEN\)\n$/,
+    );
     expect((await byName('ci-2'))[0]).toMatchObject({ state: 'revoked', revoked_by: 'admin', revoked_at: expect.any(String) });
     // The other token of the same holder is untouched.
     expect((await byName('ci'))[0]).toMatchObject({ id: ci.id, state: 'active' });
 
-    const events = (await new Client(coordinator.url, adminToken).get('/v1/ledger/events?after=0&limit=1000')).body.items as { type: string; stream: string; data: Record<string, unknown>; meta: { actor: string } }[];
+    const events = (await new Client(coordinator.url, adminToken).get('/v1/ledger/events?after=0&limit=1000')).body.items as {
+      type: string;
+      stream: string;
+      data: Record<string, unknown>;
+      meta: { actor: string };
+    }[];
     expect(events.filter((e) => e.type === 'api_token_revoked').map((e) => ({ stream: e.stream, data: e.data, actor: e.meta.actor }))).toEqual([
       { stream: 'identity:api', data: { id: secret.id, name: 'ci-2', role: 'publisher' }, actor: 'admin' },
     ]);
     const created = events.find((e) => e.type === 'api_token_created' && e.data.name === 'ci-2');
-    expect(created).toMatchObject({ stream: 'identity:api', meta: { actor: 'admin' }, data: { id: secret.id, role: 'publisher', expires_at: expect.any(String) } });
+    expect(created).toMatchObject({
+      stream: 'identity:api',
+      meta: { actor: 'admin' },
+      data: { id: secret.id, role: 'publisher', expires_at: expect.any(String) },
+    });
     expect(JSON.stringify(events)).not.toContain(secret.token.split('.')[2]);
     expect((await new Client(coordinator.url, adminToken).post('/v1/ledger/verify')).body).toMatchObject({ ok: true });
   });
 
   it('says what went wrong revoking: already revoked, unknown, or a name several tokens share (then by id)', async () => {
     const again = await retectl(['token', 'revoke', 'ci-2']);
-    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/^retectl: API token ci-2 \(id [0-9a-f]{18}\) was already revoked at \S+ by admin \(409 already_revoked\)\n$/) });
+    expect({ code: again.code, stderr: again.stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringMatching(/^retectl: API token ci-2 \(id [0-9a-f]{18}\) was already revoked at \S+ by admin \(409 already_revoked\)\n$/),
+    });
     const unknown = await retectl(['token', 'revoke', 'nobody']);
     expect(unknown.stderr).toBe('retectl: no API token has the name or id "nobody" (retectl token list shows them all) (404 unknown_token)\n');
     const first = await create('reader', 'laptop');
     const second = await create('reader', 'laptop');
     const ambiguous = await retectl(['token', 'revoke', 'laptop']);
-    expect(ambiguous.stderr).toBe(`retectl: 2 API tokens named "laptop" are not revoked: revoke one by its id (${first.id}, ${second.id}) (409 ambiguous_token)\n`);
+    expect(ambiguous.stderr).toBe(
+      `retectl: 2 API tokens named "laptop" are not revoked: revoke one by its id (${first.id}, ${second.id}) (409 ambiguous_token)\n`,
+    );
     expect((await retectl(['token', 'revoke', first.id])).code).toBe(0);
     // One of them left: the name is enough again.
     expect((await retectl(['token', 'revoke', 'laptop'])).stdout).toBe(`${second.id}\n`);
@@ -310,7 +407,9 @@ describe('retectl token list, token revoke and whoami', () => {
     expect((await retectl(['token', 'revoke', 'vault'])).code).toBe(0);
     const last = await retectl(['token', 'revoke', 'admin']);
     expect(last.code).toBe(1);
-    expect(last.stderr).toMatch(/^retectl: API token admin \(id [0-9a-f]{18}\) is the last admin token that has not expired: revoked, nobody could administer the coordinator over the API\. Create another admin token first \(retectl token create --role admin --name <who>\), then revoke this one; with no admin token at hand, the break-glass way is the coordinator's own command on its machine, as its user: florete-coordinator token create-admin \(409 last_admin_token\)\n$/);
+    expect(last.stderr).toMatch(
+      /^retectl: API token admin \(id [0-9a-f]{18}\) is the last admin token that has not expired: revoked, nobody could administer the coordinator over the API\. Create another admin token first \(retectl token create --role admin --name <who>\), then revoke this one; with no admin token at hand, the break-glass way is the coordinator's own command on its machine, as its user: florete-coordinator token create-admin \(409 last_admin_token\)\n$/,
+    );
     expect((await byName('admin'))[0].state).toBe('active');
 
     const successor = await create('admin', 'ops-alice');

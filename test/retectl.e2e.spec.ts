@@ -41,7 +41,14 @@ describe('retectl against a real coordinator', () => {
   /** The built CLI as a real process; HOME and XDG_CONFIG_HOME point into a temp dir. */
   const retectl = (args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<Run> =>
     new Promise((done) => {
-      const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), FLORETE_COORDINATOR: coordinator.url, FLORETE_TOKEN: coordinator.adminToken!, ...options.env };
+      const env = {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, '.config'),
+        FLORETE_COORDINATOR: coordinator.url,
+        FLORETE_TOKEN: coordinator.adminToken!,
+        ...options.env,
+      };
       const child = execFile(process.execPath, [CLI, ...args], { env, cwd: options.cwd ?? rete }, (error, stdout, stderr) => {
         outputs.push(stdout, stderr);
         done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
@@ -76,7 +83,9 @@ describe('retectl against a real coordinator', () => {
       expect(v).toEqual({ code: 0, stdout: 'ok: 3 nodes, 1 group, 1 ACL rule, 0 warnings\n', stderr: '' });
       const c = await retectl(['compile']);
       expect(c.code).toBe(0);
-      expect(c.stdout).toMatch(/^\+ alpha: new\n\+ beta: new\n\+ laptop: new\ncompiled 3 nodes into \.flor\/compiled: 3 new, 0 changed, 0 removed, 0 unchanged; files: 9 written, 0 unchanged, 0 removed; \d+\.\d\d s\n$/);
+      expect(c.stdout).toMatch(
+        /^\+ alpha: new\n\+ beta: new\n\+ laptop: new\ncompiled 3 nodes into \.flor\/compiled: 3 new, 0 changed, 0 removed, 0 unchanged; files: 9 written, 0 unchanged, 0 removed; \d+\.\d\d s\n$/,
+      );
       const before = ['alpha', 'beta', 'laptop'].map((n) => compiled(n, 'flor.json') + compiled(n, 'agent.json'));
       const again = await retectl(['compile']);
       expect(again.stdout).toMatch(/0 new, 0 changed, 0 removed, 3 unchanged/);
@@ -90,7 +99,12 @@ describe('retectl against a real coordinator', () => {
       const pub = await retectl(['publish', '-m', 'first publish']);
       expect(pub.code).toBe(0);
       // The summary first, then each changed node.
-      expect(pub.stdout.split('\n').slice(0, 4)).toEqual([expect.stringMatching(/^published [0-9a-f-]{36} at position \d+: 3 changed, 0 unchanged \(3 nodes sent, 6 blobs uploaded\); of them 3 new$/), 'alpha 0 -> 1', 'beta 0 -> 1', 'laptop 0 -> 1']);
+      expect(pub.stdout.split('\n').slice(0, 4)).toEqual([
+        expect.stringMatching(/^published [0-9a-f-]{36} at position \d+: 3 changed, 0 unchanged \(3 nodes sent, 6 blobs uploaded\); of them 3 new$/),
+        'alpha 0 -> 1',
+        'beta 0 -> 1',
+        'laptop 0 -> 1',
+      ]);
       expect(await retectl(['plan'])).toEqual(expect.objectContaining({ code: 0, stdout: expect.stringMatching(/nothing to publish\n$/) }));
     });
 
@@ -105,12 +119,16 @@ describe('retectl against a real coordinator', () => {
     it('after the ACL edit, compile and plan list exactly the nodes whose allow lists changed', async () => {
       const c = await retectl(['compile']);
       // The rule's target (alpha: ingress) and the source that lost access (beta: egress); laptop keeps its rights.
-      expect(withoutFiles(c.stdout)).toBe('~ alpha: flor.json\n~ beta: flor.json\ncompiled 3 nodes into .flor/compiled: 0 new, 2 changed, 0 removed, 1 unchanged\n');
+      expect(withoutFiles(c.stdout)).toBe(
+        '~ alpha: flor.json\n~ beta: flor.json\ncompiled 3 nodes into .flor/compiled: 0 new, 2 changed, 0 removed, 1 unchanged\n',
+      );
       expect(c.stderr).toMatch(/warning: group "ops" is not used by any ACL rule \[unused_group\]/);
       const plan = await retectl(['plan']);
       expect(plan.code).toBe(3);
       // The summary first; unchanged nodes are counted, and listed only with --all.
-      expect(plan.stdout).toBe('plan: 0 new, 2 changed, 0 retired, 1 unchanged\n~ alpha: changed (flor.json) at version 1\n~ beta: changed (flor.json) at version 1\n');
+      expect(plan.stdout).toBe(
+        'plan: 0 new, 2 changed, 0 retired, 1 unchanged\n~ alpha: changed (flor.json) at version 1\n~ beta: changed (flor.json) at version 1\n',
+      );
       expect((await retectl(['plan', '--all'])).stdout).toBe(
         'plan: 0 new, 2 changed, 0 retired, 1 unchanged\n~ alpha: changed (flor.json) at version 1\n~ beta: changed (flor.json) at version 1\n  laptop: unchanged at version 1\n',
       );
@@ -121,7 +139,9 @@ describe('retectl against a real coordinator', () => {
     it('publish stamps only the changed nodes', async () => {
       const pub = await retectl(['publish', '-m', 'web for the laptop only']);
       expect(pub.code).toBe(0);
-      expect(pub.stdout).toMatch(/^published [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged \(2 nodes sent, 2 blobs uploaded\)\nalpha 1 -> 2\nbeta 1 -> 2\n$/);
+      expect(pub.stdout).toMatch(
+        /^published [0-9a-f-]{36} at position \d+: 2 changed, 1 unchanged \(2 nodes sent, 2 blobs uploaded\)\nalpha 1 -> 2\nbeta 1 -> 2\n$/,
+      );
       const nodes = (await admin.get('/v1/nodes')).body.items.map((n: { node: string; version: number }) => `${n.node}@${n.version}`);
       expect(nodes).toEqual(['alpha@2', 'beta@2', 'laptop@1']);
     });
@@ -165,7 +185,11 @@ describe('retectl against a real coordinator', () => {
       ]);
       // One vocabulary: the table's state is the word --json gives (and --state takes).
       const json = JSON.parse((await retectl(['status', '--json'])).stdout);
-      expect(json.items.map((n: { node: string; state: string; credential: string }) => `${n.node} ${n.state} ${n.credential}`)).toEqual(['alpha unmanaged none', 'beta unmanaged none', 'laptop unmanaged none']);
+      expect(json.items.map((n: { node: string; state: string; credential: string }) => `${n.node} ${n.state} ${n.credential}`)).toEqual([
+        'alpha unmanaged none',
+        'beta unmanaged none',
+        'laptop unmanaged none',
+      ]);
       expect(json.items[0]).toMatchObject({ last_contact: null, last_contact_age_seconds: null, last_contact_age: 'never', agent_version: null });
       expect((await retectl(['status', '--state', 'unmanaged'])).stdout.trimEnd().split('\n')).toHaveLength(4);
       expect(await retectl(['status', '--state', 'enrolled'])).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: '' });
@@ -178,11 +202,25 @@ describe('retectl against a real coordinator', () => {
       const old = await retectl(['status', '--state', 'unenrolled', '--json']);
       expect(old.code).toBe(0);
       expect(JSON.parse(old.stdout).items.map((n: { node: string }) => n.node)).toEqual(['alpha', 'beta', 'laptop']);
-      expect(old.stderr).toBe('warning: --state unenrolled is deprecated: the lifecycle words are now unmanaged, enrolled, retired; showing --state unmanaged --credential none\n');
+      expect(old.stderr).toBe(
+        'warning: --state unenrolled is deprecated: the lifecycle words are now unmanaged, enrolled, retired; showing --state unmanaged --credential none\n',
+      );
       const pending = await retectl(['status', '--state', 'pending']);
-      expect(pending).toEqual({ code: 0, stdout: 'no nodes match\n', stderr: expect.stringMatching(/^warning: --state pending is deprecated: .*showing --credential pending\n$/) });
-      expectOneLine(await retectl(['status', '--state', 'disconnected']), 2, /^retectl: --state disconnected: the coordinator never declares a node disconnected: .*--contact-older-than 1h/);
-      expectOneLine(await retectl(['status', '--state', 'lost']), 2, /^retectl: --state lost: must be one of unmanaged, enrolled, retired, converged, outstanding, failed\n$/);
+      expect(pending).toEqual({
+        code: 0,
+        stdout: 'no nodes match\n',
+        stderr: expect.stringMatching(/^warning: --state pending is deprecated: .*showing --credential pending\n$/),
+      });
+      expectOneLine(
+        await retectl(['status', '--state', 'disconnected']),
+        2,
+        /^retectl: --state disconnected: the coordinator never declares a node disconnected: .*--contact-older-than 1h/,
+      );
+      expectOneLine(
+        await retectl(['status', '--state', 'lost']),
+        2,
+        /^retectl: --state lost: must be one of unmanaged, enrolled, retired, converged, outstanding, failed\n$/,
+      );
       expectOneLine(await retectl(['status', '--contact-older-than', '3600']), 2, /--contact-older-than.*3600 has no unit: write 3600s/);
     });
 
@@ -192,10 +230,15 @@ describe('retectl against a real coordinator', () => {
       expect(token.stdout).toMatch(/^fle\.[0-9a-f]{18}\.[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}\n$/);
       expect(token.stderr).toMatch(/^enrolment token for laptop, single use, expires \S+; it is not shown again\n$/);
       expectOneLine(await retectl(['token', 'create', 'laptop', '--ttl', '10s']), 2, /--ttl.*must be between 1m and 30d/);
-      for (const command of [['ledger', 'verify'], ['audit', 'verify']]) {
+      for (const command of [
+        ['ledger', 'verify'],
+        ['audit', 'verify'],
+      ]) {
         const verify = await retectl(command);
         expect(verify.code).toBe(0);
-        expect(JSON.parse(verify.stdout)).toEqual(expect.objectContaining({ ok: true, position: expect.any(Number), hash: expect.stringMatching(/^[0-9a-f]{64}$/) }));
+        expect(JSON.parse(verify.stdout)).toEqual(
+          expect.objectContaining({ ok: true, position: expect.any(Number), hash: expect.stringMatching(/^[0-9a-f]{64}$/) }),
+        );
       }
     });
 
@@ -234,13 +277,21 @@ describe('retectl against a real coordinator', () => {
     });
 
     it('422 and 404: a rollback target that is not older, a node that was never published', async () => {
-      expectOneLine(await retectl(['rollback', 'alpha', '--to', '4']), 1, /rejected the request: version 4 is not older than the head 4 of alpha \(422 invalid_rollback_target\)/);
+      expectOneLine(
+        await retectl(['rollback', 'alpha', '--to', '4']),
+        1,
+        /rejected the request: version 4 is not older than the head 4 of alpha \(422 invalid_rollback_target\)/,
+      );
       expectOneLine(await retectl(['history', 'ghost']), 1, /^retectl: node ghost has never been published \(404 unknown_node\)\n$/);
     });
 
     it('a coordinator that does not answer', async () => {
       const port = await closedPort();
-      expectOneLine(await retectl(['status', '--coordinator', `http://127.0.0.1:${port}`]), 1, new RegExp(`^retectl: cannot reach the coordinator at http://127\\.0\\.0\\.1:${port}: ECONNREFUSED\n$`));
+      expectOneLine(
+        await retectl(['status', '--coordinator', `http://127.0.0.1:${port}`]),
+        1,
+        new RegExp(`^retectl: cannot reach the coordinator at http://127\\.0\\.0\\.1:${port}: ECONNREFUSED\n$`),
+      );
     });
 
     it('usage errors exit 2', async () => {
@@ -248,7 +299,11 @@ describe('retectl against a real coordinator', () => {
       expectOneLine(await retectl(['frobnicate']), 2, /unknown command 'frobnicate'/);
       expectOneLine(await retectl(['rollback', 'alpha', '--to', 'zero']), 2, /--to must be a whole number/);
       expectOneLine(await retectl(['rollback', 'alpha']), 2, /required option '--to <n>' not specified/);
-      expectOneLine(await retectl(['status'], { env: { FLORETE_TOKEN: '' } }), 2, /no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token`/);
+      expectOneLine(
+        await retectl(['status'], { env: { FLORETE_TOKEN: '' } }),
+        2,
+        /no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token`/,
+      );
       expectOneLine(await retectl(['status', '--coordinator', 'ftp://x'], {}), 2, /--coordinator must be an http\(s\) URL/);
     });
   });
@@ -271,7 +326,9 @@ describe('retectl against a real coordinator', () => {
       const run = await retectl(['status', '--token', 'flt.000000000000000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'], { env: bare });
       expect(run.code).toBe(1);
       const port = await closedPort();
-      expect((await retectl(['status'], { env: { FLORETE_COORDINATOR: `http://127.0.0.1:${port}`, FLORETE_TOKEN: '' } })).stderr).toMatch(/cannot reach the coordinator at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/);
+      expect((await retectl(['status'], { env: { FLORETE_COORDINATOR: `http://127.0.0.1:${port}`, FLORETE_TOKEN: '' } })).stderr).toMatch(
+        /cannot reach the coordinator at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/,
+      );
     });
 
     it('refuses a config file other users can read', async () => {
@@ -284,7 +341,25 @@ describe('retectl against a real coordinator', () => {
 
   it('status follows the node list a page at a time until the last page', async () => {
     const asked: string[] = [];
-    const summary = (node: string) => ({ node, version: 1, set_digest: 'a'.repeat(64), retired: false, updated_at: null, publish_id: 'p', state: 'unmanaged', credential: 'none', convergence: null, ineligible: false, failed_briefing: [], applied_version: null, last_contact: null, last_contact_age_seconds: null, last_result: null, last_error: null, agent_version: null });
+    const summary = (node: string) => ({
+      node,
+      version: 1,
+      set_digest: 'a'.repeat(64),
+      retired: false,
+      updated_at: null,
+      publish_id: 'p',
+      state: 'unmanaged',
+      credential: 'none',
+      convergence: null,
+      ineligible: false,
+      failed_briefing: [],
+      applied_version: null,
+      last_contact: null,
+      last_contact_age_seconds: null,
+      last_result: null,
+      last_error: null,
+      agent_version: null,
+    });
     const pages: Record<string, unknown> = {
       '/v1/nodes?state=unmanaged&limit=1000': { items: [summary('a-1'), summary('a-2')], next_cursor: 'a-2' },
       '/v1/nodes?state=unmanaged&limit=1000&cursor=a-2': { items: [summary('b-1')], next_cursor: 'b-1' },
@@ -294,7 +369,10 @@ describe('retectl against a real coordinator', () => {
       asked.push(req.url ?? '');
       const page = pages[req.url ?? ''];
       if (page) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(page));
-      else res.writeHead(404, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ type: 'x', title: 'Not Found', status: 404, detail: 'no such page', code: 'not_found' }));
+      else
+        res
+          .writeHead(404, { 'content-type': 'application/problem+json' })
+          .end(JSON.stringify({ type: 'x', title: 'Not Found', status: 404, detail: 'no such page', code: 'not_found' }));
     });
     await new Promise<void>((r) => paged.listen(0, '127.0.0.1', () => r()));
     try {
@@ -333,7 +411,11 @@ describe('retectl against a real coordinator', () => {
 
     it('a gateway error page and a body that breaks the contract are one line each', async () => {
       expectOneLine(await retectl(['status', '--coordinator', fakeUrl]), 1, /^retectl: the coordinator failed: HTTP 502 to GET \/v1\/nodes\?limit=1000\n$/);
-      expectOneLine(await retectl(['history', 'alpha', '--coordinator', fakeUrl]), 1, /^retectl: unexpected answer to GET \/v1\/nodes\/alpha\/versions\?limit=100: items: /);
+      expectOneLine(
+        await retectl(['history', 'alpha', '--coordinator', fakeUrl]),
+        1,
+        /^retectl: unexpected answer to GET \/v1\/nodes\/alpha\/versions\?limit=100: items: /,
+      );
     });
   });
 
@@ -377,7 +459,9 @@ describe('retectl against a real coordinator', () => {
     expect(pruned.stdout).toMatch(/^plan: 0 new, 0 changed, 3 retired, 7 unchanged\n/);
     const pub = await retectl(['publish', '--prune', '-C', big], { cwd: home });
     // The nodes it retires are marked as such, as retectl retire marks them.
-    expect(pub.stdout).toMatch(/^published .*: 3 changed, 7 unchanged \(.*\); of them 3 retired\nalpha \d+ -> \d+ \(retired\)\nbeta \d+ -> \d+ \(retired\)\nedge-7 1 -> 2 \(retired\)\n$/);
+    expect(pub.stdout).toMatch(
+      /^published .*: 3 changed, 7 unchanged \(.*\); of them 3 retired\nalpha \d+ -> \d+ \(retired\)\nbeta \d+ -> \d+ \(retired\)\nedge-7 1 -> 2 \(retired\)\n$/,
+    );
   });
 
   it('init refuses a folder that already holds files', async () => {
@@ -385,10 +469,33 @@ describe('retectl against a real coordinator', () => {
   });
 
   it('has --help on every command', async () => {
-    const commands = [[], ['init'], ['validate'], ['compile'], ['plan'], ['publish'], ['status'], ['history'], ['show'], ['diff'], ['rollback'], ['retire'], ['token', 'create'], ['keys', 'rotate'], ['ledger', 'verify'], ['audit', 'verify'], ['config', 'set'], ['config', 'show']];
+    const commands = [
+      [],
+      ['init'],
+      ['validate'],
+      ['compile'],
+      ['plan'],
+      ['publish'],
+      ['status'],
+      ['history'],
+      ['show'],
+      ['diff'],
+      ['rollback'],
+      ['retire'],
+      ['token', 'create'],
+      ['keys', 'rotate'],
+      ['ledger', 'verify'],
+      ['audit', 'verify'],
+      ['config', 'set'],
+      ['config', 'show'],
+    ];
     for (const command of commands) {
       const run = await retectl([...command, '--help']);
-      expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({ command, code: 0, usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)) });
+      expect({ command, code: run.code, usage: run.stdout.split('\n')[0] }).toEqual({
+        command,
+        code: 0,
+        usage: expect.stringMatching(new RegExp(`^Usage: retectl${command.length ? ' ' + command.join(' ') : ''}\\b`)),
+      });
     }
   });
 
@@ -432,13 +539,22 @@ ${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : 
       expect(readdirSync(mgmt('db-1')).sort()).toEqual(['agent.json', 'flor.json']);
       const json = JSON.parse(readFileSync(join(mgmt('web-1'), 'resources.json'), 'utf8'));
       expect(json.files.map((f: { path: string }) => f.path)).toEqual(['/etc/motd', '/etc/apt/sources.list.d/florete.list', '/usr/share/keyrings/florete.gpg']);
-      expect(json.files[2]).toEqual({ path: '/usr/share/keyrings/florete.gpg', mode: '0644', owner: 'root', group: 'root', content: { sha256: sha(KEY), size: KEY.length } });
-      expect(json.packages).toEqual([{ manager: 'apt', name: 'florete-agent', version: '0.1.0-1' }, { manager: 'apt', name: 'curl', version: '7.88.1-10+deb12u8' }]);
+      expect(json.files[2]).toEqual({
+        path: '/usr/share/keyrings/florete.gpg',
+        mode: '0644',
+        owner: 'root',
+        group: 'root',
+        content: { sha256: sha(KEY), size: KEY.length },
+      });
+      expect(json.packages).toEqual([
+        { manager: 'apt', name: 'florete-agent', version: '0.1.0-1' },
+        { manager: 'apt', name: 'curl', version: '7.88.1-10+deb12u8' },
+      ]);
       expect(readFileSync(join(mgmt('web-1'), `file-${sha(KEY)}`)).equals(KEY)).toBe(true);
       expect(withoutFiles((await retectl(['compile', '-C', res], { cwd: home })).stdout)).toMatch(/0 new, 0 changed, 0 removed, 3 unchanged\n$/);
     });
 
-    it('plan against the coordinator lists each node\'s resources; publish carries the bytes, binary ones too', async () => {
+    it("plan against the coordinator lists each node's resources; publish carries the bytes, binary ones too", async () => {
       const plan = await retectl(['plan', '-C', res], { cwd: home });
       expect(plan.code).toBe(3);
       const block = plan.stdout.slice(plan.stdout.indexOf('+ web-1:'), plan.stdout.indexOf('+ web-2:'));
@@ -496,7 +612,10 @@ ${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : 
       mkdirSync(join(bad, 'files'), { recursive: true });
       writeFileSync(join(home, 'outside'), 'not part of any rete\n');
       symlinkSync(join(home, 'outside'), join(bad, 'files/escape'));
-      writeFileSync(join(bad, 'rete.yaml'), 'mesh: { name: bad, coordinator: https://c.example.net }\nnodes:\n  - { name: n1, kind: server, listen: 10.0.0.1:1, tags: [web] }\n');
+      writeFileSync(
+        join(bad, 'rete.yaml'),
+        'mesh: { name: bad, coordinator: https://c.example.net }\nnodes:\n  - { name: n1, kind: server, listen: 10.0.0.1:1, tags: [web] }\n',
+      );
       writeFileSync(
         join(bad, 'resources.yaml'),
         `resources:
@@ -516,12 +635,13 @@ ${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : 
       );
       const v = await retectl(['validate', '--json', '-C', bad], { cwd: home });
       expect(v.code).toBe(1);
-      expect(JSON.parse(v.stdout).errors.map((d: { file: string; line: number; col: number; code: string }) => `${d.file}:${d.line}:${d.col} ${d.code}`)).toEqual([
-        'resources.yaml:4:17 bad_path',
-        'resources.yaml:7:54 bad_mode',
-        'resources.yaml:9:33 bad_version',
-      ]);
-      writeFileSync(join(bad, 'resources.yaml'), readFileSync(join(bad, 'resources.yaml'), 'utf8').replace('etc/motd', '/etc/motd').replace(', mode: "999"', '').replace('latest', '1.22.1-9'));
+      expect(
+        JSON.parse(v.stdout).errors.map((d: { file: string; line: number; col: number; code: string }) => `${d.file}:${d.line}:${d.col} ${d.code}`),
+      ).toEqual(['resources.yaml:4:17 bad_path', 'resources.yaml:7:54 bad_mode', 'resources.yaml:9:33 bad_version']);
+      writeFileSync(
+        join(bad, 'resources.yaml'),
+        readFileSync(join(bad, 'resources.yaml'), 'utf8').replace('etc/motd', '/etc/motd').replace(', mode: "999"', '').replace('latest', '1.22.1-9'),
+      );
       const human = await retectl(['compile', '-C', bad], { cwd: home });
       expect(human.code).toBe(1);
       expect(human.stderr.trimEnd().split('\n')).toEqual([

@@ -5,7 +5,19 @@ import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client, expectProblem } from './support/http.js';
 import { retectl as runRetectl, type RetectlEnv } from './support/fleet.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 
 jest.setTimeout(180_000);
 
@@ -25,8 +37,16 @@ describe('retiring a lost node with real agents', () => {
 
   const retectl = (args: readonly string[], token = env.token) => runRetectl({ ...env, token }, args);
   const credentialOf = (node: string) => JSON.parse(readFileSync(join(files[node].stateDir, 'identity.json'), 'utf8')).credential as string;
-  const events = async () => (await admin.get('/v1/ledger/events?after=0&limit=1000')).body.items as { position: number; type: string; stream: string; data: Record<string, unknown>; meta: { actor: string } }[];
-  const nodeRow = async (node: string) => ((await admin.get('/v1/nodes')).body.items as { node: string; state: string; credential: string }[]).find((n) => n.node === node)!;
+  const events = async () =>
+    (await admin.get('/v1/ledger/events?after=0&limit=1000')).body.items as {
+      position: number;
+      type: string;
+      stream: string;
+      data: Record<string, unknown>;
+      meta: { actor: string };
+    }[];
+  const nodeRow = async (node: string) =>
+    ((await admin.get('/v1/nodes')).body.items as { node: string; state: string; credential: string }[]).find((n) => n.node === node)!;
 
   /** Enrols the node with a real agent, publishes it a set, and waits until the agent applied it; the agent is left stopped. */
   const enrolAndApply = async (node: string) => {
@@ -63,7 +83,10 @@ describe('retiring a lost node with real agents', () => {
   it('needs an admin token: revoking a credential is an admin decision, and a refusal writes nothing', async () => {
     const head = (await admin.get('/v1/ledger/head')).body;
     const refused = await retectl(['retire', 'laptop', '--lost'], publisherToken);
-    expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/retiring a lost node revokes its credential: that needs an admin token \(403 forbidden\)\n$/) });
+    expect({ code: refused.code, stderr: refused.stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringMatching(/retiring a lost node revokes its credential: that needs an admin token \(403 forbidden\)\n$/),
+    });
     expect((await admin.get('/v1/ledger/head')).body).toEqual(head);
     expect(await nodeRow('laptop')).toMatchObject({ state: 'enrolled', credential: 'live' });
   });
@@ -73,12 +96,19 @@ describe('retiring a lost node with real agents', () => {
     expect((await new Client(coordinator.url, credential).get('/v1/nodes/laptop/bundle')).status).toBe(200);
     const run = await retectl(['retire', 'laptop', '--lost', '-m', 'stolen from a car']);
     expect(run).toMatchObject({ code: 0, stdout: 'laptop 1 -> 2 (retired as lost)\n' });
-    expect(run.stderr).toBe('laptop: 1 credential revoked at once; the machine is refused from now on (401 retired_credential), and whatever it still runs stays until someone wipes it\n');
+    expect(run.stderr).toBe(
+      'laptop: 1 credential revoked at once; the machine is refused from now on (401 retired_credential), and whatever it still runs stays until someone wipes it\n',
+    );
     // No report was waited for: the credential no longer works, on the poll and the report routes alike.
-    for (const r of [await new Client(coordinator.url, credential).get('/v1/nodes/laptop/bundle'), await new Client(coordinator.url, credential).post('/v1/nodes/laptop/reports', { active_version: 1, result: 'up_to_date' })]) {
+    for (const r of [
+      await new Client(coordinator.url, credential).get('/v1/nodes/laptop/bundle'),
+      await new Client(coordinator.url, credential).post('/v1/nodes/laptop/reports', { active_version: 1, result: 'up_to_date' }),
+    ]) {
       expectProblem(r, 401, 'retired_credential');
       expect(r.body).toMatchObject({ node: 'laptop', version: 2, lost: true });
-      expect(r.body.detail).toMatch(/^node laptop was retired as lost at version 2: its credential was revoked at once, without the node applying its final, empty set, so whatever it still runs was never removed by Florete; this machine is not trusted any more: wipe it, or enrol it again as a new node with a new token$/);
+      expect(r.body.detail).toMatch(
+        /^node laptop was retired as lost at version 2: its credential was revoked at once, without the node applying its final, empty set, so whatever it still runs was never removed by Florete; this machine is not trusted any more: wipe it, or enrol it again as a new node with a new token$/,
+      );
     }
     expect(await nodeRow('laptop')).toMatchObject({ state: 'retired', credential: 'revoked' });
 
@@ -98,10 +128,14 @@ describe('retiring a lost node with real agents', () => {
 
   it('a lost node that comes back is refused and says so; what it installed stays, for someone to wipe', async () => {
     const agent = await startAgent(files.laptop);
-    const status = await waitFor('the agent refused', async () => {
-      const s = await socketStatus(files.laptop);
-      return s.lifecycle === 'retired' ? s : undefined;
-    }, 60_000);
+    const status = await waitFor(
+      'the agent refused',
+      async () => {
+        const s = await socketStatus(files.laptop);
+        return s.lifecycle === 'retired' ? s : undefined;
+      },
+      60_000,
+    );
     expect(status.last_error).toMatch(/^fetching the bundle: node laptop was retired at version 2 \(401 retired_credential\); it gets nothing more/);
     const human = await flor(['agent', 'status', ...files.laptop.args]);
     expect(human.stdout).toMatch(/^lifecycle\s+retired since \S+$/m);
@@ -119,13 +153,27 @@ describe('retiring a lost node with real agents', () => {
 
     const lost = await retectl(['retire', 'edge', '--lost', '--json']);
     expect(lost.code).toBe(0);
-    expect(JSON.parse(lost.stdout)).toEqual({ publish_id: null, position: expect.any(Number), changed: [], unchanged: 1, revoked_credentials: [credential.split('.')[1]] });
+    expect(JSON.parse(lost.stdout)).toEqual({
+      publish_id: null,
+      position: expect.any(Number),
+      changed: [],
+      unchanged: 1,
+      revoked_credentials: [credential.split('.')[1]],
+    });
     expectProblem(await new Client(coordinator.url, credential).get('/v1/nodes/edge/bundle'), 401, 'retired_credential');
     const last = (await events()).at(-1)!;
-    expect(last).toMatchObject({ type: 'credential_revoked', stream: 'identity:edge', meta: { actor: 'admin' }, data: { node: 'edge', reason: 'lost', publish_id: null } });
+    expect(last).toMatchObject({
+      type: 'credential_revoked',
+      stream: 'identity:edge',
+      meta: { actor: 'admin' },
+      data: { node: 'edge', reason: 'lost', publish_id: null },
+    });
 
     const again = await retectl(['retire', 'edge', '--lost']);
-    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 1, stderr: 'retectl: node edge is already retired at version 2 and holds no live credential: nothing is left to revoke (409 node_retired)\n' });
+    expect({ code: again.code, stderr: again.stderr }).toEqual({
+      code: 1,
+      stderr: 'retectl: node edge is already retired at version 2 and holds no live credential: nothing is left to revoke (409 node_retired)\n',
+    });
     const ghost = await retectl(['retire', 'ghost', '--lost']);
     expect(ghost.stderr).toMatch(/node ghost has never been published \(404 unknown_node\)/);
   });

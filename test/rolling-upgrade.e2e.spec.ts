@@ -62,7 +62,11 @@ const tree = (marker: string) => ({ nodes: { alpha: { artifacts: {} as Record<st
   let sqlClient: pg.Client;
   let token: string;
   const replicas: CoordinatorProcess[] = [];
-  const env = () => ({ FLORETE_SIGNING_KEYS_FILE: join(keys, 'signing-keys.json'), FLORETE_REPO_KEY_FILE: join(keys, 'repo-signing-key.asc'), FLORETE_MIRROR: 'off' });
+  const env = () => ({
+    FLORETE_SIGNING_KEYS_FILE: join(keys, 'signing-keys.json'),
+    FLORETE_REPO_KEY_FILE: join(keys, 'repo-signing-key.asc'),
+    FLORETE_MIRROR: 'off',
+  });
   const start = async (main: string) => {
     const r = await startCoordinatorProcess({ databaseUrl: url, main, env: env() });
     replicas.push(r);
@@ -71,7 +75,8 @@ const tree = (marker: string) => ({ nodes: { alpha: { artifacts: {} as Record<st
   const publish = async (via: CoordinatorProcess, marker: string) => {
     const admin = new Client(via.url, token);
     const t = tree(marker);
-    for (const node of Object.keys(t.nodes) as (keyof typeof t.nodes)[]) t.nodes[node].artifacts['flor.json'] = await admin.putBlob(`{"node":"${node}","marker":"${marker}"}`);
+    for (const node of Object.keys(t.nodes) as (keyof typeof t.nodes)[])
+      t.nodes[node].artifacts['flor.json'] = await admin.putBlob(`{"node":"${node}","marker":"${marker}"}`);
     const r = await admin.post('/v1/publishes', { message: marker, nodes: t.nodes });
     expect(r.status).toBe(201);
     return (r.body as { position: number }).position;

@@ -45,10 +45,16 @@ describe('runtimes', () => {
   it("npm's start and test run on the Active LTS when the machine's node is older, saying so", () => {
     const node26 = nodeLine(26);
     const r = run(node20.bin, ['scripts/supported-node.mjs', 'node', '-p', 'process.version'], { PATH: `${dirname(node20.bin)}:${process.env.PATH ?? ''}` });
-    expect(r).toEqual({ status: 0, stdout: `${node26.version}\n`, stderr: `node ${node20.version} is older than the coordinator supports (22.12): running on Node.js 26 (${node26.bin})\n` });
+    expect(r).toEqual({
+      status: 0,
+      stdout: `${node26.version}\n`,
+      stderr: `node ${node20.version} is older than the coordinator supports (22.12): running on Node.js 26 (${node26.bin})\n`,
+    });
     // A supported node runs the command on itself, with nothing said.
     const node22 = nodeLine(22);
-    expect(run(node22.bin, ['scripts/supported-node.mjs', 'node', '-p', 'process.version'], { PATH: `${dirname(node22.bin)}:${process.env.PATH ?? ''}` })).toEqual({ status: 0, stdout: `${node22.version}\n`, stderr: '' });
+    expect(
+      run(node22.bin, ['scripts/supported-node.mjs', 'node', '-p', 'process.version'], { PATH: `${dirname(node22.bin)}:${process.env.PATH ?? ''}` }),
+    ).toEqual({ status: 0, stdout: `${node22.version}\n`, stderr: '' });
   });
 
   it('both start on the oldest line they support', () => {

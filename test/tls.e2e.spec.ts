@@ -13,7 +13,20 @@ import { startCoordinatorProcess, type CoordinatorProcess } from './support/coor
 import type { Client } from './support/http.js';
 import { RETECTL, runRetectl } from './support/retectl-process.js';
 import { ThrowawayCa, TlsClient, type Issued } from './support/tls.js';
-import { agentFiles, agentJson, Fleet, FLOR, flor, florJson, removeTree, socketStatus, startAgent, stopAllAgents, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
+import {
+  agentFiles,
+  agentJson,
+  Fleet,
+  FLOR,
+  flor,
+  florJson,
+  removeTree,
+  socketStatus,
+  startAgent,
+  stopAllAgents,
+  waitFor,
+  type AgentFiles,
+} from './fixtures/agent/harness.js';
 import { stopChild } from './support/child.js';
 
 jest.setTimeout(300_000);
@@ -125,7 +138,10 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
     expect(parts).toHaveLength(5);
     expect(parts[4]).toBe(pinA);
     // The pin is the one openssl and every tool compute: sha256 over the certificate's DER SubjectPublicKeyInfo.
-    const { stdout } = await run('sh', ['-c', `openssl x509 -pubkey -noout -in ${join(certDir, 'cert.pem')} | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | basenc --base64url | tr -d =`]);
+    const { stdout } = await run('sh', [
+      '-c',
+      `openssl x509 -pubkey -noout -in ${join(certDir, 'cert.pem')} | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | basenc --base64url | tr -d =`,
+    ]);
     expect(stdout.trim()).toBe(pinA);
   });
 
@@ -192,7 +208,9 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
         return status.last_error ? status : undefined;
       });
       expect(s.last_error).toMatch(
-        new RegExp(`^refused 127\\.0\\.0\\.1:\\d+: its certificate is not trusted \\([A-Z_]+; trusted CAs: the system store \\([^)]*\\)\\) and its key's sha256 pin is ${roguePin}, not the pinned ${pinA}; nothing was sent$`),
+        new RegExp(
+          `^refused 127\\.0\\.0\\.1:\\d+: its certificate is not trusted \\([A-Z_]+; trusted CAs: the system store \\([^)]*\\)\\) and its key's sha256 pin is ${roguePin}, not the pinned ${pinA}; nothing was sent$`,
+        ),
       );
       await agent.stop();
       await nothingReceived(before);
@@ -215,7 +233,9 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
     const env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config') };
     const refused = await runRetectl(['status', '--coordinator', coordinator.url, '--token', coordinator.adminToken!], { env });
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^retectl: refused 127\.0\.0\.1:\d+: its certificate is not trusted \(UNABLE_TO_VERIFY_LEAF_SIGNATURE; trusted CAs: the system store \(.*\)\); nothing was sent: give its CA with --cacert FILE or `retectl config set ca_file FILE`\n$/);
+    expect(refused.stderr).toMatch(
+      /^retectl: refused 127\.0\.0\.1:\d+: its certificate is not trusted \(UNABLE_TO_VERIFY_LEAF_SIGNATURE; trusted CAs: the system store \(.*\)\); nothing was sent: give its CA with --cacert FILE or `retectl config set ca_file FILE`\n$/,
+    );
     const flag = await runRetectl(['status', '--coordinator', coordinator.url, '--token', coordinator.adminToken!, '--cacert', caFile], { env });
     expect(flag).toMatchObject({ code: 0, stderr: '' });
     expect(flag.stdout).toMatch(/^alpha\b/m);
@@ -231,7 +251,13 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
     const url = new URL('/audit.git', coordinator.url);
     url.username = 'auditor';
     url.password = reader;
-    const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ASKPASS: '/bin/false',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+    };
     // These would beat http.sslCAInfo (or turn verification off): the machine's own are not the auditor's.
     for (const name of ['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'GIT_SSL_NO_VERIFY']) delete env[name];
     await waitFor('the mirror to catch up', async () => (await admin.get('/readyz')).body.mirror.lag === 0);
@@ -261,7 +287,9 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
     writeFileSync(kept, checkpoint.stdout);
     await waitFor('the mirror to catch up', async () => (await admin.get('/readyz')).body.mirror.lag === 0);
 
-    const verify = await runRetectl(['audit', 'verify', '--checkpoint', kept, '--json', ...connection], { env: { GIT_SSL_CAINFO: otherBundle, GIT_CONFIG_GLOBAL: '/dev/null' } });
+    const verify = await runRetectl(['audit', 'verify', '--checkpoint', kept, '--json', ...connection], {
+      env: { GIT_SSL_CAINFO: otherBundle, GIT_CONFIG_GLOBAL: '/dev/null' },
+    });
     expect(verify.stderr).toBe('');
     // The kept position may be a token's, which the mirror does not record; the clone read its publishes.
     const verdict = JSON.parse(verify.stdout);
@@ -284,9 +312,18 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
 
     /** Waits until a new connection is served `issued`; the open one must go on with the first certificate. */
     const servedToNewConnections = async (issued: Issued) => {
-      await waitFor('the new certificate on new connections', async () => (await newConnection().get('/healthz')).fingerprint === fingerprintOf(issued), 20_000, 50);
+      await waitFor(
+        'the new certificate on new connections',
+        async () => (await newConnection().get('/healthz')).fingerprint === fingerprintOf(issued),
+        20_000,
+        50,
+      );
       const again = await keptAlive.get('/healthz');
-      expect({ status: again.status, sameConnection: again.socket === firstSocket, fingerprint: again.fingerprint }).toEqual({ status: 200, sameConnection: true, fingerprint: fingerprintOf(served) });
+      expect({ status: again.status, sameConnection: again.socket === firstSocket, fingerprint: again.fingerprint }).toEqual({
+        status: 200,
+        sameConnection: true,
+        fingerprint: fingerprintOf(served),
+      });
     };
 
     it('renewed with the same key: served to new connections, the pin unchanged, the pinned node still syncs', async () => {
@@ -310,7 +347,11 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
       await fleet.publish({ alpha: { 'agent.json': agentJson('alpha', 3600), 'flor.json': florJson('alpha', 'three') } });
       const refused = await flor(['agent', 'sync', ...alpha.args]);
       expect(refused.code).toBe(1);
-      expect(refused.stdout).toMatch(new RegExp(`^error: refused 127\\.0\\.0\\.1:\\d+: its certificate is not trusted \\(UNABLE_TO_VERIFY_LEAF_SIGNATURE; .*\\) and its key's sha256 pin is ${pinB}, not the pinned ${pinA}; nothing was sent\\n$`));
+      expect(refused.stdout).toMatch(
+        new RegExp(
+          `^error: refused 127\\.0\\.0\\.1:\\d+: its certificate is not trusted \\(UNABLE_TO_VERIFY_LEAF_SIGNATURE; .*\\) and its key's sha256 pin is ${pinB}, not the pinned ${pinA}; nothing was sent\\n$`,
+        ),
+      );
 
       await stopAllAgents();
       const config = JSON.parse(readFileSync(alpha.configPath, 'utf8'));
@@ -326,7 +367,9 @@ describe('the coordinator over HTTPS, and the clients that verify it', () => {
       const before = warnings();
       replacePair(certDir, stranger.certPem, served.keyPem);
       await waitFor('the warning', async () => warnings() > before, 20_000, 50);
-      expect(coordinator.output.filter((l) => l.includes('cannot be served')).at(-1)).toMatch(/FLORETE_TLS_KEY \S+key\.pem is not the key of the certificate in \S+cert\.pem/);
+      expect(coordinator.output.filter((l) => l.includes('cannot be served')).at(-1)).toMatch(
+        /FLORETE_TLS_KEY \S+key\.pem is not the key of the certificate in \S+cert\.pem/,
+      );
       expect((await newConnection().get('/healthz')).fingerprint).toBe(fingerprintOf(served));
       expect(coordinator.child.exitCode).toBeNull();
     });
@@ -355,7 +398,10 @@ describe('plain HTTP off this machine', () => {
     const bad = await coordinatorExit({ FLORETE_TLS_CERT: join(work, 'cert.pem'), FLORETE_TLS_KEY: join(work, 'key.pem'), FLORETE_DATA: join(work, 'data') });
     expect(bad).toMatchObject({ code: 1, stderr: `coordinator: FLORETE_TLS_KEY ${join(work, 'key.pem')} cannot be read: ENOENT\n` });
     const half = await coordinatorExit({ FLORETE_TLS_CERT: join(work, 'cert.pem'), FLORETE_DATA: join(work, 'data') });
-    expect(half).toMatchObject({ code: 1, stderr: 'coordinator: invalid environment: FLORETE_TLS_CERT is set without FLORETE_TLS_KEY: give both the certificate and its key (PEM files)\n' });
+    expect(half).toMatchObject({
+      code: 1,
+      stderr: 'coordinator: invalid environment: FLORETE_TLS_CERT is set without FLORETE_TLS_KEY: give both the certificate and its key (PEM files)\n',
+    });
   });
 
   /**
@@ -381,10 +427,34 @@ describe('plain HTTP off this machine', () => {
 
   it('flor agent enroll and retectl refuse before any connection or lookup, saying why and how to allow it', async () => {
     const cases = [
-      { args: [FLOR, 'agent', 'enroll', '--coordinator', 'http://192.0.2.1:8080', '--token', ENROL_TOKEN, '--state-dir', join(work, 'state')], who: 'flor', secret: 'enrolment token', origin: 'http://192.0.2.1:8080', how: 'pass --insecure-http' },
-      { args: [FLOR, 'agent', 'enroll', '--coordinator', 'http://coordinator.example:8080', '--token', ENROL_TOKEN, '--state-dir', join(work, 'state')], who: 'flor', secret: 'enrolment token', origin: 'http://coordinator.example:8080', how: 'pass --insecure-http' },
-      { args: [RETECTL, 'status', '--coordinator', 'http://192.0.2.1:8080', '--token', API_TOKEN], who: 'retectl', secret: 'API token', origin: 'http://192.0.2.1:8080', how: 'pass --insecure-http (or run `retectl config set insecure_http true`)' },
-      { args: [RETECTL, 'token', 'create', 'alpha', '--coordinator', 'http://coordinator.example', '--token', API_TOKEN], who: 'retectl', secret: 'API token', origin: 'http://coordinator.example', how: 'pass --insecure-http (or run `retectl config set insecure_http true`)' },
+      {
+        args: [FLOR, 'agent', 'enroll', '--coordinator', 'http://192.0.2.1:8080', '--token', ENROL_TOKEN, '--state-dir', join(work, 'state')],
+        who: 'flor',
+        secret: 'enrolment token',
+        origin: 'http://192.0.2.1:8080',
+        how: 'pass --insecure-http',
+      },
+      {
+        args: [FLOR, 'agent', 'enroll', '--coordinator', 'http://coordinator.example:8080', '--token', ENROL_TOKEN, '--state-dir', join(work, 'state')],
+        who: 'flor',
+        secret: 'enrolment token',
+        origin: 'http://coordinator.example:8080',
+        how: 'pass --insecure-http',
+      },
+      {
+        args: [RETECTL, 'status', '--coordinator', 'http://192.0.2.1:8080', '--token', API_TOKEN],
+        who: 'retectl',
+        secret: 'API token',
+        origin: 'http://192.0.2.1:8080',
+        how: 'pass --insecure-http (or run `retectl config set insecure_http true`)',
+      },
+      {
+        args: [RETECTL, 'token', 'create', 'alpha', '--coordinator', 'http://coordinator.example', '--token', API_TOKEN],
+        who: 'retectl',
+        secret: 'API token',
+        origin: 'http://coordinator.example',
+        how: 'pass --insecure-http (or run `retectl config set insecure_http true`)',
+      },
     ];
     for (const [i, c] of cases.entries()) {
       const probe = join(work, `probe-${i}.log`);
@@ -404,7 +474,21 @@ describe('plain HTTP off this machine', () => {
     const r = await isolated([RETECTL, 'status', '--coordinator', 'http://192.0.2.1:8080', '--token', API_TOKEN, '--insecure-http'], probe);
     expect(r).toMatchObject({ code: 1, stderr: 'retectl: cannot reach the coordinator at http://192.0.2.1:8080: ENETUNREACH\n' });
     expect(attempts(probe).map((l) => JSON.parse(l))).toContainEqual({ connect: expect.objectContaining({ host: '192.0.2.1', port: 8080 }) });
-    const enrol = await isolated([FLOR, 'agent', 'enroll', '--coordinator', 'http://192.0.2.1:8080', '--token', `fle.${'0'.repeat(18)}.${'A'.repeat(43)}.${'B'.repeat(43)}`, '--insecure-http', '--state-dir', join(work, 'state')], join(work, 'probe-insecure-flor.log'));
+    const enrol = await isolated(
+      [
+        FLOR,
+        'agent',
+        'enroll',
+        '--coordinator',
+        'http://192.0.2.1:8080',
+        '--token',
+        `fle.${'0'.repeat(18)}.${'A'.repeat(43)}.${'B'.repeat(43)}`,
+        '--insecure-http',
+        '--state-dir',
+        join(work, 'state'),
+      ],
+      join(work, 'probe-insecure-flor.log'),
+    );
     expect(enrol.code).toBe(1);
     expect(enrol.stderr).toMatch(/^flor: cannot reach http:\/\/192\.0\.2\.1:8080: .*ENETUNREACH/);
   });
@@ -454,7 +538,12 @@ describe('behind a TLS-terminating proxy (FLORETE_TLS=proxy)', () => {
     const c = await startCoordinatorProcess({ env: { FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: '127.0.0.1, ::1', FLORETE_ANON_RATE_LIMIT: '2' } });
     started.push(c);
     expect(c.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
-    expect([await healthz(c.url, '198.51.100.1'), await healthz(c.url, '198.51.100.1'), await healthz(c.url, '198.51.100.1'), await healthz(c.url, '198.51.100.2')]).toEqual([200, 200, 429, 200]);
+    expect([
+      await healthz(c.url, '198.51.100.1'),
+      await healthz(c.url, '198.51.100.1'),
+      await healthz(c.url, '198.51.100.1'),
+      await healthz(c.url, '198.51.100.2'),
+    ]).toEqual([200, 200, 429, 200]);
     await waitFor('the request log lines', async () => clientsLogged(c).length === 4);
     expect(clientsLogged(c)).toEqual(['198.51.100.1', '198.51.100.1', '198.51.100.1', '198.51.100.2']);
     const token = await new Fleet(new (await import('./support/http.js')).Client(c.url, c.adminToken)).enrolmentToken('alpha');
@@ -473,7 +562,8 @@ describe('behind a TLS-terminating proxy (FLORETE_TLS=proxy)', () => {
     const data = join(tmpdir(), 'florete-never-created');
     expect(await coordinatorExit({ FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: '10.0.0.0/33', FLORETE_DATA: data })).toMatchObject({
       code: 1,
-      stderr: 'coordinator: invalid environment: FLORETE_TRUSTED_PROXIES: "10.0.0.0/33" is not an IP address or CIDR (such as 10.0.0.5, 10.0.0.0/24 or fd00::/64)\n',
+      stderr:
+        'coordinator: invalid environment: FLORETE_TRUSTED_PROXIES: "10.0.0.0/33" is not an IP address or CIDR (such as 10.0.0.5, 10.0.0.0/24 or fd00::/64)\n',
     });
     expect(await coordinatorExit({ FLORETE_TRUSTED_PROXIES: '10.0.0.1', FLORETE_DATA: data })).toMatchObject({
       code: 1,

@@ -159,7 +159,10 @@ describe('vertex process lifecycle', () => {
   it('refuses to start on a control socket another vertex is serving', async () => {
     const running = await startVertex(dir, flor(await freePort(), await freePort(), ['beta']));
     const clash = startVertex(dir, flor(await freePort(), await freePort(), ['beta']), { controlPath: running.controlPath, configFile: 'other.json' });
-    await expect(clash).rejects.toMatchObject({ code: 1, logs: expect.arrayContaining([expect.objectContaining({ msg: 'cannot start', code: 'socket_in_use' })]) });
+    await expect(clash).rejects.toMatchObject({
+      code: 1,
+      logs: expect.arrayContaining([expect.objectContaining({ msg: 'cannot start', code: 'socket_in_use' })]),
+    });
     expect(await status(running.controlPath)).toMatchObject({ pid: running.pid });
     expect(await running.stop()).toBe(0);
   });
@@ -181,10 +184,16 @@ describe('vertex process lifecycle', () => {
   });
 
   it('runs the active set the agent names in its environment when no --config is given', async () => {
-    const vertex = await startVertex(dir, flor(await freePort(), await freePort(), ['beta']), { configFromEnv: true, env: { FLORETE_ACTIVE_DIR: dir, FLORETE_SET_VERSION: '12' } });
+    const vertex = await startVertex(dir, flor(await freePort(), await freePort(), ['beta']), {
+      configFromEnv: true,
+      env: { FLORETE_ACTIVE_DIR: dir, FLORETE_SET_VERSION: '12' },
+    });
     expect(await status(vertex.controlPath)).toMatchObject({ version: 12, node: 'alpha', pid: vertex.pid });
     expect(await vertex.stop()).toBe(0);
-    await expect(startVertex(dir, flor(1, 2, []), { configFromEnv: true })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('FLORETE_ACTIVE_DIR') });
+    await expect(startVertex(dir, flor(1, 2, []), { configFromEnv: true })).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('FLORETE_ACTIVE_DIR'),
+    });
   });
 
   it('refuses to start on an invalid flor.json with exit 1 and says why', async () => {

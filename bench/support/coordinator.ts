@@ -96,7 +96,7 @@ export async function startCoordinator(options: CoordinatorOptions = {}): Promis
 
   let adminToken: string | undefined;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 180 s:\n${output.join("\n")}`)), 180_000);
+    const timer = setTimeout(() => reject(new Error(`coordinator did not start within 180 s:\n${output.join('\n')}`)), 180_000);
     const onExit = (code: number | null, signal: string | null) => {
       clearTimeout(timer);
       reject(new Error(`coordinator exited (${signal ?? code}) before serving:\n${output.join('\n')}`));

@@ -25,7 +25,13 @@ async function load(url: string, headers: Record<string, string>, connections: n
 }
 
 /** Loads `url` with the same conditional GET from every connection: a warm-up (if any), then the measured run. */
-export async function measurePolls(name: string, url: string, headers: Record<string, string>, opts: PollLoadOptions, say: (line: string) => void): Promise<PollSide> {
+export async function measurePolls(
+  name: string,
+  url: string,
+  headers: Record<string, string>,
+  opts: PollLoadOptions,
+  say: (line: string) => void,
+): Promise<PollSide> {
   let warm304 = 0;
   if (opts.warmup > 0) {
     say(`${name}: warm-up ${opts.warmup} s`);

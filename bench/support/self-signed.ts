@@ -41,7 +41,10 @@ export async function selfSignedCertificate(): Promise<BenchCertificate> {
     ],
   });
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const keyPem = `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
+  const keyPem = `-----BEGIN PRIVATE KEY-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
   const certPem = `${cert.toString('pem')}\n`;
   const dir = mkdtempSync(join(tmpdir(), 'florete-bench-tls-'));
   onCleanup(async () => rmSync(dir, { recursive: true, force: true }));

@@ -76,7 +76,12 @@ class Answers {
 
 export async function measureReconnects(opts: ReconnectOptions): Promise<ReconnectResult> {
   const url = new URL(opts.url);
-  const request = Buffer.from(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n${Object.entries(opts.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`, 'latin1');
+  const request = Buffer.from(
+    `GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n${Object.entries(opts.headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}\r\n`,
+    'latin1',
+  );
   const counts = { requests: 0, handshakes: 0, resumed: 0, unexpected: 0, errors: 0 };
   // One context for every connection: given `ca` instead, each connect would parse it again.
   const secureContext = createSecureContext({ ca: opts.ca });
@@ -85,7 +90,13 @@ export async function measureReconnects(opts: ReconnectOptions): Promise<Reconne
   const loop = async () => {
     let session: Buffer | undefined;
     while (performance.now() < deadline) {
-      const socket = connect({ host: url.hostname, port: Number(url.port), servername: 'localhost', secureContext, ...(opts.resume && session ? { session } : {}) });
+      const socket = connect({
+        host: url.hostname,
+        port: Number(url.port),
+        servername: 'localhost',
+        secureContext,
+        ...(opts.resume && session ? { session } : {}),
+      });
       socket.on('session', (s: Buffer) => (session = s));
       const answers = new Answers(socket);
       try {

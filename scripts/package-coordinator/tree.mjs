@@ -39,7 +39,15 @@ exec node /${LIB_DIR}/dist/apps/coordinator/src/main.js "$@"
 /** The unit in deploy/systemd, which is the package's: checked here so the two cannot drift apart. */
 export function systemdUnit(text) {
   const lines = text.split('\n');
-  for (const line of ['ExecStart=/usr/bin/florete-coordinator serve', `User=${USER}`, `EnvironmentFile=${ENV_FILE}`, 'StateDirectory=florete/coordinator', `ReadWritePaths=${STATE_DIR}`, 'ProtectSystem=strict', 'CapabilityBoundingSet=']) {
+  for (const line of [
+    'ExecStart=/usr/bin/florete-coordinator serve',
+    `User=${USER}`,
+    `EnvironmentFile=${ENV_FILE}`,
+    'StateDirectory=florete/coordinator',
+    `ReadWritePaths=${STATE_DIR}`,
+    'ProtectSystem=strict',
+    'CapabilityBoundingSet=',
+  ]) {
     if (!lines.includes(line)) throw new Error(`deploy/systemd/florete-coordinator.service must say ${line}`);
   }
   return text;

@@ -55,7 +55,9 @@ export async function repositoryKeyring(coordinatorUrl: string): Promise<Buffer>
 
 /** apt-get confined to a world's sources, lists and cache, waiting for the dpkg lock (other tests run dpkg). */
 export function aptGet(world: AptWorld, args: readonly string[]): Promise<Run> {
-  return sh('apt-get', ['-y', '-q', ...world.aptOptions.flatMap((o) => ['-o', o]), '-o', 'DPkg::Lock::Timeout=240', ...args], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  return sh('apt-get', ['-y', '-q', ...world.aptOptions.flatMap((o) => ['-o', o]), '-o', 'DPkg::Lock::Timeout=240', ...args], {
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 /**
@@ -73,7 +75,10 @@ export function repositoryFiles(world: AptWorld, coordinatorUrl: string, keyring
 }
 
 /** resources.json and the file artifacts of a set, as retectl compiles them. */
-export function resourceArtifacts(files: readonly { declared: FileResource; bytes: Buffer }[], packages: readonly { manager: 'apt'; name: string; version: string }[]): Record<string, string | Uint8Array> {
+export function resourceArtifacts(
+  files: readonly { declared: FileResource; bytes: Buffer }[],
+  packages: readonly { manager: 'apt'; name: string; version: string }[],
+): Record<string, string | Uint8Array> {
   const set: Record<string, string | Uint8Array> = { 'resources.json': canonicalPretty({ files: files.map((f) => f.declared), packages }) };
   for (const f of files) set[fileArtifactName(f.declared.content.sha256)] = f.bytes;
   return set;
@@ -130,7 +135,8 @@ export class InstalledAgent {
   ) {}
 
   async install(deb: string): Promise<void> {
-    if ((await installedVersion('florete-agent')) !== null) throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
+    if ((await installedVersion('florete-agent')) !== null)
+      throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
     const realNode = await installedVersion('nodejs');
     if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
       const r = await aptGet(this.world, ['install', await buildNodejsProvider(this.work, AGENT_NODE_VERSION.slice(1))]);

@@ -23,7 +23,13 @@ export function unreadableFolders(settings: Map<string, string[]>): string[] {
   const folders: string[] = [];
   if (['true', 'yes', 'tmpfs'].includes(last('ProtectHome') ?? '')) folders.push('/home', '/root', '/run/user');
   if (['true', 'yes'].includes(last('PrivateTmp') ?? '')) folders.push('/tmp', '/var/tmp');
-  for (const v of settings.get('InaccessiblePaths') ?? []) folders.push(...v.split(/\s+/).map((p) => p.replace(/^-/, '')).filter(Boolean));
+  for (const v of settings.get('InaccessiblePaths') ?? [])
+    folders.push(
+      ...v
+        .split(/\s+/)
+        .map((p) => p.replace(/^-/, ''))
+        .filter(Boolean),
+    );
   return folders;
 }
 
@@ -34,7 +40,13 @@ export function readOnlyFolders(settings: Map<string, string[]>): string[] {
   if (protect === 'strict') folders.push('/');
   else if (protect === 'full') folders.push('/usr', '/boot', '/efi', '/etc');
   else if (protect === 'true' || protect === 'yes') folders.push('/usr', '/boot', '/efi');
-  for (const v of settings.get('ReadOnlyPaths') ?? []) folders.push(...v.split(/\s+/).map((p) => p.replace(/^-/, '')).filter(Boolean));
+  for (const v of settings.get('ReadOnlyPaths') ?? [])
+    folders.push(
+      ...v
+        .split(/\s+/)
+        .map((p) => p.replace(/^-/, ''))
+        .filter(Boolean),
+    );
   return folders;
 }
 

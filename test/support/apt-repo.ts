@@ -22,10 +22,15 @@ export interface CommandRun {
 
 export function run(argv: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CommandRun> {
   return new Promise((resolve) => {
-    execFile(argv[0], argv.slice(1), { env: { ...process.env, LC_ALL: 'C', DEBIAN_FRONTEND: 'noninteractive', ...env }, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      argv[0],
+      argv.slice(1),
+      { env: { ...process.env, LC_ALL: 'C', DEBIAN_FRONTEND: 'noninteractive', ...env }, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -93,12 +98,23 @@ export async function buildFixture(workDir: string, name: string, version: strin
   mkdirSync(join(root, 'etc'), { recursive: true });
   writeFileSync(join(root, 'usr/share', name, 'version'), `${version}\n`);
   writeFileSync(join(root, 'etc', `${name}.conf`), `# ${name} ${version}\n`);
-  const control = [`Package: ${name}`, `Version: ${version}`, 'Architecture: all', 'Maintainer: Florete tests <tests@florete.invalid>', 'Priority: optional', 'Section: misc', `Description: Florete test fixture ${name}`, ''].join('\n');
+  const control = [
+    `Package: ${name}`,
+    `Version: ${version}`,
+    'Architecture: all',
+    'Maintainer: Florete tests <tests@florete.invalid>',
+    'Priority: optional',
+    'Section: misc',
+    `Description: Florete test fixture ${name}`,
+    '',
+  ].join('\n');
   writeFileSync(join(root, 'DEBIAN/control'), control);
   writeFileSync(join(root, 'DEBIAN/conffiles'), `/etc/${name}.conf\n`);
   const script = (when: string) => `#!/bin/sh\nset -e\nif [ "$1" = "${when}" ]; then echo "${name} ${version} ${when}" >> ${log}; fi\nexit 0\n`;
   writeFileSync(join(root, 'DEBIAN/postinst'), script('configure'), { mode: 0o755 });
-  writeFileSync(join(root, 'DEBIAN/postrm'), `#!/bin/sh\nset -e\ncase "$1" in remove|purge) echo "${name} ${version} $1" >> ${log};; esac\nexit 0\n`, { mode: 0o755 });
+  writeFileSync(join(root, 'DEBIAN/postrm'), `#!/bin/sh\nset -e\ncase "$1" in remove|purge) echo "${name} ${version} $1" >> ${log};; esac\nexit 0\n`, {
+    mode: 0o755,
+  });
   const path = join(workDir, `${name}_${version}_all.deb`);
   const r = await run(['dpkg-deb', '--root-owner-group', '--build', root, path]);
   if (r.code !== 0) throw new Error(`dpkg-deb --build ${name} ${version}: ${r.output}`);
@@ -187,7 +203,12 @@ export class FlatRepo {
     writeFileSync(join(this.dir, 'Release'), release);
     const inRelease = await openpgp.sign({ message: await openpgp.createCleartextMessage({ text: release }), signingKeys: this.key! });
     writeFileSync(join(this.dir, 'InRelease'), inRelease);
-    const detached = await openpgp.sign({ message: await openpgp.createMessage({ binary: Buffer.from(release) }), signingKeys: this.key!, detached: true, format: 'armored' });
+    const detached = await openpgp.sign({
+      message: await openpgp.createMessage({ binary: Buffer.from(release) }),
+      signingKeys: this.key!,
+      detached: true,
+      format: 'armored',
+    });
     writeFileSync(join(this.dir, 'Release.gpg'), detached);
   }
 }
@@ -212,7 +233,8 @@ export class AptWorld {
     chmodSync(this.root, 0o755);
     this.sourcesDir = sourcesFrom?.sourcesDir ?? join(this.root, 'sources.list.d');
     this.keyringsDir = sourcesFrom?.keyringsDir ?? join(this.root, 'keyrings');
-    for (const d of [this.sourcesDir, this.keyringsDir, join(this.root, 'lists/partial'), join(this.root, 'cache/archives/partial')]) mkdirSync(d, { recursive: true, mode: 0o755 });
+    for (const d of [this.sourcesDir, this.keyringsDir, join(this.root, 'lists/partial'), join(this.root, 'cache/archives/partial')])
+      mkdirSync(d, { recursive: true, mode: 0o755 });
     for (const d of [join(this.root, 'lists'), join(this.root, 'cache'), join(this.root, 'cache/archives')]) chmodSync(d, 0o755);
   }
 

@@ -21,9 +21,18 @@ export interface CoordinatorProcess {
  * Starts the built coordinator (`npm run build` first) as a real process on a free port, with its own
  * data dir, and waits until it listens. PGlite unless databaseUrl is given; `main` runs another build.
  */
-export async function startCoordinatorProcess(options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string>; main?: string } = {}): Promise<CoordinatorProcess> {
+export async function startCoordinatorProcess(
+  options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string>; main?: string } = {},
+): Promise<CoordinatorProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'florete-coord-'));
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FLORETE_DATA: dataDir, FLORETE_LOG_LEVEL: 'info', ...options.env };
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    FLORETE_DATA: dataDir,
+    FLORETE_LOG_LEVEL: 'info',
+    ...options.env,
+  };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;

@@ -24,7 +24,13 @@ export interface RetectlEnv {
 /** `retectl …` in the rete folder, with HOME and XDG_CONFIG_HOME in a temp dir so no operator config leaks in. */
 export function retectl(env: RetectlEnv, args: readonly string[]): Promise<CliRun> {
   return new Promise((done) => {
-    const vars = { PATH: process.env.PATH ?? '', HOME: env.home, XDG_CONFIG_HOME: join(env.home, '.config'), FLORETE_COORDINATOR: env.coordinator, FLORETE_TOKEN: env.token };
+    const vars = {
+      PATH: process.env.PATH ?? '',
+      HOME: env.home,
+      XDG_CONFIG_HOME: join(env.home, '.config'),
+      FLORETE_COORDINATOR: env.coordinator,
+      FLORETE_TOKEN: env.token,
+    };
     execFile(process.execPath, [RETECTL, ...args], { env: vars, cwd: env.rete, timeout: 120_000 }, (error, stdout, stderr) => {
       done({ code: error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0, stdout, stderr });
     });

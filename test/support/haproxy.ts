@@ -90,13 +90,22 @@ export async function startWatchedReplicas(dir: string, env: Record<string, stri
     ...env,
   };
   const replicas = [await startCoordinatorProcess({ databaseUrl, env: all }), await startCoordinatorProcess({ databaseUrl, env: all })];
-  const proxy = await startHaproxy(dir, (port) => watchingProxyConfig(port, replicas.map((r) => Number(new URL(r.url).port))));
+  const proxy = await startHaproxy(dir, (port) =>
+    watchingProxyConfig(
+      port,
+      replicas.map((r) => Number(new URL(r.url).port)),
+    ),
+  );
   const stop = async () => {
     await stopChild(proxy.child, 'HAProxy');
     for (const r of replicas) await r.stop();
   };
   try {
-    await waitFor('the proxy to answer', async () => (await new Client(proxy.url, replicas[0].adminToken).get('/healthz').catch(() => undefined))?.status === 200, 20_000);
+    await waitFor(
+      'the proxy to answer',
+      async () => (await new Client(proxy.url, replicas[0].adminToken).get('/healthz').catch(() => undefined))?.status === 200,
+      20_000,
+    );
   } catch (err) {
     await stop();
     throw err;

@@ -19,7 +19,10 @@ export interface RequestOptions {
 }
 
 /** The headers and body a request sends: the bearer (the client's, or the one the options give), then JSON or raw bytes, then any extra headers. */
-export function requestParts(clientToken: string | undefined, options: RequestOptions): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
+export function requestParts(
+  clientToken: string | undefined,
+  options: RequestOptions,
+): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
   const headers: Record<string, string> = {};
   const token = options.token === undefined ? clientToken : options.token;
   if (token) headers.authorization = `Bearer ${token}`;

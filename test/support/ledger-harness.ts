@@ -26,7 +26,17 @@ export interface LedgerHarness {
   readonly keys: SigningKeyStore;
   readonly writer: LedgerWriter;
   /** Uploads each artifact's content as a blob and publishes the tree. Contents are strings. */
-  publish(nodes: Record<string, Record<string, string>>, options?: { prune?: boolean; expected_position?: number; message?: string; allow_ineligible?: string[]; rollout?: RolloutPlanInput; supersede_rollout?: string }): Promise<PublishResponse>;
+  publish(
+    nodes: Record<string, Record<string, string>>,
+    options?: {
+      prune?: boolean;
+      expected_position?: number;
+      message?: string;
+      allow_ineligible?: string[];
+      rollout?: RolloutPlanInput;
+      supersede_rollout?: string;
+    },
+  ): Promise<PublishResponse>;
   publishRequest(request: PublishRequest): Promise<PublishResponse>;
   rollback(node: string, toVersion: number, allowIneligible?: readonly string[]): Promise<PublishResponse>;
   retire(node: string): Promise<PublishResponse>;
@@ -55,10 +65,19 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
         }
         tree[node] = { artifacts };
       }
-      return harness.publishRequest({ message: options.message ?? 'test publish', nodes: tree, prune: options.prune, expected_position: options.expected_position, allow_ineligible: options.allow_ineligible, ...(options.rollout ? { rollout: RolloutPlan.parse(options.rollout) } : {}), ...(options.supersede_rollout ? { supersede_rollout: options.supersede_rollout } : {}) });
+      return harness.publishRequest({
+        message: options.message ?? 'test publish',
+        nodes: tree,
+        prune: options.prune,
+        expected_position: options.expected_position,
+        allow_ineligible: options.allow_ineligible,
+        ...(options.rollout ? { rollout: RolloutPlan.parse(options.rollout) } : {}),
+        ...(options.supersede_rollout ? { supersede_rollout: options.supersede_rollout } : {}),
+      });
     },
     publishRequest: (request) => publishHandler.execute(new PublishTreeCommand(request, 'tester')),
-    rollback: (node, toVersion, allowIneligible) => new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester', undefined, allowIneligible)),
+    rollback: (node, toVersion, allowIneligible) =>
+      new RollbackNodeHandler(writer).execute(new RollbackNodeCommand(node, toVersion, `rollback ${node}`, 'tester', undefined, allowIneligible)),
     retire: (node) => new RetireNodeHandler(writer, db).execute(new RetireNodeCommand(node, `retire ${node}`, 'tester')),
     head: () => readLedgerHead(db.kysely),
     async close() {

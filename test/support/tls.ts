@@ -24,7 +24,10 @@ export const newKeys = (): Promise<KeyPair> => webcrypto.subtle.generateKey(EC, 
 
 async function keyPem(keys: KeyPair): Promise<string> {
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey as never));
-  return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
+  return `-----BEGIN PRIVATE KEY-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
 }
 
 const day = 86_400_000;
@@ -105,21 +108,25 @@ export class TlsClient {
   request(method: string, path: string, options: RequestOptions = {}): Promise<TlsReply> {
     const { headers, body } = requestParts(this.token, options);
     return new Promise((resolve, reject) => {
-      const req = request(new URL(path, this.baseUrl), { method, headers, ca: this.ca, agent: this.agent ?? new Agent({ ca: this.ca, keepAlive: false }) }, (res) => {
-        // Read here: by the end of the answer a kept-alive socket is back in its agent.
-        const socket = res.socket as TLSSocket;
-        const fingerprint = socket.getPeerCertificate().fingerprint256;
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const parsed = jsonOrUndefined(text);
-          const h = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
-          resolve({ status: res.statusCode ?? 0, headers: h, text, body: parsed, fingerprint, socket });
-        });
-      });
+      const req = request(
+        new URL(path, this.baseUrl),
+        { method, headers, ca: this.ca, agent: this.agent ?? new Agent({ ca: this.ca, keepAlive: false }) },
+        (res) => {
+          // Read here: by the end of the answer a kept-alive socket is back in its agent.
+          const socket = res.socket as TLSSocket;
+          const fingerprint = socket.getPeerCertificate().fingerprint256;
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const parsed = jsonOrUndefined(text);
+            const h = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+            resolve({ status: res.statusCode ?? 0, headers: h, text, body: parsed, fingerprint, socket });
+          });
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });

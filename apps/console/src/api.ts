@@ -44,10 +44,20 @@ export async function api<T>(path: string, init: { method?: 'GET' | 'POST'; toke
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(path, { method: init.method ?? 'GET', headers, cache: 'no-store', signal: init.signal, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
+    res = await fetch(path, {
+      method: init.method ?? 'GET',
+      headers,
+      cache: 'no-store',
+      signal: init.signal,
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+    });
   } catch (err) {
     if (aborted(err)) throw err;
-    throw new ApiError(0, 'unreachable', `the coordinator did not answer (${(err as Error).message}); check that it is running and reachable from this browser`);
+    throw new ApiError(
+      0,
+      'unreachable',
+      `the coordinator did not answer (${(err as Error).message}); check that it is running and reachable from this browser`,
+    );
   }
   if (!res.ok) {
     let problem: { code?: string; detail?: string; title?: string } = {};

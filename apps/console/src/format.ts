@@ -1,5 +1,13 @@
 /** Dates in the viewer's own time zone and locale; ages the way an operator reads them. */
-const dateTime = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZoneName: 'short',
+});
 
 export function localTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
@@ -22,7 +30,12 @@ export function duration(seconds: number): string {
   if (seconds <= 0) return 'none';
   const parts: string[] = [];
   let rest = seconds;
-  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
     if (rest >= size) {
       parts.push(`${Math.floor(rest / size)}${unit}`);
       rest %= size;

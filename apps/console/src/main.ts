@@ -15,12 +15,14 @@ import './styles.css';
 function App() {
   const [signedIn, setSignedIn] = useState(session.token() !== null);
   const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() =>
-    whenSignedOut((reason) => {
-      setNotice(reason);
-      setSignedIn(false);
-    }),
-  []);
+  useEffect(
+    () =>
+      whenSignedOut((reason) => {
+        setNotice(reason);
+        setSignedIn(false);
+      }),
+    [],
+  );
   if (!signedIn)
     return html`<${SignIn}
       notice=${notice}
@@ -72,7 +74,15 @@ function SignIn({ notice, onDone }: { notice: string | null; onDone: () => void 
     ${notice && html`<p class="notice" role="status">${notice}</p>`}
     <form onSubmit=${submit}>
       <label for="token">API token (reader is enough)</label>
-      <input id="token" name="token" type="password" autocomplete="off" ref=${input} value=${token} onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)} />
+      <input
+        id="token"
+        name="token"
+        type="password"
+        autocomplete="off"
+        ref=${input}
+        value=${token}
+        onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)}
+      />
       <button type="submit" disabled=${busy}>${busy ? 'Checking…' : 'Sign in'}</button>
     </form>
     ${error && html`<p class="error" role="alert">${error}</p>`}

@@ -1,5 +1,16 @@
 import { duration, percent } from './format.js';
-import { actionsFor, currentWave, statusReason, eventText, gateText, planFacts, rolloutHasPublish, rolloutNamedIn, segments, waveOfPublish } from './rollout-view.js';
+import {
+  actionsFor,
+  currentWave,
+  statusReason,
+  eventText,
+  gateText,
+  planFacts,
+  rolloutHasPublish,
+  rolloutNamedIn,
+  segments,
+  waveOfPublish,
+} from './rollout-view.js';
 import type { RolloutView } from './types.js';
 
 const ID = '1a2b3c4d-0000-4000-8000-000000000001';
@@ -22,9 +33,27 @@ function view(over: Partial<RolloutView> = {}): RolloutView {
     released: 1,
     plan: { canary: ['web-1'], waves: [50, 100], bake_seconds: 600, failure_budget: { count: 1 }, confirm_share: 0.5, on_halt: 'hold' },
     wave_list: [
-      { index: 0, name: 'canary', released_at: T0, bakes_until: '2030-01-01T10:10:00.000Z', counts: { nodes: 1, released: 1, confirmed: 0, provisional: 0, failed: 0, outstanding: 1 } },
-      { index: 1, name: 'wave 1', released_at: null, bakes_until: null, counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 } },
-      { index: 2, name: 'wave 2', released_at: null, bakes_until: null, counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 } },
+      {
+        index: 0,
+        name: 'canary',
+        released_at: T0,
+        bakes_until: '2030-01-01T10:10:00.000Z',
+        counts: { nodes: 1, released: 1, confirmed: 0, provisional: 0, failed: 0, outstanding: 1 },
+      },
+      {
+        index: 1,
+        name: 'wave 1',
+        released_at: null,
+        bakes_until: null,
+        counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 },
+      },
+      {
+        index: 2,
+        name: 'wave 2',
+        released_at: null,
+        bakes_until: null,
+        counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 },
+      },
     ],
     timeline: [
       { position: 10, type: 'rollout_planned', actor: 'ana', recorded_at: T0, publish_id: ID },
@@ -59,13 +88,21 @@ describe('console: rollout actions', () => {
 describe('console: a wave as a stacked bar', () => {
   it('splits a released wave by what its nodes reported, skipping empty segments', () => {
     const w = { released_at: T0, counts: { nodes: 10, released: 9, confirmed: 4, provisional: 2, failed: 1, outstanding: 2 } };
-    expect(segments(w).map((s) => `${s.kind}:${s.count}:${s.label}`)).toEqual(['confirmed:4:4 confirmed', 'provisional:2:2 provisional', 'outstanding:2:2 outstanding', 'failed:1:1 failed', 'skipped:1:1 skipped']);
+    expect(segments(w).map((s) => `${s.kind}:${s.count}:${s.label}`)).toEqual([
+      'confirmed:4:4 confirmed',
+      'provisional:2:2 provisional',
+      'outstanding:2:2 outstanding',
+      'failed:1:1 failed',
+      'skipped:1:1 skipped',
+    ]);
     // Every node is in exactly one segment.
     expect(segments(w).reduce((n, s) => n + s.count, 0)).toBe(10);
   });
 
   it('shows a wave not yet released as not released, whole', () => {
-    expect(segments({ released_at: null, counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 } })).toEqual([{ kind: 'unreleased', count: 2, label: '2 not released' }]);
+    expect(segments({ released_at: null, counts: { nodes: 2, released: 0, confirmed: 0, provisional: 0, failed: 0, outstanding: 0 } })).toEqual([
+      { kind: 'unreleased', count: 2, label: '2 not released' },
+    ]);
   });
 });
 
@@ -80,12 +117,19 @@ describe('console: the gate', () => {
     const confirmed = view();
     confirmed.wave_list[0].counts = { ...confirmed.wave_list[0].counts, confirmed: 1, outstanding: 0 };
     expect(gateText(confirmed, now)).toMatch(/^canary: confirmed; baking until .* before wave 1 \(2 node\(s\)\) is released\.$/);
-    expect(gateText(confirmed, Date.parse('2030-01-01T10:11:00.000Z'))).toBe("canary: its gate is open; wave 1 (2 node(s)) is released on the coordinator's next tick.");
+    expect(gateText(confirmed, Date.parse('2030-01-01T10:11:00.000Z'))).toBe(
+      "canary: its gate is open; wave 1 (2 node(s)) is released on the coordinator's next tick.",
+    );
   });
 
   it('says the last wave completes the rollout, a paused one waits, and a finished one has no gate', () => {
     const last = view({ released: 3 });
-    last.wave_list[2] = { ...last.wave_list[2], released_at: T0, bakes_until: '2030-01-01T10:00:00.000Z', counts: { nodes: 2, released: 2, confirmed: 1, provisional: 1, failed: 0, outstanding: 0 } };
+    last.wave_list[2] = {
+      ...last.wave_list[2],
+      released_at: T0,
+      bakes_until: '2030-01-01T10:00:00.000Z',
+      counts: { nodes: 2, released: 2, confirmed: 1, provisional: 1, failed: 0, outstanding: 0 },
+    };
     expect(gateText(last, now)).toBe("wave 2: its gate is open; the rollout completes on the coordinator's next tick.");
     last.wave_list[2].counts = { ...last.wave_list[2].counts, confirmed: 0, provisional: 2 };
     expect(gateText(last, now)).toBe('wave 2: 0 of 1 confirmation(s) needed before the rollout completes.');
@@ -104,8 +148,16 @@ describe('console: plan and timeline wording', () => {
       confirm: "50 % of a wave's released nodes",
       onHalt: 'hold: released nodes keep the change',
     });
-    const other = planFacts(view({ plan: { canary: [], waves: [100], bake_seconds: 0, failure_budget: { share: 0.05 }, confirm_share: 1, on_halt: 'rollback' } }));
-    expect(other).toMatchObject({ canary: 'none', waves: '100 % of the changed nodes (cumulative)', bake: 'none', budget: "5 % of a wave's released nodes", onHalt: 'roll the released nodes back to their previous sets' });
+    const other = planFacts(
+      view({ plan: { canary: [], waves: [100], bake_seconds: 0, failure_budget: { share: 0.05 }, confirm_share: 1, on_halt: 'rollback' } }),
+    );
+    expect(other).toMatchObject({
+      canary: 'none',
+      waves: '100 % of the changed nodes (cumulative)',
+      bake: 'none',
+      budget: "5 % of a wave's released nodes",
+      onHalt: 'roll the released nodes back to their previous sets',
+    });
     const many = planFacts(view({ plan: { ...view().plan, canary: Array.from({ length: 25 }, (_, i) => `n${i}`) } }));
     expect(many.canary).toMatch(/^n0, n1, .*, n19 and 5 more$/);
   });
@@ -136,13 +188,22 @@ describe("console: a publish's rollout", () => {
   });
 
   it('links only when the rollout lists the publish, and says which wave it released', () => {
-    const v = view({ released: 2, timeline: [...view().timeline, { position: 12, type: 'rollout_wave_released', actor: 'bo', recorded_at: T0, wave: 1, publish_id: WAVE1 }] });
+    const v = view({
+      released: 2,
+      timeline: [...view().timeline, { position: 12, type: 'rollout_wave_released', actor: 'bo', recorded_at: T0, wave: 1, publish_id: WAVE1 }],
+    });
     expect(rolloutHasPublish(v, ID)).toBe(true);
     expect(rolloutHasPublish(v, WAVE1)).toBe(true);
     expect(rolloutHasPublish(v, '00000000-0000-4000-8000-000000000003')).toBe(false);
     expect(waveOfPublish(v, ID)).toBe('canary of 3');
     expect(waveOfPublish(v, WAVE1)).toBe('wave 1 of 3');
-    const rolledBack = view({ status: 'aborted', timeline: [...view().timeline, { position: 13, type: 'rollout_aborted', actor: 'bo', recorded_at: T0, reason: 'aborted by an operator', publish_id: WAVE1 }] });
+    const rolledBack = view({
+      status: 'aborted',
+      timeline: [
+        ...view().timeline,
+        { position: 13, type: 'rollout_aborted', actor: 'bo', recorded_at: T0, reason: 'aborted by an operator', publish_id: WAVE1 },
+      ],
+    });
     expect(rolloutHasPublish(rolledBack, WAVE1)).toBe(true);
     expect(waveOfPublish(rolledBack, WAVE1)).toBeNull();
   });

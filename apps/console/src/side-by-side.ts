@@ -10,8 +10,7 @@ export interface Cell {
 }
 
 export type Row =
-  | { readonly kind: 'hunk'; readonly header: string }
-  | { readonly kind: 'same' | 'changed'; readonly left: Cell | null; readonly right: Cell | null };
+  { readonly kind: 'hunk'; readonly header: string } | { readonly kind: 'same' | 'changed'; readonly left: Cell | null; readonly right: Cell | null };
 
 const HUNK = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)$/;
 

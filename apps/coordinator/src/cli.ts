@@ -52,7 +52,8 @@ const ttl = (value: string): number => {
   if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 30d`);
   const seconds = parseDuration(value);
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 12h, 30d or 90d');
-  if (seconds < MIN_API_TOKEN_TTL || seconds > MAX_API_TOKEN_TTL) throw new InvalidArgumentError('must be between 1m and 366d (--no-expiry: a token that never expires)');
+  if (seconds < MIN_API_TOKEN_TTL || seconds > MAX_API_TOKEN_TTL)
+    throw new InvalidArgumentError('must be between 1m and 366d (--no-expiry: a token that never expires)');
   return seconds;
 };
 const expiry = (c: Command) =>
@@ -77,7 +78,7 @@ expiry(
 expiry(
   token
     .command('create-admin')
-    .description('create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator\'s machine, as its user)')
+    .description("create an admin token and print it once: the way back in when no admin token is at hand (run it on the coordinator's machine, as its user)")
     .option('--name <name>', 'who holds it (recorded as the actor of what it does)', 'break-glass'),
 ).action((opts: TokenOptions) => createToken('token create-admin', { ...opts, role: 'admin' }));
 
@@ -98,8 +99,14 @@ async function createToken(command: string, request: TokenOptions & { role: Role
     const store = await SigningKeyStore.open(config.signingKeysFile);
     await store.reloadIfChanged();
     const now = new Date();
-    const expiresAt = expiryOf({ ...(request.ttl !== undefined ? { ttl_seconds: request.ttl } : {}), ...(request.expiry ? {} : { no_expiry: true as const }) }, config.apiTokenTtlSeconds, now);
-    const created = await db.kysely.transaction().execute((trx) => issueApiToken(trx, store, { name: request.name, role: request.role, expiresAt }, 'coordinator-cli', now));
+    const expiresAt = expiryOf(
+      { ...(request.ttl !== undefined ? { ttl_seconds: request.ttl } : {}), ...(request.expiry ? {} : { no_expiry: true as const }) },
+      config.apiTokenTtlSeconds,
+      now,
+    );
+    const created = await db.kysely
+      .transaction()
+      .execute((trx) => issueApiToken(trx, store, { name: request.name, role: request.role, expiresAt }, 'coordinator-cli', now));
     const why = request.ttl !== undefined ? '--ttl' : request.expiry ? 'FLORETE_API_TOKEN_TTL' : '--no-expiry';
     process.stdout.write(`${request.role} token for ${request.name}: ${created.token}\n`);
     process.stdout.write(created.expires_at ? `expires at ${created.expires_at.toISOString()} (${why})\n` : `never expires (${why})\n`);
@@ -202,7 +209,9 @@ async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDa
   } catch (err) {
     // Break-glass means no admin token is at hand, so the API the lock's message points to is closed.
     if (err instanceof DataDirError && err.code === 'data_dir_locked' && command === 'token create-admin') {
-      throw new Error(`${err.message}; without an admin token: stop the coordinator (systemctl stop florete-coordinator), run this again, then start it`, { cause: err });
+      throw new Error(`${err.message}; without an admin token: stop the coordinator (systemctl stop florete-coordinator), run this again, then start it`, {
+        cause: err,
+      });
     }
     throw err;
   }

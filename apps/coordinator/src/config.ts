@@ -14,10 +14,28 @@ const Env = z.object({
   DATABASE_URL: z.string().url().optional(),
   FLORETE_SIGNING_KEYS_FILE: z.string().optional(),
   FLORETE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  FLORETE_BODY_LIMIT: z.coerce.number().int().positive().default(16 * 1024 * 1024),
-  FLORETE_BLOB_LIMIT: z.coerce.number().int().positive().default(4 * 1024 * 1024),
-  FLORETE_ARCHIVE_LIMIT: z.coerce.number().int().positive().max(4 * 1024 * 1024 * 1024).default(256 * 1024 * 1024),
-  FLORETE_PACKAGE_LIMIT: z.coerce.number().int().positive().max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  FLORETE_BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
+  FLORETE_BLOB_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+  FLORETE_ARCHIVE_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(4 * 1024 * 1024 * 1024)
+    .default(256 * 1024 * 1024),
+  FLORETE_PACKAGE_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024 * 1024)
+    .default(64 * 1024 * 1024),
   FLORETE_REPO_KEY_FILE: z.string().optional(),
   FLORETE_CONSOLE_DIR: z.string().optional(),
   FLORETE_ANON_RATE_LIMIT: z.coerce.number().int().min(0).default(120),
@@ -26,7 +44,12 @@ const Env = z.object({
   FLORETE_CONTACT_FLUSH_MS: z.coerce.number().int().min(50).default(5000),
   FLORETE_API_TOKEN_TTL: z.string().default('90d'),
   FLORETE_ROLLOUT_TICK_MS: z.coerce.number().int().min(50).default(1000),
-  FLORETE_ROLLOUT_CONFIRM_GRACE: z.coerce.number().int().min(0).max(24 * 3600).default(60),
+  FLORETE_ROLLOUT_CONFIRM_GRACE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3600)
+    .default(60),
   FLORETE_WATCH_MAX_WAIT: z.coerce.number().int().min(0).max(3600).default(300),
   FLORETE_WATCH_LIMIT: z.coerce.number().int().min(0).default(20_000),
   FLORETE_MIRROR: z.enum(['on', 'off']).default('on'),
@@ -162,10 +185,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorCon
 function tlsConfig(e: z.infer<typeof Env>): TlsConfig {
   const fail = (message: string) => new Error(`invalid environment: ${message}`);
   if ((e.FLORETE_TLS_CERT === undefined) !== (e.FLORETE_TLS_KEY === undefined)) {
-    throw fail(`${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_KEY' : 'FLORETE_TLS_CERT'} is set without ${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_CERT' : 'FLORETE_TLS_KEY'}: give both the certificate and its key (PEM files)`);
+    throw fail(
+      `${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_KEY' : 'FLORETE_TLS_CERT'} is set without ${e.FLORETE_TLS_CERT === undefined ? 'FLORETE_TLS_CERT' : 'FLORETE_TLS_KEY'}: give both the certificate and its key (PEM files)`,
+    );
   }
   const proxy = e.FLORETE_TLS === 'proxy';
-  if (e.FLORETE_TRUSTED_PROXIES !== undefined && !proxy) throw fail('FLORETE_TRUSTED_PROXIES is set without FLORETE_TLS=proxy: X-Forwarded-For is believed only behind a proxy');
+  if (e.FLORETE_TRUSTED_PROXIES !== undefined && !proxy)
+    throw fail('FLORETE_TRUSTED_PROXIES is set without FLORETE_TLS=proxy: X-Forwarded-For is believed only behind a proxy');
   const trustedProxies = proxy ? (e.FLORETE_TRUSTED_PROXIES === undefined ? LOOPBACK_PROXIES : parseProxies(e.FLORETE_TRUSTED_PROXIES)) : [];
   return {
     ...(e.FLORETE_TLS_CERT !== undefined ? { certFile: resolve(e.FLORETE_TLS_CERT), keyFile: resolve(e.FLORETE_TLS_KEY!) } : {}),
@@ -176,7 +202,10 @@ function tlsConfig(e: z.infer<typeof Env>): TlsConfig {
 
 /** A comma list of addresses and CIDRs (10.0.0.5, 10.0.0.0/24, fd00::/64); anything else names itself. */
 export function parseProxies(text: string): string[] {
-  const items = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (items.length === 0) throw new Error('invalid environment: FLORETE_TRUSTED_PROXIES: give the proxy addresses or CIDRs, comma separated');
   for (const item of items) {
     const [address, prefix, extra] = item.split('/');
@@ -184,7 +213,9 @@ export function parseProxies(text: string): string[] {
     const max = family === 6 ? 128 : 32;
     const badPrefix = prefix !== undefined && (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > max);
     if (family === 0 || badPrefix || extra !== undefined) {
-      throw new Error(`invalid environment: FLORETE_TRUSTED_PROXIES: ${JSON.stringify(item)} is not an IP address or CIDR (such as 10.0.0.5, 10.0.0.0/24 or fd00::/64)`);
+      throw new Error(
+        `invalid environment: FLORETE_TRUSTED_PROXIES: ${JSON.stringify(item)} is not an IP address or CIDR (such as 10.0.0.5, 10.0.0.0/24 or fd00::/64)`,
+      );
     }
   }
   return items;

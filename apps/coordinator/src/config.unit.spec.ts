@@ -15,7 +15,12 @@ describe('loadConfig', () => {
   });
 
   it('reads the variables that are set', () => {
-    const config = loadConfig({ PORT: '9000', DATABASE_URL: 'postgres://db.example/florete', FLORETE_MIRROR_PUSH_URL: 'https://git.example/audit.git', FLORETE_MIRROR_PUSH_USERNAME: '' });
+    const config = loadConfig({
+      PORT: '9000',
+      DATABASE_URL: 'postgres://db.example/florete',
+      FLORETE_MIRROR_PUSH_URL: 'https://git.example/audit.git',
+      FLORETE_MIRROR_PUSH_USERNAME: '',
+    });
     expect(config).toEqual(expect.objectContaining({ port: 9000, databaseUrl: 'postgres://db.example/florete' }));
     expect(config.mirror.push).toEqual({ url: 'https://git.example/audit.git', username: undefined, password: undefined });
   });
@@ -31,7 +36,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ FLORETE_API_TOKEN_TTL: '30d' }).apiTokenTtlSeconds).toBe(30 * 86400);
     expect(loadConfig({ FLORETE_API_TOKEN_TTL: '12h30m' }).apiTokenTtlSeconds).toBe(12.5 * 3600);
     expect(loadConfig({ FLORETE_API_TOKEN_TTL: 'none' }).apiTokenTtlSeconds).toBeNull();
-    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '3600' })).toThrow('invalid environment: FLORETE_API_TOKEN_TTL: 3600 has no unit: write 3600s, or a duration such as 90d');
+    expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '3600' })).toThrow(
+      'invalid environment: FLORETE_API_TOKEN_TTL: 3600 has no unit: write 3600s, or a duration such as 90d',
+    );
     expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '30s' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: 30s is outside 1m to 366d/);
     expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: '400d' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: 400d is outside 1m to 366d/);
     expect(() => loadConfig({ FLORETE_API_TOKEN_TTL: 'forever' })).toThrow(/^invalid environment: FLORETE_API_TOKEN_TTL: "forever" is not a duration/);
@@ -39,13 +46,24 @@ describe('loadConfig', () => {
 
   it('reads the TLS variables: a certificate pair, or a proxy and the addresses it comes from', () => {
     expect(loadConfig({}).tls).toEqual({ proxy: false, trustedProxies: [] });
-    expect(loadConfig({ FLORETE_TLS_CERT: '/etc/t/cert.pem', FLORETE_TLS_KEY: '/etc/t/key.pem' }).tls).toEqual({ certFile: '/etc/t/cert.pem', keyFile: '/etc/t/key.pem', proxy: false, trustedProxies: [] });
+    expect(loadConfig({ FLORETE_TLS_CERT: '/etc/t/cert.pem', FLORETE_TLS_KEY: '/etc/t/key.pem' }).tls).toEqual({
+      certFile: '/etc/t/cert.pem',
+      keyFile: '/etc/t/key.pem',
+      proxy: false,
+      trustedProxies: [],
+    });
     expect(loadConfig({ FLORETE_TLS: 'proxy' }).tls).toEqual({ proxy: true, trustedProxies: ['127.0.0.1/8', '::1/128'] });
-    expect(loadConfig({ FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: '10.0.0.2, 10.1.0.0/16,fd00::/64' }).tls.trustedProxies).toEqual(['10.0.0.2', '10.1.0.0/16', 'fd00::/64']);
+    expect(loadConfig({ FLORETE_TLS: 'proxy', FLORETE_TRUSTED_PROXIES: '10.0.0.2, 10.1.0.0/16,fd00::/64' }).tls.trustedProxies).toEqual([
+      '10.0.0.2',
+      '10.1.0.0/16',
+      'fd00::/64',
+    ]);
   });
 
   it('refuses half a pair, a proxy list without a proxy, and a proxy list that is not addresses', () => {
-    expect(() => loadConfig({ FLORETE_TLS_KEY: '/k.pem' })).toThrow('invalid environment: FLORETE_TLS_KEY is set without FLORETE_TLS_CERT: give both the certificate and its key (PEM files)');
+    expect(() => loadConfig({ FLORETE_TLS_KEY: '/k.pem' })).toThrow(
+      'invalid environment: FLORETE_TLS_KEY is set without FLORETE_TLS_CERT: give both the certificate and its key (PEM files)',
+    );
     expect(() => loadConfig({ FLORETE_TRUSTED_PROXIES: '10.0.0.2' })).toThrow(/^invalid environment: FLORETE_TRUSTED_PROXIES is set without FLORETE_TLS=proxy/);
     expect(() => loadConfig({ FLORETE_TLS: 'on' })).toThrow(/^invalid environment: FLORETE_TLS: /);
     for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.0/8/1', 'fd00::/129', ' , ']) {

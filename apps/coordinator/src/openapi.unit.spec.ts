@@ -20,14 +20,29 @@ import { BACKUP_PATH } from './db/backup-http.js';
 function servedRoutes(): string[] {
   // The poll and backup routes are served by Fastify directly, outside Nest's controllers.
   const out: string[] = [`get ${POLL_PATH.replace(/:(\w+)/g, '{$1}')}`, `post ${BACKUP_PATH}`];
-  for (const controller of [LedgerController, QueriesController, BundlesController, BlobsController, IdentityController, ReportsController, PackagesController, TrustController, WitnessesController, TreeController, RolloutsController]) {
+  for (const controller of [
+    LedgerController,
+    QueriesController,
+    BundlesController,
+    BlobsController,
+    IdentityController,
+    ReportsController,
+    PackagesController,
+    TrustController,
+    WitnessesController,
+    TreeController,
+    RolloutsController,
+  ]) {
     const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];
       const path = Reflect.getMetadata(PATH_METADATA, handler);
       if (name === 'constructor' || typeof handler !== 'function' || path === undefined) continue;
       const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number].toLowerCase();
-      const full = `/${[base, String(path)].filter((p) => p && p !== '/').join('/')}`.replace(/\/+/g, '/').replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}');
+      const full = `/${[base, String(path)].filter((p) => p && p !== '/').join('/')}`
+        .replace(/\/+/g, '/')
+        .replace(/:(\w+)/g, '{$1}')
+        .replace(/\/\*$/, '/{path}');
       if (full.startsWith('/v1/')) out.push(`${method} ${full}`);
     }
   }
@@ -38,10 +53,19 @@ describe('OpenAPI document', () => {
   const doc = openApiDocument() as { paths: Record<string, Record<string, { requestBody?: unknown; responses: Record<string, unknown> }>> };
 
   it('documents every /v1 route the coordinator serves, and nothing it does not', () => {
-    const all = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`)).sort();
+    const all = Object.entries(doc.paths)
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`))
+      .sort();
     const documented = all.filter((r) => r.split(' ')[1].startsWith('/v1/'));
     // Outside /v1: the anonymous routes (keys, health, the apt repository) and the metrics a reader scrapes.
-    expect(all.filter((r) => !documented.includes(r))).toEqual(['get /.well-known/jwks.json', 'get /healthz', 'get /metrics', 'get /readyz', 'get /repo/debian/pool/{file}', 'get /repo/debian/{file}']);
+    expect(all.filter((r) => !documented.includes(r))).toEqual([
+      'get /.well-known/jwks.json',
+      'get /healthz',
+      'get /metrics',
+      'get /readyz',
+      'get /repo/debian/pool/{file}',
+      'get /repo/debian/{file}',
+    ]);
     const served = servedRoutes();
     expect(served.length).toBeGreaterThan(15);
     // Admin-only conveniences without a contract of their own are listed here on purpose.
@@ -50,7 +74,9 @@ describe('OpenAPI document', () => {
   });
 
   it('derives bodies from the zod contracts, unknown fields forbidden', () => {
-    const body = doc.paths['/v1/publishes'].post.requestBody as { content: { 'application/json': { schema: { required: string[]; additionalProperties: unknown } } } };
+    const body = doc.paths['/v1/publishes'].post.requestBody as {
+      content: { 'application/json': { schema: { required: string[]; additionalProperties: unknown } } };
+    };
     const schema = body.content['application/json'].schema;
     expect(schema.required).toEqual(expect.arrayContaining(['message', 'nodes']));
     expect(schema.additionalProperties).toBe(false);

@@ -9,7 +9,16 @@ import type { CoordinatorConfig } from './config.js';
 import { migrateToLatest, openDatabase, type Db, openChangeFeed, type ChangeFeed, registerBackupRoute } from './db/index.js';
 import { SigningKeyStore, Metrics, observeRequestLatency } from './core/index.js';
 import { AptRepository, RepoKey, foldFlatDist } from './packages/index.js';
-import { ProblemFilter, PinoNestLogger, clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT, REQUEST_ID_HEADER, requestIdOf } from './common/index.js';
+import {
+  ProblemFilter,
+  PinoNestLogger,
+  clientErrorHandler,
+  frameworkErrors,
+  hardenHttp,
+  SMALL_BODY_LIMIT,
+  REQUEST_ID_HEADER,
+  requestIdOf,
+} from './common/index.js';
 import { countApiTokens, expiryOf, issueApiToken, firstAdminTokenLines, writeFirstAdminToken, type WrittenToken, AuthService } from './identity/index.js';
 import { lockLedger, LedgerWriter } from './ledger/index.js';
 import { signingTrust } from './trust/index.js';
@@ -91,11 +100,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
-    const app = await NestFactory.create<NestFastifyApplication>(AppModule.with({ db, feed, keys, config, log, apt, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }), adapter, {
-      logger: new PinoNestLogger(log),
-      abortOnError: false,
-      bodyParser: false,
-    });
+    const app = await NestFactory.create<NestFastifyApplication>(
+      AppModule.with({ db, feed, keys, config, log, apt, enrolmentPin: () => (certificate && !config.tls.proxy ? certificate.pin : undefined) }),
+      adapter,
+      {
+        logger: new PinoNestLogger(log),
+        abortOnError: false,
+        bodyParser: false,
+      },
+    );
     const fastify = app.getHttpAdapter().getInstance();
     const writer = app.get(LedgerWriter);
     // onSend, not onRequest: it also runs for answers that a hook or an error produced.
@@ -103,7 +116,14 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       void reply.header(REQUEST_ID_HEADER, req.id);
       done(null, payload);
     });
-    await hardenHttp(fastify, app.get(AuthService), { treeLimit: config.bodyLimit, blobLimit: config.blobLimit, packageLimit: config.packageLimit, archiveLimit: config.archiveLimit, anonymousPerMinute: config.anonymousRateLimit, knownBody: (digest) => writer.knowsBody(digest) });
+    await hardenHttp(fastify, app.get(AuthService), {
+      treeLimit: config.bodyLimit,
+      blobLimit: config.blobLimit,
+      packageLimit: config.packageLimit,
+      archiveLimit: config.archiveLimit,
+      anonymousPerMinute: config.anonymousRateLimit,
+      knownBody: (digest) => writer.knowsBody(digest),
+    });
     app.get(PollRoute).register(fastify);
     registerAuditRoutes(fastify, config.mirror.gitdir, app.get(AuthService), log);
     registerConsoleRoutes(fastify, config.consoleDir, log);
@@ -113,7 +133,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     fastify.addHook('onResponse', (req, reply, done) => {
       const level = req.url.endsWith('/bundle') ? 'debug' : 'info';
       // Polls are the bulk of the traffic: their line is not even assembled unless it is written.
-      if (log.isLevelEnabled(level)) log[level]({ req_id: req.id, method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      if (log.isLevelEnabled(level))
+        log[level](
+          { req_id: req.id, method: req.method, path: req.url.split('?')[0], client: req.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+          'request',
+        );
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
@@ -125,7 +149,9 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     const url = `${certificate ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     certificate?.watch(fastify.server as unknown as HttpsServer);
     const served = certificate?.current;
-    const tls = served ? { tls: { subject: served.subject, fingerprint: served.fingerprint, valid_to: served.validTo, pin: served.pin }, behind_proxy: config.tls.proxy } : { tls: config.tls.proxy ? 'proxy' : 'off' };
+    const tls = served
+      ? { tls: { subject: served.subject, fingerprint: served.fingerprint, valid_to: served.validTo, pin: served.pin }, behind_proxy: config.tls.proxy }
+      : { tls: config.tls.proxy ? 'proxy' : 'off' };
     log.info({ url, database: db.kind, kid: keys.activeKid(), ...tls }, 'coordinator listening');
     return {
       app,
@@ -165,13 +191,24 @@ async function settleTrust(db: Db, keys: SigningKeyStore): Promise<void> {
  * in the ledger like every other token, by the coordinator itself. The token's file is written
  * before the transaction commits (see writeFirstAdminToken): no committed token without its file.
  */
-async function ensureFirstAdminToken(db: Db, keys: SigningKeyStore, dataDir: string, ttlSeconds: number | null): Promise<{ token: string; written: WrittenToken; expiresAt: Date | null } | undefined> {
+async function ensureFirstAdminToken(
+  db: Db,
+  keys: SigningKeyStore,
+  dataDir: string,
+  ttlSeconds: number | null,
+): Promise<{ token: string; written: WrittenToken; expiresAt: Date | null } | undefined> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockLedger(trx);
     if ((await countApiTokens(trx)) > 0) return undefined;
     // It expires like any token made without --ttl: nobody asked for one that never does.
     const now = new Date();
-    const { token, expires_at } = await issueApiToken(trx, keys, { name: 'admin', role: 'admin', expiresAt: expiryOf({}, ttlSeconds, now) }, 'coordinator', now);
+    const { token, expires_at } = await issueApiToken(
+      trx,
+      keys,
+      { name: 'admin', role: 'admin', expiresAt: expiryOf({}, ttlSeconds, now) },
+      'coordinator',
+      now,
+    );
     return { token, written: writeFirstAdminToken(dataDir, token), expiresAt: expires_at };
   });
 }

@@ -19,11 +19,16 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
       .option('--state-dir <dir>', 'state dir (default $FLORETE_AGENT_STATE_DIR, the config state_dir, or /var/lib/florete/agent)')
       .option('--config <file>', 'local agent config (default $FLORETE_AGENT_CONFIG or /etc/florete/agent.yaml)');
 
-  common(agent.command('enroll').alias('enrol').description("check the coordinator's TLS key and signing key against the token, enrol, store the identity (0600)"))
+  common(
+    agent.command('enroll').alias('enrol').description("check the coordinator's TLS key and signing key against the token, enrol, store the identity (0600)"),
+  )
     .requiredOption('--coordinator <url>', 'coordinator base URL')
     .requiredOption('--token <token>', 'enrolment token fle.<id>.<secret>.<thumbprint>[.<tls pin>]')
     .option('--node <name>', 'the node name this host expects to be (default: the one it was enrolled as); a mismatch makes the node ineligible')
-    .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate, instead of the system store; kept for later passes unless the config has tls.ca_file")
+    .option(
+      '--cacert <file>',
+      "CA certificates (PEM) to trust for the coordinator's certificate, instead of the system store; kept for later passes unless the config has tls.ca_file",
+    )
     .option('--insecure-http', 'allow an http:// coordinator that is not on this machine: the token and later the node credential cross the network in clear')
     .action((opts: enroll.RunOptions) => done(import('./commands/enroll.command.js').then((m) => m.run(opts))));
 

@@ -37,10 +37,12 @@ import { nodeList } from './ineligible.js';
 
 export const VERSION = '0.1.0';
 
-const integer = (what: string, min: number) => (value: string): number => {
-  if (!/^[0-9]{1,15}$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${what} must be a whole number ≥ ${min}`);
-  return Number(value);
-};
+const integer =
+  (what: string, min: number) =>
+  (value: string): number => {
+    if (!/^[0-9]{1,15}$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${what} must be a whole number ≥ ${min}`);
+    return Number(value);
+  };
 const waitTimeout = (value: string): number => {
   const seconds = parseDuration(value);
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 30s, 5m or 1h');
@@ -48,7 +50,8 @@ const waitTimeout = (value: string): number => {
 };
 const confirmWindow = (value: string): number => {
   const seconds = parseDuration(value);
-  if (seconds === undefined || seconds < MIN_CONFIRM_WITHIN || seconds > MAX_CONFIRM_WITHIN) throw new InvalidArgumentError('expected a duration from 10s to 7d, such as 10m');
+  if (seconds === undefined || seconds < MIN_CONFIRM_WITHIN || seconds > MAX_CONFIRM_WITHIN)
+    throw new InvalidArgumentError('expected a duration from 10s to 7d, such as 10m');
   return seconds;
 };
 const age = (value: string): number => {
@@ -86,7 +89,10 @@ export function buildCli(): { program: Command; status: () => number } {
     .version(VERSION)
     // Program options only before the command name, so `show --version N` means the node's version.
     .enablePositionalOptions()
-    .option('-C, --dir <dir>', 'the rete directory for init, validate, compile, plan and publish, as with git -C (a relative -C after the command is taken inside it)')
+    .option(
+      '-C, --dir <dir>',
+      'the rete directory for init, validate, compile, plan and publish, as with git -C (a relative -C after the command is taken inside it)',
+    )
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`retectl: ${text.replace(/^error: /, '')}`) });
 
@@ -102,29 +108,51 @@ export function buildCli(): { program: Command; status: () => number } {
       .option('--canary <selector>', 'roll out in waves, first to these nodes: tag:NAMES, group:NAMES or node names (a comma list)')
       .option('--waves <percents>', 'roll out in waves after the canary: cumulative shares of the remaining nodes, e.g. 10,50,100')
       .option('--bake <duration>', 'in a rollout, how long each wave runs confirmed before the next is released (e.g. 5m)')
-      .option('--failure-budget <n|share>', 'in a rollout, how many nodes of a wave (2) or what share (5%) may fail, revert or reject before it halts (default 0)')
+      .option(
+        '--failure-budget <n|share>',
+        'in a rollout, how many nodes of a wave (2) or what share (5%) may fail, revert or reject before it halts (default 0)',
+      )
       .option('--confirm-share <share>', 'in a rollout, the share of a wave that must confirm before the next is released (default 100%)')
       .option('--on-halt <rollback|hold>', 'in a rollout, what a halt does to the released nodes (default rollback)')
       .option('--no-rollout', "every changed node at once, setting aside the rete's rollout block (a --prune needs it)");
   const dir = (c: Command) => c.option('-C, --dir <dir>', 'the rete directory', '.');
   const remote = (c: Command) =>
     c
-      .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, the config file, the rete\'s mesh.coordinator)')
+      .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, the config file, the rete's mesh.coordinator)")
       .option('--token <token>', 'API token (else $FLORETE_TOKEN, then the config file)')
-      .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
+      .option(
+        '--cacert <file>',
+        "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)",
+      )
       .option('--insecure-http', 'allow an http:// coordinator that is not on this machine: the API token crosses the network in clear');
 
-  json(program.command('init').argument('[dir]', 'where to write the example', '.').description('write an example rete (3 nodes, a group, a service, an ACL rule)')).action(
-    async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })),
-  );
+  json(
+    program
+      .command('init')
+      .argument('[dir]', 'where to write the example', '.')
+      .description('write an example rete (3 nodes, a group, a service, an ACL rule)'),
+  ).action(async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })));
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
     done(await validate.run({ ...o, dir: reteDir(o.dir) })),
   );
-  json(dir(program.command('compile').description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'))).action(async (o) =>
-    done(await compile.run({ ...o, dir: reteDir(o.dir) })),
-  );
+  json(
+    dir(
+      program
+        .command('compile')
+        .description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'),
+    ),
+  ).action(async (o) => done(await compile.run({ ...o, dir: reteDir(o.dir) })));
   rolloutFlags(
-    json(remote(dir(program.command('plan').argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)').description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'))))
+    json(
+      remote(
+        dir(
+          program
+            .command('plan')
+            .argument('[nodes...]', 'with --diff: the nodes to show (default: those that change)')
+            .description('compare the compiled tree with the coordinator (exit 3 when a publish would change something)'),
+        ),
+      ),
+    )
       .option('--prune', 'also plan to retire nodes no longer in the tree')
       .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
       .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
@@ -135,19 +163,51 @@ export function buildCli(): { program: Command; status: () => number } {
       .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
       .option('--prune', 'retire nodes no longer in the tree')
       .option('--expect-position <n>', 'refuse if the ledger moved past this position', integer('--expect-position', 0))
-      .option('--wait [timeout]', `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`, waitTimeout)
-      .option('--allow-ineligible <nodes>', 'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable', nodeList)
+      .option(
+        '--wait [timeout]',
+        `wait until no touched node is outstanding (default ${DEFAULT_WAIT_SECONDS / 60}m): exit 0 all applied, 1 any failed, 4 timed out`,
+        waitTimeout,
+      )
+      .option(
+        '--allow-ineligible <nodes>',
+        'give these ineligible nodes (a failed enrolment briefing line) new content anyway, recorded in the ledger: a comma list, repeatable',
+        nodeList,
+      )
       .option('--all', 'list every changed node (else the summary and the first 20), and after --wait every node of the publish')
       .option('--full', 'send every node for the coordinator to compare, not only those whose digests differ from their heads'),
   )
     .option('--supersede <rollout>', 'replace this running rollout: needed when the publish changes any of its nodes')
-    .option('--confirm-within <duration>', 'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (10s to 7d)', confirmWindow)
-    .action(async (o) => done(await publish.run({ ...o, confirmWithin: o.confirmWithin, dir: reteDir(o.dir), waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait })));
-  json(remote(program.command('status').argument('[node]', 'one node in detail, with what its agent last did to each host resource').description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence')))
+    .option(
+      '--confirm-within <duration>',
+      'the changed nodes revert on their own unless retectl confirm <publish> comes within this long of their taking it (10s to 7d)',
+      confirmWindow,
+    )
+    .action(async (o) =>
+      done(
+        await publish.run({
+          ...o,
+          confirmWithin: o.confirmWithin,
+          dir: reteDir(o.dir),
+          waitSeconds: o.wait === undefined ? undefined : o.wait === true ? DEFAULT_WAIT_SECONDS : o.wait,
+        }),
+      ),
+    );
+  json(
+    remote(
+      program
+        .command('status')
+        .argument('[node]', 'one node in detail, with what its agent last did to each host resource')
+        .description('nodes with head and applied versions, credential, last contact, lifecycle state and convergence'),
+    ),
+  )
     .option('--publish <id>', "a publish's outcome per node: applied, outstanding, failed (with the reason) or superseded")
     .option('--state <state>', 'only nodes in this lifecycle state (unmanaged, enrolled, retired) or convergence (converged, outstanding, failed)')
-    .option('--credential <state>', "only nodes whose credential is none, pending (a token is out), live or revoked")
-    .option('--contact-older-than <duration>', 'only nodes whose last contact is older than this (a duration such as 15m, 1h or 2d), or that never made contact', age)
+    .option('--credential <state>', 'only nodes whose credential is none, pending (a token is out), live or revoked')
+    .option(
+      '--contact-older-than <duration>',
+      'only nodes whose last contact is older than this (a duration such as 15m, 1h or 2d), or that never made contact',
+      age,
+    )
     .action(async (node: string | undefined, o) => done(await status.run({ ...o, node })));
   json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
     .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
@@ -155,7 +215,15 @@ export function buildCli(): { program: Command; status: () => number } {
   json(remote(program.command('show').argument('<node>').description("a node's artifacts at its head or at --version")))
     .option('--version <n>', 'the version to show', integer('--version', 1))
     .action(async (node: string, o) => done(await show.run({ ...o, node })));
-  json(remote(program.command('diff').argument('<node>').argument('<from>', 'older version (0: nothing)', integer('<from>', 0)).argument('<to>', 'newer version', integer('<to>', 1))))
+  json(
+    remote(
+      program
+        .command('diff')
+        .argument('<node>')
+        .argument('<from>', 'older version (0: nothing)', integer('<from>', 0))
+        .argument('<to>', 'newer version', integer('<to>', 1)),
+    ),
+  )
     .description('unified diff of a node between two versions, host resource changes first')
     .option('--no-color', 'no colour, even on a terminal (as NO_COLOR=1)')
     .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
@@ -169,14 +237,26 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--lost', 'the node is gone for good and will never apply it: revoke its credential now, with the retirement (admin)')
     .action(async (node: string, o) => done(await retire.run({ ...o, node })));
 
-  json(remote(program.command('confirm').argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)').description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'))).action(
-    async (publishId: string, o) => done(await confirm.run({ ...o, publish: publishId })),
-  );
+  json(
+    remote(
+      program
+        .command('confirm')
+        .argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)')
+        .description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'),
+    ),
+  ).action(async (publishId: string, o) => done(await confirm.run({ ...o, publish: publishId })));
   const rollouts = program.command('rollout').description('publishes released in waves: follow, pause, resume, promote or abort one');
   json(remote(rollouts.command('list').description('rollouts, newest first')))
     .option('--status <status>', 'only rollouts in this state: running, paused, halted, aborted, completed or superseded')
     .action(async (o) => done(await rollout.list(o)));
-  json(remote(rollouts.command('status').argument('[id]', 'the rollout (default: the newest running or paused one)').description("a rollout's waves, what their nodes reported, and its timeline")))
+  json(
+    remote(
+      rollouts
+        .command('status')
+        .argument('[id]', 'the rollout (default: the newest running or paused one)')
+        .description("a rollout's waves, what their nodes reported, and its timeline"),
+    ),
+  )
     .option('--watch', 'print a line at each change until the rollout finishes: exit 0 completed, 1 halted or aborted, 4 timed out')
     .option('--timeout <duration>', 'with --watch, how long to wait (default 1h)', waitTimeout)
     .action(async (id: string | undefined, o) => done(await rollout.status({ ...o, id, timeoutSeconds: o.timeout })));
@@ -192,40 +272,84 @@ export function buildCli(): { program: Command; status: () => number } {
   }
 
   const token = program.command('token').description('enrolment tokens for new nodes, API tokens for people and scripts');
-  json(remote(token.command('create').argument('[node]', 'the node an enrolment token is for').description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)')))
+  json(
+    remote(
+      token
+        .command('create')
+        .argument('[node]', 'the node an enrolment token is for')
+        .description('create a single-use enrolment token for a node, or with --role and --name an API token (printed once)'),
+    ),
+  )
     .option('--role <role>', 'create an API token with this role instead: reader, publisher or admin', role)
     .option('--name <name>', "the API token's holder, recorded as the actor of what it does")
-    .option('--ttl <duration>', "how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d (default: 1h), an API token 1m to 366d (default: the coordinator's, FLORETE_API_TOKEN_TTL)", ttl)
+    .option(
+      '--ttl <duration>',
+      "how long the token stays valid: a duration such as 90s, 10m, 1h, 1h30m or 7d; an enrolment token 1m to 30d (default: 1h), an API token 1m to 366d (default: the coordinator's, FLORETE_API_TOKEN_TTL)",
+      ttl,
+    )
     .option('--no-expiry', 'an API token that never expires, listed as such')
-    .option('--scope <selector>', 'hold a publisher or reader token to these nodes, written as an ACL source of the rete: a node name, tag:<name> or group:<name>; repeat it or separate with commas for more', (v: string, prev: string[] = []) => [...prev, ...v.split(',')])
+    .option(
+      '--scope <selector>',
+      'hold a publisher or reader token to these nodes, written as an ACL source of the rete: a node name, tag:<name> or group:<name>; repeat it or separate with commas for more',
+      (v: string, prev: string[] = []) => [...prev, ...v.split(',')],
+    )
     .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
-  json(remote(token.command('list').description('every API token (admin): name, id, role, scope, state, who created it and when, expiry, last use; never a secret'))).action(async (o) => done(await tokenList.run(o)));
-  json(remote(token.command('revoke').argument('<token>', 'its name or its id (the id when several tokens share the name)').description('revoke an API token (admin): refused from now on on every replica, recorded in the ledger'))).action(
-    async (ref: string, o) => done(await tokenRevoke.run({ ...o, ref })),
+  json(
+    remote(
+      token.command('list').description('every API token (admin): name, id, role, scope, state, who created it and when, expiry, last use; never a secret'),
+    ),
+  ).action(async (o) => done(await tokenList.run(o)));
+  json(
+    remote(
+      token
+        .command('revoke')
+        .argument('<token>', 'its name or its id (the id when several tokens share the name)')
+        .description('revoke an API token (admin): refused from now on on every replica, recorded in the ledger'),
+    ),
+  ).action(async (ref: string, o) => done(await tokenRevoke.run({ ...o, ref })));
+  json(remote(program.command('whoami').description('the API token in use: its name, role, scope, what it may do, and when it expires'))).action(async (o) =>
+    done(await whoami.run(o)),
   );
-  json(remote(program.command('whoami').description('the API token in use: its name, role, scope, what it may do, and when it expires'))).action(async (o) => done(await whoami.run(o)));
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
-  json(keys.command('list').description("every signing key of the coordinator's trust chain: active, retired or revoked, and the trust version and time of each step; no token is needed"))
-    .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, then the config file)")
+  json(
+    keys
+      .command('list')
+      .description(
+        "every signing key of the coordinator's trust chain: active, retired or revoked, and the trust version and time of each step; no token is needed",
+      ),
+  )
+    .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, then the config file)')
     .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
     .action(async (o) => done(await keysList.run(o)));
-  json(remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head moved to the new key; prints the new kid'))).action(async (o) =>
-    done(await keysRotate.run(o)),
-  );
-  json(remote(keys.command('revoke').argument('<kid>', 'the key to revoke').description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'))).action(
-    async (kid: string, o) => done(await keysRevoke.run({ ...o, kid })),
-  );
+  json(
+    remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head moved to the new key; prints the new kid')),
+  ).action(async (o) => done(await keysRotate.run(o)));
+  json(
+    remote(
+      keys
+        .command('revoke')
+        .argument('<kid>', 'the key to revoke')
+        .description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'),
+    ),
+  ).action(async (kid: string, o) => done(await keysRevoke.run({ ...o, kid })));
 
   const pkgs = program.command('package').description("the mesh's apt repository, served by the coordinator at /repo/debian/");
-  json(remote(pkgs.command('push').argument('<file.deb>', 'the package to upload').description('upload a .deb (publisher); its name, version and architecture come from the package, and the ledger records who pushed it'))).action(
-    async (file: string, o) => done(await pkg.push({ ...o, file })),
+  json(
+    remote(
+      pkgs
+        .command('push')
+        .argument('<file.deb>', 'the package to upload')
+        .description('upload a .deb (publisher); its name, version and architecture come from the package, and the ledger records who pushed it'),
+    ),
+  ).action(async (file: string, o) => done(await pkg.push({ ...o, file })));
+  json(remote(pkgs.command('list').description('the packages in the repository, in push order, with who pushed each'))).action(async (o) =>
+    done(await pkg.list(o)),
   );
-  json(remote(pkgs.command('list').description('the packages in the repository, in push order, with who pushed each'))).action(async (o) => done(await pkg.list(o)));
   pkgs
     .command('key')
     .description("print the repository's signing key for apt's signed-by= (binary; redirect it to a file of the rete)")
-    .option('--coordinator <url>', "coordinator URL (else $FLORETE_COORDINATOR, then the config file); no token is needed")
+    .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, then the config file); no token is needed')
     .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
     .option('--armor', 'print it ASCII-armored, for a signed-by= file ending in .asc')
     .action(async (o) => done(await pkg.key(o)));
@@ -233,26 +357,51 @@ export function buildCli(): { program: Command; status: () => number } {
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
   json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
   const audit = program.command('audit').description('the git audit mirror and the signed ledger checkpoints');
-  json(remote(audit.command('verify').description('verify the ledger and the audit mirror against it; with --checkpoint, prove a kept checkpoint against the trust chain, the ledger and the mirror; exit 1 on any disagreement')))
+  json(
+    remote(
+      audit
+        .command('verify')
+        .description(
+          'verify the ledger and the audit mirror against it; with --checkpoint, prove a kept checkpoint against the trust chain, the ledger and the mirror; exit 1 on any disagreement',
+        ),
+    ),
+  )
     .option('--checkpoint <file>', 'a checkpoint kept earlier (the output of `retectl audit checkpoint`)')
     .option('--no-mirror', 'with --checkpoint: do not read the git mirror')
     .option('--mirror-clone <dir>', 'with --checkpoint: read this local clone of the audit mirror (your own copy) instead of cloning it from the coordinator')
     .action(async (o) => {
       // --no-mirror and --mirror-clone are about a kept checkpoint; without one they would be silently ignored.
-      if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined)) throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
+      if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined))
+        throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
       done(o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o));
     });
-  json(remote(audit.command('checkpoint').description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"))).action(async (o) =>
-    done(await auditCheckpoint.run(o)),
-  );
-  json(remote(audit.command('tree').description("verify the ledger's Merkle tree from its tiles: the tree checkpoint's signature, its root and chain line; with --since, that the tree extends a tree checkpoint kept earlier; exit 1 on any disagreement")))
+  json(
+    remote(
+      audit
+        .command('checkpoint')
+        .description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"),
+    ),
+  ).action(async (o) => done(await auditCheckpoint.run(o)));
+  json(
+    remote(
+      audit
+        .command('tree')
+        .description(
+          "verify the ledger's Merkle tree from its tiles: the tree checkpoint's signature, its root and chain line; with --since, that the tree extends a tree checkpoint kept earlier; exit 1 on any disagreement",
+        ),
+    ),
+  )
     .option('--from <dir>', 'read the checkpoint, the trust chain and the tiles from this folder (as --save writes it) instead of the coordinator')
     .option('--since <file>', 'a tree checkpoint kept earlier (GET /v1/ledger/tree/checkpoint): prove the tree now extends it')
     .option('--save <dir>', 'write the checkpoint, the trust chain and every tile into this folder, to verify from later')
     .action(async (o) => done(await auditTree.run(o)));
-  json(remote(audit.command('witnesses').description("every node's held checkpoint; flags one position with two hashes, or a hash the ledger no longer has; exit 1 when something is flagged"))).action(
-    async (o) => done(await auditWitnesses.run(o)),
-  );
+  json(
+    remote(
+      audit
+        .command('witnesses')
+        .description("every node's held checkpoint; flags one position with two hashes, or a hash the ledger no longer has; exit 1 when something is flagged"),
+    ),
+  ).action(async (o) => done(await auditWitnesses.run(o)));
 
   const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token, CA file), stored with mode 0600`);
   cfg
@@ -261,13 +410,19 @@ export function buildCli(): { program: Command; status: () => number } {
     .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin; ca_file: a PEM file; insecure_http: true or false')
     .description('set a config value')
     .action(async (key: string, value: string | undefined) => done(await configSet.run({ key, value })));
-  cfg.command('unset').argument('<key>').description('remove a config value').action(async (key: string) => done(await configUnset.run({ key })));
+  cfg
+    .command('unset')
+    .argument('<key>')
+    .description('remove a config value')
+    .action(async (key: string) => done(await configUnset.run({ key })));
   json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await configShow.run(o)));
 
   program
     .command('completion')
     .argument('<shell>', 'bash, zsh or fish')
-    .description('print a shell completion script (node names from the rete in the current directory): source <(retectl completion bash), the same with zsh in ~/.zshrc, or retectl completion fish | source')
+    .description(
+      'print a shell completion script (node names from the rete in the current directory): source <(retectl completion bash), the same with zsh in ~/.zshrc, or retectl completion fish | source',
+    )
     .action((shell: string) => {
       const scripts = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion } as const;
       if (!Object.hasOwn(scripts, shell)) throw usageError(`completion: the shell must be bash, zsh or fish, not ${JSON.stringify(shell)}`);
@@ -277,4 +432,3 @@ export function buildCli(): { program: Command; status: () => number } {
 
   return { program, status: () => exitStatus };
 }
-

@@ -47,7 +47,10 @@ export class CoordinatorClient {
   /** A failed exchange as one line: which TLS check refused the coordinator, or why it was not reached. */
   private networkError(e: unknown, timeoutMs: number): RetectlError {
     if (e instanceof TlsRefusedError) {
-      const hint = this.connection.caFile === undefined ? 'give its CA with --cacert FILE or `retectl config set ca_file FILE`' : `check that ${this.connection.caFrom} names the CA of ${this.connection.url}`;
+      const hint =
+        this.connection.caFile === undefined
+          ? 'give its CA with --cacert FILE or `retectl config set ca_file FILE`'
+          : `check that ${this.connection.caFrom} names the CA of ${this.connection.url}`;
       return new RetectlError('tls', `${e.message}: ${hint}`, { cause: e });
     }
     return new RetectlError('network', `cannot reach the coordinator at ${this.connection.url}: ${networkReason(e, timeoutMs)}`, { cause: e });
@@ -139,7 +142,14 @@ class TimeoutError extends Error {}
  * body is sent chunked; when the coordinator answers before reading all of it (a refusal), the
  * answer counts, not the write that failed after it.
  */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | Readable | undefined, agent: Agent | undefined, timeoutMs: number): Promise<{ status: number; bytes: Buffer }> {
+function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | Uint8Array | Readable | undefined,
+  agent: Agent | undefined,
+  timeoutMs: number,
+): Promise<{ status: number; bytes: Buffer }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array) ? body : undefined;
   if (body !== undefined && !streamed) headers['content-length'] = String(Buffer.byteLength(body as string | Uint8Array));
@@ -190,9 +200,17 @@ function failure(status: number, text: string, what: string): RetectlError {
     case 401:
       // Not a typo in the token: it was good once. Who holds it needs a new one.
       if (problem?.code === 'token_expired' || problem?.code === 'token_revoked') {
-        return new RetectlError('unauthenticated', `the coordinator refused the API token: ${detail}; give the new one with retectl config set token (or --token, FLORETE_TOKEN)`, options);
+        return new RetectlError(
+          'unauthenticated',
+          `the coordinator refused the API token: ${detail}; give the new one with retectl config set token (or --token, FLORETE_TOKEN)`,
+          options,
+        );
       }
-      return new RetectlError('unauthenticated', `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`, options);
+      return new RetectlError(
+        'unauthenticated',
+        `the coordinator did not accept the API token: ${detail}; check --token, FLORETE_TOKEN or the config file`,
+        options,
+      );
     case 403:
       if (problem?.code === 'out_of_scope') return new RetectlError('forbidden', `the API token's scope does not cover this: ${detail}`, options);
       return new RetectlError('forbidden', `the API token's role may not do this: ${detail}`, options);

@@ -108,7 +108,11 @@ function nodeFolders(base: string): Set<string> {
  * fsynced: nothing uses the compiled tree unchecked (publish and plan compare it with a fresh compile,
  * `flor agent apply --set` with its digests.json), so a write a crash lost is a refusal, never a wrong set.
  */
-export function writeCompiled(root: string, nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>, onNode: () => void = () => {}): WrittenTree {
+export function writeCompiled(
+  root: string,
+  nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>,
+  onNode: () => void = () => {},
+): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);

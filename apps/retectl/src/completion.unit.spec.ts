@@ -9,7 +9,9 @@ describe('shell completion from the program', () => {
   const table = completionTable(buildCli().program);
 
   it('lists every top-level command and the subcommands under each group', () => {
-    expect(table.get('')).toEqual(expect.arrayContaining(['publish', 'plan', 'validate', 'status', 'token', 'keys', 'audit', 'completion', '--version', '--dir', '-C']));
+    expect(table.get('')).toEqual(
+      expect.arrayContaining(['publish', 'plan', 'validate', 'status', 'token', 'keys', 'audit', 'completion', '--version', '--dir', '-C']),
+    );
     expect(table.get('')).toEqual(expect.arrayContaining(['whoami', 'retire']));
     expect(table.get('token')).toEqual(expect.arrayContaining(['create', 'list', 'revoke']));
     expect(table.get('keys')).toEqual(expect.arrayContaining(['list', 'rotate', 'revoke']));

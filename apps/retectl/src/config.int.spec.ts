@@ -24,7 +24,10 @@ describe('resolveConnection', () => {
 
   it('takes an empty FLORETE_COORDINATOR or FLORETE_TOKEN as unset: the config file applies', () => {
     writeConfig({ coordinator: 'https://from-file.example', token: 'flt.file' }, configPath(env({})));
-    expect(resolveConnection({}, undefined, env({ FLORETE_COORDINATOR: '', FLORETE_TOKEN: '' }))).toEqual({ url: 'https://from-file.example', token: 'flt.file' });
+    expect(resolveConnection({}, undefined, env({ FLORETE_COORDINATOR: '', FLORETE_TOKEN: '' }))).toEqual({
+      url: 'https://from-file.example',
+      token: 'flt.file',
+    });
   });
 
   it('with nothing else set, an empty variable is a missing setting, not a bad URL', () => {

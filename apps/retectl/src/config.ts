@@ -48,7 +48,8 @@ export function readConfig(path = configPath()): RetectlConfig {
     throw new RetectlError('config', `${path} is not valid JSON`);
   }
   const parsed = RetectlConfig.safeParse(raw);
-  if (!parsed.success) throw new RetectlError('config', `${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new RetectlError('config', `${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 
@@ -80,7 +81,12 @@ export function resolveConnection(flags: ConnectionFlags, fallbackUrl?: string, 
   const token = flags.token ?? (env.FLORETE_TOKEN || undefined) ?? file.token;
   if (!token) throw usageError('no API token: pass --token, set FLORETE_TOKEN or run `retectl config set token` (reads it from stdin)');
   // Before any connection: the token must not cross the network in clear.
-  const refusal = cleartextRefusal(new URL(url), 'API token', 'pass --insecure-http (or run `retectl config set insecure_http true`)', flags.insecureHttp === true || file.insecure_http === true);
+  const refusal = cleartextRefusal(
+    new URL(url),
+    'API token',
+    'pass --insecure-http (or run `retectl config set insecure_http true`)',
+    flags.insecureHttp === true || file.insecure_http === true,
+  );
   if (refusal) throw usageError(refusal);
   return { url, token, ...trustOf(flags, file, env) };
 }
@@ -95,18 +101,24 @@ export function resolvePublic(flags: ConnectionFlags, env: NodeJS.ProcessEnv = p
 }
 
 function trustOf(flags: ConnectionFlags, file: RetectlConfig, env: NodeJS.ProcessEnv): Pick<Connection, 'caFile' | 'caFrom'> {
-  return flags.cacert !== undefined ? { caFile: resolve(flags.cacert), caFrom: '--cacert' }
-    : file.ca_file !== undefined ? { caFile: file.ca_file, caFrom: `ca_file in ${configPath(env)}` }
-    : {};
+  return flags.cacert !== undefined
+    ? { caFile: resolve(flags.cacert), caFrom: '--cacert' }
+    : file.ca_file !== undefined
+      ? { caFile: file.ca_file, caFrom: `ca_file in ${configPath(env)}` }
+      : {};
 }
 
 function coordinatorUrl(flags: ConnectionFlags, file: RetectlConfig, fallbackUrl: string | undefined, env: NodeJS.ProcessEnv): string {
   const url =
-    flags.coordinator !== undefined ? checkUrl(flags.coordinator, '--coordinator')
-    : env.FLORETE_COORDINATOR ? checkUrl(env.FLORETE_COORDINATOR, 'FLORETE_COORDINATOR')
-    : file.coordinator ? checkUrl(file.coordinator, `coordinator in ${configPath(env)}`)
-    : fallbackUrl ? checkUrl(fallbackUrl, 'mesh.coordinator')
-    : undefined;
+    flags.coordinator !== undefined
+      ? checkUrl(flags.coordinator, '--coordinator')
+      : env.FLORETE_COORDINATOR
+        ? checkUrl(env.FLORETE_COORDINATOR, 'FLORETE_COORDINATOR')
+        : file.coordinator
+          ? checkUrl(file.coordinator, `coordinator in ${configPath(env)}`)
+          : fallbackUrl
+            ? checkUrl(fallbackUrl, 'mesh.coordinator')
+            : undefined;
   if (!url) throw usageError('no coordinator URL: pass --coordinator, set FLORETE_COORDINATOR or run `retectl config set coordinator <url>`');
   return url;
 }

@@ -7,12 +7,14 @@ import { RetectlError } from './errors.js';
 export function nodeList(value: string, previous: readonly string[] = []): string[] {
   const names = value.split(',').map((n) => n.trim());
   const bad = names.find((n) => !DNS_LABEL.test(n));
-  if (bad !== undefined) throw new InvalidArgumentError(bad === '' ? 'names an empty node: give node names separated by commas' : `${JSON.stringify(bad)} is not a node name`);
+  if (bad !== undefined)
+    throw new InvalidArgumentError(bad === '' ? 'names an empty node: give node names separated by commas' : `${JSON.stringify(bad)} is not a node name`);
   return [...previous, ...names];
 }
 
 /** A node's failed briefing lines on one line: `clock skew acceptable (900 s …); agent version supported (…)`. */
-export const failedText = (lines: readonly BriefingFailure[]): string => lines.map((l) => `${l.check} (${l.detail})`).join('; ') || 'its enrolment briefing failed';
+export const failedText = (lines: readonly BriefingFailure[]): string =>
+  lines.map((l) => `${l.check} (${l.detail})`).join('; ') || 'its enrolment briefing failed';
 
 /** `! alpha is ineligible: <failed lines>`: how plan and publish name an ineligible node. */
 export const ineligibleLine = (node: string, lines: readonly BriefingFailure[]): string => `! ${node} is ineligible: ${failedText(lines)}`;

@@ -60,10 +60,14 @@ export function keyHistory(documents: readonly string[]): KeyHistory {
       if (e.revoked_version === null) Object.assign(e, { revoked_version: version, revoked_at: at });
     }
     for (const e of entries.values()) {
-      if (e.listed_version !== null && e.retired_version === null && !pin.keys.some((k) => k.kid === e.kid)) Object.assign(e, { retired_version: version, retired_at: at });
+      if (e.listed_version !== null && e.retired_version === null && !pin.keys.some((k) => k.kid === e.kid))
+        Object.assign(e, { retired_version: version, retired_at: at });
     }
   }
   const head = pins.get(versions[versions.length - 1])!;
-  const keys = [...entries.values()].map((e): KeyHistoryEntry => ({ ...e, state: e.revoked_version !== null ? 'revoked' : e.retired_version !== null ? 'retired' : 'active' }));
+  const keys = [...entries.values()].map((e): KeyHistoryEntry => ({
+    ...e,
+    state: e.revoked_version !== null ? 'revoked' : e.retired_version !== null ? 'retired' : 'active',
+  }));
   return { trust_version: head.version, signer: head.keys[0].kid, keys };
 }

@@ -11,7 +11,13 @@ function newKey(kid: string): { key: TrustKey; signer: { kid: string; privateKey
 
 const [a, b, c, d] = ['key-a', 'key-b', 'key-c', 'key-d'].map(newKey);
 const at = (day: number) => `2026-11-0${day}T00:00:00.000Z`;
-const doc = (version: number, keys: TrustKey[], previous: string | null, revoked: string[] = []): TrustDocument => ({ version, keys, revoked, issued_at: at(version), previous });
+const doc = (version: number, keys: TrustKey[], previous: string | null, revoked: string[] = []): TrustDocument => ({
+  version,
+  keys,
+  revoked,
+  issued_at: at(version),
+  previous,
+});
 
 /**
  * As the coordinator writes them: v1 a, self-signed; v2 rotates to b; v3 revokes the unused d (a
@@ -35,8 +41,26 @@ describe('keyHistory', () => {
       keys: [
         { kid: 'key-a', state: 'revoked', listed_version: 1, listed_at: at(1), retired_version: 2, retired_at: at(2), revoked_version: 5, revoked_at: at(5) },
         { kid: 'key-b', state: 'revoked', listed_version: 2, listed_at: at(2), retired_version: 4, retired_at: at(4), revoked_version: 4, revoked_at: at(4) },
-        { kid: 'key-d', state: 'revoked', listed_version: null, listed_at: null, retired_version: null, retired_at: null, revoked_version: 3, revoked_at: at(3) },
-        { kid: 'key-c', state: 'active', listed_version: 4, listed_at: at(4), retired_version: null, retired_at: null, revoked_version: null, revoked_at: null },
+        {
+          kid: 'key-d',
+          state: 'revoked',
+          listed_version: null,
+          listed_at: null,
+          retired_version: null,
+          retired_at: null,
+          revoked_version: 3,
+          revoked_at: at(3),
+        },
+        {
+          kid: 'key-c',
+          state: 'active',
+          listed_version: 4,
+          listed_at: at(4),
+          retired_version: null,
+          retired_at: null,
+          revoked_version: null,
+          revoked_at: null,
+        },
       ],
     });
   });

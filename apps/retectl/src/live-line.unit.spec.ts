@@ -37,15 +37,24 @@ describe('watchLine', () => {
     bakes_until: null,
     counts: { nodes: 5, released: 5, confirmed: 0, provisional: 0, failed: 0, outstanding: 0, expired: 0, ...counts },
   });
-  const view = (status: RolloutView['status'], waves: RolloutView['wave_list']) => ({ status, released: waves.filter((w) => w.released_at).length, waves: waves.length, wave_list: waves }) as unknown as RolloutView;
+  const view = (status: RolloutView['status'], waves: RolloutView['wave_list']) =>
+    ({ status, released: waves.filter((w) => w.released_at).length, waves: waves.length, wave_list: waves }) as unknown as RolloutView;
 
   it('names the state, the current wave and each released wave with only the counts that are not zero', () => {
-    const line = watchLine(view('running', [wave('canary', true, { released: 1, confirmed: 1 }), wave('wave 1', true, { confirmed: 2, provisional: 1, outstanding: 1, expired: 1 }), wave('wave 2', false, {})]));
+    const line = watchLine(
+      view('running', [
+        wave('canary', true, { released: 1, confirmed: 1 }),
+        wave('wave 1', true, { confirmed: 2, provisional: 1, outstanding: 1, expired: 1 }),
+        wave('wave 2', false, {}),
+      ]),
+    );
     expect(line).toBe('running wave 2/3: canary 1/1 confirmed; wave 1 2/5 confirmed, 1 provisional, 1 outstanding, 1 unconfirmed');
   });
 
   it('shows a halt with its failures, and a rollout with nothing released yet', () => {
-    expect(watchLine(view('halted', [wave('canary', true, { released: 2, failed: 2 }), wave('wave 1', false, {})]))).toBe('halted wave 1/2: canary 0/2 confirmed, 2 failed');
+    expect(watchLine(view('halted', [wave('canary', true, { released: 2, failed: 2 }), wave('wave 1', false, {})]))).toBe(
+      'halted wave 1/2: canary 0/2 confirmed, 2 failed',
+    );
     expect(watchLine(view('paused', [wave('wave 1', false, {})]))).toBe('paused wave 0/1');
   });
 });

@@ -26,13 +26,20 @@ export async function listNodes(client: CoordinatorClient, query = ''): Promise<
  * following next_cursor; with the ledger position each page was read at (undefined from a
  * coordinator that does not say).
  */
-export async function listHeadDigests(client: CoordinatorClient, buckets?: readonly number[]): Promise<{ items: z.infer<typeof HeadsPage>['items']; positions: Set<number | undefined> }> {
+export async function listHeadDigests(
+  client: CoordinatorClient,
+  buckets?: readonly number[],
+): Promise<{ items: z.infer<typeof HeadsPage>['items']; positions: Set<number | undefined> }> {
   const items: z.infer<typeof HeadsPage>['items'] = [];
   const positions = new Set<number | undefined>();
   const only = buckets ? `&buckets=${buckets.join(',')}` : '';
   let cursor: string | null = null;
   do {
-    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call('GET', `/v1/heads?limit=${HEAD_PAGE}${only}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, HeadsPage);
+    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call(
+      'GET',
+      `/v1/heads?limit=${HEAD_PAGE}${only}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      HeadsPage,
+    );
     items.push(...body.items);
     positions.add(body.position);
     cursor = body.next_cursor;

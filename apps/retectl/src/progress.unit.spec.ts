@@ -31,7 +31,12 @@ describe('a progress bar for work that is usually quick', () => {
     now = 1160;
     bar.tick();
     bar.done();
-    expect(written.map((w) => w.replace(/\[[#-]+\] /, ''))).toEqual(['\r\u001b[Kwriting 3/3', '\r\u001b[Kparsing  0/10', '\r\u001b[Kparsing  2/10', '\r\u001b[K']);
+    expect(written.map((w) => w.replace(/\[[#-]+\] /, ''))).toEqual([
+      '\r\u001b[Kwriting 3/3',
+      '\r\u001b[Kparsing  0/10',
+      '\r\u001b[Kparsing  2/10',
+      '\r\u001b[K',
+    ]);
   });
 
   it('clears its line for what is printed between stages, and draws again at the next stage', () => {

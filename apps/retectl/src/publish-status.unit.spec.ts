@@ -33,7 +33,16 @@ describe('publish status output', () => {
     const text = formatPublishNodes(
       [
         { node: 'alpha', from: 0, to: 1, status: 'applied', reason: null, ineligible: false, last_contact: '2026-01-01T00:00:00Z', activation: null },
-        { node: 'gamma', from: 1, to: 2, status: 'failed', reason: 'exit 5:\nunit not found\n', ineligible: true, last_contact: '2026-01-01T00:00:00Z', activation: null },
+        {
+          node: 'gamma',
+          from: 1,
+          to: 2,
+          status: 'failed',
+          reason: 'exit 5:\nunit not found\n',
+          ineligible: true,
+          last_contact: '2026-01-01T00:00:00Z',
+          activation: null,
+        },
         { node: 'laptop', from: 0, to: 1, status: 'outstanding', reason: null, ineligible: false, last_contact: null, activation: null },
       ],
       () => '3s',

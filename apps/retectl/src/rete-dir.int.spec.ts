@@ -37,7 +37,11 @@ describe('readSources on a real folder', () => {
     write(shared, EXAMPLE_RETE['nodes/servers.yaml']);
     rmSync(join(rete, 'nodes/servers.yaml'));
     symlinkSync(shared, join(rete, 'nodes/servers.yaml'));
-    expect(readSources(rete).map((s) => s.file).sort()).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
+    expect(
+      readSources(rete)
+        .map((s) => s.file)
+        .sort(),
+    ).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
     expect(nodeCount()).toBe(3);
   });
 
@@ -47,7 +51,11 @@ describe('readSources on a real folder', () => {
     for (const f of ['servers.yaml', 'devices.yaml']) write(join(shared, f), EXAMPLE_RETE[`nodes/${f}`]);
     rmSync(join(rete, 'nodes'), { recursive: true });
     symlinkSync(shared, join(rete, 'nodes'));
-    expect(readSources(rete).map((s) => s.file).sort()).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
+    expect(
+      readSources(rete)
+        .map((s) => s.file)
+        .sort(),
+    ).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
     expect(nodeCount()).toBe(3);
   });
 
@@ -87,6 +95,10 @@ describe('readSources on a real folder', () => {
     write(join(rete, '.flor', 'x.yaml'), 'nodes: [');
     write(join(rete, 'README.md'), '# notes');
     symlinkSync(join(base, 'gone'), join(rete, '.hidden-link'));
-    expect(readSources(rete).map((s) => s.file).sort()).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
+    expect(
+      readSources(rete)
+        .map((s) => s.file)
+        .sort(),
+    ).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
   });
 });

@@ -1,7 +1,19 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { DNS_LABEL } from '#contracts';
-import { compileRete, diffTrees, formatDiagnostic, validateRete, type ArtifactBytes, type CompiledTree, type Diagnostic, type ParseCache, type ReadSource, type Rete, type Source } from '#rete';
+import {
+  compileRete,
+  diffTrees,
+  formatDiagnostic,
+  validateRete,
+  type ArtifactBytes,
+  type CompiledTree,
+  type Diagnostic,
+  type ParseCache,
+  type ReadSource,
+  type Rete,
+  type Source,
+} from '#rete';
 import { COMPILED_DIR, forgetRecord, readNodeFiles } from './compiled-output.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
@@ -43,7 +55,8 @@ function followLink(path: string): Stats {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ELOOP') throw new RetectlError('io', `${path} is a symlink loop: following it never reaches a file`, { cause: e });
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new RetectlError('io', `${path} is a dangling symlink: its target ${readlinkSync(path)} does not exist`, { cause: e });
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new RetectlError('io', `${path} is a dangling symlink: its target ${readlinkSync(path)} does not exist`, { cause: e });
     throw new RetectlError('io', `cannot follow the symlink ${path}: ${(e as Error).message}`, { cause: e });
   }
 }

@@ -47,7 +47,10 @@ export function resolveCanary(rete: Pick<Rete, 'nodes' | 'groups'>, selector: st
   const [kind, list] = selector.includes(':') ? (selector.split(/:(.*)/s, 2) as [string, string]) : ['node', selector];
   const key = SELECTOR_KEYS[kind];
   if (key === undefined) throw usage(`--canary ${selector}: expected tag:NAMES, group:NAMES or node names`);
-  const names = list.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (names.length === 0) throw usage(`--canary ${selector}: name at least one ${kind}`);
   const { picked, unknown } = selectNodes({ tagsOf: new Map(rete.nodes.map((n) => [n.name, n.tags])), groups: rete.groups }, { [key]: names });
   if (unknown.length > 0) throw usage(`--canary ${selector}: ${unknown[0].message}`);
@@ -86,7 +89,9 @@ export function rolloutPlanOf(rete: Pick<Rete, 'nodes' | 'groups' | 'rollout'>, 
 export function refusePruneInWaves(chosen: ChosenPlan | undefined, prune: boolean): void {
   if (!prune || !chosen) return;
   if (chosen.block && chosen.flags.length === 0) {
-    throw usage(`--prune cannot roll out in waves, and the rete's rollout block at ${placeText(chosen.block)} makes this publish a rollout: add --no-rollout to publish (and prune) at once`);
+    throw usage(
+      `--prune cannot roll out in waves, and the rete's rollout block at ${placeText(chosen.block)} makes this publish a rollout: add --no-rollout to publish (and prune) at once`,
+    );
   }
   throw usage(`--prune cannot go with ${chosen.flags.join(', ')}: retire the nodes in a publish of their own, then roll out`);
 }
@@ -108,7 +113,9 @@ function flagPlan(rete: Pick<Rete, 'nodes' | 'groups'>, f: RolloutFlags): Rollou
     plan.bake_seconds = seconds;
   }
   if (f.failureBudget !== undefined) {
-    plan.failure_budget = /%$|\./.test(f.failureBudget) ? { share: share('--failure-budget', f.failureBudget) } : { count: integer('--failure-budget', f.failureBudget) };
+    plan.failure_budget = /%$|\./.test(f.failureBudget)
+      ? { share: share('--failure-budget', f.failureBudget) }
+      : { count: integer('--failure-budget', f.failureBudget) };
   }
   if (f.confirmShare !== undefined) plan.confirm_share = share('--confirm-share', f.confirmShare);
   if (f.onHalt !== undefined) {
@@ -127,10 +134,16 @@ const CANARY_SHOWN = 5;
  * Without a plan: undefined, or the line saying the rete's block is set aside with --no-rollout.
  */
 export function rolloutPlanLine(chosen: ChosenPlan | undefined, rete: Pick<Rete, 'rollout'>): string | undefined {
-  if (!chosen) return rete.rollout ? `rollout plan: none, every changed node at once (--no-rollout sets aside the rete's rollout block at ${placeText(rete.rollout.place)})` : undefined;
+  if (!chosen)
+    return rete.rollout
+      ? `rollout plan: none, every changed node at once (--no-rollout sets aside the rete's rollout block at ${placeText(rete.rollout.place)})`
+      : undefined;
   const p = RolloutPlan.parse(chosen.plan);
   const pct = (share: number) => `${Math.round(share * 10000) / 100}%`;
-  const canary = p.canary.length === 0 ? 'no canary' : `canary ${p.canary.slice(0, CANARY_SHOWN).join(', ')}${p.canary.length > CANARY_SHOWN ? ` and ${p.canary.length - CANARY_SHOWN} more` : ''}`;
+  const canary =
+    p.canary.length === 0
+      ? 'no canary'
+      : `canary ${p.canary.slice(0, CANARY_SHOWN).join(', ')}${p.canary.length > CANARY_SHOWN ? ` and ${p.canary.length - CANARY_SHOWN} more` : ''}`;
   const budget = 'count' in p.failure_budget ? plural(p.failure_budget.count, 'node') : pct(p.failure_budget.share);
   const from = [
     ...(chosen.block ? [`the rete's rollout block at ${placeText(chosen.block)}`] : []),
@@ -143,7 +156,12 @@ export function rolloutPlanLine(chosen: ChosenPlan | undefined, rete: Pick<Rete,
 function durationText(seconds: number): string {
   const parts: string[] = [];
   let rest = seconds;
-  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
+  for (const [unit, size] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
     if (rest >= size) parts.push(`${Math.floor(rest / size)}${unit}`);
     rest %= size;
   }

@@ -21,7 +21,11 @@ describe('the rollout plan a publish uses', () => {
   const block = reteWith('  canary: { tags: [staff] }\n  waves: [50, 100]\n  bake: 5m\n  on_halt: hold\n');
 
   it('is the rete block when no flag is given', () => {
-    expect(rolloutPlanOf(block, {})).toEqual({ plan: { canary: ['laptop'], waves: [50, 100], bake_seconds: 300, on_halt: 'hold' }, block: { file: 'rollout.yaml', line: 2, col: 3 }, flags: [] });
+    expect(rolloutPlanOf(block, {})).toEqual({
+      plan: { canary: ['laptop'], waves: [50, 100], bake_seconds: 300, on_halt: 'hold' },
+      block: { file: 'rollout.yaml', line: 2, col: 3 },
+      flags: [],
+    });
     expect(rolloutPlanLine(rolloutPlanOf(block, {}), block)).toBe(
       "rollout plan: canary laptop, then waves 50%, 100%; bake 5m; failure budget 0 nodes; confirm 100%; on halt hold (the rete's rollout block at rollout.yaml:2:3)",
     );
@@ -45,7 +49,9 @@ describe('the rollout plan a publish uses', () => {
 
   it('is none with --no-rollout, which says it sets the block aside and joins no other rollout flag', () => {
     expect(rolloutPlanOf(block, { rollout: false })).toBeUndefined();
-    expect(rolloutPlanLine(undefined, block)).toBe("rollout plan: none, every changed node at once (--no-rollout sets aside the rete's rollout block at rollout.yaml:2:3)");
+    expect(rolloutPlanLine(undefined, block)).toBe(
+      "rollout plan: none, every changed node at once (--no-rollout sets aside the rete's rollout block at rollout.yaml:2:3)",
+    );
     expect(codeOf(() => rolloutPlanOf(block, { rollout: false, bake: '1m' }))).toBe('usage');
   });
 

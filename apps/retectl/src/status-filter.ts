@@ -1,12 +1,4 @@
-import {
-  ConvergenceState,
-  CredentialState,
-  isLegacyStateWord,
-  LEGACY_STATE_FILTERS,
-  legacyStateReplacement,
-  NodeLifecycle,
-  stateFilterHint,
-} from '#contracts';
+import { ConvergenceState, CredentialState, isLegacyStateWord, LEGACY_STATE_FILTERS, legacyStateReplacement, NodeLifecycle, stateFilterHint } from '#contracts';
 
 export interface StatusFilterFlags {
   /** A lifecycle or convergence word (or one of the older vocabulary). */
@@ -30,7 +22,8 @@ export function statusFilter(flags: StatusFilterFlags): StatusFilter {
   const params: [string, string][] = [];
   const notes: string[] = [];
   let credential = flags.credential;
-  if (credential !== undefined && !CREDENTIAL_WORDS.includes(credential)) return { ok: false, error: `--credential ${credential}: must be one of ${CREDENTIAL_WORDS.join(', ')}` };
+  if (credential !== undefined && !CREDENTIAL_WORDS.includes(credential))
+    return { ok: false, error: `--credential ${credential}: must be one of ${CREDENTIAL_WORDS.join(', ')}` };
   if (flags.state !== undefined) {
     const word = flags.state;
     if (isLegacyStateWord(word)) {

@@ -20,11 +20,28 @@ describe('status', () => {
 
   it('formats ages coarsely', () => {
     const ago = (s: number) => formatAge(new Date(now.getTime() - s * 1000).toISOString(), now);
-    expect([ago(0), ago(59), ago(60), ago(3599), ago(3600), ago(3660), ago(86400 + 7200), formatAge(null, now)]).toEqual(['0s', '59s', '1m', '59m', '1h', '1h1m', '1d2h', 'never']);
+    expect([ago(0), ago(59), ago(60), ago(3599), ago(3600), ago(3660), ago(86400 + 7200), formatAge(null, now)]).toEqual([
+      '0s',
+      '59s',
+      '1m',
+      '59m',
+      '1h',
+      '1h1m',
+      '1d2h',
+      'never',
+    ]);
     expect([formatSeconds(0), formatSeconds(3660), formatSeconds(-5)]).toEqual(['0s', '1h1m', '0s']);
   });
 
   it('pads table columns to the widest cell', () => {
-    expect(formatTable(['NODE', 'V'], [['alpha', '1'], ['b', '10']])).toBe('NODE   V\nalpha  1\nb      10\n');
+    expect(
+      formatTable(
+        ['NODE', 'V'],
+        [
+          ['alpha', '1'],
+          ['b', '10'],
+        ],
+      ),
+    ).toBe('NODE   V\nalpha  1\nb      10\n');
   });
 });

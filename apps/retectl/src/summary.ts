@@ -45,9 +45,15 @@ export function resourcesTouched(entries: readonly PlanEntry[]): string | undefi
 export function planEntryLines(e: PlanEntry): string[] {
   switch (e.action) {
     case 'new':
-      return [`+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${artifactsText(e.artifacts)})`, ...(e.resources ?? []).map((r) => `    ${formatResourceChange(r)}`)];
+      return [
+        `+ ${e.node}: new${e.readded ? ' (re-added after retirement)' : ''} (${artifactsText(e.artifacts)})`,
+        ...(e.resources ?? []).map((r) => `    ${formatResourceChange(r)}`),
+      ];
     case 'changed':
-      return [`~ ${e.node}: changed (${artifactsText(e.artifacts)}) at version ${e.version}`, ...(e.resources ?? []).map((r) => `    ${formatResourceChange(r)}`)];
+      return [
+        `~ ${e.node}: changed (${artifactsText(e.artifacts)}) at version ${e.version}`,
+        ...(e.resources ?? []).map((r) => `    ${formatResourceChange(r)}`),
+      ];
     case 'unchanged':
       return [`  ${e.node}: unchanged at version ${e.version}`];
     case 'retired':
@@ -77,7 +83,9 @@ export function formatPlan({ entries }: Plan, options: ListOptions = {}, notes: 
   if (resources) lines.push(resources);
   lines.push(...notes);
   // The nodes that change first, then those kept outside the tree: a bound cuts the warnings, not the changes.
-  const listed = options.all ? entries : [...entries.filter((e) => e.action === 'new' || e.action === 'changed' || e.action === 'retired'), ...entries.filter((e) => e.action === 'absent')];
+  const listed = options.all
+    ? entries
+    : [...entries.filter((e) => e.action === 'new' || e.action === 'changed' || e.action === 'retired'), ...entries.filter((e) => e.action === 'absent')];
   lines.push(...bounded(listed, planEntryLines, options));
   return lines;
 }
@@ -87,7 +95,13 @@ export function formatPlan({ entries }: Plan, options: ListOptions = {}, notes: 
  * then `node from -> to` per changed node, bounded. `retired` tells the nodes the publish retires
  * (with --prune, those not in the tree), as `retectl retire` marks them.
  */
-export function formatPublish(body: PublishResponse, sent: number, uploaded: number, options: ListOptions = {}, retired: (node: string) => boolean = () => false): string[] {
+export function formatPublish(
+  body: PublishResponse,
+  sent: number,
+  uploaded: number,
+  options: ListOptions = {},
+  retired: (node: string) => boolean = () => false,
+): string[] {
   if (body.publish_id === null) return [`nothing changed: ${body.unchanged} unchanged`];
   const added = body.changed.filter((c) => c.from === 0).length;
   const gone = body.changed.filter((c) => retired(c.node)).length;

@@ -2,7 +2,8 @@ import type { Plan, PlanEntry } from '#rete';
 import { bounded, formatPlan, formatPublish, LIST_LIMIT, resourcesTouched } from './summary.js';
 
 const plan = (entries: PlanEntry[]): Plan => ({ entries, changes: entries.some((e) => e.action !== 'unchanged' && e.action !== 'absent'), ineligible: [] });
-const changed = (n: number): PlanEntry[] => Array.from({ length: n }, (_, i) => ({ node: `n${String(i).padStart(5, '0')}`, action: 'changed', version: 1, artifacts: ['flor.json'] }));
+const changed = (n: number): PlanEntry[] =>
+  Array.from({ length: n }, (_, i) => ({ node: `n${String(i).padStart(5, '0')}`, action: 'changed', version: 1, artifacts: ['flor.json'] }));
 const unchanged = (n: number): PlanEntry[] => Array.from({ length: n }, (_, i) => ({ node: `u${i}`, action: 'unchanged', version: 2 }));
 
 describe('bounded lists', () => {
@@ -15,11 +16,19 @@ describe('bounded lists', () => {
 
 describe('formatPlan', () => {
   it('puts the summary first and leaves unchanged nodes to the count', () => {
-    expect(formatPlan(plan([...changed(2), ...unchanged(3)]))).toEqual(['plan: 0 new, 2 changed, 0 retired, 3 unchanged', '~ n00000: changed (flor.json) at version 1', '~ n00001: changed (flor.json) at version 1']);
+    expect(formatPlan(plan([...changed(2), ...unchanged(3)]))).toEqual([
+      'plan: 0 new, 2 changed, 0 retired, 3 unchanged',
+      '~ n00000: changed (flor.json) at version 1',
+      '~ n00001: changed (flor.json) at version 1',
+    ]);
   });
 
   it('lists every node, unchanged ones too, with --all', () => {
-    expect(formatPlan(plan([...changed(1), ...unchanged(1)]), { all: true })).toEqual(['plan: 0 new, 1 changed, 0 retired, 1 unchanged', '~ n00000: changed (flor.json) at version 1', '  u0: unchanged at version 2']);
+    expect(formatPlan(plan([...changed(1), ...unchanged(1)]), { all: true })).toEqual([
+      'plan: 0 new, 1 changed, 0 retired, 1 unchanged',
+      '~ n00000: changed (flor.json) at version 1',
+      '  u0: unchanged at version 2',
+    ]);
   });
 
   it('says when there is nothing to publish, and counts nodes kept outside the tree', () => {
@@ -39,8 +48,26 @@ describe('formatPlan', () => {
 
   it('sums the host resources and packages touched', () => {
     const entries: PlanEntry[] = [
-      { node: 'a', action: 'new', artifacts: ['resources.json'], readded: false, resources: [{ kind: 'file', action: 'added', path: '/etc/a' }, { kind: 'package', action: 'added', manager: 'apt', name: 'nginx', version: '1.0' }] },
-      { node: 'b', action: 'changed', version: 3, artifacts: ['resources.json'], resources: [{ kind: 'file', action: 'removed', path: '/etc/b' }, { kind: 'file', action: 'added', path: '/etc/c' }] },
+      {
+        node: 'a',
+        action: 'new',
+        artifacts: ['resources.json'],
+        readded: false,
+        resources: [
+          { kind: 'file', action: 'added', path: '/etc/a' },
+          { kind: 'package', action: 'added', manager: 'apt', name: 'nginx', version: '1.0' },
+        ],
+      },
+      {
+        node: 'b',
+        action: 'changed',
+        version: 3,
+        artifacts: ['resources.json'],
+        resources: [
+          { kind: 'file', action: 'removed', path: '/etc/b' },
+          { kind: 'file', action: 'added', path: '/etc/c' },
+        ],
+      },
       { node: 'c', action: 'changed', version: 3, artifacts: ['flor.json'] },
     ];
     expect(resourcesTouched(entries)).toBe('host resources on 2 nodes: files 2 added, 1 removed; packages 1 added');
@@ -50,12 +77,25 @@ describe('formatPlan', () => {
 });
 
 describe('formatPublish', () => {
-  const body = (n: number, from = 1) => ({ publish_id: 'p-1', position: 9, changed: Array.from({ length: n }, (_, i) => ({ node: `n${i}`, from, to: from + 1 })), unchanged: 7 });
+  const body = (n: number, from = 1) => ({
+    publish_id: 'p-1',
+    position: 9,
+    changed: Array.from({ length: n }, (_, i) => ({ node: `n${i}`, from, to: from + 1 })),
+    unchanged: 7,
+  });
 
   it('puts the summary first, then each changed node', () => {
-    expect(formatPublish(body(2), 2, 2)).toEqual(['published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 2 blobs uploaded)', 'n0 1 -> 2', 'n1 1 -> 2']);
+    expect(formatPublish(body(2), 2, 2)).toEqual([
+      'published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 2 blobs uploaded)',
+      'n0 1 -> 2',
+      'n1 1 -> 2',
+    ]);
     expect(formatPublish(body(1, 0), 1, 1)[0]).toBe('published p-1 at position 9: 1 changed, 7 unchanged (1 node sent, 1 blob uploaded); of them 1 new');
-    expect(formatPublish(body(2), 2, 0, {}, (n) => n === 'n1')).toEqual(['published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 0 blobs uploaded); of them 1 retired', 'n0 1 -> 2', 'n1 1 -> 2 (retired)']);
+    expect(formatPublish(body(2), 2, 0, {}, (n) => n === 'n1')).toEqual([
+      'published p-1 at position 9: 2 changed, 7 unchanged (2 nodes sent, 0 blobs uploaded); of them 1 retired',
+      'n0 1 -> 2',
+      'n1 1 -> 2 (retired)',
+    ]);
   });
 
   it('bounds the node lines unless --all', () => {

@@ -24,7 +24,11 @@ describe('the unified diff renderer', () => {
   });
 
   it('puts resource changes first, and colours only when asked', () => {
-    const d = { resources: [{ kind: 'package' as const, action: 'removed' as const, manager: 'apt' as const, name: 'curl', version: '1' }], artifacts: [patch], files: [] };
+    const d = {
+      resources: [{ kind: 'package' as const, action: 'removed' as const, manager: 'apt' as const, name: 'curl', version: '1' }],
+      artifacts: [patch],
+      files: [],
+    };
     expect(renderNodeDiff(d, false)).toEqual(['- package curl', patch]);
     expect(renderNodeDiff(d, true)[0]).toBe(`${ESC}31m- package curl${ESC}0m`);
     expect(renderNodeDiff(d, false).join('\n')).not.toContain(ESC);
@@ -48,7 +52,13 @@ describe('plan --diff: a head against the compiled tree', () => {
     artifacts: [
       { name: 'flor.json', sha256: '1'.repeat(64), size: 1, encoding: 'utf-8', content: 'old\n' },
       { name: 'agent.json', sha256: '2'.repeat(64), size: 1, encoding: 'utf-8', content: 'same\n' },
-      { name: 'resources.json', sha256: '3'.repeat(64), size: 1, encoding: 'utf-8', content: JSON.stringify({ files: [{ path: '/etc/motd', content: { sha256: 'a'.repeat(64) } }], packages: [] }) },
+      {
+        name: 'resources.json',
+        sha256: '3'.repeat(64),
+        size: 1,
+        encoding: 'utf-8',
+        content: JSON.stringify({ files: [{ path: '/etc/motd', content: { sha256: 'a'.repeat(64) } }], packages: [] }),
+      },
       { name: `file-${'a'.repeat(64)}`, sha256: 'a'.repeat(64), size: 1, encoding: 'utf-8', content: 'hello\n' },
     ],
   };
@@ -61,7 +71,13 @@ describe('plan --diff: a head against the compiled tree', () => {
 
   it('diffs the changed artifacts by name and a changed file under its host path', () => {
     const d = nodeDiff(
-      { node: 'web', action: 'changed', version: 3, artifacts: ['flor.json', 'resources.json'], resources: [{ kind: 'file', action: 'changed', path: '/etc/motd', changes: [{ field: 'content' }] }] },
+      {
+        node: 'web',
+        action: 'changed',
+        version: 3,
+        artifacts: ['flor.json', 'resources.json'],
+        resources: [{ kind: 'file', action: 'changed', path: '/etc/motd', changes: [{ field: 'content' }] }],
+      },
       head,
       local,
     );

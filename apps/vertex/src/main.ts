@@ -32,7 +32,8 @@ function readConfig(path: string): FlorJson {
     throw new StartError(`${path} is not JSON: ${(err as Error).message}`);
   }
   const parsed = FlorJson.safeParse(json);
-  if (!parsed.success) throw new StartError(`${path} is not a valid flor.json: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new StartError(`${path} is not a valid flor.json: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 

@@ -69,9 +69,6 @@ export class Vertex {
   /** Stops accepting, closes peers and the control socket (which removes its file). */
   async stop(): Promise<void> {
     for (const s of this.peers) s.destroy();
-    await Promise.all([
-      this.control.close(),
-      ...this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
-    ]);
+    await Promise.all([this.control.close(), ...this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())))]);
   }
 }

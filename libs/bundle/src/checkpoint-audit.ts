@@ -7,7 +7,8 @@ import type { TrustKey } from '#contracts';
 /** The checkpoint origin (and note key name) of a ledger: fixed by the digest of its first trust version. */
 export const ledgerOrigin = (genesisDigest: string): string => `florete.ledger/${genesisDigest.slice(0, 16)}`;
 
-export type CheckpointAuditFailure = 'checkpoint_malformed' | 'checkpoint_unknown_signer' | 'checkpoint_bad_signature' | 'checkpoint_origin' | 'checkpoint_trust' | 'checkpoint_revoked';
+export type CheckpointAuditFailure =
+  'checkpoint_malformed' | 'checkpoint_unknown_signer' | 'checkpoint_bad_signature' | 'checkpoint_origin' | 'checkpoint_trust' | 'checkpoint_revoked';
 
 export class CheckpointAuditError extends Error {
   constructor(
@@ -51,7 +52,10 @@ export function attributeCheckpoint(note: string, trustDocuments: readonly strin
 }
 
 /** As attributeCheckpoint, for a checkpoint of the ledger's Merkle tree (origin `<ledger>/tree`). */
-export function attributeTreeCheckpoint(note: string, trustDocuments: readonly string[]): Omit<AttributedCheckpoint, 'checkpoint'> & { readonly checkpoint: TreeCheckpoint } {
+export function attributeTreeCheckpoint(
+  note: string,
+  trustDocuments: readonly string[],
+): Omit<AttributedCheckpoint, 'checkpoint'> & { readonly checkpoint: TreeCheckpoint } {
   return attribute(note, trustDocuments, (digest) => treeOrigin(ledgerOrigin(digest)), openTreeCheckpoint);
 }
 
@@ -66,7 +70,11 @@ function attribute<C extends { readonly time: string }>(
   const origin = originOf(chain.genesisDigest);
   if (claimed.origin !== origin) throw new CheckpointAuditError('checkpoint_origin', `the checkpoint is of ${claimed.origin}; this coordinator's is ${origin}`);
   const pin = chain.pins.get(claimed.trustVersion);
-  if (!pin) throw new CheckpointAuditError('checkpoint_unknown_signer', `the checkpoint names trust version ${claimed.trustVersion}; the coordinator's trust chain ends at version ${chain.pins.size}`);
+  if (!pin)
+    throw new CheckpointAuditError(
+      'checkpoint_unknown_signer',
+      `the checkpoint names trust version ${claimed.trustVersion}; the coordinator's trust chain ends at version ${chain.pins.size}`,
+    );
   const { checkpoint, kid } = wrap(() => open(note, pin.keys));
   let replaced: KeyEvent | null = null;
   let revoked: KeyEvent | null = null;
@@ -108,7 +116,8 @@ function wrap<T>(fn: () => T): T {
     return fn();
   } catch (err) {
     if (err instanceof CheckpointError) throw new CheckpointAuditError(err.code, err.message, { cause: err });
-    if (err instanceof TrustChainError) throw new CheckpointAuditError('checkpoint_trust', `the coordinator's trust chain does not verify: ${err.message}`, { cause: err });
+    if (err instanceof TrustChainError)
+      throw new CheckpointAuditError('checkpoint_trust', `the coordinator's trust chain does not verify: ${err.message}`, { cause: err });
     throw err;
   }
 }
@@ -124,7 +133,10 @@ export interface Sighting {
  * position, found in a logarithmic number of look-ups: each hash commits to the whole chain
  * before it, so once the ledger and a source part they never agree again.
  */
-export async function firstDisagreement<S extends Sighting>(sightings: readonly S[], ledgerHashAt: (position: number) => Promise<string | null>): Promise<{ sighting: S; ledger: string | null } | null> {
+export async function firstDisagreement<S extends Sighting>(
+  sightings: readonly S[],
+  ledgerHashAt: (position: number) => Promise<string | null>,
+): Promise<{ sighting: S; ledger: string | null } | null> {
   let lo = 0;
   let hi = sightings.length;
   let found: { sighting: S; ledger: string | null } | null = null;

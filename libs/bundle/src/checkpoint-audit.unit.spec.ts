@@ -14,7 +14,13 @@ const a = newKey('key-a');
 const b = newKey('key-b');
 const c = newKey('key-c');
 const evil = newKey('key-evil');
-const doc = (version: number, keys: TrustKey[], previous: string | null, issued: string, revoked: string[] = []): TrustDocument => ({ version, keys, revoked, issued_at: issued, previous });
+const doc = (version: number, keys: TrustKey[], previous: string | null, issued: string, revoked: string[] = []): TrustDocument => ({
+  version,
+  keys,
+  revoked,
+  issued_at: issued,
+  previous,
+});
 
 /** v1 {a} on day 1, v2 {b} by a on day 2 (a rotated out), v3 {c} by b on day 3 revoking b. */
 const v1 = signTrustDocument(doc(1, [a.key], null, '2026-01-01T00:00:00.000Z'), a.signer);
@@ -41,17 +47,26 @@ describe('a kept checkpoint against the trust chain', () => {
   });
 
   it('accepts one signed by the current key', () => {
-    expect(attributeCheckpoint(signCheckpoint(cp(3, '2026-01-04T00:00:00.000Z'), c.signer), chain)).toMatchObject({ kid: 'key-c', replaced: null, revoked: null });
+    expect(attributeCheckpoint(signCheckpoint(cp(3, '2026-01-04T00:00:00.000Z'), c.signer), chain)).toMatchObject({
+      kid: 'key-c',
+      replaced: null,
+      revoked: null,
+    });
   });
 
   it('accepts a key revoked later only for a time before the revocation, and says so', () => {
-    expect(attributeCheckpoint(signCheckpoint(cp(2, '2026-01-02T12:00:00.000Z'), b.signer), chain)).toMatchObject({ kid: 'key-b', revoked: { version: 3, at: '2026-01-03T00:00:00.000Z' } });
+    expect(attributeCheckpoint(signCheckpoint(cp(2, '2026-01-02T12:00:00.000Z'), b.signer), chain)).toMatchObject({
+      kid: 'key-b',
+      revoked: { version: 3, at: '2026-01-03T00:00:00.000Z' },
+    });
     expect(failure(() => attributeCheckpoint(signCheckpoint(cp(2, '2026-01-03T00:00:00.000Z'), b.signer), chain))).toBe('checkpoint_revoked');
   });
 
   it('refuses another ledger, an altered note, an unknown trust version, a wrong key and a forged chain', () => {
     const note = signCheckpoint(cp(1, '2026-01-01T12:00:00.000Z'), a.signer);
-    expect(failure(() => attributeCheckpoint(signCheckpoint({ ...cp(1, '2026-01-01T12:00:00.000Z'), origin: 'florete.ledger/0000000000000000' }, a.signer), chain))).toBe('checkpoint_origin');
+    expect(
+      failure(() => attributeCheckpoint(signCheckpoint({ ...cp(1, '2026-01-01T12:00:00.000Z'), origin: 'florete.ledger/0000000000000000' }, a.signer), chain)),
+    ).toBe('checkpoint_origin');
     expect(failure(() => attributeCheckpoint(note.replace('\n7\n', '\n8\n'), chain))).toBe('checkpoint_bad_signature');
     expect(failure(() => attributeCheckpoint(signCheckpoint(cp(4, '2026-01-05T00:00:00.000Z'), c.signer), chain))).toBe('checkpoint_unknown_signer');
     expect(failure(() => attributeCheckpoint(signCheckpoint(cp(2, '2026-01-02T12:00:00.000Z'), a.signer), chain))).toBe('checkpoint_unknown_signer');
@@ -90,13 +105,25 @@ describe('flagWitnesses', () => {
       { witness: 'gamma', position: 4, hash: 'x', ledgerHash: 'x' },
     ]);
     expect(flags).toEqual([
-      { kind: 'fork', position: 9, hashes: [{ hash: 'old', witnesses: ['alpha', 'beta'] }, { hash: 'new', witnesses: ['(coordinator)'] }] },
+      {
+        kind: 'fork',
+        position: 9,
+        hashes: [
+          { hash: 'old', witnesses: ['alpha', 'beta'] },
+          { hash: 'new', witnesses: ['(coordinator)'] },
+        ],
+      },
       { kind: 'ledger', witness: 'alpha', position: 9, held: 'old', ledger: 'new' },
       { kind: 'ledger', witness: 'beta', position: 9, held: 'old', ledger: 'new' },
     ]);
   });
 
   it('flags nothing when every witness agrees with the ledger', () => {
-    expect(flagWitnesses([{ witness: 'alpha', position: 9, hash: 'h', ledgerHash: 'h' }, { witness: 'beta', position: 5, hash: 'g', ledgerHash: 'g' }])).toEqual([]);
+    expect(
+      flagWitnesses([
+        { witness: 'alpha', position: 9, hash: 'h', ledgerHash: 'h' },
+        { witness: 'beta', position: 5, hash: 'g', ledgerHash: 'g' },
+      ]),
+    ).toEqual([]);
   });
 });

@@ -48,7 +48,10 @@ export function checkpointText(c: Checkpoint): string {
 /** C2SP key ID: the first four bytes of SHA-256(name ‖ 0x0A ‖ 0x01 ‖ 32-byte public key), big-endian. */
 export function noteKeyId(name: string, key: TrustKey): number {
   const raw = Buffer.from(key.x, 'base64url');
-  return createHash('sha256').update(Buffer.concat([Buffer.from(`${name}\n`, 'utf8'), Buffer.from([ED25519]), raw])).digest().readUInt32BE(0);
+  return createHash('sha256')
+    .update(Buffer.concat([Buffer.from(`${name}\n`, 'utf8'), Buffer.from([ED25519]), raw]))
+    .digest()
+    .readUInt32BE(0);
 }
 
 function privateOf(key: KeyObject | { privateKey: unknown }): KeyObject {
@@ -91,7 +94,8 @@ export function parseCheckpoint(note: string): { checkpoint: Checkpoint; text: s
   const lines = text.slice(0, -1).split('\n');
   if (lines.length < 3) throw bad('has fewer than three lines');
   const [origin, size, hash, ...extensions] = lines;
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size))) throw bad(`size ${JSON.stringify(size.slice(0, 20))} is not a decimal number`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size)))
+    throw bad(`size ${JSON.stringify(size.slice(0, 20))} is not a decimal number`);
   const hashBytes = Buffer.from(hash, 'base64');
   if (hashBytes.length !== 32 || hashBytes.toString('base64') !== hash) throw bad('hash is not a base64 sha256');
   const ext = new Map(extensions.map((l) => [l.split(' ')[0], l.slice(l.indexOf(' ') + 1)]));
@@ -133,10 +137,18 @@ export type CheckpointOrder = 'newer' | 'same' | { readonly refused: 'checkpoint
 export function compareCheckpoints(held: Checkpoint | null, next: Checkpoint): CheckpointOrder {
   if (held === null) return 'newer';
   if (next.origin !== held.origin) return { refused: 'checkpoint_origin', reason: `checkpoint of ledger ${next.origin}, this agent follows ${held.origin}` };
-  if (next.position < held.position) return { refused: 'checkpoint_rollback', reason: `checkpoint at position ${next.position} is older than the one held at position ${held.position} (replayed or rolled back)` };
+  if (next.position < held.position)
+    return {
+      refused: 'checkpoint_rollback',
+      reason: `checkpoint at position ${next.position} is older than the one held at position ${held.position} (replayed or rolled back)`,
+    };
   if (next.position === held.position && next.hash !== held.hash) {
-    return { refused: 'checkpoint_fork', reason: `checkpoint at position ${next.position} has another hash than the one held for that position: the ledger was rewritten or forked` };
+    return {
+      refused: 'checkpoint_fork',
+      reason: `checkpoint at position ${next.position} has another hash than the one held for that position: the ledger was rewritten or forked`,
+    };
   }
-  if (Date.parse(next.time) < Date.parse(held.time)) return { refused: 'checkpoint_rollback', reason: `checkpoint signed at ${next.time} is older than the one held, signed at ${held.time} (replayed)` };
+  if (Date.parse(next.time) < Date.parse(held.time))
+    return { refused: 'checkpoint_rollback', reason: `checkpoint signed at ${next.time} is older than the one held, signed at ${held.time} (replayed)` };
   return next.position === held.position && next.time === held.time ? 'same' : 'newer';
 }

@@ -1,7 +1,16 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { TrustKey } from '#contracts';
 import { sha256Hex } from './digest.js';
-import { CheckpointError, checkpointText, compareCheckpoints, noteKeyId, openCheckpoint, parseCheckpoint, signCheckpoint, type Checkpoint } from './checkpoint.js';
+import {
+  CheckpointError,
+  checkpointText,
+  compareCheckpoints,
+  noteKeyId,
+  openCheckpoint,
+  parseCheckpoint,
+  signCheckpoint,
+  type Checkpoint,
+} from './checkpoint.js';
 
 function newKey(kid: string) {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -28,7 +37,14 @@ describe('checkpoint (C2SP signed note)', () => {
   it('is origin, size, base64 hash, extension lines, a blank line and an em-dash signature line', () => {
     const note = signCheckpoint(cp, k.signer);
     const lines = note.split('\n');
-    expect(lines.slice(0, 6)).toEqual(['florete.ledger/0123456789abcdef', '42', Buffer.from(cp.hash, 'hex').toString('base64'), 'time 2026-11-30T10:00:00.000Z', 'trust 3', '']);
+    expect(lines.slice(0, 6)).toEqual([
+      'florete.ledger/0123456789abcdef',
+      '42',
+      Buffer.from(cp.hash, 'hex').toString('base64'),
+      'time 2026-11-30T10:00:00.000Z',
+      'trust 3',
+      '',
+    ]);
     expect(lines[6]).toMatch(/^— florete\.ledger\/0123456789abcdef [A-Za-z0-9+/]+=*$/);
     expect(lines[7]).toBe('');
     // key ID ‖ 64-byte Ed25519 signature, the key ID as the signed-note spec derives it.
@@ -51,7 +67,12 @@ describe('checkpoint (C2SP signed note)', () => {
   });
 
   it('refuses malformed notes with a reason', () => {
-    for (const bad of ['', 'origin\n1\n', 'o\n1\nAAAA\ntime x\ntrust 1\n\n— o AAAAAAA=\n', `o\n01\n${Buffer.alloc(32).toString('base64')}\ntime 2026-01-01T00:00:00Z\ntrust 1\n\n— o AAAAAAA=\n`]) {
+    for (const bad of [
+      '',
+      'origin\n1\n',
+      'o\n1\nAAAA\ntime x\ntrust 1\n\n— o AAAAAAA=\n',
+      `o\n01\n${Buffer.alloc(32).toString('base64')}\ntime 2026-01-01T00:00:00Z\ntrust 1\n\n— o AAAAAAA=\n`,
+    ]) {
       expect(failure(() => parseCheckpoint(bad))).toBe('checkpoint_malformed');
     }
   });

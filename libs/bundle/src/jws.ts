@@ -23,12 +23,7 @@ export async function signBundle(payload: Uint8Array, key: SigningKey): Promise<
   return `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}`;
 }
 
-export type BundleVerifyFailure =
-  | 'malformed'
-  | 'unknown_key'
-  | 'bad_signature'
-  | 'wrong_type'
-  | 'wrong_algorithm';
+export type BundleVerifyFailure = 'malformed' | 'unknown_key' | 'bad_signature' | 'wrong_type' | 'wrong_algorithm';
 
 export class BundleVerifyError extends Error {
   constructor(
@@ -42,10 +37,7 @@ export class BundleVerifyError extends Error {
 }
 
 /** Verifies a compact JWS against a pinned JWKS and returns its payload bytes and kid. */
-export async function verifyBundleSignature(
-  jws: string,
-  jwks: jose.JSONWebKeySet,
-): Promise<{ payload: Uint8Array; kid: string }> {
+export async function verifyBundleSignature(jws: string, jwks: jose.JSONWebKeySet): Promise<{ payload: Uint8Array; kid: string }> {
   let header: jose.ProtectedHeaderParameters;
   try {
     header = jose.decodeProtectedHeader(jws);

@@ -126,7 +126,8 @@ function checkInclusion(index: number, size: number): void {
 }
 
 function checkConsistency(from: number, to: number): void {
-  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 1 && from <= to)) throw new RangeError(`no consistency proof from ${from} to ${to} leaves`);
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 1 && from <= to))
+    throw new RangeError(`no consistency proof from ${from} to ${to} leaves`);
 }
 
 const coordsOf = (ranges: readonly Range[]): Coord[] => ranges.flatMap((r) => pieces(r.lo, r.hi));

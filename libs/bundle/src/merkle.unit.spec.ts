@@ -36,13 +36,45 @@ const ROOTS = [
 ];
 // Reference proofs over the same leaves.
 const INCLUSION = [
-  { index: 0, size: 8, proof: ['96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7', '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4'] },
-  { index: 5, size: 8, proof: ['bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b', 'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0', 'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7'] },
+  {
+    index: 0,
+    size: 8,
+    proof: [
+      '96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7',
+      '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e',
+      '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4',
+    ],
+  },
+  {
+    index: 5,
+    size: 8,
+    proof: [
+      'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b',
+      'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0',
+      'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7',
+    ],
+  },
 ];
 const CONSISTENCY = [
-  { from: 2, to: 8, proof: ['5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4'] },
-  { from: 6, to: 8, proof: ['0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a', 'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0', 'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7'] },
-  { from: 2, to: 5, proof: ['5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', 'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b'] },
+  {
+    from: 2,
+    to: 8,
+    proof: ['5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', '6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4'],
+  },
+  {
+    from: 6,
+    to: 8,
+    proof: [
+      '0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a',
+      'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0',
+      'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7',
+    ],
+  },
+  {
+    from: 2,
+    to: 5,
+    proof: ['5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e', 'bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b'],
+  },
 ];
 
 /** A log in memory: every stored hash, as an append leaves them. */
@@ -53,7 +85,8 @@ class Store {
   append(entries: readonly Uint8Array[]): void {
     const needed = appendCoords(this.size, entries.length);
     const loaded = new Map(needed.map((c) => [`${c.level}/${c.index}`, this.get(c)]));
-    for (const { coord, hash } of appendLeaves(this.size, entries.map(leafHash), (c) => loaded.get(`${c.level}/${c.index}`) ?? fail(c))) this.hashes.set(`${coord.level}/${coord.index}`, hash);
+    for (const { coord, hash } of appendLeaves(this.size, entries.map(leafHash), (c) => loaded.get(`${c.level}/${c.index}`) ?? fail(c)))
+      this.hashes.set(`${coord.level}/${coord.index}`, hash);
     this.size += entries.length;
   }
   get = (c: Coord): Buffer => {

@@ -12,7 +12,9 @@ import { nodeHash, type Coord, type HashRead } from './merkle.js';
 export const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;
 
-export type TileRef = { readonly kind: 'hashes'; readonly level: number; readonly index: number; readonly width: number } | { readonly kind: 'entries'; readonly index: number; readonly width: number };
+export type TileRef =
+  | { readonly kind: 'hashes'; readonly level: number; readonly index: number; readonly width: number }
+  | { readonly kind: 'entries'; readonly index: number; readonly width: number };
 
 /** `1234067` → `x001/x234/067`: three digits an element, all but the last marked with x. */
 function encodeIndex(n: number): string {
@@ -24,7 +26,8 @@ function encodeIndex(n: number): string {
 
 /** A tile's path under the log's prefix: `tile/<L>/<N>[.p/<W>]`, or `tile/entries/<N>[.p/<W>]`. */
 export function tilePath(t: TileRef): string {
-  if (!Number.isSafeInteger(t.index) || t.index < 0 || !Number.isInteger(t.width) || t.width < 1 || t.width > TILE_WIDTH) throw new RangeError(`no tile ${JSON.stringify(t)}`);
+  if (!Number.isSafeInteger(t.index) || t.index < 0 || !Number.isInteger(t.width) || t.width < 1 || t.width > TILE_WIDTH)
+    throw new RangeError(`no tile ${JSON.stringify(t)}`);
   const partial = t.width < TILE_WIDTH ? `.p/${t.width}` : '';
   return `tile/${t.kind === 'entries' ? 'entries' : String(t.level)}/${encodeIndex(t.index)}${partial}`;
 }
@@ -38,7 +41,8 @@ export function parseTilePath(path: string): TileRef | null {
   if (groups.length > 1 && groups[0] === 'x000') return null;
   const index = Number(groups.map((g) => g.replace(/^x/, '')).join(''));
   const width = m[3] === undefined ? TILE_WIDTH : Number(m[3]);
-  if (!Number.isSafeInteger(index) || width < 1 || width >= TILE_WIDTH + (m[3] === undefined ? 1 : 0) || (m[3] !== undefined && String(width) !== m[3])) return null;
+  if (!Number.isSafeInteger(index) || width < 1 || width >= TILE_WIDTH + (m[3] === undefined ? 1 : 0) || (m[3] !== undefined && String(width) !== m[3]))
+    return null;
   if (m[1] === 'entries') return { kind: 'entries', index, width };
   const level = Number(m[1]);
   if (level > 63 || String(level) !== m[1]) return null;
@@ -75,7 +79,7 @@ export function encodeEntryBundle(entries: readonly Uint8Array[]): Buffer {
 export function decodeEntryBundle(bundle: Uint8Array): Buffer[] {
   const b = Buffer.from(bundle);
   const out: Buffer[] = [];
-  for (let at = 0; at < b.length; ) {
+  for (let at = 0; at < b.length;) {
     if (at + 2 > b.length) throw new RangeError('entry bundle ends inside a length');
     const len = b.readUInt16BE(at);
     if (at + 2 + len > b.length) throw new RangeError('entry bundle ends inside an entry');

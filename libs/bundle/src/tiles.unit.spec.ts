@@ -14,8 +14,21 @@ describe('C2SP tlog-tiles paths', () => {
       { kind: 'hashes', level: 2, index: 999, width: 1 },
       { kind: 'hashes', level: 1, index: 1234067, width: 255 },
       { kind: 'entries', index: 7, width: 3 },
-    ] as const) expect(parseTilePath(tilePath(t))).toEqual(t);
-    for (const bad of ['tile/0/1', 'tile/0/x000/001', 'tile/0/000.p/256', 'tile/0/000.p/0', 'tile/0/000.p/007', 'tile/64/000', 'tile/00/000', 'tile/0/../000', 'tile/data/000', 'tile/0/001/']) expect(parseTilePath(bad)).toBeNull();
+    ] as const)
+      expect(parseTilePath(tilePath(t))).toEqual(t);
+    for (const bad of [
+      'tile/0/1',
+      'tile/0/x000/001',
+      'tile/0/000.p/256',
+      'tile/0/000.p/0',
+      'tile/0/000.p/007',
+      'tile/64/000',
+      'tile/00/000',
+      'tile/0/../000',
+      'tile/data/000',
+      'tile/0/001/',
+    ])
+      expect(parseTilePath(bad)).toBeNull();
   });
 
   it('give each tile its width in a tree of a given size', () => {
@@ -51,7 +64,11 @@ describe('a tree read back from its tiles alone', () => {
       const needed = new Map(appendCoords(start, batch.length).map((c) => [k(c), stored.get(k(c))!]));
       for (const { coord, hash } of appendLeaves(start, batch, (c) => needed.get(k(c))!)) stored.set(k(coord), hash);
     }
-    const read = (c: Coord) => stored.get(k(c)) ?? (() => { throw new Error(`missing ${k(c)}`); })();
+    const read = (c: Coord) =>
+      stored.get(k(c)) ??
+      (() => {
+        throw new Error(`missing ${k(c)}`);
+      })();
 
     // Serve the tiles as a mirror would hold them: only tree levels 0, 8 and 16, in 256-hash files.
     const files = new Map<string, Buffer>();

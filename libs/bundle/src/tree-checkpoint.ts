@@ -44,12 +44,20 @@ export function signTreeCheckpoint(c: TreeCheckpoint, key: { kid: string; privat
 
 function fromParsed(note: string, checkpoint: { origin: string; position: number; hash: string; time: string; trustVersion: number }): TreeCheckpoint {
   const bad = (why: string) => new CheckpointError('checkpoint_malformed', `tree checkpoint ${why}`);
-  if (!checkpoint.origin.endsWith(TREE_ORIGIN_SUFFIX)) throw bad(`origin ${JSON.stringify(checkpoint.origin)} is not a tree's (it does not end in ${TREE_ORIGIN_SUFFIX})`);
+  if (!checkpoint.origin.endsWith(TREE_ORIGIN_SUFFIX))
+    throw bad(`origin ${JSON.stringify(checkpoint.origin)} is not a tree's (it does not end in ${TREE_ORIGIN_SUFFIX})`);
   const text = note.slice(0, note.lastIndexOf('\n\n') + 1);
   const chainLine = text.split('\n').find((l) => l.startsWith('chain '));
   const chain = chainLine ? Buffer.from(chainLine.slice(6), 'base64') : null;
   if (!chain || chain.length !== 32 || chain.toString('base64') !== chainLine!.slice(6)) throw bad('has no "chain" line with a base64 sha256');
-  return { origin: checkpoint.origin, size: checkpoint.position, root: checkpoint.hash, time: checkpoint.time, trustVersion: checkpoint.trustVersion, chain: chain.toString('hex') };
+  return {
+    origin: checkpoint.origin,
+    size: checkpoint.position,
+    root: checkpoint.hash,
+    time: checkpoint.time,
+    trustVersion: checkpoint.trustVersion,
+    chain: chain.toString('hex'),
+  };
 }
 
 /** Splits a tree checkpoint into its fields; checks no signature. */

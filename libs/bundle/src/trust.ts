@@ -61,7 +61,11 @@ export function decodeTrustDocument(jws: string): DecodedTrust {
   const parsed = TrustDocument.safeParse(raw);
   const version = typeof (raw as { version?: unknown })?.version === 'number' ? (raw as { version: number }).version : null;
   if (!parsed.success) {
-    throw new TrustChainError('trust_malformed', version, `trust version ${version ?? '?'} does not match the trust contract: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    throw new TrustChainError(
+      'trust_malformed',
+      version,
+      `trust version ${version ?? '?'} does not match the trust contract: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+    );
   }
   if (header.alg !== 'EdDSA' || header.typ !== TRUST_TYP || typeof header.kid !== 'string') {
     throw new TrustChainError('trust_malformed', parsed.data.version, `trust version ${parsed.data.version} is not an EdDSA ${TRUST_TYP} with a kid`);
@@ -92,19 +96,38 @@ export function pinOf(decoded: DecodedTrust): TrustPin {
  * or throws at the first step that fails, having trusted nothing from it on.
  */
 export function walkTrustChain(pin: TrustPin, documents: readonly string[]): TrustPin {
-  const steps = documents.map(decodeTrustDocument).filter((d) => d.doc.version > pin.version).sort((a, b) => a.doc.version - b.doc.version);
+  const steps = documents
+    .map(decodeTrustDocument)
+    .filter((d) => d.doc.version > pin.version)
+    .sort((a, b) => a.doc.version - b.doc.version);
   let current = pin;
   for (const step of steps) {
     const { doc, kid } = step;
-    if (doc.version !== current.version + 1) throw new TrustChainError('trust_gap', doc.version, `trust version ${doc.version} does not follow version ${current.version}: version ${current.version + 1} is missing`);
+    if (doc.version !== current.version + 1)
+      throw new TrustChainError(
+        'trust_gap',
+        doc.version,
+        `trust version ${doc.version} does not follow version ${current.version}: version ${current.version + 1} is missing`,
+      );
     const key = current.keys.find((k) => k.kid === kid);
-    if (!key) throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version} is signed by key ${kid}, which trust version ${current.version} does not list`);
-    if (!signedBy(step.jws, key)) throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version}: the signature by key ${kid} does not verify`);
+    if (!key)
+      throw new TrustChainError(
+        'trust_forged',
+        doc.version,
+        `trust version ${doc.version} is signed by key ${kid}, which trust version ${current.version} does not list`,
+      );
+    if (!signedBy(step.jws, key))
+      throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version}: the signature by key ${kid} does not verify`);
     if (current.digest !== null && doc.previous !== current.digest) {
-      throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version} does not name trust version ${current.version} as its previous version`);
+      throw new TrustChainError(
+        'trust_forged',
+        doc.version,
+        `trust version ${doc.version} does not name trust version ${current.version} as its previous version`,
+      );
     }
     const dropped = current.revoked.filter((r) => !doc.revoked.includes(r));
-    if (dropped.length > 0) throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version} takes back the revocation of ${dropped.join(', ')}`);
+    if (dropped.length > 0)
+      throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version} takes back the revocation of ${dropped.join(', ')}`);
     const readmitted = doc.keys.filter((k) => doc.revoked.includes(k.kid));
     if (readmitted.length > 0) throw new TrustChainError('trust_forged', doc.version, `trust version ${doc.version} lists revoked key ${readmitted[0].kid}`);
     current = pinOf(step);
@@ -117,6 +140,9 @@ export function walkTrustChain(pin: TrustPin, documents: readonly string[]): Tru
  * starts walking. The documents are not trusted for this; the walk checks every step after it.
  */
 export function firstVersionListing(documents: readonly string[], kid: string): number | null {
-  const versions = documents.map(decodeTrustDocument).filter((d) => d.doc.keys.some((k) => k.kid === kid)).map((d) => d.doc.version);
+  const versions = documents
+    .map(decodeTrustDocument)
+    .filter((d) => d.doc.keys.some((k) => k.kid === kid))
+    .map((d) => d.doc.version);
   return versions.length === 0 ? null : Math.min(...versions);
 }

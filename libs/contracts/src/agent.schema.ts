@@ -62,7 +62,10 @@ export type AptConfig = z.infer<typeof AptConfig>;
  * new version's `binary` is run once (`self-check`) before the running agent hands over to it.
  */
 export const SelfUpgradeConfig = z.strictObject({
-  package: z.string().regex(/^[a-z0-9][a-z0-9+.-]+$/, 'must be a Debian package name').default('florete-agent'),
+  package: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9+.-]+$/, 'must be a Debian package name')
+    .default('florete-agent'),
   binary: AbsolutePath.default('/usr/bin/flor'),
   /** The new binary's self-check is stopped, and counts as failed, after this long. */
   check_timeout_seconds: z.number().int().positive().default(60),
@@ -138,7 +141,10 @@ export const AgentIdentity = z.strictObject({
   pinned_jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }),
   enrolled_at: Timestamp,
   /** The sha256 pin of the coordinator's TLS key the enrolment token carried: trusted with or without a CA. */
-  tls_pin: z.string().regex(/^[A-Za-z0-9_-]{43}$/).optional(),
+  tls_pin: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{43}$/)
+    .optional(),
   /** The CA file given to enrol with --cacert, trusted later too unless the config names its own. */
   ca_file: AbsolutePath.optional(),
   /** Enrolled with --insecure-http: the operator accepted plain http to this coordinator. */
@@ -460,9 +466,7 @@ export type OwnedCopy = z.infer<typeof OwnedCopy>;
 export const EnrolAnswer = z.object({
   node: NodeName,
   credential: z.string().min(1),
-  briefing: z
-    .object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) })
-    .optional(),
+  briefing: z.object({ outcome: z.string(), lines: z.array(z.object({ check: z.string(), outcome: z.string(), detail: z.string() })) }).optional(),
   /** The recovery copy: the files this node last reported installed (null when it never reported any). */
   installed: z.array(z.string()).nullable().optional(),
   /**

@@ -14,7 +14,12 @@ export const MAX_CONFIRM_WITHIN = 7 * 24 * 3600;
 /** The longest message a publish, rollback or retirement may carry. */
 export const MAX_MESSAGE_LENGTH = 4096;
 const Message = z.string().max(MAX_MESSAGE_LENGTH);
-const Limit = z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(100);
+const Limit = z
+  .string()
+  .regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000')
+  .transform(Number)
+  .pipe(z.number().int().min(1).max(1000))
+  .default(100);
 
 /**
  * Heads are compared in this many buckets (GET /v1/heads/buckets): a tree that differs from the
@@ -28,7 +33,11 @@ export const MAX_DIGESTS_PER_ASK = 100_000;
 export const BlobsMissingRequest = z.strictObject({ digests: z.array(Sha256).max(MAX_DIGESTS_PER_ASK) });
 export const BlobsMissingResponse = z.object({ missing: z.array(Sha256) });
 /** The answer to a blob archive (POST /v1/blobs): distinct blobs received, how many were new, their bytes. */
-export const BlobArchiveResponse = z.object({ received: z.number().int().nonnegative(), created: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() });
+export const BlobArchiveResponse = z.object({
+  received: z.number().int().nonnegative(),
+  created: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+});
 export type BlobArchiveResponse = z.infer<typeof BlobArchiveResponse>;
 
 /** A line of an enrolment briefing that failed: why its node is ineligible for new content. */
@@ -42,7 +51,9 @@ export const IneligibleNode = z.object({ node: NodeName, failed_briefing: z.arra
 const AllowIneligible = z.array(NodeName).max(100_000);
 
 export const PublishNode = z.strictObject({
-  artifacts: z.record(ArtifactName, Sha256).refine((a) => Object.keys(a).length <= MAX_ARTIFACTS_PER_NODE, `at most ${MAX_ARTIFACTS_PER_NODE} artifacts per node`),
+  artifacts: z
+    .record(ArtifactName, Sha256)
+    .refine((a) => Object.keys(a).length <= MAX_ARTIFACTS_PER_NODE, `at most ${MAX_ARTIFACTS_PER_NODE} artifacts per node`),
 });
 export const PublishRequest = z.strictObject({
   message: Message,
@@ -84,7 +95,12 @@ export type PublishResponse = z.infer<typeof PublishResponse>;
 export const ConfirmResponse = z.object({ publish_id: z.string(), confirmed_by: z.string(), position: Position, nodes: z.number().int().nonnegative() });
 export type ConfirmResponse = z.infer<typeof ConfirmResponse>;
 
-export const RollbackRequest = z.strictObject({ to_version: Version, message: Message, expected_position: Position.optional(), allow_ineligible: AllowIneligible.optional() });
+export const RollbackRequest = z.strictObject({
+  to_version: Version,
+  message: Message,
+  expected_position: Position.optional(),
+  allow_ineligible: AllowIneligible.optional(),
+});
 export const RetireRequest = z.strictObject({
   message: Message.optional(),
   expected_position: Position.optional(),
@@ -101,18 +117,25 @@ export type RetireResponse = z.infer<typeof RetireResponse>;
 
 export const EnrolmentTokenRequest = z.strictObject({
   node: NodeName,
-  ttl_seconds: z.number().int().min(60).max(30 * 24 * 3600).optional(),
+  ttl_seconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 24 * 3600)
+    .optional(),
 });
 export const EnrolmentTokenResponse = z.object({ token: z.string(), node: NodeName, expires_at: Timestamp });
 
-export const Profile = z.object({
-  hostname: z.string().max(255),
-  os: z.string().max(64),
-  arch: z.string().max(64),
-  agent_version: z.string().max(64),
-  /** The agent's clock when it sent the request, RFC 3339: the coordinator checks the skew. */
-  clock: Timestamp.optional(),
-}).catchall(z.unknown());
+export const Profile = z
+  .object({
+    hostname: z.string().max(255),
+    os: z.string().max(64),
+    arch: z.string().max(64),
+    agent_version: z.string().max(64),
+    /** The agent's clock when it sent the request, RFC 3339: the coordinator checks the skew. */
+    clock: Timestamp.optional(),
+  })
+  .catchall(z.unknown());
 export const EnrolRequest = z.strictObject({
   token: z.string().max(512),
   /** The node name the agent was told it is, when it knows one: checked against the token's node. */
@@ -159,7 +182,10 @@ export const ApiTokenRequest = z
     scope: TokenScope.optional(),
   })
   .refine((r) => r.ttl_seconds === undefined || r.no_expiry === undefined, { message: 'give ttl_seconds or no_expiry, not both', path: ['no_expiry'] })
-  .refine((r) => r.scope === undefined || r.role !== 'admin', { message: 'an admin token is never scoped: scope a publisher or reader token', path: ['scope'] });
+  .refine((r) => r.scope === undefined || r.role !== 'admin', {
+    message: 'an admin token is never scoped: scope a publisher or reader token',
+    path: ['scope'],
+  });
 export type ApiTokenRequest = z.infer<typeof ApiTokenRequest>;
 export const ApiTokenResponse = z.object({
   id: z.string(),
@@ -275,7 +301,10 @@ export const NodeSummary = z.object({
   /** The agent version the node last said it runs (enrolment, then each report); null until it says. */
   agent_version: z.string().nullable(),
 });
-export const NodeList = z.object({ items: z.array(NodeSummary), next_cursor: NodeName.nullable().optional().describe('present when `limit` was given: the cursor of the next page, or null on the last') });
+export const NodeList = z.object({
+  items: z.array(NodeSummary),
+  next_cursor: NodeName.nullable().optional().describe('present when `limit` was given: the cursor of the next page, or null on the last'),
+});
 
 /**
  * What the node's agent last reported doing to its host resources: the latest report that carried a
@@ -295,7 +324,9 @@ export const NodeDetail = NodeSummary.extend({ resources: NodeResources.nullable
 export type NodeDetail = z.infer<typeof NodeDetail>;
 
 /** A lifecycle or a convergence word; a word of the older vocabulary is refused with the filter that replaces it. */
-export const NodeStateFilter = z.enum([...NodeLifecycle.options, ...ConvergenceState.options], { error: (iss) => stateFilterHint(iss.input, 'query') ?? undefined });
+export const NodeStateFilter = z.enum([...NodeLifecycle.options, ...ConvergenceState.options], {
+  error: (iss) => stateFilterHint(iss.input, 'query') ?? undefined,
+});
 /** A duration as in the rete (90s, 15m, 1h30m, 2d), as whole seconds. */
 export const DurationQuery = z
   .string()
@@ -397,19 +428,25 @@ export const VersionDetail = z.object({
 });
 export type VersionDetail = z.infer<typeof VersionDetail>;
 
-const VersionOrZero = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number').transform(Number).pipe(z.number().max(MAX_VERSION));
+const VersionOrZero = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a version number')
+  .transform(Number)
+  .pipe(z.number().max(MAX_VERSION));
 export const DiffQuery = z.strictObject({ from: VersionOrZero, to: VersionOrZero.pipe(z.number().positive()) });
 export const DiffResponse = z.object({
   node: NodeName,
   from: z.number().int(),
   to: z.number().int(),
-  changed: z.array(z.object({
-    name: ArtifactName,
-    change: z.enum(['added', 'removed', 'modified']),
-    from_sha256: Sha256.nullable(),
-    to_sha256: Sha256.nullable(),
-    diff: z.string(),
-  })),
+  changed: z.array(
+    z.object({
+      name: ArtifactName,
+      change: z.enum(['added', 'removed', 'modified']),
+      from_sha256: Sha256.nullable(),
+      to_sha256: Sha256.nullable(),
+      diff: z.string(),
+    }),
+  ),
 });
 
 export const PublishSummary = z.object({
@@ -441,7 +478,11 @@ export const PublishDetail = PublishSummary.extend({
 export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
 
 export const LedgerEventsQuery = z.strictObject({
-  after: z.string().regex(/^[0-9]{1,15}$/, 'must be a ledger position').transform(Number).default(0),
+  after: z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'must be a ledger position')
+    .transform(Number)
+    .default(0),
   limit: Limit,
 });
 export const LedgerEvent = z.object({
@@ -458,7 +499,13 @@ export const LedgerEvent = z.object({
 export const LedgerEventPage = z.object({ items: z.array(LedgerEvent), next_after: Position.nullable() });
 export const LedgerHead = z.object({ position: Position, hash: Sha256 });
 /** With ?mirror=true: where the audit mirror stands, or the first commit, node and file it disagrees on. */
-const MirrorAgreement = z.object({ head: z.string().nullable(), position: Position, commits: z.number().int(), lag: z.number().int(), nodes: z.number().int() });
+const MirrorAgreement = z.object({
+  head: z.string().nullable(),
+  position: Position,
+  commits: z.number().int(),
+  lag: z.number().int(),
+  nodes: z.number().int(),
+});
 const MirrorDisagreement = z.object({
   commit: z.string().nullable(),
   expected_commit: z.string().nullable(),
@@ -496,7 +543,6 @@ export const IneligibleNodesProblem = Problem.extend({
   nodes_count: z.number().int().optional(),
 });
 export type IneligibleNodesProblem = z.infer<typeof IneligibleNodesProblem>;
-
 
 /** A package in the mesh's apt repository, as `retectl package push` and `package list` show it. */
 export const PackageEntry = z.object({

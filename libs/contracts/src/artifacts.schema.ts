@@ -10,10 +10,13 @@ import { NodeName, Sha256 } from './primitives.schema.js';
 export const ServiceName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label');
 export const Protocol = z.enum(['tcp', 'udp']);
 /** host:port, with IPv6 hosts in brackets. */
-export const ListenAddress = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/, 'must be host:port').refine((s) => {
-  const port = Number(s.slice(s.lastIndexOf(':') + 1));
-  return port >= 1 && port <= 65535;
-}, 'port must be 1-65535');
+export const ListenAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/, 'must be host:port')
+  .refine((s) => {
+    const port = Number(s.slice(s.lastIndexOf(':') + 1));
+    return port >= 1 && port <= 65535;
+  }, 'port must be 1-65535');
 
 /**
  * A health check the agent runs after activating a set under a confirmation window: a command that
@@ -26,7 +29,10 @@ export const HealthCheck = z.discriminatedUnion('kind', [
   z.strictObject({
     name: ServiceName,
     kind: z.literal('http'),
-    url: z.string().url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL'),
+    url: z
+      .string()
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL'),
     expect_status: z.number().int().min(100).max(599),
     timeout: z.number().int().positive(),
   }),
@@ -141,10 +147,16 @@ export const ResourcesJson = z
       if (seen.has(f.path)) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} is listed twice` });
       seen.add(f.path);
       for (let cut = f.path.lastIndexOf('/'); cut > 0; cut = f.path.lastIndexOf('/', cut - 1)) {
-        if (paths.has(f.path.slice(0, cut))) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} lies inside the file ${f.path.slice(0, cut)}` });
+        if (paths.has(f.path.slice(0, cut)))
+          ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} lies inside the file ${f.path.slice(0, cut)}` });
       }
       const agent = agentPathAt(f.path);
-      if (agent) ctx.addIssue({ code: 'custom', path: ['files', i, 'path'], message: `${f.path} would overwrite the agent's own ${agent} (reserved: ${AGENT_HOST_PATHS.join(', ')})` });
+      if (agent)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['files', i, 'path'],
+          message: `${f.path} would overwrite the agent's own ${agent} (reserved: ${AGENT_HOST_PATHS.join(', ')})`,
+        });
     });
     const packages = new Set<string>();
     r.packages.forEach((p, i) => {

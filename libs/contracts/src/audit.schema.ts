@@ -17,8 +17,13 @@ export const CheckpointResponse = CheckpointView;
 export type CheckpointResponse = z.infer<typeof CheckpointResponse>;
 
 export const WitnessesQuery = z.strictObject({
-  after: NodeName.optional().describe('only nodes whose name sorts after this one (the previous page\'s next_after)'),
-  limit: z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(500),
+  after: NodeName.optional().describe("only nodes whose name sorts after this one (the previous page's next_after)"),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(1000))
+    .default(500),
 });
 
 /**

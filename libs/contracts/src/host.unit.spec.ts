@@ -3,13 +3,42 @@ import { ResourcesJson } from './artifacts.schema.js';
 
 describe('host values', () => {
   it('accepts Debian versions as policy 5.6.12 spells them', () => {
-    for (const v of ['1.0', '0.1.0', '1.22.1-9+deb12u11', '1:2.30-1', '2:8.2.3995-1+deb12u2', '1.0~rc1-1', '7.88.1-10+deb12u8', '1.2-3-4', '20240101', '1.0+dfsg-1.1~bpo12+1', '3.0.0-Beta']) {
+    for (const v of [
+      '1.0',
+      '0.1.0',
+      '1.22.1-9+deb12u11',
+      '1:2.30-1',
+      '2:8.2.3995-1+deb12u2',
+      '1.0~rc1-1',
+      '7.88.1-10+deb12u8',
+      '1.2-3-4',
+      '20240101',
+      '1.0+dfsg-1.1~bpo12+1',
+      '3.0.0-Beta',
+    ]) {
       expect({ v, ok: isDebianVersion(v) }).toEqual({ v, ok: true });
     }
   });
 
   it('refuses what is not an exact Debian version', () => {
-    for (const v of ['', 'v1.0', 'latest', '>= 1.0', '1.0-', '1.0 ', ':1.0', 'a:1.0', '1:', '1:v2', '1.0-1_2', '1.0_1', '1:2:3', '1.*', '1.0-1:2', '1234567890:1']) {
+    for (const v of [
+      '',
+      'v1.0',
+      'latest',
+      '>= 1.0',
+      '1.0-',
+      '1.0 ',
+      ':1.0',
+      'a:1.0',
+      '1:',
+      '1:v2',
+      '1.0-1_2',
+      '1.0_1',
+      '1:2:3',
+      '1.*',
+      '1.0-1:2',
+      '1234567890:1',
+    ]) {
       expect({ v, ok: isDebianVersion(v) }).toEqual({ v, ok: false });
     }
   });
@@ -52,7 +81,12 @@ describe('resources.json', () => {
   });
 
   it('refuses a path twice, a file inside a file, the agent folders and a package twice', () => {
-    expect(problems({ files: [file('/etc/motd'), file('/etc/motd'), file('/etc/motd/x'), file('/etc/florete/x')], packages: [apt('nginx', '1.0'), apt('nginx', '2.0')] })).toEqual([
+    expect(
+      problems({
+        files: [file('/etc/motd'), file('/etc/motd'), file('/etc/motd/x'), file('/etc/florete/x')],
+        packages: [apt('nginx', '1.0'), apt('nginx', '2.0')],
+      }),
+    ).toEqual([
       'files.1.path: /etc/motd is listed twice',
       'files.2.path: /etc/motd/x lies inside the file /etc/motd',
       "files.3.path: /etc/florete/x would overwrite the agent's own /etc/florete (reserved: /etc/florete, /var/lib/florete)",
@@ -62,7 +96,10 @@ describe('resources.json', () => {
 
   it('knows apt as the only manager for now, and checks its names and versions', () => {
     expect(problems({ files: [], packages: [{ manager: 'dnf', name: 'nginx', version: '1.0' }] })).toHaveLength(1);
-    expect(problems({ files: [], packages: [apt('Nginx', 'v1')] })).toEqual(['packages.0.name: must be a Debian package name', 'packages.0.version: must be an exact Debian version']);
+    expect(problems({ files: [], packages: [apt('Nginx', 'v1')] })).toEqual([
+      'packages.0.name: must be a Debian package name',
+      'packages.0.version: must be an exact Debian version',
+    ]);
     expect(problems({ files: [{ ...file('/etc/motd'), mode: '644' }], packages: [] })).toEqual(['files.0.mode: must be four octal digits such as "0644"']);
   });
 });

@@ -88,7 +88,9 @@ export function stateFilterHint(word: unknown, style: 'flag' | 'query'): string 
   if (typeof word !== 'string') return null;
   if (isLegacyStateWord(word)) return `${word} is no longer a state: use ${legacyStateReplacement(word, style)}`;
   const olderThan = style === 'flag' ? '--contact-older-than 1h' : 'contact_older_than=1h';
-  if (word === 'disconnected') return `the coordinator never declares a node disconnected: filter on the age of its last contact instead (${olderThan}); the agent itself says disconnected (flor agent status)`;
-  if (word === 'hosted') return 'the coordinator cannot see an agent that never enrolled: such a node is unmanaged; the agent itself says hosted (flor agent status)';
+  if (word === 'disconnected')
+    return `the coordinator never declares a node disconnected: filter on the age of its last contact instead (${olderThan}); the agent itself says disconnected (flor agent status)`;
+  if (word === 'hosted')
+    return 'the coordinator cannot see an agent that never enrolled: such a node is unmanaged; the agent itself says hosted (flor agent status)';
   return null;
 }

@@ -36,7 +36,11 @@ export const CompiledSetDigests = z
     d.artifacts.forEach((a, i) => {
       const prev = d.artifacts[i - 1];
       if (prev && prev.name >= a.name) {
-        ctx.addIssue({ code: 'custom', path: ['artifacts', i, 'name'], message: prev.name === a.name ? `${a.name} is listed twice` : `${a.name} is out of order: the list is sorted by name` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['artifacts', i, 'name'],
+          message: prev.name === a.name ? `${a.name} is listed twice` : `${a.name} is out of order: the list is sorted by name`,
+        });
       }
     });
   });

@@ -3,9 +3,7 @@ import { z } from 'zod';
 /** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
 export const NODE_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-export const NodeName = z
-  .string()
-  .regex(NODE_NAME_PATTERN, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
+export const NodeName = z.string().regex(NODE_NAME_PATTERN, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
 export type NodeName = z.infer<typeof NodeName>;
 
 export const SHA256_PATTERN = /^[0-9a-f]{64}$/;
@@ -25,7 +23,11 @@ export const MAX_VERSION = 2_147_483_647;
 export const Version = z.number().int().positive().max(MAX_VERSION);
 export const Position = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 /** A version in a URL path: plain decimal digits, nothing Number() would also accept (0x10, 1e3, ' 7'). */
-export const VersionParam = z.string().regex(/^[1-9][0-9]{0,9}$/, 'must be a version number').transform(Number).pipe(Version);
+export const VersionParam = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be a version number')
+  .transform(Number)
+  .pipe(Version);
 export const Timestamp = z.string().describe('RFC 3339 UTC');
 export const Role = z.enum(['admin', 'publisher', 'reader']);
 export type Role = z.infer<typeof Role>;

@@ -4,7 +4,8 @@ import { MAX_NODE_LABELS } from './scope.schema.js';
 
 const TOP_LEVEL = new Set(['message', 'expected_position', 'prune', 'nodes', 'labels']);
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 
 /**
  * True only for a publish request the PublishRequest schema certainly accepts as it is: the shape
@@ -42,7 +43,8 @@ export function isPlainPublishRequest(body: unknown): body is PublishRequest {
   return !('labels' in body) || plainLabels(body.labels);
 }
 
-const plainNames = (v: unknown): boolean => Array.isArray(v) && v.length <= MAX_NODE_LABELS && v.every((n) => typeof n === 'string' && NODE_NAME_PATTERN.test(n));
+const plainNames = (v: unknown): boolean =>
+  Array.isArray(v) && v.length <= MAX_NODE_LABELS && v.every((n) => typeof n === 'string' && NODE_NAME_PATTERN.test(n));
 
 function plainLabels(labels: unknown): boolean {
   if (!isPlainObject(labels)) return false;

@@ -72,21 +72,30 @@ const Duration = (min: number, max = MAX_DURATION_SECONDS) =>
   z
     .string()
     .refine((s) => parseDuration(s) !== undefined, coded('bad_duration', 'must be a duration such as 30s, 5m, 1h or 1h30m'))
-    .refine((s) => {
-      const v = parseDuration(s);
-      return v === undefined || (v >= min && v <= max);
-    }, coded('bad_duration', `must be between ${min}s and ${max / 86400}d`));
+    .refine(
+      (s) => {
+        const v = parseDuration(s);
+        return v === undefined || (v >= min && v <= max);
+      },
+      coded('bad_duration', `must be between ${min}s and ${max / 86400}d`),
+    );
 
-export const Port = z.number().int().refine((n) => n >= 1 && n <= 65535, coded('port_out_of_range', 'port must be 1-65535'));
+export const Port = z
+  .number()
+  .int()
+  .refine((n) => n >= 1 && n <= 65535, coded('port_out_of_range', 'port must be 1-65535'));
 
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/;
 export const ReteListen = z
   .string()
   .refine((s) => LISTEN.test(s), coded('bad_listen_address', 'must be host:port (IPv6 hosts in brackets)'))
-  .refine((s) => {
-    const m = LISTEN.exec(s);
-    return !m || (Number(m[2]) >= 1 && Number(m[2]) <= 65535);
-  }, coded('port_out_of_range', 'port must be 1-65535'));
+  .refine(
+    (s) => {
+      const m = LISTEN.exec(s);
+      return !m || (Number(m[2]) >= 1 && Number(m[2]) <= 65535);
+    },
+    coded('port_out_of_range', 'port must be 1-65535'),
+  );
 
 export const ReteService = z.strictObject({
   name: ReteName,
@@ -94,14 +103,17 @@ export const ReteService = z.strictObject({
   protocol: z.enum(['tcp', 'udp']).optional(),
 });
 
-const HttpUrl = z.string().refine((s) => {
-  try {
-    const u = new URL(s);
-    return (u.protocol === 'https:' || u.protocol === 'http:') && u.hostname !== '';
-  } catch {
-    return false;
-  }
-}, coded('bad_url', 'must be an http(s) URL such as https://127.0.0.1:8443/healthz'));
+const HttpUrl = z.string().refine(
+  (s) => {
+    try {
+      const u = new URL(s);
+      return (u.protocol === 'https:' || u.protocol === 'http:') && u.hostname !== '';
+    } catch {
+      return false;
+    }
+  },
+  coded('bad_url', 'must be an http(s) URL such as https://127.0.0.1:8443/healthz'),
+);
 
 /**
  * A health check the agent runs after activation, under a confirmation window: exactly one of
@@ -111,16 +123,24 @@ const HttpUrl = z.string().refine((s) => {
 export const ReteHealthCheck = z
   .strictObject({
     name: ReteName,
-    command: z.string().refine((s) => s.trim() !== '', coded('bad_health_check', 'must be a shell command')).optional(),
+    command: z
+      .string()
+      .refine((s) => s.trim() !== '', coded('bad_health_check', 'must be a shell command'))
+      .optional(),
     tcp: ReteListen.optional(),
     http: HttpUrl.optional(),
-    expect_status: z.number().int().refine((n) => n >= 100 && n <= 599, coded('bad_health_check', 'must be an HTTP status, 100-599')).optional(),
+    expect_status: z
+      .number()
+      .int()
+      .refine((n) => n >= 100 && n <= 599, coded('bad_health_check', 'must be an HTTP status, 100-599'))
+      .optional(),
     timeout: Duration(1).optional(),
     description: z.string().optional(),
   })
   .superRefine((c, ctx) => {
     const kinds = [c.command, c.tcp, c.http].filter((k) => k !== undefined).length;
-    if (kinds !== 1) ctx.addIssue({ code: 'custom', message: 'a health check takes exactly one of command, tcp or http', params: { code: 'bad_health_check' } });
+    if (kinds !== 1)
+      ctx.addIssue({ code: 'custom', message: 'a health check takes exactly one of command, tcp or http', params: { code: 'bad_health_check' } });
     if (c.expect_status !== undefined && c.http === undefined) {
       ctx.addIssue({ code: 'custom', path: ['expect_status'], message: 'expect_status belongs to an http check', params: { code: 'bad_health_check' } });
     }
@@ -169,7 +189,12 @@ export const ReteFileMode = z.custom<string>().superRefine((v, ctx) => {
   ctx.addIssue({ code: 'custom', message, params: { code: 'bad_mode' } });
 });
 
-const RetePosixName = z.string().refine((s) => POSIX_NAME.test(s), coded('bad_name', 'must be a user or group name: lowercase letters, digits, "_" or "-", starting with a letter or "_", at most 32 characters'));
+const RetePosixName = z
+  .string()
+  .refine(
+    (s) => POSIX_NAME.test(s),
+    coded('bad_name', 'must be a user or group name: lowercase letters, digits, "_" or "-", starting with a letter or "_", at most 32 characters'),
+  );
 
 export const ReteFileResource = z
   .strictObject({
@@ -249,18 +274,20 @@ export const ReteGroup = z.strictObject({
 export const ACL_SOURCE = /^(?:(group|tag):)?([^:]*)$/;
 /** `alpha:web`: a service a node publishes. */
 export const ACL_TARGET = /^([^:]+):([^:]+)$/;
-export const ReteAclSource = z
-  .string()
-  .refine((s) => {
+export const ReteAclSource = z.string().refine(
+  (s) => {
     const m = ACL_SOURCE.exec(s);
     return m !== null && DNS_LABEL.test(m[2]);
-  }, coded('bad_reference', 'must be a node name, group:<name> or tag:<name>'));
-export const ReteAclTarget = z
-  .string()
-  .refine((s) => {
+  },
+  coded('bad_reference', 'must be a node name, group:<name> or tag:<name>'),
+);
+export const ReteAclTarget = z.string().refine(
+  (s) => {
     const m = ACL_TARGET.exec(s);
     return m !== null && DNS_LABEL.test(m[1]) && DNS_LABEL.test(m[2]);
-  }, coded('bad_reference', 'must be <node>:<service>'));
+  },
+  coded('bad_reference', 'must be <node>:<service>'),
+);
 
 export const ReteAclRule = z.strictObject({
   from: z.array(ReteAclSource).min(1),
@@ -270,16 +297,17 @@ export const ReteAclRule = z.strictObject({
 
 export const ReteMesh = z.strictObject({
   name: ReteName,
-  coordinator: z
-    .string()
-    .refine((s) => {
+  coordinator: z.string().refine(
+    (s) => {
       try {
         const u = new URL(s);
         return (u.protocol === 'https:' || u.protocol === 'http:') && u.hostname !== '';
       } catch {
         return false;
       }
-    }, coded('bad_url', 'must be an http(s) URL such as https://coordinator.example.net')),
+    },
+    coded('bad_url', 'must be an http(s) URL such as https://coordinator.example.net'),
+  ),
   /**
    * How the operators reach the servers when the mesh is down (a provider console, a separate admin
    * VPN, …): a note for people, compiled into nothing. Without it, validation warns about servers that
@@ -314,7 +342,8 @@ export function parseFailureBudget(value: unknown): { count: number } | { share:
   return share === undefined ? undefined : { share };
 }
 const ReteFailureBudget = z.custom<string | number>().superRefine((v, ctx) => {
-  if (parseFailureBudget(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be a count of nodes such as 2, or a share such as "5%" or 0.05', params: { code: 'bad_share' } });
+  if (parseFailureBudget(v) === undefined)
+    ctx.addIssue({ code: 'custom', message: 'must be a count of nodes such as 2, or a share such as "5%" or 0.05', params: { code: 'bad_share' } });
 });
 
 /** A wave's cumulative share of the nodes after the canary, in whole percent: `10` or `"10%"`. */
@@ -325,22 +354,35 @@ export function parseWavePercent(value: unknown): number | undefined {
 const ReteWaves = z
   .array(
     z.custom<string | number>().superRefine((v, ctx) => {
-      if (parseWavePercent(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be a whole percent from 1 to 100, such as 10 or 10%', params: { code: 'bad_waves' } });
+      if (parseWavePercent(v) === undefined)
+        ctx.addIssue({ code: 'custom', message: 'must be a whole percent from 1 to 100, such as 10 or 10%', params: { code: 'bad_waves' } });
     }),
   )
   .min(1)
   .superRefine((waves, ctx) => {
     if (waves.length === 0) return;
-    if (waves.length > MAX_WAVES) ctx.addIssue({ code: 'custom', message: `a rollout has at most ${MAX_WAVES} waves after its canary`, params: { code: 'bad_waves' } });
+    if (waves.length > MAX_WAVES)
+      ctx.addIssue({ code: 'custom', message: `a rollout has at most ${MAX_WAVES} waves after its canary`, params: { code: 'bad_waves' } });
     const percents = waves.map(parseWavePercent);
     if (percents.some((p) => p === undefined)) return;
     percents.forEach((p, i) => {
       if (i > 0 && p! <= percents[i - 1]!) {
-        ctx.addIssue({ code: 'custom', path: [i], message: `the shares must increase: ${p}% does not come after ${percents[i - 1]}%`, params: { code: 'bad_waves' } });
+        ctx.addIssue({
+          code: 'custom',
+          path: [i],
+          message: `the shares must increase: ${p}% does not come after ${percents[i - 1]}%`,
+          params: { code: 'bad_waves' },
+        });
       }
     });
     const last = percents[percents.length - 1]!;
-    if (last !== 100) ctx.addIssue({ code: 'custom', path: [waves.length - 1], message: `the last wave must reach 100%, every remaining node, not ${last}%`, params: { code: 'bad_waves' } });
+    if (last !== 100)
+      ctx.addIssue({
+        code: 'custom',
+        path: [waves.length - 1],
+        message: `the last wave must reach 100%, every remaining node, not ${last}%`,
+        params: { code: 'bad_waves' },
+      });
   });
 
 /**

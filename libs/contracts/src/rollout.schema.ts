@@ -23,21 +23,20 @@ export type FailureBudget = z.infer<typeof FailureBudget>;
  * `bake_seconds` behind it before the next is released; more failures than `failure_budget` halt the
  * rollout, and `on_halt` says whether the released nodes then get their previous content back.
  */
-export const RolloutPlan = z
-  .strictObject({
-    canary: z.array(NodeName).max(100_000).default([]),
-    waves: z
-      .array(z.number().int().min(1).max(100))
-      .min(1)
-      .max(MAX_WAVES)
-      .default([100])
-      .refine((w) => w.every((p, i) => i === 0 || p > w[i - 1]), 'wave shares must increase')
-      .refine((w) => w[w.length - 1] === 100, 'the last wave must reach 100 (percent of the remaining nodes)'),
-    bake_seconds: z.number().int().min(0).max(MAX_BAKE_SECONDS).default(0),
-    failure_budget: FailureBudget.default({ count: 0 }),
-    confirm_share: Share.default(1),
-    on_halt: z.enum(['rollback', 'hold']).default('rollback'),
-  });
+export const RolloutPlan = z.strictObject({
+  canary: z.array(NodeName).max(100_000).default([]),
+  waves: z
+    .array(z.number().int().min(1).max(100))
+    .min(1)
+    .max(MAX_WAVES)
+    .default([100])
+    .refine((w) => w.every((p, i) => i === 0 || p > w[i - 1]), 'wave shares must increase')
+    .refine((w) => w[w.length - 1] === 100, 'the last wave must reach 100 (percent of the remaining nodes)'),
+  bake_seconds: z.number().int().min(0).max(MAX_BAKE_SECONDS).default(0),
+  failure_budget: FailureBudget.default({ count: 0 }),
+  confirm_share: Share.default(1),
+  on_halt: z.enum(['rollback', 'hold']).default('rollback'),
+});
 export type RolloutPlan = z.infer<typeof RolloutPlan>;
 export type RolloutPlanInput = z.input<typeof RolloutPlan>;
 

@@ -50,7 +50,7 @@ describe('compile with resources', () => {
 
   it('writes resources.json: files, then packages, in declaration order, each file by digest and size', () => {
     const alpha = compile(withResources()).get('alpha')!;
-    const list = "deb [signed-by=/usr/share/keyrings/florete.gpg] https://apt.example.net/ ./\n";
+    const list = 'deb [signed-by=/usr/share/keyrings/florete.gpg] https://apt.example.net/ ./\n';
     const motd = 'managed by florete\n';
     const expected = {
       files: [
@@ -75,7 +75,13 @@ describe('compile with resources', () => {
     const alpha = compile(withResources()).get('alpha')!;
     const motd = 'managed by florete\n';
     const contents = [...alpha.keys()].filter((n) => FILE_ARTIFACT.test(n)).sort();
-    expect(contents).toEqual([fileArtifactName(sha(motd)), fileArtifactName(sha(KEY)), fileArtifactName(sha("deb [signed-by=/usr/share/keyrings/florete.gpg] https://apt.example.net/ ./\n"))].sort());
+    expect(contents).toEqual(
+      [
+        fileArtifactName(sha(motd)),
+        fileArtifactName(sha(KEY)),
+        fileArtifactName(sha('deb [signed-by=/usr/share/keyrings/florete.gpg] https://apt.example.net/ ./\n')),
+      ].sort(),
+    );
     expect(alpha.get(fileArtifactName(sha(KEY)))).toEqual(KEY);
     expect(Buffer.from(alpha.get(fileArtifactName(sha(motd))) as Uint8Array).toString('utf8')).toBe(motd);
     // beta is selected by node name only: the two motd-like files share one artifact.
@@ -89,13 +95,21 @@ describe('compile with resources', () => {
     expect(flat(b)).toEqual(flat(a));
   });
 
-  it('orders a node\'s own resources before the selected ones, and selected entries by file path', () => {
+  it("orders a node's own resources before the selected ones, and selected entries by file path", () => {
     const sources = [
       ...example().map((s) =>
-        s.file === 'nodes/devices.yaml' ? { ...s, text: `${textOf(s)}    resources:\n      packages: [{ name: own, version: "1" }]\n      files: [{ path: /own, content: "" }]\n` } : s,
+        s.file === 'nodes/devices.yaml'
+          ? { ...s, text: `${textOf(s)}    resources:\n      packages: [{ name: own, version: "1" }]\n      files: [{ path: /own, content: "" }]\n` }
+          : s,
       ),
-      { file: 'b.yaml', text: 'resources:\n  - select: { nodes: [laptop] }\n    packages: [{ name: from-b, version: "1" }]\n    files: [{ path: /b, content: "" }]\n' },
-      { file: 'a/z.yaml', text: 'resources:\n  - select: { groups: [ops] }\n    packages: [{ name: from-a-z, version: "1" }]\n    files: [{ path: /a-z, content: "" }]\n' },
+      {
+        file: 'b.yaml',
+        text: 'resources:\n  - select: { nodes: [laptop] }\n    packages: [{ name: from-b, version: "1" }]\n    files: [{ path: /b, content: "" }]\n',
+      },
+      {
+        file: 'a/z.yaml',
+        text: 'resources:\n  - select: { groups: [ops] }\n    packages: [{ name: from-a-z, version: "1" }]\n    files: [{ path: /a-z, content: "" }]\n',
+      },
     ];
     const json = ResourcesJson.parse(JSON.parse(compile(sources).get('laptop')!.get('resources.json') as string));
     expect(json.files.map((f) => f.path)).toEqual(['/own', '/a-z', '/b']);
@@ -134,7 +148,10 @@ describe('compile with resources', () => {
   });
 
   it('gives a node with packages only a resources.json and no file artifacts', () => {
-    const sources = [...example(), { file: 'r.yaml', text: 'resources:\n  - select: { tags: [staff] }\n    packages: [{ name: curl, version: 7.88.1-10+deb12u8 }]\n' }];
+    const sources = [
+      ...example(),
+      { file: 'r.yaml', text: 'resources:\n  - select: { tags: [staff] }\n    packages: [{ name: curl, version: 7.88.1-10+deb12u8 }]\n' },
+    ];
     expect([...compile(sources).get('laptop')!.keys()]).toEqual(['agent.json', 'flor.json', 'resources.json']);
   });
 });

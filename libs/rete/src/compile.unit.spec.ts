@@ -125,7 +125,9 @@ describe('compile', () => {
   it('writes sync.watch into agent.json only where the rete turns the watch off', () => {
     const texts = Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
     const sources = texts.map((s) =>
-      s.file === 'nodes/servers.yaml' ? { ...s, text: s.text.replace('    sync:\n      poll_interval: 1m\n', '    sync:\n      poll_interval: 1m\n      watch: false\n') } : s,
+      s.file === 'nodes/servers.yaml'
+        ? { ...s, text: s.text.replace('    sync:\n      poll_interval: 1m\n', '    sync:\n      poll_interval: 1m\n      watch: false\n') }
+        : s,
     );
     const tree = compileSources(sources);
     const agent = (n: string) => AgentJson.parse(JSON.parse(tree.get(n)?.get('agent.json') as string));

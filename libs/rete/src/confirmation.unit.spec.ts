@@ -10,10 +10,17 @@ function rete(defaultsSync: string, betaSync?: string): Source[] {
   const sources = Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
   const reteYaml = `mesh:\n  name: example\n  coordinator: https://coordinator.example.net\n  safety_net: serial console\n\ndefaults:\n  sync:\n${defaultsSync}`;
   const servers = `nodes:\n  - name: alpha\n    kind: server\n    listen: 10.0.0.1:7946\n    tags: [web]\n    services:\n      - name: web\n        port: 443\n\n  - name: beta\n    kind: server\n    listen: 10.0.0.2:7946\n${betaSync ?? ''}`;
-  return [...sources.filter((s) => s.file !== 'rete.yaml' && s.file !== 'nodes/servers.yaml'), { file: 'rete.yaml', text: reteYaml }, { file: 'nodes/servers.yaml', text: servers }];
+  return [
+    ...sources.filter((s) => s.file !== 'rete.yaml' && s.file !== 'nodes/servers.yaml'),
+    { file: 'rete.yaml', text: reteYaml },
+    { file: 'nodes/servers.yaml', text: servers },
+  ];
 }
 
-const errors = (sources: Source[]) => validateRete(sources).diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic);
+const errors = (sources: Source[]) =>
+  validateRete(sources)
+    .diagnostics.filter((d) => d.severity === 'error')
+    .map(formatDiagnostic);
 const agentOf = (sources: Source[], node: string) => {
   const v = validateRete(sources);
   if (!v.rete) throw new Error(v.diagnostics.map(formatDiagnostic).join('\n'));
@@ -93,8 +100,8 @@ describe('sync.confirm_within and health checks', () => {
   });
 
   it('given two checks of one name, when validated, then the second is reported', () => {
-    expect(errors(rete('    confirm_within: 5m\n    health_checks:\n      - name: a\n        command: "true"\n      - name: a\n        tcp: 127.0.0.1:1\n'))).toEqual([
-      'rete.yaml:12:15: defaults.sync.health_checks[1].name: health check "a" is named twice in this list [duplicate_name]',
-    ]);
+    expect(
+      errors(rete('    confirm_within: 5m\n    health_checks:\n      - name: a\n        command: "true"\n      - name: a\n        tcp: 127.0.0.1:1\n')),
+    ).toEqual(['rete.yaml:12:15: defaults.sync.health_checks[1].name: health check "a" is named twice in this list [duplicate_name]']);
   });
 });

@@ -3,11 +3,32 @@ export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Pla
 export { parseFile, type Source, type ParsedFile, type ParseCache } from './parse-file.js';
 export { validateRete, type Validation } from './validate.js';
 export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';
-export type { Rete, RolloutModel, ReteNodeModel, AclRuleModel, AclSource, SyncSeconds, NodeResources, FileResourceModel, PackageResourceModel } from './model.js';
+export type {
+  Rete,
+  RolloutModel,
+  ReteNodeModel,
+  AclRuleModel,
+  AclSource,
+  SyncSeconds,
+  NodeResources,
+  FileResourceModel,
+  PackageResourceModel,
+} from './model.js';
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJsonText } from './set-digests.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
-export { planPublish, nodesToInspect, localSetDigest, type Plan, type PlanEntry, type HeadSummary, type ArtifactDigests, type ResourceSides, type BriefingFailure, type IneligibleEntry } from './plan.js';
+export {
+  planPublish,
+  nodesToInspect,
+  localSetDigest,
+  type Plan,
+  type PlanEntry,
+  type HeadSummary,
+  type ArtifactDigests,
+  type ResourceSides,
+  type BriefingFailure,
+  type IneligibleEntry,
+} from './plan.js';
 export { diffResources, formatResourceChange, artifactsText, type ResourceChange, type FileAttributeChange } from './resource-changes.js';
 export { selectNodes, type NodeSelector, type SelectorKey, type Selectable, type UnknownTarget } from './select-nodes.js';
 export { EXAMPLE_RETE } from './example.js';

@@ -145,7 +145,14 @@ function parseNow(source: Source): { parsed?: ParsedFile; diagnostics: Diagnosti
     const place = placeOf(path);
     switch (issue.code) {
       case 'invalid_type':
-        report('wrong_type', place, path, path.length === 0 ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl, resources, rollout)' : `must be ${article(issue.expected)}, not ${describe(value)}`);
+        report(
+          'wrong_type',
+          place,
+          path,
+          path.length === 0
+            ? 'a rete file must be a mapping of sections (mesh, defaults, nodes, groups, acl, resources, rollout)'
+            : `must be ${article(issue.expected)}, not ${describe(value)}`,
+        );
         break;
       case 'invalid_value':
         report('invalid_value', place, path, `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
@@ -154,7 +161,12 @@ function parseNow(source: Source): { parsed?: ParsedFile; diagnostics: Diagnosti
         report('invalid_value', place, path, 'must not be empty');
         break;
       case 'custom':
-        report(((issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value'), place, path, `${issue.message}${typeof value === 'string' ? ` (got ${quoteValue(value)})` : ''}`);
+        report(
+          (issue.params as { code?: ReteErrorCode } | undefined)?.code ?? 'invalid_value',
+          place,
+          path,
+          `${issue.message}${typeof value === 'string' ? ` (got ${quoteValue(value)})` : ''}`,
+        );
         break;
       default:
         report('invalid_value', place, path, issue.message);
@@ -234,7 +246,49 @@ function article(expected: string): string {
   }
 }
 
-const KNOWN_KEYS = ['mesh', 'defaults', 'nodes', 'groups', 'acl', 'name', 'coordinator', 'safety_net', 'sync', 'poll_interval', 'splay', 'watch', 'kind', 'listen', 'tags', 'services', 'description', 'port', 'protocol', 'members', 'from', 'to', 'resources', 'select', 'files', 'packages', 'path', 'content', 'source', 'mode', 'owner', 'group', 'version', 'manager', 'rollout', 'canary', 'waves', 'bake', 'failure_budget', 'confirm_share', 'on_halt'];
+const KNOWN_KEYS = [
+  'mesh',
+  'defaults',
+  'nodes',
+  'groups',
+  'acl',
+  'name',
+  'coordinator',
+  'safety_net',
+  'sync',
+  'poll_interval',
+  'splay',
+  'watch',
+  'kind',
+  'listen',
+  'tags',
+  'services',
+  'description',
+  'port',
+  'protocol',
+  'members',
+  'from',
+  'to',
+  'resources',
+  'select',
+  'files',
+  'packages',
+  'path',
+  'content',
+  'source',
+  'mode',
+  'owner',
+  'group',
+  'version',
+  'manager',
+  'rollout',
+  'canary',
+  'waves',
+  'bake',
+  'failure_budget',
+  'confirm_share',
+  'on_halt',
+];
 
 /** "did you mean" for one-letter slips such as `listn` or `membres`. */
 function suggest(key: string, known: readonly string[]): string {

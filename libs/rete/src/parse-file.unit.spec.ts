@@ -45,7 +45,9 @@ describe('parseFile', () => {
       expect(messages(`mesh:\n  name: ${huge}\n  coordinator: https://c.example\n`)).toEqual([
         `must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-" (got ${quoted})`,
       ]);
-      expect(messages(`nodes:\n  - name: a\n    kind: ${huge}\n    listen: 10.0.0.1:1\n`)).toEqual([`must be one of "server", "device", not the string ${quoted}`]);
+      expect(messages(`nodes:\n  - name: a\n    kind: ${huge}\n    listen: 10.0.0.1:1\n`)).toEqual([
+        `must be one of "server", "device", not the string ${quoted}`,
+      ]);
       // YAML itself refuses an implicit key over 1024 characters.
       expect(messages(`${'k'.repeat(1000)}: 1\n`)).toEqual([`unknown key "${'k'.repeat(80)}…" (1000 characters)`]);
     });
@@ -85,17 +87,23 @@ describe('parseFile', () => {
     });
 
     it('is the same in block style, quoted or not', () => {
-      const text = 'resources:\n  - select: { tags: [web] }\n    packages:\n      - name: nginx\n        version: 1.20\n      - name: curl\n        version: "1.20"\n';
+      const text =
+        'resources:\n  - select: { tags: [web] }\n    packages:\n      - name: nginx\n        version: 1.20\n      - name: curl\n        version: "1.20"\n';
       expect(versions(text)).toEqual(['1.20', '1.20']);
     });
 
     it('is still checked as a Debian version, where it was written', () => {
       const { diagnostics } = parseFile({ file: 'r.yaml', text: rete('1.0', '.inf') });
-      expect(diagnostics.map(formatDiagnostic)).toEqual([expect.stringMatching(/^r\.yaml:5:30: resources\[0\]\.packages\[1\]\.version: must be an exact Debian version.*\(got "\.inf"\) \[bad_version\]$/)]);
+      expect(diagnostics.map(formatDiagnostic)).toEqual([
+        expect.stringMatching(/^r\.yaml:5:30: resources\[0\]\.packages\[1\]\.version: must be an exact Debian version.*\(got "\.inf"\) \[bad_version\]$/),
+      ]);
     });
 
     it('leaves numbers elsewhere alone', () => {
-      const { diagnostics } = parseFile({ file: 'r.yaml', text: 'mesh:\n  name: lab\n  coordinator: https://c.example\nnodes:\n  - name: 1.0\n    kind: server\n    listen: 10.0.0.1:1\n' });
+      const { diagnostics } = parseFile({
+        file: 'r.yaml',
+        text: 'mesh:\n  name: lab\n  coordinator: https://c.example\nnodes:\n  - name: 1.0\n    kind: server\n    listen: 10.0.0.1:1\n',
+      });
       expect(diagnostics.map((d) => d.message)).toEqual([expect.stringMatching(/, not the fraction 1$|, not the number 1$/)]);
     });
   });
@@ -110,7 +118,11 @@ describe('parseFile', () => {
       expect([cache.gets, cache.sets]).toEqual([2, 1]);
       expect(again.parsed?.data).toBe(first.parsed?.data);
       const plain = parseFile({ file: 'n.yaml', text }).parsed!;
-      for (const path of [['nodes', 0], ['nodes', 0, 'services', 0, 'port'], ['nodes', 0, 'nope']]) {
+      for (const path of [
+        ['nodes', 0],
+        ['nodes', 0, 'services', 0, 'port'],
+        ['nodes', 0, 'nope'],
+      ]) {
         expect({ ...again.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
         expect({ ...first.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
       }

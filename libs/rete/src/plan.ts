@@ -36,8 +36,20 @@ const published = (heads: readonly HeadSummary[]): PublishedHead[] => heads.filt
 
 /** `resources`: how the node's host resources would change, when they would. */
 export type PlanEntry =
-  | { readonly node: string; readonly action: 'new'; readonly artifacts: readonly string[]; readonly readded: boolean; readonly resources?: readonly ResourceChange[] }
-  | { readonly node: string; readonly action: 'changed'; readonly version: number; readonly artifacts: readonly string[]; readonly resources?: readonly ResourceChange[] }
+  | {
+      readonly node: string;
+      readonly action: 'new';
+      readonly artifacts: readonly string[];
+      readonly readded: boolean;
+      readonly resources?: readonly ResourceChange[];
+    }
+  | {
+      readonly node: string;
+      readonly action: 'changed';
+      readonly version: number;
+      readonly artifacts: readonly string[];
+      readonly resources?: readonly ResourceChange[];
+    }
   | { readonly node: string; readonly action: 'unchanged'; readonly version: number }
   | { readonly node: string; readonly action: 'retired'; readonly version: number }
   | { readonly node: string; readonly action: 'absent'; readonly version: number };

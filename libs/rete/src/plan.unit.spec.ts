@@ -3,8 +3,17 @@ import { localSetDigest, nodesToInspect, planPublish, type ArtifactDigests } fro
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
 const C = 'c'.repeat(64);
-const set = (agent: string, flor: string): ArtifactDigests => new Map([['agent.json', agent], ['flor.json', flor]]);
-const head = (node: string, version: number, artifacts: ArtifactDigests, retired = false) => ({ node, version, set_digest: localSetDigest(artifacts), retired });
+const set = (agent: string, flor: string): ArtifactDigests =>
+  new Map([
+    ['agent.json', agent],
+    ['flor.json', flor],
+  ]);
+const head = (node: string, version: number, artifacts: ArtifactDigests, retired = false) => ({
+  node,
+  version,
+  set_digest: localSetDigest(artifacts),
+  retired,
+});
 
 describe('plan', () => {
   const local = new Map([
@@ -78,7 +87,7 @@ describe('plan', () => {
   });
 
   it('names the ineligible nodes it would give new content, published or only enrolled, and no others', () => {
-    const skew = [{ check: 'clock skew acceptable', detail: '900 s from the coordinator\'s clock (at most 300 s)' }];
+    const skew = [{ check: 'clock skew acceptable', detail: "900 s from the coordinator's clock (at most 300 s)" }];
     const flagged = (h: ReturnType<typeof head>) => ({ ...h, ineligible: true, failed_briefing: skew });
     const withFlags = [flagged(head('alpha', 4, set(A, A))), flagged(head('beta', 2, set(A, C))), flagged(head('delta', 7, set(C, C)))];
     const enrolledOnly = { node: 'gamma', version: null, set_digest: null, retired: false, ineligible: true, failed_briefing: skew };

@@ -75,7 +75,10 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     }
     let content: Uint8Array | undefined;
     if (f.source !== undefined) {
-      const normal = f.source.split('/').filter((seg) => seg !== '' && seg !== '.').join('/');
+      const normal = f.source
+        .split('/')
+        .filter((seg) => seg !== '' && seg !== '.')
+        .join('/');
       const read = readOnce(normal);
       if ('problem' in read) {
         const p = [...path, 'source'];
@@ -119,7 +122,10 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     });
   }
 
-  const clashes = new Map<string, { code: ReteErrorCode; file: ParsedFile; path: readonly PropertyKey[]; message: (nodes: string) => string; nodes: string[] }>();
+  const clashes = new Map<
+    string,
+    { code: ReteErrorCode; file: ParsedFile; path: readonly PropertyKey[]; message: (nodes: string) => string; nodes: string[] }
+  >();
   const clash = (code: ReteErrorCode, at: Declared<unknown>, field: string, other: Place, node: string, message: (nodes: string) => string) => {
     const path = [...at.path, field];
     const key = `${code}\u0000${placeText(at.file.placeOf(path))}\u0000${placeText(other)}`;
@@ -138,14 +144,30 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     const files = new Map<string, Declared<FileResourceModel>>();
     for (const d of blocks.flatMap((b) => b.files)) {
       const first = files.get(d.model.path);
-      if (first) clash('duplicate_path', d, 'path', first.model.place, name, (nodes) => `file ${d.model.path} is declared twice for ${nodes}: here and at ${placeText(first.model.place)}`);
+      if (first)
+        clash(
+          'duplicate_path',
+          d,
+          'path',
+          first.model.place,
+          name,
+          (nodes) => `file ${d.model.path} is declared twice for ${nodes}: here and at ${placeText(first.model.place)}`,
+        );
       else files.set(d.model.path, d);
     }
     for (const d of files.values()) {
       for (let cut = d.model.path.lastIndexOf('/'); cut > 0; cut = d.model.path.lastIndexOf('/', cut - 1)) {
         const outer = files.get(d.model.path.slice(0, cut));
         if (outer) {
-          clash('duplicate_path', d, 'path', outer.model.place, name, (nodes) => `file ${d.model.path} needs ${outer.model.path} to be a folder, but ${outer.model.path} is a file for ${nodes} (at ${placeText(outer.model.place)})`);
+          clash(
+            'duplicate_path',
+            d,
+            'path',
+            outer.model.place,
+            name,
+            (nodes) =>
+              `file ${d.model.path} needs ${outer.model.path} to be a folder, but ${outer.model.path} is a file for ${nodes} (at ${placeText(outer.model.place)})`,
+          );
         }
       }
     }
@@ -156,12 +178,24 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
       // The same package at the same version from two places is one package: roles overlap.
       if (!first) packages.set(key, d);
       else if (first.model.version !== d.model.version) {
-        clash('conflicting_package', d, 'version', first.model.place, name, (nodes) => `package ${d.model.name} is ${d.model.version} here but ${first.model.version} at ${placeText(first.model.place)}, both for ${nodes}`);
+        clash(
+          'conflicting_package',
+          d,
+          'version',
+          first.model.place,
+          name,
+          (nodes) => `package ${d.model.name} is ${d.model.version} here but ${first.model.version} at ${placeText(first.model.place)}, both for ${nodes}`,
+        );
       }
     }
     const contents = new Set([...files.values()].map((d) => d.model.sha256));
     if (contents.size > MAX_FILE_CONTENTS) {
-      error('too_many_artifacts', def.place, def.path, `node "${name}" would carry ${contents.size} different file contents; a node's set holds at most ${MAX_FILE_CONTENTS} beside agent.json, flor.json and resources.json`);
+      error(
+        'too_many_artifacts',
+        def.place,
+        def.path,
+        `node "${name}" would carry ${contents.size} different file contents; a node's set holds at most ${MAX_FILE_CONTENTS} beside agent.json, flor.json and resources.json`,
+      );
     }
     out.set(name, { files: [...files.values()].map((d) => d.model), packages: [...packages.values()].map((d) => d.model) });
   }

@@ -82,11 +82,15 @@ resources:
       readSource,
     );
     const alpha = rete?.nodes.find((n) => n.name === 'alpha');
-    expect(alpha?.resources.files.map(({ path, mode, owner, group, content }) => ({ path, mode, owner, group, text: new TextDecoder().decode(content) }))).toEqual([
+    expect(
+      alpha?.resources.files.map(({ path, mode, owner, group, content }) => ({ path, mode, owner, group, text: new TextDecoder().decode(content) })),
+    ).toEqual([
       { path: '/etc/motd', mode: '0644', owner: 'root', group: 'root', text: 'managed by florete\n' },
       { path: '/usr/local/bin/hello', mode: '0755', owner: 'www-data', group: 'adm', text: '#!/bin/sh\n' },
     ]);
-    expect(alpha?.resources.packages.map(({ manager, name, version }) => ({ manager, name, version }))).toEqual([{ manager: 'apt', name: 'nginx', version: '1.0' }]);
+    expect(alpha?.resources.packages.map(({ manager, name, version }) => ({ manager, name, version }))).toEqual([
+      { manager: 'apt', name: 'nginx', version: '1.0' },
+    ]);
   });
 
   it('reports each malformed value with its code, as file:line:col: path: message [code]', () => {
@@ -124,9 +128,9 @@ resources:
   });
 
   it('refuses a manager it does not know and keys it does not know', () => {
-    expect(errorsOf(withResources('resources:\n  - select: { nodes: [alpha] }\n    packages:\n      - { name: nginx, version: "1.0", manager: dnf }\n'))).toEqual([
-      'resources.yaml:4:49 invalid_value',
-    ]);
+    expect(
+      errorsOf(withResources('resources:\n  - select: { nodes: [alpha] }\n    packages:\n      - { name: nginx, version: "1.0", manager: dnf }\n')),
+    ).toEqual(['resources.yaml:4:49 invalid_value']);
     const v = validateRete(example().map((s) => (s.file === 'nodes/devices.yaml' ? { ...s, text: `${textOf(s)}    resources:\n      file: []\n` } : s)));
     expect(v.diagnostics.map((d) => `${brief(d)} ${d.message}`)).toEqual(['nodes/devices.yaml:7:7 unknown_key unknown key "file" (did you mean "files"?)']);
   });
@@ -146,11 +150,9 @@ resources:
   });
 
   it('names unknown tags, groups and nodes in a selector with the codes ACL rules use', () => {
-    expect(errorsOf(withResources('resources:\n  - select: { tags: [web, nosuch] }\n  - select: { groups: [nogroup] }\n  - select: { nodes: [alpha, ghost] }\n'))).toEqual([
-      'resources.yaml:2:27 unknown_tag',
-      'resources.yaml:3:24 unknown_group',
-      'resources.yaml:4:30 unknown_node',
-    ]);
+    expect(
+      errorsOf(withResources('resources:\n  - select: { tags: [web, nosuch] }\n  - select: { groups: [nogroup] }\n  - select: { nodes: [alpha, ghost] }\n')),
+    ).toEqual(['resources.yaml:2:27 unknown_tag', 'resources.yaml:3:24 unknown_group', 'resources.yaml:4:30 unknown_node']);
   });
 
   it('refuses two files on one path for a node, naming the first place and the nodes it hits', () => {
@@ -169,7 +171,10 @@ resources:
 
   it('puts a node-level file first: the selected entry is the second declaration', () => {
     const sources = withResources('resources:\n  - select: { nodes: [laptop] }\n    files:\n      - { path: /etc/motd, content: a }\n', [
-      { file: 'zz.yaml', text: 'nodes:\n  - name: gamma\n    kind: server\n    listen: 10.0.0.3:7946\n    resources:\n      files:\n        - { path: /etc/motd, content: b }\n' },
+      {
+        file: 'zz.yaml',
+        text: 'nodes:\n  - name: gamma\n    kind: server\n    listen: 10.0.0.3:7946\n    resources:\n      files:\n        - { path: /etc/motd, content: b }\n',
+      },
     ]);
     const moved = sources.map((s) => (s.file === 'resources.yaml' ? { ...s, text: textOf(s).replace('[laptop]', '[gamma]') } : s));
     expect(validateRete(moved, readSource).diagnostics.map(formatDiagnostic)).toEqual([
@@ -177,7 +182,7 @@ resources:
     ]);
   });
 
-  it('refuses a file inside another file, and anything in or over the agent\'s own folders', () => {
+  it("refuses a file inside another file, and anything in or over the agent's own folders", () => {
     const sources = withResources(`resources:
   - select: { nodes: [alpha] }
     files:
@@ -194,7 +199,9 @@ resources:
   });
 
   it('takes one package at one version from two places, and refuses it at two versions', () => {
-    const same = withResources('resources:\n  - select: { tags: [web] }\n    packages: [{ name: nginx, version: "1.0" }]\n  - select: { nodes: [alpha] }\n    packages: [{ name: nginx, version: "1.0" }]\n');
+    const same = withResources(
+      'resources:\n  - select: { tags: [web] }\n    packages: [{ name: nginx, version: "1.0" }]\n  - select: { nodes: [alpha] }\n    packages: [{ name: nginx, version: "1.0" }]\n',
+    );
     expect(resourcesOf(same).alpha).toEqual(['package nginx 1.0']);
     const clash = same.map((s) => (s.file === 'resources.yaml' ? { ...s, text: textOf(s).replace(/"1\.0" \}\]\n$/, '"1:1.0" }]\n') } : s));
     expect(validateRete(clash, readSource).diagnostics.map(formatDiagnostic)).toEqual([
@@ -204,11 +211,14 @@ resources:
 
   it('reports a clash shared by many nodes once, with a count', () => {
     const nodes = Array.from({ length: 40 }, (_, i) => `  - { name: n${i}, kind: server, listen: 10.1.0.${i}:7946, tags: [fleet] }`).join('\n');
-    const sources = withResources('resources:\n  - select: { tags: [fleet] }\n    packages: [{ name: florete-agent, version: 0.1.0 }]\n  - select: { tags: [fleet] }\n    packages: [{ name: florete-agent, version: 0.2.0 }]\n', [
-      { file: 'fleet.yaml', text: `nodes:\n${nodes}\n` },
-    ]);
+    const sources = withResources(
+      'resources:\n  - select: { tags: [fleet] }\n    packages: [{ name: florete-agent, version: 0.1.0 }]\n  - select: { tags: [fleet] }\n    packages: [{ name: florete-agent, version: 0.2.0 }]\n',
+      [{ file: 'fleet.yaml', text: `nodes:\n${nodes}\n` }],
+    );
     const { diagnostics } = validateRete(sources, readSource);
-    expect(diagnostics.map((d) => d.message)).toEqual(['package florete-agent is 0.2.0 here but 0.1.0 at resources.yaml:3:16, both for 40 nodes (n0, n1, n10, …)']);
+    expect(diagnostics.map((d) => d.message)).toEqual([
+      'package florete-agent is 0.2.0 here but 0.1.0 at resources.yaml:3:16, both for 40 nodes (n0, n1, n10, …)',
+    ]);
   });
 
   it('refuses more distinct file contents than a node set can carry', () => {
@@ -220,7 +230,9 @@ resources:
   });
 
   it('counts a group that selects resources as used', () => {
-    const sources = withResources('groups:\n  - { name: fleet, members: [alpha] }\nresources:\n  - select: { groups: [fleet] }\n    packages: [{ name: curl, version: "1.0" }]\n');
+    const sources = withResources(
+      'groups:\n  - { name: fleet, members: [alpha] }\nresources:\n  - select: { groups: [fleet] }\n    packages: [{ name: curl, version: "1.0" }]\n',
+    );
     expect(validateRete(sources, readSource).diagnostics).toEqual([]);
   });
 

@@ -7,8 +7,21 @@ export type FileAttributeChange = { readonly field: 'content' } | { readonly fie
 export type ResourceChange =
   | { readonly kind: 'file'; readonly action: 'added' | 'removed'; readonly path: string }
   | { readonly kind: 'file'; readonly action: 'changed'; readonly path: string; readonly changes: readonly FileAttributeChange[] }
-  | { readonly kind: 'package'; readonly action: 'added' | 'removed'; readonly manager: PackageResource['manager']; readonly name: string; readonly version: string }
-  | { readonly kind: 'package'; readonly action: 'changed'; readonly manager: PackageResource['manager']; readonly name: string; readonly from: string; readonly to: string };
+  | {
+      readonly kind: 'package';
+      readonly action: 'added' | 'removed';
+      readonly manager: PackageResource['manager'];
+      readonly name: string;
+      readonly version: string;
+    }
+  | {
+      readonly kind: 'package';
+      readonly action: 'changed';
+      readonly manager: PackageResource['manager'];
+      readonly name: string;
+      readonly from: string;
+      readonly to: string;
+    };
 
 /**
  * How a node's host resources change from one resources.json to another (undefined: the set has
@@ -35,7 +48,14 @@ export function diffResources(before: ResourcesJson | undefined, after: Resource
   for (const k of [...new Set([...oldPackages.keys(), ...newPackages.keys()])].sort(cmp)) {
     const a = oldPackages.get(k);
     const b = newPackages.get(k);
-    if (!a) out.push({ kind: 'package', action: 'added', manager: (b as PackageResource).manager, name: (b as PackageResource).name, version: (b as PackageResource).version });
+    if (!a)
+      out.push({
+        kind: 'package',
+        action: 'added',
+        manager: (b as PackageResource).manager,
+        name: (b as PackageResource).name,
+        version: (b as PackageResource).version,
+      });
     else if (!b) out.push({ kind: 'package', action: 'removed', manager: a.manager, name: a.name, version: a.version });
     else if (a.version !== b.version) out.push({ kind: 'package', action: 'changed', manager: a.manager, name: a.name, from: a.version, to: b.version });
   }

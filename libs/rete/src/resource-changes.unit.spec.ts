@@ -51,7 +51,9 @@ describe('resource changes', () => {
   });
 
   it('names artifacts for a human, counting file contents instead of listing digests', () => {
-    expect(artifactsText(['agent.json', `file-${A}`, 'flor.json', 'resources.json', `file-${B}`])).toBe('agent.json, flor.json, resources.json, 2 file contents');
+    expect(artifactsText(['agent.json', `file-${A}`, 'flor.json', 'resources.json', `file-${B}`])).toBe(
+      'agent.json, flor.json, resources.json, 2 file contents',
+    );
     expect(artifactsText([`file-${A}`, 'resources.json'])).toBe('resources.json, 1 file content');
     expect(artifactsText(['agent.json', 'flor.json'])).toBe('agent.json, flor.json');
   });

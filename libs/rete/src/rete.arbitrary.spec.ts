@@ -36,21 +36,31 @@ export const reteSpec: fc.Arbitrary<ReteSpec> = fc
   .record({
     names: fc.uniqueArray(fc.constantFrom(...NODE_POOL), { minLength: 1, maxLength: NODE_POOL.length }),
     meshName: fc.constantFrom('example', 'lab', 'prod-eu'),
-    defaults: fc.option(fc.record({ poll_interval: fc.constantFrom('5m', '1h', '90s', '1h30m'), splay: fc.constantFrom('0s', '30s', '1m') }), { nil: undefined }),
+    defaults: fc.option(fc.record({ poll_interval: fc.constantFrom('5m', '1h', '90s', '1h30m'), splay: fc.constantFrom('0s', '30s', '1m') }), {
+      nil: undefined,
+    }),
   })
   .chain(({ names, meshName, defaults }) =>
     fc
       .record({
         nodes: fc.tuple(
           ...names.map((name, i) =>
-            fc.record({
-              kind: fc.constantFrom('server', 'device'),
-              tags: fc.subarray(TAG_POOL),
-              services: fc.subarray(SERVICE_POOL),
-              sync: fc.option(fc.record({ poll_interval: fc.constantFrom('2m', '10m') }), { nil: undefined }),
-              // Resources keep the order they are written in (the order to apply them): part of the spec, not of the layout.
-              resources: fc.option(fc.record({ files: fc.shuffledSubarray(FILE_POOL), packages: fc.shuffledSubarray(PACKAGE_POOL) }), { nil: undefined }),
-            }).map((n) => ({ name, listen: `10.0.${i}.1:${7000 + i}`, ...n, ...(n.sync ? {} : { sync: undefined }), ...(n.resources ? {} : { resources: undefined }) })),
+            fc
+              .record({
+                kind: fc.constantFrom('server', 'device'),
+                tags: fc.subarray(TAG_POOL),
+                services: fc.subarray(SERVICE_POOL),
+                sync: fc.option(fc.record({ poll_interval: fc.constantFrom('2m', '10m') }), { nil: undefined }),
+                // Resources keep the order they are written in (the order to apply them): part of the spec, not of the layout.
+                resources: fc.option(fc.record({ files: fc.shuffledSubarray(FILE_POOL), packages: fc.shuffledSubarray(PACKAGE_POOL) }), { nil: undefined }),
+              })
+              .map((n) => ({
+                name,
+                listen: `10.0.${i}.1:${7000 + i}`,
+                ...n,
+                ...(n.sync ? {} : { sync: undefined }),
+                ...(n.resources ? {} : { resources: undefined }),
+              })),
           ),
         ),
         groupNames: fc.subarray(GROUP_POOL),

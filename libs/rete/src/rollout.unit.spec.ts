@@ -8,7 +8,10 @@ import { compiledSetDigests } from './set-digests.js';
 const example = (): Source[] => Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
 const withRollout = (block: string): Source[] => [...example(), { file: 'rollout.yaml', text: `rollout:\n${block}` }];
 const brief = (d: Diagnostic) => `${d.file}:${d.line}:${d.col} ${d.path} ${d.code}`;
-const errorsOf = (sources: Source[]) => validateRete(sources).diagnostics.filter((d) => d.severity === 'error').map(brief);
+const errorsOf = (sources: Source[]) =>
+  validateRete(sources)
+    .diagnostics.filter((d) => d.severity === 'error')
+    .map(brief);
 
 describe('the rete rollout block', () => {
   it('maps every field to the plan a publish carries, the canary resolved to node names', () => {
@@ -44,15 +47,9 @@ describe('the rete rollout block', () => {
 
   it('reports each bad field at its place, with its path and code', () => {
     const sources = withRollout(
-      [
-        '  canary: { tags: [web] }',
-        '  waves: [50, 20, 90]',
-        '  bake: 300ms',
-        '  failure_budget: lots',
-        '  confirm_share: 90',
-        '  on_halt: panic',
-        '',
-      ].join('\n'),
+      ['  canary: { tags: [web] }', '  waves: [50, 20, 90]', '  bake: 300ms', '  failure_budget: lots', '  confirm_share: 90', '  on_halt: panic', ''].join(
+        '\n',
+      ),
     );
     expect(validateRete(sources).diagnostics.map(formatDiagnostic)).toEqual([
       'rollout.yaml:3:15: rollout.waves[1]: the shares must increase: 20% does not come after 50% [bad_waves]',
@@ -77,11 +74,19 @@ describe('the rete rollout block', () => {
   });
 
   it('refuses waves out of range, empty or too many, a bake past a week and a share past 100%', () => {
-    expect(errorsOf(withRollout('  waves: [0, 101%, 100]\n'))).toEqual(['rollout.yaml:2:11 rollout.waves[0] bad_waves', 'rollout.yaml:2:14 rollout.waves[1] bad_waves']);
+    expect(errorsOf(withRollout('  waves: [0, 101%, 100]\n'))).toEqual([
+      'rollout.yaml:2:11 rollout.waves[0] bad_waves',
+      'rollout.yaml:2:14 rollout.waves[1] bad_waves',
+    ]);
     expect(errorsOf(withRollout('  waves: []\n'))).toEqual(['rollout.yaml:2:10 rollout.waves invalid_value']);
-    expect(errorsOf(withRollout(`  waves: [${Array.from({ length: 21 }, (_, i) => i + 80).join(', ')}]\n`))).toEqual(['rollout.yaml:2:10 rollout.waves bad_waves']);
+    expect(errorsOf(withRollout(`  waves: [${Array.from({ length: 21 }, (_, i) => i + 80).join(', ')}]\n`))).toEqual([
+      'rollout.yaml:2:10 rollout.waves bad_waves',
+    ]);
     expect(errorsOf(withRollout('  bake: 8d\n'))).toEqual(['rollout.yaml:2:9 rollout.bake bad_duration']);
-    expect(errorsOf(withRollout('  confirm_share: 120%\n  failure_budget: -1\n'))).toEqual(['rollout.yaml:2:18 rollout.confirm_share bad_share', 'rollout.yaml:3:19 rollout.failure_budget bad_share']);
+    expect(errorsOf(withRollout('  confirm_share: 120%\n  failure_budget: -1\n'))).toEqual([
+      'rollout.yaml:2:18 rollout.confirm_share bad_share',
+      'rollout.yaml:3:19 rollout.failure_budget bad_share',
+    ]);
   });
 
   it('names both places when two files define it', () => {

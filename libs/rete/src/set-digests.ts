@@ -14,7 +14,11 @@ import { presortedPretty } from './sorted-json.js';
  */
 export function compiledSetDigests(node: string, files: ReadonlyMap<string, ArtifactBytes>): CompiledSetDigests {
   const artifacts = [...files]
-    .map(([name, content]) => ({ name, sha256: sha256Hex(content), size: typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content.byteLength }))
+    .map(([name, content]) => ({
+      name,
+      sha256: sha256Hex(content),
+      size: typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content.byteLength,
+    }))
     .sort((a, b) => cmp(a.name, b.name));
   // Keys in canonical order, for digestsJsonText.
   return { artifacts, node, set_digest: setDigest(artifacts) };

@@ -45,7 +45,8 @@ describe('a compiled node digest list', () => {
   it('refuses a list that is not sorted or names an artifact twice', () => {
     const a = { name: 'a.json', sha256: sha256Hex('a'), size: 1 };
     const b = { name: 'b.json', sha256: sha256Hex('b'), size: 1 };
-    const issues = (artifacts: unknown[]) => CompiledSetDigests.safeParse({ node: 'alpha', set_digest: sha256Hex(''), artifacts }).error?.issues.map((i) => i.message);
+    const issues = (artifacts: unknown[]) =>
+      CompiledSetDigests.safeParse({ node: 'alpha', set_digest: sha256Hex(''), artifacts }).error?.issues.map((i) => i.message);
     expect(issues([a, b])).toBeUndefined();
     expect(issues([b, a])).toEqual(['a.json is out of order: the list is sorted by name']);
     expect(issues([a, a])).toEqual(['a.json is listed twice']);

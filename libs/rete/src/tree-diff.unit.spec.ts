@@ -12,10 +12,34 @@ describe('tree diff', () => {
 
   it('lists a node changed only by the artifacts whose bytes differ', () => {
     const key = Uint8Array.from([0x99, 0x01, 0xff]);
-    const before = new Map([['alpha', new Map<string, string | Uint8Array>([['flor.json', '{}\n'], ['file-k', Buffer.from(key)]])]]);
-    const same = new Map([['alpha', new Map<string, string | Uint8Array>([['flor.json', Buffer.from('{}\n')], ['file-k', key]])]]);
+    const before = new Map([
+      [
+        'alpha',
+        new Map<string, string | Uint8Array>([
+          ['flor.json', '{}\n'],
+          ['file-k', Buffer.from(key)],
+        ]),
+      ],
+    ]);
+    const same = new Map([
+      [
+        'alpha',
+        new Map<string, string | Uint8Array>([
+          ['flor.json', Buffer.from('{}\n')],
+          ['file-k', key],
+        ]),
+      ],
+    ]);
     expect(diffTrees(before, same)).toEqual({ added: [], changed: [], removed: [], unchanged: ['alpha'] });
-    const other = new Map([['alpha', new Map<string, string | Uint8Array>([['flor.json', '{}\n'], ['file-k', Uint8Array.from([0x99])]])]]);
+    const other = new Map([
+      [
+        'alpha',
+        new Map<string, string | Uint8Array>([
+          ['flor.json', '{}\n'],
+          ['file-k', Uint8Array.from([0x99])],
+        ]),
+      ],
+    ]);
     expect(diffTrees(before, other).changed).toEqual([{ node: 'alpha', artifacts: ['file-k'] }]);
   });
 });

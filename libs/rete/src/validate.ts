@@ -1,4 +1,17 @@
-import { ACL_SOURCE, ACL_TARGET, DEFAULT_CHECK_TIMEOUT, DEFAULT_EXPECT_STATUS, DEFAULT_POLL_INTERVAL, DEFAULT_SPLAY, parseDuration, type HealthCheck, type ReteErrorCode, type ReteFile, type ReteHealthCheck, type ReteWarningCode } from '#contracts';
+import {
+  ACL_SOURCE,
+  ACL_TARGET,
+  DEFAULT_CHECK_TIMEOUT,
+  DEFAULT_EXPECT_STATUS,
+  DEFAULT_POLL_INTERVAL,
+  DEFAULT_SPLAY,
+  parseDuration,
+  type HealthCheck,
+  type ReteErrorCode,
+  type ReteFile,
+  type ReteHealthCheck,
+  type ReteWarningCode,
+} from '#contracts';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { parseFile, type Def, type ParseCache, type ParsedFile, type Source } from './parse-file.js';
@@ -59,7 +72,13 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
         const path = [key, i];
         const def = { value, file, path, place: file.placeOf(path) };
         const first = defs.get(value.name);
-        if (first) error('duplicate_name', file.placeOf([key, i, 'name']), [key, i, 'name'], `${what} "${value.name}" is defined twice: here and at ${placeText(first.place)}`);
+        if (first)
+          error(
+            'duplicate_name',
+            file.placeOf([key, i, 'name']),
+            [key, i, 'name'],
+            `${what} "${value.name}" is defined twice: here and at ${placeText(first.place)}`,
+          );
         else defs.set(value.name, def);
       });
     }
@@ -80,7 +99,12 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   };
   if (defaults && seconds(defaultSync.splay) > seconds(defaultSync.poll_interval)) {
     const p = [...defaults.path, 'sync', 'splay'];
-    error('splay_too_long', defaults.file.placeOf(p), p, `splay ${quoteValue(defaultSync.splay)} is longer than the poll interval ${quoteValue(defaultSync.poll_interval)}`);
+    error(
+      'splay_too_long',
+      defaults.file.placeOf(p),
+      p,
+      `splay ${quoteValue(defaultSync.splay)} is longer than the poll interval ${quoteValue(defaultSync.poll_interval)}`,
+    );
   }
 
   // The defaults' own checks are judged once, with the defaults' window alone.
@@ -90,7 +114,11 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   for (const [name, def] of nodeDefs) {
     const n = def.value;
     for (const t of n.tags ?? []) tags.add(t);
-    const sync = { poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval, splay: n.sync?.splay ?? defaultSync.splay, watch: n.sync?.watch ?? defaultSync.watch };
+    const sync = {
+      poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval,
+      splay: n.sync?.splay ?? defaultSync.splay,
+      watch: n.sync?.watch ?? defaultSync.watch,
+    };
     if (n.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
       const p = [...def.path, 'sync', n.sync.splay !== undefined ? 'splay' : 'poll_interval'];
       error('splay_too_long', def.file.placeOf(p), p, `splay ${quoteValue(sync.splay)} is longer than the poll interval ${quoteValue(sync.poll_interval)}`);
@@ -109,7 +137,12 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
       else byPort.set(key, portPlace);
     });
-    const confirm = confirmationOf({ sync: n.sync, path: def.path, file: def.file }, defaults && { sync: defaults.value.sync, path: defaults.path, file: defaults.file }, name, error);
+    const confirm = confirmationOf(
+      { sync: n.sync, path: def.path, file: def.file },
+      defaults && { sync: defaults.value.sync, path: defaults.path, file: defaults.file },
+      name,
+      error,
+    );
     nodes.push({
       name,
       kind: n.kind,
@@ -132,7 +165,8 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   }
 
   const rolloutDef = single('rollout');
-  const rollout = rolloutDef && resolveRollout({ def: rolloutDef, from: { tagsOf: new Map(nodes.map((n) => [n.name, n.tags])), groups }, refsCheckable, error });
+  const rollout =
+    rolloutDef && resolveRollout({ def: rolloutDef, from: { tagsOf: new Map(nodes.map((n) => [n.name, n.tags])), groups }, refsCheckable, error });
 
   const resources = resolveResources({ files, nodeDefs, groups, refsCheckable, readSource, error });
 
@@ -164,7 +198,12 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
         if (!node) error('unknown_node', file.placeOf(p), p, `no node is named "${target.node}"`);
         else if (!(node.value.services ?? []).some((s) => s.name === target.service)) {
           const offered = (node.value.services ?? []).map((s) => s.name);
-          error('unknown_service', file.placeOf(p), p, `node "${target.node}" publishes no service "${target.service}"${offered.length ? ` (it publishes ${offered.join(', ')})` : ' (it publishes none)'}`);
+          error(
+            'unknown_service',
+            file.placeOf(p),
+            p,
+            `node "${target.node}" publishes no service "${target.service}"${offered.length ? ` (it publishes ${offered.join(', ')})` : ' (it publishes none)'}`,
+          );
         }
         return target;
       });
@@ -240,7 +279,12 @@ function confirmationOf(
   // Where the list is written is where its errors are reported: once, not once per node inheriting it.
   const reports = from === own;
   if (reports && checks.length > 0 && window === undefined) {
-    error('bad_health_check', from.file.placeOf(checksPath), checksPath, `${node === null ? 'the defaults have' : `node "${node}" has`} health checks but no confirmation window: set sync.confirm_within, the time they have to pass`);
+    error(
+      'bad_health_check',
+      from.file.placeOf(checksPath),
+      checksPath,
+      `${node === null ? 'the defaults have' : `node "${node}" has`} health checks but no confirmation window: set sync.confirm_within, the time they have to pass`,
+    );
   }
   const seen = new Map<string, number>();
   checks.forEach((c, i) => {

@@ -8,7 +8,10 @@ import { compileRete } from './compile.js';
 const example = (): Source[] => Object.entries(EXAMPLE_RETE).map(([file, text]) => ({ file, text }));
 const replace = (sources: Source[], file: string, text: string): Source[] => [...sources.filter((s) => s.file !== file), { file, text }];
 const brief = (d: Diagnostic) => `${d.file}:${d.line}:${d.col} ${d.code}`;
-const errorsOf = (sources: Source[]) => validateRete(sources).diagnostics.filter((d) => d.severity === 'error').map(brief);
+const errorsOf = (sources: Source[]) =>
+  validateRete(sources)
+    .diagnostics.filter((d) => d.severity === 'error')
+    .map(brief);
 
 describe('validate', () => {
   it('accepts the example rete without errors or warnings', () => {
@@ -80,7 +83,11 @@ describe('validate', () => {
   it('cuts a huge value in a message to its start and length', () => {
     // A thousand "1s" are a valid poll interval of 2000 characters.
     const interval = '1s'.repeat(1000);
-    const sources = replace(example(), 'rete.yaml', `mesh: { name: lab, coordinator: https://c.example }\ndefaults:\n  sync: { poll_interval: ${interval}, splay: 1h }\n`);
+    const sources = replace(
+      example(),
+      'rete.yaml',
+      `mesh: { name: lab, coordinator: https://c.example }\ndefaults:\n  sync: { poll_interval: ${interval}, splay: 1h }\n`,
+    );
     const messages = validateRete(sources).diagnostics.map((d) => d.message);
     expect(messages).toContain(`splay "1h" is longer than the poll interval "${'1s'.repeat(40)}…" (2000 characters)`);
   });

@@ -6,11 +6,7 @@ import type { Socket } from 'node:net';
  * `onTooLong` is called once and no further line is delivered. A last line without its newline is
  * delivered when the peer ends its side.
  */
-export function readLines(
-  socket: Socket,
-  maxLine: number,
-  handlers: { onLine: (line: string) => void; onTooLong: () => void; onEnd: () => void },
-): void {
+export function readLines(socket: Socket, maxLine: number, handlers: { onLine: (line: string) => void; onTooLong: () => void; onEnd: () => void }): void {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let stopped = false;

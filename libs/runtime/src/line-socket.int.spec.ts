@@ -99,16 +99,25 @@ describe('newline-delimited JSON over a unix socket', () => {
     const answers = await new Promise<string>((resolve) => {
       const c = connect(path, () => c.end('1\n2\n3\n'));
       let text = '';
-      c.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve(text));
+      c.setEncoding('utf8')
+        .on('data', (d: string) => (text += d))
+        .on('end', () => resolve(text));
     });
-    expect(answers.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ echo: 1 }, { echo: 2 }, { echo: 3 }]);
+    expect(
+      answers
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([{ echo: 1 }, { echo: 2 }, { echo: 3 }]);
 
     const once = join(dir, 'e.sock');
     await echo(once, { oneShot: true });
     const first = await new Promise<string>((resolve) => {
       const c = connect(once, () => c.write('1\n2\n'));
       let text = '';
-      c.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve(text));
+      c.setEncoding('utf8')
+        .on('data', (d: string) => (text += d))
+        .on('end', () => resolve(text));
     });
     expect(first).toBe('{"echo":1}\n');
   });

@@ -1,4 +1,12 @@
 export { spkiPin } from './pin.js';
 export { isLoopbackHost, cleartextRefusal } from './cleartext.js';
 export { readCaFile, systemTrust, trustAnchors, CaFileError, SYSTEM_BUNDLES, type TrustAnchors } from './trust.js';
-export { VerifyingAgent, TlsRefusedError, judgePeer, type TrustPolicy, type PeerFacts, type TlsRefusalCode, type VerifyingAgentOptions } from './verifying-agent.js';
+export {
+  VerifyingAgent,
+  TlsRefusedError,
+  judgePeer,
+  type TrustPolicy,
+  type PeerFacts,
+  type TlsRefusalCode,
+  type VerifyingAgentOptions,
+} from './verifying-agent.js';

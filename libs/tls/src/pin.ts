@@ -7,5 +7,7 @@ import { createHash, X509Certificate } from 'node:crypto';
  */
 export function spkiPin(cert: X509Certificate | string | Buffer): string {
   const x509 = cert instanceof X509Certificate ? cert : new X509Certificate(cert);
-  return createHash('sha256').update(x509.publicKey.export({ type: 'spki', format: 'der' })).digest('base64url');
+  return createHash('sha256')
+    .update(x509.publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('base64url');
 }

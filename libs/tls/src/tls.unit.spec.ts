@@ -3,11 +3,33 @@ import { judgePeer, type TrustPolicy } from './verifying-agent.js';
 
 describe('isLoopbackHost', () => {
   it('takes 127.0.0.0/8, ::1 (also bracketed and IPv4-mapped) and localhost as this machine', () => {
-    for (const host of ['127.0.0.1', '127.1.2.3', '[::1]', '::1', 'localhost', 'LOCALHOST', 'localhost.', '[::ffff:127.0.0.1]', new URL('http://[::ffff:127.0.0.1]/').hostname]) expect({ host, loopback: isLoopbackHost(host) }).toEqual({ host, loopback: true });
+    for (const host of [
+      '127.0.0.1',
+      '127.1.2.3',
+      '[::1]',
+      '::1',
+      'localhost',
+      'LOCALHOST',
+      'localhost.',
+      '[::ffff:127.0.0.1]',
+      new URL('http://[::ffff:127.0.0.1]/').hostname,
+    ])
+      expect({ host, loopback: isLoopbackHost(host) }).toEqual({ host, loopback: true });
   });
 
   it('takes every other address or name as remote, whatever it may resolve to', () => {
-    for (const host of ['192.0.2.1', '0.0.0.0', '[::]', '10.0.0.1', 'coordinator.example', 'localhost.example', '127.0.0.1.example', '[::ffff:10.0.0.1]', new URL('http://[::ffff:10.0.0.1]/').hostname, '[fe80::1]']) {
+    for (const host of [
+      '192.0.2.1',
+      '0.0.0.0',
+      '[::]',
+      '10.0.0.1',
+      'coordinator.example',
+      'localhost.example',
+      '127.0.0.1.example',
+      '[::ffff:10.0.0.1]',
+      new URL('http://[::ffff:10.0.0.1]/').hostname,
+      '[fe80::1]',
+    ]) {
       expect({ host, loopback: isLoopbackHost(host) }).toEqual({ host, loopback: false });
     }
   });
@@ -27,7 +49,9 @@ describe('cleartextRefusal', () => {
     expect(refuse('http://192.0.2.1:8080')).toBe(
       'refusing to send the API token to http://192.0.2.1:8080 over plain http: anyone on the network path could read it and use it. Use an https:// URL, or pass --insecure-http if the path to 192.0.2.1 is trusted; nothing was sent',
     );
-    expect(refuse('http://[2001:db8::1]/')).toMatch(/^refusing to send the API token to http:\/\/\[2001:db8::1\] over plain http: .* the path to 2001:db8::1 is trusted/);
+    expect(refuse('http://[2001:db8::1]/')).toMatch(
+      /^refusing to send the API token to http:\/\/\[2001:db8::1\] over plain http: .* the path to 2001:db8::1 is trusted/,
+    );
   });
 
   it('lets the operator say so explicitly', () => {

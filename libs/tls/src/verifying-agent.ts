@@ -42,7 +42,10 @@ export function judgePeer(peer: PeerFacts, policy: TrustPolicy, server: string):
   const key = peer.pin ? `its key's sha256 pin is ${peer.pin}` : 'it showed no certificate';
   if (policy.requirePin) {
     if (peer.pin !== undefined && peer.pin === policy.pin) return undefined;
-    return new TlsRefusedError('pin_mismatch', `${server} is not the coordinator the enrolment token names: ${key}, the token pins ${policy.pin}; wrong address, or something in between; nothing was sent`);
+    return new TlsRefusedError(
+      'pin_mismatch',
+      `${server} is not the coordinator the enrolment token names: ${key}, the token pins ${policy.pin}; wrong address, or something in between; nothing was sent`,
+    );
   }
   if (peer.chainVerified) return undefined;
   if (policy.pin !== undefined && peer.pin === policy.pin) return undefined;

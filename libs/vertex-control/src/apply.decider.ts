@@ -25,7 +25,10 @@ export interface ApplyDecision {
 export function decideApply(running: RunningConfig, version: number, next: FlorJson): ApplyDecision {
   const { kind, changed } = classifyChange(running.config, next);
   if (running.version !== null && version < running.version) {
-    return { running, answer: { result: 'error', code: 'stale_version', version, reason: `version ${version} is older than the running version ${running.version}` } };
+    return {
+      running,
+      answer: { result: 'error', code: 'stale_version', version, reason: `version ${version} is older than the running version ${running.version}` },
+    };
   }
   if (running.version !== null && version === running.version && kind !== 'none') {
     return { running, answer: { result: 'error', code: 'version_conflict', version, reason: `version ${version} is already running with a different config` } };

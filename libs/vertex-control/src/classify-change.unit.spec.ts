@@ -18,7 +18,10 @@ const structural = fc.oneof(
 
 describe('classifyChange', () => {
   it('generates configs that are valid flor.json', () => {
-    fc.assert(fc.property(florJson, (c) => FlorJson.safeParse(c).success), { numRuns: 200 });
+    fc.assert(
+      fc.property(florJson, (c) => FlorJson.safeParse(c).success),
+      { numRuns: 200 },
+    );
   });
 
   it('classifies identical configs as none, whatever the key order', () => {
@@ -104,7 +107,10 @@ describe('classifyChange', () => {
       kind: 'restart',
       changed: ['listen', 'services[0].port'],
     });
-    expect(classifyChange(base, { ...base, acl: { ...base.acl, ingress: {}, egress: [{ node: 'beta', service: 'web' }] } }).changed).toEqual(['acl.egress[0]', 'acl.ingress.web']);
+    expect(classifyChange(base, { ...base, acl: { ...base.acl, ingress: {}, egress: [{ node: 'beta', service: 'web' }] } }).changed).toEqual([
+      'acl.egress[0]',
+      'acl.ingress.web',
+    ]);
   });
 
   it('does not mistake a top-level field that merely starts with "acl" for the allow lists', () => {

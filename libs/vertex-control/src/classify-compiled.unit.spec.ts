@@ -50,7 +50,6 @@ describe('classifyChange of what the compiler makes of a rete edit', () => {
     );
   });
 
-
   const before = compiled();
 
   it('swaps a revocation that takes a node out of an allowed group, on every node it touches', () => {

@@ -90,11 +90,16 @@ describe('vertex control socket, in process', () => {
       let text = '';
       socket.setEncoding('utf8').on('data', (d: string) => (text += d));
       const lines = Array.from({ length: 50 }, (_, i) =>
-        i % 2 === 0 ? JSON.stringify({ op: 'apply', version: i + 2, config: { ...config, acl: { ...config.acl, ingress: { web: i % 4 === 0 ? ['beta'] : ['gamma'] } } } }) : '{"op":"status"}',
+        i % 2 === 0
+          ? JSON.stringify({ op: 'apply', version: i + 2, config: { ...config, acl: { ...config.acl, ingress: { web: i % 4 === 0 ? ['beta'] : ['gamma'] } } } })
+          : '{"op":"status"}',
       );
       socket.end(`${lines.join('\n')}\n`);
       await new Promise((res) => socket.once('close', res));
-      const answers = text.trim().split('\n').map((l) => JSON.parse(l) as { result: string });
+      const answers = text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { result: string });
       expect(answers).toHaveLength(50);
       answers.forEach((a, i) => expect(a.result).toBe(i % 2 === 0 ? (i === 0 ? 'unchanged' : 'swapped') : 'status'));
     } finally {

@@ -5,7 +5,14 @@ import type { AclTable } from './acl-table.js';
 import { decideApply, initialRunning, type RunningConfig } from './apply.decider.js';
 import { VertexControlError } from './errors.js';
 import { LineSocketError, serveLineSocket, type LineServer } from '#runtime';
-import { MAX_REQUEST_LINE, VertexControlRequest, type ErrorAnswer, type StatusAnswer, type VertexControlAnswer, type VertexControlErrorAnswerCode } from './protocol.schema.js';
+import {
+  MAX_REQUEST_LINE,
+  VertexControlRequest,
+  type ErrorAnswer,
+  type StatusAnswer,
+  type VertexControlAnswer,
+  type VertexControlErrorAnswerCode,
+} from './protocol.schema.js';
 
 export type VertexControlLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 
@@ -29,7 +36,6 @@ function issues(error: { issues: readonly { path: readonly PropertyKey[]; messag
 function errorAnswer(code: VertexControlErrorAnswerCode, reason: string, version?: number): ErrorAnswer {
   return version === undefined ? { result: 'error', code, reason } : { result: 'error', code, reason, version };
 }
-
 
 /**
  * The vertex side of hot reload. Holds the running config and its ACL tables as one immutable value

@@ -62,6 +62,9 @@ describe('VertexControl.handleLine', () => {
 
   it('names the version in the error answer when the request carried one', () => {
     const control = new VertexControl({ config: base, version: 1 });
-    expect(control.handleLine(line({ op: 'apply', version: 3, config: { ...base, node: 'NOT A LABEL' } }))).toMatchObject({ code: 'invalid_config', version: 3 });
+    expect(control.handleLine(line({ op: 'apply', version: 3, config: { ...base, node: 'NOT A LABEL' } }))).toMatchObject({
+      code: 'invalid_config',
+      version: 3,
+    });
   });
 });

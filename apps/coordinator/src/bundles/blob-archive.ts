@@ -24,9 +24,16 @@ const DIGEST_NAME = /^[0-9a-f]{64}$/;
  */
 export function entryRefusal(header: Pick<Header, 'name' | 'type' | 'size'>, index: number, blobBytes: number): DomainError | null {
   const where = `archive entry ${index + 1}`;
-  if (header.type !== 'file') return new DomainError('invalid_archive', `${where} is a ${header.type}, not a file: the archive holds only blobs`, { entry: index + 1 });
-  if (!DIGEST_NAME.test(header.name)) return new DomainError('invalid_archive', `${where} is named ${JSON.stringify(header.name.slice(0, 100))}: each entry is named by the sha256 of its content, 64 lowercase hex digits`, { entry: index + 1 });
-  if (header.size > blobBytes) return new DomainError('body_too_large', `${where} (${header.name}) is ${header.size} bytes; a blob may be at most ${blobBytes}`, { entry: index + 1 });
+  if (header.type !== 'file')
+    return new DomainError('invalid_archive', `${where} is a ${header.type}, not a file: the archive holds only blobs`, { entry: index + 1 });
+  if (!DIGEST_NAME.test(header.name))
+    return new DomainError(
+      'invalid_archive',
+      `${where} is named ${JSON.stringify(header.name.slice(0, 100))}: each entry is named by the sha256 of its content, 64 lowercase hex digits`,
+      { entry: index + 1 },
+    );
+  if (header.size > blobBytes)
+    return new DomainError('body_too_large', `${where} (${header.name}) is ${header.size} bytes; a blob may be at most ${blobBytes}`, { entry: index + 1 });
   return null;
 }
 
@@ -71,7 +78,11 @@ export async function readBlobArchive(body: Readable, limits: ArchiveLimits, sto
       }
       const actual = hash.digest('hex');
       if (actual !== header.name) {
-        throw new DomainError('digest_mismatch', `archive entry ${index + 1} is named ${header.name} but its content hashes to ${actual}`, { entry: index + 1, expected: header.name, actual });
+        throw new DomainError('digest_mismatch', `archive entry ${index + 1} is named ${header.name} but its content hashes to ${actual}`, {
+          entry: index + 1,
+          expected: header.name,
+          actual,
+        });
       }
       if (!blobs.has(actual)) blobs.set(actual, Buffer.concat(chunks));
       index++;
@@ -89,6 +100,8 @@ export async function readBlobArchive(body: Readable, limits: ArchiveLimits, sto
 /** tar-stream's own errors (not tar at all, cut short) as a refusal naming where it happened. */
 function archiveError(err: unknown, index: number): DomainError {
   const message = err instanceof Error ? err.message : String(err);
-  const what = /unexpected end/i.test(message) ? 'the archive ends in the middle of an entry (the upload was cut short)' : `the body is not a tar archive (${message.slice(0, 200)})`;
+  const what = /unexpected end/i.test(message)
+    ? 'the archive ends in the middle of an entry (the upload was cut short)'
+    : `the body is not a tar archive (${message.slice(0, 200)})`;
   return new DomainError('invalid_archive', `${what}, at entry ${index + 1}`, { entry: index + 1 }, { cause: err });
 }

@@ -46,10 +46,18 @@ export class BlobsController {
   @Put(':sha256')
   @Access('publisher')
   @RouteLimits({ body: 'blob' })
-  async put(@Param('sha256') digest: string, @Headers('content-type') type: string | undefined, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+  async put(
+    @Param('sha256') digest: string,
+    @Headers('content-type') type: string | undefined,
+    @Body() body: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const sha = parseInput(Sha256, digest, 'path');
     if (!Buffer.isBuffer(body)) {
-      throw new DomainError('unsupported_media_type', `blob bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}`);
+      throw new DomainError(
+        'unsupported_media_type',
+        `blob bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}`,
+      );
     }
     const actual = sha256Hex(body);
     if (actual !== sha) throw new DomainError('digest_mismatch', `body hashes to ${actual}, not to ${sha}`, { expected: sha, actual });

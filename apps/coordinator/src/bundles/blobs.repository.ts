@@ -9,7 +9,11 @@ export async function blobSizes(db: Kysely<Database>, digests: readonly string[]
   const sizes = new Map<string, number>();
   const unique = [...new Set(digests)];
   for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where(anyOf('sha256', unique.slice(i, i + CHUNK))).execute();
+    const rows = await db
+      .selectFrom('blobs')
+      .select(['sha256', 'size'])
+      .where(anyOf('sha256', unique.slice(i, i + CHUNK)))
+      .execute();
     for (const r of rows) sizes.set(r.sha256, r.size);
   }
   return sizes;
@@ -40,7 +44,8 @@ export async function putBlobs(db: Kysely<Database>, blobs: readonly { sha256: s
     let created = 0;
     for (let i = 0, rows = 0, bytes = 0; i < blobs.length; i += rows) {
       // A statement carries at most BATCH_ROWS rows and about BATCH_BYTES of content.
-      for (rows = 0, bytes = 0; i + rows < blobs.length && rows < BATCH_ROWS && (rows === 0 || bytes < BATCH_BYTES); rows++) bytes += blobs[i + rows].content.byteLength;
+      for (rows = 0, bytes = 0; i + rows < blobs.length && rows < BATCH_ROWS && (rows === 0 || bytes < BATCH_BYTES); rows++)
+        bytes += blobs[i + rows].content.byteLength;
       const result = await trx
         .insertInto('blobs')
         .values(blobs.slice(i, i + rows).map((b) => ({ sha256: b.sha256, size: b.content.byteLength, content: b.content })))
@@ -59,7 +64,11 @@ export async function readBlobs(db: Kysely<Database>, digests: Iterable<string>)
   const out = new Map<string, Uint8Array>();
   const unique = [...new Set(digests)];
   for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where(anyOf('sha256', unique.slice(i, i + CHUNK))).execute();
+    const rows = await db
+      .selectFrom('blobs')
+      .select(['sha256', 'content'])
+      .where(anyOf('sha256', unique.slice(i, i + CHUNK)))
+      .execute();
     for (const r of rows) out.set(r.sha256, r.content);
   }
   return out;

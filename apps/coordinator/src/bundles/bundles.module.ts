@@ -17,7 +17,11 @@ import { LEDGER_BLOBS } from '../ledger/index.js';
 @Module({
   imports: [IdentityModule, FleetModule],
   controllers: [BundlesController, BlobsController],
-  providers: [{ provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] }, PollRoute, { provide: LEDGER_BLOBS, useValue: ledgerBlobs }],
+  providers: [
+    { provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] },
+    PollRoute,
+    { provide: LEDGER_BLOBS, useValue: ledgerBlobs },
+  ],
   exports: [PollRoute, LEDGER_BLOBS],
 })
 export class BundlesModule {}

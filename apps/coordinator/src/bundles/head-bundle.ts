@@ -26,7 +26,10 @@ export interface HeadToSign {
  * A key another process added since this one read the key file is picked up by reading it again.
  */
 export async function signHeadBundle(db: Kysely<Database>, keys: SigningKeyStore, head: HeadToSign): Promise<string> {
-  const contents = await readLedgerBlobs(db, head.artifacts.map((a) => a.sha256));
+  const contents = await readLedgerBlobs(
+    db,
+    head.artifacts.map((a) => a.sha256),
+  );
   return signWith(keys, head, (sha) => contents.get(sha)!);
 }
 

@@ -184,7 +184,8 @@ export class PollCache {
    */
   remember(mark: number, credentialId: string, row: PollRow): void {
     if (!this.feed.trusted()) return;
-    if (!this.credentialChangedSince(mark, credentialId)) this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
+    if (!this.credentialChangedSince(mark, credentialId))
+      this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
     if (!this.headChangedSince(mark, row.node)) this.heads.set(row.node, row.etag === null ? null : { etag: row.etag, confirm: confirmHeader(row) });
     if (mark >= this.floor && this.checkpointChanged <= mark) this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
   }
@@ -194,7 +195,12 @@ export class PollCache {
    * head whose ETag is one of `tags` — a 304 with that ETag and the checkpoint header. Anything else (not in
    * memory, a refusal, a new version, memory not trusted) is null: the database answers it.
    */
-  notModified(credentialId: string, node: string, tags: readonly string[], matches: (secretHash: string) => boolean): { etag: string; checkpoint: string | null; confirm: string | null } | null {
+  notModified(
+    credentialId: string,
+    node: string,
+    tags: readonly string[],
+    matches: (secretHash: string) => boolean,
+  ): { etag: string; checkpoint: string | null; confirm: string | null } | null {
     if (tags.length === 0 || !this.feed.trusted()) return null;
     const credential = this.credentials.get(credentialId);
     if (!credential || credential.revoked || credential.node !== node) return null;

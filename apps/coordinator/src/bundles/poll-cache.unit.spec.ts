@@ -10,7 +10,18 @@ function feed() {
   return Object.assign(f, { api });
 }
 
-const row: PollRow = { node: 'alpha', secret_hash: 'h', revoked_at: null, revoked_reason: null, version: 3, retired: false, etag: '"e3"', checkpoint: 'note', confirm_within: null, confirmed_by: null };
+const row: PollRow = {
+  node: 'alpha',
+  secret_hash: 'h',
+  revoked_at: null,
+  revoked_reason: null,
+  version: 3,
+  retired: false,
+  etag: '"e3"',
+  checkpoint: 'note',
+  confirm_within: null,
+  confirmed_by: null,
+};
 const ok = (h: string) => h === 'h';
 
 describe('PollCache', () => {

@@ -21,7 +21,12 @@ import { signHeadBundle } from './head-bundle.js';
 function fakeFeed() {
   const subscribers: ((c: Change) => void)[] = [];
   const feed = { trust: true, send: (c: Change) => subscribers.forEach((s) => s(c)) };
-  const api: ChangeFeed = { subscribe: (s) => void subscribers.push(s), trusted: () => feed.trust, settle: async () => undefined, close: async () => undefined };
+  const api: ChangeFeed = {
+    subscribe: (s) => void subscribers.push(s),
+    trusted: () => feed.trust,
+    settle: async () => undefined,
+    close: async () => undefined,
+  };
   return Object.assign(feed, { api });
 }
 
@@ -86,7 +91,11 @@ describe.each(testDatabases)('poll route on $name', (database) => {
   };
   const headOf = (node: string) => h.db.kysely.selectFrom('node_heads').selectAll().where('node', '=', node).executeTakeFirstOrThrow();
   const poll = (node: string, etag?: string, wait?: number, token = credentials.get(node)![0]) =>
-    get(base, `/v1/nodes/${node}/bundle`, { authorization: `Bearer ${token}`, ...(etag ? { 'if-none-match': etag } : {}), ...(wait ? { prefer: `wait=${wait}` } : {}) });
+    get(base, `/v1/nodes/${node}/bundle`, {
+      authorization: `Bearer ${token}`,
+      ...(etag ? { 'if-none-match': etag } : {}),
+      ...(wait ? { prefer: `wait=${wait}` } : {}),
+    });
 
   /** A 200 must be `node`'s own current bundle: its ETag the head's, its payload the node's, its bytes what signHeadBundle signs. */
   const expectOwnBundle = async (node: string, answer: Answer) => {
@@ -104,7 +113,17 @@ describe.each(testDatabases)('poll route on $name', (database) => {
     feed = fakeFeed();
     const cache = new PollCache(feed.api);
     const config = { watch: { maxWaitSeconds: 30, limit: 1000 } } as CoordinatorConfig;
-    route = new PollRoute(h.db, feed.api, config, h.keys, pino({ level: 'silent' }), new Metrics(), new AuthService(h.db, new ApiTokenUses()), cache, new ContactLog());
+    route = new PollRoute(
+      h.db,
+      feed.api,
+      config,
+      h.keys,
+      pino({ level: 'silent' }),
+      new Metrics(),
+      new AuthService(h.db, new ApiTokenUses()),
+      cache,
+      new ContactLog(),
+    );
     fastify = Fastify();
     route.register(fastify);
     await fastify.listen({ port: 0, host: '127.0.0.1' });

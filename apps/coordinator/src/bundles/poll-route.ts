@@ -108,7 +108,12 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     this.maxWait = config.watch.maxWaitSeconds;
     this.reads = new BatchLoader((ids) => readPollRows(db.kysely, ids), POLL_READ_BATCH);
     this.signer = new BundleSigner(db.kysely, keys);
-    this.hub = new WatchHub({ limit: config.watch.limit, tickMs: WATCH_TICK_MS }, () => performance.now(), (nodes) => this.readEtags(nodes), (err) => this.log.error({ err }, 'answering a held watch failed'));
+    this.hub = new WatchHub(
+      { limit: config.watch.limit, tickMs: WATCH_TICK_MS },
+      () => performance.now(),
+      (nodes) => this.readEtags(nodes),
+      (err) => this.log.error({ err }, 'answering a held watch failed'),
+    );
     // After PollCache's own subscription (it is constructed first): a woken watch finds memory already emptied.
     feed.subscribe((change) => this.hub.apply(change));
     metrics.watchesHeld = () => this.hub.size;
@@ -145,7 +150,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   private async readEtags(nodes: readonly string[]): Promise<Map<string, string | null>> {
     const etags = new Map<string, string | null>();
     for (let i = 0; i < nodes.length; i += 5000) {
-      const rows = await this.db.kysely.selectFrom('node_heads').select(['node', 'etag']).where('node', 'in', nodes.slice(i, i + 5000)).execute();
+      const rows = await this.db.kysely
+        .selectFrom('node_heads')
+        .select(['node', 'etag'])
+        .where('node', 'in', nodes.slice(i, i + 5000))
+        .execute();
       for (const r of rows) etags.set(r.node, r.etag);
     }
     return etags;
@@ -170,7 +179,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /** Why a watch that would be held is not: a 503 with Retry-After, spread; null when it is answered as a plain poll instead. */
   private refusal(): DomainError | null {
     if (this.closing || this.hub.closing) return new DomainError('shutting_down', 'this replica is stopping: watch again, the next replica will hold it');
-    if (!this.hub.hasRoom()) return new DomainError('too_many_watches', `this replica holds ${this.hub.limit} watches, its limit (FLORETE_WATCH_LIMIT): watch again after Retry-After`);
+    if (!this.hub.hasRoom())
+      return new DomainError(
+        'too_many_watches',
+        `this replica holds ${this.hub.limit} watches, its limit (FLORETE_WATCH_LIMIT): watch again after Retry-After`,
+      );
     return null;
   }
 
@@ -196,7 +209,10 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         if (!memory) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
         if (watch) return this.answering(reply, this.held(reply, credential, name, tags, memory, watch, this.cache.mark()));
         this.metrics.polls304++;
-        void reply.headers(pollHeaders(memory.etag, memory.checkpoint, memory.confirm)).status(304).send();
+        void reply
+          .headers(pollHeaders(memory.etag, memory.checkpoint, memory.confirm))
+          .status(304)
+          .send();
       } catch (err) {
         sendProblem(reply, toProblem(err, this.log));
       }
@@ -255,12 +271,20 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint, memory.confirm)).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
-    if (this.log.isLevelEnabled('debug')) this.log.debug({ req_id: requestIdOf(req), method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) }, 'request');
+    if (this.log.isLevelEnabled('debug'))
+      this.log.debug(
+        { req_id: requestIdOf(req), method: 'GET', path: url, client: req.socket.remoteAddress, status: 304, ms: Math.round(seconds * 1000) },
+        'request',
+      );
     return true;
   }
 
   /** A 304 memory can answer with certainty (a cache hit, and a contact); null when it cannot. */
-  private fromMemory(credential: ParsedSecret, name: string, tags: readonly string[]): { etag: string; checkpoint: string | null; confirm: string | null } | null {
+  private fromMemory(
+    credential: ParsedSecret,
+    name: string,
+    tags: readonly string[],
+  ): { etag: string; checkpoint: string | null; confirm: string | null } | null {
     const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
     if (!memory) return null;
     this.metrics.pollCache.hit();
@@ -279,7 +303,15 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
    * answered 304 here; woken, it is handed on to the route as if it had just arrived (carrying its
    * deadline), which answers it from the database and may hold it again.
    */
-  private holdAtTheDoor(req: IncomingMessage, res: ServerResponse, credential: ParsedSecret, name: string, etag: string, confirm: string | null, watch: Watch): void {
+  private holdAtTheDoor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    credential: ParsedSecret,
+    name: string,
+    etag: string,
+    confirm: string | null,
+    watch: Watch,
+  ): void {
     const checkpoint = this.cache.checkpointNow() ?? null;
     const gone = () => this.hub.release(held);
     const held: HeldWatch = {
@@ -305,7 +337,9 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         res.off('close', gone);
         this.metrics.watches.refused++;
         const problem = toProblem(new DomainError('shutting_down', 'this replica is stopping: watch again, the next replica will hold it'), this.log);
-        res.writeHead(problem.status, { 'content-type': 'application/problem+json', 'retry-after': this.retryAfter(), connection: 'close' }).end(JSON.stringify(problem));
+        res
+          .writeHead(problem.status, { 'content-type': 'application/problem+json', 'retry-after': this.retryAfter(), connection: 'close' })
+          .end(JSON.stringify(problem));
       },
     };
     this.hub.hold(held);
@@ -318,10 +352,21 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
    * answer was read at: a change to its credential or its node since then may have been missed, so
    * the watch is woken at once.
    */
-  private held(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], current: { etag: string; checkpoint: string | null; confirm: string | null }, watch: Watch, mark: number): Promise<void> {
+  private held(
+    reply: FastifyReply,
+    credential: ParsedSecret,
+    name: string,
+    tags: readonly string[],
+    current: { etag: string; checkpoint: string | null; confirm: string | null },
+    watch: Watch,
+    mark: number,
+  ): Promise<void> {
     if (performance.now() >= watch.deadline) {
       this.metrics.polls304++;
-      void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)).status(304).send();
+      void reply
+        .headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch))
+        .status(304)
+        .send();
       return Promise.resolve();
     }
     if (!this.canHold()) {
@@ -336,7 +381,14 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       // Preference-Applied, and its agent watches again; a new one is answered as a plain poll, without
       // it, and its agent knows it was not held.
       this.metrics.polls304++;
-      void reply.headers(watch.woken ? this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch) : pollHeaders(current.etag, current.checkpoint, current.confirm)).status(304).send();
+      void reply
+        .headers(
+          watch.woken
+            ? this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)
+            : pollHeaders(current.etag, current.checkpoint, current.confirm),
+        )
+        .status(304)
+        .send();
       return Promise.resolve();
     }
     this.metrics.held.add(reply.raw.req ?? reply.request.raw);
@@ -360,7 +412,10 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
           this.metrics.watches.expired++;
           this.metrics.polls304++;
           this.contacts.seen(name);
-          void reply.headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)).status(304).send();
+          void reply
+            .headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch))
+            .status(304)
+            .send();
           resolve();
         },
         drop: () => {

@@ -31,7 +31,8 @@ export function parsePreferWait(header: string | string[] | undefined): PreferWa
     if (eq < 0) return { ok: false, reason: 'Prefer: wait needs a value in seconds (wait=30)' };
     let value = head.slice(eq + 1).trim();
     if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    if (!/^[0-9]{1,6}$/.test(value)) return { ok: false, reason: `Prefer: wait must be whole seconds from 0 to ${MAX_PREFER_WAIT_SECONDS} (got ${JSON.stringify(value.slice(0, 40))})` };
+    if (!/^[0-9]{1,6}$/.test(value))
+      return { ok: false, reason: `Prefer: wait must be whole seconds from 0 to ${MAX_PREFER_WAIT_SECONDS} (got ${JSON.stringify(value.slice(0, 40))})` };
     const wait = Number(value);
     if (wait > MAX_PREFER_WAIT_SECONDS) return { ok: false, reason: `Prefer: wait must be whole seconds from 0 to ${MAX_PREFER_WAIT_SECONDS} (got ${wait})` };
     return { ok: true, wait };

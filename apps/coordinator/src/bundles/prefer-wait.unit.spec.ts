@@ -17,14 +17,22 @@ describe('parsePreferWait (RFC 7240)', () => {
     expect(parsePreferWait(' , ')).toEqual({ ok: true, wait: null });
   });
 
-  it.each(['wait', 'wait=', 'wait=-1', 'wait=1.5', 'wait=soon', 'wait=1e3', `wait=${MAX_PREFER_WAIT_SECONDS + 1}`, 'wait=99999999999999999999', 'wa it=3', '"wait"=3'])(
-    'refuses %j with a reason',
-    (header) => {
-      const parsed = parsePreferWait(header);
-      expect(parsed.ok).toBe(false);
-      if (!parsed.ok) expect(parsed.reason).toMatch(/^Prefer: /);
-    },
-  );
+  it.each([
+    'wait',
+    'wait=',
+    'wait=-1',
+    'wait=1.5',
+    'wait=soon',
+    'wait=1e3',
+    `wait=${MAX_PREFER_WAIT_SECONDS + 1}`,
+    'wait=99999999999999999999',
+    'wa it=3',
+    '"wait"=3',
+  ])('refuses %j with a reason', (header) => {
+    const parsed = parsePreferWait(header);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.reason).toMatch(/^Prefer: /);
+  });
 
   it('allows a day at most', () => {
     expect(parsePreferWait(`wait=${MAX_PREFER_WAIT_SECONDS}`)).toEqual({ ok: true, wait: MAX_PREFER_WAIT_SECONDS });

@@ -18,7 +18,12 @@ function watch(node: string, deadline: number, credentialId = `cred-${node}`, et
 function hub(limit = 10, readHeads?: (nodes: readonly string[]) => Promise<Map<string, string | null>>) {
   const clock = { now: 0 };
   const errors: unknown[] = [];
-  const h = new WatchHub({ limit, tickMs: 100 }, () => clock.now, readHeads, (e) => void errors.push(e));
+  const h = new WatchHub(
+    { limit, tickMs: 100 },
+    () => clock.now,
+    readHeads,
+    (e) => void errors.push(e),
+  );
   return { h, clock, errors };
 }
 

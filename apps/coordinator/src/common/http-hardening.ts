@@ -40,7 +40,8 @@ export interface HardeningOptions {
  */
 const DISCARD_BYTES = 256 * 1024;
 const LINGER_MS = 1000;
-const OCTET_STREAM_ELSEWHERE = 'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream, and POST /v1/blobs takes application/x-tar)';
+const OCTET_STREAM_ELSEWHERE =
+  'this route takes application/json (only uploads, PUT /v1/blobs/{sha256} and PUT /v1/packages/{sha256}, take application/octet-stream, and POST /v1/blobs takes application/x-tar)';
 
 /** The request says a body follows, whatever its method (junk sent with a GET still arrives). */
 const declaresBody = (req: FastifyRequest) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -66,9 +67,11 @@ const limitsOf = (req: FastifyRequest) => (req.routeOptions.config as FloreteRou
 export function frameworkErrors(log: Logger) {
   return (error: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply): void => {
     const known =
-      error.code === 'FST_ERR_BAD_URL' ? new DomainError('bad_url', 'the URL is not valid: a percent-escape in it does not decode to UTF-8 text')
-      : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new DomainError('uri_too_long', 'a path parameter is longer than 100 characters')
-      : error;
+      error.code === 'FST_ERR_BAD_URL'
+        ? new DomainError('bad_url', 'the URL is not valid: a percent-escape in it does not decode to UTF-8 text')
+        : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new DomainError('uri_too_long', 'a path parameter is longer than 100 characters')
+          : error;
     sendProblem(reply, toProblem(known, log));
   };
 }
@@ -83,13 +86,17 @@ export function clientErrorHandler(log: Logger) {
   return (err: Error & { code?: string }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const [status, title, code, detail] =
-      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request headers are larger than 16 KiB']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time']
-      : [400, 'Bad Request', 'bad_request', `the request is not valid HTTP/1.1 (${clip(err.code ?? 'parse error', PROBLEM_LIMITS.value)})`];
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request headers are larger than 16 KiB']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time']
+          : [400, 'Bad Request', 'bad_request', `the request is not valid HTTP/1.1 (${clip(err.code ?? 'parse error', PROBLEM_LIMITS.value)})`];
     log.debug({ err: { code: err.code, message: err.message } }, 'client error');
     const body = JSON.stringify({ type: `https://florete.dev/problems/${code}`, title, status, detail, code });
     if (socket.writable) {
-      socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     // A client that keeps sending after the answer is cut off rather than read.
     setTimeout(() => socket.destroy(), 1000).unref();
@@ -107,7 +114,8 @@ export async function hardenHttp(fastify: FastifyInstance, auth: Authenticator, 
 
   const authenticatePublisher = async (req: AuthenticatedRequest): Promise<void> => {
     const principal = await auth.authenticate(req.headers.authorization);
-    if (principal.kind !== 'api' || !roleAllows(principal.role, 'publisher')) throw new DomainError('forbidden', 'uploads need an API token with the publisher role or above');
+    if (principal.kind !== 'api' || !roleAllows(principal.role, 'publisher'))
+      throw new DomainError('forbidden', 'uploads need an API token with the publisher role or above');
     req.principal = principal;
   };
 
@@ -124,22 +132,34 @@ export async function hardenHttp(fastify: FastifyInstance, auth: Authenticator, 
       // RFC 9110 15.5.16: a 415 for a content coding says which codings would have been accepted.
       void reply.header('accept-encoding', 'identity');
       const named = quoteInput(Array.isArray(coding) ? coding.join(', ') : (coding ?? ''));
-      throw new DomainError('unsupported_content_encoding', `the body is sent with Content-Encoding ${named}; the coordinator decodes no content coding: send the body as is (identity), without Content-Encoding`, {
-        accepted_encodings: ['identity'],
-      });
+      throw new DomainError(
+        'unsupported_content_encoding',
+        `the body is sent with Content-Encoding ${named}; the coordinator decodes no content coding: send the body as is (identity), without Content-Encoding`,
+        {
+          accepted_encodings: ['identity'],
+        },
+      );
     }
     const limits = limitsOf(req);
     const raw = limits !== undefined && 'body' in limits && (limits.body === 'blob' || limits.body === 'package') ? limits.body : undefined;
     const archive = limits !== undefined && 'body' in limits && limits.body === 'archive';
     const type = req.headers['content-type'];
     if (archive) {
-      if (!isType(type, 'application/x-tar')) throw new DomainError('unsupported_media_type', `blob archives are sent as application/x-tar, not ${type === undefined ? 'nothing' : quoteInput(type)}`);
+      if (!isType(type, 'application/x-tar'))
+        throw new DomainError(
+          'unsupported_media_type',
+          `blob archives are sent as application/x-tar, not ${type === undefined ? 'nothing' : quoteInput(type)}`,
+        );
     } else if (raw ? !isType(type, 'application/octet-stream') : !isType(type, 'application/json')) {
-      throw new DomainError('unsupported_media_type', raw ? `${raw} bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE);
+      throw new DomainError(
+        'unsupported_media_type',
+        raw ? `${raw} bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}` : OCTET_STREAM_ELSEWHERE,
+      );
     }
     const declared = Number(req.headers['content-length']);
     const limit = req.routeOptions.bodyLimit ?? SMALL_BODY_LIMIT;
-    if (Number.isFinite(declared) && declared > limit) throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
+    if (Number.isFinite(declared) && declared > limit)
+      throw new DomainError('body_too_large', `request body is ${declared} bytes; this route accepts at most ${limit}`);
   };
   fastify.addHook('onRequest', (req, reply, done) => {
     try {
@@ -181,10 +201,18 @@ export async function hardenHttp(fastify: FastifyInstance, auth: Authenticator, 
     if (!limits) return;
     if ('anonymous' in limits) {
       route.bodyLimit = SMALL_BODY_LIMIT;
-      if (options.anonymousPerMinute > 0) route.config = { ...route.config, rateLimit: { max: options.anonymousPerMinute, timeWindow: 60_000 } } as typeof route.config;
+      if (options.anonymousPerMinute > 0)
+        route.config = { ...route.config, rateLimit: { max: options.anonymousPerMinute, timeWindow: 60_000 } } as typeof route.config;
       return;
     }
-    route.bodyLimit = limits.body === 'tree' ? options.treeLimit : limits.body === 'package' ? options.packageLimit : limits.body === 'archive' ? options.archiveLimit : options.blobLimit;
+    route.bodyLimit =
+      limits.body === 'tree'
+        ? options.treeLimit
+        : limits.body === 'package'
+          ? options.packageLimit
+          : limits.body === 'archive'
+            ? options.archiveLimit
+            : options.blobLimit;
     // Before the body is read: a stranger's megabytes are refused, not buffered.
     const hooks = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...hooks, authenticatePublisher as never];
@@ -196,34 +224,50 @@ export async function hardenHttp(fastify: FastifyInstance, auth: Authenticator, 
   // parses it through bodyOf, where the same bytes cannot fail now as they did not then.
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: SMALL_BODY_LIMIT }, (req: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
-    const limits = limitsOf(req);
-    if (limits !== undefined && 'digest' in limits && limits.digest) {
-      const digest = createHash('sha256').update(text).digest('hex');
-      (req as Digested)[BODY_DIGEST] = digest;
-      if (options.knownBody?.(digest)) {
-        (req as Digested)[DEFERRED_TEXT] = text as string;
-        return done(null, DEFERRED);
+  fastify.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: SMALL_BODY_LIMIT },
+    (req: FastifyRequest, text: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+      const limits = limitsOf(req);
+      if (limits !== undefined && 'digest' in limits && limits.digest) {
+        const digest = createHash('sha256').update(text).digest('hex');
+        (req as Digested)[BODY_DIGEST] = digest;
+        if (options.knownBody?.(digest)) {
+          (req as Digested)[DEFERRED_TEXT] = text as string;
+          return done(null, DEFERRED);
+        }
       }
-    }
-    parseJson(req, text as string, done as never);
-  });
+      parseJson(req, text as string, done as never);
+    },
+  );
 
   // The onRequest hook has already let octet-stream through to the upload routes only, and refused a
   // declared size over the route's limit; what is left to watch is a body sent without a length.
-  fastify.addContentTypeParser('application/octet-stream', (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
-    const limit = req.routeOptions.bodyLimit ?? options.blobLimit;
-    readLimited(payload, limit, limitsOf(req)).then((body) => done(null, body), (err: Error) => done(err));
-  });
+  fastify.addContentTypeParser(
+    'application/octet-stream',
+    (req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => {
+      const limit = req.routeOptions.bodyLimit ?? options.blobLimit;
+      readLimited(payload, limit, limitsOf(req)).then(
+        (body) => done(null, body),
+        (err: Error) => done(err),
+      );
+    },
+  );
 
   // A blob archive is handed to its route as the stream it is: the route reads it entry by entry,
   // checking digests as bytes arrive and counting them against the route's limit (a body sent
   // without a length is not refused by the onRequest hook).
-  fastify.addContentTypeParser('application/x-tar', (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: IncomingMessage) => void) => done(null, payload));
+  fastify.addContentTypeParser(
+    'application/x-tar',
+    (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: IncomingMessage) => void) => done(null, payload),
+  );
 
   await fastify.register(rateLimit, {
     global: false,
-    errorResponseBuilder: (_req, ctx) => new DomainError('rate_limited', `too many requests from this address: at most ${ctx.max} a minute on this route; retry in ${ctx.after}`, { retry_after_seconds: Math.ceil(ctx.ttl / 1000) }),
+    errorResponseBuilder: (_req, ctx) =>
+      new DomainError('rate_limited', `too many requests from this address: at most ${ctx.max} a minute on this route; retry in ${ctx.after}`, {
+        retry_after_seconds: Math.ceil(ctx.ttl / 1000),
+      }),
   });
 }
 

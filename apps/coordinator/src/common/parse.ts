@@ -11,7 +11,12 @@ const DETAIL_ISSUES = 5;
  * bounded. `plain`, when given, is a cheaper check that accepts only values the schema certainly
  * accepts unchanged (see isPlainPublishRequest); whatever it declines goes to the schema.
  */
-export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query' | 'path', plain?: (value: unknown) => value is z.infer<S>): z.infer<S> {
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  where: 'body' | 'query' | 'path',
+  plain?: (value: unknown) => value is z.infer<S>,
+): z.infer<S> {
   const code = where === 'body' ? 'invalid_body' : where === 'query' ? 'invalid_query' : 'invalid_path';
   const unstorable = findUnstorable(value, where === 'body' ? '$' : where);
   if (unstorable) throw new DomainError(code, unstorable);
@@ -35,7 +40,10 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 function messageOf(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_key' && issue.issues.length > 0) return `key ${issue.issues.map((i) => i.message).join('; ')}`;
   if (issue.code === 'unrecognized_keys') {
-    const named = issue.keys.slice(0, 2).map((k) => JSON.stringify(clip(k, 40))).join(', ');
+    const named = issue.keys
+      .slice(0, 2)
+      .map((k) => JSON.stringify(clip(k, 40)))
+      .join(', ');
     const rest = issue.keys.length > 2 ? ` and ${issue.keys.length - 2} more` : '';
     return `unknown key${issue.keys.length === 1 ? '' : 's'} ${named}${rest}`;
   }
@@ -57,7 +65,8 @@ interface Visit {
 /** The path of a visit, built only when it is reported, each key cut short. */
 function pathOf(visit: Visit, rootPath: string): string {
   const keys: string[] = [];
-  for (let v: Visit | undefined = visit; v?.key !== undefined; v = v.parent) keys.push(typeof v.key === 'number' ? `[${v.key}]` : `.${clip(v.key, PROBLEM_LIMITS.value)}`);
+  for (let v: Visit | undefined = visit; v?.key !== undefined; v = v.parent)
+    keys.push(typeof v.key === 'number' ? `[${v.key}]` : `.${clip(v.key, PROBLEM_LIMITS.value)}`);
   return clip(rootPath + keys.reverse().join(''), PROBLEM_LIMITS.message);
 }
 

@@ -40,7 +40,10 @@ export interface BoundedIssue {
 /** The first PROBLEM_LIMITS.issues issues, each message and path segment cut to its limit. */
 export function boundIssues(issues: readonly BoundedIssue[]): BoundedIssue[] {
   return issues.slice(0, PROBLEM_LIMITS.issues).map((i) => ({
-    path: i.path.slice(0, 8).map((p) => clip(p, PROBLEM_LIMITS.value)).concat(i.path.length > 8 ? [`… (${i.path.length - 8} more)`] : []),
+    path: i.path
+      .slice(0, 8)
+      .map((p) => clip(p, PROBLEM_LIMITS.value))
+      .concat(i.path.length > 8 ? [`… (${i.path.length - 8} more)`] : []),
     message: clip(i.message, PROBLEM_LIMITS.message),
   }));
 }

@@ -33,7 +33,13 @@ describe('problem bounds', () => {
 
   it('lists at most 20 issues with messages of at most 200 characters, and counts them all', () => {
     const schema = z.array(z.string().refine(() => false, { message: 'm'.repeat(1000) }));
-    const err = thrown(() => parseInput(schema, Array.from({ length: 500 }, () => 'v'), 'body'));
+    const err = thrown(() =>
+      parseInput(
+        schema,
+        Array.from({ length: 500 }, () => 'v'),
+        'body',
+      ),
+    );
     const issues = err.details?.issues as { path: string[]; message: string }[];
     expect(issues).toHaveLength(PROBLEM_LIMITS.issues);
     expect(Math.max(...issues.map((i) => i.message.length))).toBeLessThanOrEqual(PROBLEM_LIMITS.message + 30);
@@ -54,7 +60,15 @@ describe('problem bounds', () => {
     expect(Buffer.byteLength(JSON.stringify(bounded))).toBeLessThan(PROBLEM_LIMITS.bytes);
     expect(bounded.missing).toEqual(missing.slice(0, PROBLEM_LIMITS.list));
     expect((bounded as Record<string, unknown>).missing_count).toBe(10_000);
-    const huge = boundProblem({ type: 't', title: 'T', status: 422, code: 'c', detail: 'd', issues: Array.from({ length: 20 }, () => ({ path: ['x'.repeat(2000)], message: 'm' })), blob: { nested: 'y'.repeat(50_000) } });
+    const huge = boundProblem({
+      type: 't',
+      title: 'T',
+      status: 422,
+      code: 'c',
+      detail: 'd',
+      issues: Array.from({ length: 20 }, () => ({ path: ['x'.repeat(2000)], message: 'm' })),
+      blob: { nested: 'y'.repeat(50_000) },
+    });
     expect(Buffer.byteLength(JSON.stringify(huge))).toBeLessThan(PROBLEM_LIMITS.bytes);
     expect(huge).toEqual(expect.objectContaining({ type: 't', code: 'c', status: 422, detail: 'd' }));
   });

@@ -88,7 +88,14 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
   if (error instanceof DomainError) {
     const status = STATUS[error.code];
     // Details first: none of them may overwrite a member of the problem itself (a `status` among them once made the answer a 500).
-    return { ...(error.details ?? {}), type: `https://florete.dev/problems/${error.code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code: error.code };
+    return {
+      ...(error.details ?? {}),
+      type: `https://florete.dev/problems/${error.code}`,
+      title: TITLES[status] ?? 'Error',
+      status,
+      detail: error.message,
+      code: error.code,
+    };
   }
   const status = error instanceof HttpException ? error.getStatus() : (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
@@ -97,15 +104,25 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
     if (code === 'invalid_body') return toProblem(new DomainError('invalid_body', 'request body is empty: expected a JSON object'));
     const message = clip(String((error as Error).message), PROBLEM_LIMITS.message);
     const detail =
-      code === 'malformed_json' ? `request body is not valid JSON: ${message}`
-      : code === 'not_found' ? 'no such route'
-      : code === 'unsupported_media_type' ? UNSUPPORTED_MEDIA_TYPE
-      : code === 'body_too_large' ? 'request body is larger than this route accepts'
-      : message;
+      code === 'malformed_json'
+        ? `request body is not valid JSON: ${message}`
+        : code === 'not_found'
+          ? 'no such route'
+          : code === 'unsupported_media_type'
+            ? UNSUPPORTED_MEDIA_TYPE
+            : code === 'body_too_large'
+              ? 'request body is larger than this route accepts'
+              : message;
     return { type: `https://florete.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
   }
   log?.error({ err: error }, 'unhandled error');
-  return { type: 'https://florete.dev/problems/internal', title: TITLES[500], status: 500, detail: 'internal error; the coordinator log has the details', code: 'internal' };
+  return {
+    type: 'https://florete.dev/problems/internal',
+    title: TITLES[500],
+    status: 500,
+    detail: 'internal error; the coordinator log has the details',
+    code: 'internal',
+  };
 }
 
 const UNSUPPORTED_MEDIA_TYPE = 'this route takes application/json (blob and package uploads take application/octet-stream, blob archives application/x-tar)';
@@ -117,7 +134,8 @@ function clientErrorCode(error: unknown, status: number): string {
   if (has('FST_ERR_CTP_BODY_TOO_LARGE') || status === 413) return 'body_too_large';
   if (has('FST_ERR_CTP_INVALID_MEDIA_TYPE') || status === 415) return 'unsupported_media_type';
   if (has('FST_ERR_CTP_EMPTY_JSON_BODY')) return 'invalid_body';
-  if (has('FST_ERR_CTP_INVALID_JSON_BODY') || error instanceof SyntaxError || (status === 400 && /JSON/.test((error as Error).message))) return 'malformed_json';
+  if (has('FST_ERR_CTP_INVALID_JSON_BODY') || error instanceof SyntaxError || (status === 400 && /JSON/.test((error as Error).message)))
+    return 'malformed_json';
   if (has('FST_ERR_BAD_URL')) return 'bad_url';
   if (has('FST_ERR_MAX_PARAM_LENGTH') || status === 414) return 'uri_too_long';
   if (status === 404) return 'not_found';
@@ -131,7 +149,10 @@ function clientErrorCode(error: unknown, status: number): string {
 
 /** Every problem leaves through here, bounded (see PROBLEM_LIMITS) whatever it carries. */
 export function sendProblem(reply: FastifyReply, problem: ProblemBody): void {
-  void reply.status(problem.status).header('content-type', 'application/problem+json').send(JSON.stringify(boundProblem(problem)));
+  void reply
+    .status(problem.status)
+    .header('content-type', 'application/problem+json')
+    .send(JSON.stringify(boundProblem(problem)));
 }
 
 @Catch()

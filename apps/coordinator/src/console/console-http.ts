@@ -20,7 +20,8 @@ const TYPES: Record<string, string> = {
  * third party, no framing. The console needs nothing more, so a stray injection has nowhere to go.
  */
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
@@ -77,11 +78,16 @@ export function registerConsoleRoutes(fastify: FastifyInstance, dir: string, log
     const path = (req.params as { '*': string })['*'] || 'index.html';
     const file = files.get(path);
     if (!file) {
-      const detail = files.has('index.html') ? `ui/${clip(path, PROBLEM_LIMITS.value)} is not part of the console` : 'the web console is not built on this coordinator: run npm run build';
+      const detail = files.has('index.html')
+        ? `ui/${clip(path, PROBLEM_LIMITS.value)} is not part of the console`
+        : 'the web console is not built on this coordinator: run npm run build';
       sendProblem(reply, toProblem(new DomainError('not_found', detail), log));
       return;
     }
-    void reply.headers(SECURITY_HEADERS).header('etag', file.etag).header('cache-control', file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+    void reply
+      .headers(SECURITY_HEADERS)
+      .header('etag', file.etag)
+      .header('cache-control', file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
     if (req.headers['if-none-match'] === file.etag) {
       void reply.status(304).send();
       return;

@@ -11,7 +11,12 @@ export const LOG = Symbol('LOG');
 @Module({})
 export class CoreModule {
   static with(resources: { readonly config: CoordinatorConfig; readonly log: Logger; readonly keys: SigningKeyStore }): DynamicModule {
-    const providers = [{ provide: COORDINATOR_CONFIG, useValue: resources.config }, { provide: LOG, useValue: resources.log }, { provide: KEYS, useValue: resources.keys }, Metrics];
+    const providers = [
+      { provide: COORDINATOR_CONFIG, useValue: resources.config },
+      { provide: LOG, useValue: resources.log },
+      { provide: KEYS, useValue: resources.keys },
+      Metrics,
+    ];
     return { module: CoreModule, providers, exports: [COORDINATOR_CONFIG, LOG, KEYS, Metrics] };
   }
 }

@@ -117,12 +117,24 @@ export class Metrics {
     fromField('florete_bundle_polls_total', 'Bundle polls received (GET /v1/nodes/{node}/bundle), whatever their answer.', () => this.polls);
     fromField('florete_bundle_polls_not_modified_total', 'Bundle polls answered 304: the node already holds its current version.', () => this.polls304);
     fromField('florete_publishes_total', 'Publishes that stamped at least one node (answered 201).', () => this.publishes);
-    fromField('florete_publish_repeats_total', 'Publishes of the request body this replica published last, with nothing appended since, answered without deciding them again (200, nothing changed).', () => this.repeatedPublishes);
-    fromField('florete_bundles_signed_total', 'Bundles signed as their node fetched them (polls answered 200): about one per node per new version or key change; a publish signs none.', () => this.bundlesSigned);
+    fromField(
+      'florete_publish_repeats_total',
+      'Publishes of the request body this replica published last, with nothing appended since, answered without deciding them again (200, nothing changed).',
+      () => this.repeatedPublishes,
+    );
+    fromField(
+      'florete_bundles_signed_total',
+      'Bundles signed as their node fetched them (polls answered 200): about one per node per new version or key change; a publish signs none.',
+      () => this.bundlesSigned,
+    );
     fromField('florete_reports_total', 'Agent reports accepted.', () => this.reports);
     fromField('florete_watches_woken_total', 'Held bundle watches answered because their node or credential changed.', () => this.watches.woken);
     fromField('florete_watches_expired_total', 'Held bundle watches whose wait ran out (answered 304).', () => this.watches.expired);
-    fromField('florete_watches_refused_total', 'Bundle watches refused with 503 and Retry-After: beyond FLORETE_WATCH_LIMIT, or while the replica stops.', () => this.watches.refused);
+    fromField(
+      'florete_watches_refused_total',
+      'Bundle watches refused with 503 and Retry-After: beyond FLORETE_WATCH_LIMIT, or while the replica stops.',
+      () => this.watches.refused,
+    );
     const held = () => this.watchesHeld();
     new Gauge({
       name: 'florete_watches_held',
@@ -132,10 +144,26 @@ export class Metrics {
         this.set(held());
       },
     });
-    this.pollSeconds = new Histogram({ name: 'florete_poll_duration_seconds', help: 'Time to answer a bundle poll, by HTTP status.', labelNames: ['status'], buckets: POLL_BUCKETS, registers });
-    this.publishSeconds = new Histogram({ name: 'florete_publish_duration_seconds', help: 'Time to answer POST /v1/publishes, by HTTP status.', labelNames: ['status'], buckets: PUBLISH_BUCKETS, registers });
+    this.pollSeconds = new Histogram({
+      name: 'florete_poll_duration_seconds',
+      help: 'Time to answer a bundle poll, by HTTP status.',
+      labelNames: ['status'],
+      buckets: POLL_BUCKETS,
+      registers,
+    });
+    this.publishSeconds = new Histogram({
+      name: 'florete_publish_duration_seconds',
+      help: 'Time to answer POST /v1/publishes, by HTTP status.',
+      labelNames: ['status'],
+      buckets: PUBLISH_BUCKETS,
+      registers,
+    });
     this.cacheHits = new Counter({ name: 'florete_poll_cache_hits_total', help: 'Polls answered from the in-process poll cache.', registers });
-    this.cacheMisses = new Counter({ name: 'florete_poll_cache_misses_total', help: 'Polls the poll cache could not answer, sent to the database.', registers });
+    this.cacheMisses = new Counter({
+      name: 'florete_poll_cache_misses_total',
+      help: 'Polls the poll cache could not answer, sent to the database.',
+      registers,
+    });
     this.notificationLag = new Histogram({
       name: 'florete_notification_lag_seconds',
       help: "Time a notification takes to reach this replica's poll-cache listener, measured by the listener's own ping every 500 ms (PostgreSQL only).",
@@ -156,11 +184,34 @@ export class Metrics {
       mirrorCommits: counter('florete_mirror_commits_total', 'Mirror commits this process wrote.'),
       mirrorPushFailures: counter('florete_mirror_push_failures_total', 'Failed pushes of the mirror to its remote by this process.'),
     };
-    this.nodes = new Gauge({ name: 'florete_nodes', help: 'Nodes by lifecycle (enrolled, unmanaged, retired) and convergence (converged, outstanding, failed; unpublished when nothing was published for the node).', labelNames: ['lifecycle', 'convergence'], registers });
-    this.contactAge = new Gauge({ name: 'florete_nodes_by_contact_age', help: 'Enrolled nodes by the age of their last contact: within 5m, 1h, 1d, 7d, older, or never since enrolment; each node in the first bucket it is within.', labelNames: ['age'], registers });
-    this.agentVersions = new Gauge({ name: 'florete_nodes_by_agent_version', help: 'Enrolled nodes by the agent version they last said they run (unknown: never said; other: the rarest, past a bounded number of versions).', labelNames: ['version'], registers });
-    this.ready = gauge('florete_ready', '1 when the database answered the readiness check of this scrape (as /readyz answering 200); 0 leaves the database-read gauges out.');
-    this.buildInfo = new Gauge({ name: 'florete_build_info', help: 'Always 1: the coordinator version, the Node.js version it runs on, and its database kind.', labelNames: ['version', 'node_version', 'database'], registers });
+    this.nodes = new Gauge({
+      name: 'florete_nodes',
+      help: 'Nodes by lifecycle (enrolled, unmanaged, retired) and convergence (converged, outstanding, failed; unpublished when nothing was published for the node).',
+      labelNames: ['lifecycle', 'convergence'],
+      registers,
+    });
+    this.contactAge = new Gauge({
+      name: 'florete_nodes_by_contact_age',
+      help: 'Enrolled nodes by the age of their last contact: within 5m, 1h, 1d, 7d, older, or never since enrolment; each node in the first bucket it is within.',
+      labelNames: ['age'],
+      registers,
+    });
+    this.agentVersions = new Gauge({
+      name: 'florete_nodes_by_agent_version',
+      help: 'Enrolled nodes by the agent version they last said they run (unknown: never said; other: the rarest, past a bounded number of versions).',
+      labelNames: ['version'],
+      registers,
+    });
+    this.ready = gauge(
+      'florete_ready',
+      '1 when the database answered the readiness check of this scrape (as /readyz answering 200); 0 leaves the database-read gauges out.',
+    );
+    this.buildInfo = new Gauge({
+      name: 'florete_build_info',
+      help: 'Always 1: the coordinator version, the Node.js version it runs on, and its database kind.',
+      labelNames: ['version', 'node_version', 'database'],
+      registers,
+    });
   }
 
   /** One request's latency, for the routes that have a histogram. */

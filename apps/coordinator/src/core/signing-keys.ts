@@ -99,7 +99,10 @@ export class SigningKeyStore {
     const now = new Date().toISOString();
     const changed = this.file.active !== active || this.file.keys.some((k) => revoked.includes(k.kid) && k.revoked_at === undefined);
     if (!changed) return;
-    await this.update((file) => ({ active, keys: file.keys.map((k) => (revoked.includes(k.kid) && k.revoked_at === undefined ? { ...k, revoked_at: now } : k)) }));
+    await this.update((file) => ({
+      active,
+      keys: file.keys.map((k) => (revoked.includes(k.kid) && k.revoked_at === undefined ? { ...k, revoked_at: now } : k)),
+    }));
   }
 
   private async update(change: (file: KeyFile) => KeyFile): Promise<void> {

@@ -4,7 +4,8 @@ import type { CoordinatorConfig } from '../config.js';
 import { BackupError, checkBackupDirFree, readBackupDir, readBackupTar, restoreBackup, takeBackup, writeBackupDir, type BackupManifest } from './backup.js';
 import { openDatabase } from './connect.js';
 
-const PG_ADVICE = 'with DATABASE_URL the database is PostgreSQL: back it up with pg_dump --format=custom and restore it with pg_restore, and keep the signing keys file and the repository key file beside the dump (see "Backup and restore" in docs/operator-guide.md)';
+const PG_ADVICE =
+  'with DATABASE_URL the database is PostgreSQL: back it up with pg_dump --format=custom and restore it with pg_restore, and keep the signing keys file and the repository key file beside the dump (see "Backup and restore" in docs/operator-guide.md)';
 
 /** `coordinator backup DIR` with no coordinator running: this process opens the data dir under its lock. */
 export async function localBackup(config: CoordinatorConfig, dir: string): Promise<{ via: 'data dir'; manifest: BackupManifest }> {
@@ -22,18 +23,30 @@ export async function localBackup(config: CoordinatorConfig, dir: string): Promi
 }
 
 /** `coordinator backup DIR` while `serve` holds the data dir: the running coordinator takes the copy (POST /v1/admin/backup). */
-export async function fetchBackup(config: CoordinatorConfig, dir: string, opts: { url?: string; tokenFile?: string }): Promise<{ via: string; manifest: BackupManifest }> {
+export async function fetchBackup(
+  config: CoordinatorConfig,
+  dir: string,
+  opts: { url?: string; tokenFile?: string },
+): Promise<{ via: string; manifest: BackupManifest }> {
   checkBackupDirFree(dir);
   const token = (opts.tokenFile ? readFileSync(opts.tokenFile, 'utf8') : (process.env.FLORETE_ADMIN_TOKEN ?? '')).trim();
   if (!token) {
-    throw new BackupError('the coordinator is running, so it takes the backup itself and needs an admin API token: give it with --token-file FILE or FLORETE_ADMIN_TOKEN (`coordinator token create` cannot run beside it; `retectl token create --role admin --name …` can)');
+    throw new BackupError(
+      'the coordinator is running, so it takes the backup itself and needs an admin API token: give it with --token-file FILE or FLORETE_ADMIN_TOKEN (`coordinator token create` cannot run beside it; `retectl token create --role admin --name …` can)',
+    );
   }
   const url = opts.url ?? defaultUrl(config);
   let res: Response;
   try {
-    res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/backup`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(600_000) });
+    res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/backup`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(600_000),
+    });
   } catch (err) {
-    throw new BackupError(`the coordinator holds the data dir but cannot be reached at ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message} (name it with --url)`);
+    throw new BackupError(
+      `the coordinator holds the data dir but cannot be reached at ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message} (name it with --url)`,
+    );
   }
   if (!res.ok || !res.body) {
     const text = await res.text().catch(() => '');
@@ -51,7 +64,7 @@ export async function fetchBackup(config: CoordinatorConfig, dir: string, opts: 
 }
 
 function defaultUrl(config: CoordinatorConfig): string {
-  if (config.port === 0) throw new BackupError('PORT is 0, so the running coordinator\'s port is not known here: name it with --url');
+  if (config.port === 0) throw new BackupError("PORT is 0, so the running coordinator's port is not known here: name it with --url");
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return `${config.tls.certFile ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
 }

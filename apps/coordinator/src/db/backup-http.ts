@@ -11,11 +11,18 @@ import type { Db } from './connect.js';
  */
 export const BACKUP_PATH = '/v1/admin/backup';
 
-export function registerBackupRoute(fastify: FastifyInstance, db: Db, files: { signingKeysFile: string; repoKeyFile: string }, auth: Authenticator, log: Logger): void {
+export function registerBackupRoute(
+  fastify: FastifyInstance,
+  db: Db,
+  files: { signingKeysFile: string; repoKeyFile: string },
+  auth: Authenticator,
+  log: Logger,
+): void {
   fastify.post(BACKUP_PATH, async (req, reply) => {
     try {
       const principal = await auth.authenticate(req.headers.authorization);
-      if (principal.kind !== 'api' || !roleAllows(principal.role, 'admin')) throw new DomainError('forbidden', 'a backup holds the signing keys: it is for API tokens with the admin role');
+      if (principal.kind !== 'api' || !roleAllows(principal.role, 'admin'))
+        throw new DomainError('forbidden', 'a backup holds the signing keys: it is for API tokens with the admin role');
       let parts;
       try {
         parts = await takeBackup(db, files);

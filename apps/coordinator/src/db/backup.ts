@@ -54,7 +54,9 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
  */
 export async function takeBackup(db: Db, files: { signingKeysFile: string; repoKeyFile: string }): Promise<BackupParts> {
   if (db.kind !== 'pglite' || !db.pglite) {
-    throw new BackupError('on PostgreSQL the database is backed up with pg_dump (custom format) and restored with pg_restore; keep the signing keys file and the repository key file beside the dump (see "Backup and restore" in docs/operator-guide.md)');
+    throw new BackupError(
+      'on PostgreSQL the database is backed up with pg_dump (custom format) and restored with pg_restore; keep the signing keys file and the repository key file beside the dump (see "Backup and restore" in docs/operator-guide.md)',
+    );
   }
   await sql`CHECKPOINT`.execute(db.kysely);
   const head = await db.kysely.selectFrom('ledger').select(['position', 'hash']).orderBy('position', 'desc').limit(1).executeTakeFirst();
@@ -100,7 +102,8 @@ export async function readBackupTar(stream: Readable): Promise<BackupParts> {
   for await (const entry of extract) {
     const chunks: Buffer[] = [];
     for await (const c of entry) chunks.push(c as Buffer);
-    if (!known.has(entry.header.name) || entry.header.type !== 'file') throw new BackupError(`the backup holds ${JSON.stringify(entry.header.name)}, which is not a file of a ${BACKUP_FORMAT} backup`);
+    if (!known.has(entry.header.name) || entry.header.type !== 'file')
+      throw new BackupError(`the backup holds ${JSON.stringify(entry.header.name)}, which is not a file of a ${BACKUP_FORMAT} backup`);
     files.set(entry.header.name, Buffer.concat(chunks));
   }
   return checkParts(files, 'the backup stream');
@@ -129,7 +132,8 @@ function checkParts(files: Map<string, Buffer>, where: string): BackupParts {
   for (const name of CONTENT_FILES) {
     const content = files.get(name);
     if (!content) throw new BackupError(`${where} lacks ${name}, which its manifest names: the backup is incomplete`);
-    if (sha256(content) !== parsed.data.sha256[name]) throw new BackupError(`${where}/${name} does not match the sha256 its manifest records: the backup is damaged`);
+    if (sha256(content) !== parsed.data.sha256[name])
+      throw new BackupError(`${where}/${name} does not match the sha256 its manifest records: the backup is damaged`);
   }
   return { manifest: parsed.data, files };
 }
@@ -170,7 +174,10 @@ function writeSecret(path: string, content: Buffer): void {
 export async function restoreBackup(parts: BackupParts, target: { dataDir: string; signingKeysFile: string; repoKeyFile: string }): Promise<void> {
   refuseNonEmpty(target.dataDir, 'data dir', 'restore into a new, empty data dir (FLORETE_DATA), so nothing of the database there is lost');
   for (const file of [target.signingKeysFile, target.repoKeyFile]) {
-    if (existsSync(file)) throw new BackupError(`${file} already exists: restore beside no key files, or move it away first (the backup brings the key files that sign its ledger)`);
+    if (existsSync(file))
+      throw new BackupError(
+        `${file} already exists: restore beside no key files, or move it away first (the backup brings the key files that sign its ledger)`,
+      );
   }
   mkdirSync(target.dataDir, { recursive: true, mode: 0o700 });
   const lock = lockDataDir(target.dataDir, 'restore');
@@ -178,21 +185,29 @@ export async function restoreBackup(parts: BackupParts, target: { dataDir: strin
   try {
     const { PGlite } = await import('@electric-sql/pglite');
     mkdirSync(dir, { recursive: true });
-    const pglite = await PGlite.create(dir, { loadDataDir: new Blob([parts.files.get(BACKUP_FILES.database)!]), startParams: [...PGlite.defaultStartParams, ...pgliteSettings()] });
+    const pglite = await PGlite.create(dir, {
+      loadDataDir: new Blob([parts.files.get(BACKUP_FILES.database)!]),
+      startParams: [...PGlite.defaultStartParams, ...pgliteSettings()],
+    });
     try {
       // Whether the unpacked database is the one the manifest describes, before the keys are placed.
       const head = await pglite.query<{ position: string | number; hash: string }>('SELECT position, hash FROM ledger ORDER BY position DESC LIMIT 1');
       const row = head.rows[0];
       const position = row ? Number(row.position) : 0;
       if (position !== parts.manifest.ledger.position || (row?.hash ?? null) !== parts.manifest.ledger.hash) {
-        throw new BackupError(`the restored database's ledger head (position ${position}) is not the one the manifest records (position ${parts.manifest.ledger.position})`);
+        throw new BackupError(
+          `the restored database's ledger head (position ${position}) is not the one the manifest records (position ${parts.manifest.ledger.position})`,
+        );
       }
     } finally {
       await pglite.close();
     }
     // PGlite unpacks with the modes in its tar (0666 files): the directory closes them to other users.
     chmodSync(dir, 0o700);
-    for (const [file, name] of [[target.signingKeysFile, BACKUP_FILES.signingKeys], [target.repoKeyFile, BACKUP_FILES.repoKey]] as const) {
+    for (const [file, name] of [
+      [target.signingKeysFile, BACKUP_FILES.signingKeys],
+      [target.repoKeyFile, BACKUP_FILES.repoKey],
+    ] as const) {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       writeSecret(file, parts.files.get(name)!);
     }

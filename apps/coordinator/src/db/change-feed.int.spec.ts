@@ -17,7 +17,8 @@ type Queued = pg.Client & { _queryQueue: unknown[]; pipeline?: boolean };
     db = await openDatabase({ databaseUrl: await createPostgresDatabase(), dataDir: '/nonexistent' });
     queuedBehind = [];
     pg.Client.prototype.query = function (this: Queued, ...args: unknown[]) {
-      if (this._queryQueue.length > 0 && !this.pipeline) queuedBehind.push(String(typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text));
+      if (this._queryQueue.length > 0 && !this.pipeline)
+        queuedBehind.push(String(typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text));
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;
   });

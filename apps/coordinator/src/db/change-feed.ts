@@ -12,9 +12,7 @@ export const LISTENER_PREFIX = 'florete-cache:';
 
 /** What changed under the poll cache: some keys, every key of a kind (`*`), or everything (the feed was re-established). */
 export type Change =
-  | { readonly kind: 'heads' | 'credentials'; readonly keys: readonly string[] | '*' }
-  | { readonly kind: 'checkpoint' }
-  | { readonly kind: 'reset' };
+  { readonly kind: 'heads' | 'credentials'; readonly keys: readonly string[] | '*' } | { readonly kind: 'checkpoint' } | { readonly kind: 'reset' };
 
 /** A trigger's notification as a change; null for the feed's own messages (pings, barriers, acks). */
 export function parseChange(payload: string): Change | null {
@@ -234,14 +232,21 @@ class PostgresFeed implements ChangeFeed {
       wake();
     });
     try {
-      const { rows } = await sql<{ name: string }>`SELECT application_name AS name FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE ${`${LISTENER_PREFIX}%`}`.execute(this.db.kysely);
+      const { rows } = await sql<{
+        name: string;
+      }>`SELECT application_name AS name FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE ${`${LISTENER_PREFIX}%`}`.execute(
+        this.db.kysely,
+      );
       const replicas = rows.map((r) => r.name);
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${`b:${token}`})`.execute(this.db.kysely);
       const deadline = started + this.options.trustMs + 100;
       while (!replicas.every((r) => acked.has(r))) {
         const left = deadline - performance.now();
         if (left <= 0) {
-          this.log.warn({ missing: replicas.filter((r) => !acked.has(r)) }, 'change feed: replicas did not acknowledge a change in time; they stop trusting their memory');
+          this.log.warn(
+            { missing: replicas.filter((r) => !acked.has(r)) },
+            'change feed: replicas did not acknowledge a change in time; they stop trusting their memory',
+          );
           return;
         }
         await new Promise<void>((resolve) => {

@@ -99,10 +99,15 @@ async function createDataDirApart(dir: string): Promise<void> {
   // Run from this file's folder, so the child finds the same @electric-sql/pglite this process uses.
   const script = `const { PGlite } = await import('@electric-sql/pglite'); const db = await PGlite.create(${JSON.stringify(dir)}, { startParams: [...PGlite.defaultStartParams, ...${JSON.stringify(pgliteSettings())}] }); await db.close();`;
   await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: dirname(fileURLToPath(import.meta.url)), env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 4 * 1024 * 1024 }, (err, _stdout, stderr) => {
-      if (err) reject(new Error(`creating the embedded database in ${dir} failed: ${stderr.trim() || err.message}`, { cause: err }));
-      else resolve();
-    });
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', script],
+      { cwd: dirname(fileURLToPath(import.meta.url)), env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 4 * 1024 * 1024 },
+      (err, _stdout, stderr) => {
+        if (err) reject(new Error(`creating the embedded database in ${dir} failed: ${stderr.trim() || err.message}`, { cause: err }));
+        else resolve();
+      },
+    );
   });
 }
 

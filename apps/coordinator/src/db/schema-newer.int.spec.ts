@@ -15,8 +15,10 @@ describe.each(kinds)('a database migrated by a newer build, on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const applied = async () => (await sql<{ name: string; timestamp: string }>`SELECT name, timestamp FROM kysely_migration ORDER BY name`.execute(db.kysely)).rows;
-  const tables = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`.execute(db.kysely)).rows[0].n;
+  const applied = async () =>
+    (await sql<{ name: string; timestamp: string }>`SELECT name, timestamp FROM kysely_migration ORDER BY name`.execute(db.kysely)).rows;
+  const tables = async () =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`.execute(db.kysely)).rows[0].n;
 
   it('is refused by an older build, naming both migrations and what to do, with nothing written', async () => {
     expect(await migrateToLatest(db.kysely)).toEqual(names);
@@ -34,7 +36,9 @@ describe.each(kinds)('a database migrated by a newer build, on %s', (kind) => {
     expect(await migrateToLatest(db.kysely, Object.fromEntries(names.slice(0, 3).map((n) => [n, migrations[n]])))).toEqual(names.slice(0, 3));
     await sql`INSERT INTO kysely_migration (name, timestamp) VALUES ('9999-from-the-future', now()::text)`.execute(db.kysely);
     const before = { applied: await applied(), tables: await tables() };
-    await expect(migrateToLatest(db.kysely)).rejects.toThrow(/it has migration 9999-from-the-future, which this build \(newest migration 0\d{3}-[a-z-]+\) does not know/);
+    await expect(migrateToLatest(db.kysely)).rejects.toThrow(
+      /it has migration 9999-from-the-future, which this build \(newest migration 0\d{3}-[a-z-]+\) does not know/,
+    );
     expect({ applied: await applied(), tables: await tables() }).toEqual(before);
   });
 

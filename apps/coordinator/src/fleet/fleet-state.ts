@@ -8,7 +8,6 @@ import type { ConvergenceState, CredentialState, NodeLifecycle, PublishNodeStatu
  * `disconnected` by a threshold.
  */
 
-
 export interface Outcome {
   readonly version: number;
   readonly result: 'applied' | 'failed' | 'rejected';

@@ -1,6 +1,14 @@
 import { convergence, credentialState, lifecycleState, publishNodeStatus, type NodeFacts } from './fleet-state.js';
 
-const facts = (f: Partial<NodeFacts>): NodeFacts => ({ head: null, liveCredentials: 0, revokedCredentials: 0, pendingToken: false, appliedVersion: null, outcomes: [], ...f });
+const facts = (f: Partial<NodeFacts>): NodeFacts => ({
+  head: null,
+  liveCredentials: 0,
+  revokedCredentials: 0,
+  pendingToken: false,
+  appliedVersion: null,
+  outcomes: [],
+  ...f,
+});
 
 describe('fleet state', () => {
   describe('lifecycle', () => {
@@ -23,7 +31,7 @@ describe('fleet state', () => {
       expect(lifecycleState(facts({ head: { version: 3, retired: true } }))).toBe('retired');
     });
 
-    it('never says disconnected or hosted: those are the agent\'s own words', () => {
+    it("never says disconnected or hosted: those are the agent's own words", () => {
       const all = [
         facts({}),
         facts({ pendingToken: true }),
@@ -75,18 +83,43 @@ describe('fleet state', () => {
 
   describe('publish status per node', () => {
     it('is applied, failed with the reason, superseded or outstanding', () => {
-      expect(publishNodeStatus(5, { appliedVersion: 5, outcomes: [{ version: 5, result: 'applied', error: null }] })).toEqual({ status: 'applied', reason: null });
-      expect(publishNodeStatus(5, { appliedVersion: 4, outcomes: [{ version: 5, result: 'failed', error: 'exit 3: unit not found' }] })).toEqual({ status: 'failed', reason: 'exit 3: unit not found' });
-      expect(publishNodeStatus(5, { appliedVersion: 6, outcomes: [{ version: 6, result: 'applied', error: null }] })).toEqual({ status: 'superseded', reason: null });
+      expect(publishNodeStatus(5, { appliedVersion: 5, outcomes: [{ version: 5, result: 'applied', error: null }] })).toEqual({
+        status: 'applied',
+        reason: null,
+      });
+      expect(publishNodeStatus(5, { appliedVersion: 4, outcomes: [{ version: 5, result: 'failed', error: 'exit 3: unit not found' }] })).toEqual({
+        status: 'failed',
+        reason: 'exit 3: unit not found',
+      });
+      expect(publishNodeStatus(5, { appliedVersion: 6, outcomes: [{ version: 6, result: 'applied', error: null }] })).toEqual({
+        status: 'superseded',
+        reason: null,
+      });
       expect(publishNodeStatus(5, { appliedVersion: null, outcomes: [] })).toEqual({ status: 'outstanding', reason: null });
     });
 
     it('keeps an applied version applied after later versions arrive', () => {
-      expect(publishNodeStatus(5, { appliedVersion: 7, outcomes: [{ version: 5, result: 'applied', error: null }, { version: 7, result: 'applied', error: null }] }).status).toBe('applied');
+      expect(
+        publishNodeStatus(5, {
+          appliedVersion: 7,
+          outcomes: [
+            { version: 5, result: 'applied', error: null },
+            { version: 7, result: 'applied', error: null },
+          ],
+        }).status,
+      ).toBe('applied');
     });
 
     it('counts a failure fixed by a later applied version as superseded, not failed', () => {
-      expect(publishNodeStatus(5, { appliedVersion: 6, outcomes: [{ version: 5, result: 'rejected', error: 'bad digest' }, { version: 6, result: 'applied', error: null }] }).status).toBe('superseded');
+      expect(
+        publishNodeStatus(5, {
+          appliedVersion: 6,
+          outcomes: [
+            { version: 5, result: 'rejected', error: 'bad digest' },
+            { version: 6, result: 'applied', error: null },
+          ],
+        }).status,
+      ).toBe('superseded');
     });
   });
 });

@@ -15,7 +15,12 @@ import { ReportsController } from './reports.controller.js';
 @Module({
   imports: [LedgerModule],
   controllers: [ReportsController],
-  providers: [RecordReportHandler, { provide: ContactLog, useFactory: () => new ContactLog() }, ContactFlusher, { provide: INELIGIBLE_NODES, useValue: ineligibleNodes }],
+  providers: [
+    RecordReportHandler,
+    { provide: ContactLog, useFactory: () => new ContactLog() },
+    ContactFlusher,
+    { provide: INELIGIBLE_NODES, useValue: ineligibleNodes },
+  ],
   exports: [ContactLog, INELIGIBLE_NODES],
 })
 export class FleetModule {}

@@ -24,10 +24,26 @@ export interface NodeRecord extends NodeFacts {
  * Everything the coordinator knows about the given nodes (or all it has ever heard of: published,
  * issued a token, or enrolled), in a handful of reads regardless of fleet size.
  */
-export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly string[] | 'all', now: Date, minOutcomeVersion = 0): Promise<Map<string, NodeRecord>> {
+export async function loadNodeRecords(
+  db: Kysely<Database>,
+  nodes: readonly string[] | 'all',
+  now: Date,
+  minOutcomeVersion = 0,
+): Promise<Map<string, NodeRecord>> {
   const batches = nodes === 'all' ? [null] : chunks(nodes);
   const heads = new Map<string, { version: number; retired: boolean; set_digest: string; updated_at: Date | string; publish_id: string }>();
-  const statuses = new Map<string, { applied_version: number | null; last_contact: Date | string | null; last_result: string | null; last_error: string | null; agent_version: string | null; ineligible: boolean; briefing: unknown }>();
+  const statuses = new Map<
+    string,
+    {
+      applied_version: number | null;
+      last_contact: Date | string | null;
+      last_result: string | null;
+      last_error: string | null;
+      agent_version: string | null;
+      ineligible: boolean;
+      briefing: unknown;
+    }
+  >();
   const creds = new Map<string, { live: number; revoked: number }>();
   const pending = new Set<string>();
   const outcomes = new Map<string, Outcome[]>();
@@ -35,19 +51,42 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
     if (batch && batch.length === 0) continue;
     const only = batch !== null;
     const inBatch = batch ?? [];
-    const headRows = await db.selectFrom('node_heads').select(['node', 'version', 'retired', 'set_digest', 'updated_at', 'publish_id']).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const headRows = await db
+      .selectFrom('node_heads')
+      .select(['node', 'version', 'retired', 'set_digest', 'updated_at', 'publish_id'])
+      .$if(only, (q) => q.where('node', 'in', inBatch))
+      .execute();
     for (const r of headRows) heads.set(r.node, r);
-    const statusRows = await db.selectFrom('node_status').select(['node', 'applied_version', 'last_contact', 'last_result', 'last_error', 'agent_version', 'ineligible', briefingIfIneligible]).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const statusRows = await db
+      .selectFrom('node_status')
+      .select(['node', 'applied_version', 'last_contact', 'last_result', 'last_error', 'agent_version', 'ineligible', briefingIfIneligible])
+      .$if(only, (q) => q.where('node', 'in', inBatch))
+      .execute();
     for (const r of statusRows) statuses.set(r.node, r);
-    for (const r of await db.selectFrom('node_credentials').select(['node', 'revoked_at']).$if(only, (q) => q.where('node', 'in', inBatch)).execute()) {
+    for (const r of await db
+      .selectFrom('node_credentials')
+      .select(['node', 'revoked_at'])
+      .$if(only, (q) => q.where('node', 'in', inBatch))
+      .execute()) {
       const c = creds.get(r.node) ?? { live: 0, revoked: 0 };
       if (r.revoked_at) c.revoked++;
       else c.live++;
       creds.set(r.node, c);
     }
-    const tokens = await db.selectFrom('enrolment_tokens').select('node').where('used_at', 'is', null).where('expires_at', '>', now).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const tokens = await db
+      .selectFrom('enrolment_tokens')
+      .select('node')
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .$if(only, (q) => q.where('node', 'in', inBatch))
+      .execute();
     for (const r of tokens) pending.add(r.node);
-    const outs = await db.selectFrom('node_outcomes').select(['node', 'version', 'result', 'error', 'activation']).where('version', '>=', minOutcomeVersion).$if(only, (q) => q.where('node', 'in', inBatch)).execute();
+    const outs = await db
+      .selectFrom('node_outcomes')
+      .select(['node', 'version', 'result', 'error', 'activation'])
+      .where('version', '>=', minOutcomeVersion)
+      .$if(only, (q) => q.where('node', 'in', inBatch))
+      .execute();
     for (const r of outs) {
       const list = outcomes.get(r.node) ?? [];
       list.push({ version: r.version, result: r.result as Outcome['result'], error: r.error, activation: r.activation });
@@ -69,7 +108,16 @@ export async function loadNodeRecords(db: Kysely<Database>, nodes: readonly stri
       pendingToken: pending.has(node),
       appliedVersion: s?.applied_version ?? null,
       outcomes: outcomes.get(node) ?? [],
-      status: s ? { last_contact: s.last_contact, last_result: s.last_result, last_error: s.last_error, agent_version: s.agent_version, ineligible: s.ineligible, briefing: s.briefing } : null,
+      status: s
+        ? {
+            last_contact: s.last_contact,
+            last_result: s.last_result,
+            last_error: s.last_error,
+            agent_version: s.agent_version,
+            ineligible: s.ineligible,
+            briefing: s.briefing,
+          }
+        : null,
     });
   }
   return out;

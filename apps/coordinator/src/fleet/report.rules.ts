@@ -10,7 +10,9 @@ type Report = Pick<z.infer<typeof ReportRequest>, 'result' | 'active_version' | 
  * runs as applied, but never overwrites an outcome already recorded for that version, except to
  * say that a `provisional` one (applied under a confirmation window) is now confirmed.
  */
-export function reportedOutcome(r: Report): { version: number; result: 'applied' | 'provisional' | 'failed' | 'rejected' | 'reverted'; error: string | null; overwrites: boolean } | null {
+export function reportedOutcome(
+  r: Report,
+): { version: number; result: 'applied' | 'provisional' | 'failed' | 'rejected' | 'reverted'; error: string | null; overwrites: boolean } | null {
   const reached = r.result === 'applied' || r.result === 'up_to_date';
   const version = reached ? r.active_version : (r.target_version ?? 0);
   if (version <= 0) return null;

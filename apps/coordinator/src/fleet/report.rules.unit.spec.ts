@@ -4,12 +4,25 @@ describe('report rules', () => {
   describe('the outcome a report records', () => {
     it('pins applied and up_to_date on the version that runs; only applied overwrites', () => {
       expect(reportedOutcome({ result: 'applied', active_version: 4 })).toEqual({ version: 4, result: 'applied', error: null, overwrites: true });
-      expect(reportedOutcome({ result: 'up_to_date', active_version: 4, target_version: 9 })).toEqual({ version: 4, result: 'applied', error: null, overwrites: false });
+      expect(reportedOutcome({ result: 'up_to_date', active_version: 4, target_version: 9 })).toEqual({
+        version: 4,
+        result: 'applied',
+        error: null,
+        overwrites: false,
+      });
     });
 
     it('pins a failure on the version that was tried, with its reason', () => {
-      expect(reportedOutcome({ result: 'failed', active_version: 3, target_version: 4, error: 'exit 3' })).toEqual({ version: 4, result: 'failed', error: 'exit 3', overwrites: true });
-      expect(reportedOutcome({ result: 'rejected', active_version: 3, target_version: 5, error: 'bad digest' })).toMatchObject({ version: 5, result: 'rejected' });
+      expect(reportedOutcome({ result: 'failed', active_version: 3, target_version: 4, error: 'exit 3' })).toEqual({
+        version: 4,
+        result: 'failed',
+        error: 'exit 3',
+        overwrites: true,
+      });
+      expect(reportedOutcome({ result: 'rejected', active_version: 3, target_version: 5, error: 'bad digest' })).toMatchObject({
+        version: 5,
+        result: 'rejected',
+      });
     });
 
     it('records nothing for a failure that names no version, nor for a node that runs none', () => {

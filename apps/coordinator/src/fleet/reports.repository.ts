@@ -21,14 +21,31 @@ export async function recordReportStatus(trx: Transaction<Database>, node: strin
     ...(r.owned ? { owned: JSON.stringify(r.owned) } : {}),
     // The version a resource list is about: the one applied, or the one tried when the pass failed.
     ...(r.resources
-      ? { resources: JSON.stringify({ version: r.result === 'failed' ? (r.target_version ?? r.active_version) : r.active_version, result: r.result, reported_at: now.toISOString(), items: r.resources }) }
+      ? {
+          resources: JSON.stringify({
+            version: r.result === 'failed' ? (r.target_version ?? r.active_version) : r.active_version,
+            result: r.result,
+            reported_at: now.toISOString(),
+            items: r.resources,
+          }),
+        }
       : {}),
   };
-  await trx.insertInto('node_status').values({ node, ...values }).onConflict((oc) => oc.column('node').doUpdateSet(values)).execute();
+  await trx
+    .insertInto('node_status')
+    .values({ node, ...values })
+    .onConflict((oc) => oc.column('node').doUpdateSet(values))
+    .execute();
 }
 
 /** Records a version's outcome; one that must not overwrite leaves a recorded outcome as it is, and an equal result is not rewritten. */
-export async function recordOutcome(trx: Transaction<Database>, node: string, o: NonNullable<ReturnType<typeof reportedOutcome>>, activation: unknown, now: Date): Promise<void> {
+export async function recordOutcome(
+  trx: Transaction<Database>,
+  node: string,
+  o: NonNullable<ReturnType<typeof reportedOutcome>>,
+  activation: unknown,
+  now: Date,
+): Promise<void> {
   const stored = activation ? JSON.stringify(activation) : null;
   await trx
     .insertInto('node_outcomes')

@@ -22,18 +22,60 @@ async function seed(db: Db, nodes: Seed[]): Promise<void> {
     if (n.head) {
       await k
         .insertInto('node_heads')
-        .values({ node: n.node, version: n.head.version, set_digest: 'd', retired: n.head.retired ?? false, artifacts: '[]', kid: 'k', etag: 'e', position: 1, publish_id: 'p', updated_at: NOW })
+        .values({
+          node: n.node,
+          version: n.head.version,
+          set_digest: 'd',
+          retired: n.head.retired ?? false,
+          artifacts: '[]',
+          kid: 'k',
+          etag: 'e',
+          position: 1,
+          publish_id: 'p',
+          updated_at: NOW,
+        })
         .execute();
     }
     for (const [i, c] of (n.credentials ?? []).entries()) {
-      await k.insertInto('node_credentials').values({ id: `${n.node}-c${i}`, node: n.node, secret_hash: 'h', created_at: NOW, revoked_at: c === 'revoked' ? NOW : null, revoked_reason: c === 'revoked' ? 'revoked' : null }).execute();
+      await k
+        .insertInto('node_credentials')
+        .values({
+          id: `${n.node}-c${i}`,
+          node: n.node,
+          secret_hash: 'h',
+          created_at: NOW,
+          revoked_at: c === 'revoked' ? NOW : null,
+          revoked_reason: c === 'revoked' ? 'revoked' : null,
+        })
+        .execute();
     }
     if (n.token) {
       const expires = n.token === 'expired' ? ago(60) : new Date(NOW.getTime() + 3_600_000);
-      await k.insertInto('enrolment_tokens').values({ id: `${n.node}-t`, node: n.node, secret_hash: 'h', thumbprint: 't', created_by: 'admin', created_at: ago(120), expires_at: expires, used_at: n.token === 'used' ? NOW : null }).execute();
+      await k
+        .insertInto('enrolment_tokens')
+        .values({
+          id: `${n.node}-t`,
+          node: n.node,
+          secret_hash: 'h',
+          thumbprint: 't',
+          created_by: 'admin',
+          created_at: ago(120),
+          expires_at: expires,
+          used_at: n.token === 'used' ? NOW : null,
+        })
+        .execute();
     }
     if (n.status) {
-      await k.insertInto('node_status').values({ node: n.node, enrolled_at: ago(86_400 * 30), last_contact: n.status.last_contact ?? null, applied_version: n.status.applied_version ?? null, agent_version: n.status.agent_version ?? null }).execute();
+      await k
+        .insertInto('node_status')
+        .values({
+          node: n.node,
+          enrolled_at: ago(86_400 * 30),
+          last_contact: n.status.last_contact ?? null,
+          applied_version: n.status.applied_version ?? null,
+          agent_version: n.status.agent_version ?? null,
+        })
+        .execute();
     }
     for (const o of n.outcomes ?? []) {
       await k.insertInto('node_outcomes').values({ node: n.node, version: o.version, result: o.result, error: null, reported_at: NOW }).execute();
@@ -55,10 +97,36 @@ function classify(n: Seed): { lifecycle: string; convergence: string } {
 }
 
 const FLEET: Seed[] = [
-  { node: 'conv-by-outcome', head: { version: 3 }, credentials: ['live'], status: { last_contact: ago(10), agent_version: '0.2.0' }, outcomes: [{ version: 3, result: 'applied' }] },
-  { node: 'conv-by-applied', head: { version: 3 }, credentials: ['revoked', 'live'], status: { applied_version: 4, last_contact: ago(600), agent_version: '0.2.0' } },
-  { node: 'failed', head: { version: 2 }, credentials: ['live'], status: { applied_version: 1, last_contact: ago(7_200), agent_version: '0.1.0' }, outcomes: [{ version: 1, result: 'applied' }, { version: 2, result: 'rejected' }] },
-  { node: 'outstanding', head: { version: 2 }, credentials: ['live'], status: { applied_version: 1, last_contact: ago(86_400 * 3) }, outcomes: [{ version: 1, result: 'applied' }] },
+  {
+    node: 'conv-by-outcome',
+    head: { version: 3 },
+    credentials: ['live'],
+    status: { last_contact: ago(10), agent_version: '0.2.0' },
+    outcomes: [{ version: 3, result: 'applied' }],
+  },
+  {
+    node: 'conv-by-applied',
+    head: { version: 3 },
+    credentials: ['revoked', 'live'],
+    status: { applied_version: 4, last_contact: ago(600), agent_version: '0.2.0' },
+  },
+  {
+    node: 'failed',
+    head: { version: 2 },
+    credentials: ['live'],
+    status: { applied_version: 1, last_contact: ago(7_200), agent_version: '0.1.0' },
+    outcomes: [
+      { version: 1, result: 'applied' },
+      { version: 2, result: 'rejected' },
+    ],
+  },
+  {
+    node: 'outstanding',
+    head: { version: 2 },
+    credentials: ['live'],
+    status: { applied_version: 1, last_contact: ago(86_400 * 3) },
+    outcomes: [{ version: 1, result: 'applied' }],
+  },
   { node: 'silent', head: { version: 1 }, credentials: ['live'], status: { last_contact: ago(86_400 * 30), agent_version: '0.1.0' } },
   { node: 'never-polled', credentials: ['live'], status: { agent_version: '0.2.0' } },
   { node: 'revoked-only', head: { version: 1 }, credentials: ['revoked'], status: { last_contact: ago(30) } },
@@ -112,7 +180,13 @@ describe.each(testDatabases)('the fleet gauges on $name', (database) => {
 
 describe('the agent version series', () => {
   it(`are bounded: past ${MAX_AGENT_VERSIONS} versions the rarest are summed as ${OTHER_VERSIONS}`, () => {
-    const rows = Array.from({ length: MAX_AGENT_VERSIONS + 10 }, (_, i) => ({ lifecycle: 'enrolled', convergence: 'converged', contact: '5m', agent_version: `1.0.${i}`, nodes: i + 1 }));
+    const rows = Array.from({ length: MAX_AGENT_VERSIONS + 10 }, (_, i) => ({
+      lifecycle: 'enrolled',
+      convergence: 'converged',
+      contact: '5m',
+      agent_version: `1.0.${i}`,
+      nodes: i + 1,
+    }));
     const versions = summarise(rows).agentVersions;
     expect(versions).toHaveLength(MAX_AGENT_VERSIONS);
     expect(versions.reduce((s, v) => s + v.count, 0)).toBe(rows.reduce((s, r) => s + r.nodes, 0));

@@ -34,7 +34,13 @@ export class HealthController {
   /** Mirror lag in ledger positions, from the shared checkpoint: every replica reports the writer's progress. */
   private async mirrorStatus(ledgerPosition: number) {
     const checkpoint = await readCheckpoint(this.db.kysely);
-    return { state: this.mirror.state, position: checkpoint.position, commit: checkpoint.commit, lag: ledgerPosition - checkpoint.position, ...(this.mirror.lastError ? { error: this.mirror.lastError } : {}) };
+    return {
+      state: this.mirror.state,
+      position: checkpoint.position,
+      commit: checkpoint.commit,
+      lag: ledgerPosition - checkpoint.position,
+      ...(this.mirror.lastError ? { error: this.mirror.lastError } : {}),
+    };
   }
 
   /** Liveness: the process answers. */
@@ -125,7 +131,11 @@ export class HealthController {
 
   /** Seconds since the first ledger event after the mirror's position was recorded (one indexed read). */
   private async unmirroredAge(mirrorPosition: number): Promise<number> {
-    const row = await this.db.kysely.selectFrom('ledger').select('recorded_at').where('position', '=', mirrorPosition + 1).executeTakeFirst();
+    const row = await this.db.kysely
+      .selectFrom('ledger')
+      .select('recorded_at')
+      .where('position', '=', mirrorPosition + 1)
+      .executeTakeFirst();
     return row ? Math.max(0, (Date.now() - new Date(row.recorded_at).getTime()) / 1000) : 0;
   }
 }

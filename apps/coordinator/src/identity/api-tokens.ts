@@ -77,21 +77,46 @@ export function tokenInfo(row: TokenRow, now: Date, lastUse?: Date): ApiTokenInf
  * event, with who made it (the event's actor) and when it expires. Only the hash of the secret is
  * stored or recorded.
  */
-export async function issueApiToken(trx: Transaction<Database>, keys: TrustKeys, request: NewApiToken, actor: string, now: Date = new Date()): Promise<CreatedApiToken> {
+export async function issueApiToken(
+  trx: Transaction<Database>,
+  keys: TrustKeys,
+  request: NewApiToken,
+  actor: string,
+  now: Date = new Date(),
+): Promise<CreatedApiToken> {
   if (request.scope !== undefined && request.role === 'admin') throw new TypeError('an admin token is never scoped');
   const s = issueSecret('flt');
   const scope = request.scope ?? null;
   await trx
     .insertInto('api_tokens')
-    .values({ id: s.id, name: request.name, role: request.role, secret_hash: s.hash, created_at: now, created_by: actor, expires_at: request.expiresAt, scope: scope === null ? null : JSON.stringify(scope) })
+    .values({
+      id: s.id,
+      name: request.name,
+      role: request.role,
+      secret_hash: s.hash,
+      created_at: now,
+      created_by: actor,
+      expires_at: request.expiresAt,
+      scope: scope === null ? null : JSON.stringify(scope),
+    })
     .execute();
   // The scope is recorded only when there is one: an unscoped token's event reads as it always has.
-  await recordIdentity(trx, keys, 'api', 'api_token_created', { id: s.id, name: request.name, role: request.role, expires_at: iso(request.expiresAt), ...(scope ? { scope } : {}) }, actor);
+  await recordIdentity(
+    trx,
+    keys,
+    'api',
+    'api_token_created',
+    { id: s.id, name: request.name, role: request.role, expires_at: iso(request.expiresAt), ...(scope ? { scope } : {}) },
+    actor,
+  );
   return { id: s.id, name: request.name, role: request.role, token: s.token, created_at: now, created_by: actor, expires_at: request.expiresAt, scope };
 }
 
 export async function countApiTokens(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('api_tokens').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('api_tokens')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -115,9 +140,13 @@ function pick(rows: readonly TokenRow[], ref: string, now: Date): TokenRow {
   if (active.length === 1) return active[0];
   if (active.length === 0 && live.length === 1) return live[0];
   const candidates = active.length > 0 ? active : live;
-  throw new DomainError('ambiguous_token', `${candidates.length} API tokens named ${quoteInput(ref)} are not revoked: revoke one by its id (${candidates.map((r) => r.id).join(', ')})`, {
-    tokens: candidates.map((r) => ({ id: r.id, state: tokenState(r, now), created_at: iso(r.created_at), expires_at: iso(r.expires_at) })),
-  });
+  throw new DomainError(
+    'ambiguous_token',
+    `${candidates.length} API tokens named ${quoteInput(ref)} are not revoked: revoke one by its id (${candidates.map((r) => r.id).join(', ')})`,
+    {
+      tokens: candidates.map((r) => ({ id: r.id, state: tokenState(r, now), created_at: iso(r.created_at), expires_at: iso(r.expires_at) })),
+    },
+  );
 }
 
 /**
@@ -140,7 +169,11 @@ export async function revokeApiToken(trx: Transaction<Database>, keys: TrustKeys
     .execute();
   const target = pick(rows, ref, now);
   if (target.revoked_at) {
-    throw new DomainError('already_revoked', `API token ${target.name} (id ${target.id}) was already revoked at ${iso(target.revoked_at)}${target.revoked_by ? ` by ${target.revoked_by}` : ''}`, { id: target.id, name: target.name });
+    throw new DomainError(
+      'already_revoked',
+      `API token ${target.name} (id ${target.id}) was already revoked at ${iso(target.revoked_at)}${target.revoked_by ? ` by ${target.revoked_by}` : ''}`,
+      { id: target.id, name: target.name },
+    );
   }
   if (target.role === 'admin' && tokenState(target, now) === 'active') {
     const others = await trx
@@ -160,7 +193,12 @@ export async function revokeApiToken(trx: Transaction<Database>, keys: TrustKeys
       );
     }
   }
-  const revoked = await trx.updateTable('api_tokens').set({ revoked_at: now, revoked_by: actor }).where('id', '=', target.id).returning(TOKEN_COLUMNS).executeTakeFirstOrThrow();
+  const revoked = await trx
+    .updateTable('api_tokens')
+    .set({ revoked_at: now, revoked_by: actor })
+    .where('id', '=', target.id)
+    .returning(TOKEN_COLUMNS)
+    .executeTakeFirstOrThrow();
   await recordIdentity(trx, keys, 'api', 'api_token_revoked', { id: target.id, name: target.name, role: target.role }, actor);
   return revoked;
 }

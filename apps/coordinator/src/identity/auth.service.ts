@@ -35,19 +35,27 @@ export class AuthService implements Authenticator {
       const now = new Date();
       if (row.revoked_at) {
         const by = row.revoked_by ? ` by ${row.revoked_by}` : '';
-        throw new DomainError('token_revoked', `API token ${row.name} (id ${row.id}) was revoked at ${new Date(row.revoked_at).toISOString()}${by}: ask an admin for a new one`, {
-          id: row.id,
-          name: row.name,
-          revoked_at: new Date(row.revoked_at).toISOString(),
-        });
+        throw new DomainError(
+          'token_revoked',
+          `API token ${row.name} (id ${row.id}) was revoked at ${new Date(row.revoked_at).toISOString()}${by}: ask an admin for a new one`,
+          {
+            id: row.id,
+            name: row.name,
+            revoked_at: new Date(row.revoked_at).toISOString(),
+          },
+        );
       }
       if (row.expires_at && new Date(row.expires_at).getTime() <= now.getTime()) {
         const at = new Date(row.expires_at).toISOString();
-        throw new DomainError('token_expired', `API token ${row.name} (id ${row.id}) expired at ${at}: ask an admin for a new one (retectl token create --role ${row.role} --name ${row.name})`, {
-          id: row.id,
-          name: row.name,
-          expired_at: at,
-        });
+        throw new DomainError(
+          'token_expired',
+          `API token ${row.name} (id ${row.id}) expired at ${at}: ask an admin for a new one (retectl token create --role ${row.role} --name ${row.name})`,
+          {
+            id: row.id,
+            name: row.name,
+            expired_at: at,
+          },
+        );
       }
       this.uses.seen(row.id, now);
       // An admin is never held to a scope, whatever its row says.
@@ -76,7 +84,10 @@ export class AuthService implements Authenticator {
     if (scope === null || !NODE_NAME_PATTERN.test(node)) return;
     const labels = (await readNodeLabels(this.db.kysely, [node])).get(node) ?? NO_LABELS;
     if (!scopeSelects(scope, node, labels)) {
-      throw new DomainError('out_of_scope', `node ${node} is outside this token's scope (${scope.join(', ')}): ask an admin for a token whose scope holds it`, { nodes: [node], scope });
+      throw new DomainError('out_of_scope', `node ${node} is outside this token's scope (${scope.join(', ')}): ask an admin for a token whose scope holds it`, {
+        nodes: [node],
+        scope,
+      });
     }
   }
 }
@@ -97,7 +108,10 @@ export function refusedNodeCredential(node: string, reason: RevocationReason | n
   }
   if (reason === 'retired') {
     const at = retiredVersion === null ? '' : ` at version ${retiredVersion}`;
-    return new DomainError('retired_credential', `node ${node} was retired${at}: its credential was revoked once it applied its final, empty set`, { node, version: retiredVersion });
+    return new DomainError('retired_credential', `node ${node} was retired${at}: its credential was revoked once it applied its final, empty set`, {
+      node,
+      version: retiredVersion,
+    });
   }
   return new DomainError('unauthenticated', 'node credential is unknown or revoked');
 }

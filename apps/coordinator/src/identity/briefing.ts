@@ -24,13 +24,25 @@ export function briefingFor(input: { tokenNode: string; claimedNode?: string; pr
     input.claimedNode === undefined
       ? line('node name matches', true, `agent takes the token's node name ${input.tokenNode}`)
       : line('node name matches', input.claimedNode === input.tokenNode, `agent expects ${input.claimedNode}, token is for ${input.tokenNode}`),
-    line('profile complete', missing.length === 0, missing.length === 0 ? `${profile.hostname} ${profile.os}/${profile.arch}` : `missing: ${missing.join(', ')}`),
+    line(
+      'profile complete',
+      missing.length === 0,
+      missing.length === 0 ? `${profile.hostname} ${profile.os}/${profile.arch}` : `missing: ${missing.join(', ')}`,
+    ),
     Number.isNaN(clock)
       ? line('clock skew acceptable', false, 'the profile carries no readable clock')
-      : line('clock skew acceptable', skew <= MAX_CLOCK_SKEW_SECONDS, `${Math.round(skew)} s from the coordinator's clock (at most ${MAX_CLOCK_SKEW_SECONDS} s)`),
+      : line(
+          'clock skew acceptable',
+          skew <= MAX_CLOCK_SKEW_SECONDS,
+          `${Math.round(skew)} s from the coordinator's clock (at most ${MAX_CLOCK_SKEW_SECONDS} s)`,
+        ),
     version === null
       ? line('agent version supported', false, `agent version ${JSON.stringify(profile.agent_version)} is not a version number`)
-      : line('agent version supported', compare(version, parseVersion(MIN_AGENT_VERSION)!) >= 0, `agent ${profile.agent_version}, at least ${MIN_AGENT_VERSION} required`),
+      : line(
+          'agent version supported',
+          compare(version, parseVersion(MIN_AGENT_VERSION)!) >= 0,
+          `agent ${profile.agent_version}, at least ${MIN_AGENT_VERSION} required`,
+        ),
   ];
   return { outcome: lines.every((l) => l.outcome === 'pass') ? 'pass' : 'fail', lines };
 }

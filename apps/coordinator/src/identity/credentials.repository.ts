@@ -16,7 +16,13 @@ export async function markEnrolmentTokenUsed(trx: Transaction<Database>, id: str
  * Revokes the node's live credentials and returns their ids. With `createdUpTo`, only those created
  * by then (a credential enrolled later is someone bringing the node back).
  */
-export async function revokeLiveCredentials(trx: Transaction<Database>, node: string, reason: RevokedReason, at: Date, createdUpTo?: Date | string): Promise<string[]> {
+export async function revokeLiveCredentials(
+  trx: Transaction<Database>,
+  node: string,
+  reason: RevokedReason,
+  at: Date,
+  createdUpTo?: Date | string,
+): Promise<string[]> {
   const rows = await trx
     .updateTable('node_credentials')
     .set({ revoked_at: at, revoked_reason: reason })

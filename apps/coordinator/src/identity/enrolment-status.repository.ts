@@ -28,6 +28,10 @@ export async function recordEnrolmentStatus(
     ineligible: e.briefing.outcome === 'fail',
     agent_version: e.profile.agent_version || null,
   };
-  await trx.insertInto('node_status').values({ node, ...status }).onConflict((oc) => oc.column('node').doUpdateSet(status)).execute();
+  await trx
+    .insertInto('node_status')
+    .values({ node, ...status })
+    .onConflict((oc) => oc.column('node').doUpdateSet(status))
+    .execute();
   return { installed: previous?.installed ?? null, owned: previous?.owned ?? null };
 }

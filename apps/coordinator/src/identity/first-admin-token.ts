@@ -48,7 +48,10 @@ export function writeFirstAdminToken(dataDir: string, token: string): WrittenTok
     }
     return { path, replaced };
   } catch (err) {
-    throw new Error(`cannot write the first admin token to ${path} (${(err as Error).message}); no token was created: make the data dir writable by the coordinator's user`, { cause: err });
+    throw new Error(
+      `cannot write the first admin token to ${path} (${(err as Error).message}); no token was created: make the data dir writable by the coordinator's user`,
+      { cause: err },
+    );
   }
 }
 

@@ -47,11 +47,18 @@ describe('the first admin token file', () => {
   it('shows the token only on a terminal, and when it expires either way', () => {
     const written = { path: '/d/first-admin-token', replaced: false };
     const expires = new Date('2027-03-01T10:00:00.000Z');
-    const expiry = 'it expires at 2027-03-01T10:00:00.000Z (FLORETE_API_TOKEN_TTL): before then, make named admin tokens with it (retectl token create --role admin --name <who>)';
-    expect(firstAdminTokenLines('flt.s.t', written, true, expires)).toEqual(['admin token: flt.s.t', '(also in /d/first-admin-token, mode 0600: remove it once the token is stored)', expiry]);
+    const expiry =
+      'it expires at 2027-03-01T10:00:00.000Z (FLORETE_API_TOKEN_TTL): before then, make named admin tokens with it (retectl token create --role admin --name <who>)';
+    expect(firstAdminTokenLines('flt.s.t', written, true, expires)).toEqual([
+      'admin token: flt.s.t',
+      '(also in /d/first-admin-token, mode 0600: remove it once the token is stored)',
+      expiry,
+    ]);
     const piped = firstAdminTokenLines('flt.s.t', written, false, expires);
     expect(piped).toEqual(['first admin token written to /d/first-admin-token (mode 0600): read it there, store it, then remove the file', expiry]);
     expect(piped.join('\n')).not.toContain('flt.s.t');
-    expect(firstAdminTokenLines('flt.s.t', written, false, null)[1]).toMatch(/^it never expires \(FLORETE_API_TOKEN_TTL=none\): revoke it once named admin tokens exist/);
+    expect(firstAdminTokenLines('flt.s.t', written, false, null)[1]).toMatch(
+      /^it never expires \(FLORETE_API_TOKEN_TTL=none\): revoke it once named admin tokens exist/,
+    );
   });
 });

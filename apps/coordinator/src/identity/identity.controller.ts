@@ -1,6 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ApiTokenRequest, EnrolmentTokenRequest, EnrolRequest, NodeName, type ApiTokenInfo, type ApiTokenList, type ApiTokenResponse, type WhoamiResponse } from '#contracts';
+import {
+  ApiTokenRequest,
+  EnrolmentTokenRequest,
+  EnrolRequest,
+  NodeName,
+  type ApiTokenInfo,
+  type ApiTokenList,
+  type ApiTokenResponse,
+  type WhoamiResponse,
+} from '#contracts';
 import { z } from 'zod';
 import { DB, type Db } from '../db/index.js';
 import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/index.js';
@@ -48,7 +57,13 @@ export class IdentityController {
         .insertInto('enrolment_tokens')
         .values({ id: s.id, node: req.node, secret_hash: s.hash, thumbprint, created_by: actorOf(who), created_at: now, expires_at: expires })
         .execute();
-      await this.ledger.recordIdentity(trx, req.node, 'enrolment_token_issued', { node: req.node, token_id: s.id, expires_at: expires.toISOString() }, actorOf(who));
+      await this.ledger.recordIdentity(
+        trx,
+        req.node,
+        'enrolment_token_issued',
+        { node: req.node, token_id: s.id, expires_at: expires.toISOString() },
+        actorOf(who),
+      );
     });
     // The pin of the key served now: a token made after a key change carries the new one.
     const pin = this.tlsPin();
@@ -61,7 +76,14 @@ export class IdentityController {
   async enrol(@Body() body: unknown) {
     const enrolled = await this.commands.execute(new EnrolNodeCommand(parseInput(EnrolRequest, body, 'body')));
     await this.keys.reloadIfChanged();
-    return { node: enrolled.node, credential: enrolled.credential, jwks: this.keys.jwks(), briefing: enrolled.briefing, installed: enrolled.installed, owned: enrolled.owned };
+    return {
+      node: enrolled.node,
+      credential: enrolled.credential,
+      jwks: this.keys.jwks(),
+      briefing: enrolled.briefing,
+      installed: enrolled.installed,
+      owned: enrolled.owned,
+    };
   }
 
   @Delete('nodes/:node/credential')
@@ -81,7 +103,11 @@ export class IdentityController {
     const req = parseInput(ApiTokenRequest, body, 'body');
     const now = new Date();
     const expiresAt = expiryOf(req, this.config.apiTokenTtlSeconds, now);
-    const created = await this.db.kysely.transaction().execute((trx) => issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt, ...(req.scope ? { scope: req.scope } : {}) }, actorOf(who), now));
+    const created = await this.db.kysely
+      .transaction()
+      .execute((trx) =>
+        issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt, ...(req.scope ? { scope: req.scope } : {}) }, actorOf(who), now),
+      );
     return {
       id: created.id,
       name: created.name,
@@ -121,6 +147,14 @@ export class IdentityController {
     if (who.kind !== 'api') throw new DomainError('forbidden', 'whoami answers API tokens');
     const row = await this.db.kysely.selectFrom('api_tokens').select(TOKEN_COLUMNS).where('id', '=', who.id).executeTakeFirstOrThrow();
     const info = tokenInfo(row, new Date());
-    return { id: info.id, name: info.name, role: info.role, created_at: info.created_at, created_by: info.created_by, expires_at: info.expires_at, scope: info.scope };
+    return {
+      id: info.id,
+      name: info.name,
+      role: info.role,
+      created_at: info.created_at,
+      created_by: info.created_by,
+      expires_at: info.expires_at,
+      scope: info.scope,
+    };
   }
 }

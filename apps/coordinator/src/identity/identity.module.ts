@@ -18,7 +18,16 @@ import { scopeGuard } from './scope-guard.js';
 @Module({
   imports: [LedgerModule],
   controllers: [IdentityController],
-  providers: [EnrolNodeHandler, RevokeCredentialHandler, RetireNodeHandler, AuthService, { provide: ApiTokenUses, useFactory: () => new ApiTokenUses() }, ApiTokenUseFlusher, { provide: APP_GUARD, useClass: AuthGuard }, { provide: NODE_SCOPE, useValue: { guard: scopeGuard } }],
+  providers: [
+    EnrolNodeHandler,
+    RevokeCredentialHandler,
+    RetireNodeHandler,
+    AuthService,
+    { provide: ApiTokenUses, useFactory: () => new ApiTokenUses() },
+    ApiTokenUseFlusher,
+    { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: NODE_SCOPE, useValue: { guard: scopeGuard } },
+  ],
   exports: [AuthService, NODE_SCOPE],
 })
 export class IdentityModule {}

@@ -41,8 +41,19 @@ export async function writeNodeLabels(trx: Transaction<Database>, labels: readon
   for (const slice of slices(labels)) {
     await trx
       .insertInto('node_labels')
-      .values(slice.map(([node, l]) => ({ node, tags: JSON.stringify([...new Set(l.tags)].sort()), groups: JSON.stringify([...new Set(l.groups)].sort()), updated_at: now })))
-      .onConflict((oc) => oc.column('node').doUpdateSet((eb) => ({ tags: eb.ref('excluded.tags'), groups: eb.ref('excluded.groups'), updated_at: eb.ref('excluded.updated_at') })))
+      .values(
+        slice.map(([node, l]) => ({
+          node,
+          tags: JSON.stringify([...new Set(l.tags)].sort()),
+          groups: JSON.stringify([...new Set(l.groups)].sort()),
+          updated_at: now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc
+          .column('node')
+          .doUpdateSet((eb) => ({ tags: eb.ref('excluded.tags'), groups: eb.ref('excluded.groups'), updated_at: eb.ref('excluded.updated_at') })),
+      )
       .execute();
   }
 }

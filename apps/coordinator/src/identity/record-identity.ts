@@ -8,6 +8,13 @@ import { checkpointSigner, type TrustKeys } from '../trust/index.js';
  * `keys`: for the token commands that run with a key store and no ledger writer (the CLI, the first
  * admin token at start-up).
  */
-export function recordIdentity(trx: Transaction<Database>, keys: TrustKeys, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+export function recordIdentity(
+  trx: Transaction<Database>,
+  keys: TrustKeys,
+  subject: string,
+  type: IdentityRecorded['type'],
+  data: Record<string, unknown>,
+  actor: string,
+): Promise<void> {
   return appendIdentity(trx, checkpointSigner(keys), subject, type, data, actor);
 }

@@ -6,7 +6,11 @@ const facts = (f: Partial<ScopeFacts>): ScopeFacts => ({ changed: new Set(), rec
 
 describe('the scope rule', () => {
   it('passes nodes selected by their recorded labels, and names the others, sorted', () => {
-    const recorded = new Map([['web-1', edge], ['db-1', db], ['db-0', db]]);
+    const recorded = new Map([
+      ['web-1', edge],
+      ['db-1', db],
+      ['db-0', db],
+    ]);
     expect(outOfScope(['tag:edge'], facts({ changed: new Set(['web-1', 'db-1', 'db-0']), recorded }))).toEqual(['db-0', 'db-1']);
     expect(outOfScope(['tag:edge', 'group:data'], facts({ changed: new Set(['web-1', 'db-1']), recorded }))).toEqual([]);
   });

@@ -28,7 +28,14 @@ describe('bearer secrets', () => {
   });
 
   it('refuses malformed tokens', () => {
-    for (const bad of ['', 'flt', 'flt..', 'xyz.0123456789abcdef01.' + 'a'.repeat(43), 'flt.0123456789ABCDEF01.' + 'a'.repeat(43), `flt.${'0'.repeat(18)}.${'a'.repeat(42)}`]) {
+    for (const bad of [
+      '',
+      'flt',
+      'flt..',
+      'xyz.0123456789abcdef01.' + 'a'.repeat(43),
+      'flt.0123456789ABCDEF01.' + 'a'.repeat(43),
+      `flt.${'0'.repeat(18)}.${'a'.repeat(42)}`,
+    ]) {
       expect(parseSecret(bad)).toBeNull();
     }
   });

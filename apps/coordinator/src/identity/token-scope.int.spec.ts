@@ -46,8 +46,10 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     }
     return { message: 'test', nodes, ...(labels ? { labels } : {}), ...extra };
   }
-  const publishAs = (scope: TokenScope | null, req: PublishRequest) => new PublishTreeHandler(h.writer).execute(new PublishTreeCommand(req, 'ci', undefined, scopeGuard(scope, 'this publish', req.labels)));
-  const versionOf = async (node: string) => (await h.db.kysely.selectFrom('node_heads').select('version').where('node', '=', node).executeTakeFirst())?.version ?? 0;
+  const publishAs = (scope: TokenScope | null, req: PublishRequest) =>
+    new PublishTreeHandler(h.writer).execute(new PublishTreeCommand(req, 'ci', undefined, scopeGuard(scope, 'this publish', req.labels)));
+  const versionOf = async (node: string) =>
+    (await h.db.kysely.selectFrom('node_heads').select('version').where('node', '=', node).executeTakeFirst())?.version ?? 0;
   const labels = async () => Object.fromEntries(await readAllNodeLabels(h.db.kysely));
 
   /** web-1 carries tag edge, db-1 tag db and group data: published by an unscoped token. */
@@ -136,7 +138,10 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     const err = await refusal(publishAs(EDGE, await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan })));
     expect(err.details?.nodes).toEqual(['db-1']);
     expect(await h.head()).toEqual(before);
-    const inScope = await publishAs(['tag:edge', 'group:data'], await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }));
+    const inScope = await publishAs(
+      ['tag:edge', 'group:data'],
+      await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }),
+    );
     expect(inScope.changed).toEqual([{ node: 'web-1', from: 1, to: 2 }]);
   });
 
@@ -144,8 +149,10 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     await fleet();
     await publishAs(null, await request({ 'web-1': 'w2', 'db-1': 'd2' }));
     const before = await h.head();
-    const rollback = (node: string, scope: TokenScope) => new RollbackNodeHandler(h.writer).execute(new RollbackNodeCommand(node, 1, 'back', 'ci', undefined, [], scopeGuard(scope, 'this rollback')));
-    const retire = (node: string, scope: TokenScope) => new RetireNodeHandler(h.writer, h.db).execute(new RetireNodeCommand(node, 'retire', 'ci', undefined, false, scopeGuard(scope, 'this retirement')));
+    const rollback = (node: string, scope: TokenScope) =>
+      new RollbackNodeHandler(h.writer).execute(new RollbackNodeCommand(node, 1, 'back', 'ci', undefined, [], scopeGuard(scope, 'this rollback')));
+    const retire = (node: string, scope: TokenScope) =>
+      new RetireNodeHandler(h.writer, h.db).execute(new RetireNodeCommand(node, 'retire', 'ci', undefined, false, scopeGuard(scope, 'this retirement')));
     expect(await refusal(rollback('db-1', EDGE))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
     expect(await refusal(retire('db-1', EDGE))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
     expect(await h.head()).toEqual(before);

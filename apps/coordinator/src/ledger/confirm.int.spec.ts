@@ -15,7 +15,8 @@ describe.each(testDatabases)('operator confirmation on $name', (database) => {
     await h.close();
   });
 
-  const confirmOf = async (node: string) => h.db.kysely.selectFrom('node_heads').select(['version', 'confirm_within', 'confirmed_by']).where('node', '=', node).executeTakeFirstOrThrow();
+  const confirmOf = async (node: string) =>
+    h.db.kysely.selectFrom('node_heads').select(['version', 'confirm_within', 'confirmed_by']).where('node', '=', node).executeTakeFirstOrThrow();
   const confirm = (publishId: string, actor = 'alice') => h.writer.write({ actor }, { type: 'confirm_publish', publishId });
   async function publishWithin(tree: Record<string, string>, within: number) {
     const { putBlob } = await import('../bundles/blobs.repository.js');
@@ -37,7 +38,9 @@ describe.each(testDatabases)('operator confirmation on $name', (database) => {
     expect(c).toMatchObject({ publish_id: null, position: before.position + 1, unchanged: 2 });
     expect(await confirmOf('a')).toEqual({ version: 2, confirm_within: 600, confirmed_by: 'alice' });
     const again = await h.head();
-    await expect(confirm(r.publish_id!, 'carol')).rejects.toThrow(expect.objectContaining({ code: 'already_confirmed', message: expect.stringContaining('by alice') }));
+    await expect(confirm(r.publish_id!, 'carol')).rejects.toThrow(
+      expect.objectContaining({ code: 'already_confirmed', message: expect.stringContaining('by alice') }),
+    );
     expect(await h.head()).toEqual(again);
     await rebuildProjections(h.db.kysely);
     expect(await confirmOf('b')).toEqual({ version: 2, confirm_within: 600, confirmed_by: 'alice' });
@@ -56,10 +59,14 @@ describe.each(testDatabases)('operator confirmation on $name', (database) => {
     const plain = await h.publish({ a: { 'flor.json': 'a2' } });
     const head = await h.head();
     await expect(confirm('00000000-0000-4000-8000-000000000000')).rejects.toThrow(expect.objectContaining({ code: 'unknown_publish' }));
-    await expect(confirm(plain.publish_id!)).rejects.toThrow(expect.objectContaining({ code: 'not_confirmable', message: expect.stringContaining('without --confirm-within') }));
+    await expect(confirm(plain.publish_id!)).rejects.toThrow(
+      expect.objectContaining({ code: 'not_confirmable', message: expect.stringContaining('without --confirm-within') }),
+    );
     expect(await h.head()).toEqual(head);
     const gone = await publishWithin({ b: 'b2' }, 60);
     await h.publish({ b: { 'flor.json': 'b3' } });
-    await expect(confirm(gone.publish_id!)).rejects.toThrow(expect.objectContaining({ code: 'not_confirmable', message: expect.stringContaining('nothing to confirm') }));
+    await expect(confirm(gone.publish_id!)).rejects.toThrow(
+      expect.objectContaining({ code: 'not_confirmable', message: expect.stringContaining('nothing to confirm') }),
+    );
   });
 });

@@ -7,10 +7,33 @@ export { RetireNodeCommand } from './commands/retire-node.command.js';
 export { bundleEtag, bundlePayloadBytes } from './domain/bundle-payload.js';
 export { type ChainVerdict, GENESIS_HASH } from './domain/hash-chain.js';
 export type { Ineligible } from './domain/ledger.decider.js';
-export type { IdentityRecorded, IneligibleNode, NodeSetStamped, PackagePushed, PublishKind, PublishRecorded, RecordedRolloutPlan, RolloutEvent, StampedArtifact } from './domain/ledger.events.js';
+export type {
+  IdentityRecorded,
+  IneligibleNode,
+  NodeSetStamped,
+  PackagePushed,
+  PublishKind,
+  PublishRecorded,
+  RecordedRolloutPlan,
+  RolloutEvent,
+  StampedArtifact,
+} from './domain/ledger.events.js';
 export { decideStep, expiredNodes, type RolloutState, type Unconfirmed, type WaveFacts, waveName } from './domain/rollout.js';
 export { LedgerAppended } from './ledger-appended.event.js';
-export { type AdmitChanges, CHECKPOINT_SIGNER, type CheckpointSigner, INELIGIBLE_NODES, type IneligibleNodes, LEDGER_BLOBS, type LedgerBlobs, NODE_SCOPE, type NodeScope, RECORDED_PACKAGES, type RecordedPackages, type TrustHead } from './ledger-ports.js';
+export {
+  type AdmitChanges,
+  CHECKPOINT_SIGNER,
+  type CheckpointSigner,
+  INELIGIBLE_NODES,
+  type IneligibleNodes,
+  LEDGER_BLOBS,
+  type LedgerBlobs,
+  NODE_SCOPE,
+  type NodeScope,
+  RECORDED_PACKAGES,
+  type RecordedPackages,
+  type TrustHead,
+} from './ledger-ports.js';
 export type { LedgerProjection } from './ledger-projection.js';
 export { LedgerWriter } from './ledger-writer.js';
 export { LedgerModule } from './ledger.module.js';

@@ -33,7 +33,11 @@ describe.each(testDatabases)('ineligible nodes in the ledger on $name', (databas
   async function enrolled(node: string, agentVersion: string) {
     const briefing = briefingFor({ tokenNode: node, profile: { ...profile, agent_version: agentVersion }, now });
     const status = { enrolled_at: now, briefing: JSON.stringify(briefing), ineligible: briefing.outcome === 'fail' };
-    await h.db.kysely.insertInto('node_status').values({ node, ...status }).onConflict((oc) => oc.column('node').doUpdateSet(status)).execute();
+    await h.db.kysely
+      .insertInto('node_status')
+      .values({ node, ...status })
+      .onConflict((oc) => oc.column('node').doUpdateSet(status))
+      .execute();
   }
   const versionsOf = async (node: string) => (await h.db.kysely.selectFrom('node_versions').select('version').where('node', '=', node).execute()).length;
 

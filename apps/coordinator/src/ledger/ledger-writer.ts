@@ -17,7 +17,17 @@ import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
 import { RepeatMemo, type PublishedBody } from './store/repeat-memo.js';
 import type { LedgerProjection } from './ledger-projection.js';
-import { CHECKPOINT_SIGNER, INELIGIBLE_NODES, LEDGER_BLOBS, RECORDED_PACKAGES, type AdmitChanges, type CheckpointSigner, type IneligibleNodes, type LedgerBlobs, type RecordedPackages } from './ledger-ports.js';
+import {
+  CHECKPOINT_SIGNER,
+  INELIGIBLE_NODES,
+  LEDGER_BLOBS,
+  RECORDED_PACKAGES,
+  type AdmitChanges,
+  type CheckpointSigner,
+  type IneligibleNodes,
+  type LedgerBlobs,
+  type RecordedPackages,
+} from './ledger-ports.js';
 import type { StoredEvent } from './store/ledger-row.js';
 import { readLedgerHead, readStreamRevision } from './store/read-head.js';
 
@@ -77,8 +87,19 @@ export class LedgerWriter {
     let appended = false;
     const remember = (at: { position: number; hash: string }): void => {
       // A rollout's publish is not answered from memory: its repeat meets the rollout it started.
-      if (options.bodyDigest !== undefined && request.type === 'publish_tree' && !request.rollout && !request.supersedeRollout && request.confirmWithin === undefined) {
-        published = { digest: options.bodyDigest, at: { position: at.position, hash: at.hash }, nodes: request.nodes.size, ...(options.expectedPosition !== undefined ? { expectedPosition: options.expectedPosition } : {}) };
+      if (
+        options.bodyDigest !== undefined &&
+        request.type === 'publish_tree' &&
+        !request.rollout &&
+        !request.supersedeRollout &&
+        request.confirmWithin === undefined
+      ) {
+        published = {
+          digest: options.bodyDigest,
+          at: { position: at.position, hash: at.hash },
+          nodes: request.nodes.size,
+          ...(options.expectedPosition !== undefined ? { expectedPosition: options.expectedPosition } : {}),
+        };
       }
     };
     const result = await this.db.kysely.transaction().execute(async (trx): Promise<PublishResponse> => {
@@ -87,13 +108,27 @@ export class LedgerWriter {
         this.signer,
         async ({ head, trust }) => {
           if (options.expectedPosition !== undefined && options.expectedPosition !== head.position) {
-            throw new DomainError('stale_position', `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`, { position: head.position });
+            throw new DomainError(
+              'stale_position',
+              `the ledger is at position ${head.position}, not the expected ${options.expectedPosition}: re-plan and publish again`,
+              { position: head.position },
+            );
           }
-          const { command, heads, allHeads } = await loadDecisionInput(trx, request, this.heads.at(head), (n, prune) => this.heads.wantsAll(n, prune), publishId, { blobs: this.blobs, ineligible: this.ineligible });
+          const { command, heads, allHeads } = await loadDecisionInput(
+            trx,
+            request,
+            this.heads.at(head),
+            (n, prune) => this.heads.wantsAll(n, prune),
+            publishId,
+            { blobs: this.blobs, ineligible: this.ineligible },
+          );
           const decision = decide(command, heads, { publishId });
           await options.admit?.(trx, changedNodesBy(decision.events));
           // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
-          const inputs = decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid: trust.signingKid } : { actor: options.actor } }));
+          const inputs = decision.events.map((event) => ({
+            event,
+            meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid: trust.signingKid } : { actor: options.actor },
+          }));
           return { inputs, result: { decision, allHeads, head } };
         },
         (events) => this.project(trx, events),
@@ -118,8 +153,12 @@ export class LedgerWriter {
         position: last.position,
         changed: [...decision.changed],
         unchanged: decision.unchanged,
-        ...(decision.acceptedIneligible.length > 0 ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) } : {}),
-        ...(planned?.type === 'rollout_planned' ? { rollout: { id: planned.data.rollout_id, waves: planned.data.waves.map((w) => w.length), released: 1 } } : {}),
+        ...(decision.acceptedIneligible.length > 0
+          ? { accepted_ineligible: decision.acceptedIneligible.map((n) => ({ node: n.node, failed_briefing: [...n.failed_briefing] })) }
+          : {}),
+        ...(planned?.type === 'rollout_planned'
+          ? { rollout: { id: planned.data.rollout_id, waves: planned.data.waves.map((w) => w.length), released: 1 } }
+          : {}),
       };
       await options.alongside?.(trx, answer);
       return answer;

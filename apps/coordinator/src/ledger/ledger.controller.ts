@@ -1,10 +1,31 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isPlainPublishRequest, LedgerEventsQuery, NodeName, PublishRequest, RetireRequest, RollbackRequest, type ConfirmResponse, type PublishResponse } from '#contracts';
+import {
+  isPlainPublishRequest,
+  LedgerEventsQuery,
+  NodeName,
+  PublishRequest,
+  RetireRequest,
+  RollbackRequest,
+  type ConfirmResponse,
+  type PublishResponse,
+} from '#contracts';
 import { z } from 'zod';
 import { DB, type Db } from '../db/index.js';
-import { parseInput, Access, CurrentPrincipal, actorOf, roleAllows, scopeOf, type Principal, DomainError, RouteLimits, bodyDigestOf, bodyOf } from '../common/index.js';
+import {
+  parseInput,
+  Access,
+  CurrentPrincipal,
+  actorOf,
+  roleAllows,
+  scopeOf,
+  type Principal,
+  DomainError,
+  RouteLimits,
+  bodyDigestOf,
+  bodyOf,
+} from '../common/index.js';
 import { Metrics } from '../core/index.js';
 import { NODE_SCOPE, type NodeScope } from './ledger-ports.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
@@ -45,7 +66,10 @@ export class LedgerController {
     }
     // The schema is the contract; the plain check only spares a large, ordinary tree its cost.
     const request = parseInput(PublishRequest, bodyOf(req), 'body', isPlainPublishRequest);
-    this.answer(reply, await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest, this.scopes.guard(scopeOf(who), 'this publish', request.labels))));
+    this.answer(
+      reply,
+      await this.commands.execute(new PublishTreeCommand(request, actorOf(who), digest, this.scopes.guard(scopeOf(who), 'this publish', request.labels))),
+    );
   }
 
   /**
@@ -67,7 +91,20 @@ export class LedgerController {
   async rollback(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal, @Res() reply: FastifyReply): Promise<void> {
     const name = parseInput(NodeName, node, 'path');
     const req = parseInput(RollbackRequest, body, 'body');
-    this.answer(reply, await this.commands.execute(new RollbackNodeCommand(name, req.to_version, req.message, actorOf(who), req.expected_position, req.allow_ineligible, this.scopes.guard(scopeOf(who), 'this rollback'))));
+    this.answer(
+      reply,
+      await this.commands.execute(
+        new RollbackNodeCommand(
+          name,
+          req.to_version,
+          req.message,
+          actorOf(who),
+          req.expected_position,
+          req.allow_ineligible,
+          this.scopes.guard(scopeOf(who), 'this rollback'),
+        ),
+      ),
+    );
   }
 
   @Post('v1/nodes/:node/retire')
@@ -77,12 +114,25 @@ export class LedgerController {
     const req = parseInput(RetireRequest, body ?? {}, 'body');
     if (req.lost) {
       // Revoking a node's credential is an admin's decision, with or without a retirement.
-      if (who.kind !== 'api' || !roleAllows(who.role, 'admin')) throw new DomainError('forbidden', 'retiring a lost node revokes its credential: that needs an admin token');
+      if (who.kind !== 'api' || !roleAllows(who.role, 'admin'))
+        throw new DomainError('forbidden', 'retiring a lost node revokes its credential: that needs an admin token');
       const result = await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}: lost`, actorOf(who), req.expected_position, true));
       if (result.publish_id) this.metrics.publishes++;
       return void reply.status(result.publish_id ? 201 : 200).send(result);
     }
-    this.answer(reply, await this.commands.execute(new RetireNodeCommand(name, req.message ?? `retire ${name}`, actorOf(who), req.expected_position, false, this.scopes.guard(scopeOf(who), 'this retirement'))));
+    this.answer(
+      reply,
+      await this.commands.execute(
+        new RetireNodeCommand(
+          name,
+          req.message ?? `retire ${name}`,
+          actorOf(who),
+          req.expected_position,
+          false,
+          this.scopes.guard(scopeOf(who), 'this retirement'),
+        ),
+      ),
+    );
   }
 
   @Get('v1/ledger/head')

@@ -119,7 +119,12 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     const ahead = new Date(Date.now() + 3_600_000);
     await h.db.kysely.transaction().execute(async (trx) => {
       await lockLedger(trx);
-      await appendEvents(trx, await readLedgerHead(trx), [{ event: { type: 'signing_key_rotated', stream: 'identity:keys', revision: 1, data: { kid: 'k' } }, meta: { actor: 'tester' } }], ahead);
+      await appendEvents(
+        trx,
+        await readLedgerHead(trx),
+        [{ event: { type: 'signing_key_rotated', stream: 'identity:keys', revision: 1, data: { kid: 'k' } }, meta: { actor: 'tester' } }],
+        ahead,
+      );
     });
     await h.publish({ alpha: { f: '2' } });
     const times = (await readEvents(h.db.kysely, 0, 100)).map((e) => Date.parse(e.recorded_at));
@@ -186,7 +191,12 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     const p = await payloadOf('alpha');
     expect(p.version).toBe(3);
     expect(Buffer.from(p.artifacts[0].content, 'base64').toString()).toBe('old');
-    const v1 = await h.db.kysely.selectFrom('node_versions').select('set_digest').where('node', '=', 'alpha').where('version', '=', 1).executeTakeFirstOrThrow();
+    const v1 = await h.db.kysely
+      .selectFrom('node_versions')
+      .select('set_digest')
+      .where('node', '=', 'alpha')
+      .where('version', '=', 1)
+      .executeTakeFirstOrThrow();
     expect(p.set_digest).toBe(v1.set_digest);
   });
 
@@ -213,7 +223,9 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     const r = await h.publish({ alpha: { 'flor.json': '{"a":1}\n' } });
     const p = await payloadOf('alpha');
     expect(p).toMatchObject({ node: 'alpha', version: 1, position: r.position - 1, publish_id: r.publish_id, retired: false });
-    expect(p.artifacts).toEqual([{ name: 'flor.json', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), size: 8, content: Buffer.from('{"a":1}\n').toString('base64') }]);
+    expect(p.artifacts).toEqual([
+      { name: 'flor.json', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), size: 8, content: Buffer.from('{"a":1}\n').toString('base64') },
+    ]);
     const first = await headOf('alpha');
     const [stamp] = (await readEvents(h.db.kysely, 0, 100)).filter((e) => e.stream === 'node:alpha');
     expect(first.kid).toBe(h.keys.activeKid());
@@ -253,12 +265,19 @@ describe.each(testDatabases)('ledger on $name', (database) => {
       const writers = [new PublishTreeHandler(writerOf(h.db, h.keys)), new PublishTreeHandler(writerOf(other, h.keys))];
       const results = await Promise.all(
         contents.map(async (c, i) =>
-          writers[i % 2].execute(new PublishTreeCommand({ message: `race ${i}`, nodes: { alpha: { artifacts: { f: await shaOf(c) } }, beta: { artifacts: { f: await shaOf(`${c}`) } } } }, 'racer')),
+          writers[i % 2].execute(
+            new PublishTreeCommand(
+              { message: `race ${i}`, nodes: { alpha: { artifacts: { f: await shaOf(c) } }, beta: { artifacts: { f: await shaOf(`${c}`) } } } },
+              'racer',
+            ),
+          ),
         ),
       );
       const stamped = results.filter((r) => r.publish_id !== null);
       // Consecutive publishes of the same content are no-ops; every other one stamps both nodes.
-      const versions = (await h.db.kysely.selectFrom('node_versions').select('version').where('node', '=', 'alpha').orderBy('version').execute()).map((r) => r.version);
+      const versions = (await h.db.kysely.selectFrom('node_versions').select('version').where('node', '=', 'alpha').orderBy('version').execute()).map(
+        (r) => r.version,
+      );
       expect(versions).toEqual(Array.from({ length: versions.length }, (_, i) => i + 1));
       expect(versions.length).toBe(stamped.length);
       expect(stamped.length).toBeGreaterThan(1);

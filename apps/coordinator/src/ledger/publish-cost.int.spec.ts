@@ -19,7 +19,14 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
   });
 
   const count = async (table: 'ledger' | 'node_versions' | 'publishes' | 'node_heads') =>
-    Number((await h.db.kysely.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await h.db.kysely
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it(`writes O(1) rows when one node of ${NODES} changes`, async () => {
     const shared = Buffer.from('{"shared":true}\n');
@@ -38,7 +45,12 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     const first = await h.publishRequest(tree());
     expect(first.changed).toHaveLength(NODES);
     const untouchedBefore = await h.db.kysely.selectFrom('node_heads').select(['etag', 'updated_at']).where('node', '=', 'n7').executeTakeFirstOrThrow();
-    const before = { ledger: await count('ledger'), versions: await count('node_versions'), publishes: await count('publishes'), heads: await count('node_heads') };
+    const before = {
+      ledger: await count('ledger'),
+      versions: await count('node_versions'),
+      publishes: await count('publishes'),
+      heads: await count('node_heads'),
+    };
 
     const one = await h.publishRequest(tree('n1234'));
 
@@ -48,7 +60,9 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     expect(await count('node_versions')).toBe(before.versions + 1);
     expect(await count('publishes')).toBe(before.publishes + 1);
     expect(await count('node_heads')).toBe(before.heads);
-    expect(await h.db.kysely.selectFrom('node_heads').select(['etag', 'updated_at']).where('node', '=', 'n7').executeTakeFirstOrThrow()).toEqual(untouchedBefore);
+    expect(await h.db.kysely.selectFrom('node_heads').select(['etag', 'updated_at']).where('node', '=', 'n7').executeTakeFirstOrThrow()).toEqual(
+      untouchedBefore,
+    );
   });
 
   it(`decides a large publish against the heads of the moment, whoever moved them`, async () => {
@@ -66,7 +80,16 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     // Another replica (its own writer, same database) changes one node, then this writer publishes the
     // old tree: it must see the other replica's head, not the one it last wrote.
     const replica = new PublishTreeHandler(writerOf(h.db, h.keys));
-    expect((await replica.execute(new PublishTreeCommand(tree((n) => (n === 'm5' ? 2 : 1)), 'replica'))).changed).toEqual([{ node: 'm5', from: 1, to: 2 }]);
+    expect(
+      (
+        await replica.execute(
+          new PublishTreeCommand(
+            tree((n) => (n === 'm5' ? 2 : 1)),
+            'replica',
+          ),
+        )
+      ).changed,
+    ).toEqual([{ node: 'm5', from: 1, to: 2 }]);
     expect((await h.publishRequest(base)).changed).toEqual([{ node: 'm5', from: 2, to: 3 }]);
 
     // This writer's own rollback and retire move its heads too.
@@ -91,11 +114,22 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     });
     const writer = writerOf(h.db, h.keys);
     const publish = (request: PublishRequest, digest: string) => new PublishTreeHandler(writer).execute(new PublishTreeCommand(request, 'pipeline', digest));
-    const head = async () => Number((await h.db.kysely.selectFrom('ledger').select((eb) => eb.fn.max('position').as('p')).executeTakeFirstOrThrow()).p);
+    const head = async () =>
+      Number(
+        (
+          await h.db.kysely
+            .selectFrom('ledger')
+            .select((eb) => eb.fn.max('position').as('p'))
+            .executeTakeFirstOrThrow()
+        ).p,
+      );
 
     // A body never published, or published by nobody here, is decided in full.
     expect(await writer.repeated('body-1')).toBeNull();
-    const first = await publish(tree(() => 1), 'body-1');
+    const first = await publish(
+      tree(() => 1),
+      'body-1',
+    );
     expect(first.changed).toHaveLength(50);
     // Right after it changed nodes, the same body changes nothing, and says so without deciding it.
     expect(await writer.repeated('body-1')).toEqual({ publish_id: null, position: first.position, changed: [], unchanged: 50 });
@@ -103,16 +137,31 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
 
     // Another replica's publish moves the head: the repeat must be decided again, and it changes r3 back.
     const replica = new PublishTreeHandler(writerOf(h.db, h.keys));
-    await replica.execute(new PublishTreeCommand(tree((n) => (n === 'r3' ? 2 : 1)), 'replica'));
+    await replica.execute(
+      new PublishTreeCommand(
+        tree((n) => (n === 'r3' ? 2 : 1)),
+        'replica',
+      ),
+    );
     expect(await writer.repeated('body-1')).toBeNull();
-    const back = await publish(tree(() => 1), 'body-1');
+    const back = await publish(
+      tree(() => 1),
+      'body-1',
+    );
     expect(back.changed).toEqual([{ node: 'r3', from: 2, to: 3 }]);
     expect(await writer.repeated('body-1')).toMatchObject({ position: back.position, unchanged: 50 });
 
     // Any append moves it, a retirement here too: retiring r4 and repeating must bring r4 back.
     await h.retire('r4');
     expect(await writer.repeated('body-1')).toBeNull();
-    expect((await publish(tree(() => 1), 'body-1')).changed).toEqual([{ node: 'r4', from: 2, to: 3 }]);
+    expect(
+      (
+        await publish(
+          tree(() => 1),
+          'body-1',
+        )
+      ).changed,
+    ).toEqual([{ node: 'r4', from: 2, to: 3 }]);
 
     // A body that required a position repeats only while the ledger is there: after a publish that
     // changed something it is stale, and the full path refuses it.
@@ -129,4 +178,3 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     expect(await writer.repeated('body-3')).toBeNull();
   });
 });
-

@@ -31,22 +31,29 @@ function tokenOf(header: string | undefined): string | null {
 /** GET /audit.git/*: the audit mirror over git's dumb HTTP protocol, read-only, for readers. */
 export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, auth: Authenticator, log: Logger): void {
   const fail = (reply: FastifyReply, err: unknown) => {
-    if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'token_expired' || err.code === 'token_revoked')) void reply.header('www-authenticate', 'Basic realm="florete audit"');
+    if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'token_expired' || err.code === 'token_revoked'))
+      void reply.header('www-authenticate', 'Basic realm="florete audit"');
     sendProblem(reply, toProblem(err, log));
   };
   fastify.get('/audit.git/*', async (req, reply) => {
     try {
       const token = tokenOf(req.headers.authorization);
-      if (!token) throw new DomainError('unauthenticated', 'the audit mirror needs a reader token: as the HTTP basic auth password (git clone http://x:<token>@host/audit.git) or a bearer');
+      if (!token)
+        throw new DomainError(
+          'unauthenticated',
+          'the audit mirror needs a reader token: as the HTTP basic auth password (git clone http://x:<token>@host/audit.git) or a bearer',
+        );
       const principal = await auth.authenticate(`Bearer ${token}`);
-      if (principal.kind !== 'api' || !roleAllows(principal.role, 'reader')) throw new DomainError('forbidden', 'the audit mirror is for API tokens with the reader role or above');
+      if (principal.kind !== 'api' || !roleAllows(principal.role, 'reader'))
+        throw new DomainError('forbidden', 'the audit mirror is for API tokens with the reader role or above');
       const path = (req.params as { '*': string })['*'];
       if (!SERVED.test(path)) throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} is not served`);
       let body: Buffer;
       try {
         body = await readFile(join(gitdir, path));
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} does not exist`);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} does not exist`);
         throw err;
       }
       const immutable = path.startsWith('objects/') && path !== 'objects/info/packs';

@@ -74,15 +74,40 @@ describe('mirror push', () => {
     const repo = await AuditRepo.open(join(dir, 'audit.git'));
     const tree = MirrorTree.empty();
     const commit = async (n: number) => {
-      const stamp = { node: 'alpha', version: n, set_digest: 'd', retired: false, artifacts: [{ name: 'flor.json', sha256: `s${n}`, size: 1 }], publish_id: `p${n}` };
-      const r = tree.apply({ position: n * 2, hash: 'h', publishId: `p${n}`, kind: 'publish', message: `m${n}`, actor: 'alice', recordedAt: new Date(n * 1000).toISOString(), changed: [], stamps: [stamp] }, (sha) => gitObject('blob', Buffer.from(sha)));
+      const stamp = {
+        node: 'alpha',
+        version: n,
+        set_digest: 'd',
+        retired: false,
+        artifacts: [{ name: 'flor.json', sha256: `s${n}`, size: 1 }],
+        publish_id: `p${n}`,
+      };
+      const r = tree.apply(
+        {
+          position: n * 2,
+          hash: 'h',
+          publishId: `p${n}`,
+          kind: 'publish',
+          message: `m${n}`,
+          actor: 'alice',
+          recordedAt: new Date(n * 1000).toISOString(),
+          changed: [],
+          stamps: [stamp],
+        },
+        (sha) => gitObject('blob', Buffer.from(sha)),
+      );
       await repo.writeObjects(r.objects);
       await repo.setRef(r.commit, n * 2);
       return r.commit;
     };
     const remote = await gitRemote(dir, 2);
     try {
-      const pusher = new MirrorPusher(repo.gitdir, { url: `http://127.0.0.1:${remote.port}/remote.git`, username: 'mirror', password: 's3cret' }, pino({ level: 'silent' }), { baseMs: 20 });
+      const pusher = new MirrorPusher(
+        repo.gitdir,
+        { url: `http://127.0.0.1:${remote.port}/remote.git`, username: 'mirror', password: 's3cret' },
+        pino({ level: 'silent' }),
+        { baseMs: 20 },
+      );
       const first = await commit(1);
       pusher.request();
       await until(() => pusher.pushed === 1);

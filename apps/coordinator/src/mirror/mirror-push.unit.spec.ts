@@ -21,7 +21,12 @@ describe('mirror push', () => {
     pusher.request();
     expect(calls).toBe(1);
     await tick(150);
-    expect({ calls, failures: pusher.failures, pushed: pusher.pushed, lastError: pusher.lastError }).toEqual({ calls: 3, failures: 2, pushed: 1, lastError: null });
+    expect({ calls, failures: pusher.failures, pushed: pusher.pushed, lastError: pusher.lastError }).toEqual({
+      calls: 3,
+      failures: 2,
+      pushed: 1,
+      lastError: null,
+    });
     await pusher.close();
   });
 

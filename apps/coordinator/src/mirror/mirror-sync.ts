@@ -63,7 +63,11 @@ export class MirrorSync {
     const crossCheckpoint = (position: number) => {
       if (passedCheckpoint || position <= checkpoint.position) return;
       if (tree.commit !== checkpoint.commit) {
-        throw new MirrorError('mirror_diverged', `replaying to position ${checkpoint.position} gives ${tree.commit}, the checkpoint says ${checkpoint.commit}`, checkpoint.position);
+        throw new MirrorError(
+          'mirror_diverged',
+          `replaying to position ${checkpoint.position} gives ${tree.commit}, the checkpoint says ${checkpoint.commit}`,
+          checkpoint.position,
+        );
       }
       passedCheckpoint = true;
     };
@@ -94,7 +98,8 @@ export class MirrorSync {
         consumed = p.position;
         if (p.position > checkpoint.position) {
           const next = { position: p.position, commit };
-          if (!(await this.checkpoints.advance(db, checkpoint, next))) throw new MirrorError('checkpoint_moved', 'another writer moved the mirror checkpoint', p.position);
+          if (!(await this.checkpoints.advance(db, checkpoint, next)))
+            throw new MirrorError('checkpoint_moved', 'another writer moved the mirror checkpoint', p.position);
           checkpoint = next;
           commits++;
           this.options.onCommit?.(commit, p);
@@ -104,7 +109,8 @@ export class MirrorSync {
     crossCheckpoint(Number.MAX_SAFE_INTEGER);
     if (consumed > checkpoint.position && passedCheckpoint) {
       const next = { position: consumed, commit: tree.commit };
-      if (!(await this.checkpoints.advance(db, checkpoint, next))) throw new MirrorError('checkpoint_moved', 'another writer moved the mirror checkpoint', consumed);
+      if (!(await this.checkpoints.advance(db, checkpoint, next)))
+        throw new MirrorError('checkpoint_moved', 'another writer moved the mirror checkpoint', consumed);
       checkpoint = next;
     }
     return { commits, checkpoint };

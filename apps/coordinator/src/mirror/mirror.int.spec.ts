@@ -14,14 +14,18 @@ import { verifyWithMirror } from './verify-mirror.js';
 import { MirrorError } from './mirror-error.js';
 import { rebuildMirror } from './rebuild-mirror.js';
 
-const gitIn = (gitdir: string) => (...args: string[]) => execFileSync('git', ['--git-dir', gitdir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
+const gitIn =
+  (gitdir: string) =>
+  (...args: string[]) =>
+    execFileSync('git', ['--git-dir', gitdir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
 
 describe.each(testDatabases)('git audit mirror on $name', (database) => {
   let h: LedgerHarness;
   let dir: string;
   let gitdir: string;
   let git: ReturnType<typeof gitIn>;
-  const sync = async (into = gitdir, checkpoints: CheckpointStore = databaseCheckpoints) => new MirrorSync(await AuditRepo.open(into), checkpoints).run(h.db.kysely);
+  const sync = async (into = gitdir, checkpoints: CheckpointStore = databaseCheckpoints) =>
+    new MirrorSync(await AuditRepo.open(into), checkpoints).run(h.db.kysely);
 
   beforeEach(async () => {
     h = await ledgerHarness(database);
@@ -36,8 +40,13 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
 
   /** Four publishes (publish, publish, rollback, retire) around an identity event that must make no commit. */
   async function history() {
-    const first = await h.publish({ alpha: { 'flor.json': '{"a":1}\n', 'agent.json': '{}\n' }, beta: { 'flor.json': 'b1\n' }, 'a-b': { 'flor.json': 'ab\n' } }, { message: 'first fleet' });
-    await h.db.kysely.transaction().execute((trx) => h.writer.recordIdentity(trx, 'api', 'api_token_created', { id: 'x', name: 'ci', role: 'reader' }, 'admin'));
+    const first = await h.publish(
+      { alpha: { 'flor.json': '{"a":1}\n', 'agent.json': '{}\n' }, beta: { 'flor.json': 'b1\n' }, 'a-b': { 'flor.json': 'ab\n' } },
+      { message: 'first fleet' },
+    );
+    await h.db.kysely
+      .transaction()
+      .execute((trx) => h.writer.recordIdentity(trx, 'api', 'api_token_created', { id: 'x', name: 'ci', role: 'reader' }, 'admin'));
     const second = await h.publish({ alpha: { 'flor.json': '{"a":2}\n', 'agent.json': '{}\n' }, beta: { 'flor.json': 'b1\n' } }, { message: 'tighten alpha' });
     const rollback = await h.rollback('alpha', 1);
     const retire = await h.retire('beta');
@@ -48,7 +57,9 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     const { first, retire } = await history();
     const stop = new AbortController();
     // Told to stop as its first commit lands (a shutdown arriving mid-run).
-    const stopped = await new MirrorSync(await AuditRepo.open(gitdir), databaseCheckpoints, { signal: stop.signal, onCommit: () => stop.abort() }).run(h.db.kysely);
+    const stopped = await new MirrorSync(await AuditRepo.open(gitdir), databaseCheckpoints, { signal: stop.signal, onCommit: () => stop.abort() }).run(
+      h.db.kysely,
+    );
     expect(stopped.commits).toBe(1);
     expect(stopped.checkpoint).toEqual({ position: first.position, commit: git('rev-parse', 'main').trim() });
     expect(await readCheckpoint(h.db.kysely)).toEqual(stopped.checkpoint);
@@ -75,14 +86,22 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     expect(git('log', '--format=%s', 'main').trim().split('\n')).toEqual(['retire beta', 'rollback alpha', 'tighten alpha', 'first fleet']);
     expect(git('log', '--format=%H', 'main', '--', 'alpha/').trim().split('\n')).toHaveLength(3);
     expect(git('log', '--format=%s', 'main', '--', 'beta/').trim().split('\n')).toEqual(['retire beta', 'first fleet']);
-    expect(git('ls-tree', '-r', '--name-only', 'main').trim().split('\n')).toEqual(['a-b/mgmt/VERSION', 'a-b/mgmt/flor.json', 'alpha/mgmt/VERSION', 'alpha/mgmt/agent.json', 'alpha/mgmt/flor.json']);
+    expect(git('ls-tree', '-r', '--name-only', 'main').trim().split('\n')).toEqual([
+      'a-b/mgmt/VERSION',
+      'a-b/mgmt/flor.json',
+      'alpha/mgmt/VERSION',
+      'alpha/mgmt/agent.json',
+      'alpha/mgmt/flor.json',
+    ]);
     expect(git('show', 'main:alpha/mgmt/VERSION')).toBe('3\n');
     expect(git('show', 'main:alpha/mgmt/flor.json')).toBe('{"a":1}\n');
     expect(git('show', 'main~3:beta/mgmt/flor.json')).toBe('b1\n');
 
     const recorded = await h.db.kysely.selectFrom('ledger').select('recorded_at').where('position', '=', second.position).executeTakeFirstOrThrow();
     const seconds = Math.floor(new Date(recorded.recorded_at).getTime() / 1000);
-    expect(git('log', '-1', '--format=%an <%ae> %at|%cn <%ce> %ct', 'main~2').trim()).toBe(`tester <tester@florete.invalid> ${seconds}|Florete coordinator <coordinator@florete.invalid> ${seconds}`);
+    expect(git('log', '-1', '--format=%an <%ae> %at|%cn <%ce> %ct', 'main~2').trim()).toBe(
+      `tester <tester@florete.invalid> ${seconds}|Florete coordinator <coordinator@florete.invalid> ${seconds}`,
+    );
     const { hash } = await h.db.kysely.selectFrom('ledger').select('hash').where('position', '=', second.position).executeTakeFirstOrThrow();
     expect(git('log', '-1', '--format=%B', 'main~2')).toBe(
       `tighten alpha\n\nalpha 1 -> 2\n\nLedger-Position: ${second.position}\nLedger-Hash: ${hash}\nPublish-Id: ${second.publish_id}\n\n`,
@@ -118,7 +137,12 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     await h.publish({ alpha: { f: '1' } });
     await sync();
     const last = await h.publish({ alpha: { f: '2' } });
-    const crashing: CheckpointStore = { read: databaseCheckpoints.read, advance: async () => { throw new Error('crash'); } };
+    const crashing: CheckpointStore = {
+      read: databaseCheckpoints.read,
+      advance: async () => {
+        throw new Error('crash');
+      },
+    };
     await expect(sync(gitdir, crashing)).rejects.toThrow('crash');
     const written = git('rev-parse', 'main').trim();
     expect((await readCheckpoint(h.db.kysely)).position).toBeLessThan(last.position);
@@ -150,7 +174,11 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     expect(git('rev-parse', 'main').trim()).toBe(head);
 
     const message = git('log', '-1', '--format=%B', 'main');
-    const forged = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1'], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'mallory' }, input: message }).trim();
+    const forged = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1'], {
+      encoding: 'utf8',
+      env: { ...process.env, GIT_AUTHOR_NAME: 'mallory' },
+      input: message,
+    }).trim();
     git('update-ref', 'refs/heads/main', forged);
     await h.publish({ gamma: { f: 'g' } });
     await expect(sync()).rejects.toMatchObject({ code: 'mirror_diverged' } satisfies Partial<MirrorError>);
@@ -170,7 +198,12 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     await sync();
     const head = await h.head();
     const verdict = await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir));
-    expect(verdict).toEqual({ ok: true, position: head.position, hash: head.hash, mirror: { head: git('rev-parse', 'main').trim(), position: head.position, commits: 4, lag: 0, nodes: 2 } });
+    expect(verdict).toEqual({
+      ok: true,
+      position: head.position,
+      hash: head.hash,
+      mirror: { head: git('rev-parse', 'main').trim(), position: head.position, commits: 4, lag: 0, nodes: 2 },
+    });
     await h.publish({ gamma: { f: 'g' } });
     expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: true, mirror: { commits: 4, lag: 1 } });
   });
@@ -182,7 +215,11 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
       await sql`SET LOCAL session_replication_role = replica`.execute(trx);
       await sql`UPDATE ledger SET data = jsonb_set(data, '{message}', '"nothing to see"') WHERE position = ${second.position}`.execute(trx);
     });
-    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toEqual({ ok: false, position: second.position, reason: expect.stringContaining('altered') });
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toEqual({
+      ok: false,
+      position: second.position,
+      reason: expect.stringContaining('altered'),
+    });
   });
 
   it('locates a rewritten mirror commit down to the node and file', async () => {
@@ -201,8 +238,20 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
       const tree = i === 0 ? run(['write-tree']) : run(['rev-parse', `${c}^{tree}`]);
       const meta = run(['log', '-1', '--format=%an%n%ae%n%ad%n%cn%n%ce%n%cd', '--date=raw', c]).split('\n');
       const message = execFileSync('git', ['--git-dir', gitdir, 'log', '-1', '--format=%B', c], { encoding: 'utf8' });
-      const cenv = { ...env, GIT_AUTHOR_NAME: meta[0], GIT_AUTHOR_EMAIL: meta[1], GIT_AUTHOR_DATE: meta[2], GIT_COMMITTER_NAME: meta[3], GIT_COMMITTER_EMAIL: meta[4], GIT_COMMITTER_DATE: meta[5] };
-      parent = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', tree, ...(parent ? ['-p', parent] : [])], { encoding: 'utf8', env: cenv, input: message }).trim();
+      const cenv = {
+        ...env,
+        GIT_AUTHOR_NAME: meta[0],
+        GIT_AUTHOR_EMAIL: meta[1],
+        GIT_AUTHOR_DATE: meta[2],
+        GIT_COMMITTER_NAME: meta[3],
+        GIT_COMMITTER_EMAIL: meta[4],
+        GIT_COMMITTER_DATE: meta[5],
+      };
+      parent = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', tree, ...(parent ? ['-p', parent] : [])], {
+        encoding: 'utf8',
+        env: cenv,
+        input: message,
+      }).trim();
     }
     run(['update-ref', 'refs/heads/main', parent]);
     const verdict = await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir));
@@ -210,7 +259,13 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
       ok: false,
       position: first.position,
       reason: expect.stringContaining('alpha/mgmt/flor.json'),
-      mirror: { commit: commits[0] === parent ? expect.any(String) : expect.not.stringMatching(commits[0]), expected_commit: commits[0], publish_id: first.publish_id, node: 'alpha', file: 'alpha/mgmt/flor.json' },
+      mirror: {
+        commit: commits[0] === parent ? expect.any(String) : expect.not.stringMatching(commits[0]),
+        expected_commit: commits[0],
+        publish_id: first.publish_id,
+        node: 'alpha',
+        file: 'alpha/mgmt/flor.json',
+      },
     });
   });
 
@@ -222,10 +277,19 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     const forged = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1'], { encoding: 'utf8', env, input: message }).trim();
     const honest = git('rev-parse', 'main').trim();
     git('update-ref', 'refs/heads/main', forged);
-    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, position: retire.position, reason: expect.stringContaining('author'), mirror: { commit: forged, expected_commit: honest } });
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({
+      ok: false,
+      position: retire.position,
+      reason: expect.stringContaining('author'),
+      mirror: { commit: forged, expected_commit: honest },
+    });
 
     git('update-ref', 'refs/heads/main', 'main~2');
-    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({ ok: false, position: retire.position, reason: expect.stringContaining('behind the checkpointed commit') });
+    expect(await verifyWithMirror(h.db.kysely, await AuditRepo.open(gitdir))).toMatchObject({
+      ok: false,
+      position: retire.position,
+      reason: expect.stringContaining('behind the checkpointed commit'),
+    });
   });
 
   (database.name === 'postgres' ? it : it.skip)('lets one replica write at a time', async () => {

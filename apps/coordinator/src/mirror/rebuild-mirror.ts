@@ -18,9 +18,7 @@ export async function rebuildMirror(db: Db, gitdir: string, onCommit?: (position
     try {
       const checkpoints = memoryCheckpoints();
       const repo = await AuditRepo.open(fresh);
-      const built = await new MirrorSync(repo, checkpoints, { onCommit: (_c, p) => onCommit?.(p.position) })
-        .run(q)
-        .finally(() => repo.close());
+      const built = await new MirrorSync(repo, checkpoints, { onCommit: (_c, p) => onCommit?.(p.position) }).run(q).finally(() => repo.close());
       if (existsSync(gitdir)) renameSync(gitdir, old);
       renameSync(fresh, gitdir);
       await resetCheckpoint(q, built.checkpoint);

@@ -75,11 +75,17 @@ export async function verifyWithMirror(db: Kysely<Database>, repo: AuditRepo): P
     }
     if (history.length > publishes) {
       const extra = history[publishes];
-      throw new Disagreement(chain.position, `the mirror has commit ${extra.oid} that no ledger publish explains`, { commit: extra.oid, expected_commit: null });
+      throw new Disagreement(chain.position, `the mirror has commit ${extra.oid} that no ledger publish explains`, {
+        commit: extra.oid,
+        expected_commit: null,
+      });
     }
     const checkpoint = await readCheckpoint(db);
     if (checkpoint.commit && !history.some((c) => c.oid === checkpoint.commit) && (await repo.hasObject(checkpoint.commit))) {
-      throw new Disagreement(checkpoint.position, `the branch was moved back behind the checkpointed commit ${checkpoint.commit}`, { commit: history.at(-1)?.oid ?? null, expected_commit: checkpoint.commit });
+      throw new Disagreement(checkpoint.position, `the branch was moved back behind the checkpointed commit ${checkpoint.commit}`, {
+        commit: history.at(-1)?.oid ?? null,
+        expected_commit: checkpoint.commit,
+      });
     }
     const head = history.at(-1)?.oid ?? null;
     return { ...chain, mirror: { head, position: mirroredPosition, commits: history.length, lag: publishes - history.length, nodes: headNodes } };
@@ -96,7 +102,11 @@ async function locate(repo: AuditRepo, tree: MirrorTree, p: MirrorPublish, actua
   const expectedRoot = treeObjectSorted(tree.rootEntries()).oid;
   if (actual.tree !== expectedRoot) {
     const found = await firstTreeDifference(repo, tree, actual.tree);
-    return new Disagreement(p.position, `${at} does not hold what the ledger says: ${found.what}`, { ...where, node: found.node, ...(found.file ? { file: found.file } : {}) });
+    return new Disagreement(p.position, `${at} does not hold what the ledger says: ${found.what}`, {
+      ...where,
+      node: found.node,
+      ...(found.file ? { file: found.file } : {}),
+    });
   }
   const author = authorOf(p.actor);
   const field =
@@ -143,7 +153,13 @@ function firstFileDifference(actual: readonly TreeEntry[], expected: readonly Tr
 /** Reads every file at the head back from git and checks it against the node's set digest and version. */
 async function checkFiles(repo: AuditRepo, tree: MirrorTree, p: MirrorPublish, head: StoredCommit): Promise<void> {
   const at = (node: string, what: string, file?: string) =>
-    new Disagreement(p.position, `mirror head ${head.oid}: ${what}`, { commit: head.oid, expected_commit: head.oid, publish_id: p.publishId, node, ...(file ? { file } : {}) });
+    new Disagreement(p.position, `mirror head ${head.oid}: ${what}`, {
+      commit: head.oid,
+      expected_commit: head.oid,
+      publish_id: p.publishId,
+      node,
+      ...(file ? { file } : {}),
+    });
   const nodes = tree.nodeState();
   const folders = await repo.readTree(head.tree);
   for (const folder of folders) {

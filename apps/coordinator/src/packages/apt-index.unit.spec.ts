@@ -35,7 +35,13 @@ describe('the Release file', () => {
   const packages = renderPackages([hello]);
   const gz = gzipIndex(packages);
   const date = new Date('2026-11-30T10:33:14.990Z');
-  const release = renderRelease({ date, files: [{ name: 'Packages', bytes: packages }, { name: 'Packages.gz', bytes: gz }] }).toString('utf8');
+  const release = renderRelease({
+    date,
+    files: [
+      { name: 'Packages', bytes: packages },
+      { name: 'Packages.gz', bytes: gz },
+    ],
+  }).toString('utf8');
 
   it('dates itself in RFC 2822 UTC, as apt reads it', () => {
     expect(releaseDate(date)).toBe('Mon, 30 Nov 2026 10:33:14 UTC');
@@ -43,7 +49,12 @@ describe('the Release file', () => {
   });
 
   it('vouches for each index by SHA256 and SHA512 with its size', () => {
-    const sums = (field: string) => release.split(`${field}:\n`)[1].split(/\n(?! )/)[0].split('\n').map((l) => l.trim().split(/\s+/));
+    const sums = (field: string) =>
+      release
+        .split(`${field}:\n`)[1]
+        .split(/\n(?! )/)[0]
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/));
     expect(sums('SHA256')).toEqual([
       [sha(packages), String(packages.length), 'Packages'],
       [sha(gz), String(gz.length), 'Packages.gz'],
@@ -59,6 +70,14 @@ describe('the Release file', () => {
   });
 
   it('is deterministic: the same packages and date give the same bytes', () => {
-    expect(renderRelease({ date, files: [{ name: 'Packages', bytes: packages }, { name: 'Packages.gz', bytes: gz }] }).toString('utf8')).toBe(release);
+    expect(
+      renderRelease({
+        date,
+        files: [
+          { name: 'Packages', bytes: packages },
+          { name: 'Packages.gz', bytes: gz },
+        ],
+      }).toString('utf8'),
+    ).toBe(release);
   });
 });

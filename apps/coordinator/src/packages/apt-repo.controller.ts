@@ -39,7 +39,11 @@ export class AptRepoController {
   async index(@Param('file') name: string, @Headers('if-none-match') ifNoneMatch: string | undefined, @Res() reply: FastifyReply): Promise<void> {
     const snapshot = await this.apt.current();
     const file = snapshot.files.get(name);
-    if (!file) throw new DomainError('not_found', `the repository has no file ${quoteInput(name)}: it serves ${[...snapshot.files.keys()].join(', ')} and pool/<sha256>.deb`);
+    if (!file)
+      throw new DomainError(
+        'not_found',
+        `the repository has no file ${quoteInput(name)}: it serves ${[...snapshot.files.keys()].join(', ')} and pool/<sha256>.deb`,
+      );
     // No Last-Modified: two pushes within one second would look unchanged to If-Modified-Since.
     void reply.header('etag', file.etag).header('cache-control', 'no-cache');
     if (ifNoneMatch === file.etag) return void reply.status(304).send();

@@ -54,17 +54,21 @@ export class AptRepository {
 
   private rebuild(): Promise<RepoSnapshot> {
     // One rendering at a time; a caller arriving during one waits for it, then checks again.
-    const run = (this.building ?? Promise.resolve(null)).catch(() => null).then(async () => {
-      const position = await lastPushPosition(this.db);
-      if (this.snapshot && this.snapshot.position === position) return this.snapshot;
-      const built = await this.render();
-      if (!this.snapshot || built.position >= this.snapshot.position) this.snapshot = built;
-      return built;
-    });
+    const run = (this.building ?? Promise.resolve(null))
+      .catch(() => null)
+      .then(async () => {
+        const position = await lastPushPosition(this.db);
+        if (this.snapshot && this.snapshot.position === position) return this.snapshot;
+        const built = await this.render();
+        if (!this.snapshot || built.position >= this.snapshot.position) this.snapshot = built;
+        return built;
+      });
     this.building = run;
-    void run.finally(() => {
-      if (this.building === run) this.building = null;
-    }).catch(() => undefined);
+    void run
+      .finally(() => {
+        if (this.building === run) this.building = null;
+      })
+      .catch(() => undefined);
     return run;
   }
 
@@ -75,8 +79,18 @@ export class AptRepository {
     const date = packages.length ? new Date(packages[packages.length - 1].recorded_at) : new Date();
     const index = renderPackages(packages);
     const gz = gzipIndex(index);
-    const release = renderRelease({ date, files: [{ name: 'Packages', bytes: index }, { name: 'Packages.gz', bytes: gz }] });
-    const [inRelease, releaseGpg, publicKey] = await Promise.all([this.key.clearsign(release.toString('utf8')), this.key.detachedSign(release), this.key.publicKeys()]);
+    const release = renderRelease({
+      date,
+      files: [
+        { name: 'Packages', bytes: index },
+        { name: 'Packages.gz', bytes: gz },
+      ],
+    });
+    const [inRelease, releaseGpg, publicKey] = await Promise.all([
+      this.key.clearsign(release.toString('utf8')),
+      this.key.detachedSign(release),
+      this.key.publicKeys(),
+    ]);
     const files = new Map<string, IndexFile>([
       ['Packages', file(index, 'text/plain; charset=utf-8')],
       ['Packages.gz', file(gz, 'application/gzip')],

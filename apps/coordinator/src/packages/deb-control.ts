@@ -38,7 +38,8 @@ export function readAr(bytes: Buffer): ArMember[] {
     if (!/^[0-9]+$/.test(sizeField)) throw new DebError(`the ar archive is damaged: member ${JSON.stringify(name)} has no valid size`);
     const size = Number(sizeField);
     const start = at + AR_HEADER;
-    if (start + size > bytes.length) throw new DebError(`the ar archive is cut short: member ${JSON.stringify(name)} needs ${size} bytes, ${bytes.length - start} remain`);
+    if (start + size > bytes.length)
+      throw new DebError(`the ar archive is cut short: member ${JSON.stringify(name)} needs ${size} bytes, ${bytes.length - start} remain`);
     members.push({ name, data: bytes.subarray(start, start + size) });
     // Members start on even offsets: an odd-sized one is followed by a "\n" pad byte.
     at = start + size + (size % 2);
@@ -65,7 +66,9 @@ export function controlMember(members: readonly ArMember[]): { readonly name: st
   if (!second || !second.name.startsWith('control.tar')) throw new DebError('not a Debian package: the second ar member must be control.tar.*');
   const compression = CONTROL_MEMBERS[second.name];
   if (compression === undefined) {
-    throw new DebError(`the control member ${JSON.stringify(second.name.slice(0, 40))} uses a compression the coordinator does not read: use gzip, xz or zstd (dpkg-deb -Zgzip, -Zxz or -Zzstd)`);
+    throw new DebError(
+      `the control member ${JSON.stringify(second.name.slice(0, 40))} uses a compression the coordinator does not read: use gzip, xz or zstd (dpkg-deb -Zgzip, -Zxz or -Zzstd)`,
+    );
   }
   if (!members.some((m) => m.name.startsWith('data.tar'))) throw new DebError('not a Debian package: it has no data.tar.* member');
   return { name: second.name, compression, data: second.data };
@@ -80,7 +83,8 @@ export function findInTar(tar: Buffer, wanted: (path: string) => boolean): Buffe
     if (header.every((b) => b === 0)) return undefined;
     const sizeText = header.toString('latin1', 124, 136).replace(/\0.*$/s, '').trim();
     const size = sizeText === '' ? 0 : parseInt(sizeText, 8);
-    if (!Number.isFinite(size) || size < 0 || !/^[0-7]*$/.test(sizeText)) throw new DebError(`the control archive is damaged: an entry at byte ${at} has no valid size`);
+    if (!Number.isFinite(size) || size < 0 || !/^[0-7]*$/.test(sizeText))
+      throw new DebError(`the control archive is damaged: an entry at byte ${at} has no valid size`);
     const type = String.fromCharCode(header[156] || 0x30);
     const prefix = header.toString('utf8', 345, 500).replace(/\0.*$/s, '');
     const base = header.toString('utf8', 0, 100).replace(/\0.*$/s, '');
@@ -161,9 +165,14 @@ export function debIdentity(fields: ControlFields): DebIdentity {
   const name = required('Package');
   const version = required('Version');
   const architecture = required('Architecture');
-  if (!DEBIAN_PACKAGE_NAME.test(name)) throw new DebError(`Package ${JSON.stringify(name.slice(0, 60))} is not a Debian package name (lowercase letters, digits, "+", "-" and ".", at least two characters)`);
-  if (!isDebianVersion(version)) throw new DebError(`Version ${JSON.stringify(version.slice(0, 60))} of ${name} is not a Debian version ([epoch:]upstream[-revision])`);
-  if (!ARCHITECTURE.test(architecture) || architecture === 'any') throw new DebError(`Architecture ${JSON.stringify(architecture.slice(0, 30))} of ${name} is not a binary package's architecture (all, amd64, arm64, …)`);
+  if (!DEBIAN_PACKAGE_NAME.test(name))
+    throw new DebError(
+      `Package ${JSON.stringify(name.slice(0, 60))} is not a Debian package name (lowercase letters, digits, "+", "-" and ".", at least two characters)`,
+    );
+  if (!isDebianVersion(version))
+    throw new DebError(`Version ${JSON.stringify(version.slice(0, 60))} of ${name} is not a Debian version ([epoch:]upstream[-revision])`);
+  if (!ARCHITECTURE.test(architecture) || architecture === 'any')
+    throw new DebError(`Architecture ${JSON.stringify(architecture.slice(0, 30))} of ${name} is not a binary package's architecture (all, amd64, arm64, …)`);
   return { name, version, architecture };
 }
 

@@ -36,7 +36,8 @@ function arOf(members: [string, Buffer][]): Buffer {
   return Buffer.concat(parts);
 }
 
-const CONTROL = 'Package: florete-fixture-repo-hello\nVersion: 1:1.0-2\nArchitecture: all\nMaintainer: Tests <t@florete.invalid>\nDepends: coreutils (>= 8)\nDescription: says hello\n a longer text\n .\n with a blank line\n';
+const CONTROL =
+  'Package: florete-fixture-repo-hello\nVersion: 1:1.0-2\nArchitecture: all\nMaintainer: Tests <t@florete.invalid>\nDepends: coreutils (>= 8)\nDescription: says hello\n a longer text\n .\n with a blank line\n';
 const debOf = (control: string | Buffer = CONTROL, member = 'control.tar.gz', pack: (t: Buffer) => Buffer = (t) => gzipSync(t)) =>
   arOf([
     ['debian-binary', Buffer.from('2.0\n')],
@@ -59,12 +60,21 @@ describe('reading a .deb', () => {
     await expect(readDeb(debOf().subarray(0, 100))).rejects.toThrow(/cut short/);
     await expect(readDeb(arOf([['debian-binary', Buffer.from('3.0\n')]]))).rejects.toThrow(/unsupported Debian package format "3.0"/);
     await expect(readDeb(arOf([['control.tar.gz', Buffer.alloc(2)]]))).rejects.toThrow(/first ar member must be debian-binary/);
-    await expect(readDeb(debOf(CONTROL, 'control.tar.bz2', (t) => t))).rejects.toThrow(/control member "control.tar.bz2" uses a compression the coordinator does not read: use gzip, xz or zstd/);
+    await expect(readDeb(debOf(CONTROL, 'control.tar.bz2', (t) => t))).rejects.toThrow(
+      /control member "control.tar.bz2" uses a compression the coordinator does not read: use gzip, xz or zstd/,
+    );
     await expect(readDeb(debOf(CONTROL, 'control.tar.gz', (t) => t))).rejects.toThrow(/control.tar.gz is not valid gzip data/);
     await expect(readDeb(debOf(CONTROL, 'control.tar.xz', (t) => t))).rejects.toThrow(/control.tar.xz is not valid xz data/);
-    const noData = arOf([['debian-binary', Buffer.from('2.0\n')], ['control.tar.gz', gzipSync(tarOf({ './control': CONTROL }))]]);
+    const noData = arOf([
+      ['debian-binary', Buffer.from('2.0\n')],
+      ['control.tar.gz', gzipSync(tarOf({ './control': CONTROL }))],
+    ]);
     await expect(readDeb(noData)).rejects.toThrow(/no data.tar/);
-    const noControl = arOf([['debian-binary', Buffer.from('2.0\n')], ['control.tar.gz', gzipSync(tarOf({ './md5sums': '' }))], ['data.tar.gz', Buffer.alloc(0)]]);
+    const noControl = arOf([
+      ['debian-binary', Buffer.from('2.0\n')],
+      ['control.tar.gz', gzipSync(tarOf({ './md5sums': '' }))],
+      ['data.tar.gz', Buffer.alloc(0)],
+    ]);
     await expect(readDeb(noControl)).rejects.toThrow(/control.tar.gz holds no control file/);
   });
 
@@ -81,8 +91,14 @@ describe('reading a .deb', () => {
 
 describe('the ar and tar readers', () => {
   it('keeps members in order and skips the pad byte after an odd-sized member', () => {
-    const ar = arOf([['a', Buffer.from('odd')], ['b', Buffer.from('even')]]);
-    expect(readAr(ar).map((m) => [m.name, m.data.toString()])).toEqual([['a', 'odd'], ['b', 'even']]);
+    const ar = arOf([
+      ['a', Buffer.from('odd')],
+      ['b', Buffer.from('even')],
+    ]);
+    expect(readAr(ar).map((m) => [m.name, m.data.toString()])).toEqual([
+      ['a', 'odd'],
+      ['b', 'even'],
+    ]);
   });
 
   it('finds control written as ./control or control', () => {
@@ -92,7 +108,16 @@ describe('the ar and tar readers', () => {
   });
 
   it('names the member of a package that is not in the expected order', () => {
-    expect(() => controlMember(readAr(arOf([['debian-binary', Buffer.from('2.0\n')], ['data.tar.gz', Buffer.alloc(0)]])))).toThrow(/second ar member must be control.tar/);
+    expect(() =>
+      controlMember(
+        readAr(
+          arOf([
+            ['debian-binary', Buffer.from('2.0\n')],
+            ['data.tar.gz', Buffer.alloc(0)],
+          ]),
+        ),
+      ),
+    ).toThrow(/second ar member must be control.tar/);
   });
 });
 
@@ -128,7 +153,9 @@ describe('the control paragraph', () => {
   });
 
   it('puts Package first in the index and drops the fields the index writes itself', () => {
-    const fields = parseControl('Version: 1.0\nPackage: florete-x\nSize: 1\nSHA256: 00\nFilename: evil.deb\nArchitecture: all\nDescription:\n only a long text\n');
+    const fields = parseControl(
+      'Version: 1.0\nPackage: florete-x\nSize: 1\nSHA256: 00\nFilename: evil.deb\nArchitecture: all\nDescription:\n only a long text\n',
+    );
     expect(indexedControl(fields)).toBe('Package: florete-x\nVersion: 1.0\nArchitecture: all\nDescription:\n only a long text');
   });
 });

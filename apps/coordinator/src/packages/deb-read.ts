@@ -1,6 +1,17 @@
 import { spawn } from 'node:child_process';
 import { gunzipSync } from 'node:zlib';
-import { controlMember, DebError, debIdentity, findInTar, indexedControl, isControlFile, parseControl, readAr, type ControlCompression, type DebIdentity } from './deb-control.js';
+import {
+  controlMember,
+  DebError,
+  debIdentity,
+  findInTar,
+  indexedControl,
+  isControlFile,
+  parseControl,
+  readAr,
+  type ControlCompression,
+  type DebIdentity,
+} from './deb-control.js';
 
 /** A control archive holds a few small files; one that unpacks to more is refused, not unpacked. */
 const MAX_CONTROL_TAR = 8 * 1024 * 1024;
@@ -74,11 +85,16 @@ function viaProgram(program: string, args: string[], input: Buffer, name: string
     });
     child.stdin.on('error', () => undefined);
     child.once('error', (e: NodeJS.ErrnoException) => {
-      reject(e.code === 'ENOENT' ? new DebError(`${name} needs the ${program} program, which this coordinator's host lacks: install it, or build the package with dpkg-deb -Zgzip`) : e);
+      reject(
+        e.code === 'ENOENT'
+          ? new DebError(`${name} needs the ${program} program, which this coordinator's host lacks: install it, or build the package with dpkg-deb -Zgzip`)
+          : e,
+      );
     });
     child.once('close', (code) => {
       if (tooLarge) return reject(new DebError(`${name} unpacks to more than ${MAX_CONTROL_TAR} bytes`));
-      if (code !== 0) return reject(new DebError(`${name} is not valid ${program} data${stderr.trim() ? `: ${stderr.trim().split('\n')[0].slice(0, 120)}` : ''}`));
+      if (code !== 0)
+        return reject(new DebError(`${name} is not valid ${program} data${stderr.trim() ? `: ${stderr.trim().split('\n')[0].slice(0, 120)}` : ''}`));
       resolve(Buffer.concat(chunks, size));
     });
     child.stdin.end(input);

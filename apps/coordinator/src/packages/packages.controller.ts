@@ -52,7 +52,10 @@ export class PackagesController {
     const sha = parseInput(Sha256, digest, 'path');
     if (body === undefined) throw new DomainError('invalid_deb', 'the request has no body: send the .deb file as application/octet-stream');
     if (!Buffer.isBuffer(body)) {
-      throw new DomainError('unsupported_media_type', `package bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}`);
+      throw new DomainError(
+        'unsupported_media_type',
+        `package bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}`,
+      );
     }
     const actual = sha256Hex(body);
     if (actual !== sha) throw new DomainError('digest_mismatch', `body hashes to ${actual}, not to ${sha}`, { expected: sha, actual });

@@ -18,7 +18,17 @@ import { listPackages } from './packages.repository.js';
 
 const deb = (name: string, version: string, content: string): { pushed: PushedPackage; bytes: Buffer } => {
   const bytes = Buffer.from(content);
-  return { bytes, pushed: { name, version, architecture: 'all', sha256: sha256Hex(bytes), size: bytes.length, control: `Package: ${name}\nVersion: ${version}\nArchitecture: all` } };
+  return {
+    bytes,
+    pushed: {
+      name,
+      version,
+      architecture: 'all',
+      sha256: sha256Hex(bytes),
+      size: bytes.length,
+      control: `Package: ${name}\nVersion: ${version}\nArchitecture: all`,
+    },
+  };
 };
 
 describe.each(testDatabases)("the mesh's package repository on $name", (database) => {
@@ -40,16 +50,29 @@ describe.each(testDatabases)("the mesh's package repository on $name", (database
     const hello = deb('florete-fixture-repo-hello', '1.0', 'hello 1.0');
     expect(await push(hello)).toEqual({ created: true, position: 1 });
     const [event] = await readEvents(h.db.kysely, 0, 10);
-    expect(event).toEqual(expect.objectContaining({ position: 1, stream: 'package:florete-fixture-repo-hello', revision: 1, type: 'package_pushed', data: hello.pushed, meta: { actor: 'alice' } }));
+    expect(event).toEqual(
+      expect.objectContaining({
+        position: 1,
+        stream: 'package:florete-fixture-repo-hello',
+        revision: 1,
+        type: 'package_pushed',
+        data: hello.pushed,
+        meta: { actor: 'alice' },
+      }),
+    );
     expect(await verifyLedger(h.db.kysely)).toEqual({ ok: true, position: 1, hash: event.hash });
     // Like every append, a push signs a checkpoint of the head it made.
     expect(Number((await h.db.kysely.selectFrom('ledger_checkpoint').select('position').where('id', '=', 1).executeTakeFirstOrThrow()).position)).toBe(1);
     expect((await readBlobs(h.db.kysely, [hello.pushed.sha256])).get(hello.pushed.sha256)).toEqual(new Uint8Array(hello.bytes));
-    expect(await listPackages(h.db.kysely)).toEqual([expect.objectContaining({ name: hello.pushed.name, version: '1.0', sha256: hello.pushed.sha256, actor: 'alice', position: 1 })]);
+    expect(await listPackages(h.db.kysely)).toEqual([
+      expect.objectContaining({ name: hello.pushed.name, version: '1.0', sha256: hello.pushed.sha256, actor: 'alice', position: 1 }),
+    ]);
 
     // Another version of the same package continues its stream.
     expect(await push(deb('florete-fixture-repo-hello', '1.1', 'hello 1.1'), 'bob')).toEqual({ created: true, position: 2 });
-    expect((await readEvents(h.db.kysely, 1, 10))[0]).toEqual(expect.objectContaining({ stream: 'package:florete-fixture-repo-hello', revision: 2, meta: { actor: 'bob' } }));
+    expect((await readEvents(h.db.kysely, 1, 10))[0]).toEqual(
+      expect.objectContaining({ stream: 'package:florete-fixture-repo-hello', revision: 2, meta: { actor: 'bob' } }),
+    );
   });
 
   it('takes the same bytes again without recording anything, and refuses other bytes for the same version', async () => {

@@ -17,7 +17,10 @@ export class PackagesModule {
       global: true,
       imports: [LedgerModule],
       controllers: [PackagesController, AptRepoController],
-      providers: [{ provide: APT_REPOSITORY, useValue: apt }, { provide: RECORDED_PACKAGES, useValue: recordedPackages }],
+      providers: [
+        { provide: APT_REPOSITORY, useValue: apt },
+        { provide: RECORDED_PACKAGES, useValue: recordedPackages },
+      ],
       exports: [RECORDED_PACKAGES],
     };
   }

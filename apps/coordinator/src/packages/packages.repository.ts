@@ -27,7 +27,13 @@ const toRow = (r: Selectable<PackagesTable>): PackageRow => ({
 });
 
 export async function findPackage(db: Kysely<Database>, name: string, version: string, architecture: string): Promise<PackageRow | undefined> {
-  const row = await db.selectFrom('packages').selectAll().where('name', '=', name).where('version', '=', version).where('architecture', '=', architecture).executeTakeFirst();
+  const row = await db
+    .selectFrom('packages')
+    .selectAll()
+    .where('name', '=', name)
+    .where('version', '=', version)
+    .where('architecture', '=', architecture)
+    .executeTakeFirst();
   return row && toRow(row);
 }
 
@@ -43,7 +49,10 @@ export async function isPackageBlob(db: Kysely<Database>, sha256: string): Promi
 
 /** The ledger position of the last push, 0 for none: the repository's indices change only when it does. */
 export async function lastPushPosition(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('packages').select((eb) => eb.fn.max('position').as('position')).executeTakeFirst();
+  const row = await db
+    .selectFrom('packages')
+    .select((eb) => eb.fn.max('position').as('position'))
+    .executeTakeFirst();
   return row?.position == null ? 0 : Number(row.position);
 }
 

@@ -65,7 +65,12 @@ export class HeadBucketIndex {
 }
 
 /** A new snapshot with these heads: only the buckets they touch are copied and digested again. */
-function advance(from: Snapshot, rows: readonly { node: string; set_digest: string; retired: boolean }[], head: { position: number; hash: string }, all = false): Snapshot {
+function advance(
+  from: Snapshot,
+  rows: readonly { node: string; set_digest: string; retired: boolean }[],
+  head: { position: number; hash: string },
+  all = false,
+): Snapshot {
   const members = [...from.members];
   const touched = new Set<number>();
   for (const r of rows) {

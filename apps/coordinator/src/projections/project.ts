@@ -34,7 +34,14 @@ export async function project(trx: Transaction<Database>, events: readonly Store
     };
     // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
     const kid = String(e.meta.kid);
-    heads.push({ ...common, kid, etag: bundleEtag(kid, e.hash), updated_at: e.recorded_at, confirm_within: record?.confirm_within ?? null, confirmed_by: null });
+    heads.push({
+      ...common,
+      kid,
+      etag: bundleEtag(kid, e.hash),
+      updated_at: e.recorded_at,
+      confirm_within: record?.confirm_within ?? null,
+      confirmed_by: null,
+    });
     versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
   }
   for (let i = 0; i < heads.length; i += CHUNK) {
@@ -57,7 +64,10 @@ export async function project(trx: Transaction<Database>, events: readonly Store
         }),
       )
       .execute();
-    await trx.insertInto('node_versions').values(versions.slice(i, i + CHUNK)).execute();
+    await trx
+      .insertInto('node_versions')
+      .values(versions.slice(i, i + CHUNK))
+      .execute();
   }
   for (const e of events) {
     if (e.type === 'publish_confirmed') {
@@ -89,7 +99,17 @@ async function projectPackages(trx: Transaction<Database>, events: readonly Stor
     .filter((e): e is StoredOf<'package_pushed'> => e.type === 'package_pushed')
     .map((e) => {
       const d = e.data;
-      return { name: d.name, version: d.version, architecture: d.architecture, sha256: d.sha256, size: d.size, control: d.control, actor: String(e.meta.actor), position: e.position, recorded_at: e.recorded_at };
+      return {
+        name: d.name,
+        version: d.version,
+        architecture: d.architecture,
+        sha256: d.sha256,
+        size: d.size,
+        control: d.control,
+        actor: String(e.meta.actor),
+        position: e.position,
+        recorded_at: e.recorded_at,
+      };
     });
   if (rows.length > 0) await trx.insertInto('packages').values(rows).execute();
 }
@@ -111,6 +131,8 @@ async function projectConfirmation(trx: Transaction<Database>, e: StoredOf<'publ
   const rows = await trx.selectFrom('node_heads').select(['node', 'kid']).where('publish_id', '=', String(e.data.publish_id)).execute();
   for (let i = 0; i < rows.length; i += CHUNK) {
     const moved = rows.slice(i, i + CHUNK).map((r) => sql`(${r.node}, ${bundleEtag(r.kid, e.hash)})`);
-    await sql`UPDATE node_heads SET confirmed_by = ${String(e.meta.actor)}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(trx);
+    await sql`UPDATE node_heads SET confirmed_by = ${String(e.meta.actor)}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(
+      trx,
+    );
   }
 }

@@ -8,7 +8,16 @@ import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Princi
 import { readBlobs } from '../bundles/index.js';
 import { loadVersion } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
-import { isPublished, readHeadBuckets, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage, readVersionsPage } from './queries.repository.js';
+import {
+  isPublished,
+  readHeadBuckets,
+  readHeadsPage,
+  readNodeResources,
+  readOutcomes,
+  readPublish,
+  readPublishesPage,
+  readVersionsPage,
+} from './queries.repository.js';
 import { failedLines, scopedFilter } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
@@ -30,10 +39,20 @@ export class QueriesController {
   async heads(@Query() query: unknown) {
     const q = parseInput(HeadsQuery, query, 'query');
     const limit = q.limit ?? 1000;
-    const { position, rows } = await readHeadsPage(this.db.kysely, this.buckets, { limit, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}), ...(q.buckets !== undefined ? { buckets: q.buckets } : {}) });
+    const { position, rows } = await readHeadsPage(this.db.kysely, this.buckets, {
+      limit,
+      ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+      ...(q.buckets !== undefined ? { buckets: q.buckets } : {}),
+    });
     const page = rows.slice(0, limit);
     return {
-      items: page.map((r) => ({ node: r.node, version: r.version, set_digest: r.set_digest, retired: r.retired, artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) })),
+      items: page.map((r) => ({
+        node: r.node,
+        version: r.version,
+        set_digest: r.set_digest,
+        retired: r.retired,
+        artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })),
+      })),
       next_cursor: rows.length > limit ? page[page.length - 1].node : null,
       position,
     };
@@ -117,7 +136,13 @@ export class QueriesController {
     const outcomes = new Map(
       page.length === 0
         ? []
-        : (await readOutcomes(this.db.kysely, name, page.map((r) => r.version))).map((o) => [o.version, { result: o.result, error: o.error, reported_at: iso(o.reported_at), activation: o.activation ?? null }]),
+        : (
+            await readOutcomes(
+              this.db.kysely,
+              name,
+              page.map((r) => r.version),
+            )
+          ).map((o) => [o.version, { result: o.result, error: o.error, reported_at: iso(o.reported_at), activation: o.activation ?? null }]),
     );
     return {
       items: page.map((r) => ({
@@ -141,7 +166,10 @@ export class QueriesController {
     const name = parseInput(NodeName, node, 'path');
     const v = parseInput(VersionParam, version, 'path');
     const set = await this.requireVersion(name, v);
-    const blobs = await readBlobs(this.db.kysely, set.artifacts.map((a) => a.sha256));
+    const blobs = await readBlobs(
+      this.db.kysely,
+      set.artifacts.map((a) => a.sha256),
+    );
     return {
       node: name,
       version: v,
@@ -162,7 +190,10 @@ export class QueriesController {
     const q = parseInput(DiffQuery, query, 'query');
     const from = q.from === 0 ? { version: 0, setDigest: '', retired: false, artifacts: [] } : await this.requireVersion(name, q.from);
     const to = await this.requireVersion(name, q.to);
-    const blobs = await readBlobs(this.db.kysely, [...from.artifacts, ...to.artifacts].map((a) => a.sha256));
+    const blobs = await readBlobs(
+      this.db.kysely,
+      [...from.artifacts, ...to.artifacts].map((a) => a.sha256),
+    );
     const text = (sha: string) => {
       const bytes = Buffer.from(blobs.get(sha) ?? new Uint8Array());
       return decodeUtf8(bytes) ?? `(binary, ${bytes.byteLength} bytes, sha256 ${sha})\n`;
@@ -188,14 +219,26 @@ export class QueriesController {
     const publish = toPublish(row);
     const changes = publish.changed as { node: string; from: number; to: number }[];
     const minVersion = Math.min(...changes.map((c) => c.to));
-    const records = await loadNodeRecords(this.db.kysely, changes.map((c) => c.node), new Date(), Number.isFinite(minVersion) ? minVersion : 0);
+    const records = await loadNodeRecords(
+      this.db.kysely,
+      changes.map((c) => c.node),
+      new Date(),
+      Number.isFinite(minVersion) ? minVersion : 0,
+    );
     const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
     const nodes = changes.map((c) => {
       const r = records.get(c.node)!;
       const { status, reason } = publishNodeStatus(c.to, r);
       counts[status]++;
       const activation = r.outcomes.find((o) => o.version === c.to)?.activation ?? null;
-      return { ...c, status, reason, ineligible: r.status?.ineligible ?? false, last_contact: r.status?.last_contact ? iso(r.status.last_contact) : null, activation };
+      return {
+        ...c,
+        status,
+        reason,
+        ineligible: r.status?.ineligible ?? false,
+        last_contact: r.status?.last_contact ? iso(r.status.last_contact) : null,
+        activation,
+      };
     });
     return { ...publish, nodes, counts };
   }
@@ -267,7 +310,17 @@ function summary(
   };
 }
 
-function toPublish(r: { publish_id: string; position: unknown; kind: string; actor: string; message: string; recorded_at: Date | string; changed: unknown; unchanged: number; accepted_ineligible: unknown }) {
+function toPublish(r: {
+  publish_id: string;
+  position: unknown;
+  kind: string;
+  actor: string;
+  message: string;
+  recorded_at: Date | string;
+  changed: unknown;
+  unchanged: number;
+  accepted_ineligible: unknown;
+}) {
   return {
     publish_id: r.publish_id,
     position: Number(r.position),

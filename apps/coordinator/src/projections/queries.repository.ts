@@ -10,12 +10,20 @@ import type { HeadBucketIndex } from './head-bucket-index.js';
  * in one snapshot so a client can pin a publish to what it read. With `buckets`, only the heads of
  * nodes in those buckets, at the bucket index's position.
  */
-export async function readHeadsPage(db: Kysely<Database>, index: HeadBucketIndex, q: { readonly limit: number; readonly cursor?: string; readonly buckets?: readonly number[] }) {
+export async function readHeadsPage(
+  db: Kysely<Database>,
+  index: HeadBucketIndex,
+  q: { readonly limit: number; readonly cursor?: string; readonly buckets?: readonly number[] },
+) {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {
-      let select = trx.selectFrom('node_heads').select(['node', 'version', 'set_digest', 'retired', 'artifacts']).orderBy('node').limit(q.limit + 1);
+      let select = trx
+        .selectFrom('node_heads')
+        .select(['node', 'version', 'set_digest', 'retired', 'artifacts'])
+        .orderBy('node')
+        .limit(q.limit + 1);
       if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);
       let position: number;
       if (q.buckets !== undefined) {
@@ -55,19 +63,30 @@ export async function isPublished(db: Kysely<Database>, node: string): Promise<b
 export async function readVersionsPage(db: Kysely<Database>, node: string, before: number | null, limit: number) {
   let select = db.selectFrom('node_versions').selectAll().where('node', '=', node);
   if (before !== null) select = select.where('version', '<', before);
-  return select.orderBy('version', 'desc').limit(limit + 1).execute();
+  return select
+    .orderBy('version', 'desc')
+    .limit(limit + 1)
+    .execute();
 }
 
 /** The outcomes the node reported for the given versions. */
 export async function readOutcomes(db: Kysely<Database>, node: string, versions: readonly number[]) {
-  return db.selectFrom('node_outcomes').select(['version', 'result', 'error', 'reported_at', 'activation']).where('node', '=', node).where('version', 'in', versions).execute();
+  return db
+    .selectFrom('node_outcomes')
+    .select(['version', 'result', 'error', 'reported_at', 'activation'])
+    .where('node', '=', node)
+    .where('version', 'in', versions)
+    .execute();
 }
 
 /** Up to `limit + 1` publishes, newest first, below ledger position `before` when given. */
 export async function readPublishesPage(db: Kysely<Database>, before: number | null, limit: number) {
   let select = db.selectFrom('publishes').selectAll();
   if (before !== null) select = select.where('position', '<', before);
-  return select.orderBy('position', 'desc').limit(limit + 1).execute();
+  return select
+    .orderBy('position', 'desc')
+    .limit(limit + 1)
+    .execute();
 }
 
 export async function readPublish(db: Kysely<Database>, publishId: string) {

@@ -62,14 +62,23 @@ export async function projectRollouts(trx: Transaction<Database>, events: readon
           })
           .execute();
         const rows = d.targets.map((t) => ({ rollout_id: d.rollout_id, node: t.node, wave: waveOf.get(t.node) ?? 0, from_version: t.from, version: null }));
-        for (let i = 0; i < rows.length; i += CHUNK) await trx.insertInto('rollout_nodes').values(rows.slice(i, i + CHUNK)).execute();
+        for (let i = 0; i < rows.length; i += CHUNK)
+          await trx
+            .insertInto('rollout_nodes')
+            .values(rows.slice(i, i + CHUNK))
+            .execute();
         break;
       }
       case 'rollout_wave_released': {
         const d = event.data;
         await trx
           .updateTable('rollouts')
-          .set({ released: d.wave + 1, released_at: sql`released_at || ${JSON.stringify([e.recorded_at])}::jsonb`, updated_at: e.recorded_at, position: e.position })
+          .set({
+            released: d.wave + 1,
+            released_at: sql`released_at || ${JSON.stringify([e.recorded_at])}::jsonb`,
+            updated_at: e.recorded_at,
+            position: e.position,
+          })
           .where('id', '=', d.rollout_id)
           .execute();
         for (let i = 0; i < d.released.length; i += CHUNK) {

@@ -73,11 +73,14 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
     if (this.stopped || (this.bakeTimer && this.bakeAt <= at) || at - Date.now() >= this.config.rolloutTickMs) return;
     if (this.bakeTimer) clearTimeout(this.bakeTimer);
     this.bakeAt = at;
-    this.bakeTimer = setTimeout(() => {
-      this.bakeTimer = null;
-      this.expiryDue = true;
-      this.nudge();
-    }, Math.max(0, at - Date.now()) + 5);
+    this.bakeTimer = setTimeout(
+      () => {
+        this.bakeTimer = null;
+        this.expiryDue = true;
+        this.nudge();
+      },
+      Math.max(0, at - Date.now()) + 5,
+    );
     this.bakeTimer.unref();
   }
 
@@ -107,7 +110,13 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
       if (this.stopped) return;
       // A pre-check from the read models: the writer's lock is taken only when a step is due.
       const facts = await loadWaveFacts(this.db.kysely, r.id, r.released);
-      const state = { status: 'running', plan: r.plan as unknown as RecordedRolloutPlan, waves: r.wave_sizes.map(() => []), released: r.released, releasedAt: r.released_at } as unknown as RolloutState;
+      const state = {
+        status: 'running',
+        plan: r.plan as unknown as RecordedRolloutPlan,
+        waves: r.wave_sizes.map(() => []),
+        released: r.released,
+        releasedAt: r.released_at,
+      } as unknown as RolloutState;
       const step = decideStep(state, facts, now);
       if (step.kind === 'wait') {
         // A gate that waits only for its bake time opens at a known moment: look then, not at the next tick after it.
@@ -116,7 +125,17 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
         continue;
       }
       const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_step', rollout: r.id, action: 'step', now });
-      this.log.info({ rollout: r.id, step: step.kind, ...(step.kind === 'release' ? { wave: step.wave } : {}), ...(step.kind === 'halt' ? { reason: step.reason } : {}), changed: result.changed.length, position: result.position }, 'rollout step');
+      this.log.info(
+        {
+          rollout: r.id,
+          step: step.kind,
+          ...(step.kind === 'release' ? { wave: step.wave } : {}),
+          ...(step.kind === 'halt' ? { reason: step.reason } : {}),
+          changed: result.changed.length,
+          position: result.position,
+        },
+        'rollout step',
+      );
     }
   }
 
@@ -137,7 +156,12 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
     for (const [rollout, unconfirmed] of byRollout) {
       if (this.stopped) return;
       const { expired, next } = expiredNodes(
-        unconfirmed.map((r) => ({ node: r.node, releasedAt: r.releasedAt, provisionalAt: r.provisionalAt, windowSeconds: r.operatorWindow ?? (r.agentJson === null ? null : (this.windows.get(r.agentJson) ?? null)) })),
+        unconfirmed.map((r) => ({
+          node: r.node,
+          releasedAt: r.releasedAt,
+          provisionalAt: r.provisionalAt,
+          windowSeconds: r.operatorWindow ?? (r.agentJson === null ? null : (this.windows.get(r.agentJson) ?? null)),
+        })),
         now,
         grace,
       );
@@ -145,12 +169,17 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
       if (expired.length === 0) continue;
       const reason = `not confirmed within their confirmation window and ${grace} s after it`;
       const result = await this.writer.write({ actor: DRIVER_ACTOR }, { type: 'rollout_expire', rollout, nodes: expired, reason });
-      this.log.warn({ rollout, expired: result.changed.length, nodes: result.changed.slice(0, 20).map((c) => c.node), position: result.position }, 'released nodes unconfirmed past their window: given their previous sets back');
+      this.log.warn(
+        { rollout, expired: result.changed.length, nodes: result.changed.slice(0, 20).map((c) => c.node), position: result.position },
+        'released nodes unconfirmed past their window: given their previous sets back',
+      );
     }
   }
 
   private async learnWindows(rows: readonly UnconfirmedRow[]): Promise<void> {
-    const unknown = [...new Set(rows.flatMap((r) => (r.operatorWindow === null && r.agentJson !== null && !this.windows.has(r.agentJson) ? [r.agentJson] : [])))];
+    const unknown = [
+      ...new Set(rows.flatMap((r) => (r.operatorWindow === null && r.agentJson !== null && !this.windows.has(r.agentJson) ? [r.agentJson] : []))),
+    ];
     if (unknown.length === 0) return;
     const bodies = await agentJsonBodies(this.db.kysely, unknown);
     for (const digest of unknown) {

@@ -8,7 +8,12 @@ import { listRollouts, readRollout } from './rollouts.repository.js';
 
 const ListQuery = z.strictObject({
   status: RolloutStatus.optional(),
-  limit: z.string().regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000').transform(Number).pipe(z.number().int().min(1).max(1000)).default(50),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,4}$/, 'must be a number from 1 to 1000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(1000))
+    .default(50),
 });
 
 /** Rollouts: list, read, and the operator's actions on one (pause, resume, promote, abort), each recorded with who. */
@@ -39,7 +44,10 @@ export class RolloutsController {
     const rollout = await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path'));
     const what = parseInput(RolloutAction, action, 'path');
     const req = parseInput(RolloutActionRequest, body ?? {}, 'body');
-    await this.writer.write({ actor: actorOf(who) }, { type: 'rollout_step', rollout, action: what, now: new Date(), ...(req.message ? { message: req.message } : {}) });
+    await this.writer.write(
+      { actor: actorOf(who) },
+      { type: 'rollout_step', rollout, action: what, now: new Date(), ...(req.message ? { message: req.message } : {}) },
+    );
     return readRollout(this.db.kysely, rollout);
   }
 }

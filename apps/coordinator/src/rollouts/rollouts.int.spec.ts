@@ -25,11 +25,19 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     await h.close();
   });
 
-  const headsOf = async () => Object.fromEntries((await h.db.kysely.selectFrom('node_heads').select(['node', 'version']).execute()).map((r) => [r.node, r.version]));
+  const headsOf = async () =>
+    Object.fromEntries((await h.db.kysely.selectFrom('node_heads').select(['node', 'version']).execute()).map((r) => [r.node, r.version]));
   /** Every node the rollout released reports `result` for the version it was given. */
   async function report(id: string, result: 'applied' | 'provisional' | 'failed', only?: (node: string) => boolean): Promise<void> {
-    const rows = await h.db.kysely.selectFrom('rollout_nodes').select(['node', 'version']).where('rollout_id', '=', id).where('version', 'is not', null).execute();
-    for (const r of rows) if (!only || only(r.node)) await recordOutcome(h.db.kysely as never, r.node, { version: r.version!, result, error: null, overwrites: true }, null, new Date());
+    const rows = await h.db.kysely
+      .selectFrom('rollout_nodes')
+      .select(['node', 'version'])
+      .where('rollout_id', '=', id)
+      .where('version', 'is not', null)
+      .execute();
+    for (const r of rows)
+      if (!only || only(r.node))
+        await recordOutcome(h.db.kysely as never, r.node, { version: r.version!, result, error: null, overwrites: true }, null, new Date());
   }
 
   it('stamps the canary only; each gate that opens releases the next wave once; the rollout completes; a rebuild projects the same', async () => {
@@ -58,14 +66,26 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     await driver.tick();
     const done = await readRollout(h.db.kysely, id);
     expect(done.status).toBe('completed');
-    expect(done.timeline.map((e) => `${e.type}${e.wave ?? ''}`)).toEqual(['rollout_planned', 'rollout_wave_released0', 'rollout_wave_released1', 'rollout_wave_released2', 'rollout_completed']);
+    expect(done.timeline.map((e) => `${e.type}${e.wave ?? ''}`)).toEqual([
+      'rollout_planned',
+      'rollout_wave_released0',
+      'rollout_wave_released1',
+      'rollout_wave_released2',
+      'rollout_completed',
+    ]);
     expect(done.timeline[4].actor).toBe('rollout-driver');
     expect(Object.values(await headsOf()).every((v) => v === 2)).toBe(true);
     expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
 
-    const projected = { list: await listRollouts(h.db.kysely, undefined, 10), nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute() };
+    const projected = {
+      list: await listRollouts(h.db.kysely, undefined, 10),
+      nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute(),
+    };
     await rebuildProjections(h.db.kysely);
-    expect({ list: await listRollouts(h.db.kysely, undefined, 10), nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute() }).toEqual(projected);
+    expect({
+      list: await listRollouts(h.db.kysely, undefined, 10),
+      nodes: await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute(),
+    }).toEqual(projected);
   });
 
   it('a nudge (a recorded outcome) or a bake ending opens a gate at once, without waiting for the tick (an hour here)', async () => {
@@ -101,7 +121,14 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect(view).toMatchObject({ status: 'halted', reason: expect.stringContaining('canary: 1 of 2') });
     const heads = await headsOf();
     expect([heads.n0, heads.n1, heads.n5]).toEqual([3, 3, 1]);
-    const restored = await h.db.kysely.selectFrom('node_versions').select(['node', 'version', 'set_digest']).where('version', 'in', [1, 3]).where('node', 'in', ['n0', 'n1']).orderBy('node').orderBy('version').execute();
+    const restored = await h.db.kysely
+      .selectFrom('node_versions')
+      .select(['node', 'version', 'set_digest'])
+      .where('version', 'in', [1, 3])
+      .where('node', 'in', ['n0', 'n1'])
+      .orderBy('node')
+      .orderBy('version')
+      .execute();
     expect(restored[0].set_digest).toBe(restored[1].set_digest);
     // The rollout is over: the same publish now goes out whole.
     expect((await h.publish({ n5: { 'flor.json': 'other' } })).changed).toEqual([{ node: 'n5', from: 1, to: 2 }]);
@@ -110,7 +137,8 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
   it('operator actions: pause holds an open gate, promote releases the next wave, abort rolls back all released; each recorded with who', async () => {
     const r = await h.publish(tree('v2'), { rollout: { waves: [20, 60, 100], bake_seconds: 3600 } });
     const id = r.rollout!.id;
-    const act = (action: 'pause' | 'resume' | 'promote' | 'abort') => h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id.slice(0, 8), action, now: new Date() });
+    const act = (action: 'pause' | 'resume' | 'promote' | 'abort') =>
+      h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id.slice(0, 8), action, now: new Date() });
     await h.writer.write({ actor: 'alice' }, { type: 'rollout_step', rollout: id, action: 'pause', message: 'lunch', now: new Date() });
     expect(await readRollout(h.db.kysely, id)).toMatchObject({ status: 'paused', reason: 'lunch' });
     await expect(act('pause')).rejects.toThrow(DomainError);
@@ -120,11 +148,21 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect(view).toMatchObject({ status: 'running', released: 2, reason: null });
     const released = NODES.length;
     await act('promote');
-    await expect(act('promote')).rejects.toThrow(expect.objectContaining({ code: 'rollout_state', message: expect.stringContaining('every wave is released') }));
+    await expect(act('promote')).rejects.toThrow(
+      expect.objectContaining({ code: 'rollout_state', message: expect.stringContaining('every wave is released') }),
+    );
     await act('abort');
     const aborted = await readRollout(h.db.kysely, id);
     expect(aborted.status).toBe('aborted');
-    expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual(['rollout_planned:tester', 'rollout_wave_released:tester', 'rollout_paused:alice', 'rollout_wave_released:alice', 'rollout_resumed:alice', 'rollout_wave_released:alice', 'rollout_aborted:alice']);
+    expect(aborted.timeline.map((e) => `${e.type}:${e.actor}`)).toEqual([
+      'rollout_planned:tester',
+      'rollout_wave_released:tester',
+      'rollout_paused:alice',
+      'rollout_wave_released:alice',
+      'rollout_resumed:alice',
+      'rollout_wave_released:alice',
+      'rollout_aborted:alice',
+    ]);
     expect(Object.values(await headsOf()).filter((v) => v === 3)).toHaveLength(released);
     expect(Object.values(await headsOf()).filter((v) => v === 1)).toHaveLength(NODES.length - released);
   });
@@ -144,7 +182,7 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect((await headsOf()).n2).toBe(3);
     await report(id, 'applied', (n) => n === 'n1');
     const expired = async () => (await readRollout(h.db.kysely, id)).wave_list[0].counts.expired;
-    for (const until = Date.now() + 5_000; Date.now() < until && (await expired()) === 0; ) await new Promise((res) => setTimeout(res, 50));
+    for (const until = Date.now() + 5_000; Date.now() < until && (await expired()) === 0;) await new Promise((res) => setTimeout(res, 50));
 
     const heads = await headsOf();
     expect([heads.n0, heads.n1, heads.n2]).toEqual([3, 3, 4]);
@@ -156,14 +194,33 @@ describe.each(testDatabases)('rollouts on $name', (database) => {
     expect(sets[3].set_digest).toBe(sets[1].set_digest);
     const view = await readRollout(h.db.kysely, id);
     expect(view.wave_list[0].counts).toMatchObject({ released: 3, confirmed: 2, expired: 1, outstanding: 0, failed: 0 });
-    expect(view.timeline.at(-1)).toMatchObject({ type: 'rollout_nodes_expired', actor: 'rollout-driver', nodes: 1, reason: expect.stringContaining('not confirmed within their confirmation window') });
-    const record = await h.db.kysely.selectFrom('publishes').select(['kind', 'message']).where('publish_id', '=', view.timeline.at(-1)!.publish_id!).executeTakeFirstOrThrow();
+    expect(view.timeline.at(-1)).toMatchObject({
+      type: 'rollout_nodes_expired',
+      actor: 'rollout-driver',
+      nodes: 1,
+      reason: expect.stringContaining('not confirmed within their confirmation window'),
+    });
+    const record = await h.db.kysely
+      .selectFrom('publishes')
+      .select(['kind', 'message'])
+      .where('publish_id', '=', view.timeline.at(-1)!.publish_id!)
+      .executeTakeFirstOrThrow();
     expect(record).toMatchObject({ kind: 'rollback', message: expect.stringMatching(/unconfirmed, released nodes back to their previous sets: .*\(n2\)$/) });
 
     // Looked at again: nothing more. Its revert reported late appends nothing either (the head moved on).
     const position = (await h.head()).position;
     await driver.tick();
-    await h.writer.write({ actor: 'node:n2' }, { type: 'rollback_node', node: 'n2', toVersion: 2, message: 'n2 reverted', allowIneligible: ['n2'], reverted: { version: 3, reason: 'coordinator not reached after activation' } });
+    await h.writer.write(
+      { actor: 'node:n2' },
+      {
+        type: 'rollback_node',
+        node: 'n2',
+        toVersion: 2,
+        message: 'n2 reverted',
+        allowIneligible: ['n2'],
+        reverted: { version: 3, reason: 'coordinator not reached after activation' },
+      },
+    );
     expect((await h.head()).position).toBe(position);
     expect((await verifyLedger(h.db.kysely)).ok).toBe(true);
     const projected = await h.db.kysely.selectFrom('rollout_nodes').selectAll().orderBy('node').execute();

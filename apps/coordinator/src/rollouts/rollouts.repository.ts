@@ -4,7 +4,10 @@ import type { Database } from '../db/index.js';
 import { DomainError } from '../common/index.js';
 import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/index.js';
 
-type Row = Pick<Selectable<Database['rollouts']>, 'id' | 'publish_id' | 'message' | 'actor' | 'status' | 'reason' | 'plan' | 'wave_sizes' | 'released' | 'released_at' | 'nodes' | 'created_at' | 'updated_at'>;
+type Row = Pick<
+  Selectable<Database['rollouts']>,
+  'id' | 'publish_id' | 'message' | 'actor' | 'status' | 'reason' | 'plan' | 'wave_sizes' | 'released' | 'released_at' | 'nodes' | 'created_at' | 'updated_at'
+>;
 
 function summary(r: Row): RolloutSummary {
   return {
@@ -59,7 +62,14 @@ export interface UnconfirmedRow {
  * rollout gave them (no outcome, or a provisional one) and still run it (it is their head): one read.
  */
 export async function unconfirmedReleased(db: Kysely<Database>, now: Date): Promise<UnconfirmedRow[]> {
-  const { rows } = await sql<{ rollout_id: string; node: string; released_at: string; provisional_at: Date | null; confirm_within: number | null; agent_json: string | null }>`
+  const { rows } = await sql<{
+    rollout_id: string;
+    node: string;
+    released_at: string;
+    provisional_at: Date | null;
+    confirm_within: number | null;
+    agent_json: string | null;
+  }>`
     SELECT rn.rollout_id, rn.node, r.released_at->>rn.wave AS released_at, o.reported_at AS provisional_at, h.confirm_within,
       jsonb_path_query_first(h.artifacts, '$[*] ? (@.name == "agent.json").sha256') #>> '{}' AS agent_json
     FROM rollouts r
@@ -83,7 +93,11 @@ export async function unconfirmedReleased(db: Kysely<Database>, now: Date): Prom
 export async function agentJsonBodies(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, Uint8Array>> {
   const out = new Map<string, Uint8Array>();
   if (digests.length === 0) return out;
-  const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where('sha256', 'in', [...digests]).execute();
+  const rows = await db
+    .selectFrom('blobs')
+    .select(['sha256', 'content'])
+    .where('sha256', 'in', [...digests])
+    .execute();
   for (const r of rows) out.set(r.sha256, r.content);
   return out;
 }
@@ -101,8 +115,21 @@ export async function readRollout(db: Kysely<Database>, id: string): Promise<Rol
   if (!r) throw new DomainError('unknown_rollout', `no rollout ${id}`, { rollout: id });
   const plan = r.plan as unknown as RecordedRolloutPlan;
   const facts = await loadWaveFacts(db, id, r.released);
-  const canaryWave = plan.canary.length > 0 ? await db.selectFrom('rollout_nodes').select('node').where('rollout_id', '=', id).where('wave', '=', 0).where('node', 'in', plan.canary.length > 0 ? [...plan.canary] : ['']).limit(1).execute() : [];
-  const named = { plan, waves: r.wave_sizes.map((_, w) => (w === 0 && canaryWave.length > 0 ? [plan.canary.find((c) => c === canaryWave[0].node) as string] : [])) };
+  const canaryWave =
+    plan.canary.length > 0
+      ? await db
+          .selectFrom('rollout_nodes')
+          .select('node')
+          .where('rollout_id', '=', id)
+          .where('wave', '=', 0)
+          .where('node', 'in', plan.canary.length > 0 ? [...plan.canary] : [''])
+          .limit(1)
+          .execute()
+      : [];
+  const named = {
+    plan,
+    waves: r.wave_sizes.map((_, w) => (w === 0 && canaryWave.length > 0 ? [plan.canary.find((c) => c === canaryWave[0].node) as string] : [])),
+  };
   const releasedAt = r.released_at;
   const waveList = r.wave_sizes.map((size, w) => {
     const f = facts[w] ?? { released: 0, confirmed: 0, provisional: 0, failed: 0, expired: 0 };
@@ -123,7 +150,16 @@ export async function readRollout(db: Kysely<Database>, id: string): Promise<Rol
       },
     };
   });
-  const { rows: events } = await sql<{ position: string; type: string; actor: string; recorded_at: Date; wave: string | null; reason: string | null; publish_id: string | null; nodes: number | null }>`
+  const { rows: events } = await sql<{
+    position: string;
+    type: string;
+    actor: string;
+    recorded_at: Date;
+    wave: string | null;
+    reason: string | null;
+    publish_id: string | null;
+    nodes: number | null;
+  }>`
     SELECT position, type, meta->>'actor' AS actor, recorded_at, x.wave, x.reason, x.publish_id, x.nodes
     FROM ledger
     -- The plan's data holds every node's target set: it is never read here (its publish id is the rollout's).

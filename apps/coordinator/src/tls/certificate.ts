@@ -48,8 +48,18 @@ export function loadCertificatePair(certFile: string, keyFile: string): Certific
     privateKey = createPrivateKey(key);
   } catch (err) {
     const encrypted = /passphrase/i.test((err as Error).message);
-    throw new CertificateError(`FLORETE_TLS_KEY ${keyFile} is not ${encrypted ? 'an unencrypted' : 'a PEM'} private key${encrypted ? ' (the coordinator cannot ask for a passphrase)' : `: ${(err as Error).message}`}`);
+    throw new CertificateError(
+      `FLORETE_TLS_KEY ${keyFile} is not ${encrypted ? 'an unencrypted' : 'a PEM'} private key${encrypted ? ' (the coordinator cannot ask for a passphrase)' : `: ${(err as Error).message}`}`,
+    );
   }
-  if (!leaf.checkPrivateKey(privateKey)) throw new CertificateError(`FLORETE_TLS_KEY ${keyFile} is not the key of the certificate in ${certFile} (${leaf.subject.replace(/\n/g, ', ')})`);
-  return { cert, key, pin: spkiPin(leaf), fingerprint: leaf.fingerprint256, subject: leaf.subject.replace(/\n/g, ', '), validTo: new Date(leaf.validTo).toISOString() };
+  if (!leaf.checkPrivateKey(privateKey))
+    throw new CertificateError(`FLORETE_TLS_KEY ${keyFile} is not the key of the certificate in ${certFile} (${leaf.subject.replace(/\n/g, ', ')})`);
+  return {
+    cert,
+    key,
+    pin: spkiPin(leaf),
+    fingerprint: leaf.fingerprint256,
+    subject: leaf.subject.replace(/\n/g, ', '),
+    validTo: new Date(leaf.validTo).toISOString(),
+  };
 }

@@ -64,7 +64,9 @@ export class ServedCertificate {
     for (const dir of new Set([dirname(this.certFile), dirname(this.keyFile)])) {
       try {
         const w = watch(dir, () => this.soon());
-        w.on('error', (err) => this.log.warn({ err: { message: err.message }, dir }, 'tls: watching the certificate folder failed; checking it every 30 s instead'));
+        w.on('error', (err) =>
+          this.log.warn({ err: { message: err.message }, dir }, 'tls: watching the certificate folder failed; checking it every 30 s instead'),
+        );
         w.unref();
         this.watchers.push(w);
       } catch (err) {
@@ -102,7 +104,10 @@ export class ServedCertificate {
       next = loadCertificatePair(this.certFile, this.keyFile);
     } catch (err) {
       if (!(err instanceof CertificateError)) throw err;
-      this.log.warn({ reason: err.message, serving: this.describe(this.pair) }, 'tls: the certificate files changed but cannot be served; still serving the previous certificate');
+      this.log.warn(
+        { reason: err.message, serving: this.describe(this.pair) },
+        'tls: the certificate files changed but cannot be served; still serving the previous certificate',
+      );
       return;
     }
     if (next.cert.equals(this.pair.cert) && next.key.equals(this.pair.key)) return;

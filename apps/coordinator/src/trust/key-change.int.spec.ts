@@ -20,7 +20,12 @@ describe.each(testDatabases)('trust versions and checkpoints on $name', (databas
   // Each head with the JWS its node would fetch now: signed on fetch with the key the head names.
   const heads = async () =>
     Promise.all(
-      (await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute()).map(async (head) => ({ node: head.node, kid: head.kid, etag: head.etag, jws: await signHeadBundle(h.db.kysely, h.keys, head) })),
+      (await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute()).map(async (head) => ({
+        node: head.node,
+        kid: head.kid,
+        etag: head.etag,
+        jws: await signHeadBundle(h.db.kysely, h.keys, head),
+      })),
     );
   const kidOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid as string;
   const checkpoint = async () => (await h.db.kysely.selectFrom('ledger_checkpoint').select('note').executeTakeFirstOrThrow()).note;
@@ -47,7 +52,10 @@ describe.each(testDatabases)('trust versions and checkpoints on $name', (databas
     expect(after.map((x) => x.jws.split('.')[1])).toEqual(before.map((x) => x.jws.split('.')[1]));
     expect(after.map((x) => x.etag)).not.toEqual(before.map((x) => x.etag));
     const chain = await readTrustChain(h.db.kysely, 0);
-    const walked = walkTrustChain({ ...pinOf(decodeTrustDocument(chain[0].document)) }, chain.map((v) => v.document));
+    const walked = walkTrustChain(
+      { ...pinOf(decodeTrustDocument(chain[0].document)) },
+      chain.map((v) => v.document),
+    );
     expect(walked.keys.map((k) => k.kid)).toEqual([rotated.kid]);
     expect(openCheckpoint(await checkpoint(), walked.keys).checkpoint.trustVersion).toBe(2);
     const last = (await readEvents(h.db.kysely, 0, 100)).at(-1)!;

@@ -2,7 +2,16 @@ import type { Transaction } from 'kysely';
 import { ledgerOrigin, sha256Hex, signCheckpoint, signTreeCheckpoint, signTrustDocument, treeOrigin, type SigningKey } from '#bundle';
 import type { TrustKey } from '#contracts';
 import type { Database } from '../db/index.js';
-import { appendEvents, type CheckpointSigner, type LedgerHead, nextRecordedAt, readLedgerHead, readStreamRevision, extendTree, readTreeRoot } from '../ledger/index.js';
+import {
+  appendEvents,
+  type CheckpointSigner,
+  type LedgerHead,
+  nextRecordedAt,
+  readLedgerHead,
+  readStreamRevision,
+  extendTree,
+  readTreeRoot,
+} from '../ledger/index.js';
 import { genesisTrust } from './trust.decider.js';
 import { insertTrustVersion, readTrustHead, type TrustHead } from './trust.repository.js';
 import { resignHeads } from './resign-heads.js';
@@ -38,7 +47,12 @@ export async function signingTrust(trx: Transaction<Database>, keys: TrustKeys):
     const stream = 'identity:keys' as const;
     const revision = (await readStreamRevision(trx, stream)) + 1;
     const data = { kid, signer: kid, trust_version: 1, trust_digest: digest, resigned };
-    await appendEvents(trx, await readLedgerHead(trx), [{ event: { type: 'signing_key_rotated', stream, revision, data }, meta: { actor: 'coordinator' } }], at);
+    await appendEvents(
+      trx,
+      await readLedgerHead(trx),
+      [{ event: { type: 'signing_key_rotated', stream, revision, data }, meta: { actor: 'coordinator' } }],
+      at,
+    );
   }
   const ledger = await readLedgerHead(trx);
   const origin = originOf(digest);
@@ -57,7 +71,10 @@ export async function stampCheckpoint(trx: Transaction<Database>, keys: TrustKey
   const ledger = await readLedgerHead(trx);
   const row = await trx.selectFrom('ledger_checkpoint').select(['origin', 'signed_at']).where('id', '=', 1).executeTakeFirstOrThrow();
   const time = new Date(Math.max(now.getTime(), new Date(row.signed_at).getTime()));
-  const note = signCheckpoint({ origin: row.origin, position: ledger.position, hash: ledger.hash, time: time.toISOString(), trustVersion: trust.version }, keys.byKid(trust.signingKid));
+  const note = signCheckpoint(
+    { origin: row.origin, position: ledger.position, hash: ledger.hash, time: time.toISOString(), trustVersion: trust.version },
+    keys.byKid(trust.signingKid),
+  );
   const tree_note = await treeNote(trx, keys.byKid(trust.signingKid), row.origin, ledger, time, trust.version);
   await trx.updateTable('ledger_checkpoint').set({ position: ledger.position, signed_at: time, note, tree_note }).where('id', '=', 1).execute();
   return note;
@@ -69,7 +86,10 @@ async function treeNote(trx: Transaction<Database>, key: SigningKey, origin: str
   // the tree, are taken into it first: what is signed covers the whole head.
   await extendTree(trx, ledger.position);
   const root = await readTreeRoot(trx, ledger.position);
-  return signTreeCheckpoint({ origin: treeOrigin(origin), size: ledger.position, root: root.toString('hex'), time: at.toISOString(), trustVersion, chain: ledger.hash }, key);
+  return signTreeCheckpoint(
+    { origin: treeOrigin(origin), size: ledger.position, root: root.toString('hex'), time: at.toISOString(), trustVersion, chain: ledger.hash },
+    key,
+  );
 }
 
 /** The ledger's checkpoint signer (its CHECKPOINT_SIGNER port), signing with `keys`. */

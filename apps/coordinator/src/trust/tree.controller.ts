@@ -33,11 +33,19 @@ export class TreeController {
   async tile(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const path = req.url.split('?')[0].slice(PREFIX.length);
     const tile = parseTilePath(path);
-    if (!tile) throw new DomainError('not_found', `no tile ${quoteInput(path)}: tiles are tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>], N in three-digit elements (x001/234)`);
+    if (!tile)
+      throw new DomainError(
+        'not_found',
+        `no tile ${quoteInput(path)}: tiles are tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>], N in three-digit elements (x001/234)`,
+      );
     const served = await readTreeCheckpoint(this.db.kysely);
     const size = served?.size ?? 0;
     const available = tileWidth(tile.kind === 'entries' ? 0 : tile.level, tile.index, size);
-    if (available < tile.width) throw new DomainError('not_found', `the tree of the signed checkpoint (${size} entries) has ${available === 0 ? 'no such tile' : `only ${available} of the ${tile.width} hashes asked for`}`);
+    if (available < tile.width)
+      throw new DomainError(
+        'not_found',
+        `the tree of the signed checkpoint (${size} entries) has ${available === 0 ? 'no such tile' : `only ${available} of the ${tile.width} hashes asked for`}`,
+      );
     // A partial tile asked for while a wider one exists is still served as asked: clients name the width their checkpoint had.
     void reply.header('cache-control', tile.width === TILE_WIDTH ? 'private, max-age=31536000, immutable' : 'no-cache').type('application/octet-stream');
     if (tile.kind === 'entries') {

@@ -7,7 +7,9 @@ export type { TrustHead };
 
 export async function readTrustHead(db: Kysely<Database>): Promise<TrustHead | null> {
   const row = await db.selectFrom('trust_versions').selectAll().orderBy('version', 'desc').limit(1).executeTakeFirst();
-  return row ? { version: row.version, signingKid: row.signing_kid, doc: decodeTrustDocument(row.document).doc, document: row.document, digest: row.digest } : null;
+  return row
+    ? { version: row.version, signingKid: row.signing_kid, doc: decodeTrustDocument(row.document).doc, document: row.document, digest: row.digest }
+    : null;
 }
 
 /** The signed versions after `after`, oldest first. */
@@ -15,7 +17,10 @@ export async function readTrustChain(db: Kysely<Database>, after: number): Promi
   return db.selectFrom('trust_versions').select(['version', 'document']).where('version', '>', after).orderBy('version').execute();
 }
 
-export async function insertTrustVersion(trx: Transaction<Database>, row: { version: number; signingKid: string; signedBy: string; document: string; digest: string; at: Date }): Promise<void> {
+export async function insertTrustVersion(
+  trx: Transaction<Database>,
+  row: { version: number; signingKid: string; signedBy: string; document: string; digest: string; at: Date },
+): Promise<void> {
   await trx
     .insertInto('trust_versions')
     .values({ version: row.version, signing_kid: row.signingKid, signed_by: row.signedBy, document: row.document, digest: row.digest, created_at: row.at })

@@ -41,7 +41,10 @@ export async function readWitnesses(db: Kysely<Database>, after: string | undefi
       return { ...base, origin: null, position: null, hash: null, time: null, problem: (err as Error).message };
     }
   });
-  const hashes = await ledgerHashesAt(db, read.flatMap((w) => (w.position === null ? [] : [w.position])));
+  const hashes = await ledgerHashesAt(
+    db,
+    read.flatMap((w) => (w.position === null ? [] : [w.position])),
+  );
   const items = read.map((w) => ({ ...w, ledger_hash: w.position === null ? null : (hashes.get(w.position) ?? null) }));
   return { items, nextAfter: rows.length === limit ? rows[rows.length - 1].node : null };
 }

@@ -70,7 +70,10 @@ class CommandActivation implements Activator {
       child.once('close', (code, signal) => {
         clearTimeout(timer);
         if (code === 0) resolve({ activation: 'restart' });
-        else reject(new AgentError('activation_failed', `restart command ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${tail(out) || '(no output)'}`));
+        else
+          reject(
+            new AgentError('activation_failed', `restart command ${signal ? `was killed by ${signal}` : `exited with ${code}`}: ${tail(out) || '(no output)'}`),
+          );
       });
     });
   }
@@ -148,7 +151,10 @@ class Supervisor implements Activator {
           settled = true;
           clearTimeout(settle);
           // Let the pipes drain so the output explains the failure.
-          setTimeout(() => reject(new AgentError('activation_failed', `vertex exited with ${signal ?? code} right after starting: ${tail(out) || '(no output)'}`)), 20);
+          setTimeout(
+            () => reject(new AgentError('activation_failed', `vertex exited with ${signal ?? code} right after starting: ${tail(out) || '(no output)'}`)),
+            20,
+          );
           return;
         }
         this.scheduleRestart();

@@ -98,7 +98,17 @@ export class AptPackageManager implements PackageManager {
   async refresh(sources: readonly string[]): Promise<void> {
     for (const source of sources) {
       // Only this file's lists are fetched; List-Cleanup=0 keeps the lists of every other source.
-      const r = await this.aptGet(['-o', `Dir::Etc::sourcelist=${source}`, '-o', 'Dir::Etc::sourceparts=-', '-o', 'APT::Get::List-Cleanup=0', '-o', 'APT::Update::Error-Mode=any', 'update']);
+      const r = await this.aptGet([
+        '-o',
+        `Dir::Etc::sourcelist=${source}`,
+        '-o',
+        'Dir::Etc::sourceparts=-',
+        '-o',
+        'APT::Get::List-Cleanup=0',
+        '-o',
+        'APT::Update::Error-Mode=any',
+        'update',
+      ]);
       if (r.code !== 0) throw this.failure(`apt-get update of ${source}`, r);
     }
   }

@@ -21,14 +21,26 @@ export interface BehindFacts {
 export function behindOf(f: BehindFacts): Behind | null {
   const running = f.appliedVersion;
   if (f.retired && f.retired.version !== null && f.retired.version > running) {
-    return { seen_version: f.retired.version, active_version: running, reason: 'retired', detail: 'the coordinator retired the node at a version this agent never applied', seen_at: f.retired.at };
+    return {
+      seen_version: f.retired.version,
+      active_version: running,
+      reason: 'retired',
+      detail: 'the coordinator retired the node at a version this agent never applied',
+      seen_at: f.retired.at,
+    };
   }
   let real: Behind | null = null;
   const u = f.unapplied;
   if (u && (u.version === null || u.version > running)) {
     real = { seen_version: u.version, active_version: running, reason: u.reason, detail: u.detail, seen_at: u.at };
   } else if (f.activeVersion > running) {
-    real = { seen_version: f.activeVersion, active_version: running, reason: 'pending', detail: 'switched to, activation not completed: the next pass finishes it', seen_at: null };
+    real = {
+      seen_version: f.activeVersion,
+      active_version: running,
+      reason: 'pending',
+      detail: 'switched to, activation not completed: the next pass finishes it',
+      seen_at: null,
+    };
   }
   const dry = f.dryRun;
   if (dry && dry.version > running && dry.version > (real?.seen_version ?? 0)) {

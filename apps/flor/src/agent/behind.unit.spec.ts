@@ -12,7 +12,13 @@ describe('behind', () => {
 
   it('names a version whose apply failed, with the error', () => {
     const unapplied = { version: 3, reason: 'failed' as const, detail: 'vertex exited with 1', at };
-    expect(behindOf(facts({ activeVersion: 3, unapplied }))).toEqual({ seen_version: 3, active_version: 2, reason: 'failed', detail: 'vertex exited with 1', seen_at: at });
+    expect(behindOf(facts({ activeVersion: 3, unapplied }))).toEqual({
+      seen_version: 3,
+      active_version: 2,
+      reason: 'failed',
+      detail: 'vertex exited with 1',
+      seen_at: at,
+    });
   });
 
   it('names a rejected bundle, with no version when it could not be trusted to say one', () => {
@@ -23,7 +29,10 @@ describe('behind', () => {
       detail: 'digest_mismatch: artifact flor.json …',
       seen_at: at,
     });
-    expect(behindOf(facts({ unapplied: { version: null, reason: 'rejected', detail: 'unknown_key: …', at } }))).toMatchObject({ seen_version: null, reason: 'rejected' });
+    expect(behindOf(facts({ unapplied: { version: null, reason: 'rejected', detail: 'unknown_key: …', at } }))).toMatchObject({
+      seen_version: null,
+      reason: 'rejected',
+    });
   });
 
   it('ignores a record the node has since caught up with', () => {
@@ -41,11 +50,20 @@ describe('behind', () => {
     expect(behindOf(facts({ activeVersion: 3, unapplied: failed, dryRun: { version: 3, at: later } }))).toMatchObject({ reason: 'failed' });
     expect(behindOf(facts({ activeVersion: 3, unapplied: failed, dryRun: { version: 4, at: later } }))).toMatchObject({ seen_version: 4, reason: 'dry_run' });
     // A verified version seen by a dry run after an untrusted rejection is the better news.
-    expect(behindOf(facts({ unapplied: { version: null, reason: 'rejected', detail: 'x', at }, dryRun: { version: 3, at: later } }))).toMatchObject({ seen_version: 3, reason: 'dry_run' });
+    expect(behindOf(facts({ unapplied: { version: null, reason: 'rejected', detail: 'x', at }, dryRun: { version: 3, at: later } }))).toMatchObject({
+      seen_version: 3,
+      reason: 'dry_run',
+    });
   });
 
   it('names a final version the coordinator retired the node at before it was applied here', () => {
-    expect(behindOf(facts({ retired: { version: 4, at } }))).toEqual({ seen_version: 4, active_version: 2, reason: 'retired', detail: expect.any(String), seen_at: at });
+    expect(behindOf(facts({ retired: { version: 4, at } }))).toEqual({
+      seen_version: 4,
+      active_version: 2,
+      reason: 'retired',
+      detail: expect.any(String),
+      seen_at: at,
+    });
     expect(behindOf(facts({ appliedVersion: 4, activeVersion: 4, retired: { version: 4, at } }))).toBeNull();
     expect(behindOf(facts({ retired: { version: null, at } }))).toBeNull();
   });

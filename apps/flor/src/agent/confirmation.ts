@@ -78,7 +78,10 @@ export function verdict(p: Provisional, now: Date): Verdict {
   if (!inTime(p.reached_at)) needs.push('contact');
   if (p.mode === 'operator' && !inTime(p.operator_confirmed?.at)) needs.push('operator');
   if (needs.length === 0) {
-    const at = [p.checks_passed_at, p.reached_at, p.operator_confirmed?.at].filter((t): t is string => t != null).sort().at(-1) as string;
+    const at = [p.checks_passed_at, p.reached_at, p.operator_confirmed?.at]
+      .filter((t): t is string => t != null)
+      .sort()
+      .at(-1) as string;
     return { kind: 'confirmed', record: { version: p.version, at, mode: p.mode, by: p.operator_confirmed?.by ?? null } };
   }
   if (now.getTime() < deadline) return { kind: 'waiting', until: new Date(deadline), needs };

@@ -9,7 +9,13 @@ const activated = (s: number, hasChecks = true): ConfirmationEvent => ({ type: '
 
 describe('commit-confirmed on the node (pure)', () => {
   it('given a new version, then its deadline is its window after now and nothing is counted yet', () => {
-    expect(provisionalFor(7, 6, 60, 'agent', at(0))).toMatchObject({ version: 7, previous: 6, deadline: at(60).toISOString(), activated_at: null, reached_at: null });
+    expect(provisionalFor(7, 6, 60, 'agent', at(0))).toMatchObject({
+      version: 7,
+      previous: 6,
+      deadline: at(60).toISOString(),
+      activated_at: null,
+      reached_at: null,
+    });
   });
 
   it('given activation, checks passed and a contact, then it is confirmed, at the last of them', () => {
@@ -29,7 +35,11 @@ describe('commit-confirmed on the node (pure)', () => {
   });
 
   it('given a failing check, when the window closes, then it reverts naming the check and its output', () => {
-    const p = given([activated(1), { type: 'coordinator_reached', at: at(1) }, { type: 'check_failed', at: at(2), failure: 'health check "web" (tcp 127.0.0.1:9) failed: ECONNREFUSED' }]);
+    const p = given([
+      activated(1),
+      { type: 'coordinator_reached', at: at(1) },
+      { type: 'check_failed', at: at(2), failure: 'health check "web" (tcp 127.0.0.1:9) failed: ECONNREFUSED' },
+    ]);
     expect(verdict(p, at(59)).kind).toBe('waiting');
     expect(verdict(p, at(60))).toEqual({ kind: 'revert', reason: 'health check "web" (tcp 127.0.0.1:9) failed: ECONNREFUSED' });
   });
@@ -40,7 +50,12 @@ describe('commit-confirmed on the node (pure)', () => {
   });
 
   it('given a check that fails and then passes, then the later pass wins and the failure is forgotten', () => {
-    const p = given([activated(1), { type: 'check_failed', at: at(2), failure: 'x' }, { type: 'checks_passed', at: at(5) }, { type: 'coordinator_reached', at: at(6) }]);
+    const p = given([
+      activated(1),
+      { type: 'check_failed', at: at(2), failure: 'x' },
+      { type: 'checks_passed', at: at(5) },
+      { type: 'coordinator_reached', at: at(6) },
+    ]);
     expect(p.check_failure).toBeNull();
     expect(verdict(p, at(100)).kind).toBe('confirmed');
   });
@@ -62,12 +77,23 @@ describe('commit-confirmed on the node (pure)', () => {
   });
 
   it('given operator mode, when the operator confirmed in time, then it is confirmed by them', () => {
-    const p = given([activated(1), { type: 'operator_confirmed', at: at(20), by: 'alice' }, { type: 'checks_passed', at: at(2) }, { type: 'coordinator_reached', at: at(3) }], 'operator');
+    const p = given(
+      [activated(1), { type: 'operator_confirmed', at: at(20), by: 'alice' }, { type: 'checks_passed', at: at(2) }, { type: 'coordinator_reached', at: at(3) }],
+      'operator',
+    );
     expect(verdict(p, at(30))).toEqual({ kind: 'confirmed', record: { version: 7, at: at(20).toISOString(), mode: 'operator', by: 'alice' } });
   });
 
   it('given operator mode, when the operator confirmed but a check failed, then the checks still apply', () => {
-    const p = given([activated(1), { type: 'operator_confirmed', at: at(5), by: 'alice' }, { type: 'coordinator_reached', at: at(3) }, { type: 'check_failed', at: at(4), failure: 'boom' }], 'operator');
+    const p = given(
+      [
+        activated(1),
+        { type: 'operator_confirmed', at: at(5), by: 'alice' },
+        { type: 'coordinator_reached', at: at(3) },
+        { type: 'check_failed', at: at(4), failure: 'boom' },
+      ],
+      'operator',
+    );
     expect(verdict(p, at(60))).toEqual({ kind: 'revert', reason: 'boom' });
   });
 
@@ -81,6 +107,12 @@ describe('commit-confirmed on the node (pure)', () => {
     expect(confirmationView({ provisional: null, confirmed: null, reverted })?.state).toBe('reverting');
     expect(confirmationView({ provisional: null, confirmed: null, reverted: { ...reverted, done: true } })?.state).toBe('reverted');
     expect(confirmationView({ provisional: given([]), confirmed: null, reverted: { ...reverted, done: true } })?.state).toBe('provisional');
-    expect(confirmationView({ provisional: null, confirmed: { version: 9, at: at(0).toISOString(), mode: 'agent', by: null }, reverted: { ...reverted, done: true } })?.state).toBe('confirmed');
+    expect(
+      confirmationView({
+        provisional: null,
+        confirmed: { version: 9, at: at(0).toISOString(), mode: 'agent', by: null },
+        reverted: { ...reverted, done: true },
+      })?.state,
+    ).toBe('confirmed');
   });
 });

@@ -81,7 +81,8 @@ export class CoordinatorClient {
     const timeoutMs = this.timeoutMs + (watching ? Math.ceil((waitSeconds * 1000 * 17) / 16) : 0);
     const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs, agent: this.agent, signal });
     const confirm = parseConfirmHeader(a.headers[CONFIRM_HEADER]);
-    if (a.status === 304) return { status: 304, checkpoint: checkpointOf(a.headers), confirm, held: watching && typeof a.headers['preference-applied'] === 'string' };
+    if (a.status === 304)
+      return { status: 304, checkpoint: checkpointOf(a.headers), confirm, held: watching && typeof a.headers['preference-applied'] === 'string' };
     if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null, confirm: null };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
     const tag = a.headers.etag;
@@ -90,7 +91,12 @@ export class CoordinatorClient {
 
   /** The signed trust versions after `after`; checked by the caller, step by step. */
   async fetchTrust(after: number): Promise<TrustChainResponse> {
-    const a = await httpCall(this.url(`/v1/trust?after=${after}`), { headers: { accept: 'application/json' }, timeoutMs: this.timeoutMs, maxBytes: 4 * 1024 * 1024, agent: this.agent });
+    const a = await httpCall(this.url(`/v1/trust?after=${after}`), {
+      headers: { accept: 'application/json' },
+      timeoutMs: this.timeoutMs,
+      maxBytes: 4 * 1024 * 1024,
+      agent: this.agent,
+    });
     if (a.status !== 200) throw answerError(a, 'fetching the trust chain');
     let parsed;
     try {
@@ -103,7 +109,13 @@ export class CoordinatorClient {
   }
 
   async report(body: ReportRequest): Promise<void> {
-    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/reports`), { method: 'POST', headers: this.auth, body, timeoutMs: this.timeoutMs, agent: this.agent });
+    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/reports`), {
+      method: 'POST',
+      headers: this.auth,
+      body,
+      timeoutMs: this.timeoutMs,
+      agent: this.agent,
+    });
     if (a.status !== 204 && a.status !== 200) throw answerError(a, 'sending the report');
   }
 }

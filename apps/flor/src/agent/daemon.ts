@@ -10,7 +10,16 @@ import { HotReloadActivation } from './hot-reload.activator.js';
 import { agentLifecycle } from './lifecycle.js';
 import type { Log } from '#runtime';
 import { isRetired } from './retirement.js';
-import { pollBackoffDelay, firstPollDelay, nextPollDelay, retiredPollDelay, timingFrom, watchRetryDelay, watchWaitSeconds, type PollTiming } from './schedule.js';
+import {
+  pollBackoffDelay,
+  firstPollDelay,
+  nextPollDelay,
+  retiredPollDelay,
+  timingFrom,
+  watchRetryDelay,
+  watchWaitSeconds,
+  type PollTiming,
+} from './schedule.js';
 import { StateDir } from './state-dir.js';
 import { SyncPass, type PassOutcome, type Watched } from './sync-pass.js';
 import { LocalSetApply } from './local-set.js';
@@ -73,7 +82,17 @@ export class Daemon {
   ) {
     const restart = createActivator(config.activation);
     this.activator = config.vertex_control ? new HotReloadActivation(restart, config.vertex_control, log) : restart;
-    this.syncPass = new SyncPass(dir, config, this.activator, log, undefined, configPath ? [resolve(configPath)] : [], undefined, undefined, configPath ? resolve(configPath) : undefined);
+    this.syncPass = new SyncPass(
+      dir,
+      config,
+      this.activator,
+      log,
+      undefined,
+      configPath ? [resolve(configPath)] : [],
+      undefined,
+      undefined,
+      configPath ? resolve(configPath) : undefined,
+    );
     this.localSet = new LocalSetApply(dir, config, this.activator, this.syncPass, log);
   }
 
@@ -172,10 +191,13 @@ export class Daemon {
     const pendingRevert = state.reverted !== null && !state.reverted.done;
     if (!pendingRevert && state.provisional === null) return;
     const untilDeadline = state.provisional ? Math.max(0, Date.parse(state.provisional.deadline) - Date.now()) : CONFIRM_RETRY_MS;
-    this.confirmTimer = setTimeout(() => {
-      this.confirmTimer = null;
-      void this.confirmationTick();
-    }, Math.min(CONFIRM_RETRY_MS, untilDeadline));
+    this.confirmTimer = setTimeout(
+      () => {
+        this.confirmTimer = null;
+        void this.confirmationTick();
+      },
+      Math.min(CONFIRM_RETRY_MS, untilDeadline),
+    );
   }
 
   /** Judges the provisional version (checks, deadline) in the queue with the passes; polls when a contact is what it waits for. */
@@ -267,7 +289,9 @@ export class Daemon {
     } else if (outcome === null || outcome.contactFailed) {
       this.failures++;
       const max = this.config.max_backoff_seconds * 1000;
-      delay = watching ? watchRetryDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs) : pollBackoffDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs);
+      delay = watching
+        ? watchRetryDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs)
+        : pollBackoffDelay(timing, this.failures, max, Math.random(), outcome?.retryAfterMs);
       if (watching) this.watchView = { state: 'polling', since: null, reason: `retrying after: ${outcome?.reason ?? 'a crashed pass'}` };
     } else {
       this.failures = 0;

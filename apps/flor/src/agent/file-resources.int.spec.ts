@@ -11,7 +11,16 @@ import { systemUserDb } from './user-db.js';
 
 const users = systemUserDb();
 /** These sets declare no packages: a package manager the pass must never call. */
-const NO_PACKAGES = { apt: new Proxy({}, { get: (_t, k) => { throw new Error(`a files-only pass used the package manager (${String(k)})`); } }) as PackageManager };
+const NO_PACKAGES = {
+  apt: new Proxy(
+    {},
+    {
+      get: (_t, k) => {
+        throw new Error(`a files-only pass used the package manager (${String(k)})`);
+      },
+    },
+  ) as PackageManager,
+};
 const DAEMON_UID = users.uid('daemon')!;
 const NOGROUP_GID = users.gid('nogroup')!;
 

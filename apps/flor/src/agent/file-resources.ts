@@ -80,7 +80,13 @@ export function sweepOriginals(store: OwnedStore, owned: OwnedFiles): void {
  * Writes (or confirms) one declared file, reads it back and only then records it as owned. A file
  * that already matches is recorded without being written.
  */
-export function applyFile(store: OwnedStore, owned: OwnedFiles, r: FileResource, contents: ReadonlyMap<string, Uint8Array>, users: UserDb): 'applied' | 'unchanged' {
+export function applyFile(
+  store: OwnedStore,
+  owned: OwnedFiles,
+  r: FileResource,
+  contents: ReadonlyMap<string, Uint8Array>,
+  users: UserDb,
+): 'applied' | 'unchanged' {
   const uid = users.uid(r.owner);
   if (uid === undefined) throw new AgentError('unknown_user', `the user ${r.owner} does not exist on this host`);
   const gid = users.gid(r.group);
@@ -119,7 +125,11 @@ function keepOriginal(store: OwnedStore, path: string): OriginalFile | null {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
-  if (!st.isFile()) throw new AgentError('resource_failed', `${st.isDirectory() ? 'a directory' : 'something other than a regular file'} is in the way; the agent only replaces regular files`);
+  if (!st.isFile())
+    throw new AgentError(
+      'resource_failed',
+      `${st.isDirectory() ? 'a directory' : 'something other than a regular file'} is in the way; the agent only replaces regular files`,
+    );
   const copy = createHash('sha256').update(path).digest('hex');
   mkdirSync(store.originalsDir, { recursive: true, mode: 0o700 });
   writeFileDurable(join(store.originalsDir, copy), readFileSync(path), 0o600);

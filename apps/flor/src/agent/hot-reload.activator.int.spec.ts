@@ -80,7 +80,10 @@ describe('hot reload before the restart', () => {
     const vertex = await fakeVertex(sock, { result: 'restart', version: 8, running_version: 7, changed: ['listen'], reason: 'changed outside acl: listen' });
     server = vertex.server;
     const restart = new FakeRestart('unknown');
-    expect(await activation(restart).activate(setDir, 8)).toEqual({ activation: 'restart', fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') } });
+    expect(await activation(restart).activate(setDir, 8)).toEqual({
+      activation: 'restart',
+      fallback: { code: 'restart_answer', reason: expect.stringContaining('listen') },
+    });
     expect(vertex.requests).toHaveLength(1);
     expect(restart.calls).toEqual(['activate 8']);
   });
@@ -119,8 +122,13 @@ describe('hot reload before the restart', () => {
   it('names the path in the error when the fallback restart fails, keeping its code', async () => {
     const restart = new FakeRestart(4242);
     restart.fail = new AgentError('activation_failed', 'vertex exited with 1 right after starting');
-    const err = await activation(restart).activate(setDir, 8).catch((e: unknown) => e);
+    const err = await activation(restart)
+      .activate(setDir, 8)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentError);
-    expect(err).toMatchObject({ code: 'activation_failed', message: expect.stringMatching(/^hot reload not applied \(unreachable: .*\); the full restart failed: vertex exited with 1/) });
+    expect(err).toMatchObject({
+      code: 'activation_failed',
+      message: expect.stringMatching(/^hot reload not applied \(unreachable: .*\); the full restart failed: vertex exited with 1/),
+    });
   });
 });

@@ -37,7 +37,11 @@ export function hotReloadVerdict(outcome: { answer: VertexControlAnswer } | { er
     case 'unchanged':
       return { kind: 'applied', answer: answer.result };
     case 'restart':
-      return { kind: 'restart', code: 'restart_answer', reason: `the vertex answered restart: ${answer.reason ?? (answer.changed.join(', ') || 'no reason given')}` };
+      return {
+        kind: 'restart',
+        code: 'restart_answer',
+        reason: `the vertex answered restart: ${answer.reason ?? (answer.changed.join(', ') || 'no reason given')}`,
+      };
     case 'error':
       return { kind: 'restart', code: 'error_answer', reason: `the vertex answered ${answer.code}: ${answer.reason}` };
     case 'status':

@@ -23,7 +23,16 @@ describe('hot reload verdict', () => {
   });
 
   it('restarts on a status answer to an apply', () => {
-    const status: VertexControlAnswer = { result: 'status', version: 8, pid: 1, node: 'alpha', mesh: 'm', config_sha256: 'a'.repeat(64), acl: { ingress: {}, egress: [], peers: [] }, swaps: 0 };
+    const status: VertexControlAnswer = {
+      result: 'status',
+      version: 8,
+      pid: 1,
+      node: 'alpha',
+      mesh: 'm',
+      config_sha256: 'a'.repeat(64),
+      acl: { ingress: {}, egress: [], peers: [] },
+      swaps: 0,
+    };
     expect(hotReloadVerdict({ answer: status })).toMatchObject({ kind: 'restart', code: 'bad_answer' });
   });
 

@@ -64,9 +64,13 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
       });
     });
-    const timer = setTimeout(() => fail(new AgentError('timeout', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
+    const timer = setTimeout(
+      () => fail(new AgentError('timeout', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} took longer than ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
     req.on('error', (cause) => {
-      if (cause instanceof TlsRefusedError) fail(new AgentError(cause.code === 'pin_mismatch' ? 'tls_pin_mismatch' : 'tls_untrusted', cause.message, { cause }));
+      if (cause instanceof TlsRefusedError)
+        fail(new AgentError(cause.code === 'pin_mismatch' ? 'tls_pin_mismatch' : 'tls_untrusted', cause.message, { cause }));
       else fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause }));
     });
     if (options.signal) {
@@ -118,9 +122,13 @@ export function answerError(a: HttpAnswer, what: string): AgentError {
     return new AgentError('node_retired', retiredMessage(what, node, version, `${a.status} ${code}`), { retiredVersion: version, status: a.status });
   }
   const status = a.status;
-  if (a.status === 401) return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`, { status });
+  if (a.status === 401)
+    return new AgentError('unauthorized', `${what}: the coordinator refused the node credential (${detail}); re-enrol the node`, { status });
   if (a.status === 503 || a.status === 429) {
-    return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, { retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()), status });
+    return new AgentError('unavailable', `${what}: coordinator unavailable (${detail})`, {
+      retryAfterMs: parseRetryAfter(a.headers['retry-after'], Date.now()),
+      status,
+    });
   }
   return new AgentError('http_error', `${what}: ${detail}`, { status });
 }

@@ -50,7 +50,10 @@ describe('installSet', () => {
       expect(installed).toEqual([join(root, 'agent', 'agent.json'), join(installDir, 'flor.json')]);
       expect(readFileSync(join(root, 'agent', 'agent.json'), 'utf8')).toBe('a\n');
       expect(readdirSync(installDir)).toEqual(['flor.json']);
-      expect(dir.readInstalled()).toEqual({ complete_version: 1, files: { [join(root, 'agent', 'agent.json')]: sha256Hex('a\n'), [join(installDir, 'flor.json')]: sha256Hex('f\n') } });
+      expect(dir.readInstalled()).toEqual({
+        complete_version: 1,
+        files: { [join(root, 'agent', 'agent.json')]: sha256Hex('a\n'), [join(installDir, 'flor.json')]: sha256Hex('f\n') },
+      });
     });
 
     it('leaves a file that is already in place alone, and rewrites one changed behind its back', () => {
@@ -65,7 +68,7 @@ describe('installSet', () => {
 
     it('removes and forgets what it installed before and the set dropped, even when it is already gone; leaves files it never wrote', () => {
       installSet(dir, config, 1, set({ 'flor.json': 'f\n', 'a.conf': 'a\n', 'b.conf': 'b\n' }));
-      writeFileSync(join(installDir, 'mine.conf'), 'the operator\'s\n');
+      writeFileSync(join(installDir, 'mine.conf'), "the operator's\n");
       rmSync(join(installDir, 'b.conf'));
       const installed = installSet(dir, config, 2, set({ 'flor.json': 'f\n' }));
       expect(installed).toEqual([join(installDir, 'flor.json')]);

@@ -36,7 +36,13 @@ function holds(path: string, sha256: string): boolean {
  * removed, so a crash part-way resumes from the store: running it again is always safe.
  * `alsoOwned`: targets of an interrupted install, whose writes may not have been recorded yet.
  */
-export function installSet(state: StateDir, config: AgentConfig, version: number, files: ReadonlyMap<string, Uint8Array>, alsoOwned: readonly string[] = []): string[] {
+export function installSet(
+  state: StateDir,
+  config: AgentConfig,
+  version: number,
+  files: ReadonlyMap<string, Uint8Array>,
+  alsoOwned: readonly string[] = [],
+): string[] {
   const store = state.readInstalled();
   const wanted = new Map<string, Uint8Array>();
   for (const [name, content] of files) if (!isResourceArtifact(name)) wanted.set(targetPath(config, name), content);

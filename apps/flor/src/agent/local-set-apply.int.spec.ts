@@ -44,7 +44,11 @@ describe('applying a local set', () => {
   it('replaces one local set with the next: drops what it dropped, leaves what it kept alone, prunes the old set', async () => {
     const one = compiled('one', `      files:\n${file('etc/motd', 'one\n')}${file('etc/note', 'note\n')}`);
     const a = await apply.run({ dir: one });
-    expect(a).toMatchObject({ result: 'applied', activation: 'none', resources: [expect.objectContaining({ outcome: 'applied' }), expect.objectContaining({ outcome: 'applied' })] });
+    expect(a).toMatchObject({
+      result: 'applied',
+      activation: 'none',
+      resources: [expect.objectContaining({ outcome: 'applied' }), expect.objectContaining({ outcome: 'applied' })],
+    });
     const motd = statSync(join(host, 'etc/motd'));
 
     const two = compiled('two', `      files:\n${file('etc/motd', 'one\n')}${file('etc/other', 'other\n')}`);
@@ -66,7 +70,10 @@ describe('applying a local set', () => {
     // apt reads an empty list folder of the test's own: the package cannot be found, and the machine's sources are not read.
     const lists = join(root, 'apt-lists');
     mkdirSync(join(lists, 'partial'), { recursive: true });
-    const config = AgentConfig.parse({ install: { dir: join(root, 'etc') }, packages: { apt: { options: [`Dir::State::Lists=${lists}`, 'Dir::Etc::sourceparts=-', `Dir::Etc::sourcelist=${join(root, 'none.list')}`] } } });
+    const config = AgentConfig.parse({
+      install: { dir: join(root, 'etc') },
+      packages: { apt: { options: [`Dir::State::Lists=${lists}`, 'Dir::Etc::sourceparts=-', `Dir::Etc::sourcelist=${join(root, 'none.list')}`] } },
+    });
     const activator = createActivator({ kind: 'none' });
     const log = () => {};
     apply = new LocalSetApply(dir, config, activator, new SyncPass(dir, config, activator, log), log);
@@ -86,7 +93,11 @@ describe('applying a local set', () => {
     dir.writeState({ ...dir.readState(), applied_version: 3, high_water: 3 });
     const before = readFileSync(dir.statePath, 'utf8');
     const r = await apply.run({ dir: compiled('one', `      files:\n${file('etc/motd', 'one\n')}`) });
-    expect(r).toMatchObject({ result: 'refused', code: 'coordinator_owned', reason: `${dir.root} holds version 3 from a coordinator: a local set is for a node no coordinator has given a set yet; use a fresh state dir` });
+    expect(r).toMatchObject({
+      result: 'refused',
+      code: 'coordinator_owned',
+      reason: `${dir.root} holds version 3 from a coordinator: a local set is for a node no coordinator has given a set yet; use a fresh state dir`,
+    });
     expect(readFileSync(dir.statePath, 'utf8')).toBe(before);
     expect(existsSync(join(host, 'etc/motd'))).toBe(false);
   });

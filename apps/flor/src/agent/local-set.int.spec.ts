@@ -82,11 +82,16 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     expect(refusal(join(base, 'nope'))).toMatchObject({ code: 'not_a_set', message: `${join(base, 'nope')} does not exist` });
     expect(refusal(join(first, 'digests.json'))).toMatchObject({ code: 'not_a_set', message: expect.stringContaining('is not a folder') });
     rmSync(join(second, 'digests.json'));
-    expect(refusal(second)).toMatchObject({ code: 'not_a_set', message: expect.stringMatching(/^\S+\/second is not a compiled node folder: it has no digests\.json: give the folder retectl compile writes/) });
+    expect(refusal(second)).toMatchObject({
+      code: 'not_a_set',
+      message: expect.stringMatching(/^\S+\/second is not a compiled node folder: it has no digests\.json: give the folder retectl compile writes/),
+    });
   });
 
   it('names the parent when given the mgmt folder', () => {
-    expect(refusal(join(first, 'mgmt')).message).toBe(`${join(first, 'mgmt')} is not a compiled node folder: it has no digests.json: give its parent folder, ${first}`);
+    expect(refusal(join(first, 'mgmt')).message).toBe(
+      `${join(first, 'mgmt')} is not a compiled node folder: it has no digests.json: give its parent folder, ${first}`,
+    );
   });
 
   it('refuses a digest list that is not JSON or not a digest list, naming it', () => {
@@ -98,19 +103,28 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
 
   it('refuses an extra file in mgmt/ or beside it, naming it', () => {
     writeFileSync(join(first, 'mgmt', 'extra.json'), '{}\n');
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: `${join(first, 'mgmt', 'extra.json')} is not in ${join(first, 'digests.json')}: an extra file in the set` });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(first, 'mgmt', 'extra.json')} is not in ${join(first, 'digests.json')}: an extra file in the set`,
+    });
     rmSync(join(first, 'mgmt', 'extra.json'));
     // A compile interrupted before its rename leaves a temp file: not part of the set either.
     writeFileSync(join(first, 'mgmt', '.flor.json.42.tmp'), '{}\n');
     expect(refusal(first).message).toContain('.flor.json.42.tmp is not in');
     rmSync(join(first, 'mgmt', '.flor.json.42.tmp'));
     writeFileSync(join(first, 'notes.txt'), 'x');
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: expect.stringContaining(`${join(first, 'notes.txt')} is not part of a compiled set`) });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: expect.stringContaining(`${join(first, 'notes.txt')} is not part of a compiled set`),
+    });
   });
 
   it('refuses a missing artifact, naming it', () => {
     rmSync(join(first, 'mgmt', 'flor.json'));
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: `${join(first, 'mgmt', 'flor.json')} is missing: ${join(first, 'digests.json')} lists it` });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(first, 'mgmt', 'flor.json')} is missing: ${join(first, 'digests.json')} lists it`,
+    });
   });
 
   it('refuses an artifact whose bytes or size differ from the list, naming it and both digests', () => {
@@ -137,12 +151,18 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
 
   it('refuses a list whose set digest is not its artifacts', () => {
     writeFileSync(join(first, 'digests.json'), canonicalPretty({ ...list(), set_digest: sha256Hex('other') }));
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: expect.stringContaining(`says set_digest ${sha256Hex('other')}, its artifacts give `) });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: expect.stringContaining(`says set_digest ${sha256Hex('other')}, its artifacts give `),
+    });
   });
 
   it('refuses a set whose agent.json is for another node than its list', () => {
     relist('second');
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: `${join(first, 'mgmt', 'agent.json')} is for node first, ${join(first, 'digests.json')} for second` });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(first, 'mgmt', 'agent.json')} is for node first, ${join(first, 'digests.json')} for second`,
+    });
   });
 
   it('refuses a resources.json that declares content the set lacks', () => {
@@ -150,9 +170,16 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     rmSync(join(first, 'mgmt', motd.name));
     writeFileSync(
       join(first, 'digests.json'),
-      canonicalPretty({ node: 'first', set_digest: setDigest(list().artifacts.filter((a) => a.name !== motd.name)), artifacts: list().artifacts.filter((a) => a.name !== motd.name) }),
+      canonicalPretty({
+        node: 'first',
+        set_digest: setDigest(list().artifacts.filter((a) => a.name !== motd.name)),
+        artifacts: list().artifacts.filter((a) => a.name !== motd.name),
+      }),
     );
-    expect(refusal(first)).toMatchObject({ code: 'set_mismatch', message: `${join(first, 'mgmt', 'resources.json')} declares /srv/first/motd with content ${motd.name}, which the set lacks` });
+    expect(refusal(first)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(first, 'mgmt', 'resources.json')} declares /srv/first/motd with content ${motd.name}, which the set lacks`,
+    });
   });
 });
 

@@ -103,7 +103,8 @@ export function readCompiledSet(source: string): LocalSet {
   if (!list.isFile()) throw refused('not_a_set', `${listPath} is not a regular file`);
   if (list.size > MAX_DIGESTS_BYTES) throw refused('not_a_set', `${listPath} is ${list.size} bytes: not a digest list (at most ${MAX_DIGESTS_BYTES})`);
   for (const name of listOrRefuse(source)) {
-    if (name !== DIGESTS_JSON && name !== MGMT_DIR) throw refused('set_mismatch', `${join(source, name)} is not part of a compiled set: the folder holds only ${DIGESTS_JSON} and ${MGMT_DIR}/`);
+    if (name !== DIGESTS_JSON && name !== MGMT_DIR)
+      throw refused('set_mismatch', `${join(source, name)} is not part of a compiled set: the folder holds only ${DIGESTS_JSON} and ${MGMT_DIR}/`);
   }
   const parsed = CompiledSetDigests.safeParse(parseJson(listPath, readOrRefuse(listPath)));
   if (!parsed.success) throw refused('not_a_set', `${listPath} is not a digest list: ${issues(parsed.error)}`);
@@ -111,7 +112,8 @@ export function readCompiledSet(source: string): LocalSet {
 
   const mgmt = join(source, MGMT_DIR);
   const mgmtStat = lstatOrNull(mgmt);
-  if (!mgmtStat?.isDirectory()) throw refused('set_mismatch', `${mgmt} is ${mgmtStat ? 'not a folder' : 'missing'}: the artifacts ${DIGESTS_JSON} lists live there`);
+  if (!mgmtStat?.isDirectory())
+    throw refused('set_mismatch', `${mgmt} is ${mgmtStat ? 'not a folder' : 'missing'}: the artifacts ${DIGESTS_JSON} lists live there`);
   const listed = new Map(digests.artifacts.map((a) => [a.name, a]));
   for (const name of listOrRefuse(mgmt)) {
     if (!listed.has(name)) throw refused('set_mismatch', `${join(mgmt, name)} is not in ${listPath}: an extra file in the set`);
@@ -125,7 +127,10 @@ export function readCompiledSet(source: string): LocalSet {
     const bytes = st.size === a.size ? readOrRefuse(path) : null;
     const sha = bytes ? sha256Hex(bytes) : null;
     if (!bytes || sha !== a.sha256 || bytes.byteLength !== a.size) {
-      throw refused('set_mismatch', `${path} does not match ${listPath}: it has ${sha ? `sha256 ${sha}, ` : ''}${bytes?.byteLength ?? st.size} bytes; the list says sha256 ${a.sha256}, ${a.size} bytes`);
+      throw refused(
+        'set_mismatch',
+        `${path} does not match ${listPath}: it has ${sha ? `sha256 ${sha}, ` : ''}${bytes?.byteLength ?? st.size} bytes; the list says sha256 ${a.sha256}, ${a.size} bytes`,
+      );
     }
     files.set(a.name, bytes);
   }
@@ -136,7 +141,8 @@ export function readCompiledSet(source: string): LocalSet {
   if (!agentBytes) throw refused('not_a_set', `${mgmt} has no ${AGENT_JSON}: not a compiled set`);
   const agent = AgentJson.safeParse(parseJson(join(mgmt, AGENT_JSON), agentBytes));
   if (!agent.success) throw refused('not_a_set', `${join(mgmt, AGENT_JSON)} is not a valid ${AGENT_JSON}: ${issues(agent.error)}`);
-  if (agent.data.node !== digests.node) throw refused('set_mismatch', `${join(mgmt, AGENT_JSON)} is for node ${agent.data.node}, ${listPath} for ${digests.node}`);
+  if (agent.data.node !== digests.node)
+    throw refused('set_mismatch', `${join(mgmt, AGENT_JSON)} is for node ${agent.data.node}, ${listPath} for ${digests.node}`);
 
   const resourcesBytes = files.get(RESOURCES_JSON);
   if (resourcesBytes) {
@@ -204,7 +210,13 @@ export class LocalSetApply {
       // Switched to and partly installed: no set is in effect until it is applied again.
       return this.failed(named, err, true);
     }
-    const record: LocalSetRecord = { node, set_digest: digest, source: set.source, applied_at: this.now().toISOString(), config_digest: configDigest(set.files) };
+    const record: LocalSetRecord = {
+      node,
+      set_digest: digest,
+      source: set.source,
+      applied_at: this.now().toISOString(),
+      config_digest: configDigest(set.files),
+    };
     const after = this.dir.readState();
     this.dir.writeState({ ...after, local_set: record, last_result: 'applied', last_error: null, unapplied: null });
     this.dir.pruneSets();
@@ -224,7 +236,10 @@ export class LocalSetApply {
     const active = this.dir.activeVersion();
     const applied = this.dir.readState().applied_version;
     if (active > 0 || applied > 0) {
-      throw refused('coordinator_owned', `${this.dir.root} holds version ${Math.max(active, applied)} from a coordinator: a local set is for a node no coordinator has given a set yet; use a fresh state dir`);
+      throw refused(
+        'coordinator_owned',
+        `${this.dir.root} holds version ${Math.max(active, applied)} from a coordinator: a local set is for a node no coordinator has given a set yet; use a fresh state dir`,
+      );
     }
   }
 
@@ -237,7 +252,10 @@ export class LocalSetApply {
     }
     const current = this.dir.readState().local_set?.node;
     if (current !== undefined && current !== node) {
-      throw refused('wrong_node', `${set.source} holds the set of node ${node}, and this host runs the local set of node ${current}: give --node ${node} to make it ${node} instead`);
+      throw refused(
+        'wrong_node',
+        `${set.source} holds the set of node ${node}, and this host runs the local set of node ${current}: give --node ${node} to make it ${node} instead`,
+      );
     }
   }
 

@@ -16,13 +16,19 @@ const installed = (version: string) => ({ status: 'installed', version });
 describe('taking back a recovery copy into a lost store', () => {
   it('takes back a file whose digest on disk is the reported one, and a package dpkg has at the reported version', () => {
     const a = adoptOwned(copy, host({ '/etc/app.conf': A }, { hello: installed('1.0') }), ['/var/lib/florete']);
-    expect(a.owned).toEqual({ files: { '/etc/app.conf': { sha256: A, original: null } }, packages: { hello: { manager: 'apt', version: '1.0', before: null } } });
+    expect(a.owned).toEqual({
+      files: { '/etc/app.conf': { sha256: A, original: null } },
+      packages: { hello: { manager: 'apt', version: '1.0', before: null } },
+    });
     expect(a.left).toEqual([]);
   });
 
   it('leaves a file whose digest on disk differs from the reported one, or that is gone', () => {
     expect(adoptOwned(copy, host({ '/etc/app.conf': B }, { hello: installed('1.0') }), []).owned.files).toEqual({});
-    expect(adoptOwned(copy, host({ '/etc/app.conf': B }), []).left[0]).toEqual({ resource: 'file /etc/app.conf', reason: expect.stringContaining('changed since') });
+    expect(adoptOwned(copy, host({ '/etc/app.conf': B }), []).left[0]).toEqual({
+      resource: 'file /etc/app.conf',
+      reason: expect.stringContaining('changed since'),
+    });
     expect(adoptOwned(copy, host({ '/etc/app.conf': null }), []).owned.files).toEqual({});
     expect(adoptOwned(copy, host({}), []).owned.files).toEqual({});
   });
@@ -30,7 +36,9 @@ describe('taking back a recovery copy into a lost store', () => {
   it('leaves a package dpkg has at another version, or not installed', () => {
     expect(adoptOwned(copy, host({ '/etc/app.conf': A }, { hello: installed('1.1') }), []).owned.packages).toEqual({});
     expect(adoptOwned(copy, host({ '/etc/app.conf': A }, { hello: { status: 'config-files', version: '1.0' } }), []).owned.packages).toEqual({});
-    expect(adoptOwned(copy, host({ '/etc/app.conf': A }), []).left).toEqual([{ resource: 'package hello=1.0', reason: 'dpkg says not installed, not installed 1.0' }]);
+    expect(adoptOwned(copy, host({ '/etc/app.conf': A }), []).left).toEqual([
+      { resource: 'package hello=1.0', reason: 'dpkg says not installed, not installed 1.0' },
+    ]);
   });
 
   it('keeps what dpkg had before the agent, so a package that predates it is forgotten and not removed', () => {
@@ -58,7 +66,10 @@ describe('taking back a recovery copy into a lost store', () => {
   it('sends the copy with a report only when both fit in one report body', () => {
     const report = { active_version: 2, result: 'applied' as const };
     expect(withOwnedCopy(report, copy)).toEqual({ ...report, owned: copy });
-    const many: OwnedCopy = { files: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`/srv/app/file-${i}.conf`, { sha256: A, original: false }])), packages: {} };
+    const many: OwnedCopy = {
+      files: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`/srv/app/file-${i}.conf`, { sha256: A, original: false }])),
+      packages: {},
+    };
     expect(withOwnedCopy(report, many)).toEqual(report);
   });
 

@@ -86,7 +86,11 @@ export function runCommand(argv: readonly string[], options: { timeoutMs: number
       clearTimeout(timer);
       clearTimeout(killer);
       const code = (err as NodeJS.ErrnoException).code;
-      reject(new AgentError('package_failed', code === 'ENOENT' ? `${argv[0]} is not installed on this host` : `${argv[0]} could not start: ${err.message}`, { cause: err }));
+      reject(
+        new AgentError('package_failed', code === 'ENOENT' ? `${argv[0]} is not installed on this host` : `${argv[0]} could not start: ${err.message}`, {
+          cause: err,
+        }),
+      );
     });
     child.once('close', (code) => {
       clearTimeout(timer);

@@ -91,7 +91,10 @@ export async function installPackage(store: OwnedStore, owned: OwnedFiles, r: Pa
   }
   now = await pm.query(r.name);
   if (!isInstalledAt(now, r.version)) {
-    throw new AgentError('package_failed', `read back after installing: dpkg says ${now.status === 'absent' ? 'not installed' : `${now.status} ${now.version ?? ''}`.trim()}, not installed ${r.version}`);
+    throw new AgentError(
+      'package_failed',
+      `read back after installing: dpkg says ${now.status === 'absent' ? 'not installed' : `${now.status} ${now.version ?? ''}`.trim()}, not installed ${r.version}`,
+    );
   }
   // Recorded only once the new agent ran: a failed one is replaced by the kept version again.
   if (self && kept) await self.verify(pm, r.version, kept);

@@ -106,7 +106,14 @@ export function plannedResources(steps: readonly ResourceStep[], installed: Read
       case 'install': {
         const p = installed.get(step.resource.name);
         const action = p && isInstalledAt(p, step.resource.version) ? 'unchanged' : 'install';
-        return { kind: 'package', manager: step.resource.manager, name: step.resource.name, version: step.resource.version, action, installed: now(step.resource.name) };
+        return {
+          kind: 'package',
+          manager: step.resource.manager,
+          name: step.resource.name,
+          version: step.resource.version,
+          action,
+          installed: now(step.resource.name),
+        };
       }
       case 'uninstall':
         return { kind: 'package', manager: step.manager, name: step.name, version: null, action: step.purge ? 'purge' : 'remove', installed: now(step.name) };

@@ -58,9 +58,17 @@ describe('planResources', () => {
   });
 
   it("refuses, in its place in the order, a file in, over or above the agent's own paths", () => {
-    const steps = planResources(declared([file('/etc/ok'), file('/var/lib/florete/agent/state.json'), file('/etc/florete'), file('/var/lib/florete')]), owns({}), OWN);
+    const steps = planResources(
+      declared([file('/etc/ok'), file('/var/lib/florete/agent/state.json'), file('/etc/florete'), file('/var/lib/florete')]),
+      owns({}),
+      OWN,
+    );
     expect(steps.map((s) => s.kind)).toEqual(['apply', 'refuse', 'refuse', 'refuse']);
-    expect(steps[1]).toEqual({ kind: 'refuse', path: '/var/lib/florete/agent/state.json', reason: "/var/lib/florete/agent/state.json would overwrite the agent's own /var/lib/florete/agent" });
+    expect(steps[1]).toEqual({
+      kind: 'refuse',
+      path: '/var/lib/florete/agent/state.json',
+      reason: "/var/lib/florete/agent/state.json would overwrite the agent's own /var/lib/florete/agent",
+    });
   });
 });
 
@@ -76,7 +84,11 @@ describe('ownPathAt', () => {
 
 describe('planResources with packages', () => {
   it('installs declared packages in declaration order, after every declared file', () => {
-    const steps = planResources(declared([file('/etc/apt/sources.list.d/mesh.list'), file('/etc/b')], [pkg('zed', '2.0'), pkg('alpha', '1.0-1')]), owns({}), OWN);
+    const steps = planResources(
+      declared([file('/etc/apt/sources.list.d/mesh.list'), file('/etc/b')], [pkg('zed', '2.0'), pkg('alpha', '1.0-1')]),
+      owns({}),
+      OWN,
+    );
     expect(steps).toEqual([
       { kind: 'apply', resource: file('/etc/apt/sources.list.d/mesh.list') },
       { kind: 'apply', resource: file('/etc/b') },
@@ -106,7 +118,10 @@ describe('planResources with packages', () => {
 
   it('never removes a package that was installed before the agent touched it: it is forgotten, upgraded or not', () => {
     const before = { status: 'installed', version: '0.9' };
-    const owned = owns({}, { pre: { manager: 'apt', version: '1.0', before }, held: { manager: 'apt', version: '2', before: { status: 'half-configured', version: '2' } } });
+    const owned = owns(
+      {},
+      { pre: { manager: 'apt', version: '1.0', before }, held: { manager: 'apt', version: '2', before: { status: 'half-configured', version: '2' } } },
+    );
     expect(planResources(null, owned, OWN)).toEqual([
       { kind: 'forget', manager: 'apt', name: 'held', before: { status: 'half-configured', version: '2' } },
       { kind: 'forget', manager: 'apt', name: 'pre', before },
@@ -198,7 +213,10 @@ describe('apt sources and read-back', () => {
 
 describe('plannedResources', () => {
   it('says per step what a real pass would do, a package at its declared version being left as it is', () => {
-    const owned = owns({ '/etc/old': { sha256: A, original: null } }, { gone: INSTALLED_BY_AGENT, pre: { manager: 'apt', version: '2', before: { status: 'installed', version: '1' } } });
+    const owned = owns(
+      { '/etc/old': { sha256: A, original: null } },
+      { gone: INSTALLED_BY_AGENT, pre: { manager: 'apt', version: '2', before: { status: 'installed', version: '1' } } },
+    );
     const steps = planResources(declared([file('/etc/a'), file('/etc/florete/x')], [pkg('same', '1.0'), pkg('newer', '2.0'), pkg('fresh', '1')]), owned, OWN);
     const installed = new Map([
       ['same', { status: 'installed', version: '1.0' }],

@@ -45,7 +45,8 @@ export function timingFrom(agentJson: string | null, defaultIntervalSeconds: num
   if (agentJson !== null) {
     try {
       const parsed = AgentJson.safeParse(JSON.parse(agentJson));
-      if (parsed.success) return { pollIntervalMs: parsed.data.sync.poll_interval * 1000, splayMs: parsed.data.sync.splay * 1000, watch: parsed.data.sync.watch !== false };
+      if (parsed.success)
+        return { pollIntervalMs: parsed.data.sync.poll_interval * 1000, splayMs: parsed.data.sync.splay * 1000, watch: parsed.data.sync.watch !== false };
     } catch {
       /* not JSON: fall back */
     }

@@ -1,5 +1,15 @@
 import { INITIAL_AGENT_STATE, type AgentIdentity } from '#contracts';
-import { pollBackoffDelay, firstPollDelay, nextPollDelay, RETIRED_POLL_MS, retiredPollDelay, timingFrom, watchRetryDelay, watchWaitSeconds, WATCH_RETRY_MS } from './schedule.js';
+import {
+  pollBackoffDelay,
+  firstPollDelay,
+  nextPollDelay,
+  RETIRED_POLL_MS,
+  retiredPollDelay,
+  timingFrom,
+  watchRetryDelay,
+  watchWaitSeconds,
+  WATCH_RETRY_MS,
+} from './schedule.js';
 import { answerError, parseRetryAfter } from './http.js';
 import { isRetired } from './retirement.js';
 import { AgentError } from '../errors.js';
@@ -73,7 +83,7 @@ describe('the agent of a retired node', () => {
     expect(isRetired(INITIAL_AGENT_STATE, identity)).toBe(false);
   });
 
-  it('tells a retired node\'s 401 from any other refused credential by the problem code', () => {
+  it("tells a retired node's 401 from any other refused credential by the problem code", () => {
     const answer = (body: unknown) => ({ status: 401, headers: {}, body: Buffer.from(JSON.stringify(body)) });
     const problem = { type: 't', title: 'Unauthorized', status: 401, detail: 'node gamma was retired at version 2: …' };
     const retired = answerError(answer({ ...problem, code: 'retired_credential', node: 'gamma', version: 2 }), 'fetching the bundle');
@@ -83,7 +93,9 @@ describe('the agent of a retired node', () => {
     expect(retired.message).toBe(
       'fetching the bundle: node gamma was retired at version 2 (401 retired_credential); it gets nothing more: uninstall the agent, or enrol the node again with a new token (flor agent enroll --token …)',
     );
-    expect(answerError(answer({ ...problem, code: 'retired_credential', node: 'gamma', version: null }), 'x').message).toMatch(/^x: node gamma was retired \(401/);
+    expect(answerError(answer({ ...problem, code: 'retired_credential', node: 'gamma', version: null }), 'x').message).toMatch(
+      /^x: node gamma was retired \(401/,
+    );
     expect(answerError(answer({ ...problem, code: 'unauthenticated' }), 'x').code).toBe('unauthorized');
     // A body that does not parse as the contract is an ordinary refusal, not a guess.
     expect(answerError(answer({ ...problem, code: 'retired_credential' }), 'x').code).toBe('unauthorized');

@@ -14,7 +14,13 @@ import { isInstalledAt, lastLines, runCommand, sameVersion, type PackageManager 
  */
 export type SelfUpgradeStep = 'other' | 'running' | 'refused' | 'upgrade';
 
-export function selfUpgradeStep(input: { name: string; version: string; ownPackage: string; running: string; refused: SelfUpgradeRecord['refused'] }): SelfUpgradeStep {
+export function selfUpgradeStep(input: {
+  name: string;
+  version: string;
+  ownPackage: string;
+  running: string;
+  refused: SelfUpgradeRecord['refused'];
+}): SelfUpgradeStep {
   if (input.name !== input.ownPackage) return 'other';
   if (sameVersion(input.version, input.running)) return 'running';
   if (input.refused && input.refused.package === input.ownPackage && sameVersion(input.refused.version, input.version)) return 'refused';
@@ -30,7 +36,11 @@ export function keepsRefusal(refused: SelfUpgradeRecord['refused'], declaredVers
 }
 
 /** The self-check's verdict from its exit and its --json output: the new binary must say the version it was installed as. */
-export function selfCheckVerdict(r: { code: number | null; timedOut: boolean; output: string }, expected: string, timeoutSeconds: number): { ok: true } | { ok: false; reason: string } {
+export function selfCheckVerdict(
+  r: { code: number | null; timedOut: boolean; output: string },
+  expected: string,
+  timeoutSeconds: number,
+): { ok: true } | { ok: false; reason: string } {
   const tail = lastLines(r.output);
   if (r.timedOut) return { ok: false, reason: `timed out after ${timeoutSeconds} s${tail ? `:\n${tail}` : ''}` };
   if (r.code !== 0) return { ok: false, reason: `exited with ${r.code ?? 'a signal'}${tail ? `:\n${tail}` : ''}` };
@@ -40,7 +50,8 @@ export function selfCheckVerdict(r: { code: number | null; timedOut: boolean; ou
   } catch {
     return { ok: false, reason: `exited 0 without its JSON verdict${tail ? `:\n${tail}` : ''}` };
   }
-  if (typeof said !== 'string' || !sameVersion(said, expected)) return { ok: false, reason: `the installed binary says it is version ${JSON.stringify(said)}, not ${expected}` };
+  if (typeof said !== 'string' || !sameVersion(said, expected))
+    return { ok: false, reason: `the installed binary says it is version ${JSON.stringify(said)}, not ${expected}` };
   return { ok: true };
 }
 
@@ -100,7 +111,10 @@ export class SelfUpgrade {
   /** The refusal as the pass reports it. */
   refusedError(version: string): AgentError {
     const refused = this.read().refused;
-    return new AgentError('self_check_failed', `${this.ownPackage} ${version} failed its self-check before; not installed again until the declaration names another version: ${refused?.reason ?? ''}`.trim());
+    return new AgentError(
+      'self_check_failed',
+      `${this.ownPackage} ${version} failed its self-check before; not installed again until the declaration names another version: ${refused?.reason ?? ''}`.trim(),
+    );
   }
 
   /** The running version's package file, fetched into the state dir unless already there; the files of older versions go. */
@@ -112,7 +126,11 @@ export class SelfUpgrade {
       try {
         path = await pm.download(this.ownPackage, this.options.running, this.keptDir);
       } catch (err) {
-        throw new AgentError('package_failed', `cannot keep ${this.ownPackage} ${this.options.running} (the version running) before upgrading, so not upgrading: ${(err as Error).message}`, { cause: err });
+        throw new AgentError(
+          'package_failed',
+          `cannot keep ${this.ownPackage} ${this.options.running} (the version running) before upgrading, so not upgrading: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     }
     for (const f of readdirSync(this.keptDir)) if (join(this.keptDir, f) !== path) rmSync(join(this.keptDir, f), { recursive: true, force: true });
@@ -126,7 +144,14 @@ export class SelfUpgrade {
    */
   async verify(pm: PackageManager, version: string, kept: string): Promise<void> {
     const { binary, check_timeout_seconds: timeout } = this.options.config;
-    const argv = [binary, 'self-check', '--json', '--state-dir', this.options.stateDir, ...(this.options.configPath ? ['--config', this.options.configPath] : [])];
+    const argv = [
+      binary,
+      'self-check',
+      '--json',
+      '--state-dir',
+      this.options.stateDir,
+      ...(this.options.configPath ? ['--config', this.options.configPath] : []),
+    ];
     let verdict: ReturnType<typeof selfCheckVerdict>;
     try {
       verdict = selfCheckVerdict(await runCommand(argv, { timeoutMs: timeout * 1000 }), version, timeout);
@@ -141,7 +166,8 @@ export class SelfUpgrade {
     try {
       await pm.installFile(kept);
       const back = await pm.query(this.ownPackage);
-      if (!isInstalledAt(back, this.options.running)) rollback = `; reinstalling ${this.options.running} left dpkg saying ${back.status} ${back.version ?? ''}`.trimEnd();
+      if (!isInstalledAt(back, this.options.running))
+        rollback = `; reinstalling ${this.options.running} left dpkg saying ${back.status} ${back.version ?? ''}`.trimEnd();
     } catch (err) {
       rollback = `; reinstalling ${this.options.running} failed: ${(err as Error).message}`;
     }

@@ -1,7 +1,8 @@
 import { keepsRefusal, selfCheckVerdict, selfUpgradeStep } from './self-upgrade.js';
 
 const refused = (version: string, pkg = 'florete-agent') => ({ package: pkg, version, reason: 'exited with 1', at: '2026-01-01T00:00:00.000Z' });
-const step = (name: string, version: string, r: ReturnType<typeof refused> | null = null) => selfUpgradeStep({ name, version, ownPackage: 'florete-agent', running: '0.1.0', refused: r });
+const step = (name: string, version: string, r: ReturnType<typeof refused> | null = null) =>
+  selfUpgradeStep({ name, version, ownPackage: 'florete-agent', running: '0.1.0', refused: r });
 
 describe('self-upgrade', () => {
   describe('what a declared package is to the running agent', () => {
@@ -55,17 +56,29 @@ describe('self-upgrade', () => {
     });
 
     it('fails with its own output when it exits non-zero', () => {
-      expect(selfCheckVerdict({ code: 1, timedOut: false, output: 'flor: self-check failed: bad config\n' }, '0.2.0', 60)).toEqual({ ok: false, reason: 'exited with 1:\nflor: self-check failed: bad config' });
+      expect(selfCheckVerdict({ code: 1, timedOut: false, output: 'flor: self-check failed: bad config\n' }, '0.2.0', 60)).toEqual({
+        ok: false,
+        reason: 'exited with 1:\nflor: self-check failed: bad config',
+      });
       expect(selfCheckVerdict({ code: null, timedOut: false, output: '' }, '0.2.0', 60)).toEqual({ ok: false, reason: 'exited with a signal' });
     });
 
     it('fails at its timeout, whatever it printed', () => {
-      expect(selfCheckVerdict({ code: null, timedOut: true, output: 'still loading\n' }, '0.2.0', 5)).toEqual({ ok: false, reason: 'timed out after 5 s:\nstill loading' });
+      expect(selfCheckVerdict({ code: null, timedOut: true, output: 'still loading\n' }, '0.2.0', 5)).toEqual({
+        ok: false,
+        reason: 'timed out after 5 s:\nstill loading',
+      });
     });
 
     it('fails when the binary is not the version installed, or says nothing a program can read', () => {
-      expect(selfCheckVerdict({ code: 0, timedOut: false, output: json('0.1.0') }, '0.2.0', 60)).toEqual({ ok: false, reason: 'the installed binary says it is version "0.1.0", not 0.2.0' });
-      expect(selfCheckVerdict({ code: 0, timedOut: false, output: 'ok\n' }, '0.2.0', 60)).toEqual({ ok: false, reason: 'exited 0 without its JSON verdict:\nok' });
+      expect(selfCheckVerdict({ code: 0, timedOut: false, output: json('0.1.0') }, '0.2.0', 60)).toEqual({
+        ok: false,
+        reason: 'the installed binary says it is version "0.1.0", not 0.2.0',
+      });
+      expect(selfCheckVerdict({ code: 0, timedOut: false, output: 'ok\n' }, '0.2.0', 60)).toEqual({
+        ok: false,
+        reason: 'exited 0 without its JSON verdict:\nok',
+      });
     });
   });
 });

@@ -210,7 +210,8 @@ export class StateDir {
   /** Removes what a crash left half-written: staging folders and temp files. Never a complete set. */
   sweepLeftovers(): void {
     if (existsSync(this.setsDir)) {
-      for (const n of readdirSync(this.setsDir)) if (n.startsWith(STAGING_PREFIX) || isTempName(n)) rmSync(join(this.setsDir, n), { recursive: true, force: true });
+      for (const n of readdirSync(this.setsDir))
+        if (n.startsWith(STAGING_PREFIX) || isTempName(n)) rmSync(join(this.setsDir, n), { recursive: true, force: true });
     }
     if (existsSync(this.root)) for (const n of readdirSync(this.root)) if (isTempName(n)) rmSync(join(this.root, n), { force: true });
   }

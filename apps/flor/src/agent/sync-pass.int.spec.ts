@@ -44,7 +44,16 @@ function bundle(version: number, files: Files, key: Key): Promise<string> {
     size: Buffer.byteLength(content),
     content: Buffer.from(content).toString('base64'),
   }));
-  const payload = { node: NODE, version, set_digest: setDigest(artifacts), position: 100 + version, publish_id: `p${version}`, issued_at: '2026-11-30T10:00:00.000Z', retired: false, artifacts };
+  const payload = {
+    node: NODE,
+    version,
+    set_digest: setDigest(artifacts),
+    position: 100 + version,
+    publish_id: `p${version}`,
+    issued_at: '2026-11-30T10:00:00.000Z',
+    retired: false,
+    artifacts,
+  };
   return signBundle(Buffer.from(canonicalJson(payload), 'utf8'), key);
 }
 
@@ -94,13 +103,18 @@ class FakeCoordinator {
     if (req.method === 'GET' && url.pathname === `/v1/nodes/${NODE}/bundle`) {
       const tag = req.headers['if-none-match'];
       this.bundleFetches.push(typeof tag === 'string' ? tag : null);
-      if (!this.served) return { status: 404, headers: { 'content-type': 'application/problem+json' }, body: '{"code":"unknown_node","detail":"nothing published"}' };
+      if (!this.served)
+        return { status: 404, headers: { 'content-type': 'application/problem+json' }, body: '{"code":"unknown_node","detail":"nothing published"}' };
       if (tag === this.served.etag) return { status: 304, headers: { etag: this.served.etag, ...checkpoint } };
       return { status: 200, headers: { 'content-type': 'application/jose', etag: this.served.etag, ...checkpoint }, body: this.served.jws };
     }
     if (req.method === 'GET' && url.pathname === '/v1/trust') {
       const after = Number(url.searchParams.get('after') ?? 0);
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ head: 1, versions: after < 1 ? [{ version: 1, document: this.trustDocument }] : [] }) };
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ head: 1, versions: after < 1 ? [{ version: 1, document: this.trustDocument }] : [] }),
+      };
     }
     if (req.method === 'POST' && url.pathname === `/v1/nodes/${NODE}/reports`) {
       this.reports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ReportRequest);
@@ -155,7 +169,13 @@ describe('SyncPass against a loopback coordinator', () => {
         command: `if grep -q fail-to-start "$FLORETE_ACTIVE_DIR/flor.json"; then echo "vertex refuses set $FLORETE_SET_VERSION" >&2; exit 3; fi; ${activation}`,
       },
     });
-    return new SyncPass(dir, config, createActivator(config.activation), (level, msg, fields) => logged.push({ level, msg, fields }), () => clock);
+    return new SyncPass(
+      dir,
+      config,
+      createActivator(config.activation),
+      (level, msg, fields) => logged.push({ level, msg, fields }),
+      () => clock,
+    );
   };
   const serve = async (version: number, files: Files, signer: Key = key) => {
     coordinator.served = { jws: await bundle(version, files, signer), etag: `"v${version}"` };
@@ -174,7 +194,10 @@ describe('SyncPass against a loopback coordinator', () => {
   beforeAll(async () => {
     key = await newKey();
     trustDocument = signTrustDocument({ version: 1, keys: [key.jwk], revoked: [], issued_at: '2026-11-30T09:00:00.000Z', previous: null }, key);
-    checkpointNote = signCheckpoint({ origin: ORIGIN, position: CHECKPOINT_POSITION, hash: 'ab'.repeat(32), time: new Date(CHECKPOINT_SIGNED_AT).toISOString(), trustVersion: 1 }, key);
+    checkpointNote = signCheckpoint(
+      { origin: ORIGIN, position: CHECKPOINT_POSITION, hash: 'ab'.repeat(32), time: new Date(CHECKPOINT_SIGNED_AT).toISOString(), trustVersion: 1 },
+      key,
+    );
   });
 
   beforeEach(async () => {
@@ -187,7 +210,13 @@ describe('SyncPass against a loopback coordinator', () => {
     await coordinator.start();
     dir = new StateDir(join(root, 'state'));
     dir.ensure();
-    dir.writeIdentity({ coordinator: coordinator.url, node: NODE, credential: 'node-secret', pinned_jwks: { keys: [key.jwk] }, enrolled_at: '2026-11-30T09:00:00.000Z' });
+    dir.writeIdentity({
+      coordinator: coordinator.url,
+      node: NODE,
+      credential: 'node-secret',
+      pinned_jwks: { keys: [key.jwk] },
+      enrolled_at: '2026-11-30T09:00:00.000Z',
+    });
   });
 
   afterEach(async () => {
@@ -206,7 +235,10 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(readlinkSync(dir.activeLink)).toBe('sets/1');
     for (const [name, content] of Object.entries(one)) expect(installed(name)).toBe(content);
     expect(activated()).toEqual([1]);
-    expect(dir.readInstalled()).toEqual({ complete_version: 1, files: Object.fromEntries(Object.entries(one).map(([n, c]) => [join(installDir, n), sha256Hex(c)])) });
+    expect(dir.readInstalled()).toEqual({
+      complete_version: 1,
+      files: Object.fromEntries(Object.entries(one).map(([n, c]) => [join(installDir, n), sha256Hex(c)])),
+    });
     expect(dir.readState()).toMatchObject({
       high_water: 1,
       applied_version: 1,
@@ -224,7 +256,9 @@ describe('SyncPass against a loopback coordinator', () => {
       {
         active_version: 1,
         result: 'applied',
-        installed: Object.keys(one).map((n) => join(installDir, n)).sort(),
+        installed: Object.keys(one)
+          .map((n) => join(installDir, n))
+          .sort(),
         activation: { path: 'restart' },
         checkpoint: checkpointNote,
         agent_version: expect.any(String),
@@ -245,7 +279,12 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(readFileSync(dir.installedPath, 'utf8')).toBe(installedJson);
     expect(readlinkSync(dir.activeLink)).toBe('sets/1');
     expect(activated()).toEqual([1]);
-    expect(dir.readState()).toMatchObject({ applied_version: 1, high_water: 1, last_result: 'up_to_date', activations: [expect.objectContaining({ version: 1 })] });
+    expect(dir.readState()).toMatchObject({
+      applied_version: 1,
+      high_water: 1,
+      last_result: 'up_to_date',
+      activations: [expect.objectContaining({ version: 1 })],
+    });
     expect(coordinator.reports).toEqual([{ active_version: 1, result: 'up_to_date', checkpoint: checkpointNote, agent_version: expect.any(String) }]);
   });
 
@@ -255,7 +294,13 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(await pass().run(false)).toMatchObject({ result: 'up_to_date', active_version: 1 });
     expect(readlinkSync(dir.activeLink)).toBe('sets/1');
     expect(coordinator.reports).toEqual([
-      { active_version: 1, result: 'up_to_date', checkpoint: checkpointNote, stale_since: new Date(CHECKPOINT_SIGNED_AT + 86_400_000).toISOString(), agent_version: expect.any(String) },
+      {
+        active_version: 1,
+        result: 'up_to_date',
+        checkpoint: checkpointNote,
+        stale_since: new Date(CHECKPOINT_SIGNED_AT + 86_400_000).toISOString(),
+        agent_version: expect.any(String),
+      },
     ]);
   });
 
@@ -283,9 +328,22 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(readlinkSync(dir.activeLink)).toBe('sets/2');
     expect(activated()).toEqual([1, 2]);
     // A replay is not news of a newer version: nothing is recorded as unapplied.
-    expect(dir.readState()).toMatchObject({ high_water: 2, applied_version: 2, etag: '"v2"', last_result: 'rejected', last_error: outcome.reason, unapplied: null });
+    expect(dir.readState()).toMatchObject({
+      high_water: 2,
+      applied_version: 2,
+      etag: '"v2"',
+      last_result: 'rejected',
+      last_error: outcome.reason,
+      unapplied: null,
+    });
     expect(coordinator.reports).toEqual([
-      { active_version: 2, result: 'rejected', error: 'version 1: version 1 is older than the high-water mark 2 (replayed bundle)', checkpoint: checkpointNote, agent_version: expect.any(String) },
+      {
+        active_version: 2,
+        result: 'rejected',
+        error: 'version 1: version 1 is older than the high-water mark 2 (replayed bundle)',
+        checkpoint: checkpointNote,
+        agent_version: expect.any(String),
+      },
     ]);
   });
 
@@ -295,15 +353,32 @@ describe('SyncPass against a loopback coordinator', () => {
     // Another key under the trusted key's kid: the signature is checked against the trusted one.
     const jws = await serve(2, two, await newKey(key.kid));
     const outcome = await pass().run(false);
-    expect(outcome).toEqual({ dry_run: false, was: 1, active_version: 1, version: null, contactFailed: false, result: 'rejected', code: 'bad_signature', reason: 'signature does not verify' });
+    expect(outcome).toEqual({
+      dry_run: false,
+      was: 1,
+      active_version: 1,
+      version: null,
+      contactFailed: false,
+      result: 'rejected',
+      code: 'bad_signature',
+      reason: 'signature does not verify',
+    });
     expect(tree(installDir)).toEqual(before.etc);
     const after = tree(dir.root);
     // Only the state file changed; no set was staged, `active` did not move.
     expect(Object.keys(after).filter((k) => after[k] !== before.state[k])).toEqual(['state.json']);
     expect(existsSync(dir.setDir(2))).toBe(false);
     expect(activated()).toEqual([1]);
-    expect(dir.readState()).toMatchObject({ high_water: 1, applied_version: 1, last_result: 'rejected', last_error: 'signature does not verify', unapplied: { version: null, reason: 'rejected', detail: 'bad_signature: signature does not verify' } });
-    expect(coordinator.reports).toEqual([{ active_version: 1, result: 'rejected', error: 'signature does not verify', checkpoint: checkpointNote, agent_version: expect.any(String) }]);
+    expect(dir.readState()).toMatchObject({
+      high_water: 1,
+      applied_version: 1,
+      last_result: 'rejected',
+      last_error: 'signature does not verify',
+      unapplied: { version: null, reason: 'rejected', detail: 'bad_signature: signature does not verify' },
+    });
+    expect(coordinator.reports).toEqual([
+      { active_version: 1, result: 'rejected', error: 'signature does not verify', checkpoint: checkpointNote, agent_version: expect.any(String) },
+    ]);
     // The genuine bundle of the same version still applies afterwards.
     expect(jws).not.toBe(await serve(2, two));
     expect(await pass().run(false)).toMatchObject({ result: 'applied', version: 2 });
@@ -315,7 +390,16 @@ describe('SyncPass against a loopback coordinator', () => {
     await serve(2, broken);
     const outcome = await pass().run(false);
     // `active` already names set 2 (the switch comes before activation, so the next pass finishes it); the outcome says so.
-    expect(outcome).toEqual({ dry_run: false, was: 1, active_version: 2, version: 2, contactFailed: false, result: 'failed', code: 'activation_failed', reason: 'restart command exited with 3: vertex refuses set 2' });
+    expect(outcome).toEqual({
+      dry_run: false,
+      was: 1,
+      active_version: 2,
+      version: 2,
+      contactFailed: false,
+      result: 'failed',
+      code: 'activation_failed',
+      reason: 'restart command exited with 3: vertex refuses set 2',
+    });
     expect(readlinkSync(dir.activeLink)).toBe('sets/2');
     expect(activated()).toEqual([1]);
     // What runs is still version 1: the state and the report say so, and no activation of 2 is recorded.
@@ -333,7 +417,9 @@ describe('SyncPass against a loopback coordinator', () => {
         target_version: 2,
         result: 'failed',
         error: 'restart command exited with 3: vertex refuses set 2',
-        installed: Object.keys(broken).map((n) => join(installDir, n)).sort(),
+        installed: Object.keys(broken)
+          .map((n) => join(installDir, n))
+          .sort(),
         checkpoint: checkpointNote,
         agent_version: expect.any(String),
       },
@@ -358,8 +444,13 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(existsSync(join(installDir, 'extra.conf'))).toBe(false);
     expect(readdirSync(installDir).sort()).toEqual(['agent.json', 'flor.json']);
     expect(installed('flor.json')).toBe(two['flor.json']);
-    expect(dir.readInstalled()).toEqual({ complete_version: 2, files: { [join(installDir, 'agent.json')]: sha256Hex(two['agent.json']), [join(installDir, 'flor.json')]: sha256Hex(two['flor.json']) } });
-    expect(coordinator.reports).toEqual([expect.objectContaining({ active_version: 2, result: 'applied', installed: [join(installDir, 'agent.json'), join(installDir, 'flor.json')] })]);
+    expect(dir.readInstalled()).toEqual({
+      complete_version: 2,
+      files: { [join(installDir, 'agent.json')]: sha256Hex(two['agent.json']), [join(installDir, 'flor.json')]: sha256Hex(two['flor.json']) },
+    });
+    expect(coordinator.reports).toEqual([
+      expect.objectContaining({ active_version: 2, result: 'applied', installed: [join(installDir, 'agent.json'), join(installDir, 'flor.json')] }),
+    ]);
   });
 
   it('a dry run says what it would apply and changes nothing: no file, no set, no state, no report, no activation', async () => {

@@ -1,7 +1,21 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { AGENT_JSON, AgentJson, MAX_ACTIVATION_RECORDS, RESOURCES_JSON, ResourcesJson, type AgentConfig, type AgentState, type HeldCheckpoint, type BundlePayload, type ReportRequest, type PlannedResource, type ReportResource, type SyncOutcome } from '#contracts';
+import {
+  AGENT_JSON,
+  AgentJson,
+  MAX_ACTIVATION_RECORDS,
+  RESOURCES_JSON,
+  ResourcesJson,
+  type AgentConfig,
+  type AgentState,
+  type HeldCheckpoint,
+  type BundlePayload,
+  type ReportRequest,
+  type PlannedResource,
+  type ReportResource,
+  type SyncOutcome,
+} from '#contracts';
 import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
@@ -94,7 +108,8 @@ function agentJsonOf(files: ReadonlyMap<string, Uint8Array>): AgentJson | null {
  */
 export function reportNews(report: ReportRequest, held: HeldCheckpoint | null): string {
   const { checkpoint, ...rest } = report;
-  const at = checkpoint === undefined ? null : held && held.note === checkpoint ? { position: held.position, hash: held.hash, trust: held.trust_version } : checkpoint;
+  const at =
+    checkpoint === undefined ? null : held && held.note === checkpoint ? { position: held.position, hash: held.hash, trust: held.trust_version } : checkpoint;
   return JSON.stringify({ ...rest, checkpoint: at });
 }
 
@@ -283,7 +298,14 @@ export class SyncPass {
    * window (agent.json or the operator's), nothing changed, or nothing confirmed to go back to.
    * While a version is provisional, the one to go back to stays the last confirmed one.
    */
-  private provisionalOf(state: AgentState, active: number, version: number, final: boolean, files: ReadonlyMap<string, Uint8Array>, operator: OperatorConfirm | null): AgentState['provisional'] {
+  private provisionalOf(
+    state: AgentState,
+    active: number,
+    version: number,
+    final: boolean,
+    files: ReadonlyMap<string, Uint8Array>,
+    operator: OperatorConfirm | null,
+  ): AgentState['provisional'] {
     if (final) return null;
     const fromOperator = operator?.version === version ? operator : null;
     const window = fromOperator?.within ?? agentJsonOf(files)?.sync.confirm_within;
@@ -303,7 +325,8 @@ export class SyncPass {
   /** The poll answer says an operator confirmed the provisional version. */
   private noteOperator(state: AgentState, confirm: OperatorConfirm | null): void {
     const p = state.provisional;
-    if (p?.mode === 'operator' && confirm?.version === p.version && confirm.by !== null) this.noteConfirmation(state, { type: 'operator_confirmed', at: this.now(), by: confirm.by });
+    if (p?.mode === 'operator' && confirm?.version === p.version && confirm.by !== null)
+      this.noteConfirmation(state, { type: 'operator_confirmed', at: this.now(), by: confirm.by });
   }
 
   /**
@@ -414,7 +437,10 @@ export class SyncPass {
     if (!state.provisional) return { needsContact: false };
     const outcome = await this.judge(state, this.clientOrNull());
     const p = state.provisional;
-    return { needsContact: outcome === 'waiting' && p !== null && p.activated_at !== null && (p.reached_at === null || (p.mode === 'operator' && p.operator_confirmed === null)) };
+    return {
+      needsContact:
+        outcome === 'waiting' && p !== null && p.activated_at !== null && (p.reached_at === null || (p.mode === 'operator' && p.operator_confirmed === null)),
+    };
   }
 
   /** At start: an interrupted revert is finished, and a window that closed while the agent was down is acted on. */
@@ -444,7 +470,15 @@ export class SyncPass {
   }
 
   /** A bundle, checkpoint or trust step the agent will not accept: nothing moves, the reason is kept and reported. */
-  private async rejected(client: CoordinatorClient, state: AgentState, err: BundleRejected, base: PassBase, highWater: number, dryRun: boolean, stamp: string): Promise<PassOutcome> {
+  private async rejected(
+    client: CoordinatorClient,
+    state: AgentState,
+    err: BundleRejected,
+    base: PassBase,
+    highWater: number,
+    dryRun: boolean,
+    stamp: string,
+  ): Promise<PassOutcome> {
     const active = base.active_version;
     this.log('warn', 'bundle rejected', { code: err.code, version: err.version, reason: err.message, dry_run: dryRun });
     if (!dryRun) {
@@ -477,7 +511,13 @@ export class SyncPass {
     const steps = planResources(declared, this.dir.readOwned(), this.ownPaths());
     if (steps.length === 0) return [];
     const sources = declaredSources(declared, (path) => Object.values(this.packageManagers).some((pm) => pm.isSource(path)));
-    const done = await applyResourceSteps(this.dir, steps, { contents: set.files, users: this.users(), packageManagers: this.packageManagers, sources, selfUpgrade: this.selfUpgrade });
+    const done = await applyResourceSteps(this.dir, steps, {
+      contents: set.files,
+      users: this.users(),
+      packageManagers: this.packageManagers,
+      sources,
+      selfUpgrade: this.selfUpgrade,
+    });
     this.log('info', 'resources applied', { version: set.payload.version, resources: done.length });
     return done;
   }
@@ -502,11 +542,29 @@ export class SyncPass {
       ...(installed ? { installed } : {}),
       ...(resources ? { resources } : {}),
     });
-    return { dry_run: false, was, active_version: this.dir.activeVersion(), version, contactFailed: false, result: 'failed', code, reason: message, ...(resources ? { resources } : {}) };
+    return {
+      dry_run: false,
+      was,
+      active_version: this.dir.activeVersion(),
+      version,
+      contactFailed: false,
+      result: 'failed',
+      code,
+      reason: message,
+      ...(resources ? { resources } : {}),
+    };
   }
 
   /** Install, activate and report the active set unless that already completed; otherwise report up to date. */
-  private async finish(client: CoordinatorClient, state: AgentState, version: number, was: number, alsoOwned: string[], resourcesDone?: ReportResource[], sameContent = false): Promise<PassOutcome> {
+  private async finish(
+    client: CoordinatorClient,
+    state: AgentState,
+    version: number,
+    was: number,
+    alsoOwned: string[],
+    resourcesDone?: ReportResource[],
+    sameContent = false,
+  ): Promise<PassOutcome> {
     const base = { dry_run: false, was, active_version: version, version, contactFailed: false };
     const store = this.dir.readInstalled();
     const pending = version > 0 && (state.applied_version !== version || store.complete_version !== version);
@@ -554,7 +612,14 @@ export class SyncPass {
       this.noteConfirmation(state, { type: 'activated', at: this.now(), hasChecks: this.checksOf(version).length > 0 });
     }
     this.dir.writeState(state);
-    this.log('info', 'set applied', { version, was, retired: set.payload.retired, installed: installed.length, activation: activated.activation, ...(state.provisional ? { provisional_until: state.provisional.deadline } : {}) });
+    this.log('info', 'set applied', {
+      version,
+      was,
+      retired: set.payload.retired,
+      installed: installed.length,
+      activation: activated.activation,
+      ...(state.provisional ? { provisional_until: state.provisional.deadline } : {}),
+    });
     const activation = {
       path: activated.activation,
       ...(activated.answer ? { answer: activated.answer } : {}),
@@ -584,7 +649,14 @@ export class SyncPass {
     const result = dryRunResult(version, active, complete);
     const would = version !== null && version > active ? version : active;
     const planned = result === 'would_apply' && version !== null && version > active && files ? await this.planned(files) : [];
-    return { ...base, result, version: result === 'would_apply' ? would : (version ?? active), code: null, reason: null, ...(planned.length > 0 ? { planned } : {}) };
+    return {
+      ...base,
+      result,
+      version: result === 'would_apply' ? would : (version ?? active),
+      code: null,
+      reason: null,
+      ...(planned.length > 0 ? { planned } : {}),
+    };
   }
 
   /** The resource steps a real pass would take for this set, packages checked against dpkg (read only). */
@@ -645,7 +717,8 @@ export class SyncPass {
   private withOwned(report: ReportRequest): ReportRequest {
     if (report.result === 'up_to_date' || report.result === 'rejected' || !existsSync(this.dir.ownedPath)) return report;
     const sent = withOwnedCopy(report, ownedCopyOf(this.dir.readOwned()));
-    if (!sent.owned) this.log('warn', 'owned resources not reported', { reason: 'the report would exceed the coordinator limit for a report body; it keeps its older copy' });
+    if (!sent.owned)
+      this.log('warn', 'owned resources not reported', { reason: 'the report would exceed the coordinator limit for a report body; it keeps its older copy' });
     return sent;
   }
 

@@ -1,4 +1,13 @@
-import { CheckpointError, compareCheckpoints, firstVersionListing, openCheckpoint, parseCheckpoint, TrustChainError, walkTrustChain, type TrustPin } from '#bundle';
+import {
+  CheckpointError,
+  compareCheckpoints,
+  firstVersionListing,
+  openCheckpoint,
+  parseCheckpoint,
+  TrustChainError,
+  walkTrustChain,
+  type TrustPin,
+} from '#bundle';
 import { TrustKey, type AgentIdentity, type AgentTrust, type HeldCheckpoint } from '#contracts';
 import { AgentError } from '../errors.js';
 import type { CoordinatorClient } from './coordinator-client.js';
@@ -53,7 +62,9 @@ export class TrustKeeper {
       chain = await this.client.fetchTrust(held?.version ?? 0);
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
-      throw new BundleRejected('trust_unavailable', `the signer is not trusted yet and the trust chain could not be fetched: ${err.message}`, null, { cause: err });
+      throw new BundleRejected('trust_unavailable', `the signer is not trusted yet and the trust chain could not be fetched: ${err.message}`, null, {
+        cause: err,
+      });
     }
     const documents = chain.versions.map((v) => v.document);
     try {
@@ -61,12 +72,19 @@ export class TrustKeeper {
       if (!start) {
         const keys = this.enrolmentKeys();
         const first = Math.min(...keys.map((k) => firstVersionListing(documents, k.kid) ?? Number.POSITIVE_INFINITY));
-        if (!Number.isFinite(first)) throw new TrustChainError('trust_forged', null, `no trust version lists the key pinned at enrolment (${keys.map((k) => k.kid).join(', ')})`);
+        if (!Number.isFinite(first))
+          throw new TrustChainError('trust_forged', null, `no trust version lists the key pinned at enrolment (${keys.map((k) => k.kid).join(', ')})`);
         start = { version: first, keys, revoked: [], digest: null };
       }
       const next = walkTrustChain(start, documents);
       if (this.persist && (!held || next.version > held.version)) {
-        const record: AgentTrust = { enrolled_at: this.identity.enrolled_at, version: next.version, keys: [...next.keys], revoked: [...next.revoked], digest: next.digest };
+        const record: AgentTrust = {
+          enrolled_at: this.identity.enrolled_at,
+          version: next.version,
+          keys: [...next.keys],
+          revoked: [...next.revoked],
+          digest: next.digest,
+        };
         this.dir.writeTrust(record);
       }
       this.pin = next;
@@ -107,7 +125,10 @@ export class TrustKeeper {
       throw new BundleRejected(err.code, err.message, null, { cause: err });
     }
     const c = opened.checkpoint;
-    const order = compareCheckpoints(held ? { origin: held.origin, position: held.position, hash: held.hash, time: held.time, trustVersion: held.trust_version } : null, c);
+    const order = compareCheckpoints(
+      held ? { origin: held.origin, position: held.position, hash: held.hash, time: held.time, trustVersion: held.trust_version } : null,
+      c,
+    );
     if (typeof order === 'object') throw new BundleRejected(order.refused, order.reason, null);
     if (order === 'same') return held;
     const next: HeldCheckpoint = {

@@ -1,6 +1,14 @@
 import type * as jose from 'jose';
 import { BundlePayload } from '#contracts';
-import { BundleVerifyError, setDigest, sha256Hex, verifyBundleSignature, type BundleVerifyFailure, type CheckpointFailure, type TrustChainFailure } from '#bundle';
+import {
+  BundleVerifyError,
+  setDigest,
+  sha256Hex,
+  verifyBundleSignature,
+  type BundleVerifyFailure,
+  type CheckpointFailure,
+  type TrustChainFailure,
+} from '#bundle';
 
 export type RejectionCode =
   | BundleVerifyFailure
@@ -85,7 +93,11 @@ export async function verifyBundle(jws: string, ctx: VerifyContext): Promise<Ver
     const content = Buffer.from(a.content, 'base64');
     const digest = sha256Hex(content);
     if (digest !== a.sha256 || content.byteLength !== a.size) {
-      throw new BundleRejected('digest_mismatch', `artifact ${a.name} has sha256 ${digest} (${content.byteLength} bytes), the bundle says ${a.sha256} (${a.size} bytes)`, v);
+      throw new BundleRejected(
+        'digest_mismatch',
+        `artifact ${a.name} has sha256 ${digest} (${content.byteLength} bytes), the bundle says ${a.sha256} (${a.size} bytes)`,
+        v,
+      );
     }
     files.set(a.name, content);
   }
@@ -93,7 +105,10 @@ export async function verifyBundle(jws: string, ctx: VerifyContext): Promise<Ver
   if (digest !== payload.set_digest) throw new BundleRejected('digest_mismatch', `set digest is ${digest}, the bundle says ${payload.set_digest}`, v);
   if (payload.retired && payload.artifacts.length > 0) throw new BundleRejected('bad_payload', 'a retired bundle carries artifacts', v);
   if (ctx.checkpointPosition === null || payload.position > ctx.checkpointPosition) {
-    const held = ctx.checkpointPosition === null ? 'this agent holds no verified checkpoint' : `the newest checkpoint this agent verified is at position ${ctx.checkpointPosition}`;
+    const held =
+      ctx.checkpointPosition === null
+        ? 'this agent holds no verified checkpoint'
+        : `the newest checkpoint this agent verified is at position ${ctx.checkpointPosition}`;
     throw new BundleRejected('stamped_after_checkpoint', `bundle was stamped at ledger position ${payload.position}, but ${held}`, v);
   }
   return { payload, files };

@@ -10,7 +10,12 @@ async function keyPair(): Promise<{ key: SigningKey; jwks: jose.JSONWebKeySet }>
 }
 
 function payload(version: number, files: Record<string, string>, node = 'alpha', retired = false) {
-  const artifacts = Object.entries(files).map(([name, c]) => ({ name, sha256: sha256Hex(c), size: Buffer.byteLength(c), content: Buffer.from(c).toString('base64') }));
+  const artifacts = Object.entries(files).map(([name, c]) => ({
+    name,
+    sha256: sha256Hex(c),
+    size: Buffer.byteLength(c),
+    content: Buffer.from(c).toString('base64'),
+  }));
   return { node, version, set_digest: setDigest(artifacts), position: 1, publish_id: 'p', issued_at: '2026-11-29T00:00:00Z', retired, artifacts };
 }
 
@@ -29,7 +34,14 @@ async function rejection(promise: Promise<unknown>): Promise<{ code: string; ver
 describe('verifyBundle', () => {
   it('accepts a bundle for this node at or above the high-water mark and returns its files', async () => {
     const { key, jwks } = await keyPair();
-    const ok = await verifyBundle(await sign(payload(5, { 'flor.json': '{}\n' }), key), { pinned: jwks, trustVersion: 1, revoked: [], node: 'alpha', highWater: 5, checkpointPosition: 1 });
+    const ok = await verifyBundle(await sign(payload(5, { 'flor.json': '{}\n' }), key), {
+      pinned: jwks,
+      trustVersion: 1,
+      revoked: [],
+      node: 'alpha',
+      highWater: 5,
+      checkpointPosition: 1,
+    });
     expect(ok.payload.version).toBe(5);
     expect(ok.files.get('flor.json')?.toString()).toBe('{}\n');
   });
@@ -40,7 +52,10 @@ describe('verifyBundle', () => {
     const ctx = { pinned: jwks, trustVersion: 2, revoked: [], node: 'alpha', highWater: 5, checkpointPosition: 1 };
     const good = payload(6, { 'flor.json': '{}\n' });
     expect(await rejection(verifyBundle(await sign(good, other.key), ctx))).toEqual({ code: 'unknown_key', version: null });
-    expect(await rejection(verifyBundle(await sign(good, { kid: key.kid, privateKey: other.key.privateKey }), ctx))).toEqual({ code: 'bad_signature', version: null });
+    expect(await rejection(verifyBundle(await sign(good, { kid: key.kid, privateKey: other.key.privateKey }), ctx))).toEqual({
+      code: 'bad_signature',
+      version: null,
+    });
     expect(await rejection(verifyBundle('a.b', ctx))).toEqual({ code: 'malformed', version: null });
     expect(await rejection(verifyBundle(await sign(payload(6, {}, 'beta'), key), ctx))).toEqual({ code: 'wrong_node', version: 6 });
     expect(await rejection(verifyBundle(await sign(payload(4, {}), key), ctx))).toEqual({ code: 'replayed', version: 4 });

@@ -3,13 +3,26 @@ import { describeApplySet } from './apply-set.command.js';
 import { formatBehind, formatStatus } from './status.command.js';
 import { describeOutcome } from './sync.command.js';
 
-const outcome = (o: Partial<SyncOutcome>): SyncOutcome => ({ result: 'up_to_date', dry_run: false, version: 7, was: 7, active_version: 7, reason: null, code: null, ...o });
+const outcome = (o: Partial<SyncOutcome>): SyncOutcome => ({
+  result: 'up_to_date',
+  dry_run: false,
+  version: 7,
+  was: 7,
+  active_version: 7,
+  reason: null,
+  code: null,
+  ...o,
+});
 
 describe('agent output', () => {
   it('says what a dry run would do, never that it applied', () => {
     expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 8, was: 7 }))).toBe('would apply 8 (active 7)');
-    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 7, was: 7 }))).toBe('would apply 7 again (active 7, its apply did not complete)');
-    expect(describeOutcome(outcome({ dry_run: true, result: 'rejected', version: 8, reason: 'signature does not verify' }))).toBe('rejected 8: signature does not verify');
+    expect(describeOutcome(outcome({ dry_run: true, result: 'would_apply', version: 7, was: 7 }))).toBe(
+      'would apply 7 again (active 7, its apply did not complete)',
+    );
+    expect(describeOutcome(outcome({ dry_run: true, result: 'rejected', version: 8, reason: 'signature does not verify' }))).toBe(
+      'rejected 8: signature does not verify',
+    );
     expect(describeOutcome(outcome({ dry_run: true }))).toBe('up to date at 7');
     expect(describeOutcome(outcome({ result: 'applied', version: 8, was: 7, active_version: 8 }))).toBe('applied 8 (was 7)');
   });
@@ -36,30 +49,72 @@ describe('agent output', () => {
 
   it('says whether a node is behind, what it saw and why it is not in effect', () => {
     expect(formatBehind(null)).toBe('no');
-    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'failed', detail: 'vertex exited with 1', seen_at: null })).toBe('version 3 seen, 2 in effect: its apply failed: vertex exited with 1');
-    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'dry_run', detail: null, seen_at: null })).toBe('version 3 seen, 2 in effect: seen by a dry run only (the next pass applies it)');
-    expect(formatBehind({ seen_version: null, active_version: 2, reason: 'rejected', detail: 'unknown_key: …', seen_at: null })).toBe('an unverifiable bundle seen, 2 in effect: rejected: unknown_key: …');
+    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'failed', detail: 'vertex exited with 1', seen_at: null })).toBe(
+      'version 3 seen, 2 in effect: its apply failed: vertex exited with 1',
+    );
+    expect(formatBehind({ seen_version: 3, active_version: 2, reason: 'dry_run', detail: null, seen_at: null })).toBe(
+      'version 3 seen, 2 in effect: seen by a dry run only (the next pass applies it)',
+    );
+    expect(formatBehind({ seen_version: null, active_version: 2, reason: 'rejected', detail: 'unknown_key: …', seen_at: null })).toBe(
+      'an unverifiable bundle seen, 2 in effect: rejected: unknown_key: …',
+    );
   });
 
   it('says what apply --set did, and that a refusal changed nothing', () => {
     const digest = 'ab'.repeat(32);
-    const o = (x: Partial<ApplySetOutcome>): ApplySetOutcome => ({ result: 'applied', source: '/r/.flor/compiled/first', node: 'first', set_digest: digest, activation: 'restart', code: null, reason: null, ...x });
-    expect(describeApplySet(o({ resources: [{ kind: 'file', path: '/etc/motd', outcome: 'applied' }] }))).toBe(`applied local set ${digest} (node first) from /r/.flor/compiled/first: 1 resource, activation restart`);
+    const o = (x: Partial<ApplySetOutcome>): ApplySetOutcome => ({
+      result: 'applied',
+      source: '/r/.flor/compiled/first',
+      node: 'first',
+      set_digest: digest,
+      activation: 'restart',
+      code: null,
+      reason: null,
+      ...x,
+    });
+    expect(describeApplySet(o({ resources: [{ kind: 'file', path: '/etc/motd', outcome: 'applied' }] }))).toBe(
+      `applied local set ${digest} (node first) from /r/.flor/compiled/first: 1 resource, activation restart`,
+    );
     expect(describeApplySet(o({ result: 'unchanged', activation: null }))).toBe(`local set ${digest} (node first) is already in effect: nothing to do`);
-    expect(describeApplySet(o({ result: 'refused', node: null, set_digest: null, activation: null, code: 'not_a_set', reason: '/x does not exist' }))).toBe('refused: /x does not exist (nothing was changed)');
-    expect(describeApplySet(o({ result: 'failed', activation: null, code: 'unsupported_resource', reason: 'package resources (apt) …' }))).toBe(`failed local set ${digest} (node first): package resources (apt) …`);
+    expect(describeApplySet(o({ result: 'refused', node: null, set_digest: null, activation: null, code: 'not_a_set', reason: '/x does not exist' }))).toBe(
+      'refused: /x does not exist (nothing was changed)',
+    );
+    expect(describeApplySet(o({ result: 'failed', activation: null, code: 'unsupported_resource', reason: 'package resources (apt) …' }))).toBe(
+      `failed local set ${digest} (node first): package resources (apt) …`,
+    );
   });
 
   it('shows a local set in effect in place of a coordinator version', () => {
     const status: AgentStatus = {
-      lifecycle: 'hosted', since: null, node: null, coordinator: null, active_version: 0, staged_versions: [], high_water: 0, applied_version: 0,
-      last_poll: null, last_contact: null, next_poll: null, last_result: 'applied', last_error: null, vertex: null, activations: [], retired: null, behind: null, trust_version: null, freshness: null, confirmation: null, watch: null,
+      lifecycle: 'hosted',
+      since: null,
+      node: null,
+      coordinator: null,
+      active_version: 0,
+      staged_versions: [],
+      high_water: 0,
+      applied_version: 0,
+      last_poll: null,
+      last_contact: null,
+      next_poll: null,
+      last_result: 'applied',
+      last_error: null,
+      vertex: null,
+      activations: [],
+      retired: null,
+      behind: null,
+      trust_version: null,
+      freshness: null,
+      confirmation: null,
+      watch: null,
       local_set: { node: 'first', set_digest: 'cd'.repeat(32), source: '/r/.flor/compiled/first', applied_at: '2026-12-01T09:00:00.000Z' },
     };
     const text = formatStatus(status);
     expect(text).toMatch(/^active version   0 \(local set\)$/m);
     expect(text).toMatch(/^watch +-$/m);
-    expect(formatStatus({ ...status, watch: { state: 'watching', since: '2026-12-01T09:00:00.000Z', reason: null } })).toMatch(/^watch +watching since 2026-12-01T09:00:00.000Z$/m);
+    expect(formatStatus({ ...status, watch: { state: 'watching', since: '2026-12-01T09:00:00.000Z', reason: null } })).toMatch(
+      /^watch +watching since 2026-12-01T09:00:00.000Z$/m,
+    );
     expect(formatStatus({ ...status, watch: { state: 'off', since: null, reason: null } })).toMatch(/^watch +off \(sync.watch: false\): polling only$/m);
     expect(text).toMatch(new RegExp(`^applied version  local set ${'cd'.repeat(32)}$`, 'm'));
     expect(text).toMatch(/^local set        node first, from \/r\/\.flor\/compiled\/first, applied at 2026-12-01T09:00:00\.000Z$/m);

@@ -74,11 +74,17 @@ export async function run(options: RunOptions): Promise<void> {
   const refusal = cleartextRefusal(coordinator, 'enrolment token', 'pass --insecure-http', insecureHttp);
   if (refusal) throw new UsageError(refusal);
   if (tlsPin !== undefined && coordinator.protocol !== 'https:') {
-    throw new UsageError(`the enrolment token pins the coordinator's TLS key, so it serves https: use https://${coordinator.host}${coordinator.pathname.replace(/\/+$/, '')} as --coordinator; nothing was sent`);
+    throw new UsageError(
+      `the enrolment token pins the coordinator's TLS key, so it serves https: use https://${coordinator.host}${coordinator.pathname.replace(/\/+$/, '')} as --coordinator; nothing was sent`,
+    );
   }
   const caFile = options.cacert !== undefined ? resolve(options.cacert) : config.tls?.ca_file;
   // With a pin, the pin alone admits the server: a CA vouching for some other key is not the coordinator the token names.
-  const agent = coordinatorAgent(coordinator, { caFile, caFrom: options.cacert !== undefined ? '--cacert' : 'tls.ca_file', pin: tlsPin, requirePin: tlsPin !== undefined, insecureHttp }, 'enrolment token');
+  const agent = coordinatorAgent(
+    coordinator,
+    { caFile, caFrom: options.cacert !== undefined ? '--cacert' : 'tls.ca_file', pin: tlsPin, requirePin: tlsPin !== undefined, insecureHttp },
+    'enrolment token',
+  );
 
   if (options.node !== undefined && !NodeName.safeParse(options.node).success) throw new UsageError(`--node ${options.node} is not a node name (a DNS label)`);
   // The name this host expects to be, when it knows one (its enrolment, else the local set it runs): the coordinator checks it against the token's node.
@@ -88,7 +94,15 @@ export async function run(options: RunOptions): Promise<void> {
   const body = {
     token: options.token.trim(),
     ...(expected ? { node: expected } : {}),
-    profile: { hostname: hostname(), os: platform(), arch: arch(), agent_version: AGENT_VERSION, clock: new Date().toISOString(), os_release: release(), runtime: `node ${process.version}` },
+    profile: {
+      hostname: hostname(),
+      os: platform(),
+      arch: arch(),
+      agent_version: AGENT_VERSION,
+      clock: new Date().toISOString(),
+      os_release: release(),
+      runtime: `node ${process.version}`,
+    },
     inventory: { cpus: cpus().length, memory_bytes: totalmem() },
   };
   const a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
@@ -102,7 +116,11 @@ export async function run(options: RunOptions): Promise<void> {
   } catch {
     parsed = null;
   }
-  if (!parsed?.success) throw new AgentError('bad_response', `the enrolment answer does not match the contract${parsed ? `: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` : ''}`);
+  if (!parsed?.success)
+    throw new AgentError(
+      'bad_response',
+      `the enrolment answer does not match the contract${parsed ? `: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` : ''}`,
+    );
   const res = parsed.data;
 
   dir.ensure();
@@ -134,14 +152,20 @@ export async function run(options: RunOptions): Promise<void> {
   // also just reached the coordinator, so a run of passes that could not is over.
   const state = dir.readState();
   if (state.retired || state.disconnected_since) dir.writeState({ ...state, retired: null, disconnected_since: null });
-  process.stdout.write(`enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}${tlsPin ? `; pinned TLS key sha256 ${tlsPin}` : ''}; identity in ${dir.identityPath}\n`);
+  process.stdout.write(
+    `enrolled ${res.node} with ${identity.coordinator}; pinned key ${String(pinned.kid)}${tlsPin ? `; pinned TLS key sha256 ${tlsPin}` : ''}; identity in ${dir.identityPath}\n`,
+  );
   if (res.briefing) {
     process.stdout.write(`briefing: ${res.briefing.outcome}\n`);
     for (const line of res.briefing.lines) process.stdout.write(`  ${line.outcome === 'pass' ? 'pass' : 'FAIL'}  ${line.check}: ${line.detail}\n`);
     // Adoption completed either way; the node is only marked, so this is a warning and not a failure.
-    if (res.briefing.outcome !== 'pass') process.stderr.write(`warning: ${res.node} is enrolled but ineligible until it enrols with every briefing check passing\n`);
+    if (res.briefing.outcome !== 'pass')
+      process.stderr.write(`warning: ${res.node} is enrolled but ineligible until it enrols with every briefing check passing\n`);
   }
-  if (recovered > 0) process.stdout.write(`recovered ${recovered} installed file${recovered === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer has\n`);
+  if (recovered > 0)
+    process.stdout.write(
+      `recovered ${recovered} installed file${recovered === 1 ? '' : 's'} from the coordinator's copy: the next applied set removes those it no longer has\n`,
+    );
   if (resources) {
     const files = Object.keys(resources.owned.files).length;
     const packages = Object.keys(resources.owned.packages).length;
@@ -151,7 +175,9 @@ export async function run(options: RunOptions): Promise<void> {
     for (const l of resources.left) process.stdout.write(`  not recovered: ${l.resource}: ${l.reason}\n`);
   }
   if (notRecovered !== null) {
-    process.stderr.write(`warning: the host resources in the coordinator's copy were not recovered (${notRecovered}); enrol again with a new token before a set is applied to retry\n`);
+    process.stderr.write(
+      `warning: the host resources in the coordinator's copy were not recovered (${notRecovered}); enrol again with a new token before a set is applied to retry\n`,
+    );
   }
 }
 

@@ -37,10 +37,17 @@ export function run(options: RunOptions): void {
     try {
       if (!statSync(dir.root).isDirectory()) throw new AgentError('bad_state', `state dir ${dir.root} is not a directory`);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err instanceof AgentError ? err : new AgentError('bad_state', `state dir ${dir.root}: ${(err as Error).message}`, { cause: err });
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw err instanceof AgentError ? err : new AgentError('bad_state', `state dir ${dir.root}: ${(err as Error).message}`, { cause: err });
       exists = false;
     }
-    check = { version: AGENT_VERSION, runtime: process.version, config: configPathFor(options) ?? null, state_dir: dir.root, state: exists ? dir.load() : null };
+    check = {
+      version: AGENT_VERSION,
+      runtime: process.version,
+      config: configPathFor(options) ?? null,
+      state_dir: dir.root,
+      state: exists ? dir.load() : null,
+    };
   } catch (err) {
     if (err instanceof AgentError) throw new AgentError(err.code, `self-check failed: ${err.message}`, { cause: err });
     throw err;

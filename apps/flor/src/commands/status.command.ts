@@ -27,7 +27,11 @@ export function formatFreshness(f: AgentStatus['freshness']): string {
 }
 
 function formatActivation(a: ActivationRecord): string {
-  const how = a.answer ? `${a.activation} (${a.answer})` : a.fallback ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})` : a.activation;
+  const how = a.answer
+    ? `${a.activation} (${a.answer})`
+    : a.fallback
+      ? `${a.activation} (hot reload not applied: ${a.fallback.code}: ${a.fallback.reason})`
+      : a.activation;
   return `${a.version}: ${how} at ${a.at}`;
 }
 
@@ -40,7 +44,11 @@ export function formatConfirmation(c: AgentStatus['confirmation']): string {
   switch (c.state) {
     case 'provisional': {
       const p = c.provisional!;
-      const waiting = [p.checks_passed_at ? null : `checks${p.check_failure ? ` (last: ${p.check_failure})` : ''}`, p.reached_at ? null : 'contact', p.mode === 'operator' && !p.operator_confirmed ? 'operator' : null].filter(Boolean);
+      const waiting = [
+        p.checks_passed_at ? null : `checks${p.check_failure ? ` (last: ${p.check_failure})` : ''}`,
+        p.reached_at ? null : 'contact',
+        p.mode === 'operator' && !p.operator_confirmed ? 'operator' : null,
+      ].filter(Boolean);
       return `provisional ${p.version} until ${p.deadline} (back to ${p.previous}${waiting.length ? `; waiting for: ${waiting.join(', ')}` : ''})`;
     }
     case 'confirmed': {
@@ -65,7 +73,9 @@ function formatWatch(w: AgentStatus['watch']): string {
 export function formatStatus(s: AgentStatus): string {
   const rows: [string, string][] = [
     ['lifecycle', s.since === null ? s.lifecycle : `${s.lifecycle} since ${s.since}`],
-    ...(s.retired ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]] : []),
+    ...(s.retired
+      ? [['retired', `${s.retired.version === null ? '' : `at version ${s.retired.version} `}since ${s.retired.at}: ${WAYS_ON}`] as [string, string]]
+      : []),
     ['node', s.node ?? '-'],
     ['coordinator', s.coordinator ?? '-'],
     ['active version', s.local_set && s.active_version === 0 ? '0 (local set)' : String(s.active_version)],

@@ -11,7 +11,10 @@ export function describeOutcome(o: SyncOutcome): string {
   const v = o.version === null ? '' : ` ${o.version}`;
   switch (o.result) {
     case 'would_apply':
-      return (o.version === o.was ? `would apply ${o.version} again (active ${o.was}, its apply did not complete)` : `would apply ${o.version} (active ${o.was})`) + plannedLines(o.planned ?? []);
+      return (
+        (o.version === o.was ? `would apply ${o.version} again (active ${o.was}, its apply did not complete)` : `would apply ${o.version} (active ${o.was})`) +
+        plannedLines(o.planned ?? [])
+      );
     case 'up_to_date':
       return `up to date at ${o.active_version}`;
     case 'applied':

@@ -20,7 +20,9 @@ export function ledgerHashes(client: CoordinatorClient): (position: number) => P
     if (position === 0) return Promise.resolve(GENESIS_HASH);
     let hash = seen.get(position);
     if (!hash) {
-      hash = client.call('GET', `/v1/ledger/events?after=${position - 1}&limit=1`, LedgerEventPage).then(({ body }) => (body.items[0]?.position === position ? body.items[0].hash : null));
+      hash = client
+        .call('GET', `/v1/ledger/events?after=${position - 1}&limit=1`, LedgerEventPage)
+        .then(({ body }) => (body.items[0]?.position === position ? body.items[0].hash : null));
       seen.set(position, hash);
     }
     return hash;

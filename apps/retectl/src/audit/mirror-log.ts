@@ -16,7 +16,8 @@ function git(args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('git', args, { env, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(new RetectlError('io', 'the git CLI is needed to read the audit mirror (install git, or pass --no-mirror)'));
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        return reject(new RetectlError('io', 'the git CLI is needed to read the audit mirror (install git, or pass --no-mirror)'));
       reject(new RetectlError('io', `git ${args[0] === '--git-dir' ? args[2] : args[0]} failed: ${stderr.trim().split('\n').pop() ?? err.message}`));
     });
   });
@@ -32,7 +33,13 @@ function git(args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
 function gitEnv(connection: Connection): NodeJS.ProcessEnv {
   const config: [string, string][] = [['http.extraHeader', `Authorization: Bearer ${connection.token}`]];
   if (connection.caFile) config.push(['http.sslCAInfo', connection.caFile]);
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_COUNT: String(config.length) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '/bin/false',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_COUNT: String(config.length),
+  };
   if (connection.caFile) env.GIT_SSL_CAINFO = connection.caFile;
   config.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key;
@@ -43,7 +50,9 @@ function gitEnv(connection: Connection): NodeJS.ProcessEnv {
 
 /** The mirror's first-parent history, oldest first, read from a local clone (a bare one or a work tree). */
 export async function readMirrorLog(gitdir: string, env: NodeJS.ProcessEnv = process.env): Promise<MirrorCommit[]> {
-  const ref = (await git(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', 'refs/heads/main', 'refs/remotes/origin/main'], env)).split('\n').filter(Boolean)[0];
+  const ref = (await git(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', 'refs/heads/main', 'refs/remotes/origin/main'], env))
+    .split('\n')
+    .filter(Boolean)[0];
   if (!ref) return [];
   const format = '%H%x1f%(trailers:key=Ledger-Position,valueonly,separator=%x2C)%x1f%(trailers:key=Ledger-Hash,valueonly,separator=%x2C)%x1e';
   const log = await git(['--git-dir', gitdir, 'log', '--first-parent', '--reverse', `--format=${format}`, ref], env);

@@ -137,7 +137,12 @@ export async function run(options: AuditTreeOptions): Promise<number> {
   // Every tile the checks read, fetched first: the folds below read them synchronously.
   const wanted = [...rootCoords(n), ...(kept && kept.size >= 1 && kept.size <= n ? [...rootCoords(kept.size), ...consistencyCoords(kept.size, n)] : [])];
   const tiles = new Map<string, Buffer>();
-  const want = options.save ? allTiles(n) : [...tilesFor(wanted, n), ...(n > 0 ? [{ kind: 'entries', index: Math.floor((n - 1) / TILE_WIDTH), width: tileWidth(0, Math.floor((n - 1) / TILE_WIDTH), n) } as TileRef] : [])];
+  const want = options.save
+    ? allTiles(n)
+    : [
+        ...tilesFor(wanted, n),
+        ...(n > 0 ? [{ kind: 'entries', index: Math.floor((n - 1) / TILE_WIDTH), width: tileWidth(0, Math.floor((n - 1) / TILE_WIDTH), n) } as TileRef] : []),
+      ];
   for (const t of want) {
     const path = tilePath(t);
     const bytes = await source.tile(path);
@@ -162,7 +167,8 @@ export async function run(options: AuditTreeOptions): Promise<number> {
       const N = Math.floor((n - 1) / TILE_WIDTH);
       const entries = decodeEntryBundle(tiles.get(tilePath({ kind: 'entries', index: N, width: tileWidth(0, N, n) }))!);
       const last = entries[(n - 1) % TILE_WIDTH];
-      if (!last || last.toString('hex') !== now.chain) disagreements.push(`entries: entry ${n - 1} is ${last?.toString('hex') ?? 'missing'}; the checkpoint's chain line says ${now.chain}`);
+      if (!last || last.toString('hex') !== now.chain)
+        disagreements.push(`entries: entry ${n - 1} is ${last?.toString('hex') ?? 'missing'}; the checkpoint's chain line says ${now.chain}`);
       else if (!leafHash(last).equals(Buffer.from(row(0, n - 1)))) disagreements.push(`entries: entry ${n - 1} does not hash to the tree's leaf ${n - 1}`);
       else lines.push(`entries: the last entry is the chain hash the checkpoint names (${now.chain}): agrees`);
     }
@@ -172,8 +178,14 @@ export async function run(options: AuditTreeOptions): Promise<number> {
     else if (kept.size === 0) lines.push('kept checkpoint: the empty tree, which every tree extends');
     else {
       const proof = consistencyProof(kept.size, n, read);
-      if (verifyConsistency(kept.size, n, Buffer.from(kept.root, 'hex'), Buffer.from(now.root, 'hex'), proof)) lines.push(`kept checkpoint (${kept.size} entries, root ${kept.root}): the tree now extends it (a consistency proof of ${proof.length} hashes): agrees`);
-      else disagreements.push(`kept checkpoint (${kept.size} entries, root ${kept.root}): the tree now does not extend it: the ledger was rewritten at or before entry ${kept.size}`);
+      if (verifyConsistency(kept.size, n, Buffer.from(kept.root, 'hex'), Buffer.from(now.root, 'hex'), proof))
+        lines.push(
+          `kept checkpoint (${kept.size} entries, root ${kept.root}): the tree now extends it (a consistency proof of ${proof.length} hashes): agrees`,
+        );
+      else
+        disagreements.push(
+          `kept checkpoint (${kept.size} entries, root ${kept.root}): the tree now does not extend it: the ledger was rewritten at or before entry ${kept.size}`,
+        );
     }
   }
   if (options.save && disagreements.length === 0) {
@@ -187,7 +199,11 @@ export async function run(options: AuditTreeOptions): Promise<number> {
     lines.push(`saved: the checkpoint, the trust chain and ${tiles.size} tiles in ${options.save}; verify from them with --from ${options.save}`);
   }
   for (const d of disagreements) lines.push(`DISAGREES: ${d}`);
-  lines.push(disagreements.length === 0 ? 'verified: the tree is what its signed checkpoint says' : `${disagreements.length} disagreement${disagreements.length === 1 ? '' : 's'}`);
+  lines.push(
+    disagreements.length === 0
+      ? 'verified: the tree is what its signed checkpoint says'
+      : `${disagreements.length} disagreement${disagreements.length === 1 ? '' : 's'}`,
+  );
   return report(options, { ok: disagreements.length === 0, checkpoint: now, since: kept, disagreements }, lines);
 }
 

@@ -54,9 +54,12 @@ export async function run(options: AuditVerifyOptions): Promise<number> {
   }
   const c = kept.checkpoint;
   lines.push(`checkpoint ${c.origin} at position ${c.position}, hash ${c.hash}, signed ${c.time} by key ${kept.kid} (trust version ${c.trustVersion})`);
-  if (kept.replaced) lines.push(`  key ${kept.kid} was rotated out in trust version ${kept.replaced.version} (${kept.replaced.at}); what it signed before stays valid`);
+  if (kept.replaced)
+    lines.push(`  key ${kept.kid} was rotated out in trust version ${kept.replaced.version} (${kept.replaced.at}); what it signed before stays valid`);
   if (kept.revoked) {
-    lines.push(`  WARNING: key ${kept.kid} was revoked in trust version ${kept.revoked.version} (${kept.revoked.at}); the checkpoint claims an earlier time, which only your own record of when you kept it can confirm`);
+    lines.push(
+      `  WARNING: key ${kept.kid} was revoked in trust version ${kept.revoked.version} (${kept.revoked.at}); the checkpoint claims an earlier time, which only your own record of when you kept it can confirm`,
+    );
   }
 
   const ledgerHashAt = ledgerHashes(client);
@@ -65,7 +68,13 @@ export async function run(options: AuditVerifyOptions): Promise<number> {
   if (ledger.agrees) lines.push(`ledger: position ${c.position} has hash ${c.hash}: agrees`);
   else {
     const found = ledgerHash === null ? 'the ledger has no such position (it is shorter: rolled back or truncated)' : `the ledger has ${ledgerHash}`;
-    disagreements.push({ source: 'ledger', position: c.position, expected: c.hash, found: ledgerHash, detail: `at position ${c.position} the checkpoint says ${c.hash}; ${found}` });
+    disagreements.push({
+      source: 'ledger',
+      position: c.position,
+      expected: c.hash,
+      found: ledgerHash,
+      detail: `at position ${c.position} the checkpoint says ${c.hash}; ${found}`,
+    });
     lines.push(`ledger: DISAGREES at position ${c.position}: the checkpoint says ${c.hash}; ${found}`);
   }
 
@@ -75,25 +84,59 @@ export async function run(options: AuditVerifyOptions): Promise<number> {
     const at = commits.find((m) => m.position === c.position) ?? null;
     if (at && at.hash === c.hash) lines.push(`mirror: commit ${at.commit} (Ledger-Position ${c.position}) carries hash ${c.hash}: agrees`);
     else if (at) {
-      disagreements.push({ source: 'mirror', position: c.position, expected: c.hash, found: at.hash, detail: `mirror commit ${at.commit} for position ${c.position} carries ${at.hash}; the checkpoint says ${c.hash}` });
+      disagreements.push({
+        source: 'mirror',
+        position: c.position,
+        expected: c.hash,
+        found: at.hash,
+        detail: `mirror commit ${at.commit} for position ${c.position} carries ${at.hash}; the checkpoint says ${c.hash}`,
+      });
       lines.push(`mirror: DISAGREES at position ${c.position}: commit ${at.commit} carries ${at.hash}; the checkpoint says ${c.hash}`);
     } else {
       const before = commits.filter((m) => m.position < c.position).at(-1);
-      lines.push(`mirror: no commit carries Ledger-Position ${c.position} (only publishes are mirrored${before ? `; the latest before it is at position ${before.position}` : ''}): checked against the ledger below`);
+      lines.push(
+        `mirror: no commit carries Ledger-Position ${c.position} (only publishes are mirrored${before ? `; the latest before it is at position ${before.position}` : ''}): checked against the ledger below`,
+      );
     }
     const parted = await firstDisagreement<MirrorCommit>(commits, ledgerHashAt);
     if (parted) {
       const { sighting: m, ledger: found } = parted;
       const previous = commits[commits.indexOf(m) - 1];
       const where = previous ? `after position ${previous.position}, where they still agree,` : '';
-      const detail = `mirror commit ${m.commit} records hash ${m.hash} at position ${m.position}; the ledger has ${found ?? 'no such position'}: the ledger was rewritten ${where} at or before position ${m.position}`.replace(/ {2}/g, ' ');
+      const detail =
+        `mirror commit ${m.commit} records hash ${m.hash} at position ${m.position}; the ledger has ${found ?? 'no such position'}: the ledger was rewritten ${where} at or before position ${m.position}`.replace(
+          / {2}/g,
+          ' ',
+        );
       disagreements.push({ source: 'mirror', position: m.position, expected: m.hash, found, detail });
       lines.push(`mirror: DISAGREES with the ledger: ${detail}`);
     } else lines.push(`mirror: all ${commits.length} mirrored positions agree with the ledger`);
-    mirror = { commits: commits.length, at: at && { commit: at.commit, hash: at.hash, agrees: at.hash === c.hash }, first_disagreement: parted && { position: parted.sighting.position, commit: parted.sighting.commit, mirror_hash: parted.sighting.hash, ledger_hash: parted.ledger } };
+    mirror = {
+      commits: commits.length,
+      at: at && { commit: at.commit, hash: at.hash, agrees: at.hash === c.hash },
+      first_disagreement: parted && {
+        position: parted.sighting.position,
+        commit: parted.sighting.commit,
+        mirror_hash: parted.sighting.hash,
+        ledger_hash: parted.ledger,
+      },
+    };
   }
-  lines.push(disagreements.length === 0 ? 'verified: the checkpoint is consistent with the ledger and the mirror' : `${disagreements.length} disagreement${disagreements.length === 1 ? '' : 's'}`);
-  const checkpoint = { origin: c.origin, position: c.position, hash: c.hash, time: c.time, trust_version: c.trustVersion, kid: kept.kid, replaced: kept.replaced, revoked: kept.revoked };
+  lines.push(
+    disagreements.length === 0
+      ? 'verified: the checkpoint is consistent with the ledger and the mirror'
+      : `${disagreements.length} disagreement${disagreements.length === 1 ? '' : 's'}`,
+  );
+  const checkpoint = {
+    origin: c.origin,
+    position: c.position,
+    hash: c.hash,
+    time: c.time,
+    trust_version: c.trustVersion,
+    kid: kept.kid,
+    replaced: kept.replaced,
+    revoked: kept.revoked,
+  };
   return report(options, { ok: disagreements.length === 0, checkpoint, ledger, mirror, disagreements }, lines);
 }
 

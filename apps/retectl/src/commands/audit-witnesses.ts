@@ -59,7 +59,11 @@ export async function run(options: AuditWitnessesOptions): Promise<number> {
     ...items.map((w) => [w.node, w.position === null ? '?' : String(w.position), w.hash?.slice(0, 16) ?? '?', w.time ?? '?', w.reported_at ?? '-']),
   ];
   out(formatTable(['WITNESS', 'POSITION', 'HASH', 'SIGNED', 'REPORTED'], rows));
-  out(flags.length === 0 ? `no disagreement: ${items.length} node${items.length === 1 ? '' : 's'} and the coordinator agree with each other and with the ledger` : flags.map(describe).join('\n'));
+  out(
+    flags.length === 0
+      ? `no disagreement: ${items.length} node${items.length === 1 ? '' : 's'} and the coordinator agree with each other and with the ledger`
+      : flags.map(describe).join('\n'),
+  );
   return flags.length === 0 ? 0 : 1;
 }
 

@@ -72,7 +72,9 @@ describe('retectl compile on a real folder', () => {
     const out = await compile();
     const { rete: checked } = validateRete(readSources(rete));
     expect(readCompiled(rete)).toEqual(compileRete(checked!));
-    expect(out.split('\n').at(-2)).toMatch(/^compiled 4 nodes into \.flor\/compiled: 4 new, 0 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed; \d+\.\d\d s$/);
+    expect(out.split('\n').at(-2)).toMatch(
+      /^compiled 4 nodes into \.flor\/compiled: 4 new, 0 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed; \d+\.\d\d s$/,
+    );
     expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
   });
 
@@ -97,7 +99,12 @@ describe('retectl compile on a real folder', () => {
   it('removes the folder of a node no longer in the rete and leaves the others untouched', async () => {
     await compile();
     const before = age();
-    write('nodes/servers.yaml', SERVERS.split('\n').filter((l) => !l.includes('gamma')).join('\n'));
+    write(
+      'nodes/servers.yaml',
+      SERVERS.split('\n')
+        .filter((l) => !l.includes('gamma'))
+        .join('\n'),
+    );
     const out = await compile();
     expect(existsSync(join(compiled, 'gamma'))).toBe(false);
     expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/agent.json', 'gamma/mgmt/flor.json']);
@@ -171,6 +178,13 @@ describe('retectl compile on a real folder', () => {
 
   it('answers --json with the nodes and the files it changed', async () => {
     const json = JSON.parse(await compile(true));
-    expect(json).toEqual({ added: ['alpha', 'beta', 'gamma', 'laptop'], changed: [], removed: [], unchanged: [], files: { written: 12, unchanged: 0, removed: 0 }, seconds: expect.any(Number) });
+    expect(json).toEqual({
+      added: ['alpha', 'beta', 'gamma', 'laptop'],
+      changed: [],
+      removed: [],
+      unchanged: [],
+      files: { written: 12, unchanged: 0, removed: 0 },
+      seconds: expect.any(Number),
+    });
   });
 });

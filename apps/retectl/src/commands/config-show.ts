@@ -13,6 +13,9 @@ export async function run(options: { readonly json?: boolean }): Promise<void> {
     ...(config.insecure_http !== undefined ? { insecure_http: config.insecure_http } : {}),
   };
   if (options.json) return outJson(view);
-  const tls = [...(view.ca_file !== undefined ? [`ca_file: ${view.ca_file}`] : []), ...(view.insecure_http !== undefined ? [`insecure_http: ${view.insecure_http}`] : [])];
+  const tls = [
+    ...(view.ca_file !== undefined ? [`ca_file: ${view.ca_file}`] : []),
+    ...(view.insecure_http !== undefined ? [`insecure_http: ${view.insecure_http}`] : []),
+  ];
   out([`config file: ${view.path}`, `coordinator: ${view.coordinator ?? '(not set)'}`, `token: ${view.token}`, ...tls].join('\n'));
 }

@@ -1,5 +1,5 @@
 import { VersionPage } from '#contracts';
-import type { z } from "zod";
+import type { z } from 'zod';
 import { formatTable } from '../status.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
@@ -14,12 +14,16 @@ export interface HistoryOptions extends ConnectionFlags {
 /** A node's versions, newest first, following the coordinator's cursor up to the limit. */
 export async function run(options: HistoryOptions): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
-  const items: z.infer<typeof VersionPage>["items"] = [];
+  const items: z.infer<typeof VersionPage>['items'] = [];
   let cursor: string | null = null;
   do {
     const page = Math.min(100, options.limit - items.length);
     const query: string = `limit=${page}${cursor ? `&cursor=${cursor}` : ''}`;
-    const { body }: { body: z.infer<typeof VersionPage> } = await client.call('GET', `/v1/nodes/${encodeURIComponent(options.node)}/versions?${query}`, VersionPage);
+    const { body }: { body: z.infer<typeof VersionPage> } = await client.call(
+      'GET',
+      `/v1/nodes/${encodeURIComponent(options.node)}/versions?${query}`,
+      VersionPage,
+    );
     items.push(...body.items);
     cursor = body.next_cursor;
   } while (cursor !== null && items.length < options.limit);

@@ -28,7 +28,13 @@ export async function run(options: KeysListOptions): Promise<void> {
   }
   if (options.json) return outJson(history);
   const when = (version: number | null, at: string | null) => (version === null ? '-' : `${at} (v${version})`);
-  const rows = history.keys.map((k) => [k.kid, k.kid === history.signer ? `${k.state}, signs` : k.state, when(k.listed_version, k.listed_at), when(k.retired_version, k.retired_at), when(k.revoked_version, k.revoked_at)]);
+  const rows = history.keys.map((k) => [
+    k.kid,
+    k.kid === history.signer ? `${k.state}, signs` : k.state,
+    when(k.listed_version, k.listed_at),
+    when(k.retired_version, k.retired_at),
+    when(k.revoked_version, k.revoked_at),
+  ]);
   out(formatTable(['KID', 'STATE', 'SINCE', 'RETIRED', 'REVOKED'], rows).trimEnd());
   note(`trust version ${history.trust_version}: ${history.signer} signs bundles, checkpoints and the next trust version`);
 }

@@ -14,6 +14,9 @@ export async function run(options: KeysRevokeOptions): Promise<void> {
   const { body } = await client.call('POST', `/v1/keys/${encodeURIComponent(options.kid)}/revoke`, KeyRotationResponse);
   if (options.json) return outJson(body);
   out(body.kid);
-  const rotated = body.kid !== options.kid && body.resigned > 0 ? `; it was the signer, so ${body.kid} signs from now on (${body.resigned} node head${body.resigned === 1 ? '' : 's'} moved to it)` : '';
+  const rotated =
+    body.kid !== options.kid && body.resigned > 0
+      ? `; it was the signer, so ${body.kid} signs from now on (${body.resigned} node head${body.resigned === 1 ? '' : 's'} moved to it)`
+      : '';
   note(`trust version ${body.trust_version} revokes ${options.kid}${rotated}`);
 }

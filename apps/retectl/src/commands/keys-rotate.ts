@@ -16,5 +16,7 @@ export async function run(options: KeysRotateOptions): Promise<void> {
   const { body } = await client.call('POST', '/v1/keys/rotate', KeyRotationResponse);
   if (options.json) return outJson(body);
   out(body.kid);
-  note(`trust version ${body.trust_version}: bundles are signed with ${body.kid} from now on; ${body.resigned} node head${body.resigned === 1 ? '' : 's'} moved to it (each bundle is signed with it when next fetched), the old key signs nothing more`);
+  note(
+    `trust version ${body.trust_version}: bundles are signed with ${body.kid} from now on; ${body.resigned} node head${body.resigned === 1 ? '' : 's'} moved to it (each bundle is signed with it when next fetched), the old key signs nothing more`,
+  );
 }

@@ -33,7 +33,11 @@ export async function push(options: PackagePushOptions): Promise<void> {
   if (options.json) return outJson(body);
   const p = body.package;
   const what = `${p.name} ${p.version} (${p.architecture}), ${p.size} bytes, sha256 ${p.sha256.slice(0, 12)}`;
-  out(body.created ? `pushed ${what} at ledger position ${p.position}` : `already in the repository: ${what}, pushed by ${p.actor} at ledger position ${p.position}`);
+  out(
+    body.created
+      ? `pushed ${what} at ledger position ${p.position}`
+      : `already in the repository: ${what}, pushed by ${p.actor} at ledger position ${p.position}`,
+  );
 }
 
 export interface PackageListOptions extends ConnectionFlags {
@@ -66,7 +70,8 @@ export interface PackageKeyOptions {
  * Anyone may read it, so no token is needed.
  */
 export async function key(options: PackageKeyOptions): Promise<void> {
-  if (!options.armor && process.stdout.isTTY) throw usageError('the key is binary: redirect it to a file (retectl package key > files/florete.gpg), or print it with --armor');
+  if (!options.armor && process.stdout.isTTY)
+    throw usageError('the key is binary: redirect it to a file (retectl package key > files/florete.gpg), or print it with --armor');
   const bytes = await new CoordinatorClient(resolvePublic(options)).fetchPublic(`/repo/debian/${options.armor ? 'key.asc' : 'key.gpg'}`);
   process.stdout.write(bytes);
   if (!options.armor) note(`wrote the repository's signing key (${bytes.length} bytes, binary OpenPGP) for apt's signed-by=`);

@@ -42,7 +42,8 @@ export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
 export async function run(options: PlanOptions): Promise<number> {
   if ((options.nodes?.length ?? 0) > 0 && !options.diff) throw usageError('plan: node names go with --diff (plan --diff NODE…)');
   // --json keeps its shape, which scripts read; the diff is text for a person.
-  if (options.diff && options.json) throw usageError('plan: --diff prints unified diffs for a person; with --json, read the plan, then retectl show --json NODE');
+  if (options.diff && options.json)
+    throw usageError('plan: --diff prints unified diffs for a person; with --json, read the plan, then retectl show --json NODE');
   const { rete, tree } = loadCompiledTree(options.dir);
   // Before the coordinator is asked anything: a bad rollout flag is a usage error, as in publish.
   const chosen = rolloutPlanOf(rete, options);
@@ -108,17 +109,26 @@ async function printDiffs(client: CoordinatorClient, plan: Plan, tree: CompiledT
       continue;
     }
     if (!changing(e)) {
-      out(e.action === 'retired' ? `${e.node}: retired by this publish (its final version is empty)` : `${e.node}: ${e.action === 'unchanged' ? 'unchanged' : 'not in the tree'}: no content change`);
+      out(
+        e.action === 'retired'
+          ? `${e.node}: retired by this publish (its final version is empty)`
+          : `${e.node}: ${e.action === 'unchanged' ? 'unchanged' : 'not in the tree'}: no content change`,
+      );
       continue;
     }
-    const head = e.action === 'changed' ? (await client.call('GET', `/v1/nodes/${encodeURIComponent(e.node)}/versions/${e.version}`, VersionDetail)).body : undefined;
+    const head =
+      e.action === 'changed' ? (await client.call('GET', `/v1/nodes/${encodeURIComponent(e.node)}/versions/${e.version}`, VersionDetail)).body : undefined;
     for (const line of renderNodeDiff(nodeDiff(e, head, tree.get(e.node)!), colour)) out(line);
   }
   if (listed.length < entries.length) out(`… and ${entries.length - listed.length} more; --all or plan --diff NODE… to see them`);
 }
 
 /** A node's head (none for a new node) against its compiled files. */
-export function nodeDiff(e: Extract<PlanEntry, { action: 'new' | 'changed' }>, head: VersionDetail | undefined, local: ReadonlyMap<string, string | Uint8Array>): NodeDiff {
+export function nodeDiff(
+  e: Extract<PlanEntry, { action: 'new' | 'changed' }>,
+  head: VersionDetail | undefined,
+  local: ReadonlyMap<string, string | Uint8Array>,
+): NodeDiff {
   const from = `${e.node}/v${head?.version ?? 0}`;
   const to = `${e.node}/tree`;
   const headArtifacts = new Map((head?.artifacts ?? []).map((a) => [a.name, a]));

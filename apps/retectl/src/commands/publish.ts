@@ -52,7 +52,12 @@ const ARCHIVE_BYTES = 64 * 1024 * 1024;
  * 100,000-node tree of two artifacts each names 200,000). `offered` filters the answer: a digest
  * this tree does not hold was never asked about, so there is nothing to send for it.
  */
-export async function missingBlobs(client: CoordinatorClient, digests: readonly string[], offered: (sha: string) => boolean, perAsk = MAX_DIGESTS_PER_ASK): Promise<string[]> {
+export async function missingBlobs(
+  client: CoordinatorClient,
+  digests: readonly string[],
+  offered: (sha: string) => boolean,
+  perAsk = MAX_DIGESTS_PER_ASK,
+): Promise<string[]> {
   const missing: string[] = [];
   for (let i = 0; i < digests.length; i += perAsk) {
     const { body } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: digests.slice(i, i + perAsk) } });
@@ -218,7 +223,10 @@ export async function run(options: PublishOptions): Promise<number> {
   // The publish is said before the wait, so the live counts (stderr) follow it.
   // A changed node the tree does not hold is one this (pruning) publish retires.
   if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node))) out(line);
-  const waited = options.waitSeconds !== undefined && body.publish_id !== null ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter()) : null;
+  const waited =
+    options.waitSeconds !== undefined && body.publish_id !== null
+      ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter())
+      : null;
   if (options.json) {
     outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
@@ -228,14 +236,25 @@ export async function run(options: PublishOptions): Promise<number> {
 }
 
 /** A publish that started a rollout: its waves, and with --wait the rollout followed until it finishes. */
-async function reportRollout(client: CoordinatorClient, body: PublishResponse, sent: number, uploaded: number, options: PublishOptions, planLine: string | undefined): Promise<number> {
+async function reportRollout(
+  client: CoordinatorClient,
+  body: PublishResponse,
+  sent: number,
+  uploaded: number,
+  options: PublishOptions,
+  planLine: string | undefined,
+): Promise<number> {
   const r = body.rollout!;
   if (!options.json) {
-    out(`rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`);
+    out(
+      `rollout ${r.id}: ${body.changed.length + r.waves.slice(1).reduce((a, b) => a + b, 0)} changed nodes in ${plural(r.waves.length, 'wave')} (${r.waves.join(', ')}), ${body.unchanged} unchanged (${plural(sent, 'node')} sent, ${plural(uploaded, 'blob')} uploaded)`,
+    );
     if (planLine) out(planLine);
     const first = body.changed.map((c) => c.node);
     const shown = options.all ? first : first.slice(0, LIST_LIMIT);
-    out(`first wave released at position ${body.position}: ${shown.join(', ') || 'no node (all changed elsewhere since)'}${shown.length < first.length ? ` and ${first.length - shown.length} more (--all to list them)` : ''}`);
+    out(
+      `first wave released at position ${body.position}: ${shown.join(', ') || 'no node (all changed elsewhere since)'}${shown.length < first.length ? ` and ${first.length - shown.length} more (--all to list them)` : ''}`,
+    );
     if (options.waitSeconds === undefined) out(`follow it with: retectl rollout status ${r.id.slice(0, 8)} --watch`);
   }
   if (options.waitSeconds === undefined) {
@@ -266,7 +285,10 @@ function printWaited(w: WaitResult, seconds: number, all: boolean): void {
 async function uploadBlobs(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
   for (const batch of archiveBatches(missing, bytes)) {
     try {
-      await client.call('POST', '/v1/blobs', BlobArchiveResponse, { stream: { body: archiveOf(batch, bytes, bar), contentType: 'application/x-tar' }, timeoutMs: 600_000 });
+      await client.call('POST', '/v1/blobs', BlobArchiveResponse, {
+        stream: { body: archiveOf(batch, bytes, bar), contentType: 'application/x-tar' },
+        timeoutMs: 600_000,
+      });
     } catch (e) {
       if (!(e instanceof RetectlError && e.code === 'not_found')) throw e;
       return putEach(client, missing, bytes, bar);
@@ -299,7 +321,9 @@ function archiveOf(digests: readonly string[], bytes: ReadonlyMap<string, Buffer
   void (async () => {
     for (const sha of digests) {
       const content = bytes.get(sha)!;
-      await new Promise<void>((resolve, reject) => tar.entry({ name: sha, size: content.byteLength, mode: 0o644, mtime: new Date(0) }, content, (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        tar.entry({ name: sha, size: content.byteLength, mode: 0o644, mtime: new Date(0) }, content, (err) => (err ? reject(err) : resolve())),
+      );
       bar.tick();
     }
     tar.finalize();

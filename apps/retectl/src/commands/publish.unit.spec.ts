@@ -27,6 +27,8 @@ describe('a coordinator that predates token scopes', () => {
   it('is not confused with a refusal of the labels themselves, or of another key', () => {
     expect(unknownLabels(refused([{ path: ['labels', 'web-1', 'tags', '0'], message: 'must be a DNS label' }]))).toBe(false);
     expect(unknownLabels(refused([{ path: [], message: 'unknown key "rollout"' }]))).toBe(false);
-    expect(unknownLabels(new RetectlError('forbidden', 'x', { problem: { code: 'out_of_scope', issues: [{ path: [], message: 'unknown key "labels"' }] } }))).toBe(false);
+    expect(
+      unknownLabels(new RetectlError('forbidden', 'x', { problem: { code: 'out_of_scope', issues: [{ path: [], message: 'unknown key "labels"' }] } })),
+    ).toBe(false);
   });
 });

@@ -15,7 +15,8 @@ export async function list(options: RolloutOptions & { readonly status?: Rollout
   const { body } = await client.call('GET', `/v1/rollouts${options.status ? `?status=${options.status}` : ''}`, RolloutListResponse);
   if (options.json) return outJson(body);
   if (body.rollouts.length === 0) return out('no rollouts');
-  for (const r of body.rollouts) out(`${r.id.slice(0, 8)}  ${r.status.padEnd(10)} wave ${r.released}/${r.waves}  ${plural(r.nodes, 'node')}  ${r.created_at}  ${r.message}`);
+  for (const r of body.rollouts)
+    out(`${r.id.slice(0, 8)}  ${r.status.padEnd(10)} wave ${r.released}/${r.waves}  ${plural(r.nodes, 'node')}  ${r.created_at}  ${r.message}`);
 }
 
 /** The id to show: the one given, else the newest running or paused, else the newest. */
@@ -29,14 +30,23 @@ async function pick(client: CoordinatorClient, id: string | undefined): Promise<
 
 /** Lines that show a rollout: its state, each wave's counts, and its timeline. */
 export function formatRollout(r: RolloutView): string {
-  const lines = [`rollout ${r.id} (${r.status}${r.reason ? `: ${r.reason}` : ''})`, `  ${r.message}`, `  by ${r.actor} at ${r.created_at}; ${plural(r.nodes, 'node')} in ${plural(r.waves, 'wave')}, ${r.released} released`];
+  const lines = [
+    `rollout ${r.id} (${r.status}${r.reason ? `: ${r.reason}` : ''})`,
+    `  ${r.message}`,
+    `  by ${r.actor} at ${r.created_at}; ${plural(r.nodes, 'node')} in ${plural(r.waves, 'wave')}, ${r.released} released`,
+  ];
   for (const w of r.wave_list) {
     const c = w.counts;
     const when = w.released_at ? `released ${w.released_at}` : 'not released';
-    lines.push(`  ${w.name.padEnd(8)} ${plural(c.nodes, 'node').padStart(11)}  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed${c.expired > 0 ? `, ${c.expired} unconfirmed and given their previous sets` : ''}` : ''}`);
+    lines.push(
+      `  ${w.name.padEnd(8)} ${plural(c.nodes, 'node').padStart(11)}  ${when}${w.released_at ? `: ${c.confirmed} confirmed, ${c.provisional} provisional, ${c.outstanding} outstanding, ${c.failed} failed${c.expired > 0 ? `, ${c.expired} unconfirmed and given their previous sets` : ''}` : ''}`,
+    );
   }
   lines.push('  timeline:');
-  for (const e of r.timeline) lines.push(`    ${e.recorded_at}  ${e.type.replace(/^rollout_/, '')}${e.wave !== undefined ? ` ${e.wave}` : ''} ${e.nodes !== undefined ? ` (${plural(e.nodes, 'node')})` : ''} by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`);
+  for (const e of r.timeline)
+    lines.push(
+      `    ${e.recorded_at}  ${e.type.replace(/^rollout_/, '')}${e.wave !== undefined ? ` ${e.wave}` : ''} ${e.nodes !== undefined ? ` (${plural(e.nodes, 'node')})` : ''} by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`,
+    );
   return lines.join('\n');
 }
 
@@ -72,7 +82,15 @@ export function watchLine(view: RolloutView): string {
  * until it finishes (rewritten in place on a terminal, a line per change otherwise), then the whole
  * rollout (exit 0 completed, 1 halted or aborted, 4 at the timeout).
  */
-export async function status(options: RolloutOptions & { readonly id?: string; readonly watch?: boolean; readonly timeoutSeconds?: number; readonly intervalMs?: number; readonly stream?: LineStream }): Promise<number> {
+export async function status(
+  options: RolloutOptions & {
+    readonly id?: string;
+    readonly watch?: boolean;
+    readonly timeoutSeconds?: number;
+    readonly intervalMs?: number;
+    readonly stream?: LineStream;
+  },
+): Promise<number> {
   const client = new CoordinatorClient(resolveConnection(options));
   const id = await pick(client, options.id);
   const read = async () => (await client.call('GET', `/v1/rollouts/${encodeURIComponent(id)}`, RolloutView)).body;
@@ -109,7 +127,9 @@ export async function status(options: RolloutOptions & { readonly id?: string; r
 /** `retectl rollout pause|resume|promote|abort ID`: the action, recorded with who, and the rollout after it. */
 export async function act(options: RolloutOptions & { readonly id: string; readonly action: RolloutAction; readonly message?: string }): Promise<void> {
   const client = new CoordinatorClient(resolveConnection(options));
-  const { body } = await client.call('POST', `/v1/rollouts/${encodeURIComponent(options.id)}/${options.action}`, RolloutView, { json: options.message ? { message: options.message } : {} });
+  const { body } = await client.call('POST', `/v1/rollouts/${encodeURIComponent(options.id)}/${options.action}`, RolloutView, {
+    json: options.message ? { message: options.message } : {},
+  });
   if (options.json) return outJson(body);
   out(formatRollout(body));
 }

@@ -29,7 +29,8 @@ export async function run(options: StatusOptions): Promise<void> {
   if (!filter.ok) throw usageError(filter.error);
   const client = new CoordinatorClient(resolveConnection(options));
   if (options.node !== undefined) {
-    if (options.publish !== undefined || filter.query) throw usageError('a node name shows that node alone: leave out --publish, --state, --credential and --contact-older-than');
+    if (options.publish !== undefined || filter.query)
+      throw usageError('a node name shows that node alone: leave out --publish, --state, --credential and --contact-older-than');
     return nodeStatus(client, options.node, options.json);
   }
   if (options.publish !== undefined) return publishStatus(client, options.publish, options.json);
@@ -91,7 +92,9 @@ export function formatResources(items: readonly ReportResource[]): string {
     const error = r.error ? r.error.trim().split('\n').pop()! : '';
     if (r.kind === 'file') return ['file', r.path, r.outcome, error];
     const what = r.version === null ? r.name : `${r.name}=${r.version}`;
-    const detail = error || (r.outcome === 'applied' ? (r.was ? `was ${r.was}` : 'newly installed') : r.outcome === 'forgotten' ? 'installed before the agent: left installed' : '');
+    const detail =
+      error ||
+      (r.outcome === 'applied' ? (r.was ? `was ${r.was}` : 'newly installed') : r.outcome === 'forgotten' ? 'installed before the agent: left installed' : '');
     return ['package', what, r.outcome, detail];
   });
   return formatTable(['KIND', 'RESOURCE', 'OUTCOME', 'DETAIL'], rows);

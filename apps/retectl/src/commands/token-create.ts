@@ -45,7 +45,14 @@ function wanted(o: TokenCreateOptions): Wanted {
     throw usageError('--ttl of an API token must be between 1m and 366d (--no-expiry: one that never expires)');
   }
   const scope = o.scope === undefined ? undefined : scopeOf(o.scope, o.role);
-  return { kind: 'api', role: o.role, name: o.name, ...(o.ttlSeconds !== undefined ? { ttlSeconds: o.ttlSeconds } : {}), noExpiry, ...(scope ? { scope } : {}) };
+  return {
+    kind: 'api',
+    role: o.role,
+    name: o.name,
+    ...(o.ttlSeconds !== undefined ? { ttlSeconds: o.ttlSeconds } : {}),
+    noExpiry,
+    ...(scope ? { scope } : {}),
+  };
 }
 
 /** The --scope selectors, each checked as the coordinator will check it. */
@@ -53,7 +60,8 @@ function scopeOf(given: readonly string[], role: Role): TokenScope {
   if (role === 'admin') throw usageError('an admin token is never scoped: give --scope to a publisher or reader token');
   const selectors = given.map((s) => s.trim()).filter((s) => s !== '');
   for (const s of selectors) {
-    if (!ScopeSelector.safeParse(s).success) throw usageError(`--scope ${JSON.stringify(s)}: give a node name, tag:<name> or group:<name> (as the rete's ACL writes them)`);
+    if (!ScopeSelector.safeParse(s).success)
+      throw usageError(`--scope ${JSON.stringify(s)}: give a node name, tag:<name> or group:<name> (as the rete's ACL writes them)`);
   }
   const parsed = TokenScope.safeParse(selectors);
   if (!parsed.success) throw usageError('--scope: give between 1 and 100 selectors');
@@ -82,7 +90,13 @@ export async function run(options: TokenCreateOptions): Promise<void> {
   const want = wanted(options);
   const client = new CoordinatorClient(resolveConnection(options));
   if (want.kind === 'api') {
-    const json = { name: want.name, role: want.role, ...(want.ttlSeconds !== undefined ? { ttl_seconds: want.ttlSeconds } : {}), ...(want.noExpiry ? { no_expiry: true } : {}), ...(want.scope ? { scope: want.scope } : {}) };
+    const json = {
+      name: want.name,
+      role: want.role,
+      ...(want.ttlSeconds !== undefined ? { ttl_seconds: want.ttlSeconds } : {}),
+      ...(want.noExpiry ? { no_expiry: true } : {}),
+      ...(want.scope ? { scope: want.scope } : {}),
+    };
     const { body } = await client.call('POST', '/v1/api-tokens', CreatedApiToken, { json });
     if (options.json) return outJson(body);
     out(body.token);

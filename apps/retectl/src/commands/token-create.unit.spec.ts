@@ -5,7 +5,9 @@ describe('how an API token expiry reads', () => {
   const created_at = '2026-12-01T10:00:00.000Z';
 
   it('at creation: when, in how long, and whether it was the coordinator default', () => {
-    expect(expiryNote({ created_at, expires_at: '2027-03-01T10:00:00.000Z', default_expiry: true })).toBe("expires 2027-03-01T10:00:00.000Z (in 90d, the coordinator's default: --ttl or --no-expiry to choose)");
+    expect(expiryNote({ created_at, expires_at: '2027-03-01T10:00:00.000Z', default_expiry: true })).toBe(
+      "expires 2027-03-01T10:00:00.000Z (in 90d, the coordinator's default: --ttl or --no-expiry to choose)",
+    );
     expect(expiryNote({ created_at, expires_at: '2026-12-01T11:30:00.000Z', default_expiry: false })).toBe('expires 2026-12-01T11:30:00.000Z (in 1h30m)');
     expect(expiryNote({ created_at, expires_at: null, default_expiry: false })).toBe('never expires (--no-expiry)');
   });

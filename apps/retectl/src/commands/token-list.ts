@@ -34,7 +34,17 @@ export async function run(options: TokenListOptions): Promise<void> {
   const { body } = await client.call('GET', '/v1/api-tokens', TokenList);
   if (options.json) return outJson(body);
   const now = new Date();
-  const rows = body.items.map((t) => [t.name, t.id, t.role, scopeCell(t), stateCell(t), t.created_by, formatAge(t.created_at, now) + ' ago', expiryCell(t, now), t.last_used_at === null ? 'never' : `${formatAge(t.last_used_at, now)} ago`]);
+  const rows = body.items.map((t) => [
+    t.name,
+    t.id,
+    t.role,
+    scopeCell(t),
+    stateCell(t),
+    t.created_by,
+    formatAge(t.created_at, now) + ' ago',
+    expiryCell(t, now),
+    t.last_used_at === null ? 'never' : `${formatAge(t.last_used_at, now)} ago`,
+  ]);
   out(formatTable(['NAME', 'ID', 'ROLE', 'SCOPE', 'STATE', 'CREATED BY', 'CREATED', 'EXPIRES', 'LAST USED'], rows).trimEnd());
   const count = (state: string) => body.items.filter((t) => t.state === state).length;
   note(`${plural(count('active'), 'active token')}, ${count('expired')} expired, ${count('revoked')} revoked; revoke one with retectl token revoke <name|id>`);

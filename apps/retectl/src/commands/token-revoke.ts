@@ -15,5 +15,7 @@ export async function run(options: TokenRevokeOptions): Promise<void> {
   const { body } = await client.call('DELETE', `/v1/api-tokens/${encodeURIComponent(options.ref)}`, ApiTokenInfo);
   if (options.json) return outJson(body);
   out(body.id);
-  note(`revoked the ${body.role} API token ${body.name} (id ${body.id}): every request with it is refused from now on (401 token_revoked); recorded in the ledger as yours`);
+  note(
+    `revoked the ${body.role} API token ${body.name} (id ${body.id}): every request with it is refused from now on (401 token_revoked); recorded in the ledger as yours`,
+  );
 }

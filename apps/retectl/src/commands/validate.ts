@@ -19,6 +19,8 @@ export async function run(options: ValidateOptions): Promise<void> {
     for (const d of diagnostics) note(formatDiagnostic(d));
   }
   if (!rete) throw new RetectlError('invalid_rete', `the rete does not validate: ${plural(errors.length, 'error')}, ${plural(warnings.length, 'warning')}`);
-  if (!options.json) out(`ok: ${plural(rete.nodes.length, 'node')}, ${plural(rete.groups.size, 'group')}, ${plural(rete.acl.length, 'ACL rule')}, ${plural(warnings.length, 'warning')}`);
+  if (!options.json)
+    out(
+      `ok: ${plural(rete.nodes.length, 'node')}, ${plural(rete.groups.size, 'group')}, ${plural(rete.acl.length, 'ACL rule')}, ${plural(warnings.length, 'warning')}`,
+    );
 }
-

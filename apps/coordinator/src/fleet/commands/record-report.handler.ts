@@ -32,13 +32,15 @@ export class RecordReportHandler implements ICommandHandler<RecordReportCommand,
       // Only credentials the node held when it was retired: one enrolled since is the operator bringing
       // the node back, and revoking it at its first report would retire the node a second time.
       const revoked = await revokeLiveCredentials(trx, node, 'retired', now, head.updated_at);
-      if (revoked.length > 0) await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked, reason: 'retired' }, `node:${node}`);
+      if (revoked.length > 0)
+        await this.ledger.recordIdentity(trx, node, 'credential_revoked', { node, credential_ids: revoked, reason: 'retired' }, `node:${node}`);
       return revoked.length > 0;
     });
     if (revokedAny) await this.ledger.settle();
     // Committed: a rollout gate this outcome completes opens now, not at the driver's next tick.
     if (outcome) this.events?.publish(new OutcomeRecorded(node, outcome.version));
-    if (r.result === 'reverted' && r.target_version !== undefined && r.active_version > 0) await this.recordRevert(node, r.target_version, r.active_version, r.error ?? 'reverted');
+    if (r.result === 'reverted' && r.target_version !== undefined && r.active_version > 0)
+      await this.recordRevert(node, r.target_version, r.active_version, r.error ?? 'reverted');
   }
 
   /**

@@ -27,8 +27,7 @@ export function chainHash(prevHash: string, event: ChainedFields): string {
 }
 
 export type ChainVerdict =
-  | { readonly ok: true; readonly position: number; readonly hash: string }
-  | { readonly ok: false; readonly position: number; readonly reason: string };
+  { readonly ok: true; readonly position: number; readonly hash: string } | { readonly ok: false; readonly position: number; readonly reason: string };
 
 export interface StoredChainedEvent extends ChainedFields {
   readonly prev_hash: string;

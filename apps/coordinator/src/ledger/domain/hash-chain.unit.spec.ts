@@ -5,7 +5,15 @@ function chain(n: number): StoredChainedEvent[] {
   const out: StoredChainedEvent[] = [];
   let prev = GENESIS_HASH;
   for (let i = 1; i <= n; i++) {
-    const fields = { position: i, stream: 'node:alpha', revision: i, type: 'node_set_stamped', data: { v: i }, meta: { actor: 'ops' }, recorded_at: '2026-11-29T00:00:00.000Z' };
+    const fields = {
+      position: i,
+      stream: 'node:alpha',
+      revision: i,
+      type: 'node_set_stamped',
+      data: { v: i },
+      meta: { actor: 'ops' },
+      recorded_at: '2026-11-29T00:00:00.000Z',
+    };
     const hash = chainHash(prev, fields);
     out.push({ ...fields, prev_hash: prev, hash });
     prev = hash;

@@ -1,6 +1,18 @@
 import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
 import { DomainError } from '../../common/index.js';
-import type { IneligibleNode, LedgerEvent, NodeReverted, NodeSetStamped, PublishKind, PublishRecorded, RecordedRolloutPlan, RolloutChanged, RolloutEvent, RolloutTransition, StampedArtifact } from './ledger.events.js';
+import type {
+  IneligibleNode,
+  LedgerEvent,
+  NodeReverted,
+  NodeSetStamped,
+  PublishKind,
+  PublishRecorded,
+  RecordedRolloutPlan,
+  RolloutChanged,
+  RolloutEvent,
+  RolloutTransition,
+  StampedArtifact,
+} from './ledger.events.js';
 import { checkControl, decideStep, evolve, planWaves, releasable, toRollBack, waveName, type Control, type RolloutState, type WaveFacts } from './rollout.js';
 
 /**
@@ -140,10 +152,11 @@ export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]
 export function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef[]): boolean {
   if (a.length !== b.length) return false;
   outer: for (const x of b) {
-    for (const y of a) if (y.name === x.name) {
-      if (y.sha256 !== x.sha256) return false;
-      continue outer;
-    }
+    for (const y of a)
+      if (y.name === x.name) {
+        if (y.sha256 !== x.sha256) return false;
+        continue outer;
+      }
     return false;
   }
   return true;
@@ -158,7 +171,12 @@ export function sameArtifacts(a: readonly ArtifactRef[], b: readonly ArtifactRef
 export function evolveHeads(heads: Map<string, NodeSet>, event: LedgerEvent): Map<string, NodeSet> {
   switch (event.type) {
     case 'node_set_stamped':
-      heads.set(event.data.node, { version: event.data.version, setDigest: event.data.set_digest, retired: event.data.retired, artifacts: event.data.artifacts });
+      heads.set(event.data.node, {
+        version: event.data.version,
+        setDigest: event.data.set_digest,
+        retired: event.data.retired,
+        artifacts: event.data.artifacts,
+      });
       return heads;
     case 'publish_recorded':
     case 'publish_confirmed':
@@ -217,7 +235,11 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
   }
   if (missing.size > 0) {
     const list = [...missing].sort();
-    throw new DomainError('missing_blobs', `${list.length} blob(s) referenced by the tree were never uploaded: ${list.slice(0, 10).join(', ')}${list.length > 10 ? ', …' : ''}`, { missing: list });
+    throw new DomainError(
+      'missing_blobs',
+      `${list.length} blob(s) referenced by the tree were never uploaded: ${list.slice(0, 10).join(', ')}${list.length > 10 ? ', …' : ''}`,
+      { missing: list },
+    );
   }
 
   const active = new Map<string, string[]>();
@@ -236,7 +258,9 @@ function decidePublish(command: Extract<LedgerCommand, { type: 'publish_tree' }>
   if (command.rollout && command.prune) {
     throw new DomainError('invalid_rollout', 'a publish that prunes cannot also roll out in waves: retire the nodes in a publish of their own');
   }
-  const superseded: RolloutEvent[] = command.supersede ? [transition(command.supersede, 'rollout_superseded', { superseded_by: ctx.publishId, reason: `superseded by publish ${ctx.publishId}` })] : [];
+  const superseded: RolloutEvent[] = command.supersede
+    ? [transition(command.supersede, 'rollout_superseded', { superseded_by: ctx.publishId, reason: `superseded by publish ${ctx.publishId}` })]
+    : [];
 
   const stamps: NodeSetStamped[] = [];
   for (const node of [...changedNodes].sort()) {
@@ -273,12 +297,24 @@ function planRollout(
   confirmWithin: number | undefined,
 ): Decision {
   const targets = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, artifacts: s.data.artifacts }));
-  const waves = planWaves(rollout.id, targets.map((t) => t.node), rollout.plan);
+  const waves = planWaves(
+    rollout.id,
+    targets.map((t) => t.node),
+    rollout.plan,
+  );
   const planned: RolloutEvent = {
     type: 'rollout_planned',
     stream: `rollout:${rollout.id}`,
     revision: 1,
-    data: { rollout_id: rollout.id, publish_id: ctx.publishId, message, plan: rollout.plan, waves, targets, ...(confirmWithin !== undefined ? { confirm_within: confirmWithin } : {}) },
+    data: {
+      rollout_id: rollout.id,
+      publish_id: ctx.publishId,
+      message,
+      plan: rollout.plan,
+      waves,
+      targets,
+      ...(confirmWithin !== undefined ? { confirm_within: confirmWithin } : {}),
+    },
   };
   // Recorded time matters only for a bake, and the first wave's starts when it is recorded: read back from the ledger then.
   const first = releaseWave(evolve(null, { ...planned, recorded_at: new Date(0).toISOString() }), 0, heads, ctx, false);
@@ -289,7 +325,19 @@ function planRollout(
 function releaseWave(state: RolloutState, wave: number, heads: Heads, ctx: DecisionContext, promoted: boolean): Decision {
   const { release, skipped } = releasable(state, wave, (n) => heads.get(n)?.version ?? 0);
   const stamps = release.map((t) => stamp(t.node, heads.get(t.node), t.artifacts, false, ctx));
-  const record = stamps.length > 0 ? withRecord('publish', `${state.message} [rollout ${state.id.slice(0, 8)}: ${waveName(state, wave)} of ${state.waves.length}]`, stamps, 0, ctx, [], undefined, state.confirmWithin) : null;
+  const record =
+    stamps.length > 0
+      ? withRecord(
+          'publish',
+          `${state.message} [rollout ${state.id.slice(0, 8)}: ${waveName(state, wave)} of ${state.waves.length}]`,
+          stamps,
+          0,
+          ctx,
+          [],
+          undefined,
+          state.confirmWithin,
+        )
+      : null;
   const released: RolloutEvent = {
     type: 'rollout_wave_released',
     stream: `rollout:${state.id}`,
@@ -347,10 +395,30 @@ function decideRolloutStep(command: Extract<LedgerCommand, { type: 'rollout_step
   }
 }
 
-function halt(state: RolloutState, type: 'rollout_halted' | 'rollout_aborted', reason: string, rollBack: boolean, previous: ReadonlyMap<string, readonly StampedArtifact[]>, heads: Heads, ctx: DecisionContext): Decision {
+function halt(
+  state: RolloutState,
+  type: 'rollout_halted' | 'rollout_aborted',
+  reason: string,
+  rollBack: boolean,
+  previous: ReadonlyMap<string, readonly StampedArtifact[]>,
+  heads: Heads,
+  ctx: DecisionContext,
+): Decision {
   const back = rollBack ? toRollBack(state, (n) => heads.get(n)?.version ?? 0) : [];
   const stamps = back.map(({ node, from }) => stamp(node, heads.get(node), previous.get(node) ?? [], false, ctx, from > 0 ? from : undefined));
-  const record = stamps.length > 0 ? withRecord('rollback', `rollout ${state.id.slice(0, 8)} ${type === 'rollout_aborted' ? 'aborted' : 'halted'}, released nodes back to their previous sets: ${reason}`.slice(0, 4096), stamps, 0, ctx) : null;
+  const record =
+    stamps.length > 0
+      ? withRecord(
+          'rollback',
+          `rollout ${state.id.slice(0, 8)} ${type === 'rollout_aborted' ? 'aborted' : 'halted'}, released nodes back to their previous sets: ${reason}`.slice(
+            0,
+            4096,
+          ),
+          stamps,
+          0,
+          ctx,
+        )
+      : null;
   const event = transition(state, type, { reason, ...(record ? { rollback_publish_id: ctx.publishId } : {}) });
   return { events: [event, ...(record?.events ?? [])], changed: record?.changed ?? [], unchanged: 0, acceptedIneligible: [] };
 }
@@ -384,18 +452,27 @@ function decideRollback(command: Extract<LedgerCommand, { type: 'rollback_node' 
   if (!head) throw new DomainError('unknown_node', `node ${command.node} has never been published`, { node: command.node });
   if (command.reverted && (head.version !== command.reverted.version || head.retired)) return NO_CHANGE(1);
   if (!command.target) {
-    throw new DomainError('unknown_version', `node ${command.node} has no version ${command.toVersion} (head is ${head.version})`, { node: command.node, version: command.toVersion });
+    throw new DomainError('unknown_version', `node ${command.node} has no version ${command.toVersion} (head is ${head.version})`, {
+      node: command.node,
+      version: command.toVersion,
+    });
   }
   if (command.toVersion >= head.version) {
-    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} is not older than the head ${head.version} of ${command.node}`, { node: command.node });
+    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} is not older than the head ${head.version} of ${command.node}`, {
+      node: command.node,
+    });
   }
   if (command.target.retired) {
-    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} of ${command.node} is a retirement; retire the node instead`, { node: command.node });
+    throw new DomainError('invalid_rollback_target', `version ${command.toVersion} of ${command.node} is a retirement; retire the node instead`, {
+      node: command.node,
+    });
   }
   if (!head.retired && head.setDigest === command.target.setDigest) return NO_CHANGE(1);
   const accepted = admitIneligible([command.node], command);
   const event = stamp(command.node, head, command.target.artifacts, false, ctx, command.toVersion);
-  const revert = command.reverted ? { node: command.node, version: command.reverted.version, to: command.toVersion, reason: command.reverted.reason } : undefined;
+  const revert = command.reverted
+    ? { node: command.node, version: command.reverted.version, to: command.toVersion, reason: command.reverted.reason }
+    : undefined;
   return withRecord('rollback', command.message, [event], 0, ctx, accepted, revert);
 }
 
@@ -421,7 +498,9 @@ function admitIneligible(stamped: readonly string[], facts: IneligibleFacts): In
     .map((node): IneligibleNode => ({ node, failed_briefing: facts.ineligible.get(node) ?? [] }));
   const refused = flagged.filter((n) => !facts.allowIneligible.has(n.node));
   if (refused.length === 0) return flagged;
-  const named = refused.slice(0, NAMED_IN_MESSAGE).map((n) => `${n.node} (${n.failed_briefing.map((l) => `${l.check}: ${l.detail}`).join('; ') || 'briefing failed'})`);
+  const named = refused
+    .slice(0, NAMED_IN_MESSAGE)
+    .map((n) => `${n.node} (${n.failed_briefing.map((l) => `${l.check}: ${l.detail}`).join('; ') || 'briefing failed'})`);
   const more = refused.length > NAMED_IN_MESSAGE ? `, and ${refused.length - NAMED_IN_MESSAGE} more` : '';
   const names = JSON.stringify(refused.map((n) => n.node));
   throw new DomainError(
@@ -457,7 +536,16 @@ function stamp(
   };
 }
 
-function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[], unchanged: number, ctx: DecisionContext, accepted: readonly IneligibleNode[] = [], reverted?: NodeReverted, confirmWithin?: number): Decision {
+function withRecord(
+  kind: PublishKind,
+  message: string,
+  stamps: NodeSetStamped[],
+  unchanged: number,
+  ctx: DecisionContext,
+  accepted: readonly IneligibleNode[] = [],
+  reverted?: NodeReverted,
+  confirmWithin?: number,
+): Decision {
   const changed = stamps.map((s) => ({ node: s.data.node, from: s.data.version - 1, to: s.data.version }));
   const record: PublishRecorded = {
     type: 'publish_recorded',
@@ -486,10 +574,25 @@ function withRecord(kind: PublishKind, message: string, stamps: NodeSetStamped[]
 function decideConfirm(command: Extract<LedgerCommand, { type: 'confirm_publish' }>): Decision {
   const { record, publishId } = command;
   if (!record) throw new DomainError('unknown_publish', `no publish ${publishId}`, { publish_id: publishId });
-  if (record.confirm_within === undefined) throw new DomainError('not_confirmable', `publish ${publishId} was made without --confirm-within: its nodes need no confirmation`, { publish_id: publishId });
-  if (record.confirmed_by !== null) throw new DomainError('already_confirmed', `publish ${publishId} was confirmed already, by ${record.confirmed_by}`, { publish_id: publishId, confirmed_by: record.confirmed_by });
-  if (command.pending === 0) throw new DomainError('not_confirmable', `no node runs publish ${publishId} any more (published over or reverted): nothing to confirm`, { publish_id: publishId });
-  return { events: [{ type: 'publish_confirmed', stream: `publish:${publishId}`, revision: 2, data: { publish_id: publishId } }], changed: [], unchanged: command.pending, acceptedIneligible: [] };
+  if (record.confirm_within === undefined)
+    throw new DomainError('not_confirmable', `publish ${publishId} was made without --confirm-within: its nodes need no confirmation`, {
+      publish_id: publishId,
+    });
+  if (record.confirmed_by !== null)
+    throw new DomainError('already_confirmed', `publish ${publishId} was confirmed already, by ${record.confirmed_by}`, {
+      publish_id: publishId,
+      confirmed_by: record.confirmed_by,
+    });
+  if (command.pending === 0)
+    throw new DomainError('not_confirmable', `no node runs publish ${publishId} any more (published over or reverted): nothing to confirm`, {
+      publish_id: publishId,
+    });
+  return {
+    events: [{ type: 'publish_confirmed', stream: `publish:${publishId}`, revision: 2, data: { publish_id: publishId } }],
+    changed: [],
+    unchanged: command.pending,
+    acceptedIneligible: [],
+  };
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -7,13 +7,21 @@ const sha = (c: string) => c.repeat(64).slice(0, 64);
 const A = sha('a');
 const B = sha('b');
 const C = sha('c');
-const sizes = new Map([[A, 10], [B, 20], [C, 30]]);
+const sizes = new Map([
+  [A, 10],
+  [B, 20],
+  [C, 30],
+]);
 let n = 0;
 const ctx = () => ({ publishId: `p${++n}` });
 
 const NONE_INELIGIBLE = { ineligible: new Map(), allowIneligible: new Set<string>() };
 
-function publish(nodes: Record<string, Record<string, string>>, prune = false, ineligible: Partial<Pick<Extract<LedgerCommand, { type: 'publish_tree' }>, 'ineligible' | 'allowIneligible'>> = {}): LedgerCommand {
+function publish(
+  nodes: Record<string, Record<string, string>>,
+  prune = false,
+  ineligible: Partial<Pick<Extract<LedgerCommand, { type: 'publish_tree' }>, 'ineligible' | 'allowIneligible'>> = {},
+): LedgerCommand {
   return {
     type: 'publish_tree',
     message: 'm',
@@ -25,7 +33,12 @@ function publish(nodes: Record<string, Record<string, string>>, prune = false, i
   };
 }
 
-function rollback(node: string, toVersion: number, target: NodeSet | undefined, extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {}): LedgerCommand {
+function rollback(
+  node: string,
+  toVersion: number,
+  target: NodeSet | undefined,
+  extra: Partial<Extract<LedgerCommand, { type: 'rollback_node' }>> = {},
+): LedgerCommand {
   return { type: 'rollback_node', node, toVersion, target, message: 'undo', ...NONE_INELIGIBLE, ...extra };
 }
 
@@ -86,8 +99,15 @@ describe('ledger decider', () => {
   describe('publish', () => {
     it('stamps version 1 on new nodes and records the publish last', () => {
       const d = given([]).when(publish({ alpha: { 'flor.json': A }, beta: { 'flor.json': B } }));
-      expect(d.changed).toEqual([{ node: 'alpha', from: 0, to: 1 }, { node: 'beta', from: 0, to: 1 }]);
-      expect(d.events.map((e) => [e.stream, e.revision])).toEqual([['node:alpha', 1], ['node:beta', 1], [expect.stringMatching(/^publish:/), 1]]);
+      expect(d.changed).toEqual([
+        { node: 'alpha', from: 0, to: 1 },
+        { node: 'beta', from: 0, to: 1 },
+      ]);
+      expect(d.events.map((e) => [e.stream, e.revision])).toEqual([
+        ['node:alpha', 1],
+        ['node:beta', 1],
+        [expect.stringMatching(/^publish:/), 1],
+      ]);
       expect(stamps(d.events)[0].data.set_digest).toBe(setDigest([{ name: 'flor.json', sha256: A }]));
       expect(stamps(d.events)[0].data.artifacts).toEqual([{ name: 'flor.json', sha256: A, size: 10 }]);
     });
@@ -215,15 +235,23 @@ describe('ledger decider', () => {
   });
 
   describe('ineligible nodes', () => {
-    const skew = { check: 'clock skew acceptable', detail: '900 s from the coordinator\'s clock (at most 300 s)' };
+    const skew = { check: 'clock skew acceptable', detail: "900 s from the coordinator's clock (at most 300 s)" };
     const old = { check: 'agent version supported', detail: 'agent 0.0.9, at least 0.1.0 required' };
-    const ineligible = new Map([['alpha', [skew]], ['gamma', [skew, old]]]);
+    const ineligible = new Map([
+      ['alpha', [skew]],
+      ['gamma', [skew, old]],
+    ]);
     const published = () => given([]).when(publish({ alpha: { f: A }, beta: { f: A }, gamma: { f: A } })).events;
 
     it('refuses a publish that would give an ineligible node new content, naming each node and its failed lines', () => {
       const e = refusal(() => given([...published()]).when(publish({ alpha: { f: B }, beta: { f: B }, gamma: { f: B } }, false, { ineligible })));
       expect(e.code).toBe('ineligible_nodes');
-      expect(e.details).toEqual({ nodes: [{ node: 'alpha', failed_briefing: [skew] }, { node: 'gamma', failed_briefing: [skew, old] }] });
+      expect(e.details).toEqual({
+        nodes: [
+          { node: 'alpha', failed_briefing: [skew] },
+          { node: 'gamma', failed_briefing: [skew, old] },
+        ],
+      });
       expect(e.message).toContain('allow_ineligible: ["alpha","gamma"]');
     });
 
@@ -232,14 +260,21 @@ describe('ledger decider', () => {
     });
 
     it('refuses the whole publish while one ineligible node is not accepted', () => {
-      const e = refusal(() => given([...published()]).when(publish({ alpha: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['alpha']) })));
+      const e = refusal(() =>
+        given([...published()]).when(publish({ alpha: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['alpha']) })),
+      );
       expect(e.details).toEqual({ nodes: [{ node: 'gamma', failed_briefing: [skew, old] }] });
     });
 
     it('stamps ineligible nodes the publish accepts, and records which with their failed lines', () => {
-      const d = given([...published()]).when(publish({ alpha: { f: B }, beta: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['gamma', 'alpha']) }));
+      const d = given([...published()]).when(
+        publish({ alpha: { f: B }, beta: { f: B }, gamma: { f: B } }, false, { ineligible, allowIneligible: new Set(['gamma', 'alpha']) }),
+      );
       expect(d.changed.map((c) => c.node)).toEqual(['alpha', 'beta', 'gamma']);
-      const accepted = [{ node: 'alpha', failed_briefing: [skew] }, { node: 'gamma', failed_briefing: [skew, old] }];
+      const accepted = [
+        { node: 'alpha', failed_briefing: [skew] },
+        { node: 'gamma', failed_briefing: [skew, old] },
+      ];
       expect(d.acceptedIneligible).toEqual(accepted);
       expect(recordOf(d.events)?.data.accepted_ineligible).toEqual(accepted);
     });
@@ -254,7 +289,10 @@ describe('ledger decider', () => {
       const events = [...published()];
       expect(stamps(given(events).when({ type: 'retire_node', node: 'alpha', message: 'bye' }).events)[0].data.retired).toBe(true);
       const pruned = given(events).when(publish({ beta: { f: A } }, true, { ineligible }));
-      expect(stamps(pruned.events).map((s) => [s.data.node, s.data.retired])).toEqual([['alpha', true], ['gamma', true]]);
+      expect(stamps(pruned.events).map((s) => [s.data.node, s.data.retired])).toEqual([
+        ['alpha', true],
+        ['gamma', true],
+      ]);
     });
 
     it('ignores accepting a node that is not ineligible, and records no acceptance', () => {
@@ -268,7 +306,9 @@ describe('ledger decider', () => {
       const e1 = given([]).when(publish({ alpha: { f: A } })).events;
       const e2 = given([...e1]).when(publish({ alpha: { f: B } })).events;
       const v1: NodeSet = { version: 1, setDigest: setDigest([{ name: 'f', sha256: A }]), retired: false, artifacts: [{ name: 'f', sha256: A, size: 10 }] };
-      expect(refusal(() => given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible }))).details).toEqual({ nodes: [{ node: 'alpha', failed_briefing: [skew] }] });
+      expect(refusal(() => given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible }))).details).toEqual({
+        nodes: [{ node: 'alpha', failed_briefing: [skew] }],
+      });
       const d = given([...e1, ...e2]).when(rollback('alpha', 1, v1, { ineligible, allowIneligible: new Set(['alpha']) }));
       expect(d.changed).toEqual([{ node: 'alpha', from: 2, to: 3 }]);
       expect(recordOf(d.events)?.data.accepted_ineligible).toEqual([{ node: 'alpha', failed_briefing: [skew] }]);

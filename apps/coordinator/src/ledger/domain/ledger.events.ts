@@ -67,7 +67,14 @@ export interface PublishConfirmed {
 }
 
 export interface IdentityRecorded {
-  readonly type: 'enrolment_token_issued' | 'node_enrolled' | 'credential_revoked' | 'api_token_created' | 'api_token_revoked' | 'signing_key_rotated' | 'signing_key_revoked';
+  readonly type:
+    | 'enrolment_token_issued'
+    | 'node_enrolled'
+    | 'credential_revoked'
+    | 'api_token_created'
+    | 'api_token_revoked'
+    | 'signing_key_rotated'
+    | 'signing_key_revoked';
   readonly stream: `identity:${string}`;
   readonly revision: number;
   readonly data: Record<string, unknown>;

@@ -31,7 +31,11 @@ export interface RolloutState {
 }
 
 /** An event as evolve needs it: its kind with its data, and when it was recorded. */
-export type RecordedRolloutEvent = RolloutEvent extends infer E ? (E extends RolloutEvent ? Pick<E, 'type' | 'data'> & { readonly recorded_at: string } : never) : never;
+export type RecordedRolloutEvent = RolloutEvent extends infer E
+  ? E extends RolloutEvent
+    ? Pick<E, 'type' | 'data'> & { readonly recorded_at: string }
+    : never
+  : never;
 
 /** Folds a rollout's events, in stream order, into its state; the first must be its plan. */
 export function evolve(state: RolloutState | null, event: RecordedRolloutEvent): RolloutState {
@@ -74,7 +78,9 @@ export function evolve(state: RolloutState | null, event: RecordedRolloutEvent):
     case 'rollout_aborted':
     case 'rollout_completed':
     case 'rollout_superseded': {
-      const status = ({ rollout_halted: 'halted', rollout_aborted: 'aborted', rollout_completed: 'completed', rollout_superseded: 'superseded' } as const)[event.type];
+      const status = ({ rollout_halted: 'halted', rollout_aborted: 'aborted', rollout_completed: 'completed', rollout_superseded: 'superseded' } as const)[
+        event.type
+      ];
       return { ...state, revision, status, reason: event.data.reason ?? null };
     }
     default: {
@@ -153,7 +159,10 @@ export function decideStep(state: RolloutState, facts: readonly WaveFacts[], now
     const f = facts[w];
     const budget = failureBudget(state.plan, f.released);
     if (f.failed > budget) {
-      return { kind: 'halt', reason: `${waveName(state, w)}: ${f.failed} of ${f.released} node(s) failed, reverted or rejected the change (failure budget ${budget})` };
+      return {
+        kind: 'halt',
+        reason: `${waveName(state, w)}: ${f.failed} of ${f.released} node(s) failed, reverted or rejected the change (failure budget ${budget})`,
+      };
     }
   }
   if (state.released === 0) return { kind: 'release', wave: 0 };

@@ -7,7 +7,10 @@ import { checkControl, decideStep, evolve, expiredNodes, planWaves, type Control
 const sha = (c: string) => c.repeat(64).slice(0, 64);
 const OLD = sha('a');
 const NEW = sha('b');
-const sizes = new Map([[OLD, 10], [NEW, 20]]);
+const sizes = new Map([
+  [OLD, 10],
+  [NEW, 20],
+]);
 const T0 = Date.parse('2026-12-01T10:00:00.000Z');
 const at = (seconds: number) => new Date(T0 + seconds * 1000);
 
@@ -48,7 +51,10 @@ class Ledger {
         this.stamped.push({ node: e.data.node, version: e.data.version, publish: e.data.publish_id, content: e.data.artifacts[0]?.sha256 ?? '' });
       } else if (e.type.startsWith('rollout_')) {
         const r = e as RolloutEvent;
-        this.rollouts.set(r.data.rollout_id, evolve(this.rollouts.get(r.data.rollout_id) ?? null, { type: r.type, data: r.data, recorded_at: this.clock.toISOString() } as never));
+        this.rollouts.set(
+          r.data.rollout_id,
+          evolve(this.rollouts.get(r.data.rollout_id) ?? null, { type: r.type, data: r.data, recorded_at: this.clock.toISOString() } as never),
+        );
       }
     }
   }
@@ -115,7 +121,9 @@ describe('planWaves', () => {
 describe('a publish with a rollout plan', () => {
   it('records the whole publish and stamps only the first wave; the other nodes keep their versions', () => {
     const ledger = new Ledger(names(10));
-    const { events, publishId } = ledger.run(publishTree(names(10), NEW, { rollout: { id: 'r1', plan: plan({ canary: ['n000', 'n001'], waves: [50, 100] }) } }));
+    const { events, publishId } = ledger.run(
+      publishTree(names(10), NEW, { rollout: { id: 'r1', plan: plan({ canary: ['n000', 'n001'], waves: [50, 100] }) } }),
+    );
     expect(types(events)).toEqual(['rollout_planned', 'rollout_wave_released', 'node_set_stamped', 'node_set_stamped', 'publish_recorded']);
     expect(ledger.stamped.map((s) => s.node)).toEqual(['n000', 'n001']);
     expect(ledger.heads.get('n005')!.version).toBe(1);
@@ -127,7 +135,9 @@ describe('a publish with a rollout plan', () => {
 
   it('refuses a publish that prunes', () => {
     const ledger = new Ledger(names(3));
-    expect(() => ledger.run(publishTree(['n000'], NEW, { prune: true, rollout: { id: 'r1', plan: PLAN } }))).toThrow(expect.objectContaining({ code: 'invalid_rollout' }));
+    expect(() => ledger.run(publishTree(['n000'], NEW, { prune: true, rollout: { id: 'r1', plan: PLAN } }))).toThrow(
+      expect.objectContaining({ code: 'invalid_rollout' }),
+    );
   });
 
   it('refuses a publish that changes a node of an active rollout, naming the rollout, and takes one that supersedes it', () => {
@@ -174,7 +184,10 @@ describe('decideStep: given a running rollout, when its nodes report, then', () 
   });
   it('halts when any released wave exceeds its failure budget, by count or by share', () => {
     expect(decideStep(running({ failure_budget: { count: 1 } }), [f(4, 2, 1)], at(0)).kind).toBe('wait');
-    expect(decideStep(running({ failure_budget: { count: 1 } }), [f(4, 2, 2)], at(0))).toMatchObject({ kind: 'halt', reason: expect.stringContaining('2 of 4') });
+    expect(decideStep(running({ failure_budget: { count: 1 } }), [f(4, 2, 2)], at(0))).toMatchObject({
+      kind: 'halt',
+      reason: expect.stringContaining('2 of 4'),
+    });
     expect(decideStep(running({ failure_budget: { share: 0.25 }, confirm_share: 0.75 }, 2), [f(1, 1), f(8, 6, 2)], at(0)).kind).toBe('release');
     expect(decideStep(running({ failure_budget: { share: 0.25 } }, 2), [f(1, 1), f(8, 5, 3)], at(0)).kind).toBe('halt');
   });
@@ -248,7 +261,12 @@ describe('steps and actions through the ledger decider', () => {
 
 describe('expiredNodes: given released nodes not confirmed, when the clock passes, then', () => {
   const released = at(0).toISOString();
-  const node = (name: string, windowSeconds: number | null, provisionalAt: string | null = null) => ({ node: name, windowSeconds, releasedAt: released, provisionalAt });
+  const node = (name: string, windowSeconds: number | null, provisionalAt: string | null = null) => ({
+    node: name,
+    windowSeconds,
+    releasedAt: released,
+    provisionalAt,
+  });
 
   it('a node never heard from expires its window plus the grace after its wave was released, not before', () => {
     expect(expiredNodes([node('a', 300)], at(359), 60)).toEqual({ expired: [], next: at(360).getTime() });
@@ -289,10 +307,18 @@ describe('rollout_expire through the ledger decider', () => {
     expect(rolledBack).toEqual(['n000']);
   });
 
-  it('never touches a node that is not the rollout\'s or not released, or one changed since its release', () => {
+  it("never touches a node that is not the rollout's or not released, or one changed since its release", () => {
     const ledger = new Ledger(names(6));
     ledger.run(publishTree(names(6), NEW, { rollout: { id: 'r1', plan: plan({ canary: ['n000'], waves: [100] }) } }));
-    ledger.run({ type: 'rollback_node', node: 'n000', toVersion: 1, message: 'by hand', target: ledger.versions.get('n000@1'), ineligible: new Map(), allowIneligible: new Set() });
+    ledger.run({
+      type: 'rollback_node',
+      node: 'n000',
+      toVersion: 1,
+      message: 'by hand',
+      target: ledger.versions.get('n000@1'),
+      ineligible: new Map(),
+      allowIneligible: new Set(),
+    });
     expect(ledger.expire('r1', ['n000', 'n003', 'ghost']).events).toEqual([]);
     expect(ledger.heads.get('n003')!.version).toBe(1);
   });
@@ -301,17 +327,33 @@ describe('rollout_expire through the ledger decider', () => {
 describe('property: no sequence of reports, ticks and actions', () => {
   it('releases a node outside its wave, a wave twice, or anything after a halt', () => {
     const action = fc.oneof(
-      fc.record({ kind: fc.constant('report' as const), node: fc.integer({ min: 0, max: 11 }), result: fc.constantFrom('applied' as const, 'provisional' as const, 'failed' as const) }),
+      fc.record({
+        kind: fc.constant('report' as const),
+        node: fc.integer({ min: 0, max: 11 }),
+        result: fc.constantFrom('applied' as const, 'provisional' as const, 'failed' as const),
+      }),
       fc.record({ kind: fc.constant('tick' as const), seconds: fc.integer({ min: 0, max: 120 }) }),
       fc.record({ kind: fc.constant('control' as const), action: fc.constantFrom<Control>('pause', 'resume', 'promote', 'abort') }),
     );
     fc.assert(
       fc.property(
-        fc.record({ budget: fc.integer({ min: 0, max: 2 }), bake: fc.integer({ min: 0, max: 60 }), canary: fc.subarray(names(12), { maxLength: 3 }), onHalt: fc.constantFrom('rollback' as const, 'hold' as const) }),
+        fc.record({
+          budget: fc.integer({ min: 0, max: 2 }),
+          bake: fc.integer({ min: 0, max: 60 }),
+          canary: fc.subarray(names(12), { maxLength: 3 }),
+          onHalt: fc.constantFrom('rollback' as const, 'hold' as const),
+        }),
         fc.array(action, { maxLength: 40 }),
         (p, actions) => {
           const ledger = new Ledger(names(12));
-          ledger.run(publishTree(names(12), NEW, { rollout: { id: 'r1', plan: plan({ canary: p.canary, waves: [25, 60, 100], bake_seconds: p.bake, failure_budget: { count: p.budget }, on_halt: p.onHalt }) } }));
+          ledger.run(
+            publishTree(names(12), NEW, {
+              rollout: {
+                id: 'r1',
+                plan: plan({ canary: p.canary, waves: [25, 60, 100], bake_seconds: p.bake, failure_budget: { count: p.budget }, on_halt: p.onHalt }),
+              },
+            }),
+          );
           const reports = new Map<string, 'applied' | 'provisional' | 'failed'>();
           const waves = ledger.rollouts.get('r1')!.waves;
           const releases: number[] = [0];

@@ -46,7 +46,11 @@ export async function appendUnderLock<T>(
   const at = recordedAt ?? (await nextRecordedAt(trx));
   const stored = await appendEvents(trx, head, inputs, at);
   // The Merkle tree grows with the chain, in the same transaction: a rolled-back append leaves neither.
-  await extendTree(trx, head.position, stored.map((e) => e.hash));
+  await extendTree(
+    trx,
+    head.position,
+    stored.map((e) => e.hash),
+  );
   await project(stored);
   await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };

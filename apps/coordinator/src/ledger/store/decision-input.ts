@@ -76,12 +76,26 @@ export interface DecisionInput {
  * `known` is every node's head as of the ledger head, from memory, or null; `wantsAll` says whether a
  * publish should read them all when they are not known.
  */
-export async function loadDecisionInput(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string, sources: DecisionSources): Promise<DecisionInput> {
+export async function loadDecisionInput(
+  trx: Transaction<Database>,
+  request: LedgerRequest,
+  known: Heads | null,
+  wantsAll: (treeNodes: number, prune: boolean) => boolean,
+  publishId: string,
+  sources: DecisionSources,
+): Promise<DecisionInput> {
   const input = await load(trx, request, known, wantsAll, publishId, sources);
   return { ...input, allHeads: known ?? input.allHeads };
 }
 
-async function load(trx: Transaction<Database>, request: LedgerRequest, known: Heads | null, wantsAll: (treeNodes: number, prune: boolean) => boolean, publishId: string, sources: DecisionSources): Promise<DecisionInput> {
+async function load(
+  trx: Transaction<Database>,
+  request: LedgerRequest,
+  known: Heads | null,
+  wantsAll: (treeNodes: number, prune: boolean) => boolean,
+  publishId: string,
+  sources: DecisionSources,
+): Promise<DecisionInput> {
   switch (request.type) {
     case 'publish_tree': {
       // Every head with its artifact list (kept in memory after), or the tree's own heads with their set
@@ -91,7 +105,10 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       // Only changed nodes need their blobs: an unchanged node of a 10,000-node tree costs a comparison of
       // its artifact list with its head's (or a digest, when the head came without one), not a read.
       const changed = changedNodesOf(request.nodes, heads);
-      const sizes = await sources.blobs.sizes(trx, changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)));
+      const sizes = await sources.blobs.sizes(
+        trx,
+        changed.flatMap((n) => (request.nodes.get(n) ?? []).map((a) => a.sha256)),
+      );
       const { rollout, supersedeRollout, ...plain } = request;
       const supersede = supersedeRollout === undefined ? undefined : await loadRollout(trx, await resolveRolloutId(trx, supersedeRollout));
       const command: LedgerCommand = {
@@ -120,7 +137,11 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
     case 'retire_node':
       return { heads: await loadHeads(trx, [request.node]), command: request, allHeads: null };
     case 'confirm_publish':
-      return { heads: new Map(), allHeads: null, command: { type: 'confirm_publish', publishId: request.publishId, ...(await loadConfirmable(trx, request.publishId)) } };
+      return {
+        heads: new Map(),
+        allHeads: null,
+        command: { type: 'confirm_publish', publishId: request.publishId, ...(await loadConfirmable(trx, request.publishId)) },
+      };
     case 'rollout_step': {
       const state = await loadRollout(trx, await resolveRolloutId(trx, request.rollout));
       const facts = await loadWaveFacts(trx, state.id);
@@ -129,7 +150,19 @@ async function load(trx: Transaction<Database>, request: LedgerRequest, known: H
       // Previous sets are read only when the answer may be a rollback: an abort, or a gate that halts.
       const halts = request.action === 'abort' || (request.action === 'step' && decideStep(state, facts, request.now).kind === 'halt');
       const previous = halts ? await loadPrevious(trx, state) : new Map();
-      return { heads, allHeads: null, command: { type: 'rollout_step', state, action: request.action, facts, previous, now: request.now, ...(request.message ? { message: request.message } : {}) } };
+      return {
+        heads,
+        allHeads: null,
+        command: {
+          type: 'rollout_step',
+          state,
+          action: request.action,
+          facts,
+          previous,
+          now: request.now,
+          ...(request.message ? { message: request.message } : {}),
+        },
+      };
     }
     case 'rollout_expire': {
       const state = await loadRollout(trx, request.rollout);

@@ -3,7 +3,14 @@ import type { NodeSetStamped } from '../domain/ledger.events.js';
 
 const head = (position: number, hash = `h${position}`) => ({ position, hash });
 const artifactsOf = (sha: string) => [{ name: 'flor.json', sha256: sha.repeat(64).slice(0, 64), size: 10 }];
-const stamp = (node: string, version: number, set_digest: string, retired = false): NodeSetStamped['data'] => ({ node, version, set_digest, retired, artifacts: retired ? [] : artifactsOf(set_digest), publish_id: 'p' });
+const stamp = (node: string, version: number, set_digest: string, retired = false): NodeSetStamped['data'] => ({
+  node,
+  version,
+  set_digest,
+  retired,
+  artifacts: retired ? [] : artifactsOf(set_digest),
+  publish_id: 'p',
+});
 
 describe('HeadsMemo', () => {
   it('answers only for the ledger head it was kept at, by position and hash', () => {

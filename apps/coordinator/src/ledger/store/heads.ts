@@ -34,7 +34,12 @@ export async function loadHeadDigests(db: Kysely<Database>, nodes: readonly stri
 }
 
 export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeSet | undefined> {
-  const r = await db.selectFrom('node_versions').select(['version', 'set_digest', 'retired', 'artifacts']).where('node', '=', node).where('version', '=', version).executeTakeFirst();
+  const r = await db
+    .selectFrom('node_versions')
+    .select(['version', 'set_digest', 'retired', 'artifacts'])
+    .where('node', '=', node)
+    .where('version', '=', version)
+    .executeTakeFirst();
   return r ? { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts as StoredArtifact[] } : undefined;
 }
 

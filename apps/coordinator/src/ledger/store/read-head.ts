@@ -23,6 +23,10 @@ export async function nextRecordedAt(db: Kysely<Database>, now: Date = new Date(
 }
 
 export async function readStreamRevision(db: Kysely<Database>, stream: string): Promise<number> {
-  const row = await db.selectFrom('ledger').select((eb) => eb.fn.max('revision').as('revision')).where('stream', '=', stream).executeTakeFirst();
+  const row = await db
+    .selectFrom('ledger')
+    .select((eb) => eb.fn.max('revision').as('revision'))
+    .where('stream', '=', stream)
+    .executeTakeFirst();
   return row?.revision ?? 0;
 }

@@ -10,7 +10,14 @@ import { readStreamRevision } from './read-head.js';
  * caller's transaction, by the ledger's one append path (lock, trust, head, append, checkpoint). The
  * HTTP routes and the coordinator's own commands record through here alike.
  */
-export async function recordIdentity(trx: Transaction<Database>, signer: CheckpointSigner, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+export async function recordIdentity(
+  trx: Transaction<Database>,
+  signer: CheckpointSigner,
+  subject: string,
+  type: IdentityRecorded['type'],
+  data: Record<string, unknown>,
+  actor: string,
+): Promise<void> {
   const stream = `identity:${subject}` as const;
   await appendUnderLock(trx, signer, async () => {
     const revision = (await readStreamRevision(trx, stream)) + 1;

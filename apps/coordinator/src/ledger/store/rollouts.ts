@@ -5,9 +5,15 @@ import { ACTIVE, evolve, type RecordedRolloutEvent, type RolloutState, type Wave
 
 /** A rollout's full id from the id or a prefix of it (8 characters or more, as retectl prints them); 404 or 409 otherwise. */
 export async function resolveRolloutId(db: Kysely<Database>, idOrPrefix: string): Promise<string> {
-  const rows = await db.selectFrom('rollouts').select('id').where('id', 'like', `${idOrPrefix.replace(/[%_\\]/g, '')}%`).limit(2).execute();
+  const rows = await db
+    .selectFrom('rollouts')
+    .select('id')
+    .where('id', 'like', `${idOrPrefix.replace(/[%_\\]/g, '')}%`)
+    .limit(2)
+    .execute();
   if (rows.length === 0) throw new DomainError('unknown_rollout', `no rollout ${idOrPrefix}`, { rollout: idOrPrefix });
-  if (rows.length > 1) throw new DomainError('ambiguous_rollout', `more than one rollout starts with ${idOrPrefix}: give more of its id`, { rollout: idOrPrefix });
+  if (rows.length > 1)
+    throw new DomainError('ambiguous_rollout', `more than one rollout starts with ${idOrPrefix}: give more of its id`, { rollout: idOrPrefix });
   return rows[0].id;
 }
 
@@ -46,7 +52,14 @@ export async function loadWaveFacts(db: Kysely<Database>, id: string, released?:
   const waves = released ?? (await db.selectFrom('rollouts').select('released').where('id', '=', id).executeTakeFirstOrThrow()).released;
   const facts: WaveFacts[] = Array.from({ length: waves }, () => ({ released: 0, confirmed: 0, provisional: 0, failed: 0, expired: 0 }));
   for (const r of rows) {
-    if (r.wave < waves) facts[r.wave] = { released: Number(r.released), confirmed: Number(r.confirmed), provisional: Number(r.provisional), failed: Number(r.failed), expired: Number(r.expired) };
+    if (r.wave < waves)
+      facts[r.wave] = {
+        released: Number(r.released),
+        confirmed: Number(r.confirmed),
+        provisional: Number(r.provisional),
+        failed: Number(r.failed),
+        expired: Number(r.expired),
+      };
   }
   return facts;
 }
@@ -55,7 +68,11 @@ export async function loadWaveFacts(db: Kysely<Database>, id: string, released?:
 export async function activeRolloutsOf(db: Kysely<Database>, nodes: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   if (nodes.length === 0) return out;
-  const active = await db.selectFrom('rollouts').select('id').where('status', 'in', [...ACTIVE]).execute();
+  const active = await db
+    .selectFrom('rollouts')
+    .select('id')
+    .where('status', 'in', [...ACTIVE])
+    .execute();
   if (active.length === 0) return out;
   const rows = await db
     .selectFrom('rollout_nodes')

@@ -1,6 +1,18 @@
 import { createRequire } from 'node:module';
 import { sql } from 'kysely';
-import { consistencyProof, inclusionProof, leafHash, nodeHash, openTreeCheckpoint, splitOf, EMPTY_ROOT, verifyConsistency, verifyInclusion, inclusionCoords, consistencyCoords } from '#bundle';
+import {
+  consistencyProof,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  openTreeCheckpoint,
+  splitOf,
+  EMPTY_ROOT,
+  verifyConsistency,
+  verifyInclusion,
+  inclusionCoords,
+  consistencyCoords,
+} from '#bundle';
 import { testDatabases } from '../../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../../test/support/ledger-harness.js';
 import { readTreeHashes, readTreeRoot, treeSize } from './tree.js';
@@ -25,8 +37,10 @@ describe.each(testDatabases)('the ledger Merkle tree on $name', (database) => {
   });
   afterEach(() => h.close());
 
-  const chain = async () => (await h.db.kysely.selectFrom('ledger').select(['position', 'hash']).orderBy('position').execute()).map((r) => leafHash(Buffer.from(r.hash, 'hex')));
-  const servedNote = async () => (await h.db.kysely.selectFrom('ledger_checkpoint').select('tree_note').where('id', '=', 1).executeTakeFirstOrThrow()).tree_note!;
+  const chain = async () =>
+    (await h.db.kysely.selectFrom('ledger').select(['position', 'hash']).orderBy('position').execute()).map((r) => leafHash(Buffer.from(r.hash, 'hex')));
+  const servedNote = async () =>
+    (await h.db.kysely.selectFrom('ledger_checkpoint').select('tree_note').where('id', '=', 1).executeTakeFirstOrThrow()).tree_note!;
 
   it('grows with every append, in its transaction, to the RFC 6962 root of the events chain hashes; the signed tree checkpoint names it', async () => {
     const sizes: number[] = [];
@@ -46,7 +60,7 @@ describe.each(testDatabases)('the ledger Merkle tree on $name', (database) => {
     expect(checkpoint.origin).toMatch(/^florete\.ledger\/[0-9a-f]{16}\/tree$/);
   });
 
-  it('proves each event in the signed tree and each older tree a prefix of it, as our verifier and Sigstore\'s both check', async () => {
+  it("proves each event in the signed tree and each older tree a prefix of it, as our verifier and Sigstore's both check", async () => {
     for (let round = 0; round < 4; round++) await h.publish({ a: { 'flor.json': `a ${round}` }, b: { 'flor.json': `b ${round}` } });
     const note = await servedNote();
     const { checkpoint } = openTreeCheckpoint(note, [h.keys.publicKey(h.keys.activeKid())]);

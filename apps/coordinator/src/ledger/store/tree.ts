@@ -17,7 +17,9 @@ export async function readTreeHashes(db: Kysely<Database>, coords: readonly Coor
     const slice = unique.slice(i, i + CHUNK);
     const { rows } = await sql<{ level: number; idx: string | number; hash: Uint8Array }>`
       SELECT t.level, t.idx, t.hash FROM ledger_tree t
-      JOIN unnest(${sql.val(slice.map((c) => c.level))}::smallint[], ${sql.val(slice.map((c) => c.index))}::bigint[]) AS w(l, i) ON t.level = w.l AND t.idx = w.i`.execute(db);
+      JOIN unnest(${sql.val(slice.map((c) => c.level))}::smallint[], ${sql.val(slice.map((c) => c.index))}::bigint[]) AS w(l, i) ON t.level = w.l AND t.idx = w.i`.execute(
+      db,
+    );
     for (const r of rows) loaded.set(`${r.level}/${r.idx}`, r.hash);
   }
   return (c) => {
@@ -29,14 +31,24 @@ export async function readTreeHashes(db: Kysely<Database>, coords: readonly Coor
 
 /** How many events the tree covers: one past its last leaf. */
 export async function treeSize(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('ledger_tree').select((eb) => eb.fn.max('idx').as('last')).where('level', '=', 0).executeTakeFirst();
+  const row = await db
+    .selectFrom('ledger_tree')
+    .select((eb) => eb.fn.max('idx').as('last'))
+    .where('level', '=', 0)
+    .executeTakeFirst();
   return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
 }
 
 /** The chain hashes of the `count` events from position `first` on, in order: leaves' entries. */
 export async function readChainHashes(db: Kysely<Database>, first: number, count: number): Promise<string[]> {
   if (count === 0) return [];
-  const rows = await db.selectFrom('ledger').select('hash').where('position', '>=', first).where('position', '<', first + count).orderBy('position').execute();
+  const rows = await db
+    .selectFrom('ledger')
+    .select('hash')
+    .where('position', '>=', first)
+    .where('position', '<', first + count)
+    .orderBy('position')
+    .execute();
   if (rows.length !== count) throw new Error(`the ledger holds ${rows.length} of the ${count} events from position ${first}`);
   return rows.map((r) => r.hash);
 }
@@ -63,7 +75,9 @@ export async function extendTree(db: Kysely<Database>, size: number, chainHashes
   for (let i = 0; i < made.length; i += CHUNK) {
     const slice = made.slice(i, i + CHUNK);
     await sql`INSERT INTO ledger_tree (level, idx, hash)
-      SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(db);
+      SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(
+      db,
+    );
   }
 }
 

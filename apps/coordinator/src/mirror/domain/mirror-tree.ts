@@ -139,7 +139,11 @@ export class MirrorTree {
 /** The API token's name as a git identity; characters git reserves in an ident are dropped. */
 export function authorOf(actor: string): Omit<Signature, 'seconds'> {
   const name = actor.replace(/[<>\n\r\0]/g, '').trim() || 'unknown';
-  const local = name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '') || 'unknown';
+  const local =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[-.]+|[-.]+$/g, '') || 'unknown';
   return { name, email: `${local}@florete.invalid` };
 }
 

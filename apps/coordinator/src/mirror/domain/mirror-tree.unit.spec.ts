@@ -73,7 +73,13 @@ describe('mirror tree', () => {
 
   it('rewrites only the touched folder, the root and the commit, reusing every other subtree id', () => {
     const tree = MirrorTree.empty();
-    tree.apply(publish([{ node: 'alpha', version: 1, files: ['flor.json=1'] }, { node: 'beta', version: 1, files: ['flor.json=2'] }]), blobOf);
+    tree.apply(
+      publish([
+        { node: 'alpha', version: 1, files: ['flor.json=1'] },
+        { node: 'beta', version: 1, files: ['flor.json=2'] },
+      ]),
+      blobOf,
+    );
     const before = new Map(tree.rootEntries().map((e) => [e.name, e.oid]));
     const { objects } = tree.apply(publish([{ node: 'alpha', version: 2, files: ['flor.json=3'] }]), blobOf);
     expect(objects.map((o) => o.type)).toEqual(['blob', 'blob', 'tree', 'tree', 'tree', 'commit']);
@@ -84,7 +90,13 @@ describe('mirror tree', () => {
 
   it('removes a retired node folder and brings it back when the node is published again', () => {
     const tree = MirrorTree.empty();
-    tree.apply(publish([{ node: 'alpha', version: 1, files: ['f=1'] }, { node: 'beta', version: 1 }]), blobOf);
+    tree.apply(
+      publish([
+        { node: 'alpha', version: 1, files: ['f=1'] },
+        { node: 'beta', version: 1 },
+      ]),
+      blobOf,
+    );
     tree.apply(publish([{ node: 'alpha', version: 2, retired: true }]), blobOf);
     expect(tree.rootEntries().map((e) => e.name)).toEqual(['beta']);
     tree.apply(publish([{ node: 'alpha', version: 3, files: ['f=1'] }]), blobOf);
@@ -104,14 +116,25 @@ describe('mirror tree', () => {
   });
 
   it('writes the message, one line per touched node and the ledger trailers', () => {
-    const p = publish([{ node: 'alpha', version: 5 }, { node: 'beta', version: 1 }], { message: '  tighten acl\r\n\n' });
-    expect(commitMessage(p)).toBe(`tighten acl\n\nalpha 4 -> 5\nbeta 0 -> 1\n\nLedger-Position: ${p.position}\nLedger-Hash: ${'ab'.repeat(32)}\nPublish-Id: ${p.publishId}\n`);
+    const p = publish(
+      [
+        { node: 'alpha', version: 5 },
+        { node: 'beta', version: 1 },
+      ],
+      { message: '  tighten acl\r\n\n' },
+    );
+    expect(commitMessage(p)).toBe(
+      `tighten acl\n\nalpha 4 -> 5\nbeta 0 -> 1\n\nLedger-Position: ${p.position}\nLedger-Hash: ${'ab'.repeat(32)}\nPublish-Id: ${p.publishId}\n`,
+    );
     expect(ledgerPositionOf(commitMessage(p))).toBe(p.position);
     expect(commitMessage({ ...p, message: '' }).startsWith('publish\n\n')).toBe(true);
   });
 
   it('names each ineligible node the publish accepted in a trailer, with the checks it failed', () => {
-    const failed = [{ check: 'clock skew acceptable', detail: '900 s' }, { check: 'agent version\nsupported', detail: 'dev' }];
+    const failed = [
+      { check: 'clock skew acceptable', detail: '900 s' },
+      { check: 'agent version\nsupported', detail: 'dev' },
+    ];
     const p = publish([{ node: 'alpha', version: 2 }], { acceptedIneligible: [{ node: 'alpha', failed_briefing: failed }] });
     expect(commitMessage(p).endsWith(`Publish-Id: ${p.publishId}\nAccepted-Ineligible: alpha (clock skew acceptable, agent version supported)\n`)).toBe(true);
     expect(commitMessage({ ...p, acceptedIneligible: [] })).not.toContain('Accepted-Ineligible');

@@ -39,7 +39,8 @@ export class PublishGrouper {
     const stamps = this.pending.map((e) => e.data);
     this.pending = [];
     const foreign = stamps.find((s) => s.publish_id !== record.publish_id);
-    if (foreign) throw new Error(`ledger position ${event.position}: stamp of ${foreign.node} belongs to publish ${foreign.publish_id}, not ${record.publish_id}`);
+    if (foreign)
+      throw new Error(`ledger position ${event.position}: stamp of ${foreign.node} belongs to publish ${foreign.publish_id}, not ${record.publish_id}`);
     return {
       kind: 'publish',
       publish: {

@@ -17,7 +17,12 @@ async function atomicWriteFile(path: string, data: string | Uint8Array, options?
  */
 const fs = {
   ...nodeFs,
-  promises: { ...nodeFs.promises, writeFile: atomicWriteFile, stat: async (path: string) => nodeFs.statSync(path), lstat: async (path: string) => nodeFs.lstatSync(path) },
+  promises: {
+    ...nodeFs.promises,
+    writeFile: atomicWriteFile,
+    stat: async (path: string) => nodeFs.statSync(path),
+    lstat: async (path: string) => nodeFs.lstatSync(path),
+  },
 };
 
 export interface RepoHead {
@@ -134,7 +139,7 @@ export class AuditRepo {
   /** Commits from the root to `tip` along first parents. */
   async history(tip: string | null): Promise<StoredCommit[]> {
     const out: StoredCommit[] = [];
-    for (let oid = tip; oid; ) {
+    for (let oid = tip; oid;) {
       const c = await this.readCommit(oid);
       out.push(c);
       oid = c.parent;

@@ -47,7 +47,7 @@ function adler32(bytes: Uint8Array): number {
   let a = 1;
   let b = 0;
   // 5552 bytes is the most that can be summed before the sums must be reduced (zlib's NMAX).
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const end = Math.min(bytes.length, i + 5552);
     for (; i < end; i++) {
       a += bytes[i];
@@ -128,7 +128,11 @@ export function unpackObjects(packed: PackedObjects): LooseObject[] {
   let start = 0;
   for (let i = 0; i < packed.ends.length; i++) {
     const end = packed.ends[i];
-    out.push({ type: CODE_TYPE[packed.types[i] as keyof typeof CODE_TYPE], oid: packed.oids.slice(i * 40, i * 40 + 40), content: new Uint8Array(packed.bytes, start, end - start) });
+    out.push({
+      type: CODE_TYPE[packed.types[i] as keyof typeof CODE_TYPE],
+      oid: packed.oids.slice(i * 40, i * 40 + 40),
+      content: new Uint8Array(packed.bytes, start, end - start),
+    });
     start = end;
   }
   return out;

@@ -3,7 +3,15 @@ import { deflateSync, inflateSync } from 'node:zlib';
 import { deflateObject, storedZlib } from './loose-objects.js';
 
 describe('the zlib streams git objects are stored in', () => {
-  const samples = [Buffer.alloc(0), Buffer.from('1\n'), Buffer.from('{"acl":[]}\n'), randomBytes(1024), Buffer.alloc(1024, 0xff), randomBytes(5000), Buffer.alloc(70 * 1024, 'a')];
+  const samples = [
+    Buffer.alloc(0),
+    Buffer.from('1\n'),
+    Buffer.from('{"acl":[]}\n'),
+    randomBytes(1024),
+    Buffer.alloc(1024, 0xff),
+    randomBytes(5000),
+    Buffer.alloc(70 * 1024, 'a'),
+  ];
 
   it('stores small objects in a stream zlib inflates back, with the checksum zlib computes', () => {
     for (const bytes of samples.filter((b) => b.length <= 65535)) {

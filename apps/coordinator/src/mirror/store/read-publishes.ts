@@ -23,7 +23,10 @@ export async function* publishPages(db: Kysely<Database>, after: number, pageSiz
       const item = grouper.push(e);
       if (item) items.push(item);
     }
-    const blobs = await readLedgerBlobs(db, items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])));
+    const blobs = await readLedgerBlobs(
+      db,
+      items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])),
+    );
     yield { items, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
     if (events.length < pageSize) return;
     after = events[events.length - 1].position;
