@@ -12,6 +12,8 @@ import { RollbackNodeCommand } from '../ledger/commands/rollback-node.command.js
 import { RollbackNodeHandler } from '../ledger/commands/rollback-node.handler.js';
 import { readAllNodeLabels } from './node-labels.repository.js';
 import { scopeGuard } from './scope-guard.js';
+import { RolloutsController } from '../rollouts/rollouts.controller.js';
+import type { Principal } from '../common/index.js';
 
 async function refusal(p: Promise<unknown>): Promise<DomainError> {
   try {
@@ -143,6 +145,28 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
       await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }),
     );
     expect(inScope.changed).toEqual([{ node: 'web-1', from: 1, to: 2 }]);
+  });
+
+  it('refuses a rollout promote or abort that would change a node outside its scope, and allows a pause', async () => {
+    await fleet();
+    const plan = RolloutPlan.parse({ canary: ['web-1'], waves: [100] });
+    const started = await publishAs(null, await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }));
+    const id = started.rollout!.id;
+    const controller = new RolloutsController(h.db, h.writer, { guard: scopeGuard });
+    const as = (scope: TokenScope | null): Principal => ({ kind: 'api', id: 't', name: 'ci', role: 'publisher', scope });
+    const before = await h.head();
+    // Promote releases the next wave: db-1, outside the edge scope.
+    expect(await refusal(controller.act(id, 'promote', {}, as(EDGE)))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
+    expect(await h.head()).toEqual(before);
+    expect((await controller.act(id, 'pause', {}, as(EDGE))).status).toBe('paused');
+    await controller.act(id, 'promote', {}, as(null));
+    expect(await versionOf('db-1')).toBe(2);
+    // Abort would roll db-1 back too.
+    const released = await h.head();
+    expect(await refusal(controller.act(id, 'abort', {}, as(EDGE)))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
+    expect(await h.head()).toEqual(released);
+    expect((await controller.act(id, 'abort', {}, as(['tag:edge', 'group:data']))).status).toBe('aborted');
+    expect([await versionOf('web-1'), await versionOf('db-1')]).toEqual([3, 3]);
   });
 
   it('refuses a rollback or a retirement outside its scope, and allows them inside it', async () => {

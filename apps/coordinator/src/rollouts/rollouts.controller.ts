@@ -2,8 +2,8 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { RolloutAction, RolloutActionRequest, RolloutId, RolloutStatus } from '#contracts';
 import { z } from 'zod';
 import { DB, type Db } from '../db/index.js';
-import { parseInput, Access, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
-import { LedgerWriter, resolveRolloutId as resolveRollout } from '../ledger/index.js';
+import { parseInput, Access, CurrentPrincipal, actorOf, scopeOf, type Principal } from '../common/index.js';
+import { LedgerWriter, NODE_SCOPE, resolveRolloutId as resolveRollout, type NodeScope } from '../ledger/index.js';
 import { listRollouts, readRollout } from './rollouts.repository.js';
 
 const ListQuery = z.strictObject({
@@ -16,12 +16,17 @@ const ListQuery = z.strictObject({
     .default(50),
 });
 
-/** Rollouts: list, read, and the operator's actions on one (pause, resume, promote, abort), each recorded with who. */
+/**
+ * Rollouts: list, read, and the operator's actions on one (pause, resume, promote, abort), each
+ * recorded with who; a scoped token's promote or abort is refused whole when it would change a node
+ * outside its scope.
+ */
 @Controller('v1/rollouts')
 export class RolloutsController {
   constructor(
     @Inject(DB) private readonly db: Db,
     private readonly writer: LedgerWriter,
+    @Inject(NODE_SCOPE) private readonly scopes: NodeScope,
   ) {}
 
   @Get()
@@ -44,8 +49,10 @@ export class RolloutsController {
     const rollout = await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path'));
     const what = parseInput(RolloutAction, action, 'path');
     const req = parseInput(RolloutActionRequest, body ?? {}, 'body');
+    // A promote stamps the next wave's nodes and an abort rolls the released ones back: a scoped token may do either only to nodes in its scope.
+    const admit = this.scopes.guard(scopeOf(who), `this rollout ${what}`);
     await this.writer.write(
-      { actor: actorOf(who) },
+      { actor: actorOf(who), ...(admit ? { admit } : {}) },
       { type: 'rollout_step', rollout, action: what, now: new Date(), ...(req.message ? { message: req.message } : {}) },
     );
     return readRollout(this.db.kysely, rollout);
