@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { ApiTokenInfo, ApiTokenState, Role, TokenScope } from '#contracts';
+import type { ApiTokenInfo, ApiTokenRequest, ApiTokenResponse, ApiTokenState, Role, TokenScope } from '#contracts';
 import type { ApiTokensTable, Database } from '../db/index.js';
 import { DomainError, quoteInput } from '../common/index.js';
 import { lockLedger } from '../ledger/index.js';
@@ -201,4 +201,34 @@ export async function revokeApiToken(trx: Transaction<Database>, keys: TrustKeys
     .executeTakeFirstOrThrow();
   await recordIdentity(trx, keys, 'api', 'api_token_revoked', { id: target.id, name: target.name, role: target.role }, actor);
   return revoked;
+}
+
+/**
+ * An admin's request for a token, answered once with its secret: expiring after `ttl_seconds`, the
+ * configured default (`defaultTtlSeconds`, null for none) when neither that nor `no_expiry` is given,
+ * as `default_expiry` says. Issued and recorded in one transaction.
+ */
+export async function createApiToken(
+  db: Kysely<Database>,
+  keys: TrustKeys,
+  req: ApiTokenRequest,
+  defaultTtlSeconds: number | null,
+  actor: string,
+  now: Date = new Date(),
+): Promise<ApiTokenResponse> {
+  const expiresAt = expiryOf(req, defaultTtlSeconds, now);
+  const created = await db
+    .transaction()
+    .execute((trx) => issueApiToken(trx, keys, { name: req.name, role: req.role, expiresAt, ...(req.scope ? { scope: req.scope } : {}) }, actor, now));
+  return {
+    id: created.id,
+    name: created.name,
+    role: created.role,
+    token: created.token,
+    created_at: created.created_at.toISOString(),
+    created_by: created.created_by,
+    expires_at: created.expires_at?.toISOString() ?? null,
+    scope: created.scope === null ? null : [...created.scope],
+    default_expiry: req.ttl_seconds === undefined && req.no_expiry === undefined,
+  };
 }

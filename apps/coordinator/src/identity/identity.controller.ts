@@ -12,18 +12,14 @@ import {
 } from '#contracts';
 import { z } from 'zod';
 import { DB, type Db } from '../db/index.js';
-import { ENROLMENT_PIN, type EnrolmentPin } from '../tls/index.js';
 import { KEYS, type SigningKeyStore } from '../core/index.js';
 import { DomainError, parseInput, Access, Anonymous, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
-import { LedgerWriter } from '../ledger/index.js';
-import { issueSecret } from './secrets.js';
-import { expiryOf, issueApiToken, listApiTokens, revokeApiToken, TOKEN_COLUMNS, tokenInfo } from './api-tokens.js';
+import { createApiToken, listApiTokens, revokeApiToken, TOKEN_COLUMNS, tokenInfo } from './api-tokens.js';
 import { ApiTokenUses } from './api-token-uses.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { EnrolNodeCommand } from './commands/enrol-node.command.js';
 import { RevokeCredentialCommand } from './commands/revoke-credential.command.js';
-import { keyThumbprint } from '#bundle';
-import { readTrustHead } from '../trust/index.js';
+import { IssueEnrolmentTokenCommand } from './commands/issue-enrolment-token.command.js';
 
 const DEFAULT_ENROLMENT_TTL = 3600;
 /** A token's id or its name, as `retectl token revoke` takes it. */
@@ -34,9 +30,7 @@ export class IdentityController {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(KEYS) private readonly keys: SigningKeyStore,
-    private readonly ledger: LedgerWriter,
     private readonly commands: CommandBus,
-    @Inject(ENROLMENT_PIN) private readonly tlsPin: EnrolmentPin,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly uses: ApiTokenUses,
   ) {}
@@ -45,29 +39,7 @@ export class IdentityController {
   @Access('admin')
   async createEnrolmentToken(@Body() body: unknown, @CurrentPrincipal() who: Principal) {
     const req = parseInput(EnrolmentTokenRequest, body, 'body');
-    await this.keys.reloadIfChanged();
-    // The trust head's signer, not the key file's: that is the key the agent will meet.
-    const head = await readTrustHead(this.db.kysely);
-    const thumbprint = head ? await keyThumbprint(this.keys.publicKey(head.signingKid)) : await this.keys.activeThumbprint();
-    const s = issueSecret('fle');
-    const now = new Date();
-    const expires = new Date(now.getTime() + (req.ttl_seconds ?? DEFAULT_ENROLMENT_TTL) * 1000);
-    await this.db.kysely.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('enrolment_tokens')
-        .values({ id: s.id, node: req.node, secret_hash: s.hash, thumbprint, created_by: actorOf(who), created_at: now, expires_at: expires })
-        .execute();
-      await this.ledger.recordIdentity(
-        trx,
-        req.node,
-        'enrolment_token_issued',
-        { node: req.node, token_id: s.id, expires_at: expires.toISOString() },
-        actorOf(who),
-      );
-    });
-    // The pin of the key served now: a token made after a key change carries the new one.
-    const pin = this.tlsPin();
-    return { token: `${s.token}.${thumbprint}${pin ? `.${pin}` : ''}`, node: req.node, expires_at: expires.toISOString() };
+    return this.commands.execute(new IssueEnrolmentTokenCommand(req.node, req.ttl_seconds ?? DEFAULT_ENROLMENT_TTL, actorOf(who)));
   }
 
   /** The enrolment token is the authentication: single use, unexpired, compared in constant time. */
@@ -101,24 +73,7 @@ export class IdentityController {
   @Access('admin')
   async createApiToken(@Body() body: unknown, @CurrentPrincipal() who: Principal): Promise<ApiTokenResponse> {
     const req = parseInput(ApiTokenRequest, body, 'body');
-    const now = new Date();
-    const expiresAt = expiryOf(req, this.config.apiTokenTtlSeconds, now);
-    const created = await this.db.kysely
-      .transaction()
-      .execute((trx) =>
-        issueApiToken(trx, this.keys, { name: req.name, role: req.role, expiresAt, ...(req.scope ? { scope: req.scope } : {}) }, actorOf(who), now),
-      );
-    return {
-      id: created.id,
-      name: created.name,
-      role: created.role,
-      token: created.token,
-      created_at: created.created_at.toISOString(),
-      created_by: created.created_by,
-      expires_at: created.expires_at?.toISOString() ?? null,
-      scope: created.scope === null ? null : [...created.scope],
-      default_expiry: req.ttl_seconds === undefined && req.no_expiry === undefined,
-    };
+    return createApiToken(this.db.kysely, this.keys, req, this.config.apiTokenTtlSeconds, actorOf(who));
   }
 
   /** Every token, revoked and expired ones too, never a secret or its hash; last uses include this replica's not yet written. */

@@ -5,6 +5,7 @@ import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { EnrolNodeHandler } from './commands/enrol-node.handler.js';
 import { RetireNodeHandler } from './commands/retire-node.handler.js';
+import { IssueEnrolmentTokenHandler } from './commands/issue-enrolment-token.handler.js';
 import { RevokeCredentialHandler } from './commands/revoke-credential.handler.js';
 import { IdentityController } from './identity.controller.js';
 import { ApiTokenUseFlusher, ApiTokenUses } from './api-token-uses.js';
@@ -20,6 +21,7 @@ import { scopeGuard } from './scope-guard.js';
   controllers: [IdentityController],
   providers: [
     EnrolNodeHandler,
+    IssueEnrolmentTokenHandler,
     RevokeCredentialHandler,
     RetireNodeHandler,
     AuthService,

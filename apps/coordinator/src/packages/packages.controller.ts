@@ -1,17 +1,12 @@
 import { Body, Controller, Get, Headers, Inject, Param, Put, Res } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
 import type { FastifyReply } from 'fastify';
-import type { Logger } from 'pino';
 import { Sha256 } from '#contracts';
-import { sha256Hex } from '#bundle';
-import { APT_REPOSITORY, type AptRepository } from './apt-repository.js';
 import { DB, type Db } from '../db/index.js';
-import { LOG } from '../core/index.js';
 import { DomainError, parseInput, quoteInput, RouteLimits, Access, CurrentPrincipal, actorOf, type Principal } from '../common/index.js';
-import { LedgerWriter } from '../ledger/index.js';
 import { poolPath } from './apt-index.js';
-import { DebError } from './deb-control.js';
-import { readDeb } from './deb-read.js';
-import { findPackage, listPackages, type PackageRow } from './packages.repository.js';
+import { PushPackageCommand } from './commands/push-package.command.js';
+import { listPackages, type PackageRow } from './packages.repository.js';
 
 const entry = (r: PackageRow) => ({
   name: r.name,
@@ -30,15 +25,10 @@ const entry = (r: PackageRow) => ({
 export class PackagesController {
   constructor(
     @Inject(DB) private readonly db: Db,
-    @Inject(APT_REPOSITORY) private readonly apt: AptRepository,
-    @Inject(LOG) private readonly log: Logger,
-    private readonly writer: LedgerWriter,
+    private readonly commands: CommandBus,
   ) {}
 
-  /**
-   * Uploads a .deb under its sha256, like a blob. The coordinator reads the package's control fields
-   * itself: what the index says about a package is what the package says, not what the client claims.
-   */
+  /** Uploads a .deb under its sha256, like a blob (PushPackageCommand says what is checked and recorded). */
   @Put(':sha256')
   @Access('publisher')
   @RouteLimits({ body: 'package' })
@@ -57,23 +47,7 @@ export class PackagesController {
         `package bodies are raw bytes sent as application/octet-stream, not ${type === undefined ? 'nothing' : quoteInput(type)}`,
       );
     }
-    const actual = sha256Hex(body);
-    if (actual !== sha) throw new DomainError('digest_mismatch', `body hashes to ${actual}, not to ${sha}`, { expected: sha, actual });
-    let deb;
-    try {
-      deb = await readDeb(body);
-    } catch (e) {
-      if (e instanceof DebError) throw new DomainError('invalid_deb', `not a Debian package the repository can serve: ${e.message}`);
-      throw e;
-    }
-    const pushed = { name: deb.name, version: deb.version, architecture: deb.architecture, sha256: sha, size: body.byteLength, control: deb.control };
-    const { created } = await this.writer.pushPackage(pushed, body, actorOf(who));
-    if (created) {
-      // The push is recorded whatever happens here: a failed rendering is retried by the next request for the index.
-      await this.apt.refresh().catch((err: Error) => this.log.error({ err: { message: err.message } }, 'rendering the apt repository failed'));
-    }
-    const row = await findPackage(this.db.kysely, deb.name, deb.version, deb.architecture);
-    if (!row) throw new Error(`package ${deb.name} ${deb.version} ${deb.architecture} vanished after its push`);
+    const { created, row } = await this.commands.execute(new PushPackageCommand(sha, body, actorOf(who)));
     void reply.status(created ? 201 : 200).send({ created, package: entry(row) });
   }
 

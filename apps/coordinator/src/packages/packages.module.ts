@@ -3,6 +3,7 @@ import { LedgerModule, RECORDED_PACKAGES } from '../ledger/index.js';
 import { AptRepoController } from './apt-repo.controller.js';
 import { APT_REPOSITORY, type AptRepository } from './apt-repository.js';
 import { PackagesController } from './packages.controller.js';
+import { PushPackageHandler } from './commands/push-package.handler.js';
 import { recordedPackages } from './packages.repository.js';
 
 /**
@@ -17,10 +18,7 @@ export class PackagesModule {
       global: true,
       imports: [LedgerModule],
       controllers: [PackagesController, AptRepoController],
-      providers: [
-        { provide: APT_REPOSITORY, useValue: apt },
-        { provide: RECORDED_PACKAGES, useValue: recordedPackages },
-      ],
+      providers: [{ provide: APT_REPOSITORY, useValue: apt }, PushPackageHandler, { provide: RECORDED_PACKAGES, useValue: recordedPackages }],
       exports: [RECORDED_PACKAGES],
     };
   }
