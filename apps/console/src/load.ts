@@ -145,8 +145,5 @@ export function ErrorBox({ error, what }: { error: ApiError; what: string }) {
           : error.status === 429
             ? 'Wait a minute, then reload.'
             : 'Reload the page; if it persists, the coordinator log has the details.';
-  return html`<div class="error" role="alert">
-    <strong>Could not load ${what}:</strong> ${error.message} <span class="code">(${error.code})</span>
-    <p>${next}</p>
-  </div>`;
+  return html`<div class="error" role="alert"><strong>Could not load ${what}:</strong> ${error.message} <span class="code">(${error.code})</span><p>${next}</p></div>`;
 }

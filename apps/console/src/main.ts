@@ -74,15 +74,7 @@ function SignIn({ notice, onDone }: { notice: string | null; onDone: () => void 
     ${notice && html`<p class="notice" role="status">${notice}</p>`}
     <form onSubmit=${submit}>
       <label for="token">API token (reader is enough)</label>
-      <input
-        id="token"
-        name="token"
-        type="password"
-        autocomplete="off"
-        ref=${input}
-        value=${token}
-        onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)}
-      />
+      <input id="token" name="token" type="password" autocomplete="off" ref=${input} value=${token} onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)} />
       <button type="submit" disabled=${busy}>${busy ? 'Checking…' : 'Sign in'}</button>
     </form>
     ${error && html`<p class="error" role="alert">${error}</p>`}

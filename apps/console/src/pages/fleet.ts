@@ -48,36 +48,24 @@ export function FleetPage({ params }: { params: URLSearchParams }) {
       ${
         loaded.state === 'done' &&
         html`
-          ${
-            loaded.data.items.length === 0
-              ? html`<p class="empty">
-                  ${q || state ? 'No node matches this filter. Clear the search or pick another state.' : "No nodes yet. Publish a rete with `retectl publish`, then create each node's enrolment token with `retectl token create NODE`."}
-                </p>`
-              : html`<table class="nodes">
-                  <caption class="visually-hidden">
-                    Nodes, in name order
-                  </caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Node</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Convergence</th>
-                      <th scope="col">Head</th>
-                      <th scope="col">Applied</th>
-                      <th scope="col">Agent</th>
-                      <th scope="col">Last contact</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${loaded.data.items.map((n) => html`<${NodeRow} n=${n} />`)}
-                  </tbody>
-                </table>`
-          }
-          <nav class="pager" aria-label="Pages">
-            ${back.length > 0 || cursor ? html`<a href=${href.fleet({ q, state, cursor: back[back.length - 1] ?? '', back: back.slice(0, -1).join(',') })}>← Previous</a>` : null}
-            ${loaded.data.next_cursor ? html`<a href=${href.fleet({ q, state, cursor: loaded.data.next_cursor, back: [...back, cursor].join(',') })}>Next →</a>` : null}
-          </nav>
-        `
+        ${
+          loaded.data.items.length === 0
+            ? html`<p class="empty">${q || state ? 'No node matches this filter. Clear the search or pick another state.' : "No nodes yet. Publish a rete with `retectl publish`, then create each node's enrolment token with `retectl token create NODE`."}</p>`
+            : html`<table class="nodes">
+              <caption class="visually-hidden">Nodes, in name order</caption>
+              <thead>
+                <tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">Convergence</th><th scope="col">Head</th><th scope="col">Applied</th><th scope="col">Agent</th><th scope="col">Last contact</th></tr>
+              </thead>
+              <tbody>
+                ${loaded.data.items.map((n) => html`<${NodeRow} n=${n} />`)}
+              </tbody>
+            </table>`
+        }
+        <nav class="pager" aria-label="Pages">
+          ${back.length > 0 || cursor ? html`<a href=${href.fleet({ q, state, cursor: back[back.length - 1] ?? '', back: back.slice(0, -1).join(',') })}>← Previous</a>` : null}
+          ${loaded.data.next_cursor ? html`<a href=${href.fleet({ q, state, cursor: loaded.data.next_cursor, back: [...back, cursor].join(',') })}>Next →</a>` : null}
+        </nav>
+      `
       }
     </section>
   `;
@@ -87,10 +75,7 @@ function NodeRow({ n }: { n: NodeSummary }) {
   const reason = n.convergence === 'failed' ? n.last_error : null;
   return html`<tr data-node=${n.node}>
     <td><a href=${href.node(n.node)}>${n.node}</a></td>
-    <td>
-      <span class=${`badge state-${n.state}`}>${n.state}</span
-      >${n.ineligible ? html` <span class="badge state-failed" title=${n.failed_briefing.map((l) => `${l.check}: ${l.detail}`).join('\n')}>ineligible</span>` : null}
-    </td>
+    <td><span class=${`badge state-${n.state}`}>${n.state}</span>${n.ineligible ? html` <span class="badge state-failed" title=${n.failed_briefing.map((l) => `${l.check}: ${l.detail}`).join('\n')}>ineligible</span>` : null}</td>
     <td><span class=${`badge conv-${n.convergence ?? 'none'}`}>${n.convergence ?? '—'}</span>${reason ? html`<div class="reason">${reason}</div>` : null}</td>
     <td>${n.version ?? '—'}</td>
     <td>${n.applied_version ?? '—'}</td>

@@ -22,11 +22,9 @@ export function LedgerPage() {
     ${
       head.state === 'done' &&
       html`<dl class="facts">
-        <dt>Head position</dt>
-        <dd data-testid="head-position">${head.data.position}</dd>
-        <dt>Head hash</dt>
-        <dd><code>${head.data.hash}</code></dd>
-      </dl>`
+      <dt>Head position</dt><dd data-testid="head-position">${head.data.position}</dd>
+      <dt>Head hash</dt><dd><code>${head.data.hash}</code></dd>
+    </dl>`
     }
     <${Checkpoint} />
     <${Witnesses} />
@@ -57,8 +55,7 @@ function VerifyButton({ mirror, label }: { mirror: boolean; label: string }) {
       ${
         v &&
         (v.ok
-          ? html`<span class="badge status-applied">intact</span> through position
-              ${v.position}${v.mirror ? `; mirror at position ${v.mirror.position}, ${v.mirror.commits} commits${v.mirror.lag ? `, ${v.mirror.lag} behind` : ''}` : ''}`
+          ? html`<span class="badge status-applied">intact</span> through position ${v.position}${v.mirror ? `; mirror at position ${v.mirror.position}, ${v.mirror.commits} commits${v.mirror.lag ? `, ${v.mirror.lag} behind` : ''}` : ''}`
           : html`<span class="badge status-failed">broken</span> at position ${v.position}: ${v.reason}`)
       }
     </span>
@@ -73,12 +70,8 @@ function Checkpoint() {
     <${Pending} loaded=${loaded} what="the latest checkpoint" />
     ${
       loaded.state === 'done' &&
-      html`<p>
-          Position ${loaded.data.position}, signed <time datetime=${loaded.data.time}>${localTime(loaded.data.time)}</time> with trust version
-          ${loaded.data.trust_version}. Keep a copy where the coordinator's administrators cannot write (<code>retectl audit checkpoint</code> prints it);
-          <code>retectl audit verify --checkpoint FILE</code> proves it against the ledger and the mirror later.
-        </p>
-        <pre data-testid="checkpoint"><code>${loaded.data.note}</code></pre>`
+      html`<p>Position ${loaded.data.position}, signed <time datetime=${loaded.data.time}>${localTime(loaded.data.time)}</time> with trust version ${loaded.data.trust_version}. Keep a copy where the coordinator's administrators cannot write (<code>retectl audit checkpoint</code> prints it); <code>retectl audit verify --checkpoint FILE</code> proves it against the ledger and the mirror later.</p>
+      <pre data-testid="checkpoint"><code>${loaded.data.note}</code></pre>`
     }`;
 }
 
@@ -89,9 +82,7 @@ function Checkpoint() {
  */
 function Witnesses() {
   const [loaded] = useApi<WitnessesResponse>('/v1/ledger/witnesses?limit=100');
-  if (loaded.state !== 'done')
-    return html`<h2>The fleet's checkpoints</h2>
-      <${Pending} loaded=${loaded} what="the fleet's checkpoints" />`;
+  if (loaded.state !== 'done') return html`<h2>The fleet's checkpoints</h2><${Pending} loaded=${loaded} what="the fleet's checkpoints" />`;
   const items = loaded.data.items;
   const hashesAt = new Map<number, Set<string>>();
   for (const w of items) if (w.position !== null && w.hash !== null) hashesAt.set(w.position, (hashesAt.get(w.position) ?? new Set()).add(w.hash));
@@ -108,28 +99,14 @@ function Witnesses() {
       items.length === 0
         ? html`<p class="empty">No agent has reported a checkpoint yet. Agents send the newest one they verified with each report.</p>`
         : html`<table class="nodes" data-testid="witnesses">
-              <thead>
-                <tr>
-                  <th scope="col">Node</th>
-                  <th scope="col">Position</th>
-                  <th scope="col">Hash</th>
-                  <th scope="col">Signed</th>
-                  <th scope="col">With the ledger</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${items.map((w) => {
-                  const v = verdict(w);
-                  return html`<tr data-node=${w.node}>
-                    <td>${w.node}</td>
-                    <td>${w.position ?? '—'}</td>
-                    <td><code>${shortHash(w.hash)}</code></td>
-                    <td>${localTime(w.time)}</td>
-                    <td><span class=${`badge ${v === 'agrees' ? 'status-applied' : 'status-failed'}`}>${v}</span></td>
-                  </tr>`;
-                })}
-              </tbody>
-            </table>
-            ${loaded.data.next_after && html`<p class="muted">The first 100 nodes; <code>retectl audit witnesses</code> checks them all.</p>`}`
+          <thead><tr><th scope="col">Node</th><th scope="col">Position</th><th scope="col">Hash</th><th scope="col">Signed</th><th scope="col">With the ledger</th></tr></thead>
+          <tbody>
+            ${items.map((w) => {
+              const v = verdict(w);
+              return html`<tr data-node=${w.node}><td>${w.node}</td><td>${w.position ?? '—'}</td><td><code>${shortHash(w.hash)}</code></td><td>${localTime(w.time)}</td><td><span class=${`badge ${v === 'agrees' ? 'status-applied' : 'status-failed'}`}>${v}</span></td></tr>`;
+            })}
+          </tbody>
+        </table>
+        ${loaded.data.next_after && html`<p class="muted">The first 100 nodes; <code>retectl audit witnesses</code> checks them all.</p>`}`
     }`;
 }

@@ -26,16 +26,16 @@ export function NodePage({ node, params }: { node: string; params: URLSearchPara
       ${
         detail.state === 'done' &&
         html`
-          <h2>Versions</h2>
-          ${versions.error && html`<${ErrorBox} error=${versions.error} what="the versions" />`}
-          ${versions.items.length === 0 && !versions.loading && !versions.error ? html`<p class="empty">No version was ever published for this node. Publish a rete that declares it: <code>retectl publish</code>.</p>` : null}
-          ${versions.items.length > 0 && html`<${DiffPicker} node=${node} items=${versions.items} from=${from} to=${to} />`}
-          ${from !== null && to !== null && html`<${Diff} node=${node} from=${Number(from)} to=${Number(to)} />`}
-          <ol class="timeline" aria-label="Versions, newest first">
-            ${versions.items.map((v) => html`<${VersionItem} node=${node} v=${v} />`)}
-          </ol>
-          ${versions.next && html`<button type="button" onClick=${versions.more} disabled=${versions.loading}>Older versions</button>`}
-        `
+        <h2>Versions</h2>
+        ${versions.error && html`<${ErrorBox} error=${versions.error} what="the versions" />`}
+        ${versions.items.length === 0 && !versions.loading && !versions.error ? html`<p class="empty">No version was ever published for this node. Publish a rete that declares it: <code>retectl publish</code>.</p>` : null}
+        ${versions.items.length > 0 && html`<${DiffPicker} node=${node} items=${versions.items} from=${from} to=${to} />`}
+        ${from !== null && to !== null && html`<${Diff} node=${node} from=${Number(from)} to=${Number(to)} />`}
+        <ol class="timeline" aria-label="Versions, newest first">
+          ${versions.items.map((v) => html`<${VersionItem} node=${node} v=${v} />`)}
+        </ol>
+        ${versions.next && html`<button type="button" onClick=${versions.more} disabled=${versions.loading}>Older versions</button>`}
+      `
       }
     </section>
   `;
@@ -43,30 +43,13 @@ export function NodePage({ node, params }: { node: string; params: URLSearchPara
 
 function Summary({ n }: { n: NodeDetail }) {
   return html`<dl class="facts">
-    <dt>State</dt>
-    <dd><span class=${`badge state-${n.state}`}>${n.state}</span> (credential ${n.credential})</dd>
-    <dt>Convergence</dt>
-    <dd>
-      <span class=${`badge conv-${n.convergence ?? 'none'}`}>${n.convergence ?? '—'}</span
-      >${n.convergence === 'failed' && n.last_error ? html` ${n.last_error}` : null}
-    </dd>
-    <dt>Head version</dt>
-    <dd>${n.version ?? '—'}${n.retired ? ' (retired)' : ''}</dd>
-    <dt>Applied version</dt>
-    <dd>${n.applied_version ?? '—'}</dd>
-    <dt>Agent</dt>
-    <dd>${n.agent_version ?? '—'}</dd>
-    <dt>Last contact</dt>
-    <dd>${age(n.last_contact_age_seconds)}${n.last_contact ? ` (${localTime(n.last_contact)})` : ''}</dd>
-    ${
-      n.ineligible &&
-      html`<dt>Ineligible</dt>
-        <dd>
-          <ul>
-            ${n.failed_briefing.map((l) => html`<li>${l.check}: ${l.detail}</li>`)}
-          </ul>
-        </dd>`
-    }
+    <dt>State</dt><dd><span class=${`badge state-${n.state}`}>${n.state}</span> (credential ${n.credential})</dd>
+    <dt>Convergence</dt><dd><span class=${`badge conv-${n.convergence ?? 'none'}`}>${n.convergence ?? '—'}</span>${n.convergence === 'failed' && n.last_error ? html` ${n.last_error}` : null}</dd>
+    <dt>Head version</dt><dd>${n.version ?? '—'}${n.retired ? ' (retired)' : ''}</dd>
+    <dt>Applied version</dt><dd>${n.applied_version ?? '—'}</dd>
+    <dt>Agent</dt><dd>${n.agent_version ?? '—'}</dd>
+    <dt>Last contact</dt><dd>${age(n.last_contact_age_seconds)}${n.last_contact ? ` (${localTime(n.last_contact)})` : ''}</dd>
+    ${n.ineligible && html`<dt>Ineligible</dt><dd><ul>${n.failed_briefing.map((l) => html`<li>${l.check}: ${l.detail}</li>`)}</ul></dd>`}
   </dl>`;
 }
 
@@ -81,10 +64,7 @@ function VersionItem({ node, v }: { node: string; v: VersionEntry }) {
   const o = v.outcome;
   return html`<li class="version" data-version=${v.version}>
     <div class="when"><strong>v${v.version}</strong> <time datetime=${v.recorded_at}>${localTime(v.recorded_at)}</time></div>
-    <div>
-      ${v.message || html`<span class="muted">(no message)</span>`}
-      <span class="muted">by ${v.actor}</span>${v.retired ? html` <span class="badge state-retired">retired</span>` : null}
-    </div>
+    <div>${v.message || html`<span class="muted">(no message)</span>`} <span class="muted">by ${v.actor}</span>${v.retired ? html` <span class="badge state-retired">retired</span>` : null}</div>
     <div class="muted">
       publish <a href=${href.publish(v.publish_id)}>${v.publish_id.slice(0, 8)}</a> · set ${shortHash(v.set_digest)}
       ${v.version > 1 ? html` · <a href=${href.node(node, { from: String(v.version - 1), to: String(v.version) })}>diff with v${v.version - 1}</a>` : null}
@@ -92,9 +72,7 @@ function VersionItem({ node, v }: { node: string; v: VersionEntry }) {
     <div class="outcome">
       ${
         o
-          ? html`<span class=${`badge result-${o.result}`}>${o.result}</span>
-              ${activationText(o.activation) && html`<span>activation: ${activationText(o.activation)}</span>`}
-              ${o.error && html`<span class="reason">${o.error}</span>`}`
+          ? html`<span class=${`badge result-${o.result}`}>${o.result}</span> ${activationText(o.activation) && html`<span>activation: ${activationText(o.activation)}</span>`} ${o.error && html`<span class="reason">${o.error}</span>`}`
           : html`<span class="muted">not reported by the agent</span>`
       }
     </div>
@@ -117,18 +95,8 @@ function DiffPicker({ node, items, from, to }: { node: string; items: VersionEnt
       location.hash = href.node(node, { from: a, to: b });
     }}
   >
-    <label
-      >From
-      <select name="from" onChange=${(e: Event) => setA((e.target as HTMLSelectElement).value)}>
-        ${options(a)}
-      </select></label
-    >
-    <label
-      >To
-      <select name="to" onChange=${(e: Event) => setB((e.target as HTMLSelectElement).value)}>
-        ${options(b)}
-      </select></label
-    >
+    <label>From <select name="from" onChange=${(e: Event) => setA((e.target as HTMLSelectElement).value)}>${options(a)}</select></label>
+    <label>To <select name="to" onChange=${(e: Event) => setB((e.target as HTMLSelectElement).value)}>${options(b)}</select></label>
     <button type="submit">Compare</button>
   </form>`;
 }
@@ -142,41 +110,24 @@ function Diff({ node, from, to }: { node: string; from: number; to: number }) {
     ${
       loaded.state === 'done' &&
       loaded.data.changed.map(
-        (c) =>
-          html`<article class="artifact" data-artifact=${c.name}>
-            <h3>${c.name} <span class=${`badge change-${c.change}`}>${c.change}</span></h3>
-            <table class="sbs">
-              <caption class="visually-hidden">
-                ${c.name}: v${from} on the left, v${to} on the right
-              </caption>
-              <colgroup>
-                <col class="ln" />
-                <col />
-                <col class="ln" />
-                <col />
-              </colgroup>
-              <thead>
-                <tr>
-                  <th scope="col" colspan="2">v${from}</th>
-                  <th scope="col" colspan="2">v${to}</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${sideBySide(c.diff).map((r) =>
-                  r.kind === 'hunk'
-                    ? html`<tr class="hunk">
-                        <td colspan="4">${r.header}</td>
-                      </tr>`
-                    : html`<tr class=${r.kind}>
-                        <td class="ln">${r.left?.line ?? ''}</td>
-                        <td class=${r.kind === 'changed' && r.left ? 'old' : ''}>${r.left?.text ?? ''}</td>
-                        <td class="ln">${r.right?.line ?? ''}</td>
-                        <td class=${r.kind === 'changed' && r.right ? 'new' : ''}>${r.right?.text ?? ''}</td>
-                      </tr>`,
-                )}
-              </tbody>
-            </table>
-          </article>`,
+        (c) => html`<article class="artifact" data-artifact=${c.name}>
+        <h3>${c.name} <span class=${`badge change-${c.change}`}>${c.change}</span></h3>
+        <table class="sbs">
+          <caption class="visually-hidden">${c.name}: v${from} on the left, v${to} on the right</caption>
+          <colgroup><col class="ln" /><col /><col class="ln" /><col /></colgroup>
+          <thead><tr><th scope="col" colspan="2">v${from}</th><th scope="col" colspan="2">v${to}</th></tr></thead>
+          <tbody>
+            ${sideBySide(c.diff).map((r) =>
+              r.kind === 'hunk'
+                ? html`<tr class="hunk"><td colspan="4">${r.header}</td></tr>`
+                : html`<tr class=${r.kind}>
+                    <td class="ln">${r.left?.line ?? ''}</td><td class=${r.kind === 'changed' && r.left ? 'old' : ''}>${r.left?.text ?? ''}</td>
+                    <td class="ln">${r.right?.line ?? ''}</td><td class=${r.kind === 'changed' && r.right ? 'new' : ''}>${r.right?.text ?? ''}</td>
+                  </tr>`,
+            )}
+          </tbody>
+        </table>
+      </article>`,
       )
     }
   </section>`;

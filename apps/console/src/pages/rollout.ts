@@ -48,55 +48,35 @@ export function RolloutsPage({ params }: { params: URLSearchParams }) {
     ${
       followed.state === 'done' &&
       (followed.data.rollouts.length === 0
-        ? html`<p class="empty">
-            ${status ? `No rollout is ${status}.` : 'No rollout yet: `retectl publish --canary NODES --waves 10,50,100` releases a publish in waves.'}
-          </p>`
+        ? html`<p class="empty">${status ? `No rollout is ${status}.` : 'No rollout yet: `retectl publish --canary NODES --waves 10,50,100` releases a publish in waves.'}</p>`
         : html`<table class="nodes rollouts">
-              <caption class="visually-hidden">
-                Rollouts, newest first
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Rollout</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Waves released</th>
-                  <th scope="col">Nodes</th>
-                  <th scope="col">Message</th>
-                  <th scope="col">By</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${followed.data.rollouts.map(
-                  (r) =>
-                    html`<tr data-rollout=${r.id}>
-                      <td>
-                        <a href=${href.rollout(r.id)}><code>${r.id.slice(0, 8)}</code></a>
-                      </td>
-                      <td>
-                        <span class=${`badge rollout-${r.status}`}>${r.status}</span
-                        >${statusReason(r) ? html`<div class=${badReason(r.status) ? 'reason' : 'muted'}>${statusReason(r)}</div>` : null}
-                      </td>
-                      <td>
-                        <span class="waves-released">${r.released} of ${r.waves}</span>
-                        <progress max=${r.waves} value=${r.released} aria-label=${`${r.released} of ${r.waves} waves released`}></progress>
-                      </td>
-                      <td>${r.nodes}</td>
-                      <td>${r.message || html`<span class="muted">(no message)</span>`}</td>
-                      <td>${r.actor}</td>
-                      <td><time datetime=${r.created_at}>${localTime(r.created_at)}</time></td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-            ${
-              followed.data.rollouts.length === limit &&
-              (limit < 1000
-                ? html`<nav class="pager" aria-label="Pages">
-                    <a href=${href.rollouts({ status, limit: String(Math.min(1000, limit * 4)) })}>Show up to ${Math.min(1000, limit * 4)}</a>
-                  </nav>`
-                : html`<p class="muted">The newest 1000; <code>retectl rollout list</code> and a status filter narrow it.</p>`)
-            }`)
+            <caption class="visually-hidden">Rollouts, newest first</caption>
+            <thead>
+              <tr><th scope="col">Rollout</th><th scope="col">Status</th><th scope="col">Waves released</th><th scope="col">Nodes</th><th scope="col">Message</th><th scope="col">By</th><th scope="col">Created</th></tr>
+            </thead>
+            <tbody>
+              ${followed.data.rollouts.map(
+                (r) => html`<tr data-rollout=${r.id}>
+                  <td><a href=${href.rollout(r.id)}><code>${r.id.slice(0, 8)}</code></a></td>
+                  <td><span class=${`badge rollout-${r.status}`}>${r.status}</span>${statusReason(r) ? html`<div class=${badReason(r.status) ? 'reason' : 'muted'}>${statusReason(r)}</div>` : null}</td>
+                  <td>
+                    <span class="waves-released">${r.released} of ${r.waves}</span>
+                    <progress max=${r.waves} value=${r.released} aria-label=${`${r.released} of ${r.waves} waves released`}></progress>
+                  </td>
+                  <td>${r.nodes}</td>
+                  <td>${r.message || html`<span class="muted">(no message)</span>`}</td>
+                  <td>${r.actor}</td>
+                  <td><time datetime=${r.created_at}>${localTime(r.created_at)}</time></td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>
+          ${
+            followed.data.rollouts.length === limit &&
+            (limit < 1000
+              ? html`<nav class="pager" aria-label="Pages"><a href=${href.rollouts({ status, limit: String(Math.min(1000, limit * 4)) })}>Show up to ${Math.min(1000, limit * 4)}</a></nav>`
+              : html`<p class="muted">The newest 1000; <code>retectl rollout list</code> and a status filter narrow it.</p>`)
+          }`)
     }
   </section>`;
 }
@@ -128,18 +108,11 @@ function RolloutBody({ v, following, problem, replace }: { v: RolloutView; follo
       ${statusReason(v) && html` <span class=${badReason(v.status) ? 'reason' : 'muted'} data-testid="rollout-reason">${statusReason(v)}</span>`}
     </p>
     <dl class="facts">
-      <dt>Message</dt>
-      <dd>${v.message || html`<span class="muted">(no message)</span>`}</dd>
-      <dt>By</dt>
-      <dd>${v.actor}, <time datetime=${v.created_at}>${localTime(v.created_at)}</time></dd>
-      <dt>Publish</dt>
-      <dd>
-        <a href=${href.publish(v.publish_id)}>${v.publish_id.slice(0, 8)}</a> <span class="muted">(planned the rollout and released its first wave)</span>
-      </dd>
-      <dt>Nodes</dt>
-      <dd>${v.nodes} changed, in ${v.waves} wave(s); ${v.released} of ${v.waves} released</dd>
-      <dt>Last change</dt>
-      <dd><time datetime=${v.updated_at}>${localTime(v.updated_at)}</time></dd>
+      <dt>Message</dt><dd>${v.message || html`<span class="muted">(no message)</span>`}</dd>
+      <dt>By</dt><dd>${v.actor}, <time datetime=${v.created_at}>${localTime(v.created_at)}</time></dd>
+      <dt>Publish</dt><dd><a href=${href.publish(v.publish_id)}>${v.publish_id.slice(0, 8)}</a> <span class="muted">(planned the rollout and released its first wave)</span></dd>
+      <dt>Nodes</dt><dd>${v.nodes} changed, in ${v.waves} wave(s); ${v.released} of ${v.waves} released</dd>
+      <dt>Last change</dt><dd><time datetime=${v.updated_at}>${localTime(v.updated_at)}</time></dd>
     </dl>
     <p class="progress-state" role="status" aria-live="polite" data-testid="rollout-progress">
       ${following ? `${gate ?? ''} Following: refreshes every ${FOLLOW_MS / 1000} s.` : isActive(v.status) ? 'No longer refreshing: reload the page to follow it again.' : `This rollout is ${v.status}; the page no longer refreshes.`}
@@ -148,32 +121,18 @@ function RolloutBody({ v, following, problem, replace }: { v: RolloutView; follo
     <${Actions} v=${v} replace=${replace} />
     <h2>Plan</h2>
     <dl class="facts" data-testid="plan">
-      <dt>Canary</dt>
-      <dd>${plan.canary}</dd>
-      <dt>Waves</dt>
-      <dd>${plan.waves}</dd>
-      <dt>Bake</dt>
-      <dd>${plan.bake}</dd>
-      <dt>Failure budget</dt>
-      <dd>${plan.budget}</dd>
-      <dt>Confirmations</dt>
-      <dd>${plan.confirm}</dd>
-      <dt>On halt</dt>
-      <dd>${plan.onHalt}</dd>
+      <dt>Canary</dt><dd>${plan.canary}</dd>
+      <dt>Waves</dt><dd>${plan.waves}</dd>
+      <dt>Bake</dt><dd>${plan.bake}</dd>
+      <dt>Failure budget</dt><dd>${plan.budget}</dd>
+      <dt>Confirmations</dt><dd>${plan.confirm}</dd>
+      <dt>On halt</dt><dd>${plan.onHalt}</dd>
     </dl>
     <h2>Waves</h2>
     <table class="nodes waves">
-      <caption class="visually-hidden">
-        Waves in release order, with what their nodes reported
-      </caption>
+      <caption class="visually-hidden">Waves in release order, with what their nodes reported</caption>
       <thead>
-        <tr>
-          <th scope="col">Wave</th>
-          <th scope="col">Nodes</th>
-          <th scope="col">Progress</th>
-          <th scope="col">Released</th>
-          <th scope="col">Bakes until</th>
-        </tr>
+        <tr><th scope="col">Wave</th><th scope="col">Nodes</th><th scope="col">Progress</th><th scope="col">Released</th><th scope="col">Bakes until</th></tr>
       </thead>
       <tbody>
         ${v.wave_list.map((w) => html`<${WaveRow} key=${w.index} w=${w} current=${w.index === current} active=${isActive(v.status)} />`)}
@@ -260,28 +219,15 @@ function Actions({ v, replace }: { v: RolloutView; replace: (v: RolloutView) => 
   return html`<section class="actions" aria-labelledby="actions-title">
     <h2 id="actions-title">Actions</h2>
     <div class="action-row">
-      <label class="action-message"
-        >Message for the record (optional)
+      <label class="action-message">Message for the record (optional)
         <input name="message" maxlength="4096" value=${message} onInput=${(e: Event) => setMessage((e.target as HTMLInputElement).value)} />
       </label>
-      <button type="button" data-action=${toggle} aria-disabled=${idle} onClick=${when(() => void act(toggle))}>
-        ${busy === toggle ? (toggle === 'pause' ? 'Pausing…' : 'Resuming…') : toggle === 'pause' ? 'Pause' : 'Resume'}
-      </button>
+      <button type="button" data-action=${toggle} aria-disabled=${idle} onClick=${when(() => void act(toggle))}>${busy === toggle ? (toggle === 'pause' ? 'Pausing…' : 'Resuming…') : toggle === 'pause' ? 'Pause' : 'Resume'}</button>
       ${
         can.includes('promote') &&
-        html`<button type="button" data-action="promote" aria-describedby="promote-hint" aria-disabled=${idle} onClick=${when(() => void act('promote'))}>
-          ${busy === 'promote' ? 'Promoting…' : 'Promote'}
-        </button>`
+        html`<button type="button" data-action="promote" aria-describedby="promote-hint" aria-disabled=${idle} onClick=${when(() => void act('promote'))}>${busy === 'promote' ? 'Promoting…' : 'Promote'}</button>`
       }
-      <button
-        type="button"
-        data-action="abort"
-        ref=${abortButton}
-        aria-disabled=${idle ?? (confirming ? 'true' : undefined)}
-        onClick=${when(() => setConfirming(true))}
-      >
-        Abort…
-      </button>
+      <button type="button" data-action="abort" ref=${abortButton} aria-disabled=${idle ?? (confirming ? 'true' : undefined)} onClick=${when(() => setConfirming(true))}>Abort…</button>
     </div>
     <p class="muted">
       ${toggle === 'pause' ? 'Pause holds the next wave, whatever its gate says. ' : 'Resume lets the gates release waves again. '}
@@ -291,31 +237,24 @@ function Actions({ v, replace }: { v: RolloutView; replace: (v: RolloutView) => 
     ${
       confirming &&
       html`<div class="confirm" role="group" aria-labelledby="confirm-abort">
-        <p id="confirm-abort">
-          <strong>Abort rollout ${v.id.slice(0, 8)}?</strong> No further wave is released, and the ${releasedNodes} released node(s) still at the rollout's
-          version get their previous sets back, as new versions.
-        </p>
-        <button type="button" class="danger" data-action="abort-confirm" ref=${confirmButton} aria-disabled=${idle} onClick=${when(() => void act('abort'))}>
-          ${busy === 'abort' ? 'Aborting…' : 'Abort the rollout'}
-        </button>
-        <button
-          type="button"
-          aria-disabled=${idle}
-          onClick=${when(() => {
-            setConfirming(false);
-            abortButton.current?.focus();
-          })}
-        >
-          Cancel
-        </button>
-      </div>`
+      <p id="confirm-abort"><strong>Abort rollout ${v.id.slice(0, 8)}?</strong> No further wave is released, and the ${releasedNodes} released node(s) still at the rollout's version get their previous sets back, as new versions.</p>
+      <button type="button" class="danger" data-action="abort-confirm" ref=${confirmButton} aria-disabled=${idle} onClick=${when(() => void act('abort'))}>${busy === 'abort' ? 'Aborting…' : 'Abort the rollout'}</button>
+      <button
+        type="button"
+        aria-disabled=${idle}
+        onClick=${when(() => {
+          setConfirming(false);
+          abortButton.current?.focus();
+        })}
+      >Cancel</button>
+    </div>`
     }
     ${
       failure &&
       html`<div class="error" role="alert" data-testid="action-error">
-        <strong>Could not ${VERB[failure.action]} the rollout:</strong> ${failure.error.message} <span class="code">(${failure.error.code})</span>
-        ${failure.error.status === 403 ? html`<p>This needs an API token with the publisher role: sign out, and sign in with one.</p>` : failure.error.status === 409 ? html`<p>The rollout changed meanwhile; the page shows it as it is now.</p>` : null}
-      </div>`
+      <strong>Could not ${VERB[failure.action]} the rollout:</strong> ${failure.error.message} <span class="code">(${failure.error.code})</span>
+      ${failure.error.status === 403 ? html`<p>This needs an API token with the publisher role: sign out, and sign in with one.</p>` : failure.error.status === 409 ? html`<p>The rollout changed meanwhile; the page shows it as it is now.</p>` : null}
+    </div>`
     }
   </section>`;
 }
@@ -340,9 +279,7 @@ export function PublishRollout({ publishId, message }: { publishId: string; mess
   if (!found) return null;
   const wave = waveOfPublish(found, publishId);
   return html`<dt>Rollout</dt>
-    <dd data-testid="publish-rollout">
-      <a href=${href.rollout(found.id)}>rollout <code>${found.id.slice(0, 8)}</code></a> ${wave ? `(released its ${wave})` : '(rolled back its released nodes)'}
-    </dd>`;
+    <dd data-testid="publish-rollout"><a href=${href.rollout(found.id)}>rollout <code>${found.id.slice(0, 8)}</code></a> ${wave ? `(released its ${wave})` : '(rolled back its released nodes)'}</dd>`;
 }
 
 /** The rollout with this publish among those whose id starts with `prefix`, or null. */
