@@ -151,7 +151,11 @@ export class RolloutDriver implements OnModuleInit, OnApplicationShutdown {
     if (rows.length === 0) return;
     await this.learnWindows(rows);
     const byRollout = new Map<string, UnconfirmedRow[]>();
-    for (const r of rows) byRollout.set(r.rolloutId, [...(byRollout.get(r.rolloutId) ?? []), r]);
+    for (const r of rows) {
+      const list = byRollout.get(r.rolloutId);
+      if (list) list.push(r);
+      else byRollout.set(r.rolloutId, [r]);
+    }
     const grace = this.config.rolloutConfirmGraceSeconds;
     for (const [rollout, unconfirmed] of byRollout) {
       if (this.stopped) return;
