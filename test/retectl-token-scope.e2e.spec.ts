@@ -155,4 +155,61 @@ describe('retectl with a scoped token', () => {
     expect((await as(ops.token, 'history', 'beta')).code).toBe(0);
     expect((await admin.as(ops.token).get('/v1/nodes/gamma')).status).toBe(403);
   });
+
+  it('a scoped reader sees the publishes that changed its nodes, each narrowed to them, through every page', async () => {
+    // delta (refused above) leaves the rete; alpha and gamma gain a file, the others stay as they are.
+    write('nodes/extra.yaml', 'nodes:\n  - name: gamma\n    kind: server\n    listen: 10.0.0.3:7946\n    tags: [web]\n');
+    write('issue.yaml', 'resources:\n  - select: { nodes: [alpha, gamma] }\n    files:\n      - path: /etc/issue\n        content: "three\\n"\n');
+    expect((await cli('compile')).code).toBe(0);
+    expect((await cli('publish', '-m', 'alpha and gamma')).code).toBe(0);
+    type Summary = { publish_id: string; message: string; changed: { node: string }[]; scoped?: true };
+    const all = (await admin.get('/v1/publishes?limit=100')).body.items as Summary[];
+    const reader = admin.as(ops.token);
+    const mine = (await reader.get('/v1/publishes?limit=100')).body.items as Summary[];
+    const gamma = all.find((p) => p.message === 'gamma')!;
+    const mixed = all.find((p) => p.message === 'alpha and gamma')!;
+    expect(mixed.changed.map((c) => c.node)).toEqual(['alpha', 'gamma']);
+    expect(mixed.scoped).toBeUndefined();
+    // Every publish but gamma's reached alpha, beta or laptop; each is shown with those nodes only.
+    expect(mine.map((p) => p.message)).toEqual(all.filter((p) => p !== gamma).map((p) => p.message));
+    for (const p of mine) {
+      expect(p.scoped).toBe(true);
+      expect(p.changed.map((c) => c.node).every((n) => ['alpha', 'beta', 'laptop'].includes(n))).toBe(true);
+    }
+    expect(mine.find((p) => p.publish_id === mixed.publish_id)!.changed.map((c) => c.node)).toEqual(['alpha']);
+    // Page by page, one at a time: the same publishes, and the cursor runs out.
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = (await reader.get(`/v1/publishes?limit=1${cursor ? `&cursor=${cursor}` : ''}`)).body as { items: Summary[]; next_cursor: string | null };
+      paged.push(...page.items.map((p) => p.publish_id));
+      cursor = page.next_cursor;
+    } while (cursor !== null && paged.length < 50);
+    expect(paged).toEqual(mine.map((p) => p.publish_id));
+
+    const detail = (await reader.get(`/v1/publishes/${mixed.publish_id}`)).body as { nodes: { node: string }[]; counts: Record<string, number> };
+    expect(detail.nodes.map((n) => n.node)).toEqual(['alpha']);
+    expect(Object.values(detail.counts).reduce((a, b) => a + b, 0)).toBe(1);
+    expect((await admin.get(`/v1/publishes/${mixed.publish_id}`)).body.nodes).toHaveLength(2);
+    // A publish of none of its nodes is no publish to it, as an unknown id is.
+    const hidden = await reader.get(`/v1/publishes/${gamma.publish_id}`);
+    expect({ status: hidden.status, code: hidden.body.code }).toEqual({ status: 404, code: 'unknown_publish' });
+  });
+
+  it('a scoped token is refused what covers every node: the ledger events, the witnesses, the metrics and the audit mirror', async () => {
+    for (const token of [ops.token, web.token]) {
+      for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/metrics', '/audit.git/HEAD']) {
+        const r = await admin.as(token).get(path);
+        expect({ path, status: r.status, code: r.body?.code }).toEqual({ path, status: 403, code: 'out_of_scope' });
+        expect(r.body.detail).toMatch(/covers every node, and this token is scoped to .*: it needs a token with no scope/);
+      }
+    }
+    // An unscoped reader reads them all.
+    const auditor = JSON.parse((await cli('token', 'create', '--role', 'reader', '--name', 'auditor', '--json')).stdout).token as string;
+    for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/metrics', '/audit.git/HEAD'])
+      expect([path, (await admin.as(auditor).get(path)).status]).toEqual([path, 200]);
+    // What a plan needs and what proves the log stay open to it.
+    for (const path of ['/v1/heads', '/v1/ledger/head', '/v1/ledger/checkpoint', '/v1/ledger/tree/checkpoint'])
+      expect([path, (await admin.as(ops.token).get(path)).status]).toEqual([path, 200]);
+  });
 });

@@ -15,7 +15,7 @@ const problem = (description: string) => ({ description, schema: C.Problem, cont
 const rateLimited = problem('too many requests from this address (see Retry-After)');
 const std = {
   401: problem('missing, unknown, expired (code token_expired) or revoked (code token_revoked) credential'),
-  403: problem('role or node not allowed'),
+  403: problem('role, node or scope not allowed'),
   422: problem('invalid input'),
 };
 /** A node credential revoked at retirement is told apart (code retired_credential) from any other refusal. */

@@ -460,6 +460,8 @@ export const PublishSummary = z.object({
   unchanged: z.number().int().nonnegative(),
   /** Ineligible nodes this publish gave new content because its actor accepted them, with the lines they had failed. */
   accepted_ineligible: z.array(IneligibleNode),
+  /** Set when a scoped token reads it: `changed` and `accepted_ineligible` hold the scope's nodes only; `unchanged` is still the whole tree's. */
+  scoped: z.literal(true).optional(),
 });
 export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'superseded']);
 export type PublishNodeStatus = z.infer<typeof PublishNodeStatus>;

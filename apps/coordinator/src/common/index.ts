@@ -1,5 +1,5 @@
 /** The ground floor every folder may use: domain errors and their problem+json answer, input parsing, the principal and route access, and the HTTP edge's hardening. */
-export { Access, ACCESS_KEY, Anonymous, CurrentPrincipal } from './auth.decorators.js';
+export { Access, ACCESS_KEY, Anonymous, CurrentPrincipal, WHOLE_FLEET_KEY, WholeFleet, wholeFleetRefusal } from './auth.decorators.js';
 export { DomainError } from './domain-error.js';
 export { bodyDigestOf, bodyOf, clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT, stopReading } from './http-hardening.js';
 export { IdleStop } from './idle-stop.js';

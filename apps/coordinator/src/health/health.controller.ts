@@ -2,7 +2,7 @@ import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
 import { sql } from 'kysely';
 import type { FastifyReply } from 'fastify';
 import { DB, type Db } from '../db/index.js';
-import { Access, Anonymous } from '../common/index.js';
+import { Access, Anonymous, WholeFleet } from '../common/index.js';
 import { readLedgerHead } from '../ledger/index.js';
 import { Metrics } from '../core/index.js';
 import { MirrorWorker, readCheckpoint } from '../mirror/index.js';
@@ -103,6 +103,7 @@ export class HealthController {
 
   @Get('metrics')
   @Access('reader')
+  @WholeFleet()
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   async prometheus(): Promise<string> {
     const counts = { mirrorCommits: this.mirror.commits, mirrorPushFailures: this.mirror.pusher?.failures ?? 0 };

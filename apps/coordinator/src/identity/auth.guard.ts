@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { DomainError, quoteInput, ACCESS_KEY, type Access, type Principal, roleAllows } from '../common/index.js';
+import { DomainError, quoteInput, ACCESS_KEY, type Access, type Principal, roleAllows, WHOLE_FLEET_KEY, wholeFleetRefusal } from '../common/index.js';
 import { AuthService } from './auth.service.js';
 
 /** Every route states its access; the guard authenticates the bearer and checks the role or node. */
@@ -29,6 +29,8 @@ export class AuthGuard implements CanActivate {
     }
     if (principal.kind !== 'api') throw new DomainError('forbidden', 'node credentials may only fetch their bundle and send reports');
     if (!roleAllows(principal.role, access)) throw new DomainError('forbidden', `role ${principal.role} may not do this; it needs ${access}`);
+    if (principal.scope !== null && this.reflector.getAllAndOverride<boolean | undefined>(WHOLE_FLEET_KEY, [ctx.getHandler(), ctx.getClass()]))
+      throw wholeFleetRefusal(principal.scope, `${req.method} ${req.routeOptions.url ?? req.url}`);
     // Every route about one node (its status, history, versions, diff, rollback, retirement).
     if (req.params.node !== undefined) await this.auth.requireInScope(principal, req.params.node);
     return true;

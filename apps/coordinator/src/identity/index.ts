@@ -2,7 +2,7 @@
 export { countApiTokens, expiryOf, issueApiToken } from './api-tokens.js';
 export { AuthService, refusedNodeCredential } from './auth.service.js';
 export { failedLines } from './briefing.js';
-export { scopedFilter } from './scoped-filter.js';
+export { scopedFilter, scopeView, type ScopeView } from './scoped-filter.js';
 export { revokeLiveCredentials } from './credentials.repository.js';
 export { firstAdminTokenLines, writeFirstAdminToken, type WrittenToken } from './first-admin-token.js';
 export { IdentityModule } from './identity.module.js';

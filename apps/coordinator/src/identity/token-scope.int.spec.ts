@@ -147,7 +147,7 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     expect(inScope.changed).toEqual([{ node: 'web-1', from: 1, to: 2 }]);
   });
 
-  it('refuses a rollout promote or abort that would change a node outside its scope, and allows a pause', async () => {
+  it('refuses steering a rollout with a node outside its scope, a pause included, and allows it to a scope holding them all', async () => {
     await fleet();
     const plan = RolloutPlan.parse({ canary: ['web-1'], waves: [100] });
     const started = await publishAs(null, await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { rollout: plan }));
@@ -155,18 +155,54 @@ describe.each(testDatabases)('a scoped publisher token on $name', (database) => 
     const controller = new RolloutsController(h.db, h.writer, { guard: scopeGuard });
     const as = (scope: TokenScope | null): Principal => ({ kind: 'api', id: 't', name: 'ci', role: 'publisher', scope });
     const before = await h.head();
-    // Promote releases the next wave: db-1, outside the edge scope.
-    expect(await refusal(controller.act(id, 'promote', {}, as(EDGE)))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
+    // Promote releases the next wave: db-1, outside the edge scope; a pause would hold db-1 too.
+    for (const action of ['promote', 'pause', 'abort'])
+      expect([action, await refusal(controller.act(id, action, {}, as(EDGE)))]).toEqual([
+        action,
+        expect.objectContaining({ code: 'out_of_scope', details: { nodes: ['db-1'], scope: EDGE } }),
+      ]);
     expect(await h.head()).toEqual(before);
-    expect((await controller.act(id, 'pause', {}, as(EDGE))).status).toBe('paused');
+    // A rollout of none of its nodes is unknown to it.
+    expect(await refusal(controller.act(id, 'pause', {}, as(['tag:nothing'])))).toMatchObject({ code: 'unknown_rollout' });
+    const both: TokenScope = ['tag:edge', 'group:data'];
+    expect((await controller.act(id, 'pause', {}, as(both))).status).toBe('paused');
     await controller.act(id, 'promote', {}, as(null));
     expect(await versionOf('db-1')).toBe(2);
-    // Abort would roll db-1 back too.
-    const released = await h.head();
-    expect(await refusal(controller.act(id, 'abort', {}, as(EDGE)))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'] } });
-    expect(await h.head()).toEqual(released);
-    expect((await controller.act(id, 'abort', {}, as(['tag:edge', 'group:data']))).status).toBe('aborted');
+    expect((await controller.act(id, 'abort', {}, as(both))).status).toBe('aborted');
     expect([await versionOf('web-1'), await versionOf('db-1')]).toEqual([3, 3]);
+  });
+
+  it('shows a scoped reader the rollouts that reach its nodes, and no other', async () => {
+    await fleet();
+    await publishAs(null, await request({ 'web-2': 'x' }, { 'web-2': edge }));
+    const plan = RolloutPlan.parse({ canary: [], waves: [100] });
+    const webOnly = (await publishAs(null, await request({ 'web-1': 'w2', 'web-2': 'x2' }, { 'web-1': edge, 'web-2': edge }, { rollout: plan }))).rollout!.id;
+    const dbOnly = (await publishAs(null, await request({ 'db-1': 'd2' }, { 'db-1': db }, { rollout: plan }))).rollout!.id;
+    const controller = new RolloutsController(h.db, h.writer, { guard: scopeGuard });
+    const as = (scope: TokenScope | null): Principal => ({ kind: 'api', id: 't', name: 'view', role: 'reader', scope });
+    const ids = async (scope: TokenScope | null) => (await controller.list({}, as(scope))).rollouts.map((r) => r.id);
+    expect(await ids(null)).toEqual([dbOnly, webOnly]);
+    expect(await ids(EDGE)).toEqual([webOnly]);
+    expect(await ids(['db-1'])).toEqual([dbOnly]);
+    expect(await ids(['web-2', 'group:data'])).toEqual([dbOnly, webOnly]);
+    expect(await ids(['tag:nothing'])).toEqual([]);
+    expect((await controller.one(webOnly, as(EDGE))).id).toBe(webOnly);
+    expect(await refusal(controller.one(dbOnly, as(EDGE)))).toMatchObject({ code: 'unknown_rollout' });
+  });
+
+  it('refuses confirming a publish that reaches a node outside its scope, and confirms one within it', async () => {
+    await fleet();
+    const windowed = await publishAs(null, await request({ 'web-1': 'w2', 'db-1': 'd2' }, { 'web-1': edge, 'db-1': db }, { confirm_within: 600 }));
+    const confirm = (scope: TokenScope | null) => {
+      const admit = scopeGuard(scope, 'this confirmation');
+      return h.writer.write({ actor: 'ci', ...(admit ? { admit } : {}) }, { type: 'confirm_publish', publishId: windowed.publish_id! });
+    };
+    const before = await h.head();
+    expect(await refusal(confirm(EDGE))).toMatchObject({ code: 'out_of_scope', details: { nodes: ['db-1'], scope: EDGE } });
+    expect(await h.head()).toEqual(before);
+    // Once db-1 runs a later publish, the confirmation reaches web-1 alone: in the edge scope.
+    await publishAs(null, await request({ 'db-1': 'd3' }, { 'db-1': db }));
+    expect((await confirm(EDGE)).unchanged).toBe(1);
   });
 
   it('refuses a rollback or a retirement outside its scope, and allows them inside it', async () => {

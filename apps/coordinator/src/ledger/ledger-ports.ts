@@ -54,7 +54,7 @@ export const RECORDED_PACKAGES = Symbol('RecordedPackages');
  * nothing to check or record. `what` names the request in a refusal ("this publish").
  */
 /**
- * A check of the nodes a decision changes (changedNodesBy), run by the writer under its lock before it
+ * A check of the nodes a decision changes or settles (governedBy), run by the writer under its lock before it
  * appends: a throw refuses the request whole, nothing written.
  */
 export type AdmitChanges = (trx: Transaction<Database>, changed: ReadonlySet<string>) => Promise<void>;

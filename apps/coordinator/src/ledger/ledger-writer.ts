@@ -7,7 +7,7 @@ import { CHANGE_FEED, DB, type ChangeFeed, type Db, type Database } from '../db/
 import { KEYS, type SigningKeyStore } from '../core/index.js';
 import { DomainError } from '../common/index.js';
 import { decide } from './domain/ledger.decider.js';
-import { changedNodesBy } from './domain/changed-nodes.js';
+import { governedBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
 import { LedgerAppended } from './ledger-appended.event.js';
@@ -43,7 +43,7 @@ export interface WriteOptions {
   readonly alongside?: (trx: Transaction<Database>, result: PublishResponse) => Promise<void>;
   /**
    * Asked under the lock once the decision is made, before anything is written, with the nodes it
-   * changes (changedNodesBy), even none: a throw refuses the request whole. What a scoped token may
+   * changes or settles (governedBy), even none: a throw refuses the request whole. What a scoped token may
    * change is checked here, and what else the request carries (a publish's node labels) is written.
    */
   readonly admit?: AdmitChanges;
@@ -123,7 +123,7 @@ export class LedgerWriter {
             { blobs: this.blobs, ineligible: this.ineligible },
           );
           const decision = decide(command, heads, { publishId });
-          await options.admit?.(trx, changedNodesBy(decision.events));
+          await options.admit?.(trx, governedBy(decision));
           // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
           const inputs = decision.events.map((event) => ({
             event,

@@ -20,6 +20,7 @@ import {
   actorOf,
   roleAllows,
   scopeOf,
+  WholeFleet,
   type Principal,
   DomainError,
   RouteLimits,
@@ -74,7 +75,8 @@ export class LedgerController {
 
   /**
    * Confirms a publish made with --confirm-within: recorded in the ledger with who, and carried by
-   * the poll answers of its nodes, whose agents then keep the version instead of reverting.
+   * the poll answers of its nodes, whose agents then keep the version instead of reverting. A scoped
+   * token may confirm only a publish whose nodes still pending are all in its scope.
    */
   @Post('v1/publishes/:id/confirm')
   @HttpCode(200)
@@ -82,7 +84,8 @@ export class LedgerController {
   async confirm(@Param('id') id: string, @CurrentPrincipal() who: Principal): Promise<ConfirmResponse> {
     const publishId = parseInput(PublishIdParam, id, 'path');
     const actor = actorOf(who);
-    const result = await this.writer.write({ actor }, { type: 'confirm_publish', publishId });
+    const admit = this.scopes.guard(scopeOf(who), 'this confirmation');
+    const result = await this.writer.write({ actor, ...(admit ? { admit } : {}) }, { type: 'confirm_publish', publishId });
     return { publish_id: publishId, confirmed_by: actor, position: result.position, nodes: result.unchanged };
   }
 
@@ -143,6 +146,7 @@ export class LedgerController {
 
   @Get('v1/ledger/events')
   @Access('reader')
+  @WholeFleet()
   async events(@Query() query: unknown) {
     const q = parseInput(LedgerEventsQuery, query, 'query');
     const items = await readEvents(this.db.kysely, q.after, q.limit);

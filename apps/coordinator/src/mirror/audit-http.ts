@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { DomainError, sendProblem, toProblem, clip, PROBLEM_LIMITS, roleAllows, type Authenticator } from '../common/index.js';
+import { DomainError, sendProblem, toProblem, clip, PROBLEM_LIMITS, roleAllows, wholeFleetRefusal, type Authenticator } from '../common/index.js';
 
 /**
  * The only paths a dumb-HTTP git client needs, and nothing else of the repository (no config, no
@@ -46,6 +46,7 @@ export function registerAuditRoutes(fastify: FastifyInstance, gitdir: string, au
       const principal = await auth.authenticate(`Bearer ${token}`);
       if (principal.kind !== 'api' || !roleAllows(principal.role, 'reader'))
         throw new DomainError('forbidden', 'the audit mirror is for API tokens with the reader role or above');
+      if (principal.scope !== null) throw wholeFleetRefusal(principal.scope, 'the audit mirror');
       const path = (req.params as { '*': string })['*'];
       if (!SERVED.test(path)) throw new DomainError('not_found', `audit.git/${clip(path, PROBLEM_LIMITS.value)} is not served`);
       let body: Buffer;

@@ -18,7 +18,7 @@ import {
   readPublishesPage,
   readVersionsPage,
 } from './queries.repository.js';
-import { failedLines, scopedFilter } from '../identity/index.js';
+import { failedLines, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 
@@ -201,22 +201,49 @@ export class QueriesController {
     return { node: name, from: q.from, to: q.to, changed: diffSets(name, from, to, text) };
   }
 
+  /**
+   * Publishes, newest first. A scoped token sees those that changed a node of its scope, each with
+   * its changed nodes narrowed to them: pages are read in batches past the cursor until one is full,
+   * and a scan that finds almost nothing stops after a bounded number and hands back a cursor.
+   */
   @Get('publishes')
   @Access('reader')
-  async publishes(@Query() query: unknown) {
+  async publishes(@Query() query: unknown, @CurrentPrincipal() who: Principal) {
     const q = parseInput(PageQuery, query, 'query');
-    const rows = await readPublishesPage(this.db.kysely, q.cursor ? Number(q.cursor) : null, q.limit);
-    const page = rows.slice(0, q.limit);
-    return { items: page.map(toPublish), next_cursor: rows.length > q.limit ? String(Number(page[page.length - 1].position)) : null };
+    const view = await scopeView(this.db.kysely, scopeOf(who));
+    let before = q.cursor ? Number(q.cursor) : null;
+    if (view === null) {
+      const rows = await readPublishesPage(this.db.kysely, before, q.limit);
+      const page = rows.slice(0, q.limit);
+      return { items: page.map(toPublish), next_cursor: rows.length > q.limit ? String(Number(page[page.length - 1].position)) : null };
+    }
+    const items: ReturnType<typeof toPublish>[] = [];
+    const batch = Math.max(q.limit, 100);
+    for (let round = 0; round < 20; round++) {
+      const rows = await readPublishesPage(this.db.kysely, before, batch - 1);
+      for (const row of rows) {
+        before = Number(row.position);
+        const narrowed = narrowPublish(toPublish(row), view);
+        if (narrowed) items.push(narrowed);
+        if (items.length === q.limit) return { items, next_cursor: rows.length === batch || row !== rows[rows.length - 1] ? String(before) : null };
+      }
+      if (rows.length < batch) return { items, next_cursor: null };
+    }
+    return { items, next_cursor: before === null ? null : String(before) };
   }
 
+  /**
+   * One publish with each changed node's progress and the counts. A scoped token sees the nodes of
+   * its scope and counts of those; a publish that changed none of them is unknown to it.
+   */
   @Get('publishes/:id')
   @Access('reader')
-  async publishById(@Param('id') id: string) {
+  async publishById(@Param('id') id: string, @CurrentPrincipal() who: Principal) {
     const pid = parseInput(z.uuid(), id, 'path');
     const row = await readPublish(this.db.kysely, pid);
-    if (!row) throw new DomainError('unknown_publish', `no publish ${pid}`);
-    const publish = toPublish(row);
+    const view = await scopeView(this.db.kysely, scopeOf(who));
+    const publish = row && (view === null ? toPublish(row) : narrowPublish(toPublish(row), view));
+    if (!publish) throw new DomainError('unknown_publish', `no publish ${pid}`);
     const changes = publish.changed as { node: string; from: number; to: number }[];
     const minVersion = Math.min(...changes.map((c) => c.to));
     const records = await loadNodeRecords(
@@ -332,6 +359,17 @@ function toPublish(r: {
     unchanged: r.unchanged,
     accepted_ineligible: r.accepted_ineligible ?? [],
   };
+}
+
+/**
+ * A publish as a scoped token sees it: its changed nodes and accepted ineligible ones narrowed to
+ * the scope, `scoped` set; null when it changed none of them. `unchanged` stays the tree's count.
+ */
+function narrowPublish(p: ReturnType<typeof toPublish>, view: ScopeView) {
+  const changed = (p.changed as { node: string }[]).filter((c) => view.selects(c.node));
+  if (changed.length === 0) return null;
+  const ineligible = (p.accepted_ineligible as { node: string }[]).filter((c) => view.selects(c.node));
+  return { ...p, changed, accepted_ineligible: ineligible, scoped: true };
 }
 
 function decodeUtf8(bytes: Buffer): string | null {

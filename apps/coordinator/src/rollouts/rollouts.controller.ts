@@ -2,9 +2,10 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { RolloutAction, RolloutActionRequest, RolloutId, RolloutStatus } from '#contracts';
 import { z } from 'zod';
 import { DB, type Db } from '../db/index.js';
-import { parseInput, Access, CurrentPrincipal, actorOf, scopeOf, type Principal } from '../common/index.js';
+import { DomainError, parseInput, Access, CurrentPrincipal, actorOf, scopeOf, type Principal } from '../common/index.js';
 import { LedgerWriter, NODE_SCOPE, resolveRolloutId as resolveRollout, type NodeScope } from '../ledger/index.js';
-import { listRollouts, readRollout } from './rollouts.repository.js';
+import { scopeView } from '../identity/index.js';
+import { listRollouts, readRollout, rolloutsReaching } from './rollouts.repository.js';
 
 const ListQuery = z.strictObject({
   status: RolloutStatus.optional(),
@@ -18,8 +19,9 @@ const ListQuery = z.strictObject({
 
 /**
  * Rollouts: list, read, and the operator's actions on one (pause, resume, promote, abort), each
- * recorded with who; a scoped token's promote or abort is refused whole when it would change a node
- * outside its scope.
+ * recorded with who. A scoped token sees the rollouts that reach a node of its scope, whole (a
+ * rollout's counts are its waves'), and the others not at all; it may steer only a rollout every
+ * node of which is in its scope, since a pause holds and an abort rolls back all of them.
  */
 @Controller('v1/rollouts')
 export class RolloutsController {
@@ -31,15 +33,26 @@ export class RolloutsController {
 
   @Get()
   @Access('reader')
-  async list(@Query() query: unknown) {
+  async list(@Query() query: unknown, @CurrentPrincipal() who: Principal) {
     const q = parseInput(ListQuery, query, 'query');
-    return { rollouts: await listRollouts(this.db.kysely, q.status, q.limit) };
+    const view = await scopeView(this.db.kysely, scopeOf(who));
+    if (view === null) return { rollouts: await listRollouts(this.db.kysely, q.status, q.limit) };
+    // Rollouts are few and kept: the newest thousand are narrowed, not paged past.
+    const all = await listRollouts(this.db.kysely, q.status, 1000);
+    const reaching = await rolloutsReaching(
+      this.db.kysely,
+      all.map((r) => r.id),
+      view.names(),
+    );
+    return { rollouts: all.filter((r) => reaching.has(r.id)).slice(0, q.limit) };
   }
 
   @Get(':id')
   @Access('reader')
-  async one(@Param('id') id: string) {
-    return readRollout(this.db.kysely, await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path')));
+  async one(@Param('id') id: string, @CurrentPrincipal() who: Principal) {
+    const rollout = await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path'));
+    await this.requireReach(rollout, who);
+    return readRollout(this.db.kysely, rollout);
   }
 
   @Post(':id/:action')
@@ -47,14 +60,23 @@ export class RolloutsController {
   @Access('publisher')
   async act(@Param('id') id: string, @Param('action') action: string, @Body() body: unknown, @CurrentPrincipal() who: Principal) {
     const rollout = await resolveRollout(this.db.kysely, parseInput(RolloutId, id, 'path'));
+    await this.requireReach(rollout, who);
     const what = parseInput(RolloutAction, action, 'path');
     const req = parseInput(RolloutActionRequest, body ?? {}, 'body');
-    // A promote stamps the next wave's nodes and an abort rolls the released ones back: a scoped token may do either only to nodes in its scope.
+    // Every node of the rollout must be in a scoped token's scope (the decision governs them all), judged under the ledger lock.
     const admit = this.scopes.guard(scopeOf(who), `this rollout ${what}`);
     await this.writer.write(
       { actor: actorOf(who), ...(admit ? { admit } : {}) },
       { type: 'rollout_step', rollout, action: what, now: new Date(), ...(req.message ? { message: req.message } : {}) },
     );
     return readRollout(this.db.kysely, rollout);
+  }
+
+  /** A rollout that reaches none of a scoped token's nodes is unknown to it, as an unknown id is. */
+  private async requireReach(rollout: string, who: Principal): Promise<void> {
+    const view = await scopeView(this.db.kysely, scopeOf(who));
+    if (view === null) return;
+    if ((await rolloutsReaching(this.db.kysely, [rollout], view.names())).size === 0)
+      throw new DomainError('unknown_rollout', `no rollout ${rollout}`, { rollout });
   }
 }

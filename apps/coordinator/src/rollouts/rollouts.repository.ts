@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { RolloutPlan, RolloutStatus, RolloutSummary, RolloutView } from '#contracts';
-import type { Database } from '../db/index.js';
+import { anyOf, type Database } from '../db/index.js';
 import { DomainError } from '../common/index.js';
 import { loadWaveFacts, waveName, type RecordedRolloutPlan } from '../ledger/index.js';
 
@@ -35,6 +35,13 @@ export async function listRollouts(db: Kysely<Database>, status: RolloutStatus |
     .limit(limit)
     .execute();
   return found.map(summary);
+}
+
+/** Of these rollouts, those with a node among `nodes`: one indexed read. */
+export async function rolloutsReaching(db: Kysely<Database>, ids: readonly string[], nodes: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0 || nodes.length === 0) return new Set();
+  const rows = await db.selectFrom('rollout_nodes').select('rollout_id').distinct().where(anyOf('rollout_id', ids)).where(anyOf('node', nodes)).execute();
+  return new Set(rows.map((r) => r.rollout_id));
 }
 
 /** Running rollouts as the driver's pre-check needs them: no node lists, no ledger read. */

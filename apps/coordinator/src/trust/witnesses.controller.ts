@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { WitnessesQuery, type CheckpointResponse, type WitnessesResponse } from '#contracts';
 import { DB, type Db } from '../db/index.js';
-import { DomainError, parseInput, Access } from '../common/index.js';
+import { DomainError, parseInput, Access, WholeFleet } from '../common/index.js';
 import { ledgerHashesAt, readServedCheckpoint, readWitnesses } from './witnesses.repository.js';
 
 /**
@@ -23,6 +23,7 @@ export class WitnessesController {
 
   @Get('witnesses')
   @Access('reader')
+  @WholeFleet()
   async witnesses(@Query() query: unknown): Promise<WitnessesResponse> {
     const { after, limit } = parseInput(WitnessesQuery, query, 'query');
     const served = await readServedCheckpoint(this.db.kysely);

@@ -21,7 +21,7 @@ const MAY: Record<Role, string> = {
 export function scopeLine(scope: readonly string[] | null, role: Role): string {
   if (scope === null) return 'every node';
   const acts = role === 'reader' ? '' : '; a publish, rollback or retirement that would change another node is refused whole';
-  return `${scope.join(', ')} (only these nodes: by name, tag:<name> or group:<name>${acts}; node lists leave the others out)`;
+  return `${scope.join(', ')} (only these nodes: by name, tag:<name> or group:<name>${acts}; node lists, publishes and rollouts leave the others out; the ledger's events, the metrics and the audit mirror need an unscoped token)`;
 }
 
 /** The API token in use: its name (the actor the ledger records), role, and until when it works. */

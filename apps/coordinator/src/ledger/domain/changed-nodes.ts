@@ -1,3 +1,4 @@
+import type { Decision } from './ledger.decider.js';
 import type { LedgerEvent } from './ledger.events.js';
 
 /**
@@ -12,4 +13,14 @@ export function changedNodesBy(events: readonly LedgerEvent[]): ReadonlySet<stri
     else if (e.type === 'rollout_planned') for (const t of e.data.targets) nodes.add(t.node);
   }
   return nodes;
+}
+
+/**
+ * What a scoped token must hold to make a decision: the nodes it changes (changedNodesBy) and those
+ * whose fate it settles without a stamp (Decision.governs: a confirmation's, a steered rollout's).
+ */
+export function governedBy(decision: Decision): ReadonlySet<string> {
+  const nodes = changedNodesBy(decision.events);
+  if (!decision.governs || decision.governs.length === 0) return nodes;
+  return new Set([...nodes, ...decision.governs]);
 }

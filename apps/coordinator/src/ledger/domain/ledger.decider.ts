@@ -92,7 +92,7 @@ export type LedgerCommand =
       /** The publish's record as the ledger holds it (undefined: no such publish), and whether it is confirmed already. */
       readonly record: { readonly confirm_within?: number; readonly confirmed_by: string | null } | undefined;
       /** Nodes whose head is still a version this publish stamped: what the confirmation reaches. */
-      readonly pending: number;
+      readonly pending: readonly string[];
     }
   | {
       /** The driver's turn, or an operator's action, on one rollout. */
@@ -129,6 +129,12 @@ export interface Decision {
   readonly unchanged: number;
   /** Ineligible nodes stamped with new content because the command accepted them. */
   readonly acceptedIneligible: readonly IneligibleNode[];
+  /**
+   * Nodes whose fate the decision settles without stamping them: those a confirmation keeps on the
+   * version they run, every node of a rollout an operator steers. A scoped token's request is
+   * admitted only when these are in its scope, as the nodes it changes are (see changedNodesBy).
+   */
+  readonly governs?: readonly string[];
 }
 
 const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged, acceptedIneligible: [] });
@@ -378,8 +384,15 @@ function decideRolloutStep(command: Extract<LedgerCommand, { type: 'rollout_step
     }
   }
   checkControl(state, command.action);
+  return { ...operatorControl(command, command.action, heads, ctx), governs: [...state.targets.keys()] };
+}
+
+/** An operator's pause, resume, promote or abort of a rollout, once checkControl allowed it. */
+function operatorControl(command: Extract<LedgerCommand, { type: 'rollout_step' }>, action: Control, heads: Heads, ctx: DecisionContext): Decision {
+  const { state } = command;
+  const none = NO_CHANGE(0);
   const why = command.message ? `: ${command.message}` : '';
-  switch (command.action) {
+  switch (action) {
     case 'pause':
       return { ...none, events: [transition(state, 'rollout_paused', { ...(command.message ? { reason: command.message } : {}) })] };
     case 'resume':
@@ -389,7 +402,7 @@ function decideRolloutStep(command: Extract<LedgerCommand, { type: 'rollout_step
     case 'abort':
       return halt(state, 'rollout_aborted', `aborted by an operator${why}`, true, command.previous, heads, ctx);
     default: {
-      const unreachable: never = command.action;
+      const unreachable: never = action;
       throw new TypeError(`unknown rollout action ${String(unreachable)}`);
     }
   }
@@ -583,15 +596,16 @@ function decideConfirm(command: Extract<LedgerCommand, { type: 'confirm_publish'
       publish_id: publishId,
       confirmed_by: record.confirmed_by,
     });
-  if (command.pending === 0)
+  if (command.pending.length === 0)
     throw new DomainError('not_confirmable', `no node runs publish ${publishId} any more (published over or reverted): nothing to confirm`, {
       publish_id: publishId,
     });
   return {
     events: [{ type: 'publish_confirmed', stream: `publish:${publishId}`, revision: 2, data: { publish_id: publishId } }],
     changed: [],
-    unchanged: command.pending,
+    unchanged: command.pending.length,
     acceptedIneligible: [],
+    governs: command.pending,
   };
 }
 

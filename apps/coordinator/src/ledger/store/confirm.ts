@@ -3,25 +3,20 @@ import type { Database } from '../../db/index.js';
 
 /**
  * What confirming a publish needs to know, from the ledger itself: its record's window, whether it is
- * confirmed already and by whom, and how many nodes still run a version it stamped.
+ * confirmed already and by whom, and which nodes still run a version it stamped.
  */
 export async function loadConfirmable(
   db: Kysely<Database>,
   publishId: string,
-): Promise<{ record: { confirm_within?: number; confirmed_by: string | null } | undefined; pending: number }> {
+): Promise<{ record: { confirm_within?: number; confirmed_by: string | null } | undefined; pending: string[] }> {
   const rows = await db.selectFrom('ledger').select(['type', 'data', 'meta']).where('stream', '=', `publish:${publishId}`).orderBy('revision').execute();
   const recorded = rows.find((r) => r.type === 'publish_recorded');
-  if (!recorded) return { record: undefined, pending: 0 };
+  if (!recorded) return { record: undefined, pending: [] };
   const confirmed = rows.find((r) => r.type === 'publish_confirmed');
   const within = recorded.data.confirm_within;
-  const pending = await db
-    .selectFrom('node_heads')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('publish_id', '=', publishId)
-    .where('retired', '=', false)
-    .executeTakeFirstOrThrow();
+  const pending = await db.selectFrom('node_heads').select('node').where('publish_id', '=', publishId).where('retired', '=', false).execute();
   return {
     record: { ...(typeof within === 'number' ? { confirm_within: within } : {}), confirmed_by: confirmed ? String(confirmed.meta.actor) : null },
-    pending: Number(pending.n),
+    pending: pending.map((r) => r.node),
   };
 }
