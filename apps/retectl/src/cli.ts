@@ -16,6 +16,7 @@ import * as auditCheckpoint from './commands/audit-checkpoint.js';
 import * as auditVerify from './commands/audit-verify.js';
 import * as auditWitnesses from './commands/audit-witnesses.js';
 import * as auditTree from './commands/audit-tree.js';
+import * as auditCosigners from './commands/audit-cosigners.js';
 import * as pkg from './commands/package.js';
 import * as plan from './commands/plan.js';
 import * as publish from './commands/publish.js';
@@ -369,11 +370,17 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--checkpoint <file>', 'a checkpoint kept earlier (the output of `retectl audit checkpoint`)')
     .option('--no-mirror', 'with --checkpoint: do not read the git mirror')
     .option('--mirror-clone <dir>', 'with --checkpoint: read this local clone of the audit mirror (your own copy) instead of cloning it from the coordinator')
+    .option(
+      '--witnesses <K>',
+      "also require K nodes to vouch for the ledger's tree: each node's cosignature checked against the key the ledger recorded for it, and the tree now extending what it cosigned",
+      integer('--witnesses', 1),
+    )
     .action(async (o) => {
       // --no-mirror and --mirror-clone are about a kept checkpoint; without one they would be silently ignored.
       if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined))
         throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
-      done(o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o));
+      const code = o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o);
+      done(o.witnesses === undefined ? code : Math.max(code, await auditCosigners.run({ ...o, witnesses: o.witnesses })));
     });
   json(
     remote(

@@ -84,3 +84,14 @@ export {
   TREE_ORIGIN_SUFFIX,
   type TreeCheckpoint,
 } from './tree-checkpoint.js';
+export {
+  nodeWitnessName,
+  cosignerKeyId,
+  rawPublicKey,
+  noteBody,
+  cosignCheckpoint,
+  parseCosignatureLine,
+  verifyCosignature,
+  type Witness,
+  type Cosigned,
+} from './cosignature.js';

@@ -136,8 +136,15 @@ export const Profile = z
     clock: Timestamp.optional(),
   })
   .catchall(z.unknown());
+/** A node's witness key: its raw 32-byte Ed25519 public key, base64 (C2SP tlog-cosignature). */
+export const WitnessKey = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be a base64 Ed25519 public key (32 bytes)')
+  .refine((k) => Buffer.from(k, 'base64').toString('base64') === k, 'must be canonical base64');
 export const EnrolRequest = z.strictObject({
   token: z.string().max(512),
+  /** The agent's own cosigning key, made for this enrolment: recorded in the ledger with it. */
+  witness_key: WitnessKey.optional(),
   /** The node name the agent was told it is, when it knows one: checked against the token's node. */
   node: NodeName.optional(),
   profile: Profile,
@@ -149,6 +156,9 @@ export type BriefingLine = z.infer<typeof BriefingLine>;
 export type Briefing = z.infer<typeof Briefing>;
 /** The coordinator's public signing keys, as served at /.well-known/jwks.json. */
 export const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
+/** `PUT /v1/nodes/{node}/witness-key`: an enrolled agent registers the cosigning key it made. */
+export const WitnessKeyRequest = z.strictObject({ public_key: WitnessKey });
+export const WitnessKeyResponse = z.object({ node: NodeName, public_key: WitnessKey, registered_at: z.string(), position: z.number().int() });
 export const EnrolResponse = z.object({
   node: NodeName,
   credential: z.string(),
@@ -266,6 +276,9 @@ export const ReportRequest = z.strictObject({
   checkpoint: z.string().max(4096).optional(),
   /** Set when that checkpoint is older than the agent's max_staleness: since when. */
   stale_since: Timestamp.optional(),
+  /** The newest tree checkpoint the agent verified, and its cosignature of it (a C2SP cosignature/v1 line by its witness key). */
+  cosigned_checkpoint: z.string().max(4096).optional(),
+  cosignature: z.string().max(256).optional(),
   /** The version of the agent sending this report: after a self-upgrade, the new binary's. */
   agent_version: z.string().min(1).max(64).optional(),
   /**

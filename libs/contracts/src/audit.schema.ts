@@ -42,6 +42,14 @@ export const Witness = z.object({
   stale_since: Timestamp.nullable(),
   ledger_hash: Sha256.nullable(),
   problem: z.string().optional(),
+  /**
+   * The node's witness key as the ledger recorded it (the raw Ed25519 public key, base64, and the
+   * ledger position of the event that did), and the newest tree checkpoint it cosigned with its
+   * cosignature line. `valid` is the coordinator's own check of the line against that key; an
+   * auditor checks it again against the key the ledger holds. Absent from an agent without a key.
+   */
+  witness_key: z.object({ public_key: z.string(), position: z.number().int().nullable() }).nullable().optional(),
+  cosigned: z.object({ note: z.string(), cosignature: z.string(), size: z.number().int().nullable(), valid: z.boolean() }).nullable().optional(),
 });
 export type Witness = z.infer<typeof Witness>;
 

@@ -48,7 +48,8 @@ export type DomainErrorCode =
   | 'unknown_rollout'
   | 'ambiguous_rollout'
   | 'not_confirmable'
-  | 'already_confirmed';
+  | 'already_confirmed'
+  | 'witness_key_registered';
 
 export class DomainError extends Error {
   constructor(

@@ -27,6 +27,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   invalid_rollout: 400,
   not_confirmable: 409,
   already_confirmed: 409,
+  witness_key_registered: 409,
   not_found: 404,
   unauthenticated: 401,
   retired_credential: 401,

@@ -15,6 +15,8 @@ export async function recordReportStatus(trx: Transaction<Database>, node: strin
     last_error: r.error ?? null,
     checkpoint: r.checkpoint ?? null,
     stale_since: r.stale_since ?? null,
+    // An agent without a witness key, or one that has not verified a tree checkpoint yet, says nothing: what it cosigned before stays.
+    ...(r.cosigned_checkpoint && r.cosignature ? { cosigned_checkpoint: r.cosigned_checkpoint, cosignature: r.cosignature } : {}),
     // An older agent says nothing: the version it enrolled with stays.
     ...(r.agent_version ? { agent_version: r.agent_version } : {}),
     ...(r.installed ? { installed: JSON.stringify(r.installed) } : {}),

@@ -1,10 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import {
   ApiTokenRequest,
   EnrolmentTokenRequest,
   EnrolRequest,
   NodeName,
+  WitnessKeyRequest,
   type ApiTokenInfo,
   type ApiTokenList,
   type ApiTokenResponse,
@@ -18,6 +19,7 @@ import { createApiToken, listApiTokens, revokeApiToken, TOKEN_COLUMNS, tokenInfo
 import { ApiTokenUses } from './api-token-uses.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
 import { EnrolNodeCommand } from './commands/enrol-node.command.js';
+import { RegisterWitnessKeyCommand } from './commands/register-witness-key.command.js';
 import { RevokeCredentialCommand } from './commands/revoke-credential.command.js';
 import { IssueEnrolmentTokenCommand } from './commands/issue-enrolment-token.command.js';
 
@@ -56,6 +58,18 @@ export class IdentityController {
       installed: enrolled.installed,
       owned: enrolled.owned,
     };
+  }
+
+  /**
+   * An enrolled agent registers the cosigning key it made (an agent enrolled before agents had
+   * keys, or one whose enrolment answer was lost): once per credential, recorded in the ledger.
+   */
+  @Put('nodes/:node/witness-key')
+  @Access('node')
+  async witnessKey(@Param('node') node: string, @Body() body: unknown, @CurrentPrincipal() who: Principal) {
+    const req = parseInput(WitnessKeyRequest, body, 'body');
+    if (who.kind !== 'node') throw new DomainError('forbidden', 'this route is for node credentials');
+    return this.commands.execute(new RegisterWitnessKeyCommand(parseInput(NodeName, node, 'path'), who.credentialId, req.public_key));
   }
 
   @Delete('nodes/:node/credential')

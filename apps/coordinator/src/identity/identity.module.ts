@@ -4,6 +4,7 @@ import { LedgerModule, NODE_SCOPE } from '../ledger/index.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { EnrolNodeHandler } from './commands/enrol-node.handler.js';
+import { RegisterWitnessKeyHandler } from './commands/register-witness-key.handler.js';
 import { RetireNodeHandler } from './commands/retire-node.handler.js';
 import { IssueEnrolmentTokenHandler } from './commands/issue-enrolment-token.handler.js';
 import { RevokeCredentialHandler } from './commands/revoke-credential.handler.js';
@@ -21,6 +22,7 @@ import { scopeGuard } from './scope-guard.js';
   controllers: [IdentityController],
   providers: [
     EnrolNodeHandler,
+    RegisterWitnessKeyHandler,
     IssueEnrolmentTokenHandler,
     RevokeCredentialHandler,
     RetireNodeHandler,

@@ -15,6 +15,6 @@ export function recordIdentity(
   type: IdentityRecorded['type'],
   data: Record<string, unknown>,
   actor: string,
-): Promise<void> {
+): Promise<number> {
   return appendIdentity(trx, checkpointSigner(keys), subject, type, data, actor);
 }

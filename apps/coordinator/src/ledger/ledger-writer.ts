@@ -227,7 +227,7 @@ export class LedgerWriter {
   }
 
   /** Appends an identity event (token issued, enrolled, revoked) to `identity:<subject>` inside the caller's transaction. */
-  recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<void> {
+  recordIdentity(trx: Transaction<Database>, subject: string, type: IdentityRecorded['type'], data: Record<string, unknown>, actor: string): Promise<number> {
     return recordIdentity(trx, this.signer, subject, type, data, actor);
   }
 

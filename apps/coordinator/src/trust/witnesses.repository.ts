@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { parseCheckpoint } from '#bundle';
+import { nodeWitnessName, parseCheckpoint, parseTreeCheckpoint, TREE_ORIGIN_SUFFIX, verifyCosignature } from '#bundle';
 import type { CheckpointView, Witness } from '#contracts';
 import type { Database } from '../db/index.js';
 import { GENESIS_HASH } from '../ledger/index.js';
@@ -28,12 +28,26 @@ export async function ledgerHashesAt(db: Kysely<Database>, positions: readonly n
  * auditor should see it, not lose it.
  */
 export async function readWitnesses(db: Kysely<Database>, after: string | undefined, limit: number): Promise<{ items: Witness[]; nextAfter: string | null }> {
-  let q = db.selectFrom('node_status').select(['node', 'checkpoint', 'last_contact', 'stale_since']).where('checkpoint', 'is not', null);
-  if (after !== undefined) q = q.where('node', '>', after);
-  const rows = await q.orderBy('node').limit(limit).execute();
+  let q = db
+    .selectFrom('node_status')
+    .leftJoin('node_witness_keys', 'node_witness_keys.node', 'node_status.node')
+    .select([
+      'node_status.node',
+      'node_status.checkpoint',
+      'node_status.last_contact',
+      'node_status.stale_since',
+      'node_status.cosigned_checkpoint',
+      'node_status.cosignature',
+      'node_witness_keys.public_key',
+      'node_witness_keys.position as key_position',
+    ])
+    .where((eb) => eb.or([eb('node_status.checkpoint', 'is not', null), eb('node_status.cosigned_checkpoint', 'is not', null)]));
+  if (after !== undefined) q = q.where('node_status.node', '>', after);
+  const rows = await q.orderBy('node_status.node').limit(limit).execute();
   const read = rows.map((r) => {
-    const note = r.checkpoint as string;
-    const base = { node: r.node, note, reported_at: iso(r.last_contact), stale_since: iso(r.stale_since) };
+    const note = r.checkpoint ?? '';
+    const witness_key = r.public_key === null ? null : { public_key: r.public_key, position: r.key_position === null ? null : Number(r.key_position) };
+    const base = { node: r.node, note, reported_at: iso(r.last_contact), stale_since: iso(r.stale_since), witness_key, cosigned: cosignedBy(r.node, r) };
     try {
       const { checkpoint: c } = parseCheckpoint(note);
       return { ...base, origin: c.origin, position: c.position, hash: c.hash, time: c.time };
@@ -47,6 +61,26 @@ export async function readWitnesses(db: Kysely<Database>, after: string | undefi
   );
   const items = read.map((w) => ({ ...w, ledger_hash: w.position === null ? null : (hashes.get(w.position) ?? null) }));
   return { items, nextAfter: rows.length === limit ? rows[rows.length - 1].node : null };
+}
+
+/**
+ * The tree checkpoint a node last cosigned, with its cosignature line and the coordinator's own check
+ * of that line against the node's registered key, under the witness name the checkpoint's origin
+ * gives it (`<ledger origin>/node/<node>`).
+ */
+function cosignedBy(node: string, r: { cosigned_checkpoint: string | null; cosignature: string | null; public_key: string | null }): Witness['cosigned'] {
+  if (r.cosigned_checkpoint === null || r.cosignature === null) return null;
+  let size: number | null = null;
+  let valid = false;
+  try {
+    const c = parseTreeCheckpoint(r.cosigned_checkpoint);
+    size = c.size;
+    const name = nodeWitnessName(c.origin.slice(0, -TREE_ORIGIN_SUFFIX.length), node);
+    valid = r.public_key !== null && verifyCosignature(r.cosigned_checkpoint, r.cosignature, { name, publicKey: r.public_key }) !== null;
+  } catch {
+    valid = false;
+  }
+  return { note: r.cosigned_checkpoint, cosignature: r.cosignature, size, valid };
 }
 
 const iso = (t: Date | string | null): string | null => (t === null ? null : new Date(t).toISOString());

@@ -6,7 +6,6 @@ import {
   consistencyCoords,
   consistencyProof,
   decodeEntryBundle,
-  fromTiles,
   leafHash,
   rootCoords,
   TILE_HEIGHT,
@@ -15,7 +14,6 @@ import {
   tileWidth,
   treeRoot,
   verifyConsistency,
-  type Coord,
   type TileRef,
   type TreeCheckpoint,
 } from '#bundle';
@@ -24,6 +22,7 @@ import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { RetectlError } from '../errors.js';
 import { out, outJson } from '../output.js';
 import { trustDocuments } from '../audit/coordinator-reads.js';
+import { tileReader, tilesFor } from '../audit/tree-tiles.js';
 
 export interface AuditTreeOptions extends ConnectionFlags {
   /** Read the checkpoint, the trust chain and the tiles from this folder (as --save writes it) instead of the coordinator. */
@@ -67,21 +66,6 @@ function folderSource(dir: string): Source {
     trust: async () => JSON.parse(read('trust.json').toString('utf8')) as string[],
     tile: async (path) => read(path),
   };
-}
-
-/** The tiles whose rows hold the stored hashes `coords`, with the width the tree of `size` gives each. */
-function tilesFor(coords: readonly Coord[], size: number): TileRef[] {
-  const out = new Map<string, TileRef>();
-  for (const c of coords) {
-    const level = Math.floor(c.level / TILE_HEIGHT);
-    const span = 2 ** (c.level - level * TILE_HEIGHT);
-    for (let i = c.index * span; i < (c.index + 1) * span; i += TILE_WIDTH) {
-      const index = Math.floor(i / TILE_WIDTH);
-      const t: TileRef = { kind: 'hashes', level, index, width: tileWidth(level, index, size) };
-      out.set(tilePath(t), t);
-    }
-  }
-  return [...out.values()];
 }
 
 /** Every tile of the tree of `size` entries, entry bundles included: what a mirror holds. */
@@ -150,14 +134,7 @@ export async function run(options: AuditTreeOptions): Promise<number> {
     if (expected !== null && bytes.length !== expected) disagreements.push(`tile ${path}: ${bytes.length} bytes, a tile of ${t.width} hashes has ${expected}`);
     tiles.set(path, bytes);
   }
-  const row = (level: number, index: number): Uint8Array => {
-    const L = level / TILE_HEIGHT;
-    const N = Math.floor(index / TILE_WIDTH);
-    const file = tiles.get(tilePath({ kind: 'hashes', level: L, index: N, width: tileWidth(L, N, n) }));
-    if (!file) throw new Error(`tile ${L}/${N} was not fetched`);
-    return file.subarray((index % TILE_WIDTH) * 32, (index % TILE_WIDTH) * 32 + 32);
-  };
-  const read = fromTiles(row);
+  const { row, read } = tileReader(tiles, n);
 
   if (disagreements.length === 0) {
     const root = treeRoot(n, read).toString('hex');

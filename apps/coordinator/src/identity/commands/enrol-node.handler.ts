@@ -8,6 +8,7 @@ import { briefingFor } from '../briefing.js';
 import { insertCredential, lockEnrolmentToken, markEnrolmentTokenUsed, revokeLiveCredentials } from '../credentials.repository.js';
 import { enrolmentTokenRefusal } from '../enrolment.rules.js';
 import { issueSecret, parseSecret, secretMatches } from '../secrets.js';
+import { writeWitnessKey } from '../witness-keys.repository.js';
 import { EnrolNodeCommand, type Enrolled } from './enrol-node.command.js';
 
 @CommandHandler(EnrolNodeCommand)
@@ -34,13 +35,23 @@ export class EnrolNodeHandler implements ICommandHandler<EnrolNodeCommand, Enrol
       await insertCredential(trx, { id: credential.id, node: row.node, secret_hash: credential.hash, created_at: now });
       const briefing = briefingFor({ tokenNode: row.node, claimedNode: req.node, profile: req.profile, now });
       const recovery = await recordEnrolmentStatus(trx, row.node, { at: now, profile: req.profile, inventory: req.inventory, briefing });
-      await this.ledger.recordIdentity(
+      const position = await this.ledger.recordIdentity(
         trx,
         row.node,
         'node_enrolled',
-        { node: row.node, credential_id: credential.id, token_id: row.id, hostname: req.profile.hostname, briefing: briefing.outcome },
+        {
+          node: row.node,
+          credential_id: credential.id,
+          token_id: row.id,
+          hostname: req.profile.hostname,
+          briefing: briefing.outcome,
+          // The agent's cosigning key for this enrolment, in the ledger with it (C2SP tlog-cosignature).
+          ...(req.witness_key ? { witness_key: req.witness_key } : {}),
+        },
         `node:${row.node}`,
       );
+      if (req.witness_key)
+        await writeWitnessKey(trx, { node: row.node, public_key: req.witness_key, credential_id: credential.id, registered_at: now, position });
       return { node: row.node, credential: credential.token, briefing, ...recovery };
     });
     // The credential it replaced is refused by every replica before the new one is handed out.

@@ -188,6 +188,7 @@ export function evolveHeads(heads: Map<string, NodeSet>, event: LedgerEvent): Ma
     case 'publish_confirmed':
     case 'enrolment_token_issued':
     case 'node_enrolled':
+    case 'node_witness_key_registered':
     case 'credential_revoked':
     case 'api_token_created':
     case 'api_token_revoked':

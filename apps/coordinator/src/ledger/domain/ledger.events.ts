@@ -70,6 +70,7 @@ export interface IdentityRecorded {
   readonly type:
     | 'enrolment_token_issued'
     | 'node_enrolled'
+    | 'node_witness_key_registered'
     | 'credential_revoked'
     | 'api_token_created'
     | 'api_token_revoked'

@@ -17,10 +17,11 @@ export async function recordIdentity(
   type: IdentityRecorded['type'],
   data: Record<string, unknown>,
   actor: string,
-): Promise<void> {
+): Promise<number> {
   const stream = `identity:${subject}` as const;
-  await appendUnderLock(trx, signer, async () => {
+  const { stored } = await appendUnderLock(trx, signer, async () => {
     const revision = (await readStreamRevision(trx, stream)) + 1;
     return { inputs: [{ event: { type, stream, revision, data }, meta: { actor } }], result: undefined };
   });
+  return Number(stored[0].position);
 }
