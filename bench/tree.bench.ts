@@ -9,9 +9,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { appendLeaves, rootCoords, consistencyCoords, consistencyProof, inclusionCoords, inclusionProof, leafHash, type Coord } from '#bundle';
+import {
+  encodeStampLeaf,
+  ledgerOrigin,
+  signTreeCheckpoint,
+  treeOrigin,
+  appendLeaves,
+  rootCoords,
+  consistencyCoords,
+  consistencyProof,
+  inclusionCoords,
+  inclusionProof,
+  leafHash,
+  type Coord,
+} from '#bundle';
 import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { readTreeHashes } from '../apps/coordinator/src/ledger/store/tree.js';
+import { TreeMemory, TreeProofs } from '../apps/coordinator/src/bundles/tree-memory.js';
+import * as jose from 'jose';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
 import { startThrowawayPostgres } from './support/postgres.js';
@@ -45,6 +60,8 @@ async function fill(db: Db, n: number): Promise<void> {
     if ((size / BATCH) % 10 === 0) say(`  ${fmt(size + count)} of ${fmt(n)} entries stored`);
   }
 }
+
+const p99 = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
@@ -88,7 +105,47 @@ runBench('tree', async () => {
       }),
     );
   }
+  // Proofs on the wire: the answer's headers as the poll route makes them, from the tree in memory.
+  const loadStart = process.hrtime.bigint();
+  const memory = new TreeMemory(db.kysely);
+  await memory.ensure(n);
+  const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
+  const { privateKey } = await jose.generateKeyPair('Ed25519');
+  const note = signTreeCheckpoint(
+    {
+      origin: treeOrigin(ledgerOrigin('0'.repeat(64))),
+      size: n,
+      root: memory.root(n).toString('hex'),
+      time: new Date().toISOString(),
+      trustVersion: 1,
+      chain: randomBytes(32).toString('hex'),
+    },
+    { kid: 'bench', privateKey },
+  );
+  const proofs = new TreeProofs(memory);
+  await proofs.ready(note);
+  const answer200: number[] = [];
+  const answer304: number[] = [];
+  let bytes200 = 0;
+  let bytes304 = 0;
+  const leafHeader = encodeStampLeaf({ prev_hash: randomBytes(32).toString('hex'), revision: 12, meta: { actor: 'token:ops-ci' }, data: {} });
+  const size = (h: Record<string, string>) => Object.entries(h).reduce((t, [k, v]) => t + k.length + v.length + 4, 0);
+  for (let r = 0; r < rounds * 10; r++) {
+    const leaf = Math.floor(Math.random() * n);
+    // Each 304 from another size: no proof cached, the worst case.
+    const from = Math.max(1, n - 1 - Math.floor(Math.random() * 1000));
+    const t0 = process.hrtime.bigint();
+    const h200 = proofs.headers(note, from, leaf)!;
+    const t1 = process.hrtime.bigint();
+    const h304 = proofs.headers(note, from - 1)!;
+    const t2 = process.hrtime.bigint();
+    answer200.push(Number(t1 - t0) / 1e6);
+    answer304.push(Number(t2 - t1) / 1e6);
+    bytes200 = Math.max(bytes200, size({ ...h200, 'florete-tree-leaf': leafHeader }));
+    bytes304 = Math.max(bytes304, size(h304));
+  }
   await db.close();
+  say(`tree in memory: ${fmt(n)} leaves, ${fmt(memory.bytes / 1024 / 1024, 1)} MiB, loaded from ledger_tree in ${fmt(loadMs / 1000, 1)} s`);
   const b = median(base);
   console.log(
     formatTable(
@@ -97,6 +154,18 @@ runBench('tree', async () => {
         ['one stored hash by its key (baseline)', ms(b), '-', '1.00×'],
         ['inclusion proof of a random event', ms(median(incl)), `${fmt(inclBytes)} B`, `${fmt(median(incl) / b, 2)}×`],
         ['consistency proof from a tree ≤ 1,000 events older', ms(median(cons)), `${fmt(consBytes)} B`, `${fmt(median(cons) / b, 2)}×`],
+        [
+          "200 answer's tree headers, from memory (p99)",
+          `${ms(median(answer200))} (${ms(p99(answer200))})`,
+          `${fmt(bytes200)} B`,
+          `${fmt(median(answer200) / b, 2)}×`,
+        ],
+        [
+          "304 answer's tree headers, from memory (p99)",
+          `${ms(median(answer304))} (${ms(p99(answer304))})`,
+          `${fmt(bytes304)} B`,
+          `${fmt(median(answer304) / b, 2)}×`,
+        ],
       ],
     ),
   );

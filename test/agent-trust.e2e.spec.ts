@@ -256,11 +256,15 @@ describe.each(targets)('trust that survives time, on $database', ({ database }) 
     const credential = JSON.parse(readFileSync(join(alpha.stateDir, 'identity.json'), 'utf8')).credential as string;
     const frozen = await new Client(coordinator.url, credential).get('/v1/nodes/alpha/bundle', { headers: { 'if-none-match': '*' } });
     expect(frozen.status).toBe(304);
-    // A coordinator frozen in time: every answer the same 304, the same checkpoint.
+    // A coordinator frozen in time: every answer the same 304, the same checkpoints (its tree's too: the agent requires it once seen).
     proxy.mode = {
       kind: 'answer',
       status: 304,
-      headers: { etag: frozen.headers.get('etag')!, 'florete-checkpoint': frozen.headers.get('florete-checkpoint')! },
+      headers: {
+        etag: frozen.headers.get('etag')!,
+        'florete-checkpoint': frozen.headers.get('florete-checkpoint')!,
+        'florete-tree-checkpoint': frozen.headers.get('florete-tree-checkpoint')!,
+      },
     };
     const frozenAt = parseCheckpoint(Buffer.from(frozen.headers.get('florete-checkpoint')!, 'base64').toString('utf8')).checkpoint.time;
     let stale: AgentStatus;

@@ -95,3 +95,21 @@ export {
   type Witness,
   type Cosigned,
 } from './cosignature.js';
+export { chainHash, type ChainedFields } from './chain.js';
+export {
+  TREE_SIZE_HEADER,
+  TREE_CHECKPOINT_HEADER,
+  TREE_CONSISTENCY_HEADER,
+  TREE_INCLUSION_HEADER,
+  TREE_LEAF_HEADER,
+  LogProofError,
+  stampLeafOf,
+  encodeStampLeaf,
+  decodeStampLeaf,
+  stampEntry,
+  encodeProof,
+  decodeProof,
+  checkStampIncluded,
+  checkTreeExtends,
+  type StampLeaf,
+} from './log-proof.js';

@@ -181,6 +181,22 @@ export const HeldCheckpoint = z.strictObject({
 });
 export type HeldCheckpoint = z.infer<typeof HeldCheckpoint>;
 
+/**
+ * The newest tree checkpoint (the ledger's Merkle tree) the agent verified, with its signature, and
+ * moved to by a consistency proof from the one before. Held, it makes the agent require proofs on
+ * every answer from then on.
+ */
+export const HeldTreeCheckpoint = z.strictObject({
+  enrolled_at: Timestamp,
+  note: z.string(),
+  origin: z.string(),
+  size: z.number().int().nonnegative(),
+  root: Sha256,
+  time: Timestamp,
+  received_at: Timestamp,
+});
+export type HeldTreeCheckpoint = z.infer<typeof HeldTreeCheckpoint>;
+
 export const SyncResult = z.enum(['applied', 'failed', 'rejected', 'up_to_date', 'error', 'reverted']);
 export type SyncResult = z.infer<typeof SyncResult>;
 

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
-import { CHANGE_FEED, type ChangeFeed } from '../db/index.js';
+import { CHANGE_FEED, DB, type ChangeFeed, type Db } from '../db/index.js';
+import { TreeMemory, TreeProofs } from './tree-memory.js';
 import { FleetModule } from '../fleet/index.js';
 import { IdentityModule } from '../identity/index.js';
 import { PollCache } from './poll-cache.js';
@@ -19,6 +20,7 @@ import { LEDGER_BLOBS } from '../ledger/index.js';
   controllers: [BundlesController, BlobsController],
   providers: [
     { provide: PollCache, useFactory: (feed: ChangeFeed) => new PollCache(feed), inject: [CHANGE_FEED] },
+    { provide: TreeProofs, useFactory: (db: Db) => new TreeProofs(new TreeMemory(db.kysely)), inject: [DB] },
     PollRoute,
     { provide: LEDGER_BLOBS, useValue: ledgerBlobs },
   ],

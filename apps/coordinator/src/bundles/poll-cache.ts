@@ -10,6 +10,8 @@ export interface PollRow {
   readonly retired: boolean | null;
   readonly etag: string | null;
   readonly checkpoint: string | null;
+  /** The signed tree checkpoint note read with it (absent in rows of tests that have no tree). */
+  readonly tree_note?: string | null;
   readonly confirm_within: number | null;
   readonly confirmed_by: string | null;
 }
@@ -81,6 +83,8 @@ export class PollCache {
   private readonly heads = new Map<string, Head | null>();
   /** The checkpoint as the poll answer's header carries it: encoded once, not on every poll. */
   private checkpoint: string | null | undefined = undefined;
+  /** The signed tree checkpoint note, as read with the checkpoint (changed with it). */
+  private tree: string | null | undefined = undefined;
   private generation = 0;
   /** The generation each key last changed at, since `floor`. */
   private readonly headChanged = new Map<string, number>();
@@ -116,9 +120,11 @@ export class PollCache {
       this.credentials.clear();
       this.heads.clear();
       this.checkpoint = undefined;
+      this.tree = undefined;
       this.forgetChanges(generation);
     } else if (change.kind === 'checkpoint') {
       this.checkpoint = undefined;
+      this.tree = undefined;
       this.checkpointChanged = generation;
     } else {
       const heads = change.kind === 'heads';
@@ -173,6 +179,11 @@ export class PollCache {
     return this.checkpoint;
   }
 
+  /** The tree checkpoint note as memory holds it now; undefined when memory does not know it. */
+  treeNow(): string | null | undefined {
+    return this.tree;
+  }
+
   /** The generation a database read starts at: pass it to remember(). */
   mark(): number {
     return this.generation;
@@ -187,7 +198,10 @@ export class PollCache {
     if (!this.credentialChangedSince(mark, credentialId))
       this.credentials.set(credentialId, { node: row.node, secretHash: row.secret_hash, revoked: row.revoked_at !== null });
     if (!this.headChangedSince(mark, row.node)) this.heads.set(row.node, row.etag === null ? null : { etag: row.etag, confirm: confirmHeader(row) });
-    if (mark >= this.floor && this.checkpointChanged <= mark) this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
+    if (mark >= this.floor && this.checkpointChanged <= mark) {
+      this.checkpoint = row.checkpoint === null ? null : checkpointHeader(row.checkpoint);
+      this.tree = row.tree_note ?? null;
+    }
   }
 
   /**
@@ -200,13 +214,13 @@ export class PollCache {
     node: string,
     tags: readonly string[],
     matches: (secretHash: string) => boolean,
-  ): { etag: string; checkpoint: string | null; confirm: string | null } | null {
+  ): { etag: string; checkpoint: string | null; confirm: string | null; tree: string | null } | null {
     if (tags.length === 0 || !this.feed.trusted()) return null;
     const credential = this.credentials.get(credentialId);
     if (!credential || credential.revoked || credential.node !== node) return null;
     const head = this.heads.get(node);
-    if (!head || this.checkpoint === undefined || !etagMatches(tags, head.etag)) return null;
+    if (!head || this.checkpoint === undefined || this.tree === undefined || !etagMatches(tags, head.etag)) return null;
     if (!matches(credential.secretHash)) return null;
-    return { etag: head.etag, checkpoint: this.checkpoint, confirm: head.confirm };
+    return { etag: head.etag, checkpoint: this.checkpoint, confirm: head.confirm, tree: this.tree };
   }
 }

@@ -14,6 +14,7 @@ import { AuthService } from '../identity/index.js';
 import { issueSecret } from '../identity/secrets.js';
 import { ContactLog } from '../fleet/index.js';
 import { PollCache } from './poll-cache.js';
+import { TreeMemory, TreeProofs } from './tree-memory.js';
 import { PollRoute } from './poll-route.js';
 import { signHeadBundle } from './head-bundle.js';
 
@@ -123,6 +124,7 @@ describe.each(testDatabases)('poll route on $name', (database) => {
       new AuthService(h.db, new ApiTokenUses()),
       cache,
       new ContactLog(),
+      new TreeProofs(new TreeMemory(h.db.kysely)),
     );
     fastify = Fastify();
     route.register(fastify);

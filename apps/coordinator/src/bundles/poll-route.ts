@@ -15,6 +15,8 @@ import { ContactLog } from '../fleet/index.js';
 import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
+import { TreeProofs, treeSizeOf } from './tree-memory.js';
+import { encodeStampLeaf, stampLeafOf, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -52,12 +54,22 @@ interface Watch {
 const HELD_WATCH = Symbol('florete held watch');
 type Carrying = IncomingMessage & { [HELD_WATCH]?: Watch };
 
-/** The headers of every poll answer, 304 or 200, from memory or from the database. */
-function pollHeaders(etag: string, checkpoint: string | null, confirm: string | null): Record<string, string> {
+/** The headers of every poll answer, 304 or 200, from memory or from the database; `tree`, the tree checkpoint and its proofs (TreeProofs). */
+function pollHeaders(etag: string, checkpoint: string | null, confirm: string | null, tree: Record<string, string> | null = null): Record<string, string> {
   const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
   if (checkpoint) headers[CHECKPOINT_HEADER] = checkpoint;
   if (confirm) headers[CONFIRM_HEADER] = confirm;
+  if (tree) Object.assign(headers, tree);
   return headers;
+}
+
+/** What memory answers a 304 with. */
+interface Current {
+  readonly etag: string;
+  readonly checkpoint: string | null;
+  readonly confirm: string | null;
+  /** The tree checkpoint note; null when the ledger has none. */
+  readonly tree: string | null;
 }
 
 /**
@@ -93,6 +105,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /** The database's answers, batched: the polls and woken watches of one event-loop turn are read together. */
   readonly reads: BatchLoader<string, PollRead>;
   readonly signer: BundleSigner;
+  /** The tree's proofs, from this replica's memory of it. */
+  readonly proofs: TreeProofs;
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -104,7 +118,9 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     private readonly auth: AuthService,
     private readonly cache: PollCache,
     private readonly contacts: ContactLog,
+    @Inject(TreeProofs) proofs: TreeProofs,
   ) {
+    this.proofs = proofs;
     this.maxWait = config.watch.maxWaitSeconds;
     this.reads = new BatchLoader((ids) => readPollRows(db.kysely, ids), POLL_READ_BATCH);
     this.signer = new BundleSigner(db.kysely, keys);
@@ -116,7 +132,32 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     );
     // After PollCache's own subscription (it is constructed first): a woken watch finds memory already emptied.
     feed.subscribe((change) => this.hub.apply(change));
+    // A new tree checkpoint (this replica's append or another's): memory catches up before polls ask for its proofs.
+    feed.subscribe((change) => {
+      if (change.kind === 'checkpoint') this.warmTree();
+    });
     metrics.watchesHeld = () => this.hub.size;
+  }
+
+  private warming: Promise<void> | null = null;
+  private warmAgain = false;
+
+  /** Reads the signed tree checkpoint and makes its proofs ready; one at a time, once more if asked meanwhile. */
+  private warmTree(): void {
+    if (this.warming) {
+      this.warmAgain = true;
+      return;
+    }
+    this.warmAgain = false;
+    this.warming = (async () => {
+      const row = await this.db.kysely.selectFrom('ledger_checkpoint').select('tree_note').where('id', '=', 1).executeTakeFirst();
+      if (row?.tree_note) await this.proofs.ready(row.tree_note);
+    })()
+      .catch((err: unknown) => this.log.error({ err }, 'the ledger tree in memory could not catch up'))
+      .finally(() => {
+        this.warming = null;
+        if (this.warmAgain && !this.closing) this.warmTree();
+      });
   }
 
   /**
@@ -205,12 +246,14 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         const name = parseInput(NodeName, req.params.node, 'path');
         const tags = ifNoneMatchTags(req.headers['if-none-match']);
         const watch = this.watchOf(req.raw);
+        const from = treeSizeOf(req.headers[TREE_SIZE_HEADER]);
         const memory = this.fromMemory(credential, name, tags);
-        if (!memory) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
+        const tree = memory ? this.treeHeaders(memory.tree, from) : null;
+        if (!memory || tree === undefined) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
         if (watch) return this.answering(reply, this.held(reply, credential, name, tags, memory, watch, this.cache.mark()));
         this.metrics.polls304++;
         void reply
-          .headers(pollHeaders(memory.etag, memory.checkpoint, memory.confirm))
+          .headers(pollHeaders(memory.etag, memory.checkpoint, memory.confirm, tree))
           .status(304)
           .send();
       } catch (err) {
@@ -259,16 +302,21 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       }
     }
     const tags = ifNoneMatchTags(req.headers['if-none-match']);
+    const from = treeSizeOf(req.headers[TREE_SIZE_HEADER]);
+    // Its tree headers first (no contact noted for a poll sent on): memory may not have caught up with the tree's checkpoint yet.
+    const tree = this.cache.treeNow();
+    const treeHeaders = tree === undefined ? undefined : this.treeHeaders(tree, from);
+    if (treeHeaders === undefined) return false;
     const memory = this.fromMemory(credential, name, tags);
-    if (!memory) return false;
+    if (!memory || memory.tree !== tree) return false;
     // Counted here only once answered: a poll sent on to the route is counted there.
     this.metrics.polls++;
     if (watch) {
-      this.holdAtTheDoor(req, res, credential, name, memory.etag, memory.confirm, watch);
+      this.holdAtTheDoor(req, res, credential, name, memory.etag, memory.confirm, watch, from);
       return true;
     }
     this.metrics.polls304++;
-    res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint, memory.confirm)).end();
+    res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint, memory.confirm, treeHeaders)).end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
     if (this.log.isLevelEnabled('debug'))
@@ -279,12 +327,21 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     return true;
   }
 
+  /**
+   * The tree headers of an answer carrying the tree checkpoint `note` to a node holding `from`
+   * leaves: null when there is no tree checkpoint to carry, undefined when memory cannot make them
+   * now (it has not caught up with that checkpoint: it starts to, and the database's path waits).
+   */
+  private treeHeaders(note: string | null, from: number | null, leaf: number | null = null): Record<string, string> | null | undefined {
+    if (note === null) return null;
+    const made = this.proofs.headers(note, from, leaf);
+    if (made) return made;
+    this.proofs.ready(note).catch((err: unknown) => this.log.error({ err }, 'the ledger tree in memory could not catch up'));
+    return undefined;
+  }
+
   /** A 304 memory can answer with certainty (a cache hit, and a contact); null when it cannot. */
-  private fromMemory(
-    credential: ParsedSecret,
-    name: string,
-    tags: readonly string[],
-  ): { etag: string; checkpoint: string | null; confirm: string | null } | null {
+  private fromMemory(credential: ParsedSecret, name: string, tags: readonly string[]): Current | null {
     const memory = this.cache.notModified(credential.id, name, tags, (hash) => secretMatches(credential.secret, hash));
     if (!memory) return null;
     this.metrics.pollCache.hit();
@@ -292,10 +349,19 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     return memory;
   }
 
-  /** The headers of a 304 that ends a held watch: the checkpoint as memory has it now, if it knows it. */
-  private expiredHeaders(etag: string, checkpoint: string | null, confirm: string | null, watch: Watch): Record<string, string> {
+  /**
+   * The headers of a 304 that ends a held watch: the checkpoints as memory has them now, if it knows
+   * them and has the tree's proofs ready, else those the watch was held with.
+   */
+  private expiredHeaders(current: Current, watch: Watch, from: number | null): Record<string, string> {
     const now = this.cache.checkpointNow();
-    return { ...pollHeaders(etag, now === undefined ? checkpoint : now, confirm), [PREFERENCE_APPLIED]: `wait=${watch.applied}` };
+    const treeNow = this.cache.treeNow();
+    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || this.proofs.isReady(treeNow));
+    const tree = fresh ? treeNow : current.tree;
+    return {
+      ...pollHeaders(current.etag, fresh ? now : current.checkpoint, current.confirm, tree === null ? null : (this.proofs.headers(tree, from) ?? null)),
+      [PREFERENCE_APPLIED]: `wait=${watch.applied}`,
+    };
   }
 
   /**
@@ -311,8 +377,9 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     etag: string,
     confirm: string | null,
     watch: Watch,
+    from: number | null,
   ): void {
-    const checkpoint = this.cache.checkpointNow() ?? null;
+    const current: Current = { etag, checkpoint: this.cache.checkpointNow() ?? null, confirm, tree: this.cache.treeNow() ?? null };
     const gone = () => this.hub.release(held);
     const held: HeldWatch = {
       node: name,
@@ -331,7 +398,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         this.metrics.watches.expired++;
         this.metrics.polls304++;
         this.contacts.seen(name);
-        res.writeHead(304, this.expiredHeaders(etag, checkpoint, confirm, watch)).end();
+        res.writeHead(304, this.expiredHeaders(current, watch, from)).end();
       },
       drop: () => {
         res.off('close', gone);
@@ -357,14 +424,15 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     credential: ParsedSecret,
     name: string,
     tags: readonly string[],
-    current: { etag: string; checkpoint: string | null; confirm: string | null },
+    current: Current,
     watch: Watch,
     mark: number,
   ): Promise<void> {
+    const from = treeSizeOf(reply.request.headers[TREE_SIZE_HEADER]);
     if (performance.now() >= watch.deadline) {
       this.metrics.polls304++;
       void reply
-        .headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch))
+        .headers(this.expiredHeaders(current, watch, from))
         .status(304)
         .send();
       return Promise.resolve();
@@ -384,8 +452,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       void reply
         .headers(
           watch.woken
-            ? this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch)
-            : pollHeaders(current.etag, current.checkpoint, current.confirm),
+            ? this.expiredHeaders(current, watch, from)
+            : pollHeaders(current.etag, current.checkpoint, current.confirm, current.tree === null ? null : (this.proofs.headers(current.tree, from) ?? null)),
         )
         .status(304)
         .send();
@@ -413,7 +481,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
           this.metrics.polls304++;
           this.contacts.seen(name);
           void reply
-            .headers(this.expiredHeaders(current.etag, current.checkpoint, current.confirm, watch))
+            .headers(this.expiredHeaders(current, watch, from))
             .status(304)
             .send();
           resolve();
@@ -451,6 +519,24 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     throw new DomainError('unauthenticated', 'a node credential is required: Authorization: Bearer <credential>');
   }
 
+  /**
+   * The tree headers of an answer read from the database: its tree checkpoint, the consistency proof
+   * from the size the node sent and, with a new bundle, the inclusion proof of the event that stamped
+   * it and the rest of that event (the leaf header). Memory catches up with the checkpoint first.
+   */
+  private async fromTree(row: PollRead, sizeHeader: string | string[] | undefined, modified: boolean): Promise<Record<string, string> | null> {
+    const note = row.tree_note!;
+    await this.proofs.ready(note);
+    const leaf = modified && row.position !== null ? Number(row.position) - 1 : null;
+    const headers = this.proofs.headers(note, treeSizeOf(sizeHeader), leaf);
+    if (!headers) throw new Error('the ledger tree in memory moved back while a poll was answered');
+    if (leaf !== null && row.stamp_prev_hash !== null && row.stamp_revision !== null)
+      headers[TREE_LEAF_HEADER] = encodeStampLeaf(
+        stampLeafOf({ prev_hash: row.stamp_prev_hash, revision: row.stamp_revision, meta: row.stamp_meta ?? {}, extra: row.stamp_extra ?? {} }),
+      );
+    return headers;
+  }
+
   private async fromDatabase(reply: FastifyReply, credential: ParsedSecret, name: string, tags: readonly string[], watch: Watch | null = null): Promise<void> {
     this.metrics.pollCache.miss();
     const mark = this.cache.mark();
@@ -464,10 +550,21 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     this.contacts.seen(name);
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     const confirm = confirmHeader(row);
-    const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint), confirm);
+    const modified = !etagMatches(tags, row.etag);
+    const tree = row.tree_note === null ? null : await this.fromTree(row, reply.request.headers[TREE_SIZE_HEADER], modified);
+    const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint), confirm, tree);
     if (watch) headers[PREFERENCE_APPLIED] = `wait=${watch.applied}`;
-    if (etagMatches(tags, row.etag)) {
-      if (watch) return this.held(reply, credential, name, tags, { etag: row.etag, checkpoint: headers[CHECKPOINT_HEADER] ?? null, confirm }, watch, mark);
+    if (!modified) {
+      if (watch)
+        return this.held(
+          reply,
+          credential,
+          name,
+          tags,
+          { etag: row.etag, checkpoint: headers[CHECKPOINT_HEADER] ?? null, confirm, tree: row.tree_note },
+          watch,
+          mark,
+        );
       this.metrics.polls304++;
       void reply.headers(headers).status(304).send();
       return;

@@ -11,6 +11,8 @@ export async function readPollRows(db: Kysely<Database>, credentialIds: readonly
   const rows = await db
     .selectFrom('node_credentials as c')
     .leftJoin('node_heads as h', 'h.node', 'c.node')
+    // The event that stamped the head: what a node needs beside its bundle to rebuild its tree leaf.
+    .leftJoin('ledger as l', 'l.position', 'h.position')
     .select([
       'c.id',
       'c.node',
@@ -29,6 +31,11 @@ export async function readPollRows(db: Kysely<Database>, credentialIds: readonly
       'h.confirm_within',
       'h.confirmed_by',
       sql<string | null>`(SELECT note FROM ledger_checkpoint WHERE id = 1)`.as('checkpoint'),
+      sql<string | null>`(SELECT tree_note FROM ledger_checkpoint WHERE id = 1)`.as('tree_note'),
+      'l.prev_hash as stamp_prev_hash',
+      'l.revision as stamp_revision',
+      'l.meta as stamp_meta',
+      sql<Record<string, unknown> | null>`l.data - ARRAY['node', 'version', 'set_digest', 'retired', 'artifacts', 'publish_id']::text[]`.as('stamp_extra'),
     ])
     .where(anyOf('c.id', credentialIds))
     .execute();

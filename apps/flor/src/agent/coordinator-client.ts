@@ -1,5 +1,6 @@
 import type { Agent } from 'node:https';
 import { TrustChainResponse, type AgentIdentity, type ReportRequest } from '#contracts';
+import { TREE_CHECKPOINT_HEADER, TREE_CONSISTENCY_HEADER, TREE_INCLUSION_HEADER, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
 import { AgentError } from '../errors.js';
 import { answerError, httpCall } from './http.js';
 import { coordinatorAgent, type Transport } from './transport.js';
@@ -14,13 +15,33 @@ export interface OperatorConfirm {
   readonly by: string | null;
 }
 
-/** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified. */
+/**
+ * The tree headers an answer carried, as sent (florete-tree-*; see libs/bundle/src/log-proof.ts):
+ * null each when absent. `checkpoint` is the note text.
+ */
+export interface TreeAnswer {
+  readonly checkpoint: string | null;
+  readonly consistency: string | null;
+  readonly inclusion: string | null;
+  readonly leaf: string | null;
+}
+
+export const NO_TREE: TreeAnswer = { checkpoint: null, consistency: null, inclusion: null, leaf: null };
+
+/** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified; `tree`, its tree proofs. */
 export type BundleFetch =
   /** held: the coordinator waited as asked (Preference-Applied), so this 304 ends a watch rather than refusing one. */
-  | { readonly status: 304; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null; readonly held?: boolean }
+  | { readonly status: 304; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null; readonly held?: boolean; readonly tree: TreeAnswer }
   /** Nothing has been published for this node yet: a normal answer, not a failure. */
-  | { readonly status: 'none'; readonly checkpoint: null; readonly confirm: null }
-  | { readonly status: 200; readonly jws: string; readonly etag: string | null; readonly checkpoint: string | null; readonly confirm: OperatorConfirm | null };
+  | { readonly status: 'none'; readonly checkpoint: null; readonly confirm: null; readonly tree: TreeAnswer }
+  | {
+      readonly status: 200;
+      readonly jws: string;
+      readonly etag: string | null;
+      readonly checkpoint: string | null;
+      readonly confirm: OperatorConfirm | null;
+      readonly tree: TreeAnswer;
+    };
 
 const CHECKPOINT_HEADER = 'florete-checkpoint';
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -45,6 +66,20 @@ export function parseConfirmHeader(value: string | string[] | undefined): Operat
 function checkpointOf(headers: Record<string, string | string[] | undefined>): string | null {
   const v = headers[CHECKPOINT_HEADER];
   return typeof v === 'string' ? Buffer.from(v, 'base64').toString('utf8') : null;
+}
+
+function treeOf(headers: Record<string, string | string[] | undefined>): TreeAnswer {
+  const one = (name: string): string | null => {
+    const v = headers[name];
+    return typeof v === 'string' ? v : null;
+  };
+  const note = one(TREE_CHECKPOINT_HEADER);
+  return {
+    checkpoint: note === null ? null : Buffer.from(note, 'base64').toString('utf8'),
+    consistency: one(TREE_CONSISTENCY_HEADER),
+    inclusion: one(TREE_INCLUSION_HEADER),
+    leaf: one(TREE_LEAF_HEADER),
+  };
 }
 
 /** The node-facing calls, with the node's credential. */
@@ -73,20 +108,35 @@ export class CoordinatorClient {
    * holds the request until the bundle changes or the wait, plus its jitter of up to a sixteenth, runs
    * out; the deadline on the exchange grows by as much.
    */
-  async fetchBundle(etag: string | null, waitSeconds = 0, signal?: AbortSignal): Promise<BundleFetch> {
+  async fetchBundle(etag: string | null, waitSeconds = 0, signal?: AbortSignal, treeSize = 0): Promise<BundleFetch> {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
+    // The tree this node holds: the answer's consistency proof starts from it.
+    if (treeSize > 0) headers[TREE_SIZE_HEADER] = String(treeSize);
     const watching = etag !== null && waitSeconds > 0;
     if (watching) headers.prefer = `wait=${waitSeconds}`;
     const timeoutMs = this.timeoutMs + (watching ? Math.ceil((waitSeconds * 1000 * 17) / 16) : 0);
     const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/bundle`), { headers, timeoutMs, agent: this.agent, signal });
     const confirm = parseConfirmHeader(a.headers[CONFIRM_HEADER]);
     if (a.status === 304)
-      return { status: 304, checkpoint: checkpointOf(a.headers), confirm, held: watching && typeof a.headers['preference-applied'] === 'string' };
-    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null, confirm: null };
+      return {
+        status: 304,
+        checkpoint: checkpointOf(a.headers),
+        confirm,
+        held: watching && typeof a.headers['preference-applied'] === 'string',
+        tree: treeOf(a.headers),
+      };
+    if (a.status === 404 && /"code":"unknown_node"/.test(a.body.toString('utf8'))) return { status: 'none', checkpoint: null, confirm: null, tree: NO_TREE };
     if (a.status !== 200) throw answerError(a, 'fetching the bundle');
     const tag = a.headers.etag;
-    return { status: 200, jws: a.body.toString('utf8').trim(), etag: typeof tag === 'string' ? tag : null, checkpoint: checkpointOf(a.headers), confirm };
+    return {
+      status: 200,
+      jws: a.body.toString('utf8').trim(),
+      etag: typeof tag === 'string' ? tag : null,
+      checkpoint: checkpointOf(a.headers),
+      confirm,
+      tree: treeOf(a.headers),
+    };
   }
 
   /** The signed trust versions after `after`; checked by the caller, step by step. */

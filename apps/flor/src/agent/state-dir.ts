@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentIdentity, AgentState, AgentTrust, HeldCheckpoint, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
+import { AgentIdentity, AgentState, AgentTrust, HeldCheckpoint, HeldTreeCheckpoint, INITIAL_AGENT_STATE, InstalledStore, OwnedFiles } from '#contracts';
 import { AgentError } from '../errors.js';
 import { isTempName, writeJsonAtomic } from '#runtime';
 
@@ -55,6 +55,8 @@ export class StateDir {
   /** The trust version walked to, and the newest checkpoint verified. */
   readonly trustPath: string;
   readonly checkpointPath: string;
+  /** The newest tree checkpoint verified (proofs on the wire). */
+  readonly treeCheckpointPath: string;
 
   constructor(readonly root: string) {
     this.identityPath = join(root, 'identity.json');
@@ -67,6 +69,7 @@ export class StateDir {
     this.originalsDir = join(root, 'originals');
     this.trustPath = join(root, 'trust.json');
     this.checkpointPath = join(root, 'checkpoint.json');
+    this.treeCheckpointPath = join(root, 'tree-checkpoint.json');
   }
 
   ensure(): void {
@@ -150,6 +153,15 @@ export class StateDir {
     writeJsonAtomic(this.checkpointPath, held, 0o600);
   }
 
+  readTreeCheckpoint(): HeldTreeCheckpoint | null {
+    if (!existsSync(this.treeCheckpointPath)) return null;
+    return HeldTreeCheckpoint.parse(JSON.parse(readFileSync(this.treeCheckpointPath, 'utf8')));
+  }
+
+  writeTreeCheckpoint(held: HeldTreeCheckpoint): void {
+    writeJsonAtomic(this.treeCheckpointPath, held, 0o600);
+  }
+
   /** 0 when nothing was ever activated, or when the active set is a local one (it has no version). */
   activeVersion(): number {
     let target: string;
@@ -195,6 +207,8 @@ export class StateDir {
     const state = loading(this.statePath, () => this.readState());
     const installed = loading(this.installedPath, () => this.readInstalled());
     const owned = loading(this.ownedPath, () => this.readOwned());
+    loading(this.checkpointPath, () => this.readCheckpoint());
+    loading(this.treeCheckpointPath, () => this.readTreeCheckpoint());
     return {
       node: identity?.node ?? null,
       coordinator: identity?.coordinator ?? null,

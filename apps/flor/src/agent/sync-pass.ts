@@ -37,6 +37,7 @@ import { keepsLocalConfig } from './local-config.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
 import { TrustKeeper } from './trust-keeper.js';
+import { TreeKeeper } from './tree-keeper.js';
 import { staleSince } from './freshness.js';
 import type { Log } from '#runtime';
 import { AGENT_VERSION } from '../version.js';
@@ -50,6 +51,8 @@ import { SelfUpgrade } from './self-upgrade.js';
 export interface Watched {
   /** The ETag the watch was made with: the pass uses the answer only if it would send the same. */
   readonly etag: string;
+  /** The tree size it sent: its consistency proof starts there, so the pass uses it only if it still holds that size. */
+  readonly treeSize: number;
   readonly answer: { readonly ok: true; readonly fetched: BundleFetch } | { readonly ok: false; readonly error: AgentError };
 }
 
@@ -123,6 +126,8 @@ export class SyncPass {
   readonly selfUpgrade: SelfUpgrade;
   /** What the last delivered report said, as reportNews compares it; null until one is delivered by this process. */
   private lastReported: string | null = null;
+  /** Whether this process has warned of a coordinator that sends no tree proofs. */
+  private warnedNoProofs = false;
 
   constructor(
     private readonly dir: StateDir,
@@ -173,13 +178,20 @@ export class SyncPass {
     if (!identity) return null;
     const etag = this.conditionalEtag(this.dir.readState(), this.dir.activeVersion());
     if (!etag) return null;
+    const treeSize = this.heldTreeSize(identity);
     try {
       const client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
-      return { etag, answer: { ok: true, fetched: await client.fetchBundle(etag, waitSeconds, signal) } };
+      return { etag, treeSize, answer: { ok: true, fetched: await client.fetchBundle(etag, waitSeconds, signal, treeSize) } };
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
-      return { etag, answer: { ok: false, error: err } };
+      return { etag, treeSize, answer: { ok: false, error: err } };
     }
+  }
+
+  /** The size of the tree checkpoint held for this enrolment (0: none), as the poll sends it. */
+  private heldTreeSize(identity: { enrolled_at: string }): number {
+    const held = this.dir.readTreeCheckpoint();
+    return held && held.enrolled_at === identity.enrolled_at ? held.size : 0;
   }
 
   async run(dryRun: boolean, watched?: Watched): Promise<PassOutcome> {
@@ -205,11 +217,12 @@ export class SyncPass {
       // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
       // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
       const etag = this.conditionalEtag(state, active);
-      if (watched && watched.etag === etag) {
+      const treeSize = this.heldTreeSize(identity);
+      if (watched && watched.etag === etag && watched.treeSize === treeSize) {
         if (!watched.answer.ok) throw watched.answer.error;
         fetched = watched.answer.fetched;
       } else {
-        fetched = await client.fetchBundle(etag);
+        fetched = await client.fetchBundle(etag, 0, undefined, treeSize);
       }
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
@@ -248,6 +261,14 @@ export class SyncPass {
           checkpointPosition: checkpoint?.position ?? null,
         });
       }
+      // Before anything is staged: the bundle must be in the signed log, and the log must extend the one held.
+      const tree = new TreeKeeper(this.dir, identity, trust, this.now, () => {
+        if (this.warnedNoProofs) return;
+        this.warnedNoProofs = true;
+        this.log('warn', 'the coordinator sends no tree proofs: its answers are taken unproven until it has sent them once', {});
+      });
+      const nextTree = await tree.check(fetched, verified?.payload ?? null, checkpoint);
+      if (nextTree && !dryRun) this.dir.writeTreeCheckpoint(nextTree);
     } catch (err) {
       if (!(err instanceof BundleRejected)) throw err;
       return this.rejected(client, state, err, base, highWater, dryRun, stamp);

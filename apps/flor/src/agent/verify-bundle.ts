@@ -23,7 +23,11 @@ export type RejectionCode =
   | CheckpointFailure
   | 'checkpoint_rollback'
   | 'checkpoint_fork'
-  | 'checkpoint_origin';
+  | 'checkpoint_origin'
+  /** The bundle's stamp is not shown in the signed tree (proofs on the wire). */
+  | 'not_in_log'
+  /** An answer without the tree's proofs, to an agent that has seen them before. */
+  | 'proof_missing';
 
 /** A bundle the agent will not apply; the reason goes to the operator and into the report. */
 export class BundleRejected extends Error {

@@ -1,30 +1,8 @@
-import { canonicalJson, sha256Hex } from '#bundle';
+import { chainHash, type ChainedFields } from '#bundle';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-export interface ChainedFields {
-  readonly position: number;
-  readonly stream: string;
-  readonly revision: number;
-  readonly type: string;
-  readonly data: unknown;
-  readonly meta: unknown;
-  readonly recorded_at: string;
-}
-
-/** hash = sha256(prev_hash ‖ canonical_json(event without hashes)): each event seals the whole ledger before it (docs/architecture.md, ledger invariants). */
-export function chainHash(prevHash: string, event: ChainedFields): string {
-  const body = canonicalJson({
-    position: event.position,
-    stream: event.stream,
-    revision: event.revision,
-    type: event.type,
-    data: event.data,
-    meta: event.meta,
-    recorded_at: event.recorded_at,
-  });
-  return sha256Hex(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(body, 'utf8')]));
-}
+export { chainHash, type ChainedFields };
 
 export type ChainVerdict =
   { readonly ok: true; readonly position: number; readonly hash: string } | { readonly ok: false; readonly position: number; readonly reason: string };

@@ -1,0 +1,217 @@
+import type { Kysely } from 'kysely';
+import {
+  completedBy,
+  consistencyProof,
+  encodeProof,
+  HASH_SIZE,
+  inclusionProof,
+  nodeHash,
+  parseTreeCheckpoint,
+  treeRoot,
+  TREE_CHECKPOINT_HEADER,
+  TREE_CONSISTENCY_HEADER,
+  TREE_INCLUSION_HEADER,
+  type Coord,
+  type HashRead,
+} from '#bundle';
+import type { Database } from '../db/index.js';
+
+/** Leaves read from ledger_tree in one statement while catching up. */
+const LOAD_PAGE = 50_000;
+/** Consistency proofs kept per checkpoint (by the size they start from): most nodes hold one of a few sizes. */
+const PROOFS_KEPT = 4096;
+/** Tree checkpoint notes whose proofs are kept ready. */
+const NOTES_KEPT = 4;
+
+/**
+ * The ledger's Merkle tree on this replica, every stored hash of it in memory (one growing buffer a
+ * level, 32 bytes a hash: about 64 bytes an event), so that a poll answer's proofs are folds of a few
+ * dozen hashes and no database read. It grows by reading only the new leaves from ledger_tree (what
+ * any replica appended, once its checkpoint is seen) and hashing the levels above them itself; what
+ * it computes is checked against the signed root before any proof of it is served.
+ */
+export class TreeMemory {
+  private levels: Buffer[] = [];
+  private counts: number[] = [];
+  private catchingUp: Promise<void> | null = null;
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Leaves held. */
+  get size(): number {
+    return this.counts[0] ?? 0;
+  }
+
+  /** Bytes the hashes take. */
+  get bytes(): number {
+    return this.counts.reduce((n, c) => n + c * HASH_SIZE, 0);
+  }
+
+  reset(): void {
+    this.levels = [];
+    this.counts = [];
+  }
+
+  private push(level: number, hash: Uint8Array): void {
+    if (this.levels.length <= level) {
+      this.levels.push(Buffer.alloc(HASH_SIZE * 64));
+      this.counts.push(0);
+    }
+    const at = this.counts[level] * HASH_SIZE;
+    if (at + HASH_SIZE > this.levels[level].length) {
+      const grown = Buffer.alloc(this.levels[level].length * 2);
+      this.levels[level].copy(grown);
+      this.levels[level] = grown;
+    }
+    this.levels[level].set(hash, at);
+    this.counts[level]++;
+  }
+
+  /** The stored hash at `c`; throws past what memory holds. */
+  readonly read: HashRead = (c: Coord) => {
+    if (c.level >= this.counts.length || c.index >= this.counts[c.level])
+      throw new Error(`the tree in memory has no hash at level ${c.level}, index ${c.index}`);
+    const at = c.index * HASH_SIZE;
+    return this.levels[c.level].subarray(at, at + HASH_SIZE);
+  };
+
+  /** Appends leaf hashes (already 0x00-prefixed and hashed), closing the complete subtrees each one closes. */
+  append(leaves: readonly Uint8Array[]): void {
+    for (const leaf of leaves) {
+      const index = this.size;
+      this.push(0, leaf);
+      let h: Uint8Array = leaf;
+      for (const c of completedBy(index)) {
+        h = nodeHash(this.read({ level: c.level - 1, index: c.index * 2 }), h);
+        this.push(c.level, h);
+      }
+    }
+  }
+
+  /** Catches up to at least `size` leaves from ledger_tree; one catch-up at a time, the others wait on it. */
+  async ensure(size: number): Promise<void> {
+    while (this.size < size) {
+      if (!this.catchingUp)
+        this.catchingUp = this.load(size).finally(() => {
+          this.catchingUp = null;
+        });
+      await this.catchingUp;
+    }
+  }
+
+  private async load(size: number): Promise<void> {
+    while (this.size < size) {
+      const from = this.size;
+      const rows = await this.db
+        .selectFrom('ledger_tree')
+        .select(['idx', 'hash'])
+        .where('level', '=', 0)
+        .where('idx', '>=', from)
+        .where('idx', '<', Math.min(size, from + LOAD_PAGE))
+        .orderBy('idx')
+        .execute();
+      rows.forEach((r, i) => {
+        if (Number(r.idx) !== from + i) throw new Error(`ledger_tree has no leaf ${from + i} below the signed size ${size}`);
+      });
+      if (rows.length === 0) throw new Error(`ledger_tree has no leaf ${from} below the signed size ${size}`);
+      this.append(rows.map((r) => r.hash));
+    }
+  }
+
+  root(size: number): Buffer {
+    return treeRoot(size, this.read);
+  }
+
+  inclusion(index: number, size: number): Buffer[] {
+    return inclusionProof(index, size, this.read);
+  }
+
+  consistency(from: number, size: number): Buffer[] {
+    return consistencyProof(from, size, this.read);
+  }
+}
+
+/** A tree checkpoint memory has verified: its note (as the header carries it), size, and the proofs made for it. */
+interface Ready {
+  readonly note: string;
+  readonly header: string;
+  readonly size: number;
+  readonly proofs: Map<number, string>;
+}
+
+/**
+ * The proof headers of poll answers, from a TreeMemory: for a signed tree checkpoint note, its
+ * consistency proof from the size a node holds, and the inclusion proof of a leaf. `ready(note)`
+ * makes memory cover the note and checks memory's root against it; after that the headers of that
+ * note are made synchronously (the front door's 304).
+ */
+export class TreeProofs {
+  /** The notes made ready, the newest last: a few, as answers read at about the same time may carry the one before. */
+  private readonly made = new Map<string, Ready>();
+  private readonly pending = new Map<string, Promise<Ready>>();
+
+  constructor(readonly memory: TreeMemory) {}
+
+  /** The ready state of `note`, or null when it has not been made ready (call ready()). */
+  private readyFor(note: string): Ready | null {
+    const r = this.made.get(note);
+    return r && this.memory.size >= r.size ? r : null;
+  }
+
+  isReady(note: string): boolean {
+    return this.readyFor(note) !== null;
+  }
+
+  /** Makes memory cover the tree of `note` and checks its root; a root that differs (a restored database) reloads memory once. */
+  async ready(note: string): Promise<void> {
+    if (this.readyFor(note)) return;
+    let running = this.pending.get(note);
+    if (!running) {
+      running = this.prepare(note).finally(() => this.pending.delete(note));
+      this.pending.set(note, running);
+    }
+    const made = await running;
+    this.made.set(note, made);
+    while (this.made.size > NOTES_KEPT) this.made.delete(this.made.keys().next().value!);
+  }
+
+  private async prepare(note: string): Promise<Ready> {
+    const { size, root } = parseTreeCheckpoint(note);
+    for (let attempt = 0; ; attempt++) {
+      await this.memory.ensure(size);
+      if (this.memory.root(size).toString('hex') === root) break;
+      if (attempt > 0) throw new Error(`the ledger tree in the database does not have the root its signed checkpoint of ${size} entries names`);
+      this.memory.reset();
+    }
+    return { note, header: Buffer.from(note, 'utf8').toString('base64'), size, proofs: new Map() };
+  }
+
+  /**
+   * The tree headers of an answer carrying `note` to a node that holds a tree of `from` leaves
+   * (null: it sent none), with the inclusion proof of the leaf at `leaf` for a 200; null when `note`
+   * is not ready, or when it is smaller than what the node holds (no proof exists: the node will see
+   * the rollback).
+   */
+  headers(note: string, from: number | null, leaf: number | null = null): Record<string, string> | null {
+    const r = this.readyFor(note);
+    if (!r) return null;
+    const out: Record<string, string> = { [TREE_CHECKPOINT_HEADER]: r.header };
+    if (from !== null && from > 0 && from <= r.size) {
+      let proof = r.proofs.get(from);
+      if (proof === undefined) {
+        proof = encodeProof(from, this.memory.consistency(from, r.size));
+        if (r.proofs.size >= PROOFS_KEPT) r.proofs.clear();
+        r.proofs.set(from, proof);
+      }
+      out[TREE_CONSISTENCY_HEADER] = proof;
+    }
+    if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size));
+    return out;
+  }
+}
+
+/** The `florete-tree-size` a request sent: a non-negative integer, or null (absent or malformed: answered as if absent). */
+export function treeSizeOf(header: string | string[] | undefined): number | null {
+  if (typeof header !== 'string' || !/^[0-9]{1,15}$/.test(header)) return null;
+  return Number(header);
+}

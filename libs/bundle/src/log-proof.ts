@@ -1,0 +1,181 @@
+import type { BundlePayload } from '#contracts';
+import { canonicalJson } from './canonical-json.js';
+import { chainHash } from './chain.js';
+import { HASH_SIZE, leafHash, verifyConsistency, verifyInclusion } from './merkle.js';
+import type { TreeCheckpoint } from './tree-checkpoint.js';
+
+/**
+ * Proofs on the wire: what a poll answer carries so that its node checks that its bundle is in the
+ * ledger's signed Merkle tree, and that the tree it is shown now extends the one it was shown before
+ * (docs/decisions/0014-proofs-on-the-wire.md). The JWS body is signed once and served as is, so the
+ * proofs travel in headers, each one line:
+ *
+ * - request  `florete-tree-size: N`: the size of the tree checkpoint the node holds (0 or absent: none);
+ * - answer   `florete-tree-checkpoint`: the signed tree checkpoint note, base64;
+ * - answer   `florete-tree-consistency: N <base64 hashes>`: the proof from the size the node sent to the checkpoint's;
+ * - 200 only `florete-tree-inclusion: I <base64 hashes>`: the audit path of leaf I (the stamp event at position I + 1);
+ * - 200 only `florete-tree-leaf: <base64url canonical JSON>`: what the node needs beside its bundle to
+ *   recompute that leaf: the stamp event's previous chain hash, its stream revision, its meta, and any
+ *   field of its data the bundle does not carry.
+ *
+ * The leaf is never sent: the node rebuilds the stamp event from the bundle it verified, so a proof
+ * of any other event, or of another version of its own, cannot pass.
+ */
+export const TREE_SIZE_HEADER = 'florete-tree-size';
+export const TREE_CHECKPOINT_HEADER = 'florete-tree-checkpoint';
+export const TREE_CONSISTENCY_HEADER = 'florete-tree-consistency';
+export const TREE_INCLUSION_HEADER = 'florete-tree-inclusion';
+export const TREE_LEAF_HEADER = 'florete-tree-leaf';
+
+/** The fields of a `node_set_stamped` event's data that a bundle payload carries itself. */
+const CARRIED = ['node', 'version', 'set_digest', 'retired', 'artifacts', 'publish_id'] as const;
+
+/** The rest of a stamp event: what the bundle does not say. */
+export interface StampLeaf {
+  /** The chain hash of the event before it (hex). */
+  readonly prev_hash: string;
+  readonly revision: number;
+  readonly meta: Record<string, unknown>;
+  /** Fields of its data beyond the ones the bundle carries (restored_from); empty for most. */
+  readonly data: Record<string, unknown>;
+}
+
+export class LogProofError extends Error {
+  constructor(
+    readonly code: 'not_in_log' | 'checkpoint_fork' | 'checkpoint_rollback' | 'proof_malformed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LogProofError';
+  }
+}
+
+/** The stamp leaf of a ledger row's data: its data without what the bundle carries. */
+export function stampLeafOf(row: { prev_hash: string; revision: number; meta: Record<string, unknown>; extra: Record<string, unknown> }): StampLeaf {
+  const data = { ...row.extra };
+  for (const k of CARRIED) delete data[k];
+  return { prev_hash: row.prev_hash, revision: row.revision, meta: row.meta, data };
+}
+
+export function encodeStampLeaf(leaf: StampLeaf): string {
+  return Buffer.from(canonicalJson(leaf), 'utf8').toString('base64url');
+}
+
+export function decodeStampLeaf(header: string): StampLeaf {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
+  } catch {
+    throw new LogProofError('proof_malformed', `${TREE_LEAF_HEADER} is not base64url JSON`);
+  }
+  const o = v as Partial<StampLeaf> | null;
+  const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+  if (
+    !isObject(o) ||
+    typeof o.prev_hash !== 'string' ||
+    !/^[0-9a-f]{64}$/.test(o.prev_hash) ||
+    !Number.isSafeInteger(o.revision) ||
+    !isObject(o.meta) ||
+    !isObject(o.data)
+  )
+    throw new LogProofError('proof_malformed', `${TREE_LEAF_HEADER} is not {prev_hash, revision, meta, data}`);
+  return { prev_hash: o.prev_hash, revision: o.revision!, meta: o.meta, data: o.data };
+}
+
+/**
+ * The chain hash of the `node_set_stamped` event that stamped `payload`, rebuilt from the payload and
+ * the rest of the event (`leaf`): the entry of its tree leaf. A leaf whose data names a field the
+ * bundle carries is refused: the bundle's own word is the only one taken for those.
+ */
+export function stampEntry(
+  payload: Pick<BundlePayload, 'node' | 'version' | 'set_digest' | 'retired' | 'artifacts' | 'publish_id' | 'position' | 'issued_at'>,
+  leaf: StampLeaf,
+): string {
+  for (const k of CARRIED)
+    if (Object.hasOwn(leaf.data, k)) throw new LogProofError('not_in_log', `${TREE_LEAF_HEADER} names the field ${k}, which the bundle carries itself`);
+  return chainHash(leaf.prev_hash, {
+    position: payload.position,
+    stream: `node:${payload.node}`,
+    revision: leaf.revision,
+    type: 'node_set_stamped',
+    data: {
+      ...leaf.data,
+      node: payload.node,
+      version: payload.version,
+      set_digest: payload.set_digest,
+      retired: payload.retired,
+      artifacts: payload.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })),
+      publish_id: payload.publish_id,
+    },
+    meta: leaf.meta,
+    recorded_at: payload.issued_at,
+  });
+}
+
+/** `N <base64 of the hashes, concatenated>`: a size or an index, and a proof (possibly empty). */
+export function encodeProof(n: number, hashes: readonly Uint8Array[]): string {
+  return `${n} ${Buffer.concat(hashes).toString('base64')}`;
+}
+
+export function decodeProof(header: string, name: string): { n: number; hashes: Buffer[] } {
+  const m = /^([0-9]{1,16}) ?([A-Za-z0-9+/]*={0,2})$/.exec(header.trim());
+  const bytes = m ? Buffer.from(m[2], 'base64') : null;
+  if (!m || !bytes || bytes.length % HASH_SIZE !== 0 || bytes.length > 64 * HASH_SIZE || !Number.isSafeInteger(Number(m[1])))
+    throw new LogProofError('proof_malformed', `${name} is not "<n> <base64 hashes>"`);
+  const hashes: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += HASH_SIZE) hashes.push(bytes.subarray(i, i + HASH_SIZE));
+  return { n: Number(m[1]), hashes };
+}
+
+/** Throws not_in_log unless `proof` shows the stamp of `payload` (rebuilt with `leaf`) in the tree of `checkpoint`. */
+export function checkStampIncluded(
+  payload: Parameters<typeof stampEntry>[0],
+  leaf: StampLeaf,
+  proof: { n: number; hashes: readonly Uint8Array[] },
+  checkpoint: Pick<TreeCheckpoint, 'size' | 'root'>,
+): void {
+  if (proof.n !== payload.position - 1)
+    throw new LogProofError(
+      'not_in_log',
+      `the inclusion proof is for leaf ${proof.n}, the bundle was stamped at position ${payload.position} (leaf ${payload.position - 1})`,
+    );
+  const entry = stampEntry(payload, leaf);
+  if (!verifyInclusion(leafHash(Buffer.from(entry, 'hex')), proof.n, checkpoint.size, proof.hashes, Buffer.from(checkpoint.root, 'hex')))
+    throw new LogProofError(
+      'not_in_log',
+      `version ${payload.version} stamped at position ${payload.position} is not in the signed tree of ${checkpoint.size} entries: its inclusion proof does not lead to the checkpoint's root`,
+    );
+}
+
+/**
+ * Throws unless the tree of `next` extends the one held: a smaller size is a rollback, a proof that
+ * does not join the two roots a fork (the ledger was rewritten, or this is another one). Nothing
+ * held: anything goes (trust on first use).
+ */
+export function checkTreeExtends(
+  held: Pick<TreeCheckpoint, 'size' | 'root'> | null,
+  next: Pick<TreeCheckpoint, 'size' | 'root'>,
+  proof: { n: number; hashes: readonly Uint8Array[] } | null,
+): void {
+  if (held === null || held.size === 0) return;
+  if (next.size < held.size)
+    throw new LogProofError(
+      'checkpoint_rollback',
+      `tree checkpoint of ${next.size} entries is smaller than the one held, of ${held.size} (replayed or rolled back)`,
+    );
+  if (next.size === held.size) {
+    if (next.root !== held.root)
+      throw new LogProofError(
+        'checkpoint_fork',
+        `tree checkpoint of ${next.size} entries has another root than the one held for that size: the ledger was rewritten or forked`,
+      );
+    return;
+  }
+  if (!proof || proof.n !== held.size)
+    throw new LogProofError('checkpoint_fork', `no consistency proof from the held tree of ${held.size} entries to the new one of ${next.size}`);
+  if (!verifyConsistency(held.size, next.size, Buffer.from(held.root, 'hex'), Buffer.from(next.root, 'hex'), proof.hashes))
+    throw new LogProofError(
+      'checkpoint_fork',
+      `the tree of ${next.size} entries does not extend the one held, of ${held.size}: the consistency proof fails, the ledger was rewritten or forked`,
+    );
+}

@@ -1,0 +1,145 @@
+import { chainHash } from './chain.js';
+import {
+  checkStampIncluded,
+  checkTreeExtends,
+  decodeProof,
+  decodeStampLeaf,
+  encodeProof,
+  encodeStampLeaf,
+  LogProofError,
+  stampEntry,
+  type StampLeaf,
+} from './log-proof.js';
+import { appendLeaves, consistencyProof, inclusionProof, leafHash, treeRoot, type Coord } from './merkle.js';
+
+/** A tree built from entries with the store's own append, read from a map. */
+function tree(entries: readonly Buffer[]) {
+  const store = new Map<string, Uint8Array>();
+  for (const m of appendLeaves(
+    0,
+    entries.map((e) => leafHash(e)),
+    () => {
+      throw new Error('nothing before');
+    },
+  ))
+    store.set(`${m.coord.level}/${m.coord.index}`, m.hash);
+  const read = (c: Coord) => store.get(`${c.level}/${c.index}`)!;
+  return {
+    root: (n: number) => treeRoot(n, read).toString('hex'),
+    inclusion: (i: number, n: number) => inclusionProof(i, n, read),
+    consistency: (m: number, n: number) => consistencyProof(m, n, read),
+  };
+}
+
+const payload = {
+  node: 'web-1',
+  version: 3,
+  set_digest: 'a'.repeat(64),
+  position: 6,
+  publish_id: 'pub-1',
+  issued_at: '2026-01-02T03:04:05.678Z',
+  retired: false,
+  artifacts: [{ name: 'flor.json', sha256: 'b'.repeat(64), size: 2, content: 'e30=' }],
+};
+const leaf: StampLeaf = { prev_hash: 'c'.repeat(64), revision: 3, meta: { actor: 'token:ops' }, data: {} };
+
+/** Eleven events; the one at position 6 (leaf 5) is the stamp of `payload`, as the coordinator hashes it. */
+function ledger() {
+  const stamp = chainHash(leaf.prev_hash, {
+    position: 6,
+    stream: 'node:web-1',
+    revision: 3,
+    type: 'node_set_stamped',
+    data: {
+      node: 'web-1',
+      version: 3,
+      set_digest: 'a'.repeat(64),
+      retired: false,
+      artifacts: [{ name: 'flor.json', sha256: 'b'.repeat(64), size: 2 }],
+      publish_id: 'pub-1',
+    },
+    meta: { actor: 'token:ops' },
+    recorded_at: payload.issued_at,
+  });
+  const entries = Array.from({ length: 11 }, (_, i) => (i === 5 ? Buffer.from(stamp, 'hex') : Buffer.alloc(32, i + 1)));
+  return { stamp, entries, t: tree(entries) };
+}
+
+const code = (f: () => void): string | null => {
+  try {
+    f();
+    return null;
+  } catch (err) {
+    if (err instanceof LogProofError) return err.code;
+    throw err;
+  }
+};
+
+describe('a node checks its bundle is in the signed log', () => {
+  it('rebuilds its stamp event from the bundle and the leaf header, as the coordinator hashed it', () => {
+    const { stamp } = ledger();
+    expect(stampEntry(payload, decodeStampLeaf(encodeStampLeaf(leaf)))).toBe(stamp);
+  });
+
+  it('accepts a good inclusion proof against the checkpoint root', () => {
+    const { t } = ledger();
+    const cp = { size: 11, root: t.root(11) };
+    const proof = decodeProof(encodeProof(5, t.inclusion(5, 11)), 'inclusion');
+    expect(code(() => checkStampIncluded(payload, leaf, proof, cp))).toBeNull();
+  });
+
+  it('refuses a proof of another leaf, a bundle that is not the leaf, a wrong root, a tampered hash: not_in_log', () => {
+    const { t } = ledger();
+    const cp = { size: 11, root: t.root(11) };
+    const good = { n: 5, hashes: t.inclusion(5, 11) };
+    // Another event's proof, at its own index.
+    expect(code(() => checkStampIncluded(payload, leaf, { n: 4, hashes: t.inclusion(4, 11) }, cp))).toBe('not_in_log');
+    // A bundle the log never stamped: another version, another digest, another position.
+    expect(code(() => checkStampIncluded({ ...payload, version: 4 }, leaf, good, cp))).toBe('not_in_log');
+    expect(code(() => checkStampIncluded({ ...payload, set_digest: 'd'.repeat(64) }, leaf, good, cp))).toBe('not_in_log');
+    expect(code(() => checkStampIncluded(payload, { ...leaf, meta: { actor: 'someone' } }, good, cp))).toBe('not_in_log');
+    // The leaf header may not speak for a field the bundle carries.
+    expect(code(() => checkStampIncluded(payload, { ...leaf, data: { version: 3 } }, good, cp))).toBe('not_in_log');
+    // Another tree's root, or a tree too small to hold the leaf.
+    expect(code(() => checkStampIncluded(payload, leaf, good, { size: 11, root: t.root(10) }))).toBe('not_in_log');
+    expect(code(() => checkStampIncluded(payload, leaf, good, { size: 5, root: t.root(5) }))).toBe('not_in_log');
+    // One bit of one proof hash.
+    const tampered = good.hashes.map((h, i) => (i === 1 ? Buffer.from(h.map((b, j) => (j === 0 ? b ^ 1 : b))) : h));
+    expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: tampered }, cp))).toBe('not_in_log');
+    expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: good.hashes.slice(1) }, cp))).toBe('not_in_log');
+  });
+
+  it('refuses malformed headers', () => {
+    expect(code(() => decodeProof('5 !!', 'x'))).toBe('proof_malformed');
+    expect(code(() => decodeProof(`5 ${Buffer.alloc(31).toString('base64')}`, 'x'))).toBe('proof_malformed');
+    expect(code(() => decodeStampLeaf('e30'))).toBe('proof_malformed');
+  });
+});
+
+describe('a node moves from the tree it holds to the new one', () => {
+  const { t, entries } = ledger();
+  const held = { size: 7, root: t.root(7) };
+
+  it('accepts a consistency proof from the size it holds, for every pair of sizes', () => {
+    for (let m = 1; m <= 11; m++)
+      for (let n = m; n <= 11; n++)
+        expect(code(() => checkTreeExtends({ size: m, root: t.root(m) }, { size: n, root: t.root(n) }, { n: m, hashes: t.consistency(m, n) }))).toBeNull();
+    expect(code(() => checkTreeExtends(null, { size: 11, root: t.root(11) }, null))).toBeNull();
+  });
+
+  it('refuses a fork: another history of the same entries from position 5 on, whatever proof comes with it', () => {
+    const forked = tree([...entries.slice(0, 4), Buffer.alloc(32, 99), ...entries.slice(5)]);
+    const next = { size: 11, root: forked.root(11) };
+    expect(code(() => checkTreeExtends(held, next, { n: 7, hashes: forked.consistency(7, 11) }))).toBe('checkpoint_fork');
+    expect(code(() => checkTreeExtends(held, next, { n: 7, hashes: t.consistency(7, 11) }))).toBe('checkpoint_fork');
+    // Same size, another root.
+    expect(code(() => checkTreeExtends(held, { size: 7, root: forked.root(7) }, null))).toBe('checkpoint_fork');
+    // No proof, or a proof from another size than the one held.
+    expect(code(() => checkTreeExtends(held, { size: 11, root: t.root(11) }, null))).toBe('checkpoint_fork');
+    expect(code(() => checkTreeExtends(held, { size: 11, root: t.root(11) }, { n: 6, hashes: t.consistency(6, 11) }))).toBe('checkpoint_fork');
+  });
+
+  it('refuses a smaller tree than the one held: a rollback', () => {
+    expect(code(() => checkTreeExtends(held, { size: 6, root: t.root(6) }, null))).toBe('checkpoint_rollback');
+  });
+});
