@@ -30,7 +30,8 @@ export type AgentErrorCode =
   | 'resource_failed'
   | 'package_failed'
   | 'self_check_failed'
-  | 'bad_state';
+  | 'bad_state'
+  | 'no_checkpoint';
 
 export class AgentError extends Error {
   constructor(

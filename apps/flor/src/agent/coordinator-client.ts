@@ -158,6 +158,23 @@ export class CoordinatorClient {
     return parsed.data;
   }
 
+  /**
+   * Registers this enrolment's witness key: true once the coordinator has recorded it, false from a
+   * coordinator that predates witness keys (no such route); throws on any other answer.
+   */
+  async registerWitnessKey(publicKey: string): Promise<boolean> {
+    const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/witness-key`), {
+      method: 'PUT',
+      headers: this.auth,
+      body: { public_key: publicKey },
+      timeoutMs: this.timeoutMs,
+      agent: this.agent,
+    });
+    if (a.status === 200) return true;
+    if (a.status === 404 && /"code":"not_found"/.test(a.body.toString('utf8'))) return false;
+    throw answerError(a, 'registering the witness key');
+  }
+
   async report(body: ReportRequest): Promise<void> {
     const a = await httpCall(this.url(`/v1/nodes/${this.identity.node}/reports`), {
       method: 'POST',

@@ -9,7 +9,9 @@ import {
   ResourcesJson,
   type AgentConfig,
   type AgentState,
+  type AgentIdentity,
   type HeldCheckpoint,
+  type HeldTreeCheckpoint,
   type BundlePayload,
   type ReportRequest,
   type PlannedResource,
@@ -38,6 +40,7 @@ import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
 import { TrustKeeper } from './trust-keeper.js';
 import { TreeKeeper } from './tree-keeper.js';
+import { Witness } from './witness.js';
 import { staleSince } from './freshness.js';
 import type { Log } from '#runtime';
 import { AGENT_VERSION } from '../version.js';
@@ -109,11 +112,18 @@ function agentJsonOf(files: ReadonlyMap<string, Uint8Array>): AgentJson | null {
  * checkpoint's signing time: an idle ledger re-signs its checkpoint every interval, and that alone is
  * no reason for every node to write a report.
  */
-export function reportNews(report: ReportRequest, held: HeldCheckpoint | null): string {
-  const { checkpoint, ...rest } = report;
+export function reportNews(report: ReportRequest, held: HeldCheckpoint | null, heldTree: HeldTreeCheckpoint | null = null): string {
+  const { checkpoint, cosigned_checkpoint, cosignature, ...rest } = report;
   const at =
     checkpoint === undefined ? null : held && held.note === checkpoint ? { position: held.position, hash: held.hash, trust: held.trust_version } : checkpoint;
-  return JSON.stringify({ ...rest, checkpoint: at });
+  // A cosignature is of one note, whose time changes with every re-signing: its tree's size and root are the news.
+  const tree =
+    cosigned_checkpoint === undefined
+      ? null
+      : heldTree && heldTree.note === cosigned_checkpoint
+        ? { size: heldTree.size, root: heldTree.root }
+        : { note: cosigned_checkpoint, cosignature };
+  return JSON.stringify({ ...rest, checkpoint: at, tree });
 }
 
 /**
@@ -124,6 +134,8 @@ export function reportNews(report: ReportRequest, held: HeldCheckpoint | null): 
 export class SyncPass {
   /** The agent's own package: set when a pass installed a new version that passed its self-check. */
   readonly selfUpgrade: SelfUpgrade;
+  /** This enrolment's witness (its key and cosignatures), made when first needed. */
+  private witness: { readonly enrolledAt: string; readonly witness: Witness } | null = null;
   /** What the last delivered report said, as reportNews compares it; null until one is delivered by this process. */
   private lastReported: string | null = null;
   /** Whether this process has warned of a coordinator that sends no tree proofs. */
@@ -244,6 +256,13 @@ export class SyncPass {
     // An authenticated answer through the network as the active set left it: the contact a provisional version waits for.
     this.noteConfirmation(state, { type: 'coordinator_reached', at: this.now() });
     this.noteOperator(state, fetched.confirm);
+    if (!dryRun)
+      await this.witnessOf(identity).ensureRegistered((key) =>
+        client.registerWitnessKey(key).catch((err: unknown) => {
+          this.log('warn', 'witness key not registered', { reason: (err as Error).message });
+          return false;
+        }),
+      );
     if (!dryRun) await this.reportRevert(client, state);
     let verified: VerifiedBundle | null = null;
     try {
@@ -711,7 +730,7 @@ export class SyncPass {
   private async report(client: CoordinatorClient, body: ReportRequest, options: { onlyNews?: boolean } = {}): Promise<boolean> {
     const reached = body.result === 'applied' || body.result === 'up_to_date';
     const full = this.withOwned({ ...body, ...(reached ? this.confirmationOf(body.active_version) : {}), ...this.witnessed(), agent_version: AGENT_VERSION });
-    const news = reportNews(full, this.dir.readCheckpoint());
+    const news = reportNews(full, this.dir.readCheckpoint(), this.dir.readTreeCheckpoint());
     if (options.onlyNews && news === this.lastReported) return false;
     try {
       await client.report(full);
@@ -743,14 +762,30 @@ export class SyncPass {
     return sent;
   }
 
-  /** What every report adds: the newest checkpoint this agent verified, and since when it is stale. */
-  private witnessed(): Pick<ReportRequest, 'checkpoint' | 'stale_since'> {
+  /**
+   * What every report adds: the newest checkpoint this agent verified, since when it is stale, and
+   * the newest tree checkpoint it verified with its own cosignature of it.
+   */
+  private witnessed(): Pick<ReportRequest, 'checkpoint' | 'stale_since' | 'cosigned_checkpoint' | 'cosignature'> {
     const identity = this.dir.readIdentity();
     if (!identity) return {};
     const held = this.dir.readCheckpoint();
     const mine = held && held.enrolled_at === identity.enrolled_at ? held : null;
     const stale = staleSince(mine, identity.enrolled_at, this.config.max_staleness, this.now());
-    return { ...(mine ? { checkpoint: mine.note } : {}), ...(stale ? { stale_since: stale } : {}) };
+    const tree = this.dir.readTreeCheckpoint();
+    return {
+      ...(mine ? { checkpoint: mine.note } : {}),
+      ...(stale ? { stale_since: stale } : {}),
+      ...this.witnessOf(identity).cosigned(tree && tree.enrolled_at === identity.enrolled_at ? tree : null),
+    };
+  }
+
+  /** The witness of this enrolment: one a process, so its key is registered and a checkpoint cosigned once. */
+  private witnessOf(identity: AgentIdentity): Witness {
+    if (this.witness?.enrolledAt === identity.enrolled_at) return this.witness.witness;
+    const witness = new Witness(this.dir.root, identity, this.now);
+    this.witness = { enrolledAt: identity.enrolled_at, witness };
+    return witness;
   }
 
   /** Complete sets only ever appear under their final name: staged under a temp name, fsynced, renamed. */

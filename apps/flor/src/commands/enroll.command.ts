@@ -14,6 +14,7 @@ import type { InstalledPackage } from '../agent/package-manager.js';
 import type { StateDir } from '../agent/state-dir.js';
 import { answerError, httpCall } from '../agent/http.js';
 import { coordinatorAgent } from '../agent/transport.js';
+import { newWitnessKey, writeWitnessFile } from '../agent/witness.js';
 import { AgentError, UsageError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
 
@@ -91,8 +92,11 @@ export async function run(options: RunOptions): Promise<void> {
   const expected = options.node ?? dir.readIdentity()?.node ?? dir.readState().local_set?.node;
 
   const pinned = publicKey(await vouchedKey(coordinator, thumbprint, agent));
+  // This enrolment's witness key: the coordinator records its public half in the ledger with the enrolment.
+  const witness = newWitnessKey();
   const body = {
     token: options.token.trim(),
+    witness_key: witness.publicKey,
     ...(expected ? { node: expected } : {}),
     profile: {
       hostname: hostname(),
@@ -105,7 +109,13 @@ export async function run(options: RunOptions): Promise<void> {
     },
     inventory: { cpus: cpus().length, memory_bytes: totalmem() },
   };
-  const a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
+  let a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
+  // A coordinator that predates witness keys refuses the unknown member before it looks at the token: enrol without it, register later.
+  const keyRefused = a.status === 422 && /witness_key/.test(a.body.toString('utf8'));
+  if (keyRefused) {
+    const { witness_key: _omitted, ...plain } = body;
+    a = await httpCall(new URL('/v1/enrol', coordinator), { method: 'POST', body: plain, timeoutMs: TIMEOUT_MS, maxBytes: 1024 * 1024, agent });
+  }
   if (a.status !== 201 && a.status !== 200) {
     const err = answerError(a, 'enrolling');
     throw a.status >= 400 && a.status < 500 ? new AgentError('enrol_refused', err.message) : err;
@@ -148,6 +158,7 @@ export async function run(options: RunOptions): Promise<void> {
     notRecovered = (err as Error).message;
   }
   dir.writeIdentity(identity);
+  writeWitnessFile(dir.root, { enrolled_at: identity.enrolled_at, private_key: witness.privateKey, public_key: witness.publicKey, registered: !keyRefused });
   // A new enrolment is the way back from retirement; the retired mark belonged to the old one. It
   // also just reached the coordinator, so a run of passes that could not is over.
   const state = dir.readState();

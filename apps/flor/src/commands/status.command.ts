@@ -2,6 +2,8 @@ import type { ActivationRecord, AgentStatus, Behind, BehindReason } from '#contr
 import { loadConfig, stateDirFor, type CommonOptions } from '../agent/config.js';
 import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError } from '../errors.js';
+import type { StateDir } from '../agent/state-dir.js';
+import { Witness } from '../agent/witness.js';
 import { WAYS_ON } from '../agent/retirement.js';
 
 const BEHIND_REASON: Record<BehindReason, string> = {
@@ -101,11 +103,33 @@ export function formatStatus(s: AgentStatus): string {
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }
 
-export type RunOptions = CommonOptions & { json?: boolean };
+export type RunOptions = CommonOptions & { json?: boolean; checkpoint?: boolean };
+
+/**
+ * The newest tree checkpoint this node verified, as a C2SP signed note with the node's own
+ * cosignature line added to the coordinator's signature: what an auditor collects from the fleet
+ * without asking the coordinator. Read from the state dir; no daemon needed.
+ */
+export function cosignedCheckpoint(dir: StateDir, now: Date): { note: string; witness: string | null } {
+  const identity = dir.readIdentity();
+  if (!identity) throw new AgentError('not_enrolled', `${dir.root} holds no enrolment: no checkpoint to show`);
+  const held = dir.readTreeCheckpoint();
+  if (!held || held.enrolled_at !== identity.enrolled_at)
+    throw new AgentError('no_checkpoint', 'this node has not verified a tree checkpoint yet: it does after its next answer from a coordinator that sends one');
+  const line = new Witness(dir.root, identity, () => now).cosigned(held).cosignature;
+  if (!line) return { note: held.note, witness: null };
+  return { note: `${held.note}${line}\n`, witness: line.split(' ')[1] };
+}
 
 export async function run(options: RunOptions): Promise<void> {
   const config = loadConfig(options);
   const dir = stateDirFor(options, config);
+  if (options.checkpoint) {
+    const { note, witness } = cosignedCheckpoint(dir, new Date());
+    if (witness === null) process.stderr.write('warning: this node has no registered witness key yet: the checkpoint carries the coordinator\'s signature only\n');
+    process.stdout.write(options.json ? `${JSON.stringify({ note, witness })}\n` : note);
+    return;
+  }
   const res = await callControlSocket(dir.socketPath, { op: 'status' }, 30_000);
   if (!res.ok || !res.status) throw new AgentError('bad_response', res.ok ? 'the agent answered without a status' : res.error);
   process.stdout.write(options.json ? `${JSON.stringify(res.status)}\n` : `${formatStatus(res.status)}\n`);
