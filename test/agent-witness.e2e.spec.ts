@@ -50,7 +50,9 @@ type WitnessItem = {
     await fleet.publish({ alpha: files('alpha', 'one'), beta: files('beta', 'one') });
     for (const node of ['alpha', 'beta']) {
       agents[node] = agentFiles('none', { request_timeout_seconds: 5 });
-      expect((await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(node), ...agents[node].args])).code).toBe(0);
+      expect((await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken(node), ...agents[node].args])).code).toBe(
+        0,
+      );
       await startAgent(agents[node]);
     }
   });
@@ -121,10 +123,14 @@ type WitnessItem = {
       expect((await witnesses()).find((i) => i.node === 'beta')!.cosigned).toMatchObject({ valid: false });
       const run = await audit('--witnesses', '1');
       expect(run.code).toBe(1);
-      expect(run.stdout).toMatch(/^witnesses: DISAGREES: beta: its cosignature does not verify under \S+\/node\/beta with the key the ledger recorded at position \d+$/m);
+      expect(run.stdout).toMatch(
+        /^witnesses: DISAGREES: beta: its cosignature does not verify under \S+\/node\/beta with the key the ledger recorded at position \d+$/m,
+      );
       // Registering the forger's key for beta takes beta's credential, which the coordinator does not hold; a node's own is refused a second key.
       const beta = JSON.parse(readFileSync(join(agents.beta.stateDir, 'identity.json'), 'utf8')) as { credential: string };
-      const again = await admin.as(beta.credential).request('PUT', '/v1/nodes/beta/witness-key', { json: { public_key: rawPublicKey(forger.publicKey).toString('base64') } });
+      const again = await admin
+        .as(beta.credential)
+        .request('PUT', '/v1/nodes/beta/witness-key', { json: { public_key: rawPublicKey(forger.publicKey).toString('base64') } });
       expect({ status: again.status, code: again.body.code }).toEqual({ status: 409, code: 'witness_key_registered' });
     } finally {
       await db.kysely.updateTable('node_status').set({ cosignature: row.cosignature }).where('node', '=', 'beta').execute();

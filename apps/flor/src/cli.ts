@@ -49,7 +49,7 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
 
   common(agent.command('status').description('lifecycle, versions, last and next poll, last error'))
     .option('--json', 'print the status as JSON')
-    .option('--checkpoint', "print the newest tree checkpoint this node verified, with its own cosignature: a signed note an auditor collects from the fleet")
+    .option('--checkpoint', 'print the newest tree checkpoint this node verified, with its own cosignature: a signed note an auditor collects from the fleet')
     .action((opts: status.RunOptions) => done(import('./commands/status.command.js').then((m) => m.run(opts))));
 
   common(program.command('self-check').description('print the version, load the config and the state dir (writing nothing); exit 0 when both load'))

@@ -126,7 +126,8 @@ export async function run(options: RunOptions): Promise<void> {
   const dir = stateDirFor(options, config);
   if (options.checkpoint) {
     const { note, witness } = cosignedCheckpoint(dir, new Date());
-    if (witness === null) process.stderr.write('warning: this node has no registered witness key yet: the checkpoint carries the coordinator\'s signature only\n');
+    if (witness === null)
+      process.stderr.write("warning: this node has no registered witness key yet: the checkpoint carries the coordinator's signature only\n");
     process.stdout.write(options.json ? `${JSON.stringify({ note, witness })}\n` : note);
     return;
   }
