@@ -19,7 +19,7 @@ import * as m0017 from './0017-rollout-expiry.js';
 import * as m0018 from './0018-node-owned.js';
 import * as m0019 from './0019-token-scopes.js';
 import * as m0020 from './0020-ledger-tree.js';
-import * as m0024 from './0024-node-witnesses.js';
+import * as m0021 from './0021-node-witnesses.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -43,5 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018-node-owned': m0018,
   '0019-token-scopes': m0019,
   '0020-ledger-tree': m0020,
-  '0024-node-witnesses': m0024,
+  '0021-node-witnesses': m0021,
 };

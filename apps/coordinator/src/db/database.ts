@@ -189,19 +189,19 @@ export interface NodeStatusTable {
   stale_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** The agent version it last said it runs: its enrolment profile's, then each report's. */
   agent_version: string | null;
-  /** The newest tree checkpoint the agent verified and cosigned, and its cosignature line (see migration 0024). */
+  /** The newest tree checkpoint the agent verified and cosigned, and its cosignature line (see migration 0021). */
   cosigned_checkpoint: ColumnType<string | null, string | null | undefined, string | null>;
   cosignature: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-/** A node's current witness key: the raw Ed25519 public key its agent registered, base64 (see migration 0024). */
+/** A node's current witness key: the raw Ed25519 public key its agent registered, base64 (see migration 0021). */
 export interface NodeWitnessKeysTable {
   node: string;
   public_key: string;
   credential_id: string;
   registered_at: Timestamp;
   /** The ledger position of the event that recorded it. */
-  position: ColumnType<string, number | string, number | string>;
+  position: number;
 }
 
 export interface NodeOutcomesTable {
