@@ -235,7 +235,7 @@ describe('web console in a real browser', () => {
     await seeText(page.locator('.progress-state'), /Converging: 1 of 3 outstanding/, 60_000);
     await shot('publish-converging');
     await agents.restart();
-    await seeText(page.locator('.progress-state'), /Done: no node is outstanding \(3 applied, 0 failed, 0 superseded\)/, 60_000);
+    await seeText(page.locator('.progress-state'), /Done: no node is outstanding \(3 applied, 0 failed, 0 reverted, 0 superseded\)/, 60_000);
     expect(await page.locator('.seg-applied').textContent()).toBe('3 applied');
     await shot('publish');
   });
