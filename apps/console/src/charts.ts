@@ -107,7 +107,7 @@ export function ConvergenceChart({
   });
   const last = points[points.length - 1];
   const label = `Convergence since the publish, over ${shortSpan(end)}: now ${last.applied} applied, ${last.failed} failed, ${last.reverted} reverted, ${total - last.applied - last.failed - last.reverted} outstanding of ${total}`;
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(end * f));
+  const ticks = [...new Set([0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(end * f)))];
   return html`<figure class="convergence">
     <svg class="chart" role="img" aria-label=${label} viewBox=${`0 0 ${width} ${height}`} width=${width} height=${height}>
       ${areas.map((a) => html`<path class=${a.tone} d=${a.d}><title>${a.name}</title></path>`)}

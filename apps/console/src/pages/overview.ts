@@ -25,6 +25,9 @@ export function OverviewPage() {
   const [followed] = useFollow<FleetOverview>('/v1/fleet/overview', FOLLOW_MS, () => true);
   return html`<section aria-labelledby="overview-title">
     <h1 id="overview-title">Overview</h1>
+    <p class="muted">
+      Counted by the coordinator, so this page costs the same for 10 nodes or 100,000; asked again every ${FOLLOW_MS / 1000} s. <em>Behind</em>: enrolled, in contact, not running its head. <em>Stale checkpoint</em>: its agent says the newest ledger checkpoint it verified is older than it allows.
+    </p>
     <${Pending} loaded=${followed} what="the fleet overview" />
     ${followed.state === 'done' && html`<${OverviewBody} o=${followed.data} />`}
   </section>`;

@@ -6,10 +6,12 @@ import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Princi
 import { loadNodeRecords } from '../fleet/index.js';
 import { scopedFilter } from '../identity/index.js';
 import { readPublish } from './queries.repository.js';
-import { readOutcomeTimes, readStaleCheckpoints } from './views.repository.js';
+import { readStaleCheckpoints } from './views.repository.js';
 import { fleetOverview, publishStatuses, publishTimeline, type PublishNodeFacts } from './views.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
+/** How long one reading of a publish's nodes answers the asks that follow it. */
+const CACHE_MS = 750;
 
 /**
  * Views a console or a waiting client asks for again and again, counted here so that the answer's
@@ -63,9 +65,29 @@ export class ViewsController {
     };
   }
 
-  /** The publish, and each node it changed (in name order) that the caller may see, with its status. */
-  private async publishNodes(id: string, who: Principal) {
+  /**
+   * What publishNodes worked out lately, by publish and scope: a page asks for the counts and then
+   * its nodes, and several viewers poll the same publish, so one reading of a 10,000-node publish
+   * serves them all for CACHE_MS (under the console's and `publish --wait`'s poll intervals, so each
+   * poll still sees a newer reading than the last).
+   */
+  private readonly recent = new Map<string, { readonly at: number; readonly value: Promise<Awaited<ReturnType<ViewsController['readPublishNodes']>>> }>();
+
+  private publishNodes(id: string, who: Principal) {
     const pid = parseInput(z.uuid(), id, 'path');
+    const key = `${pid} ${JSON.stringify(scopeOf(who))}`;
+    const now = Date.now();
+    const hit = this.recent.get(key);
+    if (hit && now - hit.at < CACHE_MS) return hit.value;
+    for (const [k, v] of this.recent) if (now - v.at >= CACHE_MS) this.recent.delete(k);
+    const value = this.readPublishNodes(pid, who);
+    this.recent.set(key, { at: now, value });
+    value.catch(() => this.recent.delete(key));
+    return value;
+  }
+
+  /** The publish, and each node it changed (in name order) that the caller may see, with its status. */
+  private async readPublishNodes(pid: string, who: Principal) {
     const row = await readPublish(this.db.kysely, pid);
     if (!row) throw new DomainError('unknown_publish', `no publish ${pid}`);
     const publish = {
@@ -83,11 +105,11 @@ export class ViewsController {
     const changes = publish.changed.filter((c) => keep(c) !== null).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const minVersion = changes.length > 0 ? Math.min(...changes.map((c) => c.to)) : 0;
     const nodes = changes.map((c) => c.node);
-    const [records, times] = await Promise.all([
-      loadNodeRecords(this.db.kysely, nodes, new Date(), minVersion),
-      readOutcomeTimes(this.db.kysely, nodes, minVersion),
-    ]);
-    const facts: PublishNodeFacts[] = changes.map((c) => ({ change: c, record: records.get(c.node)!, reportedAt: times.get(c.node)?.get(c.to) ?? null }));
+    const records = await loadNodeRecords(this.db.kysely, nodes, new Date(), minVersion);
+    const facts: PublishNodeFacts[] = changes.map((c) => {
+      const record = records.get(c.node)!;
+      return { change: c, record, reportedAt: record.outcomes.find((o) => o.version === c.to)?.reportedAt ?? null };
+    });
     const { counts, rows: statuses } = publishStatuses(facts);
     return { publish, rows: statuses, counts };
   }
