@@ -14,8 +14,6 @@ export interface Outcome {
   readonly error: string | null;
   /** How an applied version was activated, as the agent reported it. */
   readonly activation?: unknown;
-  /** When the agent reported it. */
-  readonly reportedAt?: Date;
 }
 
 export interface NodeFacts {

@@ -83,13 +83,13 @@ export async function loadNodeRecords(
     for (const r of tokens) pending.add(r.node);
     const outs = await db
       .selectFrom('node_outcomes')
-      .select(['node', 'version', 'result', 'error', 'activation', 'reported_at'])
+      .select(['node', 'version', 'result', 'error', 'activation'])
       .where('version', '>=', minOutcomeVersion)
       .$if(only, (q) => q.where('node', 'in', inBatch))
       .execute();
     for (const r of outs) {
       const list = outcomes.get(r.node) ?? [];
-      list.push({ version: r.version, result: r.result as Outcome['result'], error: r.error, activation: r.activation, reportedAt: new Date(r.reported_at) });
+      list.push({ version: r.version, result: r.result as Outcome['result'], error: r.error, activation: r.activation });
       outcomes.set(r.node, list);
     }
   }

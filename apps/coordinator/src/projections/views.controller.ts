@@ -6,7 +6,7 @@ import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Princi
 import { loadNodeRecords } from '../fleet/index.js';
 import { scopedFilter } from '../identity/index.js';
 import { readPublish } from './queries.repository.js';
-import { readStaleCheckpoints } from './views.repository.js';
+import { readPublishNodes, readStaleCheckpoints } from './views.repository.js';
 import { fleetOverview, publishStatuses, publishTimeline, type PublishNodeFacts } from './views.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
@@ -55,9 +55,9 @@ export class ViewsController {
         ...r.change,
         status: r.status,
         reason: r.reason,
-        ineligible: r.record.status?.ineligible ?? false,
-        last_contact: r.record.status?.last_contact ? iso(r.record.status.last_contact) : null,
-        activation: r.record.outcomes.find((o) => o.version === r.change.to)?.activation ?? null,
+        ineligible: r.ineligible,
+        last_contact: r.lastContact ? iso(r.lastContact) : null,
+        activation: r.outcomes.find((o) => o.version === r.change.to)?.activation ?? null,
       })),
       next_cursor: matching.length > q.limit ? page[page.length - 1].change.node : null,
       counts,
@@ -105,10 +105,10 @@ export class ViewsController {
     const changes = publish.changed.filter((c) => keep(c) !== null).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const minVersion = changes.length > 0 ? Math.min(...changes.map((c) => c.to)) : 0;
     const nodes = changes.map((c) => c.node);
-    const records = await loadNodeRecords(this.db.kysely, nodes, new Date(), minVersion);
+    const read = await readPublishNodes(this.db.kysely, nodes, minVersion);
     const facts: PublishNodeFacts[] = changes.map((c) => {
-      const record = records.get(c.node)!;
-      return { change: c, record, reportedAt: record.outcomes.find((o) => o.version === c.to)?.reportedAt ?? null };
+      const r = read.get(c.node)!;
+      return { change: c, ...r, reportedAt: r.outcomes.find((o) => o.version === c.to)?.reportedAt ?? null };
     });
     const { counts, rows: statuses } = publishStatuses(facts);
     return { publish, rows: statuses, counts };

@@ -1,6 +1,6 @@
 import { ATTENTION_LIMIT, CONTACT_AGE_BUCKETS, TIMELINE_POINTS, type AttentionReason, type FleetOverview, type PublishCounts } from '#contracts';
 import type { z } from 'zod';
-import { convergence, lifecycleState, publishNodeStatus, type NodeRecord } from '../fleet/index.js';
+import { convergence, lifecycleState, publishNodeStatus, type NodeRecord, type Outcome } from '../fleet/index.js';
 
 /* Pure: the fleet overview and a publish's convergence, counted from node records. */
 
@@ -75,7 +75,10 @@ export function fleetOverview(records: Iterable<NodeRecord>, staleCheckpoint: Re
 
 export interface PublishNodeFacts {
   readonly change: { readonly node: string; readonly from: number; readonly to: number };
-  readonly record: NodeRecord;
+  readonly appliedVersion: number | null;
+  readonly outcomes: readonly Outcome[];
+  readonly ineligible: boolean;
+  readonly lastContact: Date | null;
   /** When the node reported its result for `change.to`, if it did. */
   readonly reportedAt: Date | null;
 }
@@ -84,7 +87,7 @@ export interface PublishNodeFacts {
 export function publishStatuses(facts: readonly PublishNodeFacts[]) {
   const counts: PublishCounts = { applied: 0, outstanding: 0, failed: 0, reverted: 0, superseded: 0 };
   const rows = facts.map((f) => {
-    const { status, reason } = publishNodeStatus(f.change.to, f.record);
+    const { status, reason } = publishNodeStatus(f.change.to, f);
     counts[status]++;
     return { ...f, status, reason };
   });
@@ -103,7 +106,7 @@ export function publishTimeline(rows: readonly (PublishNodeFacts & { status: str
   for (const r of rows) {
     if (r.status === 'outstanding') continue;
     const kind = r.status === 'failed' || r.status === 'reverted' ? r.status : 'applied';
-    const when = r.reportedAt ?? (r.record.status?.last_contact ? new Date(r.record.status.last_contact) : now);
+    const when = r.reportedAt ?? r.lastContact ?? now;
     events.push({ at: Math.min(span, Math.max(0, Math.ceil((when.getTime() - recordedAt.getTime()) / 1000))), kind });
   }
   events.sort((a, b) => a.at - b.at);

@@ -60,15 +60,19 @@ describe("a publish's convergence", () => {
   const recordedAt = ago(100);
   const change = (n: string) => ({ node: n, from: 1, to: 2 });
   it('counts each status, reverted apart from failed, and plots them against the time each node reported', () => {
+    const fact = (n: string, appliedVersion: number, outcomes: NodeRecord['outcomes'], reportedAt: Date | null) => ({
+      change: change(n),
+      appliedVersion,
+      outcomes,
+      ineligible: false,
+      lastContact: ago(5),
+      reportedAt,
+    });
     const facts = [
-      { change: change('a'), record: node('a', { outcomes: [{ version: 2, result: 'applied', error: null }] }), reportedAt: ago(90) },
-      { change: change('b'), record: node('b', { appliedVersion: 1, outcomes: [{ version: 2, result: 'failed', error: 'x' }] }), reportedAt: ago(50) },
-      {
-        change: change('c'),
-        record: node('c', { appliedVersion: 3, outcomes: [{ version: 2, result: 'reverted', error: 'window ran out' }] }),
-        reportedAt: ago(20),
-      },
-      { change: change('d'), record: node('d', { appliedVersion: 1 }), reportedAt: null },
+      fact('a', 2, [{ version: 2, result: 'applied', error: null }], ago(90)),
+      fact('b', 1, [{ version: 2, result: 'failed', error: 'x' }], ago(50)),
+      fact('c', 3, [{ version: 2, result: 'reverted', error: 'window ran out' }], ago(20)),
+      fact('d', 1, [], null),
     ];
     const { counts, rows } = publishStatuses(facts);
     expect(counts).toEqual({ applied: 1, outstanding: 1, failed: 1, reverted: 1, superseded: 0 });
