@@ -54,6 +54,7 @@ describe('the console at fleet scale, in a real browser', () => {
   let coordinator: CoordinatorProcess;
   let admin: Client;
   let readerToken: string;
+  let scopedToken: string;
   let browser: Browser;
   let page: Page;
   let work: string;
@@ -84,7 +85,7 @@ describe('the console at fleet scale, in a real browser', () => {
     admin = new Client(coordinator.url, coordinator.adminToken);
     const fleet = new Fleet(admin);
     readerToken = (await admin.post('/v1/api-tokens', { name: 'auditor', role: 'reader' })).body.token;
-    await admin.post('/v1/api-tokens', { name: 'ci-deploy', role: 'publisher', scope: ['web-01'] });
+    scopedToken = (await admin.post('/v1/api-tokens', { name: 'ci-deploy', role: 'publisher', scope: ['web-01'] })).body.token;
     await fleet.publish(tree('one', ALL), 'first rete');
     for (const [i, node] of WEB.slice(0, 10).entries()) {
       const token = await fleet.enrolmentToken(node);
@@ -160,6 +161,11 @@ describe('the console at fleet scale, in a real browser', () => {
     expect(reverted.items).toEqual([expect.objectContaining({ node: web(7), status: 'reverted', reason: expect.stringContaining('not confirmed') })]);
     // The detail agrees with the counts.
     expect((await admin.get(`/v1/publishes/${publishId}`)).body.counts).toEqual(c.counts);
+    // A scoped token sees and counts its own nodes only.
+    const scoped = admin.as(scopedToken);
+    expect((await scoped.get('/v1/fleet/overview')).body).toMatchObject({ total: 1, convergence: { converged: 1 } });
+    expect((await scoped.get(`/v1/publishes/${publishId}/counts`)).body).toMatchObject({ total: 1, counts: { applied: 1, outstanding: 0 } });
+    expect((await scoped.get(`/v1/publishes/${publishId}/nodes`)).body.items.map((n: { node: string }) => n.node)).toEqual([web(1)]);
   });
 
   it('shows the overview: lifecycle, convergence, agent versions, last-contact ages, and the nodes needing attention first', async () => {
