@@ -12,6 +12,8 @@ import { fleetOverview, publishStatuses, publishTimeline, type PublishNodeFacts 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 /** How long one reading of a publish's nodes answers the asks that follow it. */
 const CACHE_MS = 750;
+/** How long one reading of the fleet overview answers the asks that follow it (the console asks every 10 s). */
+const OVERVIEW_MS = 2000;
 
 /**
  * Views a console or a waiting client asks for again and again, counted here so that the answer's
@@ -22,9 +24,24 @@ const CACHE_MS = 750;
 export class ViewsController {
   constructor(@Inject(DB) private readonly db: Db) {}
 
+  /** The overview lately worked out, by scope: every open console asks every 10 s, and one reading serves them for OVERVIEW_MS. */
+  private readonly overviews = new Map<string, { readonly at: number; readonly value: Promise<ReturnType<typeof fleetOverview>> }>();
+
   @Get('fleet/overview')
   @Access('reader')
-  async overview(@CurrentPrincipal() who: Principal) {
+  overview(@CurrentPrincipal() who: Principal) {
+    const key = JSON.stringify(scopeOf(who));
+    const at = Date.now();
+    const hit = this.overviews.get(key);
+    if (hit && at - hit.at < OVERVIEW_MS) return hit.value;
+    for (const [k, v] of this.overviews) if (at - v.at >= OVERVIEW_MS) this.overviews.delete(k);
+    const value = this.readOverview(who);
+    this.overviews.set(key, { at, value });
+    value.catch(() => this.overviews.delete(key));
+    return value;
+  }
+
+  private async readOverview(who: Principal) {
     const now = new Date();
     const keep = await scopedFilter(this.db.kysely, scopeOf(who), <R>(r: R) => r);
     const [records, stale] = await Promise.all([loadNodeRecords(this.db.kysely, 'all', now), readStaleCheckpoints(this.db.kysely)]);
