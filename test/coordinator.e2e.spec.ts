@@ -568,7 +568,7 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
         accepted_ineligible: [],
         // Nothing has reported on hist: outstanding, never failed.
         nodes: [{ node: 'hist', from: 3, to: 4, status: 'outstanding', reason: null, ineligible: false, last_contact: null, activation: null }],
-        counts: { applied: 0, outstanding: 1, failed: 0, superseded: 0 },
+        counts: { applied: 0, outstanding: 1, failed: 0, reverted: 0, superseded: 0 },
       });
       const latest = await reader.get('/v1/publishes?limit=1');
       expect(latest.body.items.map((p: { publish_id: string }) => p.publish_id)).toEqual([rollback.body.publish_id]);

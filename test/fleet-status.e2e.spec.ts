@@ -80,7 +80,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     expect(byNode.failer).toMatchObject({ status: 'failed', reason: 'systemctl restart florete-vertex: exit 5' });
     expect(byNode.sleeper).toMatchObject({ status: 'outstanding', reason: null, last_contact: null });
     expect(byNode.racer).toMatchObject({ status: 'superseded' });
-    expect(detail.counts).toEqual({ applied: 1, failed: 1, outstanding: 1, superseded: 1 });
+    expect(detail.counts).toEqual({ applied: 1, failed: 1, outstanding: 1, reverted: 0, superseded: 1 });
 
     // A rejection that names no version (a replayed or foreign bundle) does not undo what the node applied.
     expect((await report('applier', { active_version: 1, result: 'rejected', error: 'bundle is for another node' })).status).toBe(204);
@@ -89,7 +89,18 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
     // A node that stays silent is still outstanding, never failed; it becomes applied when it reports.
     expect((await report('sleeper', { active_version: 1, result: 'applied' })).status).toBe(204);
     const later = (await reader.get(`/v1/publishes/${p1.publish_id}`)).body;
-    expect(later.counts).toEqual({ applied: 2, failed: 1, outstanding: 0, superseded: 1 });
+    expect(later.counts).toEqual({ applied: 2, failed: 1, outstanding: 0, reverted: 0, superseded: 1 });
+    // The counts alone agree with the detail, and the node pages list each status.
+    const counts = (await reader.get(`/v1/publishes/${p1.publish_id}/counts`)).body;
+    expect(counts).toMatchObject({ publish_id: p1.publish_id, total: 4, counts: later.counts });
+    expect(counts).not.toHaveProperty('changed');
+    expect(counts).not.toHaveProperty('nodes');
+    const page = (status: string, extra = '') => reader.get(`/v1/publishes/${p1.publish_id}/nodes?status=${status}${extra}`);
+    expect((await page('superseded')).body.items.map((n: { node: string }) => n.node)).toEqual(['racer']);
+    const first = (await page('applied', '&limit=1')).body;
+    expect(first).toMatchObject({ items: [{ node: 'applier', status: 'applied' }], next_cursor: 'applier', total: 4 });
+    expect((await page('applied', `&limit=1&cursor=${first.next_cursor}`)).body).toMatchObject({ items: [{ node: 'sleeper' }], next_cursor: null });
+    expectProblem(await page('lost'), 422, 'invalid_query');
   });
 
   it('filters nodes by lifecycle state, credential, convergence and last contact', async () => {
@@ -257,6 +268,19 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('fleet status o
       const r = await reader.get(`/v1/nodes?${bad}`);
       expect({ bad, status: r.status, code: r.body.code }).toEqual({ bad, status: 422, code: 'invalid_query' });
     }
+  });
+
+  it('counts a node that went back on its own as reverted, with why, not as superseded by the rollback it caused', async () => {
+    await enrol('reverter');
+    await publish({ reverter: 'rv1' }, 'reverter: first');
+    expect((await report('reverter', { active_version: 1, result: 'applied' })).status).toBe(204);
+    const second = await publish({ reverter: 'rv2' }, 'reverter: second');
+    expect((await report('reverter', { active_version: 1, target_version: 2, result: 'reverted', error: 'not confirmed within 60 s' })).status).toBe(204);
+    const detail = (await reader.get(`/v1/publishes/${second.publish_id}`)).body;
+    expect(detail.nodes).toEqual([expect.objectContaining({ node: 'reverter', status: 'reverted', reason: 'not confirmed within 60 s' })]);
+    expect(detail.counts).toEqual({ applied: 0, failed: 0, outstanding: 0, reverted: 1, superseded: 0 });
+    expect((await reader.get(`/v1/publishes/${second.publish_id}/counts`)).body.counts).toEqual(detail.counts);
+    expect((await reader.get(`/v1/publishes/${second.publish_id}/nodes?status=reverted`)).body.items).toEqual(detail.nodes);
   });
 
   it("shows with each of a node's versions what its agent reported doing with it", async () => {

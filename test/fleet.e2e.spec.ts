@@ -106,11 +106,11 @@ describe('fleet status and node lifecycle with real agents', () => {
     firstPublish = /^published (\S+) at position/m.exec(published.stdout)![1];
     expect(published.stdout).toMatch(/^gamma\s+0 -> 1\s+failed\s+\S+ ago\s+restart command exited with 5: Unit florete-vertex\.service not found\.$/m);
     expect(published.stdout).toMatch(/^laptop\s+0 -> 1\s+outstanding \(ineligible\)\s+never\s+-$/m);
-    expect(published.stdout).toMatch(/^2 applied, 1 outstanding, 1 failed, 0 superseded$/m);
+    expect(published.stdout).toMatch(/^2 applied, 1 outstanding, 1 failed, 0 reverted, 0 superseded$/m);
     expect(published.stderr).toMatch(/^timed out after 15 s with 1 node outstanding$/m);
 
     const view = await publishView(firstPublish);
-    expect(view.counts).toEqual({ applied: 2, outstanding: 1, failed: 1, superseded: 0 });
+    expect(view.counts).toEqual({ applied: 2, outstanding: 1, failed: 1, reverted: 0, superseded: 0 });
     const v = byNode(view.nodes);
     expect(v.alpha).toMatchObject({ status: 'applied', reason: null, last_contact: expect.any(String) });
     expect(v.beta).toMatchObject({ status: 'applied' });
@@ -131,17 +131,17 @@ describe('fleet status and node lifecycle with real agents', () => {
 
     agents.laptop = await startAgent(files.laptop);
     await waitFor('laptop applied', async () => byNode((await publishView(firstPublish)).nodes).laptop.status === 'applied', 60_000, 500);
-    expect((await publishView(firstPublish)).counts).toEqual({ applied: 3, outstanding: 0, failed: 1, superseded: 0 });
+    expect((await publishView(firstPublish)).counts).toEqual({ applied: 3, outstanding: 0, failed: 1, reverted: 0, superseded: 0 });
     const human = await retectl(['status', '--publish', firstPublish]);
     expect(human.stdout).toMatch(/^laptop\s+0 -> 1\s+applied \(ineligible\)\s+\S+ ago\s+-$/m);
-    expect(human.stdout).toMatch(/^3 applied, 0 outstanding, 1 failed, 0 superseded$/m);
+    expect(human.stdout).toMatch(/^3 applied, 0 outstanding, 1 failed, 0 reverted, 0 superseded$/m);
   });
 
   it('publish --wait exits 0 once every touched node applied, and 4 at the timeout with one outstanding', async () => {
     expect((await rete({ ...PORTS, alpha: 7201, beta: 7202 })).code).toBe(0);
     const ok = await retectl(['publish', '--allow-ineligible', 'laptop', '-m', 'move alpha and beta', '--wait=90s']);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/^2 applied, 0 outstanding, 0 failed, 0 superseded$/m);
+    expect(ok.stdout).toMatch(/^2 applied, 0 outstanding, 0 failed, 0 reverted, 0 superseded$/m);
 
     await agents.laptop.stop();
     expect((await rete({ ...PORTS, alpha: 7201, beta: 7202, laptop: 7204 })).code).toBe(0);
@@ -149,7 +149,7 @@ describe('fleet status and node lifecycle with real agents', () => {
     expect(late.code).toBe(4);
     const body = JSON.parse(late.stdout);
     expect(body).toMatchObject({ timed_out: true, changed: [{ node: 'laptop', from: 1, to: 2 }] });
-    expect(body.status.counts).toEqual({ applied: 0, outstanding: 1, failed: 0, superseded: 0 });
+    expect(body.status.counts).toEqual({ applied: 0, outstanding: 1, failed: 0, reverted: 0, superseded: 0 });
 
     // The stopped laptop is still enrolled: the coordinator reports how long it has been silent, and
     // the operator picks the silent ones by that age while the others, polling every second, stay out.

@@ -146,10 +146,12 @@ describe('plan and publish on a 2,000-node rete', () => {
     const out = lines(waited.stdout);
     expect(out[0]).toMatch(/: 100 changed, 1900 unchanged /);
     // Not a terminal: one line per change of the counts, which never change here.
-    expect(out.filter((l) => l.startsWith('waiting '))).toEqual([expect.stringMatching(/^waiting \ds: 0 applied, 100 outstanding, 0 failed, 0 superseded$/)]);
+    expect(out.filter((l) => l.startsWith('waiting '))).toEqual([
+      expect.stringMatching(/^waiting \ds: 0 applied, 100 outstanding, 0 failed, 0 reverted, 0 superseded$/),
+    ]);
     expect(out.filter((l) => / outstanding\s+never\s+-$/.test(l))).toHaveLength(20);
     expect(out).toContain('… and 80 more; --all to list them');
-    expect(out.at(-1)).toBe('0 applied, 100 outstanding, 0 failed, 0 superseded');
+    expect(out.at(-1)).toBe('0 applied, 100 outstanding, 0 failed, 0 reverted, 0 superseded');
     expect(out.length).toBeLessThan(50);
     expect(waited.stderr).toMatch(/^timed out after 3 s with 100 nodes outstanding$/m);
 
@@ -159,6 +161,6 @@ describe('plan and publish on a 2,000-node rete', () => {
     expect((await retectl(env, ['compile'])).code).toBe(0);
     const tty = await onTerminal(env, ['publish', '-m', 'one-more', '--wait=3s']);
     expect(tty.code).toBe(4);
-    expect(tty.stdout.match(/\r\u001b\[Kwaiting \ds: 0 applied, 1 outstanding, 0 failed, 0 superseded/g)!.length).toBeGreaterThanOrEqual(2);
+    expect(tty.stdout.match(/\r\u001b\[Kwaiting \ds: 0 applied, 1 outstanding, 0 failed, 0 reverted, 0 superseded/g)!.length).toBeGreaterThanOrEqual(2);
   });
 });

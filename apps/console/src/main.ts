@@ -1,9 +1,12 @@
 import { render } from 'preact';
+import { HINT } from './hints.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, session, whenSignedOut } from './api.js';
 import { html } from './html.js';
 import { FleetPage } from './pages/fleet.js';
 import { LedgerPage } from './pages/ledger.js';
+import { KeysPage, PackagesPage, TokensPage } from './pages/admin.js';
+import { OverviewPage } from './pages/overview.js';
 import { NodePage } from './pages/node.js';
 import { PublishesPage, PublishPage } from './pages/publish.js';
 import { RolloutPage, RolloutsPage } from './pages/rollout.js';
@@ -50,7 +53,7 @@ function SignIn({ notice, onDone }: { notice: string | null; onDone: () => void 
   const submit = async (e: Event) => {
     e.preventDefault();
     const t = token.trim();
-    if (!t) return setError('Paste an API token: `retectl token create --role reader --name NAME` prints one.');
+    if (!t) return setError(`Paste an API token: \`${HINT.readerToken}\` prints one.`);
     setBusy(true);
     try {
       await api<LedgerHead>('/v1/ledger/head', { token: t });
@@ -60,7 +63,7 @@ function SignIn({ notice, onDone }: { notice: string | null; onDone: () => void 
       const e = err instanceof ApiError ? err : new ApiError(0, 'error', String(err));
       setError(
         e.status === 401
-          ? `The coordinator does not know this token (${e.message}). Check it was copied whole, or create a new one with \`retectl token create --role reader --name NAME\`.`
+          ? `The coordinator does not know this token (${e.message}). Check it was copied whole, or create a new one with \`${HINT.readerToken}\`.`
           : e.status === 403
             ? `This token may not read the fleet (${e.message}). Node credentials cannot sign in here; use an API token with the reader role or above.`
             : e.message,
@@ -93,10 +96,14 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
     <header class="top">
       <span class="brand">Florete</span>
       <nav aria-label="Main">
+        <a href=${href.overview()} aria-current=${current(['overview'])}>Overview</a>
         <a href=${href.fleet()} aria-current=${current(['fleet', 'node'])}>Fleet</a>
         <a href=${href.publishes()} aria-current=${current(['publishes', 'publish'])}>Publishes</a>
         <a href=${href.rollouts()} aria-current=${current(['rollouts', 'rollout'])}>Rollouts</a>
         <a href=${href.ledger()} aria-current=${current(['ledger'])}>Ledger and audit</a>
+        <a href=${href.keys()} aria-current=${current(['keys'])}>Keys</a>
+        <a href=${href.packages()} aria-current=${current(['packages'])}>Packages</a>
+        <a href=${href.tokens()} aria-current=${current(['tokens'])}>Tokens</a>
       </nav>
       <${Principal} />
       <button type="button" class="signout" onClick=${onSignOut}>Sign out</button>
@@ -121,6 +128,14 @@ function page(route: Route) {
       return html`<${RolloutPage} key=${route.id} id=${route.id} />`;
     case 'ledger':
       return html`<${LedgerPage} />`;
+    case 'overview':
+      return html`<${OverviewPage} />`;
+    case 'tokens':
+      return html`<${TokensPage} />`;
+    case 'keys':
+      return html`<${KeysPage} />`;
+    case 'packages':
+      return html`<${PackagesPage} />`;
     default:
       return html`<p class="empty">There is no page at <code>#${route.path}</code>. <a href=${href.fleet()}>Go to the fleet.</a></p>`;
   }

@@ -12,6 +12,10 @@ export type Route =
   | { page: 'rollouts'; params: URLSearchParams }
   | { page: 'rollout'; id: string }
   | { page: 'ledger' }
+  | { page: 'overview' }
+  | { page: 'tokens' }
+  | { page: 'keys' }
+  | { page: 'packages' }
   | { page: 'missing'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -25,6 +29,8 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'rollouts' && parts.length === 1) return { page: 'rollouts', params };
   if (parts[0] === 'rollouts' && parts.length === 2) return { page: 'rollout', id: parts[1] };
   if (parts[0] === 'ledger' && parts.length === 1) return { page: 'ledger' };
+  if (parts.length === 1 && (['overview', 'tokens', 'keys', 'packages'] as const).includes(parts[0] as never))
+    return { page: parts[0] as 'overview' | 'tokens' | 'keys' | 'packages' };
   return { page: 'missing', path };
 }
 
@@ -67,6 +73,10 @@ export const href = {
   rollouts: (params: { status?: string; limit?: string } = {}) => `#/rollouts${qs({ status: params.status ?? '', limit: params.limit ?? '' })}`,
   rollout: (id: string) => `#/rollouts/${encodeURIComponent(id)}`,
   ledger: () => '#/ledger',
+  overview: () => '#/overview',
+  tokens: () => '#/tokens',
+  keys: () => '#/keys',
+  packages: () => '#/packages',
 };
 
 function qs(params: Record<string, string>): string {

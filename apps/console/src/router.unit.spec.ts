@@ -26,6 +26,13 @@ describe('console: routes', () => {
     expect(parseRoute('#/rollouts/1a2b3c4d/extra')).toEqual({ page: 'missing', path: '/rollouts/1a2b3c4d/extra' });
   });
 
+  it('reads the overview and the read-only pages, and nothing beneath them', () => {
+    for (const page of ['overview', 'tokens', 'keys', 'packages'] as const) {
+      expect(parseRoute(href[page]())).toEqual({ page });
+      expect(parseRoute(`${href[page]()}/x`)).toEqual({ page: 'missing', path: `/${page}/x` });
+    }
+  });
+
   it('links there and back: what href makes, parseRoute reads', () => {
     expect(href.rollouts()).toBe('#/rollouts');
     expect(href.rollouts({ status: '' })).toBe('#/rollouts');

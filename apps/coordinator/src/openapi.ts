@@ -194,9 +194,32 @@ const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/v1/publishes/{id}',
-    summary: 'One publish and how far it reached: applied, outstanding, failed or superseded per node',
+    summary: 'One publish and how far it reached: applied, outstanding, failed, reverted or superseded per node',
     access: 'reader',
     responses: { 200: { description: 'publish', schema: C.PublishDetail }, 404: problem('unknown'), ...std },
+  },
+  {
+    method: 'get',
+    path: '/v1/publishes/{id}/counts',
+    summary:
+      "One publish's counts (applied, outstanding, failed, reverted, superseded) and its convergence over time, never its nodes: the same size for 10 nodes or 10,000",
+    access: 'reader',
+    responses: { 200: { description: 'counts', schema: C.PublishCountsResponse }, 404: problem('unknown'), ...std },
+  },
+  {
+    method: 'get',
+    path: '/v1/publishes/{id}/nodes',
+    summary: "A page of one publish's nodes in name order, optionally of one status, with the whole publish's counts",
+    access: 'reader',
+    query: C.PublishNodesQuery,
+    responses: { 200: { description: 'a page', schema: C.PublishNodesPage }, 404: problem('unknown'), ...std },
+  },
+  {
+    method: 'get',
+    path: '/v1/fleet/overview',
+    summary: 'The fleet counted by the coordinator: lifecycle, convergence, agent versions, last-contact ages, and the nodes needing attention first',
+    access: 'reader',
+    responses: { 200: { description: 'the overview', schema: C.FleetOverview }, ...std },
   },
   {
     method: 'post',

@@ -4,6 +4,7 @@ import { RequestMethod } from '@nestjs/common';
 import { openApiDocument } from './openapi.js';
 import { LedgerController } from './ledger/ledger.controller.js';
 import { QueriesController } from './projections/queries.controller.js';
+import { ViewsController } from './projections/views.controller.js';
 import { BundlesController } from './bundles/bundles.controller.js';
 import { BlobsController } from './bundles/blobs.controller.js';
 import { IdentityController } from './identity/identity.controller.js';
@@ -23,6 +24,7 @@ function servedRoutes(): string[] {
   for (const controller of [
     LedgerController,
     QueriesController,
+    ViewsController,
     BundlesController,
     BlobsController,
     IdentityController,

@@ -8,7 +8,7 @@ type PublishDetail = z.infer<typeof PublishDetailSchema>;
 export type PublishCounts = PublishDetail['counts'];
 export type PublishNodeRow = PublishDetail['nodes'][number];
 
-/** `retectl publish --wait` exits: 0 every node reached the publish (applied or superseded), 1 one failed, 4 timed out with some outstanding. */
+/** `retectl publish --wait` exits: 0 every node reached the publish (applied or superseded), 1 one failed or reverted, 4 timed out with some outstanding. */
 export type WaitExit = 0 | 1 | 4;
 export type WaitVerdict = { readonly done: false } | { readonly done: true; readonly exit: WaitExit; readonly timedOut: boolean };
 
@@ -20,12 +20,13 @@ export type WaitVerdict = { readonly done: false } | { readonly done: true; read
 export function waitVerdict(counts: PublishCounts, deadlinePassed: boolean): WaitVerdict {
   if (counts.outstanding > 0 && !deadlinePassed) return { done: false };
   const timedOut = counts.outstanding > 0;
-  return { done: true, exit: counts.failed > 0 ? 1 : timedOut ? 4 : 0, timedOut };
+  // A node that went back on its own did not keep the publish: it needs the operator as a failure does.
+  return { done: true, exit: counts.failed + counts.reverted > 0 ? 1 : timedOut ? 4 : 0, timedOut };
 }
 
-/** `2 applied, 1 outstanding, 1 failed, 0 superseded` */
+/** `2 applied, 1 outstanding, 1 failed, 0 reverted, 0 superseded` */
 export function formatCounts(c: PublishCounts): string {
-  return `${c.applied} applied, ${c.outstanding} outstanding, ${c.failed} failed, ${c.superseded} superseded`;
+  return `${c.applied} applied, ${c.outstanding} outstanding, ${c.failed} failed, ${c.reverted} reverted, ${c.superseded} superseded`;
 }
 
 /** One row per node the publish touched; a reason is folded onto one line (a restart command's output may span many). */

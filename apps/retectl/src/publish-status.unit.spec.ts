@@ -1,7 +1,7 @@
 import { formatCounts, formatPublishNodes, waitVerdict } from './publish-status.js';
 import { countsReporter, waitLine } from './publish-wait.js';
 
-const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
+const counts = { applied: 0, outstanding: 0, failed: 0, reverted: 0, superseded: 0 };
 
 describe('waiting for a publish', () => {
   it('goes on while a node is outstanding and the deadline has not passed', () => {
@@ -19,6 +19,10 @@ describe('waiting for a publish', () => {
     expect(waitVerdict({ ...counts, failed: 1, outstanding: 2 }, true)).toEqual({ done: true, exit: 1, timedOut: true });
   });
 
+  it('exits 1 when a node reverted the publish on its own', () => {
+    expect(waitVerdict({ ...counts, applied: 2, reverted: 1 }, false)).toEqual({ done: true, exit: 1, timedOut: false });
+  });
+
   it('exits 4 at the deadline with nodes still outstanding and none failed', () => {
     expect(waitVerdict({ ...counts, applied: 2, outstanding: 1 }, true)).toEqual({ done: true, exit: 4, timedOut: true });
   });
@@ -26,7 +30,9 @@ describe('waiting for a publish', () => {
 
 describe('publish status output', () => {
   it('counts every status', () => {
-    expect(formatCounts({ applied: 2, outstanding: 1, failed: 1, superseded: 0 })).toBe('2 applied, 1 outstanding, 1 failed, 0 superseded');
+    expect(formatCounts({ applied: 2, outstanding: 1, failed: 1, reverted: 1, superseded: 0 })).toBe(
+      '2 applied, 1 outstanding, 1 failed, 1 reverted, 0 superseded',
+    );
   });
 
   it('lists each node with its status, contact and reason on one line', () => {
@@ -58,14 +64,14 @@ describe('publish status output', () => {
 });
 
 describe('the live counts of publish --wait', () => {
-  const counts = (applied: number, outstanding: number, failed = 0) => ({ applied, outstanding, failed, superseded: 0 });
+  const counts = (applied: number, outstanding: number, failed = 0) => ({ applied, outstanding, failed, reverted: 0, superseded: 0 });
   const sink = (isTTY: boolean) => {
     const written: string[] = [];
     return { isTTY, written, write: (t: string) => written.push(t) };
   };
 
   it('reads as the elapsed time and the counts', () => {
-    expect(waitLine(counts(2, 1, 1), 12.7)).toBe('waiting 12s: 2 applied, 1 outstanding, 1 failed, 0 superseded');
+    expect(waitLine(counts(2, 1, 1), 12.7)).toBe('waiting 12s: 2 applied, 1 outstanding, 1 failed, 0 reverted, 0 superseded');
   });
 
   it('rewrites one line in place on a terminal, and ends it when done', () => {
@@ -76,9 +82,9 @@ describe('the live counts of publish --wait', () => {
     r.update(counts(3, 0), 3);
     r.done();
     expect(s.written).toEqual([
-      '\r\u001b[Kwaiting 1s: 0 applied, 3 outstanding, 0 failed, 0 superseded',
-      '\r\u001b[Kwaiting 2s: 0 applied, 3 outstanding, 0 failed, 0 superseded',
-      '\r\u001b[Kwaiting 3s: 3 applied, 0 outstanding, 0 failed, 0 superseded',
+      '\r\u001b[Kwaiting 1s: 0 applied, 3 outstanding, 0 failed, 0 reverted, 0 superseded',
+      '\r\u001b[Kwaiting 2s: 0 applied, 3 outstanding, 0 failed, 0 reverted, 0 superseded',
+      '\r\u001b[Kwaiting 3s: 3 applied, 0 outstanding, 0 failed, 0 reverted, 0 superseded',
       '\n',
     ]);
   });
@@ -92,9 +98,9 @@ describe('the live counts of publish --wait', () => {
     r.update(counts(2, 0, 1), 7);
     r.done();
     expect(s.written).toEqual([
-      'waiting 0s: 0 applied, 3 outstanding, 0 failed, 0 superseded\n',
-      'waiting 5s: 1 applied, 2 outstanding, 0 failed, 0 superseded\n',
-      'waiting 7s: 2 applied, 0 outstanding, 1 failed, 0 superseded\n',
+      'waiting 0s: 0 applied, 3 outstanding, 0 failed, 0 reverted, 0 superseded\n',
+      'waiting 5s: 1 applied, 2 outstanding, 0 failed, 0 reverted, 0 superseded\n',
+      'waiting 7s: 2 applied, 0 outstanding, 1 failed, 0 reverted, 0 superseded\n',
     ]);
   });
 });

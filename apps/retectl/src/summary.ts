@@ -1,4 +1,4 @@
-import type { PublishResponse } from '#contracts';
+import type { PublishResponse, ResourcesJson } from '#contracts';
 import { artifactsText, formatResourceChange, type Plan, type PlanEntry, type ResourceChange } from '#rete';
 import { plural } from './output.js';
 
@@ -111,4 +111,29 @@ export function formatPublish(
   ];
   lines.push(...bounded(body.changed, (c) => [`${c.node} ${c.from} -> ${c.to}${retired(c.node) ? ' (retired)' : ''}`], options));
   return lines;
+}
+
+/**
+ * The host resources a publish sets, over the nodes it changed: `host resources on 3 nodes: 12 files,
+ * 2 packages (nginx, curl)`, from each changed node's resources.json as published (a retired node's
+ * none), or undefined when no changed node declares any. What each added, changed or removed against
+ * its head is `retectl plan`'s to say; this names what the publish touches.
+ */
+export function publishResourcesLine(changed: readonly { node: string }[], resourcesOf: (node: string) => ResourcesJson | undefined): string | undefined {
+  let nodes = 0;
+  let files = 0;
+  const packages = new Map<string, number>();
+  for (const { node } of changed) {
+    const r = resourcesOf(node);
+    if (!r || r.files.length + r.packages.length === 0) continue;
+    nodes++;
+    files += r.files.length;
+    for (const p of r.packages) packages.set(p.name, (packages.get(p.name) ?? 0) + 1);
+  }
+  if (nodes === 0) return undefined;
+  const names = [...packages.keys()].sort();
+  const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? `, and ${names.length - 5} more` : '');
+  const pkgCount = [...packages.values()].reduce((a, b) => a + b, 0);
+  const parts = [...(files > 0 ? [plural(files, 'file')] : []), ...(pkgCount > 0 ? [`${plural(pkgCount, 'package')} (${shown})`] : [])];
+  return `host resources on ${plural(nodes, 'changed node')}: ${parts.join(', ')}`;
 }

@@ -1,5 +1,5 @@
 import type { Plan, PlanEntry } from '#rete';
-import { bounded, formatPlan, formatPublish, LIST_LIMIT, resourcesTouched } from './summary.js';
+import { bounded, formatPlan, formatPublish, LIST_LIMIT, publishResourcesLine, resourcesTouched } from './summary.js';
 
 const plan = (entries: PlanEntry[]): Plan => ({ entries, changes: entries.some((e) => e.action !== 'unchanged' && e.action !== 'absent'), ineligible: [] });
 const changed = (n: number): PlanEntry[] =>
@@ -106,5 +106,23 @@ describe('formatPublish', () => {
 
   it('says nothing changed without a publish', () => {
     expect(formatPublish({ publish_id: null, position: 9, changed: [], unchanged: 40 }, 0, 0)).toEqual(['nothing changed: 40 unchanged']);
+  });
+});
+
+describe('publishResourcesLine', () => {
+  const file = (path: string) => ({ path, mode: '0644', owner: 'root', group: 'root', content: { artifact: 'x' } }) as never;
+  const pkg = (name: string) => ({ manager: 'apt' as const, name, version: '1.0-1' });
+  it("counts the files and packages the changed nodes' content sets, naming the packages", () => {
+    const resources = new Map([
+      ['a', { files: [file('/etc/a'), file('/etc/b')], packages: [pkg('nginx')] }],
+      ['b', { files: [], packages: [pkg('nginx'), pkg('curl')] }],
+      ['c', { files: [], packages: [] }],
+    ]);
+    expect(publishResourcesLine([{ node: 'a' }, { node: 'b' }, { node: 'c' }, { node: 'd' }], (n) => resources.get(n))).toBe(
+      'host resources on 2 changed nodes: 2 files, 3 packages (curl, nginx)',
+    );
+  });
+  it('says nothing when no changed node declares any', () => {
+    expect(publishResourcesLine([{ node: 'a' }], () => undefined)).toBeUndefined();
   });
 });

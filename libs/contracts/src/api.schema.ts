@@ -476,21 +476,102 @@ export const PublishSummary = z.object({
   /** Set when a scoped token reads it: `changed` and `accepted_ineligible` hold the scope's nodes only; `unchanged` is still the whole tree's. */
   scoped: z.literal(true).optional(),
 });
-export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'superseded']);
+/** `reverted`: the agent took the version, then went back from it on its own (a confirmation window ran out, or its own check failed). */
+export const PublishNodeStatus = z.enum(['applied', 'outstanding', 'failed', 'reverted', 'superseded']);
 export type PublishNodeStatus = z.infer<typeof PublishNodeStatus>;
+/** How many of a publish's nodes stand where; `reverted` is absent from a coordinator older than it, and reads as 0. */
+export const PublishCounts = z.object({
+  applied: z.number().int(),
+  outstanding: z.number().int(),
+  failed: z.number().int(),
+  reverted: z.number().int().default(0),
+  superseded: z.number().int(),
+});
+/** One node of a publish, as the detail and the paged node list show it. */
+export const PublishNodeRow = NodeChange.extend({
+  status: PublishNodeStatus,
+  reason: z.string().nullable(),
+  ineligible: z.boolean(),
+  last_contact: Timestamp.nullable(),
+  activation: ReportActivation.nullable(),
+});
 export const PublishDetail = PublishSummary.extend({
-  nodes: z.array(
-    NodeChange.extend({
-      status: PublishNodeStatus,
-      reason: z.string().nullable(),
-      ineligible: z.boolean(),
-      last_contact: Timestamp.nullable(),
-      activation: ReportActivation.nullable(),
+  nodes: z.array(PublishNodeRow),
+  counts: PublishCounts,
+});
+/**
+ * One point of a publish's convergence: at `seconds` after the publish, how many of its nodes had
+ * reported it applied, failed or reverted (cumulative); the rest were outstanding.
+ */
+export const PublishTimelinePoint = z.object({
+  seconds: z.number().int().nonnegative(),
+  applied: z.number().int(),
+  failed: z.number().int(),
+  reverted: z.number().int(),
+});
+/** GET /v1/publishes/{id}/counts: a publish and its counts, never its nodes, so asking costs the same for 10 nodes or 10,000. */
+export const PublishCountsResponse = PublishSummary.omit({ changed: true }).extend({
+  /** The nodes the publish changed (that the caller may see). */
+  total: z.number().int().nonnegative(),
+  counts: PublishCounts,
+  /** At most TIMELINE_POINTS points, oldest first; the last is now. */
+  timeline: z.array(PublishTimelinePoint),
+});
+export const TIMELINE_POINTS = 60;
+export const PublishNodesQuery = z.strictObject({
+  status: PublishNodeStatus.optional(),
+  /** The last node name of the page before. */
+  cursor: NodeName.optional(),
+  limit: Limit,
+});
+/** GET /v1/publishes/{id}/nodes: a page of a publish's nodes in name order, with the whole publish's counts. */
+export const PublishNodesPage = z.object({
+  items: z.array(PublishNodeRow),
+  next_cursor: z.string().nullable(),
+  counts: PublishCounts,
+  total: z.number().int(),
+});
+export type PublishCounts = z.infer<typeof PublishCounts>;
+export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
+
+/** Why a node is on the overview's attention list, most urgent first. */
+export const AttentionReason = z.enum(['failed', 'ineligible', 'stale_checkpoint', 'behind']);
+export type AttentionReason = z.infer<typeof AttentionReason>;
+/** The last-contact ages the overview counts nodes in: up to `upto_seconds` (null: older than the last bound, or never). */
+export const CONTACT_AGE_BUCKETS = [
+  { label: '< 1m', upto_seconds: 60 },
+  { label: '< 5m', upto_seconds: 300 },
+  { label: '< 1h', upto_seconds: 3600 },
+  { label: '< 1d', upto_seconds: 86_400 },
+  { label: '< 7d', upto_seconds: 604_800 },
+  { label: '≥ 7d', upto_seconds: null },
+] as const;
+/**
+ * GET /v1/fleet/overview: the fleet counted by the coordinator, so a page shows 100,000 nodes as a
+ * few numbers. `attention` names at most ATTENTION_LIMIT nodes (failed, then ineligible, then a
+ * stale checkpoint, then behind), `attention_total` counts them all.
+ */
+export const FleetOverview = z.object({
+  total: z.number().int(),
+  lifecycle: z.record(NodeLifecycle, z.number().int()),
+  convergence: z.object({ converged: z.number().int(), outstanding: z.number().int(), failed: z.number().int(), unpublished: z.number().int() }),
+  agent_versions: z.array(z.object({ version: z.string().nullable(), nodes: z.number().int() })),
+  contact_age: z.array(z.object({ label: z.string(), upto_seconds: z.number().int().nullable(), nodes: z.number().int() })),
+  never_contacted: z.number().int(),
+  attention_counts: z.record(AttentionReason, z.number().int()),
+  attention_total: z.number().int(),
+  attention: z.array(
+    z.object({
+      node: NodeName,
+      reasons: z.array(AttentionReason),
+      version: z.number().int().nullable(),
+      applied_version: z.number().int().nullable(),
+      last_contact_age_seconds: z.number().int().nullable(),
+      last_error: z.string().nullable(),
     }),
   ),
-  counts: z.object({ applied: z.number().int(), outstanding: z.number().int(), failed: z.number().int(), superseded: z.number().int() }),
 });
-export const PublishList = z.object({ items: z.array(PublishSummary), next_cursor: z.string().nullable() });
+export const ATTENTION_LIMIT = 50;
 
 export const LedgerEventsQuery = z.strictObject({
   after: z

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { HINT } from '../hints.js';
 import { query } from '../api.js';
 import { age, localTime } from '../format.js';
 import { html } from '../html.js';
@@ -50,7 +51,7 @@ export function FleetPage({ params }: { params: URLSearchParams }) {
         html`
         ${
           loaded.data.items.length === 0
-            ? html`<p class="empty">${q || state ? 'No node matches this filter. Clear the search or pick another state.' : "No nodes yet. Publish a rete with `retectl publish`, then create each node's enrolment token with `retectl token create NODE`."}</p>`
+            ? html`<p class="empty">${q || state ? 'No node matches this filter. Clear the search or pick another state.' : `No nodes yet. Publish a rete with \`${HINT.publish}\`, then create each node's enrolment token with \`${HINT.enrolmentToken}\`.`}</p>`
             : html`<table class="nodes">
               <caption class="visually-hidden">Nodes, in name order</caption>
               <thead>

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { HINT } from '../hints.js';
 import { api, ApiError } from '../api.js';
 import { html } from '../html.js';
 import { ErrorBox, Pending, useApi } from '../load.js';
@@ -70,7 +71,7 @@ function Checkpoint() {
     <${Pending} loaded=${loaded} what="the latest checkpoint" />
     ${
       loaded.state === 'done' &&
-      html`<p>Position ${loaded.data.position}, signed <time datetime=${loaded.data.time}>${localTime(loaded.data.time)}</time> with trust version ${loaded.data.trust_version}. Keep a copy where the coordinator's administrators cannot write (<code>retectl audit checkpoint</code> prints it); <code>retectl audit verify --checkpoint FILE</code> proves it against the ledger and the mirror later.</p>
+      html`<p>Position ${loaded.data.position}, signed <time datetime=${loaded.data.time}>${localTime(loaded.data.time)}</time> with trust version ${loaded.data.trust_version}. Keep a copy where the coordinator's administrators cannot write (<code>${HINT.auditCheckpoint}</code> prints it); <code>${HINT.auditVerify}</code> proves it against the ledger and the mirror later.</p>
       <pre data-testid="checkpoint"><code>${loaded.data.note}</code></pre>`
     }`;
 }
@@ -107,6 +108,6 @@ function Witnesses() {
             })}
           </tbody>
         </table>
-        ${loaded.data.next_after && html`<p class="muted">The first 100 nodes; <code>retectl audit witnesses</code> checks them all.</p>`}`
+        ${loaded.data.next_after && html`<p class="muted">The first 100 nodes; <code>${HINT.auditWitnesses}</code> checks them all.</p>`}`
     }`;
 }

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { HINT } from '../hints.js';
 import { api, ApiError, query } from '../api.js';
 import { age, localTime, shortHash } from '../format.js';
 import { html } from '../html.js';
@@ -28,7 +29,7 @@ export function NodePage({ node, params }: { node: string; params: URLSearchPara
         html`
         <h2>Versions</h2>
         ${versions.error && html`<${ErrorBox} error=${versions.error} what="the versions" />`}
-        ${versions.items.length === 0 && !versions.loading && !versions.error ? html`<p class="empty">No version was ever published for this node. Publish a rete that declares it: <code>retectl publish</code>.</p>` : null}
+        ${versions.items.length === 0 && !versions.loading && !versions.error ? html`<p class="empty">No version was ever published for this node. Publish a rete that declares it: <code>${HINT.publish}</code>.</p>` : null}
         ${versions.items.length > 0 && html`<${DiffPicker} node=${node} items=${versions.items} from=${from} to=${to} />`}
         ${from !== null && to !== null && html`<${Diff} node=${node} from=${Number(from)} to=${Number(to)} />`}
         <ol class="timeline" aria-label="Versions, newest first">

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { HINT } from '../hints.js';
 import { aborted, api, ApiError, query } from '../api.js';
 import { localTime } from '../format.js';
 import { html } from '../html.js';
@@ -48,7 +49,7 @@ export function RolloutsPage({ params }: { params: URLSearchParams }) {
     ${
       followed.state === 'done' &&
       (followed.data.rollouts.length === 0
-        ? html`<p class="empty">${status ? `No rollout is ${status}.` : 'No rollout yet: `retectl publish --canary NODES --waves 10,50,100` releases a publish in waves.'}</p>`
+        ? html`<p class="empty">${status ? `No rollout is ${status}.` : `No rollout yet: \`${HINT.rolloutWaves}\` releases a publish in waves.`}</p>`
         : html`<table class="nodes rollouts">
             <caption class="visually-hidden">Rollouts, newest first</caption>
             <thead>
@@ -75,7 +76,7 @@ export function RolloutsPage({ params }: { params: URLSearchParams }) {
             followed.data.rollouts.length === limit &&
             (limit < 1000
               ? html`<nav class="pager" aria-label="Pages"><a href=${href.rollouts({ status, limit: String(Math.min(1000, limit * 4)) })}>Show up to ${Math.min(1000, limit * 4)}</a></nav>`
-              : html`<p class="muted">The newest 1000; <code>retectl rollout list</code> and a status filter narrow it.</p>`)
+              : html`<p class="muted">The newest 1000; <code>${HINT.rolloutList}</code> and a status filter narrow it.</p>`)
           }`)
     }
   </section>`;

@@ -10,7 +10,7 @@ import type { ConvergenceState, CredentialState, NodeLifecycle, PublishNodeStatu
 
 export interface Outcome {
   readonly version: number;
-  readonly result: 'applied' | 'failed' | 'rejected';
+  readonly result: 'applied' | 'failed' | 'rejected' | 'reverted';
   readonly error: string | null;
   /** How an applied version was activated, as the agent reported it. */
   readonly activation?: unknown;
@@ -59,6 +59,8 @@ export function convergence(f: NodeFacts): ConvergenceState | null {
 export function publishNodeStatus(to: number, f: Pick<NodeFacts, 'appliedVersion' | 'outcomes'>): { status: PublishNodeStatus; reason: string | null } {
   const own = f.outcomes.find((o) => o.version === to);
   if (own?.result === 'applied') return { status: 'applied', reason: null };
+  // Before superseded: the revert is itself a later version the node then runs, and that it went back is the news.
+  if (own?.result === 'reverted') return { status: 'reverted', reason: own.error ?? 'reverted without a reason' };
   const later = f.outcomes.some((o) => o.version > to && o.result === 'applied') || (f.appliedVersion !== null && f.appliedVersion > to);
   if (later) return { status: 'superseded', reason: null };
   if (own) return { status: 'failed', reason: own.error ?? `${own.result} without a reason` };

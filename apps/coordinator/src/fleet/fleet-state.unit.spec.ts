@@ -96,6 +96,16 @@ describe('fleet state', () => {
         reason: null,
       });
       expect(publishNodeStatus(5, { appliedVersion: null, outcomes: [] })).toEqual({ status: 'outstanding', reason: null });
+      // A revert is a later version the node then runs: that it went back is what the publish shows.
+      expect(
+        publishNodeStatus(5, {
+          appliedVersion: 6,
+          outcomes: [
+            { version: 5, result: 'reverted', error: 'not confirmed in time' },
+            { version: 6, result: 'applied', error: null },
+          ],
+        }),
+      ).toEqual({ status: 'reverted', reason: 'not confirmed in time' });
     });
 
     it('keeps an applied version applied after later versions arrive', () => {

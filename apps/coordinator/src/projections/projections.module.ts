@@ -3,6 +3,7 @@ import { LedgerModule, LedgerWriter } from '../ledger/index.js';
 import { ReadModelProjection } from './project.js';
 import { ProjectionsController } from './projections.controller.js';
 import { QueriesController } from './queries.controller.js';
+import { ViewsController } from './views.controller.js';
 
 /**
  * The read models the ledger is projected into, the history queries over them and their rebuild.
@@ -10,7 +11,7 @@ import { QueriesController } from './queries.controller.js';
  */
 @Module({
   imports: [LedgerModule],
-  controllers: [QueriesController, ProjectionsController],
+  controllers: [QueriesController, ViewsController, ProjectionsController],
 })
 export class ProjectionsModule implements OnModuleInit {
   constructor(private readonly writer: LedgerWriter) {}

@@ -252,7 +252,7 @@ export class QueriesController {
       new Date(),
       Number.isFinite(minVersion) ? minVersion : 0,
     );
-    const counts = { applied: 0, outstanding: 0, failed: 0, superseded: 0 };
+    const counts = { applied: 0, outstanding: 0, failed: 0, reverted: 0, superseded: 0 };
     const nodes = changes.map((c) => {
       const r = records.get(c.node)!;
       const { status, reason } = publishNodeStatus(c.to, r);

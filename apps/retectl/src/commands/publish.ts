@@ -1,4 +1,4 @@
-import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishResponse, type NodeLabels } from '#contracts';
+import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishDetail, PublishResponse, RESOURCES_JSON, type NodeLabels } from '#contracts';
 import { pack } from 'tar-stream';
 import { Readable } from 'node:stream';
 import { bytesOf, nodeLabels, type ArtifactDigests } from '#rete';
@@ -9,9 +9,10 @@ import { CoordinatorClient } from '../client.js';
 import { RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
-import { countsReporter, waitForPublish, type WaitResult } from '../publish-wait.js';
+import { countsReporter, publishNodes, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
-import { formatPublish, LIST_LIMIT } from '../summary.js';
+import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
+import { parseResources } from '../resources-json.js';
 import { loadCompiledTree } from '../rete-dir.js';
 import { digestsOf } from './plan.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
@@ -222,16 +223,27 @@ export async function run(options: PublishOptions): Promise<number> {
   for (const n of body.accepted_ineligible ?? []) note(`${ineligibleLine(n.node, n.failed_briefing)}; accepted with --allow-ineligible, as the ledger records`);
   // The publish is said before the wait, so the live counts (stderr) follow it.
   // A changed node the tree does not hold is one this (pruning) publish retires.
-  if (!options.json) for (const line of formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node))) out(line);
+  if (!options.json) {
+    const lines = formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node));
+    const resources = publishResourcesLine(body.changed, (node) => {
+      const text = tree.get(node)?.get(RESOURCES_JSON);
+      return text === undefined ? undefined : parseResources(bytesOf(text).toString('utf8'), `${node}'s compiled ${RESOURCES_JSON}`);
+    });
+    // After the summary line, before the list of nodes.
+    if (resources) lines.splice(1, 0, resources);
+    for (const line of lines) out(line);
+  }
   const waited =
     options.waitSeconds !== undefined && body.publish_id !== null
       ? await waitForPublish(client, body.publish_id, options.waitSeconds, options.json ? undefined : countsReporter())
       : null;
   if (options.json) {
-    outJson({ ...body, sent, uploaded, ...(waited ? { status: waited.detail, timed_out: waited.timedOut } : {}) });
+    // --json keeps its shape, every node's row in `status`, which scripts read: asked once, at the end.
+    const status = waited ? (await client.call('GET', `/v1/publishes/${encodeURIComponent(body.publish_id!)}`, PublishDetail)).body : null;
+    outJson({ ...body, sent, uploaded, ...(waited ? { status, timed_out: waited.timedOut } : {}) });
     return waited?.exit ?? 0;
   }
-  if (waited) printWaited(waited, options.waitSeconds!, options.all ?? false);
+  if (waited) await printWaited(client, body.publish_id!, waited, options.waitSeconds!, options.all ?? false);
   return waited?.exit ?? 0;
 }
 
@@ -264,17 +276,20 @@ async function reportRollout(
   return rolloutStatus({ ...options, id: r.id, watch: true, timeoutSeconds: options.waitSeconds });
 }
 
-/** After a wait: the nodes that did not reach the publish (all of them with --all), bounded, then the counts. */
-function printWaited(w: WaitResult, seconds: number, all: boolean): void {
+/**
+ * After a wait: the nodes that did not reach the publish (all of them with --all), bounded and asked
+ * a page at a time, then the counts.
+ */
+async function printWaited(client: CoordinatorClient, publishId: string, w: WaitResult, seconds: number, all: boolean): Promise<void> {
   const now = new Date();
-  const rows = all ? w.detail.nodes : w.detail.nodes.filter((n) => n.status !== 'applied' && n.status !== 'superseded');
+  const limit = all ? Infinity : LIST_LIMIT;
+  const { rows, total } = await publishNodes(client, publishId, all ? 'all' : ['failed', 'reverted', 'outstanding'], limit);
   if (rows.length > 0) {
-    const limit = all ? rows.length : LIST_LIMIT;
-    out(formatPublishNodes(rows.slice(0, limit), (since) => formatAge(since, now)));
-    if (rows.length > limit) out(`… and ${rows.length - limit} more; --all to list them`);
+    out(formatPublishNodes(rows, (since) => formatAge(since, now)));
+    if (total > rows.length) out(`… and ${total - rows.length} more; --all to list them`);
   }
-  out(formatCounts(w.detail.counts));
-  if (w.timedOut) note(`timed out after ${seconds} s with ${w.detail.counts.outstanding} node${w.detail.counts.outstanding === 1 ? '' : 's'} outstanding`);
+  out(formatCounts(w.counts));
+  if (w.timedOut) note(`timed out after ${seconds} s with ${w.counts.outstanding} node${w.counts.outstanding === 1 ? '' : 's'} outstanding`);
 }
 
 /**
