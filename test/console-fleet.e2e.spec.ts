@@ -258,6 +258,18 @@ describe('the console at fleet scale, in a real browser', () => {
     await axeClean('packages');
   });
 
+  it('explains every page of the header on its help page, each with the retectl command that shows the same', async () => {
+    await page.goto(ui('#/help'));
+    await page.getByRole('heading', { name: 'Help', exact: true }).waitFor();
+    const nav = await page.locator('header nav a').allInnerTexts();
+    const rows = await page.locator('tr[data-view]').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-view')));
+    expect(rows).toEqual(nav.filter((n) => n !== 'Help'));
+    for (const row of await page.locator('tr[data-view] code').allInnerTexts()) expect(row).toMatch(/^retectl /);
+    await shot('help');
+    await page.locator('tr[data-view="Overview"] a').click();
+    await page.getByRole('heading', { name: 'Overview', exact: true }).waitFor();
+  });
+
   it('has no serious or critical accessibility violation on the other pages either', async () => {
     for (const [hash, heading] of [
       ['#/fleet', 'Fleet'],
@@ -265,6 +277,7 @@ describe('the console at fleet scale, in a real browser', () => {
       ['#/publishes', 'Publishes'],
       ['#/rollouts', 'Rollouts'],
       ['#/ledger', 'Ledger and audit'],
+      ['#/help', 'Help'],
     ] as const) {
       await page.goto(ui(hash));
       await page.getByRole('heading', { name: heading, exact: true }).first().waitFor();

@@ -273,7 +273,7 @@ describe('web console in a real browser', () => {
     expect(await page.evaluate(FOCUSED)).toEqual({ tag: 'INPUT', text: '', outline: 'solid' });
     // Backwards from there: the header's controls in reverse order, up to the skip link.
     const seen = [];
-    const header = ['Sign out', 'Tokens', 'Packages', 'Keys', 'Ledger and audit', 'Rollouts', 'Publishes', 'Fleet', 'Overview', 'Skip to content'];
+    const header = ['Sign out', 'Help', 'Tokens', 'Packages', 'Keys', 'Ledger and audit', 'Rollouts', 'Publishes', 'Fleet', 'Overview', 'Skip to content'];
     for (let i = 0; i < header.length; i++) {
       await page.keyboard.press('Shift+Tab');
       seen.push(await page.evaluate(FOCUSED));

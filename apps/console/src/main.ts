@@ -6,6 +6,7 @@ import { html } from './html.js';
 import { FleetPage } from './pages/fleet.js';
 import { LedgerPage } from './pages/ledger.js';
 import { KeysPage, PackagesPage, TokensPage } from './pages/admin.js';
+import { HelpPage } from './pages/help.js';
 import { OverviewPage } from './pages/overview.js';
 import { NodePage } from './pages/node.js';
 import { PublishesPage, PublishPage } from './pages/publish.js';
@@ -104,6 +105,7 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         <a href=${href.keys()} aria-current=${current(['keys'])}>Keys</a>
         <a href=${href.packages()} aria-current=${current(['packages'])}>Packages</a>
         <a href=${href.tokens()} aria-current=${current(['tokens'])}>Tokens</a>
+        <a href=${href.help()} aria-current=${current(['help'])}>Help</a>
       </nav>
       <${Principal} />
       <button type="button" class="signout" onClick=${onSignOut}>Sign out</button>
@@ -136,6 +138,8 @@ function page(route: Route) {
       return html`<${KeysPage} />`;
     case 'packages':
       return html`<${PackagesPage} />`;
+    case 'help':
+      return html`<${HelpPage} />`;
     default:
       return html`<p class="empty">There is no page at <code>#${route.path}</code>. <a href=${href.fleet()}>Go to the fleet.</a></p>`;
   }

@@ -16,6 +16,7 @@ export type Route =
   | { page: 'tokens' }
   | { page: 'keys' }
   | { page: 'packages' }
+  | { page: 'help' }
   | { page: 'missing'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -29,8 +30,8 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'rollouts' && parts.length === 1) return { page: 'rollouts', params };
   if (parts[0] === 'rollouts' && parts.length === 2) return { page: 'rollout', id: parts[1] };
   if (parts[0] === 'ledger' && parts.length === 1) return { page: 'ledger' };
-  if (parts.length === 1 && (['overview', 'tokens', 'keys', 'packages'] as const).includes(parts[0] as never))
-    return { page: parts[0] as 'overview' | 'tokens' | 'keys' | 'packages' };
+  if (parts.length === 1 && (['overview', 'tokens', 'keys', 'packages', 'help'] as const).includes(parts[0] as never))
+    return { page: parts[0] as 'overview' | 'tokens' | 'keys' | 'packages' | 'help' };
   return { page: 'missing', path };
 }
 
@@ -77,6 +78,7 @@ export const href = {
   tokens: () => '#/tokens',
   keys: () => '#/keys',
   packages: () => '#/packages',
+  help: () => '#/help',
 };
 
 function qs(params: Record<string, string>): string {

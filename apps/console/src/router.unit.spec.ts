@@ -27,7 +27,7 @@ describe('console: routes', () => {
   });
 
   it('reads the overview and the read-only pages, and nothing beneath them', () => {
-    for (const page of ['overview', 'tokens', 'keys', 'packages'] as const) {
+    for (const page of ['overview', 'tokens', 'keys', 'packages', 'help'] as const) {
       expect(parseRoute(href[page]())).toEqual({ page });
       expect(parseRoute(`${href[page]()}/x`)).toEqual({ page: 'missing', path: `/${page}/x` });
     }

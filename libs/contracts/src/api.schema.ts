@@ -139,8 +139,8 @@ export const Profile = z
 /** A node's witness key: its raw 32-byte Ed25519 public key, base64 (C2SP tlog-cosignature). */
 export const WitnessKey = z
   .string()
-  .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be a base64 Ed25519 public key (32 bytes)')
-  .refine((k) => Buffer.from(k, 'base64').toString('base64') === k, 'must be canonical base64');
+  // 32 bytes are 43 base64 characters and a pad; the last character's two spare bits zero (canonical).
+  .regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, 'must be a base64 Ed25519 public key (32 bytes)');
 export const EnrolRequest = z.strictObject({
   token: z.string().max(512),
   /** The agent's own cosigning key, made for this enrolment: recorded in the ledger with it. */
