@@ -330,10 +330,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /**
    * The tree headers of an answer carrying the tree checkpoint `note` to a node holding `from`
    * leaves: null when there is no tree checkpoint to carry, undefined when memory cannot make them
-   * now (it has not caught up with that checkpoint: it starts to, and the database's path waits).
+   * now: it has not caught up with that checkpoint (it starts to, and the database's path waits), or
+   * the node holds a larger tree than `note` (another replica, ahead of this one, showed it: the
+   * database's path reads the current checkpoint and catches memory up to it before answering).
    */
   private treeHeaders(note: string | null, from: number | null, leaf: number | null = null): Record<string, string> | null | undefined {
     if (note === null) return null;
+    if (this.proofs.behind(note, from)) return undefined;
     const made = this.proofs.headers(note, from, leaf);
     if (made) return made;
     this.proofs.ready(note).catch((err: unknown) => this.log.error({ err }, 'the ledger tree in memory could not catch up'));
@@ -351,12 +354,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
 
   /**
    * The headers of a 304 that ends a held watch: the checkpoints as memory has them now, if it knows
-   * them and has the tree's proofs ready, else those the watch was held with.
+   * them, has the tree's proofs ready and its tree is not smaller than the node's, else those the
+   * watch was held with (read from the database, which the node's tree is never ahead of).
    */
   private expiredHeaders(current: Current, watch: Watch, from: number | null): Record<string, string> {
     const now = this.cache.checkpointNow();
     const treeNow = this.cache.treeNow();
-    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || this.proofs.isReady(treeNow));
+    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || (this.proofs.isReady(treeNow) && !this.proofs.behind(treeNow, from)));
     const tree = fresh ? treeNow : current.tree;
     return {
       ...pollHeaders(current.etag, fresh ? now : current.checkpoint, current.confirm, tree === null ? null : (this.proofs.headers(tree, from) ?? null)),

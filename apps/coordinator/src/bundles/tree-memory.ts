@@ -162,6 +162,16 @@ export class TreeProofs {
     return this.readyFor(note) !== null;
   }
 
+  /**
+   * Whether a node that holds a tree of `from` leaves holds more than the tree of `note` (made
+   * ready): it was shown a newer checkpoint by a replica whose memory is ahead of this one's, and
+   * answering with `note` would look like a rollback to it. Not ready: false (nothing is known).
+   */
+  behind(note: string, from: number | null): boolean {
+    const r = this.readyFor(note);
+    return r !== null && from !== null && from > r.size;
+  }
+
   /** Makes memory cover the tree of `note` and checks its root; a root that differs (a restored database) reloads memory once. */
   async ready(note: string): Promise<void> {
     if (this.readyFor(note)) return;
