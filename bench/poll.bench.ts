@@ -26,6 +26,7 @@
  *   npm run bench:poll -- --tls [--reconnect-every 10]
  */
 import { createHash } from 'node:crypto';
+import { expandTreeCheckpoint, parseTreeCheckpoint } from '#bundle';
 import type autocannon from 'autocannon';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
@@ -106,7 +107,10 @@ async function main(): Promise<void> {
   // The size of the tree checkpoint an agent holds after that answer: the current one, so its 304s carry the empty proof from it.
   const treeNote = first.headers['florete-tree-checkpoint'];
   if (typeof treeNote !== 'string') throw new Error('the bundle answer carries no florete-tree-checkpoint');
-  const treeSize = Number(/^[^\n]*\n([0-9]+)\n/.exec(Buffer.from(treeNote, 'base64').toString('utf8'))?.[1]);
+  const chainNote = first.headers['florete-checkpoint'];
+  const treeSize = parseTreeCheckpoint(
+    expandTreeCheckpoint(treeNote, typeof chainNote === 'string' ? Buffer.from(chainNote, 'base64').toString('utf8') : null),
+  ).size;
   if (!Number.isSafeInteger(treeSize) || treeSize < 1) throw new Error('the tree checkpoint names no size');
   const headers = { ...bare, 'florete-tree-size': String(treeSize) };
   const proved = await api.expect(304, 'GET', path, { headers });

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import { checkTreeExtends, decodeProof, parseTreeCheckpoint, TREE_CONSISTENCY_HEADER } from '#bundle';
+import { checkTreeExtends, decodeProof, expandTreeCheckpoint, parseTreeCheckpoint, TREE_CONSISTENCY_HEADER } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { AGENT_PROFILE, Client, type Reply } from './support/http.js';
@@ -63,7 +63,8 @@ interface Tree {
   const treeOf = (r: Reply): Tree => {
     const header = r.headers.get('florete-tree-checkpoint');
     expect(header).toBeTruthy();
-    const { size, root } = parseTreeCheckpoint(Buffer.from(header!, 'base64').toString('utf8'));
+    const chain = r.headers.get('florete-checkpoint');
+    const { size, root } = parseTreeCheckpoint(expandTreeCheckpoint(header!, chain === null ? null : Buffer.from(chain, 'base64').toString('utf8')));
     return { size, root };
   };
 

@@ -16,7 +16,7 @@ import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCach
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
 import { TreeProofs, treeSizeOf } from './tree-memory.js';
-import { encodeStampLeaf, stampLeafOf, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
+import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -54,12 +54,36 @@ interface Watch {
 const HELD_WATCH = Symbol('florete held watch');
 type Carrying = IncomingMessage & { [HELD_WATCH]?: Watch };
 
-/** The headers of every poll answer, 304 or 200, from memory or from the database; `tree`, the tree checkpoint and its proofs (TreeProofs). */
+/** The last short tree checkpoint header made, with the two headers it was made from: nearly every answer carries the same pair. */
+let shortTree: { tree: string; checkpoint: string; value: string } | null = null;
+
+/**
+ * The tree checkpoint header (`tree`, base64 of the note) of an answer that carries the ledger
+ * checkpoint header `checkpoint`: its short form when that checkpoint says all of the note but its
+ * root and signature (compactTreeCheckpoint), else as it is.
+ */
+function treeCheckpointFor(tree: string, checkpoint: string): string {
+  if (shortTree?.tree !== tree || shortTree.checkpoint !== checkpoint) {
+    const note = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+    shortTree = { tree, checkpoint, value: compactTreeCheckpoint(note(tree), note(checkpoint)) ?? tree };
+  }
+  return shortTree.value;
+}
+
+/**
+ * The headers of every poll answer, 304 or 200, from memory or from the database; `tree`, the tree
+ * checkpoint and its proofs (TreeProofs), its checkpoint shortened against the ledger checkpoint
+ * this answer carries.
+ */
 function pollHeaders(etag: string, checkpoint: string | null, confirm: string | null, tree: Record<string, string> | null = null): Record<string, string> {
   const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
   if (checkpoint) headers[CHECKPOINT_HEADER] = checkpoint;
   if (confirm) headers[CONFIRM_HEADER] = confirm;
-  if (tree) Object.assign(headers, tree);
+  if (tree) {
+    Object.assign(headers, tree);
+    const note = tree[TREE_CHECKPOINT_HEADER];
+    if (note && checkpoint) headers[TREE_CHECKPOINT_HEADER] = treeCheckpointFor(note, checkpoint);
+  }
   return headers;
 }
 
