@@ -140,7 +140,8 @@ export const Profile = z
 export const WitnessKey = z
   .string()
   .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be a base64 Ed25519 public key (32 bytes)')
-  .refine((k) => Buffer.from(k, 'base64').toString('base64') === k, 'must be canonical base64');
+  // Canonical: the last character's four bits past the 32nd byte are zero (no Buffer: the console shares this schema).
+  .regex(/[AEIMQUYcgkosw048]=$/, 'must be canonical base64');
 export const EnrolRequest = z.strictObject({
   token: z.string().max(512),
   /** The agent's own cosigning key, made for this enrolment: recorded in the ledger with it. */
