@@ -8,6 +8,12 @@
  * of the rounds' ratios: a shared machine's load drifts, and turns keep a drift from landing on
  * one side only.
  *
+ * The coordinator's poll carries `florete-tree-size` like a real agent's (the size of the tree
+ * checkpoint it holds, the current one), so its 304 carries the consistency proof from it (proofs on
+ * the wire, docs/decisions/0014-proofs-on-the-wire.md). Each round has a third turn, the same poll
+ * without the size (proofs off: the checkpoints still, no consistency proof), and both are printed
+ * against the same baseline.
+ *
  * With --tls, both serve HTTPS with the same self-signed P-256 certificate: the coordinator itself
  * (FLORETE_TLS_CERT, FLORETE_TLS_KEY), the baseline as a node:https server, each with Node's TLS
  * defaults. The keep-alive turns are the same over HTTPS; then, in turns again, loads that open new
@@ -20,6 +26,7 @@
  *   npm run bench:poll -- --tls [--reconnect-every 10]
  */
 import { createHash } from 'node:crypto';
+import { expandTreeCheckpoint, parseTreeCheckpoint } from '#bundle';
 import type autocannon from 'autocannon';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
@@ -96,8 +103,22 @@ async function main(): Promise<void> {
   const first = await api.expect(200, 'GET', path, { token: credential });
   const etag = first.headers.etag;
   if (typeof etag !== 'string' || !etag) throw new Error('the bundle answer carries no ETag');
-  const headers = { authorization: `Bearer ${credential}`, 'if-none-match': etag };
-  await api.expect(304, 'GET', path, { headers });
+  const bare = { authorization: `Bearer ${credential}`, 'if-none-match': etag };
+  // The size of the tree checkpoint an agent holds after that answer: the current one, so its 304s carry the empty proof from it.
+  const treeNote = first.headers['florete-tree-checkpoint'];
+  if (typeof treeNote !== 'string') throw new Error('the bundle answer carries no florete-tree-checkpoint');
+  const chainNote = first.headers['florete-checkpoint'];
+  const treeSize = parseTreeCheckpoint(
+    expandTreeCheckpoint(treeNote, typeof chainNote === 'string' ? Buffer.from(chainNote, 'base64').toString('utf8') : null),
+  ).size;
+  if (!Number.isSafeInteger(treeSize) || treeSize < 1) throw new Error('the tree checkpoint names no size');
+  const headers = { ...bare, 'florete-tree-size': String(treeSize) };
+  const proved = await api.expect(304, 'GET', path, { headers });
+  // The empty proof from the current size: `<size> ` (a header's trailing space is not kept).
+  if (proved.headers['florete-tree-consistency']?.toString().trim() !== String(treeSize))
+    throw new Error(`a 304 to a poll with florete-tree-size carries no consistency proof: ${String(proved.headers['florete-tree-consistency'])}`);
+  if ((await api.expect(304, 'GET', path, { headers: bare })).headers['florete-tree-consistency'] !== undefined)
+    throw new Error('a 304 to a poll without florete-tree-size carries a consistency proof');
 
   // The baseline gets the same credential (id + stored hash) and ETag, so both sides answer the identical request.
   const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
@@ -110,7 +131,7 @@ async function main(): Promise<void> {
   });
   const baselineApi = new HttpClient(baseline.url, 16, cert?.certPem);
   onCleanup(() => baselineApi.close());
-  await baselineApi.expect(304, 'GET', path, { headers });
+  await baselineApi.expect(304, 'GET', path, { headers: bare });
 
   // The coordinator's own counter of 304 answers, read around its measured run: a cross-check that the
   // 304s autocannon saw were the poll path's not-modified answers.
@@ -121,21 +142,26 @@ async function main(): Promise<void> {
     return Number(m[1]);
   };
 
-  // Turns: coordinator, then baseline, each round; the side not measured idles. Each side warms up once, before its first turn.
+  // Turns: coordinator (proofs on), coordinator (proofs off), then baseline, each round; the sides not measured idle. Each side warms up once, before its first turn.
   const before304 = await served304();
-  const rounds: { coordinator: Measured; baseline: Measured; ratio: number }[] = [];
+  const rounds: { coordinator: Measured; unproved: Measured; baseline: Measured; ratio: number; unprovedRatio: number }[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const warmup = r === 0 ? opts.warmup : 0;
     const coordinatorSide = await withCpu(coordinator.child.pid, () =>
       measurePolls(`coordinator, round ${r + 1}`, coordinator.url + path, headers, { ...opts, warmup }, say),
     );
+    const unprovedSide = await withCpu(coordinator.child.pid, () =>
+      measurePolls(`coordinator, proofs off, round ${r + 1}`, coordinator.url + path, bare, { ...opts, warmup }, say),
+    );
     const baselineSide = await withCpu(baseline.pid, () =>
-      measurePolls(`${cert ? 'node:https' : 'node:http'} baseline, round ${r + 1}`, baseline.url + path, headers, { ...opts, warmup }, say),
+      measurePolls(`${cert ? 'node:https' : 'node:http'} baseline, round ${r + 1}`, baseline.url + path, bare, { ...opts, warmup }, say),
     );
     rounds.push({
       coordinator: coordinatorSide,
+      unproved: unprovedSide,
       baseline: baselineSide,
       ratio: coordinatorSide.result.requests.average / baselineSide.result.requests.average,
+      unprovedRatio: unprovedSide.result.requests.average / baselineSide.result.requests.average,
     });
   }
   const countedByServer = (await served304()) - before304;
@@ -150,7 +176,7 @@ async function main(): Promise<void> {
       )
     : [];
   await baseline.stop();
-  const sides = rounds.flatMap((r) => [r.coordinator, r.baseline]);
+  const sides = rounds.flatMap((r) => [r.coordinator, r.unproved, r.baseline]);
 
   const rows = sides.map((s) => [
     s.name,
@@ -164,14 +190,17 @@ async function main(): Promise<void> {
     perCpu(s.all304, s.cpuSeconds),
   ]);
   const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
-  const median = ratios.length % 2 ? ratios[(ratios.length - 1) / 2] : (ratios[ratios.length / 2 - 1] + ratios[ratios.length / 2]) / 2;
-  const mean = (side: 'coordinator' | 'baseline', read: (r: autocannon.Result) => number) =>
+  const median = medianOf(ratios);
+  const unprovedRatios = rounds.map((r) => r.unprovedRatio);
+  const mean = (side: 'coordinator' | 'unproved' | 'baseline', read: (r: autocannon.Result) => number) =>
     rounds.reduce((n, r) => n + read(r[side].result), 0) / rounds.length;
   const coordinatorRate = mean('coordinator', (r) => r.requests.average);
   process.stdout.write(
     [
       '',
-      `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304)`,
+      `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304); ` +
+        `the coordinator's rows with florete-tree-size: ${treeSize} (proofs on: the tree checkpoint and the consistency proof from the size held), ` +
+        `"proofs off" without it (the checkpoints only)`,
       `database: ${database}; ${cert ? 'HTTPS (TLS served by each process itself, P-256 certificate), keep-alive; ' : ''}${opts.connections} connections; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns, after ${opts.warmup} s warm-up each; Node ${process.version}`,
       '',
       formatTable(['server', 'req/s', 'mean', 'p50', 'p99', '304s', 'non-304', 'errors', '304s per server CPU s'], rows),
@@ -185,7 +214,10 @@ async function main(): Promise<void> {
           mean('coordinator', (r) => r.latency.p99),
           mean('baseline', (r) => r.latency.p99),
         )}`,
-      `per CPU second of the server (its process's user + system time over the turn, warm-up included): coordinator ${cpuRate(rounds.map((r) => r.coordinator))}, baseline ${cpuRate(rounds.map((r) => r.baseline))} 304s`,
+      `proofs off: ratio coordinator/baseline ${fmt(medianOf(unprovedRatios), 3)} (median of the rounds: ${unprovedRatios.map((r) => fmt(r, 3)).join(', ')}); ` +
+        `coordinator ${fmt(mean('unproved', (r) => r.requests.average))} req/s on average; proofs on/off: ${fmt(median / medianOf(unprovedRatios), 3)} ` +
+        `(median of the rounds: ${rounds.map((r) => fmt(r.ratio / r.unprovedRatio, 3)).join(', ')})`,
+      `per CPU second of the server (its process's user + system time over the turn, warm-up included): coordinator ${cpuRate(rounds.map((r) => r.coordinator))} (proofs off ${cpuRate(rounds.map((r) => r.unproved))}), baseline ${cpuRate(rounds.map((r) => r.baseline))} 304s`,
       `the coordinator counted ${fmt(countedByServer)} not-modified polls (florete_bundle_polls_not_modified_total) over its warm-up and runs; ` +
         `autocannon's latency histogram has 1 ms resolution`,
       '',
@@ -204,7 +236,7 @@ async function main(): Promise<void> {
 
   const bad = sides.map(pollProblem).filter((p) => p !== null);
   for (const p of bad) process.stderr.write(`${p}\n`);
-  const received304 = rounds.reduce((n, r) => n + r.coordinator.all304, 0);
+  const received304 = rounds.reduce((n, r) => n + r.coordinator.all304 + r.unproved.all304, 0);
   if (countedByServer < received304) {
     process.stderr.write(`the coordinator counted ${countedByServer} not-modified polls but autocannon received ${received304} 304s\n`);
     process.exitCode = 1;

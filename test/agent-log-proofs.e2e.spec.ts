@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import * as jose from 'jose';
-import { decodeProof, parseTreeCheckpoint, signTreeCheckpoint, type SigningKey } from '#bundle';
+import { decodeProof, expandTreeCheckpoint, parseTreeCheckpoint, signTreeCheckpoint, type SigningKey } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
@@ -96,7 +96,9 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
       kind: 'rewrite',
       headers: (h) => {
         const proof = decodeProof(h['florete-tree-inclusion'], 'inclusion');
-        proof.hashes[0][0] ^= 1;
+        // The hashes the consistency proof does not show; none at all when it shows the whole path: then one too many.
+        if (proof.hashes.length > 0) proof.hashes[0][0] ^= 1;
+        else proof.hashes.push(Buffer.alloc(32, 7));
         return { ...h, 'florete-tree-inclusion': `${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}` };
       },
     };
@@ -139,7 +141,10 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
     kind: 'rewrite' as const,
     headers: (h: Record<string, string>) => ({
       ...h,
-      'florete-tree-checkpoint': b64(signTreeCheckpoint(change(parseTreeCheckpoint(unb64(h['florete-tree-checkpoint']))), key)),
+      // Sent whole: the short form would take its other lines from the genuine ledger checkpoint.
+      'florete-tree-checkpoint': b64(
+        signTreeCheckpoint(change(parseTreeCheckpoint(expandTreeCheckpoint(h['florete-tree-checkpoint'], unb64(h['florete-checkpoint'])))), key),
+      ),
     }),
   });
 

@@ -57,6 +57,9 @@ export {
   consistencyProof,
   verifyInclusion,
   verifyConsistency,
+  consistencyHashes,
+  compactInclusion,
+  expandInclusion,
   completedBy,
   appendCoords,
   appendLeaves,
@@ -110,6 +113,8 @@ export {
   encodeProof,
   decodeProof,
   checkStampIncluded,
+  compactTreeCheckpoint,
+  expandTreeCheckpoint,
   checkTreeExtends,
   type StampLeaf,
 } from './log-proof.js';

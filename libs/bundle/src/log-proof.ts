@@ -1,8 +1,9 @@
 import type { BundlePayload } from '#contracts';
 import { canonicalJson } from './canonical-json.js';
 import { chainHash } from './chain.js';
-import { HASH_SIZE, leafHash, verifyConsistency, verifyInclusion } from './merkle.js';
-import type { TreeCheckpoint } from './tree-checkpoint.js';
+import { consistencyHashes, expandInclusion, HASH_SIZE, leafHash, verifyInclusion } from './merkle.js';
+import { parseCheckpoint } from './checkpoint.js';
+import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-checkpoint.js';
 
 /**
  * Proofs on the wire: what a poll answer carries so that its node checks that its bundle is in the
@@ -11,9 +12,15 @@ import type { TreeCheckpoint } from './tree-checkpoint.js';
  * proofs travel in headers, each one line:
  *
  * - request  `florete-tree-size: N`: the size of the tree checkpoint the node holds (0 or absent: none);
- * - answer   `florete-tree-checkpoint`: the signed tree checkpoint note, base64;
+ * - answer   `florete-tree-checkpoint`: the signed tree checkpoint note, base64; or, when the ledger checkpoint
+ *   of the same answer (`florete-checkpoint`) names its size, time, trust version and chain hash,
+ *   only what that one does not say: `<base64 root> <base64 key ID and signature>`
+ *   (compactTreeCheckpoint), from which the node rebuilds the note and checks its signature;
  * - answer   `florete-tree-consistency: N <base64 hashes>`: the proof from the size the node sent to the checkpoint's;
- * - 200 only `florete-tree-inclusion: I <base64 hashes>`: the audit path of leaf I (the stamp event at position I + 1);
+ * - 200 only `florete-tree-inclusion: I <base64 hashes>`: the audit path of leaf I (the stamp event at position I + 1)
+ *   in the checkpoint's tree, without the hashes the consistency proof of the same answer shows
+ *   (compactInclusion): a new stamp is newer than the tree the node held, so the path's upper
+ *   hashes are the ones that proof carries or computes;
  * - 200 only `florete-tree-leaf: <base64url canonical JSON>`: what the node needs beside its bundle to
  *   recompute that leaf: the stamp event's previous chain hash, its stream revision, its meta, and any
  *   field of its data the bundle does not carry.
@@ -127,12 +134,17 @@ export function decodeProof(header: string, name: string): { n: number; hashes: 
   return { n: Number(m[1]), hashes };
 }
 
-/** Throws not_in_log unless `proof` shows the stamp of `payload` (rebuilt with `leaf`) in the tree of `checkpoint`. */
+/**
+ * Throws not_in_log unless `proof` shows the stamp of `payload` (rebuilt with `leaf`) in the tree of
+ * `checkpoint`. `known`: what the answer's consistency proof showed (checkTreeExtends), which the
+ * inclusion proof leaves out; null when the answer had none.
+ */
 export function checkStampIncluded(
   payload: Parameters<typeof stampEntry>[0],
   leaf: StampLeaf,
   proof: { n: number; hashes: readonly Uint8Array[] },
   checkpoint: Pick<TreeCheckpoint, 'size' | 'root'>,
+  known: ReadonlyMap<string, Uint8Array> | null = null,
 ): void {
   if (proof.n !== payload.position - 1)
     throw new LogProofError(
@@ -140,7 +152,8 @@ export function checkStampIncluded(
       `the inclusion proof is for leaf ${proof.n}, the bundle was stamped at position ${payload.position} (leaf ${payload.position - 1})`,
     );
   const entry = stampEntry(payload, leaf);
-  if (!verifyInclusion(leafHash(Buffer.from(entry, 'hex')), proof.n, checkpoint.size, proof.hashes, Buffer.from(checkpoint.root, 'hex')))
+  const path = expandInclusion(proof.n, checkpoint.size, proof.hashes, known);
+  if (!path || !verifyInclusion(leafHash(Buffer.from(entry, 'hex')), proof.n, checkpoint.size, path, Buffer.from(checkpoint.root, 'hex')))
     throw new LogProofError(
       'not_in_log',
       `version ${payload.version} stamped at position ${payload.position} is not in the signed tree of ${checkpoint.size} entries: its inclusion proof does not lead to the checkpoint's root`,
@@ -150,14 +163,15 @@ export function checkStampIncluded(
 /**
  * Throws unless the tree of `next` extends the one held: a smaller size is a rollback, a proof that
  * does not join the two roots a fork (the ledger was rewritten, or this is another one). Nothing
- * held: anything goes (trust on first use).
+ * held: anything goes (trust on first use). Returns the hashes the proof showed, by range
+ * (consistencyHashes), for the inclusion proof of the same answer; null when nothing was held.
  */
 export function checkTreeExtends(
   held: Pick<TreeCheckpoint, 'size' | 'root'> | null,
   next: Pick<TreeCheckpoint, 'size' | 'root'>,
   proof: { n: number; hashes: readonly Uint8Array[] } | null,
-): void {
-  if (held === null || held.size === 0) return;
+): Map<string, Buffer> | null {
+  if (held === null || held.size === 0) return null;
   if (next.size < held.size)
     throw new LogProofError(
       'checkpoint_rollback',
@@ -169,13 +183,67 @@ export function checkTreeExtends(
         'checkpoint_fork',
         `tree checkpoint of ${next.size} entries has another root than the one held for that size: the ledger was rewritten or forked`,
       );
-    return;
+    return consistencyHashes(held.size, next.size, Buffer.from(held.root, 'hex'), Buffer.from(next.root, 'hex'), []);
   }
   if (!proof || proof.n !== held.size)
     throw new LogProofError('checkpoint_fork', `no consistency proof from the held tree of ${held.size} entries to the new one of ${next.size}`);
-  if (!verifyConsistency(held.size, next.size, Buffer.from(held.root, 'hex'), Buffer.from(next.root, 'hex'), proof.hashes))
+  const known = consistencyHashes(held.size, next.size, Buffer.from(held.root, 'hex'), Buffer.from(next.root, 'hex'), proof.hashes);
+  if (!known)
     throw new LogProofError(
       'checkpoint_fork',
       `the tree of ${next.size} entries does not extend the one held, of ${held.size}: the consistency proof fails, the ledger was rewritten or forked`,
     );
+  return known;
+}
+
+/**
+ * The tree checkpoint header for an answer that also carries the ledger checkpoint `chainNote`:
+ * `<base64 root> <base64 of the signature line's key ID and signature>` when every other line of the
+ * tree note (origin, size, time, trust, chain) follows from that checkpoint and the note has that one
+ * signature (the coordinator signs both with the same key at the same append); null otherwise (the
+ * whole note is sent). Used only when expanding it gives back exactly `treeNote`.
+ */
+export function compactTreeCheckpoint(treeNote: string, chainNote: string): string | null {
+  const sig = /\n\n— (\S+) ([A-Za-z0-9+/]+={0,2})\n$/.exec(treeNote);
+  const root = treeNote.split('\n', 3)[2];
+  if (!sig || root === undefined) return null;
+  const value = `${root} ${sig[2]}`;
+  try {
+    return expandTreeCheckpoint(value, chainNote) === treeNote ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The tree checkpoint note an answer's `florete-tree-checkpoint` header carries: base64 of the note,
+ * or the compact form rebuilt with the ledger checkpoint note of the same answer (`chainNote`). The
+ * note comes out unverified: its signature is checked over the rebuilt text as over any note, so a
+ * line taken from a ledger checkpoint that the tree's signer did not sign fails there. Throws
+ * proof_malformed for a compact form without a ledger checkpoint, or one that does not parse.
+ */
+export function expandTreeCheckpoint(header: string, chainNote: string | null): string {
+  const m = /^([A-Za-z0-9+/]{43}=) ([A-Za-z0-9+/]+={0,2})$/.exec(header);
+  if (!m) {
+    if (header.includes(' ')) throw new LogProofError('proof_malformed', `${TREE_CHECKPOINT_HEADER} is neither a base64 note nor "<root> <signature>"`);
+    return Buffer.from(header, 'base64').toString('utf8');
+  }
+  if (chainNote === null)
+    throw new LogProofError('proof_malformed', `${TREE_CHECKPOINT_HEADER} in its short form needs the ledger checkpoint of the same answer`);
+  let chain;
+  try {
+    chain = parseCheckpoint(chainNote).checkpoint;
+  } catch {
+    throw new LogProofError('proof_malformed', `${TREE_CHECKPOINT_HEADER} in its short form: the ledger checkpoint of the same answer does not parse`);
+  }
+  const origin = treeOrigin(chain.origin);
+  const text = treeCheckpointText({
+    origin,
+    size: chain.position,
+    root: Buffer.from(m[1], 'base64').toString('hex'),
+    time: chain.time,
+    trustVersion: chain.trustVersion,
+    chain: chain.hash,
+  });
+  return `${text}\n— ${origin} ${m[2]}\n`;
 }

@@ -1,7 +1,12 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { TrustKey } from '#contracts';
 import { chainHash } from './chain.js';
+import { CheckpointError, signCheckpoint } from './checkpoint.js';
 import {
   checkStampIncluded,
   checkTreeExtends,
+  compactTreeCheckpoint,
+  expandTreeCheckpoint,
   decodeProof,
   decodeStampLeaf,
   encodeProof,
@@ -10,7 +15,8 @@ import {
   stampEntry,
   type StampLeaf,
 } from './log-proof.js';
-import { appendLeaves, consistencyProof, inclusionProof, leafHash, treeRoot, type Coord } from './merkle.js';
+import { openTreeCheckpoint, signTreeCheckpoint, treeOrigin } from './tree-checkpoint.js';
+import { appendLeaves, compactInclusion, consistencyProof, inclusionProof, leafHash, treeRoot, type Coord } from './merkle.js';
 
 /** A tree built from entries with the store's own append, read from a map. */
 function tree(entries: readonly Buffer[]) {
@@ -27,6 +33,7 @@ function tree(entries: readonly Buffer[]) {
   return {
     root: (n: number) => treeRoot(n, read).toString('hex'),
     inclusion: (i: number, n: number) => inclusionProof(i, n, read),
+    compact: (i: number, n: number, from: number) => compactInclusion(i, n, from, read),
     consistency: (m: number, n: number) => consistencyProof(m, n, read),
   };
 }
@@ -109,6 +116,29 @@ describe('a node checks its bundle is in the signed log', () => {
     expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: good.hashes.slice(1) }, cp))).toBe('not_in_log');
   });
 
+  it('takes the inclusion proof without what the consistency proof of the same answer showed, and nothing planted in either', () => {
+    const { t } = ledger();
+    const cp = { size: 11, root: t.root(11) };
+    for (const from of [4, 5, 6]) {
+      const held = { size: from, root: t.root(from) };
+      const known = checkTreeExtends(held, cp, { n: from, hashes: t.consistency(from, 11) });
+      const sent = t.compact(5, 11, from);
+      expect(sent.length).toBeLessThan(t.inclusion(5, 11).length);
+      expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: sent }, cp, known))).toBeNull();
+      // The compact path alone, or the whole path with them, is not what was sent: refused.
+      expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: sent }, cp))).toBe('not_in_log');
+      expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: t.inclusion(5, 11) }, cp, known))).toBe('not_in_log');
+      const flipped = sent.map((h, i) => (i === 0 ? Buffer.from(h.map((b, j) => (j === 0 ? b ^ 1 : b))) : h));
+      // Held 5: the consistency proof shows every hash of the path (sent is empty); the leaf is still the node's own.
+      if (sent.length > 0) expect(code(() => checkStampIncluded(payload, leaf, { n: 5, hashes: flipped }, cp, known))).toBe('not_in_log');
+      expect(code(() => checkStampIncluded({ ...payload, version: 4 }, leaf, { n: 5, hashes: sent }, cp, known))).toBe('not_in_log');
+    }
+    // A consistency proof with a hash changed is refused as a fork before its hashes serve the inclusion proof.
+    const proof = t.consistency(4, 11);
+    const bent = proof.map((h, i) => (i === proof.length - 1 ? Buffer.from(h.map((b, j) => (j === 0 ? b ^ 1 : b))) : h));
+    expect(code(() => checkTreeExtends({ size: 4, root: t.root(4) }, cp, { n: 4, hashes: bent }))).toBe('checkpoint_fork');
+  });
+
   it('refuses malformed headers', () => {
     expect(code(() => decodeProof('5 !!', 'x'))).toBe('proof_malformed');
     expect(code(() => decodeProof(`5 ${Buffer.alloc(31).toString('base64')}`, 'x'))).toBe('proof_malformed');
@@ -141,5 +171,61 @@ describe('a node moves from the tree it holds to the new one', () => {
 
   it('refuses a smaller tree than the one held: a rollback', () => {
     expect(code(() => checkTreeExtends(held, { size: 6, root: t.root(6) }, null))).toBe('checkpoint_rollback');
+  });
+});
+
+describe('the tree checkpoint sent short beside the ledger checkpoint of the same answer', () => {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const x = (publicKey.export({ format: 'jwk' }) as { x: string }).x;
+  const key: TrustKey = { kty: 'OKP', crv: 'Ed25519', x, kid: 'k1' };
+  const signer = { kid: 'k1', privateKey };
+  const origin = 'florete.ledger/0123456789abcdef';
+  const time = '2026-12-02T01:02:03.456Z';
+  const chainHash = 'ab'.repeat(32);
+  const root = 'cd'.repeat(32);
+  const tree = signTreeCheckpoint({ origin: treeOrigin(origin), size: 42, root, time, trustVersion: 3, chain: chainHash }, signer);
+  const chain = signCheckpoint({ origin, position: 42, hash: chainHash, time, trustVersion: 3 }, signer);
+
+  it('is the root and the signature only, and rebuilds the very note, which verifies', () => {
+    const short = compactTreeCheckpoint(tree, chain)!;
+    expect(short).toMatch(/^[A-Za-z0-9+/]{43}= [A-Za-z0-9+/]+=*$/);
+    expect(short.length).toBeLessThan(Buffer.from(tree).toString('base64').length / 2);
+    expect(expandTreeCheckpoint(short, chain)).toBe(tree);
+    expect(openTreeCheckpoint(expandTreeCheckpoint(short, chain), [key]).checkpoint).toEqual(expect.objectContaining({ size: 42, root }));
+    // The whole note, base64, is taken as it was.
+    expect(expandTreeCheckpoint(Buffer.from(tree).toString('base64'), null)).toBe(tree);
+  });
+
+  it('is not made when the ledger checkpoint says anything else than the tree note', () => {
+    for (const other of [
+      { origin, position: 41, hash: chainHash, time, trustVersion: 3 },
+      { origin, position: 42, hash: 'ef'.repeat(32), time, trustVersion: 3 },
+      { origin, position: 42, hash: chainHash, time: '2026-12-02T01:02:03.457Z', trustVersion: 3 },
+      { origin, position: 42, hash: chainHash, time, trustVersion: 4 },
+      { origin: 'florete.ledger/fedcba9876543210', position: 42, hash: chainHash, time, trustVersion: 3 },
+    ])
+      expect(compactTreeCheckpoint(tree, signCheckpoint(other, signer))).toBeNull();
+  });
+
+  it('fails its signature when its root, its signature or the ledger checkpoint it is rebuilt with is not the signed one', () => {
+    const short = compactTreeCheckpoint(tree, chain)!;
+    const [r, sig] = short.split(' ');
+    const flip = (b64: string) => {
+      const b = Buffer.from(b64, 'base64');
+      b[b.length - 1] ^= 1;
+      return b.toString('base64');
+    };
+    const open = (value: string, chainNote: string) => () => openTreeCheckpoint(expandTreeCheckpoint(value, chainNote), [key]);
+    expect(open(`${flip(r)} ${sig}`, chain)).toThrow(CheckpointError);
+    expect(open(`${r} ${flip(sig)}`, chain)).toThrow(CheckpointError);
+    // A ledger checkpoint of another size, genuinely signed: the tree's signature is not over that.
+    expect(open(short, signCheckpoint({ origin, position: 43, hash: chainHash, time, trustVersion: 3 }, signer))).toThrow(CheckpointError);
+  });
+
+  it('is refused as malformed without a ledger checkpoint, or with spaces that are not the short form', () => {
+    const short = compactTreeCheckpoint(tree, chain)!;
+    expect(code(() => expandTreeCheckpoint(short, null))).toBe('proof_malformed');
+    expect(code(() => expandTreeCheckpoint(short, 'not a note'))).toBe('proof_malformed');
+    expect(code(() => expandTreeCheckpoint(`${short} more`, chain))).toBe('proof_malformed');
   });
 });

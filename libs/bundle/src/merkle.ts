@@ -273,3 +273,107 @@ export function appendCoords(start: number, count: number): Coord[] {
   }
   return [...wanted.values()];
 }
+
+const rangeKey = (r: Range): string => `${r.lo}-${r.hi}`;
+
+/**
+ * Walks RFC 9162 SUBPROOF(m, D[lo:hi]) as a verifier does, from the proof's last hash back, and
+ * notes the hash of every range it meets: each proof hash, and each value it computes on the way to
+ * both roots (a range of the old tree's leaves, or of the new tree's). `hashes` null: only the ranges.
+ */
+function walkSubproof(
+  m: number,
+  lo: number,
+  hi: number,
+  whole: boolean,
+  take: () => Buffer | null,
+  fromRoot: Buffer | null,
+  known: Map<string, Buffer | null>,
+): { old: Buffer | null; next: Buffer | null } {
+  const note = (r: Range, h: Buffer | null) => known.set(rangeKey(r), h);
+  const join = (a: Buffer | null, b: Buffer | null) => (a && b ? nodeHash(a, b) : null);
+  if (m === hi - lo) {
+    const h = whole ? fromRoot : take();
+    note({ lo, hi }, h);
+    return { old: h, next: h };
+  }
+  const k = splitOf(hi - lo);
+  if (m <= k) {
+    const right = take();
+    note({ lo: lo + k, hi }, right);
+    const r = walkSubproof(m, lo, lo + k, whole, take, fromRoot, known);
+    const next = join(r.next, right);
+    note({ lo, hi }, next);
+    return { old: r.old, next };
+  }
+  const left = take();
+  note({ lo, hi: lo + k }, left);
+  const r = walkSubproof(m - k, lo + k, hi, false, take, fromRoot, known);
+  const old = join(left, r.old);
+  const next = join(left, r.next);
+  note({ lo, hi: lo + m }, old);
+  note({ lo, hi }, next);
+  return { old, next };
+}
+
+/**
+ * The hashes a verified consistency proof from `from` to `to` leaves shows, by the range of leaves
+ * each is the RFC 6962 hash of: its own hashes and every value its verification computes. An
+ * inclusion proof in the tree of `to` leaves sent in the same answer needs none of those again
+ * (compactInclusion). Null when the proof does not verify (the same rule as verifyConsistency).
+ */
+export function consistencyHashes(
+  from: number,
+  to: number,
+  fromRoot: Uint8Array,
+  toRoot: Uint8Array,
+  proof: readonly Uint8Array[],
+): Map<string, Buffer> | null {
+  if (!verifyConsistency(from, to, fromRoot, toRoot, proof)) return null;
+  const known = new Map<string, Buffer | null>([[rangeKey({ lo: 0, hi: from }), Buffer.from(fromRoot)]]);
+  if (from === to) return known as Map<string, Buffer>;
+  const queue = proof.map((p) => Buffer.from(p));
+  const walked = walkSubproof(from, 0, to, true, () => queue.pop() ?? null, Buffer.from(fromRoot), known);
+  // verifyConsistency passed, so the walk (the same fold, RFC 9162's recursive form) lands on both roots.
+  if (queue.length !== 0 || !walked.next || !same(walked.next, toRoot) || !walked.old || !same(walked.old, fromRoot)) return null;
+  return known as Map<string, Buffer>;
+}
+
+/** The ranges consistencyHashes(from, to, …) gives hashes for: what a prover leaves out of the inclusion proof sent with it. */
+function consistencyRanges(from: number, to: number): Set<string> {
+  const known = new Map<string, Buffer | null>([[rangeKey({ lo: 0, hi: from }), null]]);
+  if (from < to) walkSubproof(from, 0, to, true, () => null, null, known);
+  return new Set(known.keys());
+}
+
+/**
+ * The audit path of leaf `index` in the tree of `size` leaves without the hashes that the
+ * consistency proof from `from` leaves (sent with it) shows: the ones it can rebuild are not sent
+ * twice. `from` null or 0: the whole path.
+ */
+export function compactInclusion(index: number, size: number, from: number | null, read: HashRead): Buffer[] {
+  checkInclusion(index, size);
+  const known = from !== null && from >= 1 && from <= size ? consistencyRanges(from, size) : new Set<string>();
+  return pathRanges(index, 0, size, [])
+    .filter((r) => !known.has(rangeKey(r)))
+    .map((r) => foldRange(r, read));
+}
+
+/**
+ * The whole audit path of leaf `index` in the tree of `size` leaves from a compactInclusion: each
+ * hash left out taken from `known` (consistencyHashes of the same answer), the others from `sent`
+ * in order. Null when `sent` has too few or too many hashes for that: the caller refuses the proof.
+ * What comes out is verified as any audit path is (verifyInclusion), so a hash planted in either
+ * fails there.
+ */
+export function expandInclusion(index: number, size: number, sent: readonly Uint8Array[], known: ReadonlyMap<string, Uint8Array> | null): Uint8Array[] | null {
+  if (!(Number.isSafeInteger(index) && Number.isSafeInteger(size) && index >= 0 && index < size)) return null;
+  const out: Uint8Array[] = [];
+  let at = 0;
+  for (const r of pathRanges(index, 0, size, [])) {
+    const h = known?.get(rangeKey(r)) ?? sent[at++];
+    if (h === undefined) return null;
+    out.push(h);
+  }
+  return at === sent.length ? out : null;
+}

@@ -2,8 +2,11 @@ import fc from 'fast-check';
 import {
   appendCoords,
   appendLeaves,
+  compactInclusion,
   completedBy,
   consistencyCoords,
+  consistencyHashes,
+  expandInclusion,
   consistencyProof,
   EMPTY_ROOT,
   inclusionCoords,
@@ -216,5 +219,86 @@ describe('verification refuses malformed input rather than throwing', () => {
     expect(verifyConsistency(9, 8, root, root, [])).toBe(false);
     expect(verifyConsistency(8, 8, root, root, [])).toBe(true);
     expect(verifyConsistency(8, 8, root, root, [root])).toBe(false);
+  });
+});
+
+describe('an inclusion proof sent with a consistency proof leaves out what that one shows', () => {
+  const store = new Store();
+  const leaves = Array.from({ length: 70 }, (_, i) => Buffer.from([i, i >> 8]));
+  store.append(leaves);
+  const leafOf = (i: number) => leafHash(leaves[i]);
+
+  it('is rebuilt to the whole audit path for every leaf, every held size and every tree up to 48 leaves', () => {
+    for (let n = 1; n <= 48; n++) {
+      const root = treeRoot(n, store.get);
+      for (let m = 0; m <= n; m++) {
+        const known = m === 0 ? null : consistencyHashes(m, n, treeRoot(m, store.get), root, consistencyProof(m, n, store.get));
+        if (m > 0) expect(known).not.toBeNull();
+        for (let i = 0; i < n; i++) {
+          const full = inclusionProof(i, n, store.get);
+          const sent = compactInclusion(i, n, m === 0 ? null : m, store.get);
+          expect(sent.length).toBeLessThanOrEqual(full.length);
+          const path = expandInclusion(i, n, sent, known);
+          expect(path?.map(hex)).toEqual(full.map(hex));
+          expect(verifyInclusion(leafOf(i), i, n, path!, root)).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('sends only the hashes below where the stamp and the held size part, for a stamp newer than the held tree', () => {
+    // The common 200: the node held 65 leaves, its stamp is leaf 66 of 70. Of the path [67,68) [64,66)
+    // [68,70) [0,64), the consistency proof from 65 carries [0,64) and [68,70) and computes [64,66).
+    expect(inclusionProof(66, 70, store.get).length).toBe(4);
+    expect(compactInclusion(66, 70, 65, store.get).map(hex)).toEqual([hex(leafOf(67))]);
+    // Held 60: the stamp's path below [64,70), which that proof carries, is sent.
+    expect(compactInclusion(66, 70, 60, store.get).length).toBe(3);
+  });
+
+  it('fails for a hash changed, left out or added, and for a consistency proof that does not verify', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 70 }), fc.nat(), fc.nat(), fc.nat(), (n, a, b, c) => {
+        const m = 1 + (a % n);
+        const i = b % n;
+        const root = treeRoot(n, store.get);
+        const old = treeRoot(m, store.get);
+        const proof = consistencyProof(m, n, store.get);
+        const known = consistencyHashes(m, n, old, root, proof)!;
+        const sent = compactInclusion(i, n, m, store.get);
+        const check = (hashes: Buffer[], k: ReadonlyMap<string, Uint8Array> | null) => {
+          const path = expandInclusion(i, n, hashes, k);
+          return path !== null && verifyInclusion(leafOf(i), i, n, path, root);
+        };
+        expect(check(sent, known)).toBe(true);
+        if (sent.length > 0) {
+          const j = c % sent.length;
+          expect(
+            check(
+              sent.map((h, k) => (k === j ? nodeHash(h, h) : h)),
+              known,
+            ),
+          ).toBe(false);
+          expect(check(sent.slice(0, -1), known)).toBe(false);
+        }
+        expect(check([...sent, root], known)).toBe(false);
+        // Without the consistency proof's hashes the compact path is too short (unless it left nothing out).
+        if (sent.length < inclusionProof(i, n, store.get).length) expect(check(sent, null)).toBe(false);
+        // A planted consistency proof is refused before any of its hashes is used.
+        if (proof.length > 0) {
+          const j = c % proof.length;
+          expect(
+            consistencyHashes(
+              m,
+              n,
+              old,
+              root,
+              proof.map((h, k) => (k === j ? nodeHash(h, h) : h)),
+            ),
+          ).toBeNull();
+        }
+        expect(consistencyHashes(m, n, nodeHash(old, old), root, proof)).toBeNull();
+      }),
+      { numRuns: 500 },
+    );
   });
 });

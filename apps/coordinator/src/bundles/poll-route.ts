@@ -16,7 +16,7 @@ import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCach
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
 import { TreeProofs, treeSizeOf } from './tree-memory.js';
-import { encodeStampLeaf, stampLeafOf, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
+import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -54,12 +54,36 @@ interface Watch {
 const HELD_WATCH = Symbol('florete held watch');
 type Carrying = IncomingMessage & { [HELD_WATCH]?: Watch };
 
-/** The headers of every poll answer, 304 or 200, from memory or from the database; `tree`, the tree checkpoint and its proofs (TreeProofs). */
+/** The last short tree checkpoint header made, with the two headers it was made from: nearly every answer carries the same pair. */
+let shortTree: { tree: string; checkpoint: string; value: string } | null = null;
+
+/**
+ * The tree checkpoint header (`tree`, base64 of the note) of an answer that carries the ledger
+ * checkpoint header `checkpoint`: its short form when that checkpoint says all of the note but its
+ * root and signature (compactTreeCheckpoint), else as it is.
+ */
+function treeCheckpointFor(tree: string, checkpoint: string): string {
+  if (shortTree?.tree !== tree || shortTree.checkpoint !== checkpoint) {
+    const note = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+    shortTree = { tree, checkpoint, value: compactTreeCheckpoint(note(tree), note(checkpoint)) ?? tree };
+  }
+  return shortTree.value;
+}
+
+/**
+ * The headers of every poll answer, 304 or 200, from memory or from the database; `tree`, the tree
+ * checkpoint and its proofs (TreeProofs), its checkpoint shortened against the ledger checkpoint
+ * this answer carries.
+ */
 function pollHeaders(etag: string, checkpoint: string | null, confirm: string | null, tree: Record<string, string> | null = null): Record<string, string> {
   const headers: Record<string, string> = { etag, 'cache-control': 'no-cache' };
   if (checkpoint) headers[CHECKPOINT_HEADER] = checkpoint;
   if (confirm) headers[CONFIRM_HEADER] = confirm;
-  if (tree) Object.assign(headers, tree);
+  if (tree) {
+    Object.assign(headers, tree);
+    const note = tree[TREE_CHECKPOINT_HEADER];
+    if (note && checkpoint) headers[TREE_CHECKPOINT_HEADER] = treeCheckpointFor(note, checkpoint);
+  }
   return headers;
 }
 
@@ -330,10 +354,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   /**
    * The tree headers of an answer carrying the tree checkpoint `note` to a node holding `from`
    * leaves: null when there is no tree checkpoint to carry, undefined when memory cannot make them
-   * now (it has not caught up with that checkpoint: it starts to, and the database's path waits).
+   * now: it has not caught up with that checkpoint (it starts to, and the database's path waits), or
+   * the node holds a larger tree than `note` (another replica, ahead of this one, showed it: the
+   * database's path reads the current checkpoint and catches memory up to it before answering).
    */
   private treeHeaders(note: string | null, from: number | null, leaf: number | null = null): Record<string, string> | null | undefined {
     if (note === null) return null;
+    if (this.proofs.behind(note, from)) return undefined;
     const made = this.proofs.headers(note, from, leaf);
     if (made) return made;
     this.proofs.ready(note).catch((err: unknown) => this.log.error({ err }, 'the ledger tree in memory could not catch up'));
@@ -351,12 +378,13 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
 
   /**
    * The headers of a 304 that ends a held watch: the checkpoints as memory has them now, if it knows
-   * them and has the tree's proofs ready, else those the watch was held with.
+   * them, has the tree's proofs ready and its tree is not smaller than the node's, else those the
+   * watch was held with (read from the database, which the node's tree is never ahead of).
    */
   private expiredHeaders(current: Current, watch: Watch, from: number | null): Record<string, string> {
     const now = this.cache.checkpointNow();
     const treeNow = this.cache.treeNow();
-    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || this.proofs.isReady(treeNow));
+    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || (this.proofs.isReady(treeNow) && !this.proofs.behind(treeNow, from)));
     const tree = fresh ? treeNow : current.tree;
     return {
       ...pollHeaders(current.etag, fresh ? now : current.checkpoint, current.confirm, tree === null ? null : (this.proofs.headers(tree, from) ?? null)),

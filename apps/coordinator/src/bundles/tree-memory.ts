@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import {
+  compactInclusion,
   completedBy,
   consistencyProof,
   encodeProof,
   HASH_SIZE,
-  inclusionProof,
   nodeHash,
   parseTreeCheckpoint,
   treeRoot,
@@ -122,8 +122,9 @@ export class TreeMemory {
     return treeRoot(size, this.read);
   }
 
-  inclusion(index: number, size: number): Buffer[] {
-    return inclusionProof(index, size, this.read);
+  /** The audit path of leaf `index`, without what the consistency proof from `from` (sent with it; null: none) shows. */
+  inclusion(index: number, size: number, from: number | null = null): Buffer[] {
+    return compactInclusion(index, size, from, this.read);
   }
 
   consistency(from: number, size: number): Buffer[] {
@@ -162,6 +163,16 @@ export class TreeProofs {
     return this.readyFor(note) !== null;
   }
 
+  /**
+   * Whether a node that holds a tree of `from` leaves holds more than the tree of `note` (made
+   * ready): it was shown a newer checkpoint by a replica whose memory is ahead of this one's, and
+   * answering with `note` would look like a rollback to it. Not ready: false (nothing is known).
+   */
+  behind(note: string, from: number | null): boolean {
+    const r = this.readyFor(note);
+    return r !== null && from !== null && from > r.size;
+  }
+
   /** Makes memory cover the tree of `note` and checks its root; a root that differs (a restored database) reloads memory once. */
   async ready(note: string): Promise<void> {
     if (this.readyFor(note)) return;
@@ -196,7 +207,8 @@ export class TreeProofs {
     const r = this.readyFor(note);
     if (!r) return null;
     const out: Record<string, string> = { [TREE_CHECKPOINT_HEADER]: r.header };
-    if (from !== null && from > 0 && from <= r.size) {
+    const proved = from !== null && from > 0 && from <= r.size;
+    if (proved) {
       let proof = r.proofs.get(from);
       if (proof === undefined) {
         proof = encodeProof(from, this.memory.consistency(from, r.size));
@@ -205,7 +217,7 @@ export class TreeProofs {
       }
       out[TREE_CONSISTENCY_HEADER] = proof;
     }
-    if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size));
+    if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size, proved ? from : null));
     return out;
   }
 }

@@ -1,6 +1,14 @@
 import type { Agent } from 'node:https';
 import { TrustChainResponse, type AgentIdentity, type ReportRequest } from '#contracts';
-import { TREE_CHECKPOINT_HEADER, TREE_CONSISTENCY_HEADER, TREE_INCLUSION_HEADER, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
+import {
+  expandTreeCheckpoint,
+  LogProofError,
+  TREE_CHECKPOINT_HEADER,
+  TREE_CONSISTENCY_HEADER,
+  TREE_INCLUSION_HEADER,
+  TREE_LEAF_HEADER,
+  TREE_SIZE_HEADER,
+} from '#bundle';
 import { AgentError } from '../errors.js';
 import { answerError, httpCall } from './http.js';
 import { coordinatorAgent, type Transport } from './transport.js';
@@ -74,8 +82,19 @@ function treeOf(headers: Record<string, string | string[] | undefined>): TreeAns
     return typeof v === 'string' ? v : null;
   };
   const note = one(TREE_CHECKPOINT_HEADER);
+  let checkpoint: string | null = null;
+  if (note !== null) {
+    try {
+      // Its short form is rebuilt with the ledger checkpoint of the same answer.
+      checkpoint = expandTreeCheckpoint(note, checkpointOf(headers));
+    } catch (err) {
+      if (!(err instanceof LogProofError)) throw err;
+      // Kept as sent: it is no note, and the tree keeper refuses it as malformed.
+      checkpoint = note;
+    }
+  }
   return {
-    checkpoint: note === null ? null : Buffer.from(note, 'base64').toString('utf8'),
+    checkpoint,
     consistency: one(TREE_CONSISTENCY_HEADER),
     inclusion: one(TREE_INCLUSION_HEADER),
     leaf: one(TREE_LEAF_HEADER),

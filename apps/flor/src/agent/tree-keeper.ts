@@ -76,9 +76,11 @@ export class TreeKeeper {
     if (c.origin !== origin) refuse('checkpoint_origin', `tree checkpoint of ${c.origin}, this agent follows ${origin}`);
     if (chain && chain.position === c.size && chain.hash !== c.chain)
       refuse('checkpoint_fork', `the tree checkpoint of ${c.size} entries names another chain hash than the ledger checkpoint of that position`);
+    // What the consistency proof showed: the inclusion proof of the same answer leaves those hashes out.
+    let known: Map<string, Buffer> | null = null;
     try {
       const consistency = fetched.tree.consistency === null ? null : decodeProof(fetched.tree.consistency, TREE_CONSISTENCY_HEADER);
-      checkTreeExtends(held, c, consistency);
+      known = checkTreeExtends(held, c, consistency);
     } catch (err) {
       if (!(err instanceof LogProofError)) throw err;
       refuse(err.code === 'proof_malformed' ? 'checkpoint_fork' : err.code, err.message);
@@ -87,7 +89,7 @@ export class TreeKeeper {
       if (fetched.tree.inclusion === null || fetched.tree.leaf === null)
         refuse('not_in_log', `version ${payload.version} came without the proof that it is in the signed log`);
       try {
-        checkStampIncluded(payload, decodeStampLeaf(fetched.tree.leaf!), decodeProof(fetched.tree.inclusion!, TREE_INCLUSION_HEADER), c);
+        checkStampIncluded(payload, decodeStampLeaf(fetched.tree.leaf!), decodeProof(fetched.tree.inclusion!, TREE_INCLUSION_HEADER), c, known);
       } catch (err) {
         if (!(err instanceof LogProofError)) throw err;
         refuse('not_in_log', err.message);

@@ -1,0 +1,211 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import {
+  consistencyHashes,
+  decodeProof,
+  EMPTY_ROOT,
+  expandInclusion,
+  leafHash,
+  nodeHash,
+  signTreeCheckpoint,
+  splitOf,
+  TREE_CHECKPOINT_HEADER,
+  TREE_CONSISTENCY_HEADER,
+  TREE_INCLUSION_HEADER,
+  treeOrigin,
+  verifyConsistency,
+  verifyInclusion,
+} from '#bundle';
+import type { Database } from '../db/index.js';
+import { TreeMemory, TreeProofs, treeSizeOf } from './tree-memory.js';
+
+const leaves = Array.from({ length: 300 }, (_, i) => leafHash(Buffer.from(`entry ${i}`)));
+
+/** RFC 6962's definition, straight. */
+function mth(xs: readonly Buffer[]): Buffer {
+  if (xs.length === 0) return EMPTY_ROOT;
+  if (xs.length === 1) return xs[0];
+  const k = splitOf(xs.length);
+  return nodeHash(mth(xs.slice(0, k)), mth(xs.slice(k)));
+}
+
+/**
+ * The one statement TreeMemory makes (level-0 rows of ledger_tree from an index, below a bound, by
+ * index), answered from `rows`; each statement's bounds are recorded.
+ */
+function fakeDb(rows: () => readonly Buffer[]) {
+  const reads: { from: number; to: number }[] = [];
+  const db = {
+    selectFrom: () => {
+      let from = 0;
+      let to = Infinity;
+      const q = {
+        select: () => q,
+        orderBy: () => q,
+        where: (column: string, op: string, value: number) => {
+          if (column === 'idx' && op === '>=') from = value;
+          if (column === 'idx' && op === '<') to = value;
+          return q;
+        },
+        execute: async () => {
+          reads.push({ from, to });
+          return rows()
+            .map((hash, idx) => ({ idx, hash }))
+            .filter((r) => r.idx >= from && r.idx < to);
+        },
+      };
+      return q;
+    },
+  };
+  return { db: db as unknown as Kysely<Database>, reads };
+}
+
+const noDb = fakeDb(() => {
+  throw new Error('no database read expected');
+}).db;
+
+const { privateKey } = generateKeyPairSync('ed25519');
+const note = (size: number, root: Buffer) =>
+  signTreeCheckpoint(
+    {
+      origin: treeOrigin('florete.ledger/0123456789abcdef'),
+      size,
+      root: root.toString('hex'),
+      time: '2026-12-02T00:00:00.000Z',
+      trustVersion: 1,
+      chain: 'ab'.repeat(32),
+    },
+    { kid: 'k', privateKey },
+  );
+
+describe('TreeMemory', () => {
+  it('holds the RFC 6962 tree however its leaves arrive, and proves from it', () => {
+    const memory = new TreeMemory(noDb);
+    for (const batch of [1, 2, 5, 8, 13, 21, 50, 200]) {
+      const start = memory.size;
+      memory.append(leaves.slice(start, Math.min(leaves.length, start + batch)));
+    }
+    expect(memory.size).toBe(300);
+    // 300 leaves and the complete subtrees above them (n − popcount(n) of them: 296), 32 bytes each.
+    expect(memory.bytes).toBe((300 + 296) * 32);
+    for (const n of [1, 2, 3, 7, 64, 65, 255, 256, 300]) {
+      const root = memory.root(n);
+      expect(root.toString('hex')).toBe(mth(leaves.slice(0, n)).toString('hex'));
+      for (const i of [0, n >> 1, n - 1]) expect(verifyInclusion(leaves[i], i, n, memory.inclusion(i, n), root)).toBe(true);
+      for (const m of [1, n >> 1 || 1, n]) expect(verifyConsistency(m, n, memory.root(m), root, memory.consistency(m, n))).toBe(true);
+    }
+  });
+
+  it('refuses a hash it does not hold rather than making one up', () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 5));
+    expect(() => memory.read({ level: 0, index: 5 })).toThrow(/no hash at level 0, index 5/);
+    expect(() => memory.read({ level: 3, index: 0 })).toThrow(/no hash/);
+    expect(() => memory.root(6)).toThrow();
+  });
+
+  it('catches up by reading only the leaves it lacks, one load for concurrent callers', async () => {
+    const { db, reads } = fakeDb(() => leaves);
+    const memory = new TreeMemory(db);
+    memory.append(leaves.slice(0, 100));
+    await Promise.all([memory.ensure(250), memory.ensure(200), memory.ensure(250)]);
+    expect(memory.size).toBe(250);
+    expect(reads).toEqual([{ from: 100, to: 250 }]);
+    await memory.ensure(120);
+    expect(reads).toHaveLength(1);
+    expect(memory.root(250).equals(mth(leaves.slice(0, 250)))).toBe(true);
+  });
+
+  it('fails a catch-up over a gap in ledger_tree', async () => {
+    const { db } = fakeDb(() => leaves.slice(0, 10));
+    const memory = new TreeMemory(db);
+    await expect(memory.ensure(20)).rejects.toThrow(/no leaf 10 below the signed size 20/);
+    expect(memory.size).toBe(10);
+  });
+});
+
+describe('TreeProofs', () => {
+  it('makes no headers for a note it has not made ready, and reads nothing to make ready a note memory covers', async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const n40 = note(40, memory.root(40));
+    expect(proofs.headers(n40, 10)).toBeNull();
+    expect(proofs.isReady(n40)).toBe(false);
+    await proofs.ready(n40);
+    expect(proofs.isReady(n40)).toBe(true);
+    expect(proofs.headers(n40, null)).toEqual({ [TREE_CHECKPOINT_HEADER]: Buffer.from(n40).toString('base64') });
+  });
+
+  it('proves consistency from each size a node holds up to the note, and says when a node holds more', async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const root = memory.root(40);
+    const n40 = note(40, root);
+    await proofs.ready(n40);
+    for (let from = 1; from <= 40; from++) {
+      const h = proofs.headers(n40, from)!;
+      const proof = decodeProof(h[TREE_CONSISTENCY_HEADER], TREE_CONSISTENCY_HEADER);
+      expect(proof.n).toBe(from);
+      expect(verifyConsistency(from, 40, memory.root(from), root, proof.hashes)).toBe(true);
+      // Kept: the next answer from that size is the same header.
+      expect(proofs.headers(n40, from)![TREE_CONSISTENCY_HEADER]).toBe(h[TREE_CONSISTENCY_HEADER]);
+      expect(proofs.behind(n40, from)).toBe(false);
+    }
+    // No size, or none held: no proof. A node holding more than the note: none exists, and memory is behind it.
+    expect(proofs.headers(n40, 0)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, null)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, 41)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.behind(n40, 41)).toBe(true);
+    expect(proofs.behind(n40, null)).toBe(false);
+    expect(proofs.behind(note(41, root), 50)).toBe(false); // not ready: nothing known
+  });
+
+  it('sends the inclusion proof without what the consistency proof of the same answer shows', async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const root = memory.root(40);
+    const n40 = note(40, root);
+    await proofs.ready(n40);
+    for (const [from, leaf] of [
+      [null, 3],
+      [30, 35],
+      [30, 12],
+      [40, 39],
+    ] as const) {
+      const h = proofs.headers(n40, from, leaf)!;
+      const sent = decodeProof(h[TREE_INCLUSION_HEADER], TREE_INCLUSION_HEADER);
+      expect(sent.n).toBe(leaf);
+      const known = from === null ? null : consistencyHashes(from, 40, memory.root(from), root, decodeProof(h[TREE_CONSISTENCY_HEADER], 'c').hashes);
+      const path = expandInclusion(leaf, 40, sent.hashes, known)!;
+      expect(verifyInclusion(leaves[leaf], leaf, 40, path, root)).toBe(true);
+      if (from === 30 && leaf === 35) expect(sent.hashes.length).toBeLessThan(path.length);
+    }
+    // A leaf the tree does not hold gets no inclusion proof.
+    expect(proofs.headers(n40, null, 40)![TREE_INCLUSION_HEADER]).toBeUndefined();
+  });
+
+  it('reloads memory once when its root is not the signed one, and fails when the database disagrees too', async () => {
+    const { db, reads } = fakeDb(() => leaves);
+    const memory = new TreeMemory(db);
+    // Memory holding another history (a restored database): its root at 40 is not the signed one.
+    memory.append([leafHash(Buffer.from('forged')), ...leaves.slice(1, 40)]);
+    const proofs = new TreeProofs(memory);
+    const n40 = note(40, mth(leaves.slice(0, 40)));
+    await proofs.ready(n40);
+    expect(reads).toEqual([{ from: 0, to: 40 }]);
+    expect(memory.root(40).equals(mth(leaves.slice(0, 40)))).toBe(true);
+    // A note whose root no stored tree has.
+    await expect(proofs.ready(note(40, Buffer.alloc(32, 9)))).rejects.toThrow(/does not have the root its signed checkpoint of 40 entries names/);
+  });
+});
+
+describe('treeSizeOf', () => {
+  it('takes a non-negative integer and nothing else', () => {
+    expect(treeSizeOf('0')).toBe(0);
+    expect(treeSizeOf('1000000')).toBe(1_000_000);
+    for (const bad of [undefined, '', '-1', '1.5', ' 5', '0x10', '1'.repeat(16), ['5']]) expect(treeSizeOf(bad)).toBeNull();
+  });
+});
