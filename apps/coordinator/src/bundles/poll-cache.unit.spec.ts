@@ -19,6 +19,7 @@ const row: PollRow = {
   retired: false,
   etag: '"e3"',
   checkpoint: 'note',
+  tree_note: 'tree note',
   confirm_within: null,
   confirmed_by: null,
 };
@@ -30,8 +31,8 @@ describe('PollCache', () => {
     const cache = new PollCache(f.api);
     expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
     cache.remember(cache.mark(), 'c1', row);
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
-    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
+    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null, tree: 'tree note' });
+    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null, tree: 'tree note' });
     expect(cache.notModified('c1', 'alpha', ['"e2"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'beta', ['"e3"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'alpha', ['"e3"'], () => false)).toBeNull();
@@ -61,7 +62,7 @@ describe('PollCache', () => {
     f.send(parseChange('h:beta,gamma')!);
     f.send(parseChange('c:other')!);
     cache.remember(mark, 'c1', row);
-    expect(hit()).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null });
+    expect(hit()).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null, tree: 'tree note' });
     // A reset forgets everything, and keeps nothing read before it.
     const beforeReset = cache.mark();
     f.send({ kind: 'reset' });
