@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +13,7 @@ import { AgentError } from '../apps/flor/src/errors.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import type { Client } from './support/http.js';
 import { ThrowawayCa, TlsClient, type Issued } from './support/tls.js';
-import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, type AgentFiles } from './fixtures/agent/harness.js';
+import { agentFiles, agentJson, Fleet, flor, florJson, removeTree, waitFor, type AgentFiles } from './fixtures/agent/harness.js';
 
 jest.setTimeout(180_000);
 
@@ -204,6 +204,24 @@ describe("the agent's connection to its coordinator", () => {
       expect((err as AgentError).message).toContain(`not the pinned ${wrongPin}`);
       // No session was offered by the new agent: its one handshake was a full one, and it failed.
       expect(coordinatorHandshakes()).toEqual({ full: 0, resumed: 0 });
+    });
+
+    it("the coordinator's certificate replaced by one with a new key: refused by the agent that pins the old key, though it held a session", async () => {
+      await poll();
+      await poll();
+      expect(coordinatorHandshakes()).toEqual({ full: 1, resumed: 0 });
+      // The kept connection is left open: the coordinator closes it, as it was made under the old certificate.
+      const rekeyed = await ca.issue();
+      writeFileSync(join(work, 'cert.pem.new'), rekeyed.certPem);
+      writeFileSync(join(work, 'key.pem.new'), rekeyed.keyPem, { mode: 0o600 });
+      renameSync(join(work, 'key.pem.new'), join(work, 'key.pem'));
+      renameSync(join(work, 'cert.pem.new'), join(work, 'cert.pem'));
+      await waitFor('the new certificate served', async () => coordinator.output.some((l) => l.includes('certificate with a new key served')), 20_000, 50);
+      const err = await client()
+        .fetchBundle(null)
+        .catch((e: unknown) => e);
+      expect((err as AgentError).code).toBe('tls_untrusted');
+      expect((err as AgentError).message).toContain(`its key's sha256 pin is ${spkiPin(rekeyed.certPem)}, not the pinned ${identity.tls_pin}`);
     });
   });
 });
