@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:https';
-import { CaFileError, cleartextRefusal, trustAnchors, VerifyingAgent } from '#tls';
+import { CaFileError, cleartextRefusal, trustAnchors, VerifyingAgent, type VerifyingAgentOptions } from '#tls';
 import type { AgentConfig, AgentIdentity } from '#contracts';
 import { AgentError } from '../errors.js';
 
@@ -48,10 +48,7 @@ export function coordinatorAgent(url: URL, transport: Transport, secret: string)
   if (shared?.key === key) return shared.agent;
   // Another coordinator, CA or pin: the old agent's connections and sessions were judged by the old policy.
   shared?.agent.destroy();
-  const agent = new VerifyingAgent(
-    { anchors, pin: transport.pin, requirePin: transport.requirePin },
-    { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, idleTimeoutMs: IDLE_TIMEOUT_MS },
-  );
+  const agent = new VerifyingAgent({ anchors, pin: transport.pin, requirePin: transport.requirePin }, KEPT_CONNECTION);
   shared = { key, agent };
   return agent;
 }
@@ -63,8 +60,8 @@ export function coordinatorAgent(url: URL, transport: Transport, secret: string)
  * one watch to the next; a poll interval apart, the next connection resumes the TLS session instead.
  */
 export const IDLE_TIMEOUT_MS = 4_000;
-/** A watch held, a pass's request and `flor agent sync` at once. */
-const MAX_SOCKETS = 4;
+/** A watch held, a pass's request and `flor agent sync` at once: up to 4 connections. */
+export const KEPT_CONNECTION: VerifyingAgentOptions = { keepAlive: true, maxSockets: 4, maxFreeSockets: 4, idleTimeoutMs: IDLE_TIMEOUT_MS };
 
 /**
  * One agent for the process, kept from pass to pass (each pass builds its own client) while the
