@@ -390,7 +390,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     await coordinator.stop();
     postgres.stop();
   }
-  say(`retectl compile of ${fmt(nodes)} nodes …`);
+  if (compile) say(`retectl compile of ${fmt(nodes)} nodes …`);
   return { nodes, runs, repeats: repeatsCounted, compileMs: compile ? await compileMs(nodes) : NaN };
 }
 
