@@ -152,6 +152,21 @@ describe("the agent's connection to its coordinator", () => {
     expect(coordinatorHandshakes()).toEqual({ full: 1, resumed: 2 });
   });
 
+  it('does not ask a watch again: one cut is watched again by the daemon, after its random delay', async () => {
+    const first = await client().fetchBundle(null);
+    expect(first.status).toBe(200);
+    const etag = first.status === 200 ? first.etag : null;
+    await settle();
+    const before = relay.connections;
+    relay.resetNextReused = true;
+    const err = await client()
+      .fetchBundle(etag, 5)
+      .catch((e: unknown) => e);
+    expect(relay.resetNextReused).toBe(false);
+    expect((err as AgentError).code).toBe('unreachable');
+    expect(relay.connections).toBe(before);
+  });
+
   it('closes a connection left unused past its idle time, and resumes on the next', async () => {
     const before = relay.connections;
     await new Promise((r) => setTimeout(r, 4_500));

@@ -37,7 +37,9 @@ export async function httpCall(url: URL, options: HttpOptions): Promise<HttpAnsw
     // A kept-alive connection the server closed as the request went out: the request never reached
     // it. A GET is asked again, once, on a new connection (a resumed session); anything else is not.
     if (!(err instanceof StaleConnection)) throw err;
-    if ((options.method ?? 'GET') !== 'GET') throw err.error;
+    // A watch is not: one cut while held (a replica stopped) is watched again by the daemon after a
+    // random delay, so a replica's watchers do not all land on the survivors at once.
+    if ((options.method ?? 'GET') !== 'GET' || options.headers?.prefer !== undefined) throw err.error;
     return exchange(url, options, Math.max(1, deadline - Date.now()), true);
   }
 }
