@@ -24,6 +24,7 @@
  *
  *   npm run bench:poll [-- --pglite] [-- --duration 5 --rounds 3 --warmup 2 --connections 64]
  *   npm run bench:poll -- --tls [--reconnect-every 10]
+ *   npm run bench:poll -- --agent            (the agent's own way of polling, before keep-alive and now)
  */
 import { createHash } from 'node:crypto';
 import { expandTreeCheckpoint, parseTreeCheckpoint } from '#bundle';
@@ -38,6 +39,7 @@ import { fmt, formatTable } from './support/table.js';
 import { measurePolls, pollProblem, type PollSide } from './support/poll-load.js';
 import { selfSignedCertificate, type BenchCertificate } from './support/self-signed.js';
 import { measureReconnects, type ReconnectResult } from './support/tls-load.js';
+import { measureAgentPolls, type AgentLoadResult, type AgentMode } from './support/agent-load.js';
 import { cpuSecondsOf } from './support/proc-cpu.js';
 
 const NODE = 'bench-node';
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     'cpu-prof': { type: 'string' },
     tls: { type: 'boolean', default: false },
     'reconnect-every': { type: 'string', default: '10' },
+    agent: { type: 'boolean', default: false },
   });
   const opts = { duration: Number(values.duration), warmup: Number(values.warmup), connections: Number(values.connections), rounds: Number(values.rounds) };
   for (const [k, v] of Object.entries(opts))
@@ -68,7 +71,7 @@ async function main(): Promise<void> {
       throw new UsageError(`--${k} must be a positive ${k === 'rounds' ? 'integer' : 'number'}`);
   const reconnectEvery = Number(values['reconnect-every']);
   if (!Number.isInteger(reconnectEvery) || reconnectEvery < 1) throw new UsageError('--reconnect-every must be a positive integer');
-  const cert: BenchCertificate | undefined = values.tls ? await selfSignedCertificate() : undefined;
+  const cert: BenchCertificate | undefined = values.tls || values.agent ? await selfSignedCertificate() : undefined;
 
   let database = 'PGlite (embedded)';
   let databaseUrl: string | undefined;
@@ -119,6 +122,10 @@ async function main(): Promise<void> {
     throw new Error(`a 304 to a poll with florete-tree-size carries no consistency proof: ${String(proved.headers['florete-tree-consistency'])}`);
   if ((await api.expect(304, 'GET', path, { headers: bare })).headers['florete-tree-consistency'] !== undefined)
     throw new Error('a 304 to a poll without florete-tree-size carries a consistency proof');
+  if (values.agent && cert) {
+    await agentTurns({ url: coordinator.url + path, pid: coordinator.child.pid }, headers, cert.certPem, opts, database);
+    return;
+  }
 
   // The baseline gets the same credential (id + stored hash) and ETag, so both sides answer the identical request.
   const m = /^fln\.([0-9a-f]+)\.(.+)$/.exec(credential);
@@ -339,6 +346,81 @@ function newConnectionReport(turns: readonly NewConnectionTurn[], opts: { durati
     '(ratios and rates are medians of the rounds)',
     '',
   ];
+}
+
+/**
+ * --agent: the coordinator polled the agent's way (support/agent-load.ts), before keep-alive and now,
+ * in turns, each turn with the coordinator's CPU time: what one poll costs the coordinator each way.
+ */
+async function agentTurns(
+  side: { url: string; pid: number | undefined },
+  headers: Record<string, string>,
+  certPem: string,
+  opts: { duration: number; warmup: number; connections: number; rounds: number },
+  database: string,
+): Promise<void> {
+  const modes: { mode: AgentMode; label: string }[] = [
+    { mode: 'before', label: 'before: a new connection, full handshake, every poll' },
+    { mode: 'interval', label: 'now, polls further apart than 4 s: a new connection resuming the session' },
+    { mode: 'kept', label: 'now, requests within 4 s (a pass, a watch renewed): the kept connection' },
+  ];
+  const run = (mode: AgentMode, duration: number) =>
+    withCpu(side.pid, () => measureAgentPolls({ url: side.url, headers, certPem, loops: opts.connections, mode, duration }));
+  if (opts.warmup > 0) {
+    say(`agent's polls: warm-up ${opts.warmup} s each way`);
+    for (const { mode } of modes) await run(mode, opts.warmup);
+  }
+  const turns: { mode: AgentMode; round: number; result: AgentLoadResult & { cpuSeconds: number } }[] = [];
+  for (let r = 0; r < opts.rounds; r++) {
+    for (const { mode } of modes) {
+      say(`agent's polls, ${mode}, round ${r + 1}: ${opts.duration} s with ${opts.connections} agents`);
+      turns.push({ mode, round: r + 1, result: await run(mode, opts.duration) });
+    }
+  }
+  const cpuPerPoll = (t: AgentLoadResult & { cpuSeconds: number }) => (t.polls > 0 ? (t.cpuSeconds * 1e6) / t.polls : NaN);
+  const rows = turns.map(({ mode, round, result: t }) => [
+    `${mode}, round ${round}`,
+    fmt(t.polls / t.seconds),
+    fmt(t.full),
+    fmt(t.resumed),
+    fmt(t.unexpected),
+    fmt(t.errors),
+    perCpu(t.polls, t.cpuSeconds),
+    `${fmt(cpuPerPoll(t), 1)} µs`,
+  ]);
+  // Each round's cost per poll against the same round's "before": a drift in the machine's load lands on both.
+  const summary = modes.map(({ mode, label }) => {
+    const ratios = Array.from({ length: opts.rounds }, (_, r) => {
+      const of = (m: AgentMode) => turns.find((t) => t.mode === m && t.round === r + 1)!.result;
+      return cpuPerPoll(of(mode)) / cpuPerPoll(of('before'));
+    });
+    const all = turns.filter((t) => t.mode === mode).map((t) => t.result);
+    const rate = perCpu(
+      all.reduce((n, t) => n + t.polls, 0),
+      all.reduce((n, t) => n + t.cpuSeconds, 0),
+    );
+    return `${label}: ${rate} polls per coordinator CPU s; coordinator CPU per poll / before ${fmt(medianOf(ratios), 3)} (rounds: ${ratios.map((x) => fmt(x, 3)).join(', ')})`;
+  });
+  process.stdout.write(
+    [
+      '',
+      `the agent's polls over HTTPS (its own HTTP call and verifying agent, trusting the pinned key), 304 each; ${opts.connections} agents polling back to back; ${database}; ${opts.rounds} rounds of ${opts.duration} s each way, in turns; Node ${process.version}`,
+      '',
+      formatTable(
+        ['agent, round', 'polls/s', 'full handshakes', 'resumed', 'non-304', 'failed', 'polls per coordinator CPU s', 'coordinator CPU per poll'],
+        rows,
+      ),
+      '',
+      ...summary,
+      '',
+    ].join('\n'),
+  );
+  for (const { mode, result: t } of turns) {
+    if (t.unexpected + t.errors > 0 || (mode === 'interval' && t.resumed === 0) || (mode === 'kept' && t.full > opts.connections)) {
+      process.stderr.write(`${mode}: ${t.unexpected} answers other than 304, ${t.errors} failed polls, ${t.full} full and ${t.resumed} resumed handshakes\n`);
+      process.exitCode = 1;
+    }
+  }
 }
 
 function medianOf(values: readonly number[]): number {

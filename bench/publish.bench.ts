@@ -210,7 +210,7 @@ interface SizeResult {
   readonly compileMs: number;
 }
 
-async function measure(nodes: number, repeat: number, cpuProf: string | undefined): Promise<SizeResult> {
+async function measure(nodes: number, repeat: number, cpuProf: string | undefined, compile: boolean): Promise<SizeResult> {
   // Every tree up front: building them is not part of any measured publish.
   say(`building ${repeat + 2} trees of ${fmt(nodes)} nodes`);
   const blobs = new Map<string, Buffer>();
@@ -390,8 +390,8 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
     await coordinator.stop();
     postgres.stop();
   }
-  say(`retectl compile of ${fmt(nodes)} nodes …`);
-  return { nodes, runs, repeats: repeatsCounted, compileMs: await compileMs(nodes) };
+  if (compile) say(`retectl compile of ${fmt(nodes)} nodes …`);
+  return { nodes, runs, repeats: repeatsCounted, compileMs: compile ? await compileMs(nodes) : NaN };
 }
 
 function printSize({ nodes, runs, repeats }: SizeResult): void {
@@ -484,8 +484,8 @@ function printGrowth(results: readonly SizeResult[]): void {
       ms(oneRetectl),
       ms(noopRetectl),
       ms(median(delta.map((r) => r.digestMs))),
-      ms(compile),
-      us(compile, nodes),
+      dash(compile, ms),
+      dash(compile, (v) => us(v, nodes)),
     ];
   });
   process.stdout.write(
@@ -550,6 +550,7 @@ async function main(): Promise<void> {
     repeat: { type: 'string', default: '3' },
     budget: { type: 'string', default: '300' },
     'cpu-prof': { type: 'string' },
+    'skip-compile': { type: 'boolean', default: false },
   });
   const sizes = (values.nodes ?? values.sizes).split(',').map(Number);
   const repeat = Number(values.repeat);
@@ -561,7 +562,7 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   for (const nodes of sizes) {
     const t0 = performance.now();
-    const result = await measure(nodes, repeat, values['cpu-prof']);
+    const result = await measure(nodes, repeat, values['cpu-prof'], !values['skip-compile']);
     results.push(result);
     printSize(result);
     problems.push(...checkCounts(result));

@@ -9,4 +9,5 @@ export {
   type PeerFacts,
   type TlsRefusalCode,
   type VerifyingAgentOptions,
+  type HandshakeCounts,
 } from './verifying-agent.js';

@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
 import { CHANGE_FEED, DB, type ChangeFeed, type Db, type Database } from '../db/index.js';
 import { KEYS, type SigningKeyStore } from '../core/index.js';
-import { DomainError } from '../common/index.js';
+import { DomainError, LARGE_WORK, releaseMemorySoon } from '../common/index.js';
 import { decide } from './domain/ledger.decider.js';
 import { governedBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
@@ -168,6 +168,8 @@ export class LedgerWriter {
     if (published) this.repeats.keep(published);
     // After the commit, never inside it: the git mirror follows asynchronously.
     if (appended) this.events?.publish(new LedgerAppended(result.position));
+    // A publish changing thousands of nodes grew the heap several times over what stays alive.
+    if (appended && result.changed.length >= LARGE_WORK) releaseMemorySoon();
     // New heads (or a head's confirmation): answered only once no replica's memory serves the old ones.
     if (appended) await this.settle();
     return result;

@@ -6,6 +6,7 @@ import { MirrorError } from './mirror-error.js';
 import type { AuditRepo } from './repo/audit-repo.js';
 import type { Checkpoint, CheckpointStore } from './store/checkpoint.js';
 import { publishPages } from './store/read-publishes.js';
+import { LARGE_WORK, releaseMemorySoon } from '../common/index.js';
 
 export interface SyncResult {
   readonly commits: number;
@@ -93,6 +94,7 @@ export class MirrorSync {
           if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
           if (this.options.signal?.aborted) return { commits, checkpoint };
           await this.repo.writeObjects(objects);
+          if (objects.length >= LARGE_WORK) releaseMemorySoon();
           await this.repo.setRef(commit, p.position);
         }
         consumed = p.position;

@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { statSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
+import type { ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { CertificateError, loadCertificatePair, type CertificatePair } from './certificate.js';
 
@@ -31,6 +34,11 @@ export class ServedCertificate {
   /** The files' signature last looked at, whether it loaded or not: each change is judged once. */
   private seen: string;
   private server: Server | undefined;
+  /** Bumped with every certificate swapped in; each connection keeps the one it was made under. */
+  private generation = 0;
+  private readonly connections = new Map<TLSSocket, number>();
+  /** The answer a connection is giving now, if any. */
+  private readonly answering = new WeakMap<TLSSocket, ServerResponse>();
 
   private constructor(
     private pair: CertificatePair,
@@ -61,6 +69,20 @@ export class ServedCertificate {
   /** Starts swapping the pair into this server whenever the files change. */
   watch(server: Server): void {
     this.server = server;
+    server.on('secureConnection', (socket: TLSSocket) => {
+      this.connections.set(socket, this.generation);
+      socket.once('close', () => this.connections.delete(socket));
+    });
+    // Ahead of every other listener (the poll's front door included): a request on a connection
+    // made under a previous certificate is answered, and the connection closed after it.
+    server.prependListener('request', (req, res: ServerResponse) => {
+      const socket = req.socket as TLSSocket;
+      if ((this.connections.get(socket) ?? this.generation) < this.generation) res.shouldKeepAlive = false;
+      this.answering.set(socket, res);
+      res.once('finish', () => {
+        if (this.answering.get(socket) === res) this.answering.delete(socket);
+      });
+    });
     for (const dir of new Set([dirname(this.certFile), dirname(this.keyFile)])) {
       try {
         const w = watch(dir, () => this.soon());
@@ -111,9 +133,14 @@ export class ServedCertificate {
       return;
     }
     if (next.cert.equals(this.pair.cert) && next.key.equals(this.pair.key)) return;
-    this.server?.setSecureContext({ cert: next.cert, key: next.key });
+    // New session-ticket keys with every new certificate (Node makes new ones with a new context too;
+    // given here so that does not depend on it): a resumed TLS 1.3 handshake shows no certificate, so
+    // a client resuming a session made under the previous one would go on trusting what it verified
+    // then. Sessions from before are not resumed; those clients judge what is served now.
+    this.server?.setSecureContext({ cert: next.cert, key: next.key, ticketKeys: randomBytes(48) });
     const previous = this.pair;
     this.pair = next;
+    this.retireConnections();
     if (next.pin === previous.pin) {
       this.log.info(this.describe(next), 'tls: renewed certificate (same key, same pin) served to new connections');
     } else {
@@ -122,6 +149,24 @@ export class ServedCertificate {
         { ...this.describe(next), previous_pin: previous.pin },
         'tls: certificate with a new key served to new connections; new enrolment tokens carry its pin; nodes that trust the coordinator only by the old pin refuse it until they trust its CA (tls.ca_file) or enrol again',
       );
+    }
+  }
+
+  /**
+   * Connections made under the previous certificate end: an idle one now, one answering after its
+   * answer (a held watch when it is answered). A client judged the certificate when it connected, and
+   * a kept-alive connection is not judged again: closed, its next request comes on a new connection
+   * and the client judges the certificate served now (a node pinned to the old key refuses a new one,
+   * as it would have on its next request when it kept no connection).
+   */
+  private retireConnections(): void {
+    this.generation += 1;
+    for (const [socket, made] of this.connections) {
+      if (made >= this.generation) continue;
+      const res = this.answering.get(socket);
+      if (!res) socket.destroy();
+      else if (!res.headersSent) res.shouldKeepAlive = false;
+      else res.once('finish', () => socket.end());
     }
   }
 

@@ -29,7 +29,29 @@ export interface HttpOptions {
  * One request with node:http (lighter than fetch on an idle agent): a hard deadline on the whole
  * exchange, a size cap, and typed errors for the daemon's backoff.
  */
-export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
+export async function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
+  const deadline = Date.now() + options.timeoutMs;
+  try {
+    return await exchange(url, options, options.timeoutMs);
+  } catch (err) {
+    // A kept-alive connection the server closed as the request went out: the request never reached
+    // it. A GET is asked again, once, on a new connection (a resumed session); anything else is not.
+    if (!(err instanceof StaleConnection)) throw err;
+    // A watch is not: one cut while held (a replica stopped) is watched again by the daemon after a
+    // random delay, so a replica's watchers do not all land on the survivors at once.
+    if ((options.method ?? 'GET') !== 'GET' || options.headers?.prefer !== undefined) throw err.error;
+    return exchange(url, options, Math.max(1, deadline - Date.now()), true);
+  }
+}
+
+/** The request failed before any answer, on a pooled connection the server had closed (ECONNRESET, EPIPE). */
+class StaleConnection extends Error {
+  constructor(readonly error: AgentError) {
+    super(error.message);
+  }
+}
+
+function exchange(url: URL, options: HttpOptions, timeoutMs: number, retried = false): Promise<HttpAnswer> {
   const headers: Record<string, string> = { accept: '*/*', ...options.headers };
   let payload: Buffer | undefined;
   if (options.body !== undefined) {
@@ -41,7 +63,8 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     let settled = false;
-    const fail = (err: AgentError) => {
+    let answered = false;
+    const fail = (err: AgentError | StaleConnection) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -49,6 +72,7 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
       reject(err);
     };
     const req = send(url, { method: options.method ?? 'GET', headers, ...(options.agent ? { agent: options.agent } : {}) }, (res) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -66,12 +90,17 @@ export function httpCall(url: URL, options: HttpOptions): Promise<HttpAnswer> {
     });
     const timer = setTimeout(
       () => fail(new AgentError('timeout', `${options.method ?? 'GET'} ${url.pathname} on ${url.origin} took longer than ${options.timeoutMs} ms`)),
-      options.timeoutMs,
+      timeoutMs,
     );
     req.on('error', (cause) => {
       if (cause instanceof TlsRefusedError)
         fail(new AgentError(cause.code === 'pin_mismatch' ? 'tls_pin_mismatch' : 'tls_untrusted', cause.message, { cause }));
-      else fail(new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause }));
+      else {
+        const error = new AgentError('unreachable', `cannot reach ${url.origin}: ${cause.message}`, { cause });
+        const code = (cause as NodeJS.ErrnoException).code;
+        const stale = !retried && !answered && req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
+        fail(stale ? new StaleConnection(error) : error);
+      }
     });
     if (options.signal) {
       const signal = options.signal;

@@ -1,0 +1,26 @@
+import { memoryReleases, releaseMemorySoon } from './memory-release.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('releaseMemorySoon', () => {
+  it('collects once the large work has been over for the quiet time, once for work that came in a burst', async () => {
+    const before = memoryReleases();
+    for (let i = 0; i < 5; i++) {
+      releaseMemorySoon(100);
+      await sleep(20);
+    }
+    expect(memoryReleases()).toBe(before);
+    await sleep(250);
+    expect(memoryReleases()).toBe(before + 1);
+  });
+
+  it('gives back pages the heap no longer uses', async () => {
+    let garbage: number[][] | null = Array.from({ length: 200 }, () => Array.from({ length: 50_000 }, (_, i) => i + 0.5));
+    expect(garbage.length).toBe(200);
+    const grown = process.memoryUsage().heapTotal;
+    garbage = null;
+    releaseMemorySoon(10);
+    await sleep(100);
+    expect(process.memoryUsage().heapTotal).toBeLessThan(grown - 40 * 1024 * 1024);
+  });
+});

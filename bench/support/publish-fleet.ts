@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { pack } from 'tar-stream';
+import { HttpClient } from './http.js';
+
+/** A tar archive of these blobs, each entry named by its sha256, as retectl uploads them. */
+async function tarOf(blobs: readonly [string, Buffer][]): Promise<Buffer> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    p.on('data', (c) => chunks.push(c as Buffer));
+    p.on('end', () => resolve());
+    p.on('error', reject);
+  });
+  for (const [name, content] of blobs) p.entry({ name, size: content.byteLength }, content);
+  p.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}
+
+/** N new nodes, each with its own flor.json: blobs in archives of 20,000, then the tree in one POST. */
+export async function publishFleet(url: string, token: string, nodes: number, generation = 0): Promise<void> {
+  const api = new HttpClient(url, 4);
+  try {
+    const tree: Record<string, { artifacts: Record<string, string> }> = {};
+    const blobs: [string, Buffer][] = [];
+    for (let i = 0; i < nodes; i++) {
+      const node = `node-${String(i + 1).padStart(6, '0')}`;
+      const content = Buffer.from(
+        `${JSON.stringify({ node, listen: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:4433`, mesh: 'bench', generation }, null, 2)}\n`,
+      );
+      const digest = createHash('sha256').update(content).digest('hex');
+      blobs.push([digest, content]);
+      tree[node] = { artifacts: { 'flor.json': digest } };
+    }
+    for (let i = 0; i < blobs.length; i += 20_000)
+      await api.expect(200, 'POST', '/v1/blobs', { token, body: await tarOf(blobs.slice(i, i + 20_000)), headers: { 'content-type': 'application/x-tar' } });
+    await api.expect(201, 'POST', '/v1/publishes', { token, body: { message: `bench: rss, ${nodes} nodes`, nodes: tree } });
+  } finally {
+    api.close();
+  }
+}
