@@ -31,8 +31,18 @@ describe('PollCache', () => {
     const cache = new PollCache(f.api);
     expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toBeNull();
     cache.remember(cache.mark(), 'c1', row);
-    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null, tree: 'tree note' });
-    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({ etag: '"e3"', checkpoint: Buffer.from('note').toString('base64'), confirm: null, tree: 'tree note' });
+    expect(cache.notModified('c1', 'alpha', ['"e3"'], ok)).toEqual({
+      etag: '"e3"',
+      checkpoint: Buffer.from('note').toString('base64'),
+      confirm: null,
+      tree: 'tree note',
+    });
+    expect(cache.notModified('c1', 'alpha', ['*'], ok)).toEqual({
+      etag: '"e3"',
+      checkpoint: Buffer.from('note').toString('base64'),
+      confirm: null,
+      tree: 'tree note',
+    });
     expect(cache.notModified('c1', 'alpha', ['"e2"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'beta', ['"e3"'], ok)).toBeNull();
     expect(cache.notModified('c1', 'alpha', ['"e3"'], () => false)).toBeNull();
