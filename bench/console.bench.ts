@@ -19,14 +19,13 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { pack } from 'tar-stream';
 import { chromium } from 'playwright-core';
-import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
 import { HttpClient, mapLimit } from './support/http.js';
+import { uploadBlobs } from './support/blobs.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
 const CHROMIUM = process.env.FLORETE_CHROMIUM ?? '/usr/bin/chromium';
@@ -74,7 +73,7 @@ async function main(): Promise<void> {
   const admin = coordinator.adminToken;
   const problems: string[] = [];
 
-  /** Publishes generation `g` of these nodes (uploading the blobs as one archive) and answers the publish id. */
+  /** Publishes generation `g` of these nodes (uploading the blobs it lacks as retectl does) and answers the publish id. */
   const publish = async (names: readonly string[], g: number, message: string): Promise<string> => {
     const blobs = new Map<string, Buffer>();
     const nodes: Record<string, { artifacts: Record<string, string> }> = {};
@@ -84,27 +83,7 @@ async function main(): Promise<void> {
       blobs.set(sha, content);
       nodes[name] = { artifacts: { 'flor.json': sha } };
     }
-    const digests = [...blobs.keys()];
-    const missing: string[] = [];
-    for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK)
-      missing.push(
-        ...(await api.expect(200, 'POST', '/v1/blobs/missing', { token: admin, body: { digests: digests.slice(i, i + MAX_DIGESTS_PER_ASK) } })).json<{
-          missing: string[];
-        }>().missing,
-      );
-    if (missing.length > 0) {
-      const p = pack();
-      const chunks: Buffer[] = [];
-      const done = new Promise<void>((resolve, reject) => {
-        p.on('data', (c) => chunks.push(c as Buffer));
-        p.on('end', () => resolve());
-        p.on('error', reject);
-      });
-      for (const d of missing) p.entry({ name: d, size: blobs.get(d)!.byteLength }, blobs.get(d)!);
-      p.finalize();
-      await done;
-      await api.expect(200, 'POST', '/v1/blobs', { token: admin, body: Buffer.concat(chunks), headers: { 'content-type': 'application/x-tar' } });
-    }
+    await uploadBlobs(api, admin, blobs);
     return (await api.expect(201, 'POST', '/v1/publishes', { token: admin, body: { message, nodes } })).json<{ publish_id: string }>().publish_id;
   };
 

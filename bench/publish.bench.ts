@@ -29,7 +29,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pack } from 'tar-stream';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
@@ -39,6 +38,7 @@ import { CoordinatorClient } from '../apps/retectl/src/client.js';
 import { publishTree } from '../apps/retectl/src/commands/publish.js';
 import { localHeads } from '../apps/retectl/src/delta.js';
 import { HttpClient } from './support/http.js';
+import { ARCHIVE_BLOBS, tarOf } from './support/blobs.js';
 import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
@@ -155,24 +155,6 @@ interface Run {
   readonly sent: number;
   readonly ledgerDelta: number;
   readonly rows: RowCounts & { node_heads: number };
-}
-
-/** Blobs per archive request, as retectl sends them. */
-const ARCHIVE_BLOBS = 20_000;
-
-/** A tar archive of these blobs, each entry named by its sha256. */
-async function tarOf(digests: readonly string[], blobs: ReadonlyMap<string, Buffer>): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c) => chunks.push(c as Buffer));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const d of digests) p.entry({ name: d, size: blobs.get(d)!.byteLength }, blobs.get(d)!);
-  p.finalize();
-  await done;
-  return Buffer.concat(chunks);
 }
 
 /** A rete of `nodes` servers, as an operator would write it. */

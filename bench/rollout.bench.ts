@@ -41,14 +41,13 @@
  *            --warmup <s> (1) --connections <n> (64) --mirror-off --cpu-prof <dir>; --rounds 0 skips the poll path
  */
 import { createHash } from 'node:crypto';
-import { pack } from 'tar-stream';
-import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import { onCleanup, runBench, UsageError } from './support/cleanup.js';
 import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { startBaseline } from './support/baseline.js';
 import { parseCli } from './support/cli.js';
 import { HttpClient, mapLimit } from './support/http.js';
+import { uploadBlobs } from './support/blobs.js';
 import { measurePolls, pollProblem, type PollSide } from './support/poll-load.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
@@ -160,27 +159,7 @@ async function main(): Promise<void> {
       blobs.set(sha, content);
       tree[name] = { artifacts: { 'flor.json': sha } };
     });
-    const digests = [...blobs.keys()];
-    const missing: string[] = [];
-    for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK)
-      missing.push(
-        ...(await api.expect(200, 'POST', '/v1/blobs/missing', { token: admin, body: { digests: digests.slice(i, i + MAX_DIGESTS_PER_ASK) } })).json<{
-          missing: string[];
-        }>().missing,
-      );
-    for (let i = 0; i < missing.length; i += 20_000) {
-      const p = pack();
-      const chunks: Buffer[] = [];
-      const done = new Promise<void>((resolve, reject) => {
-        p.on('data', (c) => chunks.push(c as Buffer));
-        p.on('end', () => resolve());
-        p.on('error', reject);
-      });
-      for (const d of missing.slice(i, i + 20_000)) p.entry({ name: d, size: blobs.get(d)!.byteLength }, blobs.get(d)!);
-      p.finalize();
-      await done;
-      await api.expect(200, 'POST', '/v1/blobs', { token: admin, body: Buffer.concat(chunks), headers: { 'content-type': 'application/x-tar' } });
-    }
+    await uploadBlobs(api, admin, blobs);
     return tree;
   };
   const heads = async (): Promise<Map<string, number>> => {
