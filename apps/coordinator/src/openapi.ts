@@ -146,6 +146,18 @@ const ROUTES: Route[] = [
     responses: { 204: { description: 'recorded' }, ...std, 401: retiredOr401 },
   },
   {
+    method: 'put',
+    path: '/v1/nodes/{node}/witness-key',
+    summary: 'An agent registers its witness key (Ed25519, for cosigning tree checkpoints): once per credential, recorded in the ledger',
+    access: 'node',
+    body: C.WitnessKeyRequest,
+    responses: {
+      200: { description: 'recorded, or recorded before with this key', schema: C.WitnessKeyResponse },
+      409: problem('another witness key was registered with this credential'),
+      ...std,
+    },
+  },
+  {
     method: 'get',
     path: '/v1/nodes',
     summary: 'Every known node: head, lifecycle state, convergence, last contact',
