@@ -1,4 +1,4 @@
-import { CheckpointResponse, LedgerEventPage, TrustChainResponse } from '#contracts';
+import { CheckpointResponse, LedgerEventPage, TrustChainResponse, WitnessesResponse, type Witness } from '#contracts';
 import type { CoordinatorClient } from '../client.js';
 
 const GENESIS_HASH = '0'.repeat(64);
@@ -27,4 +27,19 @@ export function ledgerHashes(client: CoordinatorClient): (position: number) => P
     }
     return hash;
   };
+}
+
+/** Every node's reported checkpoint (GET /v1/ledger/witnesses, page by page), and the coordinator's own from the first page. */
+export async function allWitnesses(client: CoordinatorClient): Promise<{ coordinator: WitnessesResponse['coordinator']; items: Witness[] }> {
+  const items: Witness[] = [];
+  let coordinator: WitnessesResponse['coordinator'] = null;
+  let after: string | null = null;
+  do {
+    const query: string = `limit=500${after ? `&after=${after}` : ''}`;
+    const { body }: { body: WitnessesResponse } = await client.call('GET', `/v1/ledger/witnesses?${query}`, WitnessesResponse);
+    coordinator ??= body.coordinator;
+    items.push(...body.items);
+    after = body.next_after;
+  } while (after !== null);
+  return { coordinator, items };
 }

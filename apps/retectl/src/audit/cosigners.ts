@@ -11,8 +11,9 @@ import {
   verifyCosignature,
   type TreeCheckpoint,
 } from '#bundle';
-import { LedgerEventPage, WitnessesResponse, type Witness } from '#contracts';
+import { LedgerEventPage } from '#contracts';
 import type { CoordinatorClient } from '../client.js';
+import { allWitnesses } from './coordinator-reads.js';
 import { tileReader, tilesFor } from './tree-tiles.js';
 
 /** A node's cosignature that holds: its key is the one the ledger recorded, its line verifies, its tree is a prefix of today's. */
@@ -45,14 +46,7 @@ export interface CosignerVerdict {
  */
 export async function verifyCosigners(client: CoordinatorClient, documents: readonly string[], required: number): Promise<CosignerVerdict> {
   const now = attributeTreeCheckpoint((await client.getBytes('/v1/ledger/tree/checkpoint')).toString('utf8'), documents).checkpoint;
-  const items: Witness[] = [];
-  let after: string | null = null;
-  do {
-    const query: string = `limit=500${after ? `&after=${after}` : ''}`;
-    const { body }: { body: WitnessesResponse } = await client.call('GET', `/v1/ledger/witnesses?${query}`, WitnessesResponse);
-    items.push(...body.items);
-    after = body.next_after;
-  } while (after !== null);
+  const { items } = await allWitnesses(client);
 
   const refused: { node: string; reason: string }[] = [];
   const candidates: { node: string; checkpoint: TreeCheckpoint; time: number }[] = [];

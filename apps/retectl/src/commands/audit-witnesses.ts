@@ -1,10 +1,9 @@
 import { attributeCheckpoint, CheckpointAuditError, flagWitnesses, type HeldBy, type WitnessFlag } from '#bundle';
-import { WitnessesResponse, type Witness } from '#contracts';
 import { formatTable } from '../status.js';
 import { CoordinatorClient } from '../client.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
-import { trustDocuments } from '../audit/coordinator-reads.js';
+import { allWitnesses, trustDocuments } from '../audit/coordinator-reads.js';
 
 export interface AuditWitnessesOptions extends ConnectionFlags {
   readonly json?: boolean;
@@ -23,16 +22,7 @@ type Flag = WitnessFlag | { readonly kind: 'unverified'; readonly witness: strin
 export async function run(options: AuditWitnessesOptions): Promise<number> {
   const client = new CoordinatorClient(resolveConnection(options));
   const documents = await trustDocuments(client);
-  const items: Witness[] = [];
-  let coordinator: WitnessesResponse['coordinator'] = null;
-  let after: string | null = null;
-  do {
-    const query: string = `limit=500${after ? `&after=${after}` : ''}`;
-    const { body }: { body: WitnessesResponse } = await client.call('GET', `/v1/ledger/witnesses?${query}`, WitnessesResponse);
-    coordinator ??= body.coordinator;
-    items.push(...body.items);
-    after = body.next_after;
-  } while (after !== null);
+  const { coordinator, items } = await allWitnesses(client);
 
   const flags: Flag[] = [];
   const held: HeldBy[] = [];
