@@ -9,7 +9,6 @@ import { readAllNodeLabels } from './node-labels.repository.js';
  * and the names the scope lists outright, labelled or not).
  */
 export interface ScopeView {
-  readonly scope: TokenScope;
   selects(node: string): boolean;
   names(): string[];
 }
@@ -20,7 +19,6 @@ export async function scopeView(db: Kysely<Database>, scope: TokenScope | null):
   const labels = await readAllNodeLabels(db);
   const selects = (node: string) => scopeSelects(scope, node, labels.get(node) ?? NO_LABELS);
   return {
-    scope,
     selects,
     names: () => [...new Set([...[...labels.keys()].filter(selects), ...scope.filter((s) => !s.includes(':'))])],
   };
