@@ -5,7 +5,10 @@
  * baseline, run in turns with it, is the cheapest read an answer makes: one stored hash by its key.
  * Prints each figure's median, the proof's size on the wire (base64), and the ratio to the baseline.
  *
- *   npm run bench:tree [-- --entries 1000000 --rounds 200 --postgres]
+ * The answers' tree headers are measured for nodes up to --behind entries behind (each figure in
+ * turn), keeping only their tree's root or its frontier, with the share within 1,500 bytes.
+ *
+ *   npm run bench:tree [-- --entries 1000000 --rounds 200 --behind 1000,10000 --postgres]
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -77,7 +80,10 @@ runBench('tree', async () => {
     entries: { type: 'string', default: '1000000' },
     rounds: { type: 'string', default: '200' },
     postgres: { type: 'boolean', default: false },
+    behind: { type: 'string', default: '1000,10000' },
   });
+  const behinds = String(values.behind).split(',').map(Number);
+  if (behinds.some((x) => !Number.isSafeInteger(x) || x < 1)) throw new UsageError('--behind must list whole numbers ≥ 1');
   const n = Number(values.entries);
   const rounds = Number(values.rounds);
   if (!Number.isSafeInteger(n) || n < 2) throw new UsageError('--entries must be a whole number ≥ 2');
@@ -129,57 +135,66 @@ runBench('tree', async () => {
   const sent = (h: Record<string, string>) => ({ ...h, [TREE_CHECKPOINT_HEADER]: shortCheckpoint });
   const proofs = new TreeProofs(memory);
   await proofs.ready(note);
-  const answer200: number[] = [];
-  const answer304: number[] = [];
-  const bytes200: number[] = [];
-  const bytes200Old: number[] = [];
-  const bytes304: number[] = [];
   const leafHeader = encodeStampLeaf({ prev_hash: randomBytes(32).toString('hex'), revision: 12, meta: { actor: 'token:ops-ci' }, data: {} });
   const size = (h: Record<string, string>) => Object.entries(h).reduce((t, [k, v]) => t + k.length + v.length + 4, 0);
-  for (let r = 0; r < rounds * 10; r++) {
-    // Each 304 from another size: no proof cached, the worst case.
-    const from = Math.max(1, n - 1 - Math.floor(Math.random() * 1000));
-    // A 200's stamp is newer than the tree its node held (it would have been given the bundle then
-    // otherwise): between the held size and the checkpoint's. A stamp older than that (a node that
-    // refused its bundle and polls again) is the other case, any leaf.
-    const leaf = from + Math.floor(Math.random() * (n - from));
-    const oldLeaf = Math.floor(Math.random() * n);
-    const t0 = process.hrtime.bigint();
-    const h200 = proofs.headers(note, from, leaf)!;
-    const t1 = process.hrtime.bigint();
-    const h304 = proofs.headers(note, from - 1)!;
-    const t2 = process.hrtime.bigint();
-    answer200.push(Number(t1 - t0) / 1e6);
-    answer304.push(Number(t2 - t1) / 1e6);
-    bytes200.push(size(sent({ ...h200, 'florete-tree-leaf': leafHeader })));
-    bytes200Old.push(size(sent({ ...proofs.headers(note, from, oldLeaf)!, 'florete-tree-leaf': leafHeader })));
-    bytes304.push(size(sent(h304)));
-  }
-  await db.close();
-  say(`tree in memory: ${fmt(n)} leaves, ${fmt(memory.bytes / 1024 / 1024, 1)} MiB, loaded from ledger_tree in ${fmt(loadMs / 1000, 1)} s`);
-  const b = median(base);
+  const WITHIN = 1500;
+  const within = (xs: readonly number[]) => `${fmt((100 * xs.filter((x) => x <= WITHIN).length) / xs.length)} %`;
   const bytes = (xs: readonly number[]) => `${fmt(median(xs))} B (max ${fmt(Math.max(...xs))})`;
-  console.log(
-    formatTable(
-      [`${fmt(n)} entries, median of ${rounds}`, 'per answer', 'on the wire', 'against one keyed read'],
-      [
-        ['one stored hash by its key (baseline)', ms(b), '-', '1.00×'],
-        ['inclusion proof of a random event', ms(median(incl)), `${fmt(inclBytes)} B`, `${fmt(median(incl) / b, 2)}×`],
-        ['consistency proof from a tree ≤ 1,000 events older', ms(median(cons)), `${fmt(consBytes)} B`, `${fmt(median(cons) / b, 2)}×`],
+  const b = median(base);
+  const rows: string[][] = [
+    ['one stored hash by its key (baseline)', ms(b), '-', '1.00×', '-'],
+    ['inclusion proof of a random event', ms(median(incl)), `${fmt(inclBytes)} B`, `${fmt(median(incl) / b, 2)}×`, '-'],
+    ['consistency proof from a tree ≤ 1,000 events older', ms(median(cons)), `${fmt(consBytes)} B`, `${fmt(median(cons) / b, 2)}×`, '-'],
+  ];
+  // Each node as far behind as a publish of that many nodes leaves it, keeping only its tree's root
+  // (an agent of before frontiers: consistency proofs) or its frontier (extension proofs).
+  for (const behind of behinds) {
+    for (const keeps of [null, 'frontier'] as const) {
+      const answer200: number[] = [];
+      const answer304: number[] = [];
+      const bytes200: number[] = [];
+      const bytes200Old: number[] = [];
+      const bytes304: number[] = [];
+      for (let r = 0; r < rounds * 10; r++) {
+        // Each 304 from another size: no proof cached, the worst case.
+        const from = Math.max(1, n - 1 - Math.floor(Math.random() * behind));
+        // A 200's stamp is newer than the tree its node held (it would have been given the bundle then
+        // otherwise): between the held size and the checkpoint's. A stamp older than that (a node that
+        // refused its bundle and polls again) is the other case, any leaf.
+        const leaf = from + Math.floor(Math.random() * (n - from));
+        const oldLeaf = Math.floor(Math.random() * n);
+        const t0 = process.hrtime.bigint();
+        const h200 = proofs.headers(note, { size: from, keeps }, leaf)!;
+        const t1 = process.hrtime.bigint();
+        const h304 = proofs.headers(note, { size: from - 1, keeps })!;
+        const t2 = process.hrtime.bigint();
+        answer200.push(Number(t1 - t0) / 1e6);
+        answer304.push(Number(t2 - t1) / 1e6);
+        bytes200.push(size(sent({ ...h200, 'florete-tree-leaf': leafHeader })));
+        bytes200Old.push(size(sent({ ...proofs.headers(note, { size: from, keeps }, oldLeaf)!, 'florete-tree-leaf': leafHeader })));
+        bytes304.push(size(sent(h304)));
+      }
+      const who = `≤ ${fmt(behind)} behind, keeping its ${keeps ?? 'root'}`;
+      rows.push(
         [
-          "200 answer's tree headers, from memory (p99)",
+          `200: tree headers, ${who} (p99)`,
           `${ms(median(answer200))} (${ms(p99(answer200))})`,
           bytes(bytes200),
           `${fmt(median(answer200) / b, 2)}×`,
+          within(bytes200),
         ],
-        ["200 answer's tree headers, a stamp older than the held tree", '-', bytes(bytes200Old), '-'],
+        [`200: a stamp older than the held tree, ${who}`, '-', bytes(bytes200Old), '-', within(bytes200Old)],
         [
-          "304 answer's tree headers, from memory (p99)",
+          `304: tree headers, ${who} (p99)`,
           `${ms(median(answer304))} (${ms(p99(answer304))})`,
           bytes(bytes304),
           `${fmt(median(answer304) / b, 2)}×`,
+          within(bytes304),
         ],
-      ],
-    ),
-  );
+      );
+    }
+  }
+  await db.close();
+  say(`tree in memory: ${fmt(n)} leaves, ${fmt(memory.bytes / 1024 / 1024, 1)} MiB, loaded from ledger_tree in ${fmt(loadMs / 1000, 1)} s`);
+  console.log(formatTable([`${fmt(n)} entries, median of ${rounds}`, 'per answer', 'on the wire', 'against one keyed read', `≤ ${fmt(WITHIN)} B`], rows));
 });

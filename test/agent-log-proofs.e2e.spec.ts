@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import * as jose from 'jose';
@@ -40,7 +40,8 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
   const files = (word: string) => ({ 'agent.json': agentJson('alpha', 3600), 'flor.json': florJson('alpha', word) });
 
   const sync = () => flor(['agent', 'sync', ...alpha.args]);
-  const heldTree = () => JSON.parse(readFileSync(join(alpha.stateDir, 'tree-checkpoint.json'), 'utf8')) as { size: number; root: string; note: string };
+  const heldTree = () =>
+    JSON.parse(readFileSync(join(alpha.stateDir, 'tree-checkpoint.json'), 'utf8')) as { size: number; root: string; note: string; frontier?: string[] };
   const snapshot = () => ({
     active: readlinkSync(join(alpha.stateDir, 'active')),
     flor: readFileSync(join(alpha.installDir, 'flor.json'), 'utf8'),
@@ -79,9 +80,12 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
       const polls = proxy.polls.length;
       expect((await sync()).stdout).toMatch(/^applied \d+ \(was \d+\)\n$/);
       held = heldTree();
-      // It told the coordinator the size it held, and moved to a larger tree by the proof from there.
+      // It told the coordinator the size it held and that it keeps that tree's frontier, and moved to a
+      // larger tree by the extension proof from there, keeping the new tree's frontier.
       expect(proxy.polls[polls]['florete-tree-size']).toBe(String(before.size));
+      expect(proxy.polls[polls]['florete-tree-keeps']).toBe('frontier');
       expect(held.size).toBeGreaterThan(before.size);
+      expect(held.frontier?.length).toBe(held.size.toString(2).replace(/0/g, '').length);
     }
     // An idle poll: a 304, its checkpoint and an empty proof from the size held.
     expect((await sync()).stdout).toMatch(/^up to date at 4\n$/);
@@ -187,5 +191,50 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
   it('applies the genuine answer after all that', async () => {
     expect((await sync()).stdout).toBe('applied 5 (was 4)\n');
     expect(existsSync(join(alpha.stateDir, 'tree-checkpoint.json'))).toBe(true);
+  });
+
+  it('refuses an extension proof that does not join its frontier to the new root: checkpoint_fork', async () => {
+    await fleet.publish({ alpha: files('six') });
+    const before = snapshot();
+    proxy.mode = {
+      kind: 'rewrite',
+      headers: (h) => {
+        const proof = decodeProof(h['florete-tree-extension'], 'extension');
+        proof.hashes[0][0] ^= 1;
+        return { ...h, 'florete-tree-extension': `${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}` };
+      },
+    };
+    try {
+      const r = await sync();
+      expect({ code: r.code, line: r.stdout.trimEnd() }).toEqual({
+        code: 1,
+        line: expect.stringMatching(/^rejected 6: .*extension proof fails, the ledger was rewritten or forked/),
+      });
+      expect(snapshot()).toEqual(before);
+    } finally {
+      proxy.mode = { kind: 'pass' };
+    }
+    expect((await sync()).stdout).toBe('applied 6 (was 5)\n');
+  });
+
+  it('asks for the frontier when it holds only a root (an agent of before frontiers, or a frontier that does not make up its tree), checked by the consistency proof', async () => {
+    for (const [word, version, frontier] of [
+      ['seven', 7, undefined],
+      ['eight', 8, ['00'.repeat(32)]],
+    ] as const) {
+      const held = heldTree();
+      writeFileSync(join(alpha.stateDir, 'tree-checkpoint.json'), JSON.stringify({ ...held, frontier }));
+      await fleet.publish({ beta: { 'flor.json': florJson('beta', word) } });
+      await fleet.publish({ alpha: files(word) });
+      const polls = proxy.polls.length;
+      expect((await sync()).stdout).toBe(`applied ${version} (was ${version - 1})\n`);
+      expect(proxy.polls[polls]).toEqual(expect.objectContaining({ 'florete-tree-size': String(held.size), 'florete-tree-keeps': 'root' }));
+      const now = heldTree();
+      expect(now.size).toBeGreaterThan(held.size);
+      expect(now.frontier?.length).toBe(now.size.toString(2).replace(/0/g, '').length);
+      // And from then on it says it keeps it.
+      expect((await sync()).stdout).toBe(`up to date at ${version}\n`);
+      expect(proxy.polls[proxy.polls.length - 1]['florete-tree-keeps']).toBe('frontier');
+    }
   });
 });

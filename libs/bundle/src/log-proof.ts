@@ -1,7 +1,7 @@
 import type { BundlePayload } from '#contracts';
 import { canonicalJson } from './canonical-json.js';
 import { chainHash } from './chain.js';
-import { consistencyHashes, expandInclusion, HASH_SIZE, leafHash, verifyInclusion } from './merkle.js';
+import { consistencyHashes, expandInclusion, extensionHashes, frontierCoords, HASH_SIZE, leafHash, treeRoot, verifyInclusion } from './merkle.js';
 import { parseCheckpoint } from './checkpoint.js';
 import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-checkpoint.js';
 
@@ -25,6 +25,18 @@ import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-chec
  *   recompute that leaf: the stamp event's previous chain hash, its stream revision, its meta, and any
  *   field of its data the bundle does not carry.
  *
+ * A node that keeps its tree's frontier (the complete subtrees its tree is made of, at most log₂ n + 1
+ * hashes) says so, and is sent less:
+ *
+ * - request  `florete-tree-keeps: frontier`: the node holds the frontier of the size it sent (none
+ *   sent: the empty one); `root`: it holds only that tree's root and wants the frontier;
+ * - answer   `florete-tree-extension: N <base64 hashes>`, instead of the consistency proof, to a node
+ *   that keeps the frontier of N leaves: the new tree's complete subtrees right of N (extensionProof),
+ *   about 2·log₂ of how far behind the node is, where a consistency proof also carries the old tree's
+ *   side; the inclusion proof then leaves out what this one shows;
+ * - answer   `florete-tree-frontier: <base64 hashes>`, beside the consistency proof, to a node that
+ *   holds only a root: the new tree's frontier, once, for it to keep.
+ *
  * The leaf is never sent: the node rebuilds the stamp event from the bundle it verified, so a proof
  * of any other event, or of another version of its own, cannot pass.
  */
@@ -33,6 +45,9 @@ export const TREE_CHECKPOINT_HEADER = 'florete-tree-checkpoint';
 export const TREE_CONSISTENCY_HEADER = 'florete-tree-consistency';
 export const TREE_INCLUSION_HEADER = 'florete-tree-inclusion';
 export const TREE_LEAF_HEADER = 'florete-tree-leaf';
+export const TREE_KEEPS_HEADER = 'florete-tree-keeps';
+export const TREE_EXTENSION_HEADER = 'florete-tree-extension';
+export const TREE_FRONTIER_HEADER = 'florete-tree-frontier';
 
 /** The fields of a `node_set_stamped` event's data that a bundle payload carries itself. */
 const CARRIED = ['node', 'version', 'set_digest', 'retired', 'artifacts', 'publish_id'] as const;
@@ -194,6 +209,56 @@ export function checkTreeExtends(
       `the tree of ${next.size} entries does not extend the one held, of ${held.size}: the consistency proof fails, the ledger was rewritten or forked`,
     );
   return known;
+}
+
+/**
+ * As checkTreeExtends, for a node that keeps the frontier of the tree it holds (`held.frontier`; null:
+ * nothing held, the empty frontier) and was sent an extension proof from its size. Returns the
+ * hashes the proof showed, by range (for the inclusion proof of the same answer), and the new tree's
+ * frontier to keep.
+ */
+export function checkTreeExtendsFrontier(
+  held: (Pick<TreeCheckpoint, 'size' | 'root'> & { readonly frontier: readonly Uint8Array[] }) | null,
+  next: Pick<TreeCheckpoint, 'size' | 'root'>,
+  proof: { n: number; hashes: readonly Uint8Array[] },
+): { known: Map<string, Buffer>; frontier: Buffer[] } {
+  const size = held?.size ?? 0;
+  if (next.size < size)
+    throw new LogProofError(
+      'checkpoint_rollback',
+      `tree checkpoint of ${next.size} entries is smaller than the one held, of ${size} (replayed or rolled back)`,
+    );
+  if (proof.n !== size)
+    throw new LogProofError('checkpoint_fork', `the extension proof starts from a tree of ${proof.n} entries; this node holds the frontier of ${size}`);
+  const shown = extensionHashes(
+    size,
+    held ? Buffer.from(held.root, 'hex') : null,
+    held?.frontier ?? [],
+    next.size,
+    Buffer.from(next.root, 'hex'),
+    proof.hashes,
+  );
+  if (!shown)
+    throw new LogProofError(
+      'checkpoint_fork',
+      size === next.size
+        ? `tree checkpoint of ${next.size} entries has another root than the one held for that size: the ledger was rewritten or forked`
+        : `the tree of ${next.size} entries does not extend the one held, of ${size}: the extension proof fails, the ledger was rewritten or forked`,
+    );
+  return shown;
+}
+
+/**
+ * The frontier of the tree of `checkpoint` a `florete-tree-frontier` header carries, once it folds to
+ * that checkpoint's root; throws checkpoint_fork otherwise.
+ */
+export function checkFrontier(header: string, checkpoint: Pick<TreeCheckpoint, 'size' | 'root'>): Buffer[] {
+  const { hashes } = decodeProof(`0 ${header}`, TREE_FRONTIER_HEADER);
+  const coords = frontierCoords(checkpoint.size);
+  const byCoord = new Map(coords.map((c, i) => [`${c.level}/${c.index}`, hashes[i]]));
+  if (hashes.length !== coords.length || treeRoot(checkpoint.size, (c) => byCoord.get(`${c.level}/${c.index}`)!).toString('hex') !== checkpoint.root)
+    throw new LogProofError('checkpoint_fork', `the frontier sent does not make up the tree of ${checkpoint.size} entries the checkpoint signs`);
+  return hashes;
 }
 
 /**

@@ -5,6 +5,8 @@ import { CheckpointError, signCheckpoint } from './checkpoint.js';
 import {
   checkStampIncluded,
   checkTreeExtends,
+  checkTreeExtendsFrontier,
+  checkFrontier,
   compactTreeCheckpoint,
   expandTreeCheckpoint,
   decodeProof,
@@ -16,7 +18,7 @@ import {
   type StampLeaf,
 } from './log-proof.js';
 import { openTreeCheckpoint, signTreeCheckpoint, treeOrigin } from './tree-checkpoint.js';
-import { appendLeaves, compactInclusion, consistencyProof, inclusionProof, leafHash, treeRoot, type Coord } from './merkle.js';
+import { appendLeaves, compactInclusion, consistencyProof, extensionProof, frontierOf, inclusionProof, leafHash, treeRoot, type Coord } from './merkle.js';
 
 /** A tree built from entries with the store's own append, read from a map. */
 function tree(entries: readonly Buffer[]) {
@@ -35,6 +37,8 @@ function tree(entries: readonly Buffer[]) {
     inclusion: (i: number, n: number) => inclusionProof(i, n, read),
     compact: (i: number, n: number, from: number) => compactInclusion(i, n, from, read),
     consistency: (m: number, n: number) => consistencyProof(m, n, read),
+    extension: (m: number, n: number) => extensionProof(m, n, read),
+    frontier: (n: number) => frontierOf(n, read),
   };
 }
 
@@ -171,6 +175,40 @@ describe('a node moves from the tree it holds to the new one', () => {
 
   it('refuses a smaller tree than the one held: a rollback', () => {
     expect(code(() => checkTreeExtends(held, { size: 6, root: t.root(6) }, null))).toBe('checkpoint_rollback');
+  });
+});
+
+describe('a node that keeps its frontier moves to the new tree by an extension proof', () => {
+  const { t, entries } = ledger();
+  const held = { size: 7, root: t.root(7), frontier: t.frontier(7) };
+
+  it('accepts one from the frontier it holds, for every pair of sizes, and gives the new frontier', () => {
+    for (let m = 0; m <= 11; m++)
+      for (let n = Math.max(m, 1); n <= 11; n++) {
+        const from = m === 0 ? null : { size: m, root: t.root(m), frontier: t.frontier(m) };
+        const shown = checkTreeExtendsFrontier(from, { size: n, root: t.root(n) }, { n: m, hashes: t.extension(m, n) });
+        expect(shown.frontier).toEqual(t.frontier(n));
+      }
+  });
+
+  it("refuses a fork, a proof from another size, a frontier that is not the held tree's, and a smaller tree", () => {
+    const forked = tree([...entries.slice(0, 4), Buffer.alloc(32, 99), ...entries.slice(5)]);
+    const next = { size: 11, root: forked.root(11) };
+    expect(code(() => checkTreeExtendsFrontier(held, next, { n: 7, hashes: forked.extension(7, 11) }))).toBe('checkpoint_fork');
+    expect(code(() => checkTreeExtendsFrontier(held, next, { n: 7, hashes: t.extension(7, 11) }))).toBe('checkpoint_fork');
+    expect(code(() => checkTreeExtendsFrontier(held, { size: 7, root: forked.root(7) }, { n: 7, hashes: [] }))).toBe('checkpoint_fork');
+    expect(code(() => checkTreeExtendsFrontier(held, { size: 11, root: t.root(11) }, { n: 6, hashes: t.extension(6, 11) }))).toBe('checkpoint_fork');
+    // The forked tree's frontier is refused with the genuine root held: it does not make up that tree.
+    expect(code(() => checkTreeExtendsFrontier({ ...held, frontier: forked.frontier(7) }, next, { n: 7, hashes: forked.extension(7, 11) }))).toBe(
+      'checkpoint_fork',
+    );
+    expect(code(() => checkTreeExtendsFrontier(held, { size: 6, root: t.root(6) }, { n: 7, hashes: [] }))).toBe('checkpoint_rollback');
+  });
+
+  it('takes a frontier sent to a node that holds only a root once it makes up the signed tree', () => {
+    expect(checkFrontier(Buffer.concat(t.frontier(11)).toString('base64'), { size: 11, root: t.root(11) })).toEqual(t.frontier(11));
+    for (const bad of [t.frontier(10), t.frontier(11).slice(1), [...t.frontier(11), t.frontier(11)[0]]])
+      expect(code(() => checkFrontier(Buffer.concat(bad).toString('base64'), { size: 11, root: t.root(11) }))).toBe('checkpoint_fork');
   });
 });
 

@@ -349,11 +349,17 @@ function consistencyRanges(from: number, to: number): Set<string> {
 /**
  * The audit path of leaf `index` in the tree of `size` leaves without the hashes that the
  * consistency proof from `from` leaves (sent with it) shows: the ones it can rebuild are not sent
- * twice. `from` null or 0: the whole path.
+ * twice. `from` null or 0: the whole path. `frontier`: the proof sent with it is an extension proof
+ * (extensionProof, to a node keeping its frontier; `from` 0 too), whose ranges are left out instead.
  */
-export function compactInclusion(index: number, size: number, from: number | null, read: HashRead): Buffer[] {
+export function compactInclusion(index: number, size: number, from: number | null, read: HashRead, frontier = false): Buffer[] {
   checkInclusion(index, size);
-  const known = from !== null && from >= 1 && from <= size ? consistencyRanges(from, size) : new Set<string>();
+  const known =
+    from !== null && from >= 0 && from <= size && frontier
+      ? extensionRanges(from, size)
+      : from !== null && from >= 1 && from <= size
+        ? consistencyRanges(from, size)
+        : new Set<string>();
   return pathRanges(index, 0, size, [])
     .filter((r) => !known.has(rangeKey(r)))
     .map((r) => foldRange(r, read));
@@ -376,4 +382,141 @@ export function expandInclusion(index: number, size: number, sent: readonly Uint
     out.push(h);
   }
   return at === sent.length ? out : null;
+}
+
+const isPowerOfTwo = (n: number): boolean => {
+  let k = 1;
+  while (k < n) k *= 2;
+  return k === n;
+};
+
+/** The coordinate of the complete subtree [lo, hi) of a tree (its size a power of two, lo aligned to it). */
+const coordOf = (r: Range): Coord => {
+  const size = r.hi - r.lo;
+  return { level: Math.round(Math.log2(size)), index: r.lo / size };
+};
+
+/**
+ * Walks the tree of `to` leaves from its root as a node that keeps the frontier of its tree of
+ * `from` leaves (the complete subtrees of frontierCoords(from)) rebuilds it: a complete subtree that
+ * ends by `from` is one of the frontier's (taken from it), a complete subtree that starts at or after
+ * `from` is sent, and every other one (it straddles `from`, or is the incomplete right edge) is
+ * split. `frontier` and `sent` give those hashes (null: not known; the walk then yields null);
+ * `known` notes every range's hash met, by range.
+ */
+function walkExtension(
+  from: number,
+  lo: number,
+  hi: number,
+  frontier: (r: Range) => Buffer | null,
+  sent: (r: Range) => Buffer | null,
+  known: Map<string, Buffer | null>,
+): Buffer | null {
+  let h: Buffer | null;
+  if (isPowerOfTwo(hi - lo) && hi <= from) h = frontier({ lo, hi });
+  else if (isPowerOfTwo(hi - lo) && lo >= from) h = sent({ lo, hi });
+  else {
+    const k = splitOf(hi - lo);
+    const left = walkExtension(from, lo, lo + k, frontier, sent, known);
+    const right = walkExtension(from, lo + k, hi, frontier, sent, known);
+    h = left && right ? nodeHash(left, right) : null;
+  }
+  known.set(rangeKey({ lo, hi }), h);
+  return h;
+}
+
+/** The complete subtrees a node keeps as its tree's frontier: those that make up a tree of `size` leaves, left to right (≤ log₂ size + 1). */
+export function frontierCoords(size: number): Coord[] {
+  return rootCoords(size);
+}
+
+/** The hashes of the frontier of the tree of `size` leaves, in frontierCoords order. */
+export function frontierOf(size: number, read: HashRead): Buffer[] {
+  return frontierCoords(size).map((c) => Buffer.from(read(c)));
+}
+
+/** The complete subtrees an extension proof from `from` to `to` leaves sends, in order: the new tree's part right of `from`. */
+export function extensionCoords(from: number, to: number): Coord[] {
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to >= 1))
+    throw new RangeError(`no extension proof from ${from} to ${to} leaves`);
+  const out: Coord[] = [];
+  walkExtension(
+    from,
+    0,
+    to,
+    () => null,
+    (r) => (out.push(coordOf(r)), null),
+    new Map(),
+  );
+  return out;
+}
+
+/**
+ * The proof, for a node that keeps the frontier of its tree of `from` leaves (0: an empty one), that
+ * the tree of `to` leaves extends it: the hashes of the complete subtrees right of `from` that the
+ * new root folds from beside the node's frontier. At most about 2·log₂(to − from) hashes, however
+ * large the tree, where an RFC 9162 consistency proof also carries the old tree's side (about log₂
+ * to) because its verifier holds only the old root.
+ */
+export function extensionProof(from: number, to: number, read: HashRead): Buffer[] {
+  return extensionCoords(from, to).map((c) => Buffer.from(read(c)));
+}
+
+/**
+ * Verifies an extension proof with the frontier of the tree held (`from` leaves with root `fromRoot`;
+ * from 0: nothing held, anything is taken): the frontier must fold to `fromRoot`, and with the proof
+ * to `toRoot`. Returns the hashes it showed, by range, as consistencyHashes does (an inclusion proof
+ * of the same answer leaves them out: compactInclusion with `frontier`), and the new tree's frontier,
+ * for the node to keep; null when it does not verify.
+ */
+export function extensionHashes(
+  from: number,
+  fromRoot: Uint8Array | null,
+  frontier: readonly Uint8Array[],
+  to: number,
+  toRoot: Uint8Array,
+  proof: readonly Uint8Array[],
+): { known: Map<string, Buffer>; frontier: Buffer[] } | null {
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to >= 1)) return null;
+  const held = frontierCoords(from);
+  if (frontier.length !== held.length || [...frontier, ...proof].some((h) => h.length !== HASH_SIZE)) return null;
+  const byRange = new Map<string, Buffer>();
+  held.forEach((c, i) => byRange.set(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level }), Buffer.from(frontier[i])));
+  if (
+    from > 0 &&
+    (!fromRoot ||
+      !same(
+        treeRoot(from, (c) => byRange.get(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level }))!),
+        fromRoot,
+      ))
+  )
+    return null;
+  let at = 0;
+  const known = new Map<string, Buffer | null>();
+  const root = walkExtension(
+    from,
+    0,
+    to,
+    (r) => byRange.get(rangeKey(r)) ?? null,
+    () => (at < proof.length ? Buffer.from(proof[at++]) : null),
+    known,
+  );
+  if (!root || at !== proof.length || !same(root, toRoot)) return null;
+  const next = frontierCoords(to).map((c) => known.get(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level })) ?? null);
+  if (next.some((h) => h === null)) return null;
+  return { known: known as Map<string, Buffer>, frontier: next as Buffer[] };
+}
+
+/** The ranges extensionHashes(from, …, to, …) gives hashes for. */
+function extensionRanges(from: number, to: number): Set<string> {
+  const known = new Map<string, Buffer | null>();
+  walkExtension(
+    from,
+    0,
+    to,
+    () => null,
+    () => null,
+    known,
+  );
+  return new Set(known.keys());
 }

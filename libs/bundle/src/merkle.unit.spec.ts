@@ -7,6 +7,10 @@ import {
   consistencyCoords,
   consistencyHashes,
   expandInclusion,
+  extensionCoords,
+  extensionHashes,
+  extensionProof,
+  frontierOf,
   consistencyProof,
   EMPTY_ROOT,
   inclusionCoords,
@@ -297,6 +301,101 @@ describe('an inclusion proof sent with a consistency proof leaves out what that 
           ).toBeNull();
         }
         expect(consistencyHashes(m, n, nodeHash(old, old), root, proof)).toBeNull();
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("a node that keeps its tree's frontier moves to a new tree with an extension proof", () => {
+  const store = new Store();
+  const leaves = Array.from({ length: 300 }, (_, i) => Buffer.from([i, i >> 8]));
+  store.append(leaves);
+  const leafOf = (i: number) => leafHash(leaves[i]);
+
+  it('rebuilds the new root and the new frontier from the held one, for every held size and tree up to 40 leaves, with every audit path', () => {
+    for (let n = 1; n <= 40; n++) {
+      const root = treeRoot(n, store.get);
+      for (let m = 0; m <= n; m++) {
+        const proof = extensionProof(m, n, store.get);
+        const shown = extensionHashes(m, m === 0 ? null : treeRoot(m, store.get), frontierOf(m, store.get), n, root, proof);
+        expect(shown).not.toBeNull();
+        expect(shown!.frontier.map(hex)).toEqual(frontierOf(n, store.get).map(hex));
+        for (let i = 0; i < n; i++) {
+          const sent = compactInclusion(i, n, m, store.get, true);
+          const path = expandInclusion(i, n, sent, shown!.known);
+          expect(path?.map(hex)).toEqual(inclusionProof(i, n, store.get).map(hex));
+          expect(verifyInclusion(leafOf(i), i, n, path!, root)).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('sends about 2·log₂ of the distance however large the tree, where a consistency proof carries the old side too', () => {
+    // 5 → 8: [5,6) and [6,8); the RFC 9162 proof also carries [4,5) and [0,4).
+    expect(extensionCoords(5, 8)).toEqual([
+      { level: 0, index: 5 },
+      { level: 1, index: 3 },
+    ]);
+    expect(consistencyProof(5, 8, store.get)).toHaveLength(4);
+    // Equal sizes: nothing; the frontier alone folds to the root.
+    expect(extensionProof(300, 300, store.get)).toEqual([]);
+    const big = 1_000_000;
+    for (const d of [1, 10, 100, 1000, 10_000]) {
+      for (const from of [big - d - 1, big - d - 12_345, 2 ** 19 + 7]) {
+        const n = extensionCoords(from, from + d).length;
+        expect(n).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(d + 1)) + 1);
+      }
+    }
+  });
+
+  it('refuses a frontier or a proof that does not fold to the roots, and a proof of the wrong length', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 300 }), fc.nat(), fc.nat(), (n, a, c) => {
+        const m = a % (n + 1);
+        const root = treeRoot(n, store.get);
+        const old = m === 0 ? null : treeRoot(m, store.get);
+        const frontier = frontierOf(m, store.get);
+        const proof = extensionProof(m, n, store.get);
+        expect(extensionHashes(m, old, frontier, n, root, proof)).not.toBeNull();
+        if (proof.length > 0) {
+          const j = c % proof.length;
+          expect(
+            extensionHashes(
+              m,
+              old,
+              frontier,
+              n,
+              root,
+              proof.map((h, k) => (k === j ? nodeHash(h, h) : h)),
+            ),
+          ).toBeNull();
+          expect(extensionHashes(m, old, frontier, n, root, proof.slice(1))).toBeNull();
+        }
+        expect(extensionHashes(m, old, frontier, n, root, [...proof, root])).toBeNull();
+        if (m > 0) {
+          const j = c % frontier.length;
+          // A frontier changed, or one that folds to another root than the held one.
+          expect(
+            extensionHashes(
+              m,
+              old,
+              frontier.map((h, k) => (k === j ? nodeHash(h, h) : h)),
+              n,
+              root,
+              proof,
+            ),
+          ).toBeNull();
+          expect(extensionHashes(m, nodeHash(old!, old!), frontier, n, root, proof)).toBeNull();
+        }
+        // Another new root: the same proof cannot lead there.
+        expect(extensionHashes(m, old, frontier, n, nodeHash(root, root), proof)).toBeNull();
+        // A tree of other leaves at the held size (a rewritten ledger) cannot be extended to this one.
+        if (m > 0 && m < n) {
+          const other = new Store();
+          other.append(leaves.slice(0, m).map((l, k) => (k === c % m ? Buffer.concat([l, Buffer.of(1)]) : l)));
+          expect(extensionHashes(m, treeRoot(m, other.get), frontierOf(m, other.get), n, root, proof)).toBeNull();
+        }
       }),
       { numRuns: 500 },
     );

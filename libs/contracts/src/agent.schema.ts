@@ -194,6 +194,8 @@ export const HeldTreeCheckpoint = z.strictObject({
   root: Sha256,
   time: Timestamp,
   received_at: Timestamp,
+  /** The tree's frontier: the hashes of the complete subtrees it is made of, left to right (proofs then start from it). */
+  frontier: z.array(Sha256).max(64).optional(),
 });
 export type HeldTreeCheckpoint = z.infer<typeof HeldTreeCheckpoint>;
 

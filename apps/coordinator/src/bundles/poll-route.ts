@@ -15,8 +15,8 @@ import { ContactLog } from '../fleet/index.js';
 import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
-import { TreeProofs, treeSizeOf } from './tree-memory.js';
-import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER, TREE_LEAF_HEADER, TREE_SIZE_HEADER } from '#bundle';
+import { TreeProofs, treeHeldOf, type TreeHeld } from './tree-memory.js';
+import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER, TREE_LEAF_HEADER } from '#bundle';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -270,9 +270,9 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         const name = parseInput(NodeName, req.params.node, 'path');
         const tags = ifNoneMatchTags(req.headers['if-none-match']);
         const watch = this.watchOf(req.raw);
-        const from = treeSizeOf(req.headers[TREE_SIZE_HEADER]);
+        const holds = treeHeldOf(req.headers);
         const memory = this.fromMemory(credential, name, tags);
-        const tree = memory ? this.treeHeaders(memory.tree, from) : null;
+        const tree = memory ? this.treeHeaders(memory.tree, holds) : null;
         if (!memory || tree === undefined) return this.answering(reply, this.fromDatabase(reply, credential, name, tags, watch));
         if (watch) return this.answering(reply, this.held(reply, credential, name, tags, memory, watch, this.cache.mark()));
         this.metrics.polls304++;
@@ -326,17 +326,17 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       }
     }
     const tags = ifNoneMatchTags(req.headers['if-none-match']);
-    const from = treeSizeOf(req.headers[TREE_SIZE_HEADER]);
+    const holds = treeHeldOf(req.headers);
     // Its tree headers first (no contact noted for a poll sent on): memory may not have caught up with the tree's checkpoint yet.
     const tree = this.cache.treeNow();
-    const treeHeaders = tree === undefined ? undefined : this.treeHeaders(tree, from);
+    const treeHeaders = tree === undefined ? undefined : this.treeHeaders(tree, holds);
     if (treeHeaders === undefined) return false;
     const memory = this.fromMemory(credential, name, tags);
     if (!memory || memory.tree !== tree) return false;
     // Counted here only once answered: a poll sent on to the route is counted there.
     this.metrics.polls++;
     if (watch) {
-      this.holdAtTheDoor(req, res, credential, name, memory.etag, memory.confirm, watch, from);
+      this.holdAtTheDoor(req, res, credential, name, memory.etag, memory.confirm, watch, holds);
       return true;
     }
     this.metrics.polls304++;
@@ -352,16 +352,16 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /**
-   * The tree headers of an answer carrying the tree checkpoint `note` to a node holding `from`
-   * leaves: null when there is no tree checkpoint to carry, undefined when memory cannot make them
+   * The tree headers of an answer carrying the tree checkpoint `note` to a node holding what `holds`
+   * says: null when there is no tree checkpoint to carry, undefined when memory cannot make them
    * now: it has not caught up with that checkpoint (it starts to, and the database's path waits), or
    * the node holds a larger tree than `note` (another replica, ahead of this one, showed it: the
    * database's path reads the current checkpoint and catches memory up to it before answering).
    */
-  private treeHeaders(note: string | null, from: number | null, leaf: number | null = null): Record<string, string> | null | undefined {
+  private treeHeaders(note: string | null, holds: TreeHeld, leaf: number | null = null): Record<string, string> | null | undefined {
     if (note === null) return null;
-    if (this.proofs.behind(note, from)) return undefined;
-    const made = this.proofs.headers(note, from, leaf);
+    if (this.proofs.behind(note, holds.size)) return undefined;
+    const made = this.proofs.headers(note, holds, leaf);
     if (made) return made;
     this.proofs.ready(note).catch((err: unknown) => this.log.error({ err }, 'the ledger tree in memory could not catch up'));
     return undefined;
@@ -381,13 +381,14 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
    * them, has the tree's proofs ready and its tree is not smaller than the node's, else those the
    * watch was held with (read from the database, which the node's tree is never ahead of).
    */
-  private expiredHeaders(current: Current, watch: Watch, from: number | null): Record<string, string> {
+  private expiredHeaders(current: Current, watch: Watch, holds: TreeHeld): Record<string, string> {
     const now = this.cache.checkpointNow();
     const treeNow = this.cache.treeNow();
-    const fresh = now !== undefined && treeNow !== undefined && (treeNow === null || (this.proofs.isReady(treeNow) && !this.proofs.behind(treeNow, from)));
+    const fresh =
+      now !== undefined && treeNow !== undefined && (treeNow === null || (this.proofs.isReady(treeNow) && !this.proofs.behind(treeNow, holds.size)));
     const tree = fresh ? treeNow : current.tree;
     return {
-      ...pollHeaders(current.etag, fresh ? now : current.checkpoint, current.confirm, tree === null ? null : (this.proofs.headers(tree, from) ?? null)),
+      ...pollHeaders(current.etag, fresh ? now : current.checkpoint, current.confirm, tree === null ? null : (this.proofs.headers(tree, holds) ?? null)),
       [PREFERENCE_APPLIED]: `wait=${watch.applied}`,
     };
   }
@@ -405,7 +406,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     etag: string,
     confirm: string | null,
     watch: Watch,
-    from: number | null,
+    holds: TreeHeld,
   ): void {
     const current: Current = { etag, checkpoint: this.cache.checkpointNow() ?? null, confirm, tree: this.cache.treeNow() ?? null };
     const gone = () => this.hub.release(held);
@@ -426,7 +427,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
         this.metrics.watches.expired++;
         this.metrics.polls304++;
         this.contacts.seen(name);
-        res.writeHead(304, this.expiredHeaders(current, watch, from)).end();
+        res.writeHead(304, this.expiredHeaders(current, watch, holds)).end();
       },
       drop: () => {
         res.off('close', gone);
@@ -456,11 +457,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     watch: Watch,
     mark: number,
   ): Promise<void> {
-    const from = treeSizeOf(reply.request.headers[TREE_SIZE_HEADER]);
+    const holds = treeHeldOf(reply.request.headers);
     if (performance.now() >= watch.deadline) {
       this.metrics.polls304++;
       void reply
-        .headers(this.expiredHeaders(current, watch, from))
+        .headers(this.expiredHeaders(current, watch, holds))
         .status(304)
         .send();
       return Promise.resolve();
@@ -480,8 +481,8 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
       void reply
         .headers(
           watch.woken
-            ? this.expiredHeaders(current, watch, from)
-            : pollHeaders(current.etag, current.checkpoint, current.confirm, current.tree === null ? null : (this.proofs.headers(current.tree, from) ?? null)),
+            ? this.expiredHeaders(current, watch, holds)
+            : pollHeaders(current.etag, current.checkpoint, current.confirm, current.tree === null ? null : (this.proofs.headers(current.tree, holds) ?? null)),
         )
         .status(304)
         .send();
@@ -509,7 +510,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
           this.metrics.polls304++;
           this.contacts.seen(name);
           void reply
-            .headers(this.expiredHeaders(current, watch, from))
+            .headers(this.expiredHeaders(current, watch, holds))
             .status(304)
             .send();
           resolve();
@@ -548,15 +549,15 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
   }
 
   /**
-   * The tree headers of an answer read from the database: its tree checkpoint, the consistency proof
-   * from the size the node sent and, with a new bundle, the inclusion proof of the event that stamped
+   * The tree headers of an answer read from the database: its tree checkpoint, the proof from what
+   * the node holds (`holds`) and, with a new bundle, the inclusion proof of the event that stamped
    * it and the rest of that event (the leaf header). Memory catches up with the checkpoint first.
    */
-  private async fromTree(row: PollRead, sizeHeader: string | string[] | undefined, modified: boolean): Promise<Record<string, string> | null> {
+  private async fromTree(row: PollRead, holds: TreeHeld, modified: boolean): Promise<Record<string, string> | null> {
     const note = row.tree_note!;
     await this.proofs.ready(note);
     const leaf = modified && row.position !== null ? Number(row.position) - 1 : null;
-    const headers = this.proofs.headers(note, treeSizeOf(sizeHeader), leaf);
+    const headers = this.proofs.headers(note, holds, leaf);
     if (!headers) throw new Error('the ledger tree in memory moved back while a poll was answered');
     if (leaf !== null && row.stamp_prev_hash !== null && row.stamp_revision !== null)
       headers[TREE_LEAF_HEADER] = encodeStampLeaf(
@@ -579,7 +580,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     if (!row.etag) throw new DomainError('unknown_node', `nothing has been published for ${name} yet`, { node: name });
     const confirm = confirmHeader(row);
     const modified = !etagMatches(tags, row.etag);
-    const tree = row.tree_note === null ? null : await this.fromTree(row, reply.request.headers[TREE_SIZE_HEADER], modified);
+    const tree = row.tree_note === null ? null : await this.fromTree(row, treeHeldOf(reply.request.headers), modified);
     const headers = pollHeaders(row.etag, row.checkpoint === null ? null : checkpointHeader(row.checkpoint), confirm, tree);
     if (watch) headers[PREFERENCE_APPLIED] = `wait=${watch.applied}`;
     if (!modified) {

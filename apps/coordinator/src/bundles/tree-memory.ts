@@ -4,16 +4,23 @@ import {
   completedBy,
   consistencyProof,
   encodeProof,
+  extensionProof,
+  frontierOf,
   HASH_SIZE,
   nodeHash,
   parseTreeCheckpoint,
   treeRoot,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
+  TREE_EXTENSION_HEADER,
+  TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
+  TREE_KEEPS_HEADER,
+  TREE_SIZE_HEADER,
   type Coord,
   type HashRead,
 } from '#bundle';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Database } from '../db/index.js';
 
 /** Leaves read from ledger_tree in one statement while catching up. */
@@ -122,13 +129,24 @@ export class TreeMemory {
     return treeRoot(size, this.read);
   }
 
-  /** The audit path of leaf `index`, without what the consistency proof from `from` (sent with it; null: none) shows. */
-  inclusion(index: number, size: number, from: number | null = null): Buffer[] {
-    return compactInclusion(index, size, from, this.read);
+  /**
+   * The audit path of leaf `index`, without what the consistency proof from `from` (sent with it;
+   * null: none) shows, or the extension proof (`frontier`).
+   */
+  inclusion(index: number, size: number, from: number | null = null, frontier = false): Buffer[] {
+    return compactInclusion(index, size, from, this.read, frontier);
   }
 
   consistency(from: number, size: number): Buffer[] {
     return consistencyProof(from, size, this.read);
+  }
+
+  extension(from: number, size: number): Buffer[] {
+    return extensionProof(from, size, this.read);
+  }
+
+  frontier(size: number): Buffer[] {
+    return frontierOf(size, this.read);
   }
 }
 
@@ -138,7 +156,23 @@ interface Ready {
   readonly header: string;
   readonly size: number;
   readonly proofs: Map<number, string>;
+  /** Extension proofs, by the size of the frontier they start from. */
+  readonly extensions: Map<number, string>;
+  /** Its tree's frontier, for nodes that hold only a root (made once asked). */
+  frontier: string | null;
 }
+
+/**
+ * What a polling node says it holds of the tree: the size of its tree checkpoint (null: none sent)
+ * and what it keeps of that tree (`florete-tree-keeps`): its frontier, only its root, or nothing said
+ * (an agent of before frontiers, which keeps only the root and wants nothing more).
+ */
+export interface TreeHeld {
+  readonly size: number | null;
+  readonly keeps: 'frontier' | 'root' | null;
+}
+
+export const HELD_NOTHING: TreeHeld = { size: null, keeps: null };
 
 /**
  * The proof headers of poll answers, from a TreeMemory: for a signed tree checkpoint note, its
@@ -194,36 +228,56 @@ export class TreeProofs {
       if (attempt > 0) throw new Error(`the ledger tree in the database does not have the root its signed checkpoint of ${size} entries names`);
       this.memory.reset();
     }
-    return { note, header: Buffer.from(note, 'utf8').toString('base64'), size, proofs: new Map() };
+    return { note, header: Buffer.from(note, 'utf8').toString('base64'), size, proofs: new Map(), extensions: new Map(), frontier: null };
   }
 
   /**
-   * The tree headers of an answer carrying `note` to a node that holds a tree of `from` leaves
-   * (null: it sent none), with the inclusion proof of the leaf at `leaf` for a 200; null when `note`
-   * is not ready, or when it is smaller than what the node holds (no proof exists: the node will see
-   * the rollback).
+   * The tree headers of an answer carrying `note` to a node that holds what `held` says, with the
+   * inclusion proof of the leaf at `leaf` for a 200; null when `note` is not ready. A node that keeps
+   * its frontier gets an extension proof from it; any other one the consistency proof from the size
+   * it holds, and its tree's frontier when it asked for one. No proof when `note` is smaller than what
+   * the node holds: none exists, and the node will see the rollback.
    */
-  headers(note: string, from: number | null, leaf: number | null = null): Record<string, string> | null {
+  headers(note: string, held: TreeHeld, leaf: number | null = null): Record<string, string> | null {
     const r = this.readyFor(note);
     if (!r) return null;
     const out: Record<string, string> = { [TREE_CHECKPOINT_HEADER]: r.header };
-    const proved = from !== null && from > 0 && from <= r.size;
-    if (proved) {
-      let proof = r.proofs.get(from);
-      if (proof === undefined) {
-        proof = encodeProof(from, this.memory.consistency(from, r.size));
-        if (r.proofs.size >= PROOFS_KEPT) r.proofs.clear();
-        r.proofs.set(from, proof);
-      }
-      out[TREE_CONSISTENCY_HEADER] = proof;
+    const from = held.size;
+    if (held.keeps === 'frontier') {
+      const start = from ?? 0;
+      if (start > r.size) return out;
+      out[TREE_EXTENSION_HEADER] = this.kept(r.extensions, start, () => encodeProof(start, this.memory.extension(start, r.size)));
+      if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size, start, true));
+      return out;
     }
+    const proved = from !== null && from > 0 && from <= r.size;
+    if (proved) out[TREE_CONSISTENCY_HEADER] = this.kept(r.proofs, from, () => encodeProof(from, this.memory.consistency(from, r.size)));
+    if (held.keeps === 'root') out[TREE_FRONTIER_HEADER] = r.frontier ??= Buffer.concat(this.memory.frontier(r.size)).toString('base64');
     if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size, proved ? from : null));
     return out;
   }
+
+  /** A proof header kept by the size it starts from: most nodes hold one of a few sizes. */
+  private kept(proofs: Map<number, string>, from: number, make: () => string): string {
+    let proof = proofs.get(from);
+    if (proof === undefined) {
+      proof = make();
+      if (proofs.size >= PROOFS_KEPT) proofs.clear();
+      proofs.set(from, proof);
+    }
+    return proof;
+  }
 }
 
-/** The `florete-tree-size` a request sent: a non-negative integer, or null (absent or malformed: answered as if absent). */
-export function treeSizeOf(header: string | string[] | undefined): number | null {
-  if (typeof header !== 'string' || !/^[0-9]{1,15}$/.test(header)) return null;
-  return Number(header);
+/**
+ * What a request's `florete-tree-size` and `florete-tree-keeps` say the node holds; a size that is no
+ * non-negative integer, or a keeps of another value, is taken as not sent.
+ */
+export function treeHeldOf(headers: IncomingHttpHeaders): TreeHeld {
+  const size = headers[TREE_SIZE_HEADER];
+  const keeps = headers[TREE_KEEPS_HEADER];
+  return {
+    size: typeof size === 'string' && /^[0-9]{1,15}$/.test(size) ? Number(size) : null,
+    keeps: keeps === 'frontier' || keeps === 'root' ? keeps : null,
+  };
 }

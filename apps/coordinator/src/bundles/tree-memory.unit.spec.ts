@@ -5,19 +5,24 @@ import {
   decodeProof,
   EMPTY_ROOT,
   expandInclusion,
+  extensionHashes,
   leafHash,
   nodeHash,
   signTreeCheckpoint,
   splitOf,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
+  TREE_EXTENSION_HEADER,
+  TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
   treeOrigin,
   verifyConsistency,
   verifyInclusion,
 } from '#bundle';
 import type { Database } from '../db/index.js';
-import { TreeMemory, TreeProofs, treeSizeOf } from './tree-memory.js';
+import { TreeMemory, TreeProofs, treeHeldOf, type TreeHeld } from './tree-memory.js';
+
+const held = (size: number | null): TreeHeld => ({ size, keeps: null });
 
 const leaves = Array.from({ length: 300 }, (_, i) => leafHash(Buffer.from(`entry ${i}`)));
 
@@ -130,11 +135,11 @@ describe('TreeProofs', () => {
     memory.append(leaves.slice(0, 40));
     const proofs = new TreeProofs(memory);
     const n40 = note(40, memory.root(40));
-    expect(proofs.headers(n40, 10)).toBeNull();
+    expect(proofs.headers(n40, held(10))).toBeNull();
     expect(proofs.isReady(n40)).toBe(false);
     await proofs.ready(n40);
     expect(proofs.isReady(n40)).toBe(true);
-    expect(proofs.headers(n40, null)).toEqual({ [TREE_CHECKPOINT_HEADER]: Buffer.from(n40).toString('base64') });
+    expect(proofs.headers(n40, held(null))).toEqual({ [TREE_CHECKPOINT_HEADER]: Buffer.from(n40).toString('base64') });
   });
 
   it('proves consistency from each size a node holds up to the note, and says when a node holds more', async () => {
@@ -145,18 +150,18 @@ describe('TreeProofs', () => {
     const n40 = note(40, root);
     await proofs.ready(n40);
     for (let from = 1; from <= 40; from++) {
-      const h = proofs.headers(n40, from)!;
+      const h = proofs.headers(n40, held(from))!;
       const proof = decodeProof(h[TREE_CONSISTENCY_HEADER], TREE_CONSISTENCY_HEADER);
       expect(proof.n).toBe(from);
       expect(verifyConsistency(from, 40, memory.root(from), root, proof.hashes)).toBe(true);
       // Kept: the next answer from that size is the same header.
-      expect(proofs.headers(n40, from)![TREE_CONSISTENCY_HEADER]).toBe(h[TREE_CONSISTENCY_HEADER]);
+      expect(proofs.headers(n40, held(from))![TREE_CONSISTENCY_HEADER]).toBe(h[TREE_CONSISTENCY_HEADER]);
       expect(proofs.behind(n40, from)).toBe(false);
     }
     // No size, or none held: no proof. A node holding more than the note: none exists, and memory is behind it.
-    expect(proofs.headers(n40, 0)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
-    expect(proofs.headers(n40, null)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
-    expect(proofs.headers(n40, 41)![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, held(0))![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, held(null))![TREE_CONSISTENCY_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, held(41))![TREE_CONSISTENCY_HEADER]).toBeUndefined();
     expect(proofs.behind(n40, 41)).toBe(true);
     expect(proofs.behind(n40, null)).toBe(false);
     expect(proofs.behind(note(41, root), 50)).toBe(false); // not ready: nothing known
@@ -175,7 +180,7 @@ describe('TreeProofs', () => {
       [30, 12],
       [40, 39],
     ] as const) {
-      const h = proofs.headers(n40, from, leaf)!;
+      const h = proofs.headers(n40, held(from), leaf)!;
       const sent = decodeProof(h[TREE_INCLUSION_HEADER], TREE_INCLUSION_HEADER);
       expect(sent.n).toBe(leaf);
       const known = from === null ? null : consistencyHashes(from, 40, memory.root(from), root, decodeProof(h[TREE_CONSISTENCY_HEADER], 'c').hashes);
@@ -184,7 +189,58 @@ describe('TreeProofs', () => {
       if (from === 30 && leaf === 35) expect(sent.hashes.length).toBeLessThan(path.length);
     }
     // A leaf the tree does not hold gets no inclusion proof.
-    expect(proofs.headers(n40, null, 40)![TREE_INCLUSION_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, held(null), 40)![TREE_INCLUSION_HEADER]).toBeUndefined();
+  });
+
+  it('sends a node that keeps its frontier an extension proof, and the inclusion proof without what that one shows', async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const root = memory.root(40);
+    const n40 = note(40, root);
+    await proofs.ready(n40);
+    for (const [from, leaf] of [
+      [null, 3],
+      [0, null],
+      [30, 35],
+      [30, 12],
+      [17, null],
+      [40, 39],
+      [40, null],
+    ] as const) {
+      const h = proofs.headers(n40, { size: from, keeps: 'frontier' }, leaf)!;
+      expect(h[TREE_CONSISTENCY_HEADER]).toBeUndefined();
+      const extension = decodeProof(h[TREE_EXTENSION_HEADER], TREE_EXTENSION_HEADER);
+      const start = from ?? 0;
+      expect(extension.n).toBe(start);
+      const shown = extensionHashes(start, start === 0 ? null : memory.root(start), memory.frontier(start), 40, root, extension.hashes)!;
+      expect(shown.frontier).toEqual(memory.frontier(40));
+      // Fewer hashes than the consistency proof from the same size, which carries the old tree's side too.
+      if (start > 0 && start < 40)
+        expect(extension.hashes.length).toBeLessThanOrEqual(decodeProof(proofs.headers(n40, held(start))![TREE_CONSISTENCY_HEADER], 'c').hashes.length);
+      if (leaf === null) {
+        expect(h[TREE_INCLUSION_HEADER]).toBeUndefined();
+        continue;
+      }
+      const sent = decodeProof(h[TREE_INCLUSION_HEADER], TREE_INCLUSION_HEADER);
+      const path = expandInclusion(leaf, 40, sent.hashes, shown.known)!;
+      expect(verifyInclusion(leaves[leaf], leaf, 40, path, root)).toBe(true);
+    }
+    // A node keeping the frontier of a larger tree than the note: no proof exists.
+    expect(proofs.headers(n40, { size: 41, keeps: 'frontier' })![TREE_EXTENSION_HEADER]).toBeUndefined();
+  });
+
+  it("sends a node that holds only a root the consistency proof and, for it to keep, the new tree's frontier", async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const n40 = note(40, memory.root(40));
+    await proofs.ready(n40);
+    const h = proofs.headers(n40, { size: 30, keeps: 'root' })!;
+    expect(decodeProof(h[TREE_CONSISTENCY_HEADER], 'c').n).toBe(30);
+    expect(decodeProof(`0 ${h[TREE_FRONTIER_HEADER]}`, 'f').hashes).toEqual(memory.frontier(40));
+    // An agent that says nothing of what it keeps (of before frontiers) is sent none.
+    expect(proofs.headers(n40, held(30))![TREE_FRONTIER_HEADER]).toBeUndefined();
   });
 
   it('reloads memory once when its root is not the signed one, and fails when the database disagrees too', async () => {
@@ -202,10 +258,12 @@ describe('TreeProofs', () => {
   });
 });
 
-describe('treeSizeOf', () => {
-  it('takes a non-negative integer and nothing else', () => {
-    expect(treeSizeOf('0')).toBe(0);
-    expect(treeSizeOf('1000000')).toBe(1_000_000);
-    for (const bad of [undefined, '', '-1', '1.5', ' 5', '0x10', '1'.repeat(16), ['5']]) expect(treeSizeOf(bad)).toBeNull();
+describe('treeHeldOf', () => {
+  it('takes a non-negative integer size and a keeps of frontier or root, and nothing else', () => {
+    expect(treeHeldOf({ 'florete-tree-size': '0' })).toEqual({ size: 0, keeps: null });
+    expect(treeHeldOf({ 'florete-tree-size': '1000000', 'florete-tree-keeps': 'frontier' })).toEqual({ size: 1_000_000, keeps: 'frontier' });
+    expect(treeHeldOf({ 'florete-tree-keeps': 'root' })).toEqual({ size: null, keeps: 'root' });
+    for (const bad of [undefined, '', '-1', '1.5', ' 5', '0x10', '1'.repeat(16)]) expect(treeHeldOf({ 'florete-tree-size': bad }).size).toBeNull();
+    for (const bad of [undefined, '', 'Frontier', 'frontier ', 'leaves']) expect(treeHeldOf({ 'florete-tree-keeps': bad }).keeps).toBeNull();
   });
 });

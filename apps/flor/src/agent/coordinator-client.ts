@@ -5,7 +5,10 @@ import {
   LogProofError,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
+  TREE_EXTENSION_HEADER,
+  TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
+  TREE_KEEPS_HEADER,
   TREE_LEAF_HEADER,
   TREE_SIZE_HEADER,
 } from '#bundle';
@@ -30,11 +33,19 @@ export interface OperatorConfirm {
 export interface TreeAnswer {
   readonly checkpoint: string | null;
   readonly consistency: string | null;
+  readonly extension: string | null;
+  readonly frontier: string | null;
   readonly inclusion: string | null;
   readonly leaf: string | null;
 }
 
-export const NO_TREE: TreeAnswer = { checkpoint: null, consistency: null, inclusion: null, leaf: null };
+export const NO_TREE: TreeAnswer = { checkpoint: null, consistency: null, extension: null, frontier: null, inclusion: null, leaf: null };
+
+/** What the node holds of the tree, as a poll says it: its checkpoint's size (0: none) and whether it keeps that tree's frontier. */
+export interface TreeHolding {
+  readonly size: number;
+  readonly frontier: boolean;
+}
 
 /** `checkpoint`: the signed ledger checkpoint the answer carried (the note text), not yet verified; `tree`, its tree proofs. */
 export type BundleFetch =
@@ -96,6 +107,8 @@ function treeOf(headers: Record<string, string | string[] | undefined>): TreeAns
   return {
     checkpoint,
     consistency: one(TREE_CONSISTENCY_HEADER),
+    extension: one(TREE_EXTENSION_HEADER),
+    frontier: one(TREE_FRONTIER_HEADER),
     inclusion: one(TREE_INCLUSION_HEADER),
     leaf: one(TREE_LEAF_HEADER),
   };
@@ -127,11 +140,12 @@ export class CoordinatorClient {
    * holds the request until the bundle changes or the wait, plus its jitter of up to a sixteenth, runs
    * out; the deadline on the exchange grows by as much.
    */
-  async fetchBundle(etag: string | null, waitSeconds = 0, signal?: AbortSignal, treeSize = 0): Promise<BundleFetch> {
+  async fetchBundle(etag: string | null, waitSeconds = 0, signal?: AbortSignal, tree: TreeHolding = { size: 0, frontier: true }): Promise<BundleFetch> {
     const headers: Record<string, string> = { ...this.auth, accept: 'application/jose' };
     if (etag) headers['if-none-match'] = etag;
-    // The tree this node holds: the answer's consistency proof starts from it.
-    if (treeSize > 0) headers[TREE_SIZE_HEADER] = String(treeSize);
+    // The tree this node holds: the answer's proof starts from it (none held: the empty frontier).
+    if (tree.size > 0) headers[TREE_SIZE_HEADER] = String(tree.size);
+    headers[TREE_KEEPS_HEADER] = tree.size === 0 || tree.frontier ? 'frontier' : 'root';
     const watching = etag !== null && waitSeconds > 0;
     if (watching) headers.prefer = `wait=${waitSeconds}`;
     const timeoutMs = this.timeoutMs + (watching ? Math.ceil((waitSeconds * 1000 * 17) / 16) : 0);

@@ -22,7 +22,7 @@ import { AgentError } from '../errors.js';
 import { fsyncDir, symlinkAtomic, writeFileDurable } from '#runtime';
 import type { Activated, Activator } from './activator.js';
 import { transportFor } from './transport.js';
-import { CoordinatorClient, type BundleFetch, type OperatorConfirm } from './coordinator-client.js';
+import { CoordinatorClient, type BundleFetch, type OperatorConfirm, type TreeHolding } from './coordinator-client.js';
 import { evolve, provisionalFor, verdict, type ConfirmationEvent } from './confirmation.js';
 import { runHealthChecks } from './health-checks.js';
 import { dryRunResult } from './dry-run.js';
@@ -39,7 +39,7 @@ import { keepsLocalConfig } from './local-config.js';
 import { SET_JWS, type StateDir } from './state-dir.js';
 import { BundleRejected, decodeStagedPayload, kidOf, verifyBundle, type VerifiedBundle } from './verify-bundle.js';
 import { TrustKeeper } from './trust-keeper.js';
-import { TreeKeeper } from './tree-keeper.js';
+import { TreeKeeper, treeHolding } from './tree-keeper.js';
 import { Witness } from './witness.js';
 import { staleSince } from './freshness.js';
 import type { Log } from '#runtime';
@@ -54,8 +54,8 @@ import { SelfUpgrade } from './self-upgrade.js';
 export interface Watched {
   /** The ETag the watch was made with: the pass uses the answer only if it would send the same. */
   readonly etag: string;
-  /** The tree size it sent: its consistency proof starts there, so the pass uses it only if it still holds that size. */
-  readonly treeSize: number;
+  /** What it said it holds of the tree: its proofs start there, so the pass uses it only if it still holds that. */
+  readonly tree: TreeHolding;
   readonly answer: { readonly ok: true; readonly fetched: BundleFetch } | { readonly ok: false; readonly error: AgentError };
 }
 
@@ -190,20 +190,20 @@ export class SyncPass {
     if (!identity) return null;
     const etag = this.conditionalEtag(this.dir.readState(), this.dir.activeVersion());
     if (!etag) return null;
-    const treeSize = this.heldTreeSize(identity);
+    const tree = this.heldTree(identity);
     try {
       const client = new CoordinatorClient(identity, this.config.request_timeout_seconds * 1000, transportFor(identity, this.config));
-      return { etag, treeSize, answer: { ok: true, fetched: await client.fetchBundle(etag, waitSeconds, signal, treeSize) } };
+      return { etag, tree, answer: { ok: true, fetched: await client.fetchBundle(etag, waitSeconds, signal, tree) } };
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
-      return { etag, treeSize, answer: { ok: false, error: err } };
+      return { etag, tree, answer: { ok: false, error: err } };
     }
   }
 
-  /** The size of the tree checkpoint held for this enrolment (0: none), as the poll sends it. */
-  private heldTreeSize(identity: { enrolled_at: string }): number {
+  /** What is held of the tree for this enrolment (size 0: nothing), as the poll says it. */
+  private heldTree(identity: { enrolled_at: string }): TreeHolding {
     const held = this.dir.readTreeCheckpoint();
-    return held && held.enrolled_at === identity.enrolled_at ? held.size : 0;
+    return treeHolding(held && held.enrolled_at === identity.enrolled_at ? held : null);
   }
 
   async run(dryRun: boolean, watched?: Watched): Promise<PassOutcome> {
@@ -229,12 +229,12 @@ export class SyncPass {
       // Conditional only when nothing is half-done: after a crash between the mark and the switch, a
       // 304 would leave the accepted version unswitched, so fetch it whole and finish it.
       const etag = this.conditionalEtag(state, active);
-      const treeSize = this.heldTreeSize(identity);
-      if (watched && watched.etag === etag && watched.treeSize === treeSize) {
+      const tree = this.heldTree(identity);
+      if (watched && watched.etag === etag && watched.tree.size === tree.size && watched.tree.frontier === tree.frontier) {
         if (!watched.answer.ok) throw watched.answer.error;
         fetched = watched.answer.fetched;
       } else {
-        fetched = await client.fetchBundle(etag, 0, undefined, treeSize);
+        fetched = await client.fetchBundle(etag, 0, undefined, tree);
       }
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;

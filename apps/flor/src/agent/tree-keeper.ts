@@ -1,22 +1,45 @@
 import {
   CheckpointError,
+  checkFrontier,
   checkStampIncluded,
   checkTreeExtends,
+  checkTreeExtendsFrontier,
   decodeProof,
+  frontierCoords,
   decodeStampLeaf,
   LogProofError,
   openTreeCheckpoint,
   parseTreeCheckpoint,
   TREE_CONSISTENCY_HEADER,
+  TREE_EXTENSION_HEADER,
   TREE_INCLUSION_HEADER,
   treeOrigin,
+  treeRoot,
   type TreeCheckpoint,
 } from '#bundle';
 import type { AgentIdentity, BundlePayload, HeldCheckpoint, HeldTreeCheckpoint } from '#contracts';
-import type { BundleFetch } from './coordinator-client.js';
+import type { BundleFetch, TreeHolding } from './coordinator-client.js';
 import type { StateDir } from './state-dir.js';
 import type { TrustKeeper } from './trust-keeper.js';
 import { BundleRejected, type RejectionCode } from './verify-bundle.js';
+
+/**
+ * The frontier `held` keeps, once it makes up its tree (its hashes fold to the held root); null when
+ * it keeps none or one that does not (a file edited or cut short), and the agent then asks for the
+ * frontier again rather than trust it.
+ */
+export function heldFrontier(held: HeldTreeCheckpoint | null): Buffer[] | null {
+  if (!held?.frontier) return null;
+  const coords = frontierCoords(held.size);
+  if (held.frontier.length !== coords.length) return null;
+  const byCoord = new Map(coords.map((c, i) => [`${c.level}/${c.index}`, Buffer.from(held.frontier![i], 'hex')]));
+  return treeRoot(held.size, (c) => byCoord.get(`${c.level}/${c.index}`)!).toString('hex') === held.root ? [...byCoord.values()] : null;
+}
+
+/** What a poll says it holds of the tree: nothing, a tree's root only, or its frontier too. */
+export function treeHolding(held: HeldTreeCheckpoint | null): TreeHolding {
+  return held ? { size: held.size, frontier: heldFrontier(held) !== null } : { size: 0, frontier: true };
+}
 
 /**
  * Proofs on the wire, the node's side (docs/decisions/0014-proofs-on-the-wire.md): every answer's
@@ -76,11 +99,24 @@ export class TreeKeeper {
     if (c.origin !== origin) refuse('checkpoint_origin', `tree checkpoint of ${c.origin}, this agent follows ${origin}`);
     if (chain && chain.position === c.size && chain.hash !== c.chain)
       refuse('checkpoint_fork', `the tree checkpoint of ${c.size} entries names another chain hash than the ledger checkpoint of that position`);
-    // What the consistency proof showed: the inclusion proof of the same answer leaves those hashes out.
+    // What the extension or consistency proof showed: the inclusion proof of the same answer leaves those hashes out.
     let known: Map<string, Buffer> | null = null;
+    // The new tree's frontier, when this answer shows it (kept for the next answer's proof to start from).
+    let frontier: Buffer[] | null = null;
     try {
-      const consistency = fetched.tree.consistency === null ? null : decodeProof(fetched.tree.consistency, TREE_CONSISTENCY_HEADER);
-      known = checkTreeExtends(held, c, consistency);
+      const kept = heldFrontier(held);
+      if (fetched.tree.extension !== null) {
+        if (held && !kept) refuse('checkpoint_fork', `an extension proof came for the frontier of ${held.size} entries, which this agent does not keep`);
+        const shown = checkTreeExtendsFrontier(held && { ...held, frontier: kept! }, c, decodeProof(fetched.tree.extension, TREE_EXTENSION_HEADER));
+        known = shown.known;
+        frontier = shown.frontier;
+      } else {
+        const consistency = fetched.tree.consistency === null ? null : decodeProof(fetched.tree.consistency, TREE_CONSISTENCY_HEADER);
+        known = checkTreeExtends(held, c, consistency);
+        // A frontier sent beside it, for an agent that held only a root; one held already is kept if the tree did not move.
+        if (fetched.tree.frontier !== null) frontier = checkFrontier(fetched.tree.frontier, c);
+        else if (kept && held!.size === c.size) frontier = kept;
+      }
     } catch (err) {
       if (!(err instanceof LogProofError)) throw err;
       refuse(err.code === 'proof_malformed' ? 'checkpoint_fork' : err.code, err.message);
@@ -95,7 +131,8 @@ export class TreeKeeper {
         refuse('not_in_log', err.message);
       }
     }
-    if (held && held.size === c.size && held.note === note) return null;
+    const hexes = frontier?.map((h) => h.toString('hex'));
+    if (held && held.size === c.size && held.note === note && hexes?.join() === held.frontier?.join()) return null;
     return {
       enrolled_at: this.identity.enrolled_at,
       note,
@@ -104,6 +141,7 @@ export class TreeKeeper {
       root: c.root,
       time: c.time,
       received_at: this.now().toISOString(),
+      ...(hexes ? { frontier: hexes } : {}),
     };
   }
 }
