@@ -91,6 +91,23 @@ type WitnessItem = {
       const origin = parseTreeCheckpoint(held.note).origin.replace(/\/tree$/, '');
       expect(verifyCosignature(held.note, w.cosigned!.cosignature, { name: nodeWitnessName(origin, node), publicKey: key })).not.toBeNull();
     }
+    // Served with the checkpoint: the coordinator's signature line, then each node's cosignature of that very note.
+    const served = (await admin.get('/v1/ledger/tree/checkpoint')).text.trimEnd();
+    const cosigned = (await admin.get('/v1/ledger/tree/checkpoint/cosigned')).text;
+    expect(cosigned.startsWith(`${served}\n`)).toBe(true);
+    const lines = cosigned
+      .slice(served.length + 1)
+      .trimEnd()
+      .split('\n');
+    expect(lines).toHaveLength(2);
+    for (const [i, node] of ['alpha', 'beta'].entries()) {
+      const w = items.find((x) => x.node === node)!;
+      const origin = parseTreeCheckpoint(`${served}\n`).origin.replace(/\/tree$/, '');
+      expect(verifyCosignature(`${served}\n`, lines[i], { name: nodeWitnessName(origin, node), publicKey: w.witness_key!.public_key })).not.toBeNull();
+    }
+    expect((await admin.get('/v1/ledger/tree/checkpoint/cosigned?limit=1')).text.split('\n— ')).toHaveLength(3);
+    const bad = await admin.get('/v1/ledger/tree/checkpoint/cosigned?limit=0');
+    expect({ status: bad.status, code: bad.body.code }).toEqual({ status: 422, code: 'invalid_query' });
     const two = await audit('--witnesses', '2');
     expect({ code: two.code, stderr: two.stderr }).toEqual({ code: 0, stderr: '' });
     expect(two.stdout).toMatch(/^witnesses: 2 nodes cosigned a tree the ledger's tree \(\d+ entries\) extends: /m);
@@ -121,6 +138,8 @@ type WitnessItem = {
     await db.kysely.updateTable('node_status').set({ cosignature: forged }).where('node', '=', 'beta').execute();
     try {
       expect((await witnesses()).find((i) => i.node === 'beta')!.cosigned).toMatchObject({ valid: false });
+      // Never served with the checkpoint.
+      expect((await admin.get('/v1/ledger/tree/checkpoint/cosigned')).text).not.toContain(forged);
       const run = await audit('--witnesses', '1');
       expect(run.code).toBe(1);
       expect(run.stdout).toMatch(

@@ -196,9 +196,9 @@ describe('retectl with a scoped token', () => {
     expect({ status: hidden.status, code: hidden.body.code }).toEqual({ status: 404, code: 'unknown_publish' });
   });
 
-  it('a scoped token is refused what covers every node: the ledger events, the witnesses, the metrics and the audit mirror', async () => {
+  it('a scoped token is refused what covers every node: the ledger events, the witnesses and their cosignatures, the metrics and the audit mirror', async () => {
     for (const token of [ops.token, web.token]) {
-      for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/metrics', '/audit.git/HEAD']) {
+      for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/v1/ledger/tree/checkpoint/cosigned', '/metrics', '/audit.git/HEAD']) {
         const r = await admin.as(token).get(path);
         expect({ path, status: r.status, code: r.body?.code }).toEqual({ path, status: 403, code: 'out_of_scope' });
         expect(r.body.detail).toMatch(/covers every node, and this token is scoped to .*: it needs a token with no scope/);
@@ -206,7 +206,7 @@ describe('retectl with a scoped token', () => {
     }
     // An unscoped reader reads them all.
     const auditor = JSON.parse((await cli('token', 'create', '--role', 'reader', '--name', 'auditor', '--json')).stdout).token as string;
-    for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/metrics', '/audit.git/HEAD'])
+    for (const path of ['/v1/ledger/events', '/v1/ledger/witnesses', '/v1/ledger/tree/checkpoint/cosigned', '/metrics', '/audit.git/HEAD'])
       expect([path, (await admin.as(auditor).get(path)).status]).toEqual([path, 200]);
     // What a plan needs and what proves the log stay open to it.
     for (const path of ['/v1/heads', '/v1/ledger/head', '/v1/ledger/checkpoint', '/v1/ledger/tree/checkpoint'])

@@ -438,6 +438,19 @@ const ROUTES: Route[] = [
   },
   {
     method: 'get',
+    path: '/v1/ledger/tree/checkpoint/cosigned',
+    summary:
+      "The signed tree checkpoint with the fleet's cosignatures of it appended as signature lines (C2SP tlog-cosignature): those of at most `limit` nodes, by name, that cosigned exactly it, each verified under the key the ledger recorded",
+    access: 'reader',
+    query: C.CosignedCheckpointQuery,
+    responses: {
+      200: { description: 'the signed note and its cosignature lines', contentType: 'text/plain', schema: z.string() },
+      404: problem('none signed yet'),
+      ...std,
+    },
+  },
+  {
+    method: 'get',
     path: '/v1/ledger/tree/tile/{path}',
     summary:
       "The Merkle tree as C2SP tlog-tiles, up to the signed tree checkpoint: tile/<L>/<N>[.p/<W>] (256 hashes of tree level 8·L) and tile/entries/<N>[.p/<W>] (each event's chain hash, uint16 length-prefixed)",

@@ -26,6 +26,17 @@ export const WitnessesQuery = z.strictObject({
     .default(500),
 });
 
+export const CosignedCheckpointQuery = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,5}$/, 'must be a number from 1 to 10000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(10_000))
+    .default(100)
+    .describe('at most this many cosignatures, by node name'),
+});
+export type CosignedCheckpointQuery = z.infer<typeof CosignedCheckpointQuery>;
+
 /**
  * One node's witness: the checkpoint its agent last reported holding (the note as reported, so
  * anyone can check its signature), and the ledger's hash today at that checkpoint's position

@@ -1,10 +1,12 @@
-import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeEntryBundle, parseTilePath, tileCoords, tileWidth, TILE_WIDTH } from '#bundle';
 import { DB, type Db } from '../db/index.js';
-import { DomainError, quoteInput, Access } from '../common/index.js';
+import { CosignedCheckpointQuery } from '#contracts';
+import { DomainError, parseInput, quoteInput, Access, WholeFleet } from '../common/index.js';
 import { readChainHashes, readTreeHashes } from '../ledger/index.js';
 import { readTreeCheckpoint } from './tree.repository.js';
+import { readCosignatures } from './witnesses.repository.js';
 
 const PREFIX = '/v1/ledger/tree/';
 
@@ -26,6 +28,27 @@ export class TreeController {
     const served = await readTreeCheckpoint(this.db.kysely);
     if (!served) throw new DomainError('not_found', 'the coordinator has not signed a tree checkpoint yet');
     void reply.header('cache-control', 'no-cache').type('text/plain; charset=utf-8').send(served.note);
+  }
+
+  /**
+   * The tree checkpoint with the fleet's cosignatures of it appended as further signature lines
+   * (C2SP tlog-cosignature): any note verifier that knows the nodes' keys counts them, and ignores
+   * them otherwise. Only lines that verify under the key the ledger recorded for their node are
+   * served; an auditor checks them again (retectl audit verify --witnesses). Names nodes, so a
+   * scoped token is refused it.
+   */
+  @Get('checkpoint/cosigned')
+  @Access('reader')
+  @WholeFleet()
+  async cosigned(@Query() query: unknown, @Res() reply: FastifyReply): Promise<void> {
+    const { limit } = parseInput(CosignedCheckpointQuery, query, 'query');
+    const served = await readTreeCheckpoint(this.db.kysely);
+    if (!served) throw new DomainError('not_found', 'the coordinator has not signed a tree checkpoint yet');
+    const lines = await readCosignatures(this.db.kysely, served.note, limit);
+    void reply
+      .header('cache-control', 'no-cache')
+      .type('text/plain; charset=utf-8')
+      .send(served.note + lines.map((l) => `${l}\n`).join(''));
   }
 
   @Get('tile/*')

@@ -83,4 +83,27 @@ function cosignedBy(node: string, r: { cosigned_checkpoint: string | null; cosig
   return { note: r.cosigned_checkpoint, cosignature: r.cosignature, size, valid };
 }
 
+/**
+ * The cosignature lines of the nodes (by name, at most `limit`) that cosigned exactly `note` and whose
+ * line verifies under the key the ledger recorded for them: what the tree checkpoint is served with.
+ */
+export async function readCosignatures(db: Kysely<Database>, note: string, limit: number): Promise<string[]> {
+  const lines: string[] = [];
+  let after: string | null = null;
+  // Read past lines that do not verify (reported, never served): pages until `limit` valid ones or the end.
+  while (lines.length < limit) {
+    let q = db
+      .selectFrom('node_status')
+      .innerJoin('node_witness_keys', 'node_witness_keys.node', 'node_status.node')
+      .select(['node_status.node', 'node_status.cosigned_checkpoint', 'node_status.cosignature', 'node_witness_keys.public_key'])
+      .where('node_status.cosigned_checkpoint', '=', note);
+    if (after !== null) q = q.where('node_status.node', '>', after);
+    const rows = await q.orderBy('node_status.node').limit(limit).execute();
+    for (const r of rows) if (lines.length < limit && cosignedBy(r.node, r)?.valid) lines.push(r.cosignature!);
+    if (rows.length < limit) break;
+    after = rows[rows.length - 1].node;
+  }
+  return lines;
+}
+
 const iso = (t: Date | string | null): string | null => (t === null ? null : new Date(t).toISOString());
