@@ -8,11 +8,11 @@
  * of the rounds' ratios: a shared machine's load drifts, and turns keep a drift from landing on
  * one side only.
  *
- * The coordinator's poll carries `florete-tree-size` like a real agent's (the size of the tree
- * checkpoint it holds, the current one), so its 304 carries the consistency proof from it (proofs on
- * the wire, docs/decisions/0014-proofs-on-the-wire.md). Each round has a third turn, the same poll
- * without the size (proofs off: the checkpoints still, no consistency proof), and both are printed
- * against the same baseline.
+ * The coordinator's poll carries `florete-tree-size` and `florete-tree-keeps: frontier` like a real
+ * agent's (the tree checkpoint it holds, the current one, whose frontier it keeps), so its 304
+ * carries the extension proof from it (proofs on the wire, docs/decisions/0014-proofs-on-the-wire.md
+ * and 0016). Each round has a third turn, the same poll without them (proofs off: the checkpoints
+ * still, no proof), and both are printed against the same baseline.
  *
  * With --tls, both serve HTTPS with the same self-signed P-256 certificate: the coordinator itself
  * (FLORETE_TLS_CERT, FLORETE_TLS_KEY), the baseline as a node:https server, each with Node's TLS
@@ -115,13 +115,14 @@ async function main(): Promise<void> {
     expandTreeCheckpoint(treeNote, typeof chainNote === 'string' ? Buffer.from(chainNote, 'base64').toString('utf8') : null),
   ).size;
   if (!Number.isSafeInteger(treeSize) || treeSize < 1) throw new Error('the tree checkpoint names no size');
-  const headers = { ...bare, 'florete-tree-size': String(treeSize) };
+  const headers = { ...bare, 'florete-tree-size': String(treeSize), 'florete-tree-keeps': 'frontier' };
   const proved = await api.expect(304, 'GET', path, { headers });
   // The empty proof from the current size: `<size> ` (a header's trailing space is not kept).
-  if (proved.headers['florete-tree-consistency']?.toString().trim() !== String(treeSize))
-    throw new Error(`a 304 to a poll with florete-tree-size carries no consistency proof: ${String(proved.headers['florete-tree-consistency'])}`);
-  if ((await api.expect(304, 'GET', path, { headers: bare })).headers['florete-tree-consistency'] !== undefined)
-    throw new Error('a 304 to a poll without florete-tree-size carries a consistency proof');
+  if (proved.headers['florete-tree-extension']?.toString().trim() !== String(treeSize))
+    throw new Error(`a 304 to a poll with florete-tree-size carries no extension proof: ${String(proved.headers['florete-tree-extension'])}`);
+  const unproved = (await api.expect(304, 'GET', path, { headers: bare })).headers;
+  if (unproved['florete-tree-consistency'] !== undefined || unproved['florete-tree-extension'] !== undefined)
+    throw new Error('a 304 to a poll without florete-tree-size carries a proof');
   if (values.agent && cert) {
     await agentTurns({ url: coordinator.url + path, pid: coordinator.child.pid }, headers, cert.certPem, opts, database);
     return;
@@ -206,7 +207,7 @@ async function main(): Promise<void> {
     [
       '',
       `poll path: GET ${path} with a valid node credential and a matching If-None-Match (304); ` +
-        `the coordinator's rows with florete-tree-size: ${treeSize} (proofs on: the tree checkpoint and the consistency proof from the size held), ` +
+        `the coordinator's rows with florete-tree-size: ${treeSize} and florete-tree-keeps: frontier (proofs on: the tree checkpoint and the extension proof from the tree held), ` +
         `"proofs off" without it (the checkpoints only)`,
       `database: ${database}; ${cert ? 'HTTPS (TLS served by each process itself, P-256 certificate), keep-alive; ' : ''}${opts.connections} connections; ${opts.rounds} rounds of ${opts.duration} s per side, taking turns, after ${opts.warmup} s warm-up each; Node ${process.version}`,
       '',
