@@ -64,6 +64,7 @@ export {
   extensionHashes,
   frontierCoords,
   frontierOf,
+  frontierRoot,
   expandInclusion,
   completedBy,
   appendCoords,

@@ -1,7 +1,7 @@
 import type { BundlePayload } from '#contracts';
 import { canonicalJson } from './canonical-json.js';
 import { chainHash } from './chain.js';
-import { consistencyHashes, expandInclusion, extensionHashes, frontierCoords, HASH_SIZE, leafHash, treeRoot, verifyInclusion } from './merkle.js';
+import { consistencyHashes, expandInclusion, extensionHashes, frontierRoot, HASH_SIZE, leafHash, verifyInclusion } from './merkle.js';
 import { parseCheckpoint } from './checkpoint.js';
 import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-checkpoint.js';
 
@@ -254,9 +254,7 @@ export function checkTreeExtendsFrontier(
  */
 export function checkFrontier(header: string, checkpoint: Pick<TreeCheckpoint, 'size' | 'root'>): Buffer[] {
   const { hashes } = decodeProof(`0 ${header}`, TREE_FRONTIER_HEADER);
-  const coords = frontierCoords(checkpoint.size);
-  const byCoord = new Map(coords.map((c, i) => [`${c.level}/${c.index}`, hashes[i]]));
-  if (hashes.length !== coords.length || treeRoot(checkpoint.size, (c) => byCoord.get(`${c.level}/${c.index}`)!).toString('hex') !== checkpoint.root)
+  if (frontierRoot(checkpoint.size, hashes)?.toString('hex') !== checkpoint.root)
     throw new LogProofError('checkpoint_fork', `the frontier sent does not make up the tree of ${checkpoint.size} entries the checkpoint signs`);
   return hashes;
 }

@@ -390,6 +390,9 @@ const isPowerOfTwo = (n: number): boolean => {
   return k === n;
 };
 
+/** The leaves a stored hash covers. */
+const rangeOfCoord = (c: Coord): Range => ({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level });
+
 /** The coordinate of the complete subtree [lo, hi) of a tree (its size a power of two, lo aligned to it). */
 const coordOf = (r: Range): Coord => {
   const size = r.hi - r.lo;
@@ -430,6 +433,14 @@ export function frontierCoords(size: number): Coord[] {
   return rootCoords(size);
 }
 
+/** The root the frontier hashes `frontier` (in frontierCoords order) fold to as the tree of `size` leaves; null when there are not as many as that tree has. */
+export function frontierRoot(size: number, frontier: readonly Uint8Array[]): Buffer | null {
+  const coords = frontierCoords(size);
+  if (frontier.length !== coords.length || frontier.some((h) => h.length !== HASH_SIZE)) return null;
+  const byCoord = new Map(coords.map((c, i) => [key(c), frontier[i]]));
+  return treeRoot(size, (c) => byCoord.get(key(c))!);
+}
+
 /** The hashes of the frontier of the tree of `size` leaves, in frontierCoords order. */
 export function frontierOf(size: number, read: HashRead): Buffer[] {
   return frontierCoords(size).map((c) => Buffer.from(read(c)));
@@ -445,7 +456,10 @@ export function extensionCoords(from: number, to: number): Coord[] {
     0,
     to,
     () => null,
-    (r) => (out.push(coordOf(r)), null),
+    (r) => {
+      out.push(coordOf(r));
+      return null;
+    },
     new Map(),
   );
   return out;
@@ -478,19 +492,11 @@ export function extensionHashes(
   proof: readonly Uint8Array[],
 ): { known: Map<string, Buffer>; frontier: Buffer[] } | null {
   if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to >= 1)) return null;
-  const held = frontierCoords(from);
-  if (frontier.length !== held.length || [...frontier, ...proof].some((h) => h.length !== HASH_SIZE)) return null;
+  if (proof.some((h) => h.length !== HASH_SIZE)) return null;
+  const folded = frontierRoot(from, frontier);
+  if (!folded || (from > 0 && (!fromRoot || !same(folded, fromRoot)))) return null;
   const byRange = new Map<string, Buffer>();
-  held.forEach((c, i) => byRange.set(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level }), Buffer.from(frontier[i])));
-  if (
-    from > 0 &&
-    (!fromRoot ||
-      !same(
-        treeRoot(from, (c) => byRange.get(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level }))!),
-        fromRoot,
-      ))
-  )
-    return null;
+  frontierCoords(from).forEach((c, i) => byRange.set(rangeKey(rangeOfCoord(c)), Buffer.from(frontier[i])));
   let at = 0;
   const known = new Map<string, Buffer | null>();
   const root = walkExtension(
@@ -502,7 +508,7 @@ export function extensionHashes(
     known,
   );
   if (!root || at !== proof.length || !same(root, toRoot)) return null;
-  const next = frontierCoords(to).map((c) => known.get(rangeKey({ lo: c.index * 2 ** c.level, hi: (c.index + 1) * 2 ** c.level })) ?? null);
+  const next = frontierCoords(to).map((c) => known.get(rangeKey(rangeOfCoord(c))) ?? null);
   if (next.some((h) => h === null)) return null;
   return { known: known as Map<string, Buffer>, frontier: next as Buffer[] };
 }

@@ -5,7 +5,7 @@ import {
   checkTreeExtends,
   checkTreeExtendsFrontier,
   decodeProof,
-  frontierCoords,
+  frontierRoot,
   decodeStampLeaf,
   LogProofError,
   openTreeCheckpoint,
@@ -14,7 +14,6 @@ import {
   TREE_EXTENSION_HEADER,
   TREE_INCLUSION_HEADER,
   treeOrigin,
-  treeRoot,
   type TreeCheckpoint,
 } from '#bundle';
 import type { AgentIdentity, BundlePayload, HeldCheckpoint, HeldTreeCheckpoint } from '#contracts';
@@ -30,10 +29,8 @@ import { BundleRejected, type RejectionCode } from './verify-bundle.js';
  */
 export function heldFrontier(held: HeldTreeCheckpoint | null): Buffer[] | null {
   if (!held?.frontier) return null;
-  const coords = frontierCoords(held.size);
-  if (held.frontier.length !== coords.length) return null;
-  const byCoord = new Map(coords.map((c, i) => [`${c.level}/${c.index}`, Buffer.from(held.frontier![i], 'hex')]));
-  return treeRoot(held.size, (c) => byCoord.get(`${c.level}/${c.index}`)!).toString('hex') === held.root ? [...byCoord.values()] : null;
+  const frontier = held.frontier.map((h) => Buffer.from(h, 'hex'));
+  return frontierRoot(held.size, frontier)?.toString('hex') === held.root ? frontier : null;
 }
 
 /** What a poll says it holds of the tree: nothing, a tree's root only, or its frontier too. */
