@@ -347,6 +347,34 @@ describe('SyncPass against a loopback coordinator', () => {
     ]);
   });
 
+  it('refuses the version it applied sent with another set, as after a restore that lost it: nothing moves, and a newer version is applied', async () => {
+    await applyOne();
+    await serve(2, two);
+    expect(await pass().run(false)).toMatchObject({ result: 'applied', version: 2 });
+    coordinator.reports.length = 0;
+    const before = { sets: tree(dir.setsDir), etc: tree(installDir), installed: readFileSync(dir.installedPath, 'utf8') };
+
+    // Version 2 again, with version 1's files: another history of this node's versions (its stamp event, and so its ETag, differ too).
+    coordinator.served = { jws: await bundle(2, one, key), etag: '"v2-restored"' };
+    const outcome = await pass().run(false);
+    expect(outcome).toMatchObject({ was: 2, active_version: 2, version: 2, result: 'rejected', code: 'version_conflict' });
+    expect(outcome.reason).toMatch(
+      /^version 2 is sent with set digest [0-9a-f]{12}…, but the version 2 this node applied has [0-9a-f]{12}…: the ledger lost the version applied here/,
+    );
+    expect({ sets: tree(dir.setsDir), etc: tree(installDir), installed: readFileSync(dir.installedPath, 'utf8') }).toEqual(before);
+    expect(readlinkSync(dir.activeLink)).toBe('sets/2');
+    expect(activated()).toEqual([1, 2]);
+    expect(dir.readState()).toMatchObject({ high_water: 2, applied_version: 2, last_result: 'rejected', last_error: outcome.reason });
+    expect(coordinator.reports).toEqual([expect.objectContaining({ active_version: 2, result: 'rejected', error: `version 2: ${outcome.reason}` })]);
+    // The same set under the same version is the version applied: up to date, as before.
+    await serve(2, two);
+    expect(await pass().run(false)).toMatchObject({ result: 'up_to_date', active_version: 2 });
+    // A newer version is applied.
+    await serve(3, one);
+    expect(await pass().run(false)).toMatchObject({ result: 'applied', version: 3 });
+    expect(installed('flor.json')).toBe(one['flor.json']);
+  });
+
   it('refuses a bundle whose signature does not verify under the trusted key: nothing moves, the rejection is kept and reported without a version', async () => {
     await applyOne();
     const before = { state: tree(dir.root), etc: tree(installDir) };

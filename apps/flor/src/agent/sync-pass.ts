@@ -298,6 +298,9 @@ export class SyncPass {
     }
     const version = verified.payload.version;
     if (dryRun) return this.dryRun(base, state, version, verified.files);
+    // The version applied here, with other content: another history of this node's versions.
+    const conflict = version === active ? this.conflictingContent(active, verified.payload.set_digest) : null;
+    if (conflict) return this.rejected(client, state, new BundleRejected('version_conflict', conflict, version), base, highWater, dryRun, stamp);
     // The version this agent reverted from is never applied again: the coordinator answers it with a rollback.
     if (version === active || (state.reverted?.done && version === state.reverted.version)) {
       state.etag = fetched.etag;
@@ -321,6 +324,28 @@ export class SyncPass {
     symlinkAtomic(this.dir.setLinkTarget(version), this.dir.activeLink);
     this.log('info', 'set switched', { version, was: active });
     return this.finish(client, state, version, active, interrupted, resources, sameContent);
+  }
+
+  /**
+   * Why a bundle of the version active here cannot be taken as that version, or null when it can: a
+   * version names one set in one ledger, so the same number with another set digest is a history this
+   * node did not follow (a coordinator restored from a backup older than what the node applied, then
+   * re-enrolled). Taking it as up to date would leave the node running what the ledger no longer
+   * records while reporting the version it does; applying it under the same number would break the
+   * high-water mark. It waits for a newer version.
+   */
+  private conflictingContent(active: number, setDigest: string): string | null {
+    let applied: string;
+    try {
+      applied = this.readSet(active).payload.set_digest;
+    } catch {
+      return null;
+    }
+    if (applied === setDigest) return null;
+    return (
+      `version ${active} is sent with set digest ${setDigest.slice(0, 12)}…, but the version ${active} this node applied has ${applied.slice(0, 12)}…: ` +
+      `the ledger lost the version applied here (restored from an older backup?); the node keeps its active set until it is given a newer version (a publish that changes it)`
+    );
   }
 
   /** Whether `version`'s set is the one applied now (a rollback after a revert): it is taken without a restart. */

@@ -15,6 +15,8 @@ export type RejectionCode =
   | 'bad_payload'
   | 'wrong_node'
   | 'replayed'
+  /** The version applied here, sent with another set: a history this node did not follow. */
+  | 'version_conflict'
   | 'digest_mismatch'
   | 'revoked_key'
   | 'stamped_after_checkpoint'
