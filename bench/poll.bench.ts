@@ -118,10 +118,10 @@ async function main(): Promise<void> {
   const headers = { ...bare, 'florete-tree-size': String(treeSize), 'florete-tree-keeps': 'frontier' };
   const proved = await api.expect(304, 'GET', path, { headers });
   // The empty proof from the current size: `<size> ` (a header's trailing space is not kept).
-  if (proved.headers['florete-tree-extension']?.toString().trim() !== String(treeSize))
-    throw new Error(`a 304 to a poll with florete-tree-size carries no extension proof: ${String(proved.headers['florete-tree-extension'])}`);
+  if (proved.headers['florete-tree-proof']?.toString().trim() !== String(treeSize))
+    throw new Error(`a 304 to a poll with florete-tree-size carries no extension proof: ${String(proved.headers['florete-tree-proof'])}`);
   const unproved = (await api.expect(304, 'GET', path, { headers: bare })).headers;
-  if (unproved['florete-tree-consistency'] !== undefined || unproved['florete-tree-extension'] !== undefined)
+  if (unproved['florete-tree-consistency'] !== undefined || unproved['florete-tree-proof'] !== undefined)
     throw new Error('a 304 to a poll without florete-tree-size carries a proof');
   if (values.agent && cert) {
     await agentTurns({ url: coordinator.url + path, pid: coordinator.child.pid }, headers, cert.certPem, opts, database);

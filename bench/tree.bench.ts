@@ -31,7 +31,7 @@ import {
 } from '#bundle';
 import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { readTreeHashes } from '../apps/coordinator/src/ledger/store/tree.js';
-import { TreeMemory, TreeProofs } from '../apps/coordinator/src/bundles/tree-memory.js';
+import { TreeMemory, TreeProofs, withStampLeaf } from '../apps/coordinator/src/bundles/tree-memory.js';
 import * as jose from 'jose';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
@@ -170,8 +170,8 @@ runBench('tree', async () => {
         const t2 = process.hrtime.bigint();
         answer200.push(Number(t1 - t0) / 1e6);
         answer304.push(Number(t2 - t1) / 1e6);
-        bytes200.push(size(sent({ ...h200, 'florete-tree-leaf': leafHeader })));
-        bytes200Old.push(size(sent({ ...proofs.headers(note, { size: from, keeps }, oldLeaf)!, 'florete-tree-leaf': leafHeader })));
+        bytes200.push(size(sent(withStampLeaf(h200, leafHeader))));
+        bytes200Old.push(size(sent(withStampLeaf(proofs.headers(note, { size: from, keeps }, oldLeaf)!, leafHeader))));
         bytes304.push(size(sent(h304)));
       }
       const who = `≤ ${fmt(behind)} behind, keeping its ${keeps ?? 'root'}`;

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import * as jose from 'jose';
-import { decodeProof, expandTreeCheckpoint, parseTreeCheckpoint, signTreeCheckpoint, type SigningKey } from '#bundle';
+import { decodeProof, decodeTreeProof, encodeTreeProof, expandTreeCheckpoint, parseTreeCheckpoint, signTreeCheckpoint, type SigningKey } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { startFrontProxy, type FrontProxy } from './fixtures/agent/front-proxy.js';
@@ -99,11 +99,13 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
     proxy.mode = {
       kind: 'rewrite',
       headers: (h) => {
-        const proof = decodeProof(h['florete-tree-inclusion'], 'inclusion');
-        // The hashes the consistency proof does not show; none at all when it shows the whole path: then one too many.
+        // In the proof header of a node that keeps its frontier, after the extension proof.
+        const parts = decodeTreeProof(h['florete-tree-proof']);
+        const proof = decodeProof(parts.inclusion!, 'inclusion');
+        // The hashes the extension proof does not show; none at all when it shows the whole path: then one too many.
         if (proof.hashes.length > 0) proof.hashes[0][0] ^= 1;
         else proof.hashes.push(Buffer.alloc(32, 7));
-        return { ...h, 'florete-tree-inclusion': `${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}` };
+        return { ...h, 'florete-tree-proof': encodeTreeProof(parts.extension, `${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}`, parts.leaf) };
       },
     };
     try {
@@ -199,9 +201,10 @@ describe('flor agent checks that its bundle is in the signed log, and that the l
     proxy.mode = {
       kind: 'rewrite',
       headers: (h) => {
-        const proof = decodeProof(h['florete-tree-extension'], 'extension');
+        const parts = decodeTreeProof(h['florete-tree-proof']);
+        const proof = decodeProof(parts.extension, 'extension');
         proof.hashes[0][0] ^= 1;
-        return { ...h, 'florete-tree-extension': `${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}` };
+        return { ...h, 'florete-tree-proof': encodeTreeProof(`${proof.n} ${Buffer.concat(proof.hashes).toString('base64')}`, parts.inclusion, parts.leaf) };
       },
     };
     try {

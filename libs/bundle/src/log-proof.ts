@@ -30,10 +30,12 @@ import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-chec
  *
  * - request  `florete-tree-keeps: frontier`: the node holds the frontier of the size it sent (none
  *   sent: the empty one); `root`: it holds only that tree's root and wants the frontier;
- * - answer   `florete-tree-extension: N <base64 hashes>`, instead of the consistency proof, to a node
- *   that keeps the frontier of N leaves: the new tree's complete subtrees right of N (extensionProof),
- *   about 2·log₂ of how far behind the node is, where a consistency proof also carries the old tree's
- *   side; the inclusion proof then leaves out what this one shows;
+ * - answer   `florete-tree-proof: N <base64 hashes>[ I <base64 hashes>[ <base64url leaf>]]`, instead of the
+ *   consistency, inclusion and leaf headers, to a node that keeps the frontier of N leaves: the
+ *   extension proof (the new tree's complete subtrees right of N, extensionProof: about 2·log₂ of how
+ *   far behind the node is, where a consistency proof also carries the old tree's side), then on a 200
+ *   the inclusion proof without what the extension proof shows and the leaf, as their own headers
+ *   would carry them: one header, as the three are checked together;
  * - answer   `florete-tree-frontier: <base64 hashes>`, beside the consistency proof, to a node that
  *   holds only a root: the new tree's frontier, once, for it to keep.
  *
@@ -46,7 +48,7 @@ export const TREE_CONSISTENCY_HEADER = 'florete-tree-consistency';
 export const TREE_INCLUSION_HEADER = 'florete-tree-inclusion';
 export const TREE_LEAF_HEADER = 'florete-tree-leaf';
 export const TREE_KEEPS_HEADER = 'florete-tree-keeps';
-export const TREE_EXTENSION_HEADER = 'florete-tree-extension';
+export const TREE_PROOF_HEADER = 'florete-tree-proof';
 export const TREE_FRONTIER_HEADER = 'florete-tree-frontier';
 
 /** The fields of a `node_set_stamped` event's data that a bundle payload carries itself. */
@@ -132,6 +134,25 @@ export function stampEntry(
     meta: leaf.meta,
     recorded_at: payload.issued_at,
   });
+}
+
+/**
+ * The `florete-tree-proof` header from the extension proof (`N <base64>`, encodeProof) and, on a 200,
+ * the inclusion proof (the same form) and the leaf (encodeStampLeaf).
+ */
+export function encodeTreeProof(extension: string, inclusion: string | null = null, leaf: string | null = null): string {
+  return [extension, ...(inclusion === null ? [] : [inclusion]), ...(leaf === null ? [] : [leaf])].join(' ');
+}
+
+/**
+ * The parts of a `florete-tree-proof` header, each in the form of its own header (a proof's trailing
+ * empty base64 may have been cut, as HTTP trims a value's end). One with more parts than that is kept
+ * whole as the extension proof, which then fails to decode: the node refuses it as malformed.
+ */
+export function decodeTreeProof(value: string): { extension: string; inclusion: string | null; leaf: string | null } {
+  const t = value.trim().split(' ');
+  if (t.length > 5) return { extension: value, inclusion: null, leaf: null };
+  return { extension: `${t[0]} ${t[1] ?? ''}`, inclusion: t.length > 2 ? `${t[2]} ${t[3] ?? ''}` : null, leaf: t[4] ?? null };
 }
 
 /** `N <base64 of the hashes, concatenated>`: a size or an index, and a proof (possibly empty). */

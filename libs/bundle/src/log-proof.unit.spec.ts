@@ -7,6 +7,8 @@ import {
   checkTreeExtends,
   checkTreeExtendsFrontier,
   checkFrontier,
+  decodeTreeProof,
+  encodeTreeProof,
   compactTreeCheckpoint,
   expandTreeCheckpoint,
   decodeProof,
@@ -209,6 +211,22 @@ describe('a node that keeps its frontier moves to the new tree by an extension p
     expect(checkFrontier(Buffer.concat(t.frontier(11)).toString('base64'), { size: 11, root: t.root(11) })).toEqual(t.frontier(11));
     for (const bad of [t.frontier(10), t.frontier(11).slice(1), [...t.frontier(11), t.frontier(11)[0]]])
       expect(code(() => checkFrontier(Buffer.concat(bad).toString('base64'), { size: 11, root: t.root(11) }))).toBe('checkpoint_fork');
+  });
+});
+
+describe('the proof header of a node that keeps its frontier', () => {
+  it('carries the extension proof, then on a 200 the inclusion proof and the leaf, and gives each back in the form of its own header', () => {
+    const h = Buffer.alloc(32, 1).toString('base64');
+    expect(decodeTreeProof(encodeTreeProof(`7 ${h}`))).toEqual({ extension: `7 ${h}`, inclusion: null, leaf: null });
+    expect(decodeTreeProof(encodeTreeProof(`7 ${h}`, `9 ${h}${h}`, 'bGVhZg'))).toEqual({ extension: `7 ${h}`, inclusion: `9 ${h}${h}`, leaf: 'bGVhZg' });
+    // Empty proofs, and the trailing space HTTP trims from a value.
+    expect(decodeTreeProof(encodeTreeProof('7 ', '9 ', 'bGVhZg'))).toEqual({ extension: '7 ', inclusion: '9 ', leaf: 'bGVhZg' });
+    expect(decodeTreeProof(encodeTreeProof('7 ').trim())).toEqual({ extension: '7 ', inclusion: null, leaf: null });
+    expect(decodeTreeProof(encodeTreeProof(`7 ${h}`, '9 ').trim())).toEqual({ extension: `7 ${h}`, inclusion: '9 ', leaf: null });
+    // More parts than that: kept whole as the extension proof, which does not decode.
+    const bad = decodeTreeProof(`7 ${h} 9 ${h} bGVhZg extra`);
+    expect(bad).toEqual({ extension: `7 ${h} 9 ${h} bGVhZg extra`, inclusion: null, leaf: null });
+    expect(code(() => decodeProof(bad.extension, 'florete-tree-proof'))).toBe('proof_malformed');
   });
 });
 

@@ -15,8 +15,8 @@ import { ContactLog } from '../fleet/index.js';
 import { checkpointHeader, confirmHeader, etagMatches, ifNoneMatchTags, PollCache } from './poll-cache.js';
 import { BundleSigner } from './head-bundle.js';
 import { readPollRows, type PollRead } from './poll-rows.js';
-import { TreeProofs, treeHeldOf, type TreeHeld } from './tree-memory.js';
-import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER, TREE_LEAF_HEADER } from '#bundle';
+import { TreeProofs, treeHeldOf, withStampLeaf, type TreeHeld } from './tree-memory.js';
+import { compactTreeCheckpoint, encodeStampLeaf, stampLeafOf, TREE_CHECKPOINT_HEADER } from '#bundle';
 
 /** A poll answer for a head whose publish asked for operator confirmation: its window and, once confirmed, who (confirmHeader). */
 export const CONFIRM_HEADER = 'florete-confirm';
@@ -560,8 +560,11 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     const headers = this.proofs.headers(note, holds, leaf);
     if (!headers) throw new Error('the ledger tree in memory moved back while a poll was answered');
     if (leaf !== null && row.stamp_prev_hash !== null && row.stamp_revision !== null)
-      headers[TREE_LEAF_HEADER] = encodeStampLeaf(
-        stampLeafOf({ prev_hash: row.stamp_prev_hash, revision: row.stamp_revision, meta: row.stamp_meta ?? {}, extra: row.stamp_extra ?? {} }),
+      return withStampLeaf(
+        headers,
+        encodeStampLeaf(
+          stampLeafOf({ prev_hash: row.stamp_prev_hash, revision: row.stamp_revision, meta: row.stamp_meta ?? {}, extra: row.stamp_extra ?? {} }),
+        ),
       );
     return headers;
   }

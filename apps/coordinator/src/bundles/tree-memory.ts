@@ -4,6 +4,8 @@ import {
   completedBy,
   consistencyProof,
   encodeProof,
+  decodeTreeProof,
+  encodeTreeProof,
   extensionProof,
   frontierOf,
   HASH_SIZE,
@@ -12,10 +14,11 @@ import {
   treeRoot,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
-  TREE_EXTENSION_HEADER,
   TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
   TREE_KEEPS_HEADER,
+  TREE_LEAF_HEADER,
+  TREE_PROOF_HEADER,
   TREE_SIZE_HEADER,
   type Coord,
   type HashRead,
@@ -246,8 +249,9 @@ export class TreeProofs {
     if (held.keeps === 'frontier') {
       const start = from ?? 0;
       if (start > r.size) return out;
-      out[TREE_EXTENSION_HEADER] = this.kept(r.extensions, start, () => encodeProof(start, this.memory.extension(start, r.size)));
-      if (leaf !== null && leaf < r.size) out[TREE_INCLUSION_HEADER] = encodeProof(leaf, this.memory.inclusion(leaf, r.size, start, true));
+      const extension = this.kept(r.extensions, start, () => encodeProof(start, this.memory.extension(start, r.size)));
+      const inclusion = leaf !== null && leaf < r.size ? encodeProof(leaf, this.memory.inclusion(leaf, r.size, start, true)) : null;
+      out[TREE_PROOF_HEADER] = encodeTreeProof(extension, inclusion);
       return out;
     }
     const proved = from !== null && from > 0 && from <= r.size;
@@ -267,6 +271,17 @@ export class TreeProofs {
     }
     return proof;
   }
+}
+
+/**
+ * `headers` (TreeProofs.headers of a 200) with the stamp leaf `leaf` (encodeStampLeaf): the last part of
+ * the proof header of a node that keeps its frontier, after the inclusion proof (none: no leaf, which
+ * would be of no use to the node without it), or a header of its own.
+ */
+export function withStampLeaf(headers: Record<string, string>, leaf: string): Record<string, string> {
+  const proof = headers[TREE_PROOF_HEADER];
+  if (proof === undefined) return { ...headers, [TREE_LEAF_HEADER]: leaf };
+  return decodeTreeProof(proof).inclusion === null ? headers : { ...headers, [TREE_PROOF_HEADER]: `${proof} ${leaf}` };
 }
 
 /**

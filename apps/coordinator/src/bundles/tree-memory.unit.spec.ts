@@ -12,15 +12,18 @@ import {
   splitOf,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
-  TREE_EXTENSION_HEADER,
+  TREE_PROOF_HEADER,
+  decodeTreeProof,
+  encodeStampLeaf,
   TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
+  TREE_LEAF_HEADER,
   treeOrigin,
   verifyConsistency,
   verifyInclusion,
 } from '#bundle';
 import type { Database } from '../db/index.js';
-import { TreeMemory, TreeProofs, treeHeldOf, type TreeHeld } from './tree-memory.js';
+import { TreeMemory, TreeProofs, treeHeldOf, withStampLeaf, type TreeHeld } from './tree-memory.js';
 
 const held = (size: number | null): TreeHeld => ({ size, keeps: null });
 
@@ -209,8 +212,9 @@ describe('TreeProofs', () => {
       [40, null],
     ] as const) {
       const h = proofs.headers(n40, { size: from, keeps: 'frontier' }, leaf)!;
-      expect(h[TREE_CONSISTENCY_HEADER]).toBeUndefined();
-      const extension = decodeProof(h[TREE_EXTENSION_HEADER], TREE_EXTENSION_HEADER);
+      expect([h[TREE_CONSISTENCY_HEADER], h[TREE_INCLUSION_HEADER]]).toEqual([undefined, undefined]);
+      const parts = decodeTreeProof(h[TREE_PROOF_HEADER]);
+      const extension = decodeProof(parts.extension, TREE_PROOF_HEADER);
       const start = from ?? 0;
       expect(extension.n).toBe(start);
       const shown = extensionHashes(start, start === 0 ? null : memory.root(start), memory.frontier(start), 40, root, extension.hashes)!;
@@ -219,15 +223,22 @@ describe('TreeProofs', () => {
       if (start > 0 && start < 40)
         expect(extension.hashes.length).toBeLessThanOrEqual(decodeProof(proofs.headers(n40, held(start))![TREE_CONSISTENCY_HEADER], 'c').hashes.length);
       if (leaf === null) {
-        expect(h[TREE_INCLUSION_HEADER]).toBeUndefined();
+        expect(parts.inclusion).toBeNull();
         continue;
       }
-      const sent = decodeProof(h[TREE_INCLUSION_HEADER], TREE_INCLUSION_HEADER);
+      const sent = decodeProof(parts.inclusion!, TREE_INCLUSION_HEADER);
       const path = expandInclusion(leaf, 40, sent.hashes, shown.known)!;
       expect(verifyInclusion(leaves[leaf], leaf, 40, path, root)).toBe(true);
+      // The leaf goes last in the same header, as the node reads it back.
+      const stamp = encodeStampLeaf({ prev_hash: 'ab'.repeat(32), revision: 3, meta: {}, data: {} });
+      const answered = withStampLeaf(h, stamp);
+      expect(answered[TREE_LEAF_HEADER]).toBeUndefined();
+      expect(decodeTreeProof(answered[TREE_PROOF_HEADER])).toEqual({ ...parts, leaf: stamp });
     }
     // A node keeping the frontier of a larger tree than the note: no proof exists.
-    expect(proofs.headers(n40, { size: 41, keeps: 'frontier' })![TREE_EXTENSION_HEADER]).toBeUndefined();
+    expect(proofs.headers(n40, { size: 41, keeps: 'frontier' })![TREE_PROOF_HEADER]).toBeUndefined();
+    // To any other node the leaf is a header of its own.
+    expect(withStampLeaf(proofs.headers(n40, held(30), 35)!, 'x')[TREE_LEAF_HEADER]).toBe('x');
   });
 
   it("sends a node that holds only a root the consistency proof and, for it to keep, the new tree's frontier", async () => {

@@ -5,7 +5,8 @@ import {
   LogProofError,
   TREE_CHECKPOINT_HEADER,
   TREE_CONSISTENCY_HEADER,
-  TREE_EXTENSION_HEADER,
+  TREE_PROOF_HEADER,
+  decodeTreeProof,
   TREE_FRONTIER_HEADER,
   TREE_INCLUSION_HEADER,
   TREE_KEEPS_HEADER,
@@ -104,13 +105,16 @@ function treeOf(headers: Record<string, string | string[] | undefined>): TreeAns
       checkpoint = note;
     }
   }
+  // A node that keeps its frontier gets its proofs in one header.
+  const proof = one(TREE_PROOF_HEADER);
+  const parts = proof === null ? null : decodeTreeProof(proof);
   return {
     checkpoint,
     consistency: one(TREE_CONSISTENCY_HEADER),
-    extension: one(TREE_EXTENSION_HEADER),
+    extension: parts?.extension ?? null,
     frontier: one(TREE_FRONTIER_HEADER),
-    inclusion: one(TREE_INCLUSION_HEADER),
-    leaf: one(TREE_LEAF_HEADER),
+    inclusion: parts ? parts.inclusion : one(TREE_INCLUSION_HEADER),
+    leaf: parts ? parts.leaf : one(TREE_LEAF_HEADER),
   };
 }
 

@@ -11,7 +11,7 @@ import {
   openTreeCheckpoint,
   parseTreeCheckpoint,
   TREE_CONSISTENCY_HEADER,
-  TREE_EXTENSION_HEADER,
+  TREE_PROOF_HEADER,
   TREE_INCLUSION_HEADER,
   treeOrigin,
   type TreeCheckpoint,
@@ -104,7 +104,7 @@ export class TreeKeeper {
       const kept = heldFrontier(held);
       if (fetched.tree.extension !== null) {
         if (held && !kept) refuse('checkpoint_fork', `an extension proof came for the frontier of ${held.size} entries, which this agent does not keep`);
-        const shown = checkTreeExtendsFrontier(held && { ...held, frontier: kept! }, c, decodeProof(fetched.tree.extension, TREE_EXTENSION_HEADER));
+        const shown = checkTreeExtendsFrontier(held && { ...held, frontier: kept! }, c, decodeProof(fetched.tree.extension, TREE_PROOF_HEADER));
         known = shown.known;
         frontier = shown.frontier;
       } else {
