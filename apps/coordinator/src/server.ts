@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { SwaggerModule } from '@nestjs/swagger';
 import { pino, type Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
@@ -22,7 +21,7 @@ import {
 import { countApiTokens, expiryOf, issueApiToken, firstAdminTokenLines, writeFirstAdminToken, type WrittenToken, AuthService } from './identity/index.js';
 import { lockLedger, LedgerWriter } from './ledger/index.js';
 import { signingTrust } from './trust/index.js';
-import { openApiDocument } from './openapi.js';
+import { registerDocsRoutes } from './docs-http.js';
 import { PollRoute } from './bundles/index.js';
 import { registerAuditRoutes } from './mirror/index.js';
 import { registerConsoleRoutes } from './console/index.js';
@@ -141,7 +140,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
-    SwaggerModule.setup('docs', app, openApiDocument() as never, { jsonDocumentUrl: 'docs/json' });
+    registerDocsRoutes(fastify);
 
     await app.listen(config.port, config.host);
     const address = fastify.server.address();
