@@ -17,6 +17,7 @@ import {
   SMALL_BODY_LIMIT,
   REQUEST_ID_HEADER,
   requestIdOf,
+  schemaCompilersOnFirstUse,
 } from './common/index.js';
 import { countApiTokens, expiryOf, issueApiToken, firstAdminTokenLines, writeFirstAdminToken, type WrittenToken, AuthService } from './identity/index.js';
 import { lockLedger, LedgerWriter } from './ledger/index.js';
@@ -96,6 +97,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       // Fastify would take any request-id header as given; requestIdOf checks it first.
       requestIdHeader: false,
       genReqId: requestIdOf,
+      // No route declares a JSON schema: Fastify's compilers are loaded if one ever does.
+      schemaController: { compilersFactory: schemaCompilersOnFirstUse },
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
