@@ -9,12 +9,12 @@ const DOCS_PATHS = ['/docs', '/docs/*', '/docs-yaml'] as const;
 /**
  * GET /docs, /docs/json, /docs-yaml: the OpenAPI document and the Swagger UI, served by
  * @nestjs/swagger as before, but set up on first use. Loading @nestjs/swagger (and what it pulls in:
- * js-yaml, es-toolkit, @fastify/static, glob) and generating the document from the zod contracts held
- * about 5 MiB of an idle coordinator's memory that almost no coordinator ever serves (bench:rss,
+ * js-yaml, es-toolkit, @fastify/static, glob) and generating the document from the zod contracts took
+ * memory that every idle coordinator held, for pages almost none ever serves (bench:rss,
  * bench/README.md). Routes cannot be added once the coordinator listens, so these paths are
- * registered now and answered, on first use, by a second Nest application holding only SwaggerModule,
- * which never listens: each request is handed to it in memory (Fastify's inject) and its answer
- * passed on whole.
+ * registered now and answered, on first use, by a second Nest application holding only
+ * SwaggerModule, which never listens: each request is handed to it in memory (Fastify's inject) and
+ * its answer passed on whole.
  */
 export function registerDocsRoutes(fastify: FastifyInstance): void {
   let docs: Promise<NestFastifyApplication> | undefined;

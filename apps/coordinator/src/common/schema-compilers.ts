@@ -13,10 +13,11 @@ let serializer: BuildSerializer | undefined;
 /**
  * Fastify builds its JSON Schema validator (ajv, ajv-formats, fast-uri) and its response serializer
  * (fast-json-stringify) for every instance as it starts. No coordinator route declares a JSON schema
- * (each parses its input with the zod contracts), so both were loaded for nothing: about 3 MiB of an
- * idle coordinator (bench:rss, bench/README.md). With these factories Fastify's same compilers are
- * loaded when a route first declares a schema. Fastify then counts the validator as the operator's
- * own: it compiles a headers schema as written, without lower-casing its property names first.
+ * (each parses its input with the zod contracts), so both were loaded for nothing, and an idle
+ * coordinator held them (bench:rss, bench/README.md). With these factories Fastify's same compilers
+ * are loaded when a route first declares a schema. Fastify then counts the validator as the
+ * operator's own: it compiles a headers schema as written, without lower-casing its property names
+ * first.
  */
 export const schemaCompilersOnFirstUse: CompilersFactory = {
   buildValidator: (externalSchemas, options) => {
