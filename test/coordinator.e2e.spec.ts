@@ -400,6 +400,18 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(docs.status).toBe(200);
       expect(docs.body.openapi).toMatch(/^3\./);
       expect(Object.keys(docs.body.paths)).toEqual(expect.arrayContaining(['/v1/publishes', '/v1/nodes/{node}/bundle', '/v1/enrol', '/v1/ledger/head']));
+      // The Swagger UI and its files, set up on the first request to /docs (docs-http.ts); a path under /docs that is none of them is unknown.
+      const ui = await anon.get('/docs');
+      expect(ui.status).toBe(200);
+      expect(ui.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(ui.text).toContain('swagger-ui.css');
+      const css = await anon.get('/docs/swagger-ui.css');
+      expect(css.status).toBe(200);
+      expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+      expect((await anon.get('/docs-yaml')).text).toMatch(/^openapi: /m);
+      const unknown = await anon.get('/docs/no-such-file');
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       const metrics = await reader.get('/metrics');
       expect(metrics.status).toBe(200);
       expect(metrics.text).toMatch(new RegExp(`^florete_ledger_position ${(await head()).position}$`, 'm'));

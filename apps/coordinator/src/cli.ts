@@ -12,6 +12,7 @@ import { changeKeys } from './trust/index.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/index.js';
 import { letYoungGenerationGrow } from './young-generation.js';
+import { releaseMemorySoon } from './common/index.js';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 // Only serve gains from a small young generation at start-up; the other commands do their work straight away.
@@ -29,6 +30,11 @@ program
     const running = await startCoordinator(config, log, { announce, terminal: process.stdout.isTTY === true });
     announce(`listening: ${running.url}`);
     letYoungGenerationGrow();
+    // Starting is large work too: compiling every module, the migrations, the embedded database's
+    // WebAssembly read from its file. What it left behind is garbage an idle coordinator might not
+    // collect for hours, and V8 keeps the pages meanwhile; so once it has listened for a second, one
+    // collection that gives them back (bench:rss, bench/README.md).
+    releaseMemorySoon(1_000);
     const stop = async (signal: string) => {
       log.info({ signal }, 'shutting down');
       await running.close();

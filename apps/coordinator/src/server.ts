@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { SwaggerModule } from '@nestjs/swagger';
 import { pino, type Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
@@ -18,11 +17,12 @@ import {
   SMALL_BODY_LIMIT,
   REQUEST_ID_HEADER,
   requestIdOf,
+  schemaCompilersOnFirstUse,
 } from './common/index.js';
 import { countApiTokens, expiryOf, issueApiToken, firstAdminTokenLines, writeFirstAdminToken, type WrittenToken, AuthService } from './identity/index.js';
 import { lockLedger, LedgerWriter } from './ledger/index.js';
 import { signingTrust } from './trust/index.js';
-import { openApiDocument } from './openapi.js';
+import { registerDocsRoutes } from './docs-http.js';
 import { PollRoute } from './bundles/index.js';
 import { registerAuditRoutes } from './mirror/index.js';
 import { registerConsoleRoutes } from './console/index.js';
@@ -97,6 +97,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       // Fastify would take any request-id header as given; requestIdOf checks it first.
       requestIdHeader: false,
       genReqId: requestIdOf,
+      // No route declares a JSON schema: Fastify's compilers are loaded if one ever does.
+      schemaController: { compilersFactory: schemaCompilersOnFirstUse },
     });
     // Nest's own parsers would take JSON and forms on every route with the largest limit; Fastify's
     // JSON parser honours each route's limit, and hardenHttp adds the one raw-bytes parser.
@@ -141,7 +143,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
       done();
     });
     app.useGlobalFilters(new ProblemFilter(log));
-    SwaggerModule.setup('docs', app, openApiDocument() as never, { jsonDocumentUrl: 'docs/json' });
+    registerDocsRoutes(fastify);
 
     await app.listen(config.port, config.host);
     const address = fastify.server.address();

@@ -10,4 +10,5 @@ export { actorOf, type Authenticator, type Principal, roleAllows, scopeOf } from
 export { clip, PROBLEM_LIMITS, quoteInput } from './problem-bounds.js';
 export { ProblemFilter, sendProblem, toProblem } from './problem.filter.js';
 export { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
+export { schemaCompilersOnFirstUse } from './schema-compilers.js';
 export { type FloreteRouteConfig, RouteLimits } from './route-limits.js';
