@@ -1,15 +1,19 @@
 import { hash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { types } from 'node:util';
+import { deserialize, serialize } from 'node:v8';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJsonText, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-/** What the last compile wrote, node by node: see readRecord. */
-const RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 2;
+/** What the last compile wrote, node by node, and what it was compiled from: see readRecord. */
+const RECORD = join('.flor', 'cache', 'compiled.v8');
+/** Where earlier formats kept it: removed with the record, so none is ever read again. */
+const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
+const RECORD_FORMAT = 3;
 
 export interface FileCounts {
   readonly written: number;
@@ -34,17 +38,41 @@ export function setFingerprint(files: ReadonlyMap<string, ArtifactBytes>): strin
 }
 
 /**
- * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
- * with its folderStamp then. A node whose fingerprint and stamp are unchanged is left alone without
- * reading its files, which is what makes a recompile of a large rete cost what changed. Anything that
- * may have made it wrong removes it (a compile about to write, a publish that found the tree stale),
- * and without one every node's files are read back and compared, as after a crash.
+ * What a compile read to make .flor/compiled, kept with the record so that the next compile can tell
+ * what changed without parsing or validating what did not (commands/compile.ts, the quick path).
  */
-function readRecord(root: string): Map<string, string> | undefined {
+export interface CompileInputs {
+  /** The code that parsed and compiled (DiskParseCache's parser digest). */
+  readonly parser: string;
+  /** Each YAML file by its path from the rete root, with the sha256 of its bytes. */
+  readonly files: ReadonlyMap<string, string>;
+  /** Each file a resource named with source:, with what reading it gave (readSourceDigest). */
+  readonly sources: ReadonlyMap<string, string>;
+  /** The diagnostics the rete gave, as printed, with the file each is in. */
+  readonly diagnostics: readonly { readonly file: string; readonly text: string }[];
+}
+
+/**
+ * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
+ * with its folderStamp then; how many files the tree holds; when .flor/compiled itself last had a
+ * folder added or removed; and what the tree was compiled from. A node whose fingerprint and stamp
+ * are unchanged is left alone without reading its files, which is what makes a recompile of a large
+ * rete cost what changed. Anything that may have made it wrong removes it (a compile about to write,
+ * a publish that found the tree stale), and without one every node's files are read back and
+ * compared, as after a crash.
+ */
+export interface CompileRecord {
+  readonly nodes: ReadonlyMap<string, string>;
+  readonly files: number;
+  readonly base: string;
+  readonly inputs?: CompileInputs;
+}
+
+export function readRecord(root: string): CompileRecord | undefined {
   try {
-    const record = JSON.parse(readFileSync(join(root, RECORD), 'utf8')) as { format?: number; nodes?: Record<string, string> };
-    if (record.format !== RECORD_FORMAT || !record.nodes || typeof record.nodes !== 'object') return undefined;
-    return new Map(Object.entries(record.nodes));
+    const record = deserialize(readFileSync(join(root, RECORD))) as Partial<CompileRecord> & { format?: number };
+    if (record.format !== RECORD_FORMAT || !types.isMap(record.nodes) || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
+    return record as CompileRecord;
   } catch {
     return undefined;
   }
@@ -53,11 +81,22 @@ function readRecord(root: string): Map<string, string> | undefined {
 /** Makes the next compile read every node's files back: for when .flor/compiled may not be what the record says. */
 export function forgetRecord(root: string): void {
   rmSync(join(root, RECORD), { force: true });
+  rmSync(join(root, OLD_RECORD), { force: true });
 }
 
-function writeRecord(root: string, nodes: ReadonlyMap<string, string>): void {
+function writeRecord(root: string, record: CompileRecord): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
-  replaceFileUnsynced(join(root, RECORD), `${JSON.stringify({ format: RECORD_FORMAT, nodes: Object.fromEntries(nodes) })}\n`);
+  replaceFileUnsynced(join(root, RECORD), serialize({ format: RECORD_FORMAT, ...record }));
+}
+
+/** When .flor/compiled last had a node folder added, removed or renamed (by a compile or by hand). */
+function baseStamp(base: string): string {
+  return String(statSync(base, { throwIfNoEntry: false })?.mtimeMs ?? '-');
+}
+
+/** Whether .flor/compiled still has the node folders the record says: none added, removed or renamed since. */
+export function sameBase(root: string, record: CompileRecord): boolean {
+  return baseStamp(join(root, COMPILED_DIR)) === record.base;
 }
 
 /**
@@ -112,30 +151,28 @@ export function writeCompiled(
   root: string,
   nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>,
   onNode: () => void = () => {},
+  inputs?: CompileInputs,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);
   const record = readRecord(root);
+  // Whatever happens below, the record goes before anything is written: a compile that stops halfway
+  // must not leave a record of a tree it changed, nor of the inputs it was compiling.
+  if (record) forgetRecord(root);
   const next = new Map<string, string>();
   const added: string[] = [];
   const changed: { node: string; artifacts: string[] }[] = [];
   const unchanged: string[] = [];
   const files = { written: 0, unchanged: 0, removed: 0 };
-  let recordForgotten = false;
-  let recordStale = record === undefined;
-  // Before the first write: a compile that stops halfway must not leave a record of a tree it changed.
-  const aboutToWrite = () => {
-    if (!recordForgotten && record) forgetRecord(root);
-    recordForgotten = true;
-  };
+  let total = 0;
 
   for (const [node, artifacts] of nodes) {
     const fingerprint = setFingerprint(artifacts);
     const dir = join(base, node);
-    const recorded = record?.get(node);
+    const recorded = record?.nodes.get(node);
+    total += artifacts.size + 1;
     if (!before.has(node)) {
-      aboutToWrite();
       writeNewNode(base, node, artifacts);
       files.written += artifacts.size + 1;
       added.push(node);
@@ -146,46 +183,106 @@ export function writeCompiled(
       onNode();
       continue;
     } else {
-      const old = readNodeFiles(dir);
-      const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
-      const digests = digestsJsonText(node, artifacts);
-      const digestsPath = join(dir, DIGESTS_JSON);
-      const digestsSame = readText(digestsPath) === digests;
-      if (differ.length > 0 || !digestsSame) aboutToWrite();
-      for (const name of differ) {
-        const content = artifacts.get(name);
-        if (content === undefined) {
-          rmSync(join(dir, MGMT_DIR, name), { force: true });
-          files.removed++;
-        } else {
-          replaceFileUnsynced(join(dir, MGMT_DIR, name), content);
-          files.written++;
-        }
-      }
-      files.unchanged += artifacts.size - differ.filter((a) => artifacts.has(a)).length;
-      // Written after the artifacts, so it lists what the folder holds.
-      if (digestsSame) files.unchanged++;
-      else {
-        replaceFileUnsynced(digestsPath, digests);
-        files.written++;
-      }
+      const differ = updateNode(dir, node, readNodeFiles(dir), artifacts, files);
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
     }
     next.set(node, `${fingerprint} ${folderStamp(dir)}`);
-    recordStale = true;
     onNode();
   }
   const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
   for (const node of removed) {
-    aboutToWrite();
     const dir = join(base, node);
     files.removed += readNodeFiles(dir).size + (readText(join(dir, DIGESTS_JSON)) === undefined ? 0 : 1);
     rmSync(dir, { recursive: true, force: true });
   }
-  if (recordStale || recordForgotten || (record as Map<string, string>).size !== next.size) writeRecord(root, next);
+  writeRecord(root, { nodes: next, files: total, base: baseStamp(base), ...(inputs ? { inputs } : {}) });
   // In name order whatever order the nodes came in.
   return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
+}
+
+/**
+ * Makes one existing node's folder hold these artifacts, given what it holds now: writes the files
+ * whose bytes differ, removes those no longer compiled, then its digests.json if that differs.
+ * Returns the artifacts that differed.
+ */
+function updateNode(
+  dir: string,
+  node: string,
+  old: ReadonlyMap<string, ArtifactBytes>,
+  artifacts: ReadonlyMap<string, ArtifactBytes>,
+  files: { written: number; unchanged: number; removed: number },
+): string[] {
+  const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
+  const digests = digestsJsonText(node, artifacts);
+  const digestsPath = join(dir, DIGESTS_JSON);
+  const digestsSame = readText(digestsPath) === digests;
+  for (const name of differ) {
+    const content = artifacts.get(name);
+    if (content === undefined) {
+      rmSync(join(dir, MGMT_DIR, name), { force: true });
+      files.removed++;
+    } else {
+      replaceFileUnsynced(join(dir, MGMT_DIR, name), content);
+      files.written++;
+    }
+  }
+  files.unchanged += artifacts.size - differ.filter((a) => artifacts.has(a)).length;
+  // Written after the artifacts, so it lists what the folder holds.
+  if (digestsSame) files.unchanged++;
+  else {
+    replaceFileUnsynced(digestsPath, digests);
+    files.written++;
+  }
+  return differ;
+}
+
+/**
+ * A node's files on disk, when they are exactly what the record says was written there (its set
+ * fingerprint); undefined when the record does not know the node or the files differ.
+ */
+export function recordedNodeFiles(root: string, record: CompileRecord, node: string): Map<string, ArtifactBytes> | undefined {
+  const recorded = record.nodes.get(node);
+  if (recorded === undefined) return undefined;
+  const files = readNodeFiles(join(root, COMPILED_DIR, node));
+  return recorded.startsWith(`${setFingerprint(files)} `) ? files : undefined;
+}
+
+/**
+ * Writes new artifacts for some nodes of a tree the record holds, every other node left as the
+ * record says it is: the quick path of a recompile that knows which nodes its change reaches. `old`
+ * is what each node's folder holds now (recordedNodeFiles). The record is removed before the first
+ * write and written again, with these inputs, once all are written.
+ */
+export function rewriteNodes(
+  root: string,
+  record: CompileRecord,
+  nodes: ReadonlyMap<string, { readonly old: ReadonlyMap<string, ArtifactBytes>; readonly artifacts: ReadonlyMap<string, ArtifactBytes> }>,
+  inputs: CompileInputs,
+): WrittenTree {
+  const base = join(root, COMPILED_DIR);
+  const next = new Map(record.nodes);
+  const changed: { node: string; artifacts: string[] }[] = [];
+  const files = { written: 0, unchanged: record.files, removed: 0 };
+  if (nodes.size > 0) forgetRecord(root);
+  for (const [node, { old, artifacts }] of nodes) {
+    const dir = join(base, node);
+    // Counted again below, as what this node holds now.
+    files.unchanged -= old.size + 1;
+    const differ = updateNode(dir, node, old, artifacts, files);
+    if (differ.length > 0) changed.push({ node, artifacts: differ });
+    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)}`);
+  }
+  const total = files.written + files.unchanged;
+  writeRecord(root, { nodes: next, files: total, base: record.base, inputs });
+  const touched = new Set(changed.map((c) => c.node));
+  return {
+    added: [],
+    changed: changed.sort((a, b) => cmp(a.node, b.node)),
+    removed: [],
+    unchanged: [...next.keys()].filter((n) => !touched.has(n)).sort(cmp),
+    files,
+  };
 }
 
 /** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */

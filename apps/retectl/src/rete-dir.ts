@@ -106,8 +106,12 @@ export interface Checked {
  * (quiet: only when invalid) and fails on any error. `validated` runs before anything is printed,
  * for a progress bar to clear its line.
  */
-export function validateDir(root: string, quiet = false, options: { sources?: readonly Source[]; cache?: ParseCache; validated?: () => void } = {}): Checked {
-  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), sourceReader(root), options.cache);
+export function validateDir(
+  root: string,
+  quiet = false,
+  options: { sources?: readonly Source[]; cache?: ParseCache; readSource?: ReadSource; validated?: () => void } = {},
+): Checked {
+  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), options.readSource ?? sourceReader(root), options.cache);
   options.validated?.();
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
