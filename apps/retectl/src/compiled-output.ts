@@ -5,7 +5,8 @@ import { types } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJsonText, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
+import { digestsJson, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
+import type { CompiledSetDigests } from '#contracts';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -13,7 +14,7 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const RECORD = join('.flor', 'cache', 'compiled.v8');
 /** Where earlier formats kept it: removed with the record, so none is ever read again. */
 const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 3;
+const RECORD_FORMAT = 4;
 
 export interface FileCounts {
   readonly written: number;
@@ -54,7 +55,7 @@ export interface CompileInputs {
 
 /**
  * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
- * with its folderStamp then; how many files the tree holds; when .flor/compiled itself last had a
+ * with its folderStamp then and its set digest (the one in its digests.json); how many files the tree holds; when .flor/compiled itself last had a
  * folder added or removed; and what the tree was compiled from. A node whose fingerprint and stamp
  * are unchanged is left alone without reading its files, which is what makes a recompile of a large
  * rete cost what changed. Anything that may have made it wrong removes it (a compile about to write,
@@ -74,7 +75,7 @@ export interface CompileRecord {
  * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
  */
 export class RecordedNodes {
-  /** `\n<node> <entry>` for each node, then `\n`. */
+  /** `\n<node> <fingerprint> <folder stamp> <set digest>` for each node, then `\n`. */
   private constructor(
     private readonly text: string,
     readonly size: number,
@@ -120,6 +121,13 @@ export class RecordedNodes {
       map.set(line.slice(0, space), line.slice(space + 1));
     }
     return map;
+  }
+
+  /** Each node's set digest, as compile worked it out when it wrote the node's digests.json. */
+  sets(): Map<string, string> {
+    const sets = new Map<string, string>();
+    for (const [node, entry] of this.toMap()) sets.set(node, entry.slice(entry.lastIndexOf(' ') + 1));
+    return sets;
   }
 
   /** The nodes' names, in name order. */
@@ -250,22 +258,24 @@ export function writeCompiled(
     const dir = join(base, node);
     const recorded = recordedNodes?.get(node);
     total += artifacts.size + 1;
+    let setDigest: string;
     if (!before.has(node)) {
-      writeNewNode(base, node, artifacts);
+      setDigest = writeNewNode(base, node, artifacts);
       files.written += artifacts.size + 1;
       added.push(node);
-    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded === `${fingerprint} ${folderStamp(dir)}`) {
+    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded.startsWith(`${fingerprint} ${folderStamp(dir)} `)) {
       next.set(node, recorded);
       files.unchanged += artifacts.size + 1;
       unchanged.push(node);
       onNode();
       continue;
     } else {
-      const differ = updateNode(dir, node, readNodeFiles(dir), artifacts, files);
+      const { differ, digests } = updateNode(dir, node, readNodeFiles(dir), artifacts, files);
+      setDigest = digests.set_digest;
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
     }
-    next.set(node, `${fingerprint} ${folderStamp(dir)}`);
+    next.set(node, `${fingerprint} ${folderStamp(dir)} ${setDigest}`);
     onNode();
   }
   const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
@@ -290,9 +300,9 @@ function updateNode(
   old: ReadonlyMap<string, ArtifactBytes>,
   artifacts: ReadonlyMap<string, ArtifactBytes>,
   files: { written: number; unchanged: number; removed: number },
-): string[] {
+): { differ: string[]; digests: CompiledSetDigests } {
   const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
-  const digests = digestsJsonText(node, artifacts);
+  const { digests: setDigests, text: digests } = digestsJson(node, artifacts);
   const digestsPath = join(dir, DIGESTS_JSON);
   const digestsSame = readText(digestsPath) === digests;
   for (const name of differ) {
@@ -312,7 +322,7 @@ function updateNode(
     replaceFileUnsynced(digestsPath, digests);
     files.written++;
   }
-  return differ;
+  return { differ, digests: setDigests };
 }
 
 /**
@@ -347,9 +357,9 @@ export function rewriteNodes(
     const dir = join(base, node);
     // Counted again below, as what this node holds now.
     files.unchanged -= old.size + 1;
-    const differ = updateNode(dir, node, old, artifacts, files);
+    const { differ, digests } = updateNode(dir, node, old, artifacts, files);
     if (differ.length > 0) changed.push({ node, artifacts: differ });
-    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)}`);
+    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest}`);
   }
   const total = files.written + files.unchanged;
   writeRecord(root, { nodes: record.nodes.with(next), files: total, base: record.base, inputs });
@@ -364,14 +374,16 @@ export function rewriteNodes(
 }
 
 /** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */
-function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string, ArtifactBytes>): void {
+function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string, ArtifactBytes>): string {
   const stage = tempNameFor(join(base, node));
   try {
     mkdirSync(stage);
     mkdirSync(join(stage, MGMT_DIR));
     for (const [name, content] of artifacts) writeFileSync(join(stage, MGMT_DIR, name), content);
-    writeFileSync(join(stage, DIGESTS_JSON), digestsJsonText(node, artifacts));
+    const { digests, text } = digestsJson(node, artifacts);
+    writeFileSync(join(stage, DIGESTS_JSON), text);
     renameSync(stage, join(base, node));
+    return digests.set_digest;
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
     throw e;

@@ -14,7 +14,9 @@ import {
   type Rete,
   type Source,
 } from '#rete';
-import { COMPILED_DIR, forgetRecord, readNodeFiles } from './compiled-output.js';
+import { sha256Hex } from '#bundle';
+import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord } from './compiled-output.js';
+import { DiskParseCache } from './parse-cache.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
@@ -135,9 +137,15 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
 /**
  * The compiled tree a publish or plan may use: the rete must validate and .flor/compiled must hold
  * exactly what compiling it now yields; anything else means the YAML moved on since the last compile.
+ * Files parsed before are taken from the parse cache, as compile takes them (never written here).
+ * With it, each node's set digest when the record of the last compile was made from exactly these
+ * YAML files and resource sources: then, the tree being what compiling them yields, the record's set
+ * digests are the tree's, and need not be worked out again.
  */
-export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree } {
-  const { rete } = validateDir(root, true);
+export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree; sets?: ReadonlyMap<string, string> } {
+  const sources = readSources(root);
+  const cache = new DiskParseCache(root);
+  const { rete } = validateDir(root, true, { sources, cache });
   const expected = compileRete(rete);
   const onDisk = readCompiled(root);
   const d = diffTrees(onDisk, expected);
@@ -150,5 +158,21 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
       `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
     );
   }
-  return { rete, tree: onDisk };
+  const sets = recordedSets(root, sources, cache.parser, sourceReader(root));
+  return { rete, tree: onDisk, ...(sets && sets.size === onDisk.size && [...onDisk.keys()].every((n) => sets.has(n)) ? { sets } : {}) };
+}
+
+/** What reading a resource's source gave, in one string: its bytes' digest, or the problem. */
+export function readSourceDigest(got: ReturnType<ReadSource>): string {
+  return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
+}
+
+/** The record's set digests, when the record was made from exactly these sources by this parser. */
+function recordedSets(root: string, sources: readonly Source[], parser: string, read: ReadSource): Map<string, string> | undefined {
+  const record = readRecord(root);
+  const was = record?.inputs;
+  if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
+  for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
+  for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
+  return record.nodes.sets();
 }

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { deserialize } from 'node:v8';
 import type { ReteFile } from '#contracts';
-import { compileRete, digestsJsonText, EXAMPLE_RETE, validateRete } from '#rete';
+import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, validateRete } from '#rete';
+import { sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
 import { loadCompiledTree, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
@@ -367,5 +368,24 @@ describe('retectl compile on a real folder', () => {
       await compile();
       expect([what, onDisk()]).toEqual([what, cold()]);
     }
+  });
+
+  it('gives publish the set digests it recorded, only while the YAML is what it compiled and the tree what it wrote', async () => {
+    await compile();
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    await compile();
+    const worked = (tree: ReturnType<typeof loadCompiledTree>['tree']) =>
+      new Map([...tree].map(([node, files]) => [node, localSetDigest(new Map([...files].map(([name, content]) => [name, sha256Hex(content)])))]));
+    const loaded = loadCompiledTree(rete);
+    expect(loaded.sets).toEqual(worked(loaded.tree));
+    for (const [node, set] of worked(loaded.tree)) expect(JSON.parse(readFileSync(join(compiled, node, 'digests.json'), 'utf8')).set_digest).toBe(set);
+    // The same tree from YAML the record was not made from: worked out again.
+    write('nodes/servers.yaml', `# a comment\n${SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947')}`);
+    expect(loadCompiledTree(rete).sets).toBeUndefined();
+    // A file edited by hand since: stale, whatever the record says.
+    await compile();
+    expect(loadCompiledTree(rete).sets).toBeDefined();
+    writeFileSync(join(compiled, 'gamma', 'mgmt', 'agent.json'), '{}\n');
+    expect(() => loadCompiledTree(rete)).toThrow(expect.objectContaining({ code: 'stale_compile' }));
   });
 });

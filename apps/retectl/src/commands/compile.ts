@@ -16,7 +16,7 @@ import { readRecord, recordedNodeFiles, rewriteNodes, sameBase, writeCompiled, t
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
-import { COMPILED_DIR, readSources, sourceReader, validateDir } from '../rete-dir.js';
+import { COMPILED_DIR, readSourceDigest, readSources, sourceReader, validateDir } from '../rete-dir.js';
 
 export interface CompileOptions {
   readonly dir: string;
@@ -91,11 +91,6 @@ export async function run(options: CompileOptions): Promise<void> {
     `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${change.unchanged.length} unchanged; ` +
       `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
   );
-}
-
-/** What reading a resource's source gave, in one string: its bytes' digest, or the problem. */
-function readSourceDigest(got: ReturnType<ReadSource>): string {
-  return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
 }
 
 /**
