@@ -3,7 +3,8 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import { join } from 'node:path';
 import { types } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
-import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
+import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
+import { bucketDigest, bucketOf } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJson, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
 import type { CompiledSetDigests } from '#contracts';
@@ -14,7 +15,7 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const RECORD = join('.flor', 'cache', 'compiled.v8');
 /** Where earlier formats kept it: removed with the record, so none is ever read again. */
 const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 4;
+const RECORD_FORMAT = 5;
 
 export interface FileCounts {
   readonly written: number;
@@ -64,6 +65,8 @@ export interface CompileInputs {
  */
 export interface CompileRecord {
   readonly nodes: RecordedNodes;
+  /** The digest of each head bucket of the tree (headBuckets of the nodes' set digests). */
+  readonly buckets: readonly string[];
   readonly files: number;
   readonly base: string;
   readonly inputs?: CompileInputs;
@@ -75,7 +78,7 @@ export interface CompileRecord {
  * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
  */
 export class RecordedNodes {
-  /** `\n<node> <fingerprint> <folder stamp> <set digest>` for each node, then `\n`. */
+  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`. */
   private constructor(
     private readonly text: string,
     readonly size: number,
@@ -123,11 +126,33 @@ export class RecordedNodes {
     return map;
   }
 
-  /** Each node's set digest, as compile worked it out when it wrote the node's digests.json. */
-  sets(): Map<string, string> {
+  /**
+   * The tree as heads would hold it (delta.ts's LocalHeads): each node's set digest, as compile worked
+   * it out when it wrote the node's digests.json, its head bucket, and the digest of each bucket.
+   * Buckets listed in `only` are worked out from the entries; the others are taken from `known`.
+   */
+  heads(known?: readonly string[], only?: ReadonlySet<number>): { sets: Map<string, string>; bucketOf: Map<string, number>; buckets: string[] } {
     const sets = new Map<string, string>();
-    for (const [node, entry] of this.toMap()) sets.set(node, entry.slice(entry.lastIndexOf(' ') + 1));
-    return sets;
+    const bucketOf = new Map<string, number>();
+    const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
+    for (const line of this.text.slice(1, -1).split('\n')) {
+      if (line === '') continue;
+      const [node, , , set, bucket] = line.split(' ');
+      const b = Number(bucket);
+      sets.set(node, set);
+      bucketOf.set(node, b);
+      if (!only || only.has(b)) members[b].push([node, set]);
+    }
+    const buckets = members.map((m, b) => (known && only && !only.has(b) ? known[b] : bucketDigest(m)));
+    return { sets, bucketOf, buckets };
+  }
+
+  /** Each node's line: `<node> <fingerprint> <folder stamp> <set digest> <head bucket>`. */
+  lines(): string[] {
+    return this.text
+      .slice(1, -1)
+      .split('\n')
+      .filter((line) => line !== '');
   }
 
   /** The nodes' names, in name order. */
@@ -153,10 +178,13 @@ export function readRecord(root: string): CompileRecord | undefined {
       files?: unknown;
       base?: unknown;
       inputs?: CompileInputs;
+      buckets?: unknown;
     };
     const nodes = RecordedNodes.read(record.nodes, record.count);
+    const { buckets } = record;
     if (record.format !== RECORD_FORMAT || !nodes || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
-    return { nodes, files: record.files, base: record.base, ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}) };
+    if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
+    return { nodes, buckets, files: record.files, base: record.base, ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}) };
   } catch {
     return undefined;
   }
@@ -177,6 +205,19 @@ function writeRecord(root: string, record: CompileRecord): void {
 /** When .flor/compiled last had a node folder added, removed or renamed (by a compile or by hand). */
 function baseStamp(base: string): string {
   return String(statSync(base, { throwIfNoEntry: false })?.mtimeMs ?? '-');
+}
+
+/**
+ * Whether every node's folder still has the folderStamp the record says: no file added, removed or
+ * renamed in it since (a digests.json deleted by hand, an editor's save). Two stats a node.
+ */
+export function stampsHold(root: string, record: CompileRecord): boolean {
+  const base = join(root, COMPILED_DIR);
+  for (const line of record.nodes.lines()) {
+    const [node, , stamp] = line.split(' ', 3);
+    if (folderStamp(join(base, node)) !== stamp) return false;
+  }
+  return true;
 }
 
 /** Whether .flor/compiled still has the node folders the record says: none added, removed or renamed since. */
@@ -275,7 +316,7 @@ export function writeCompiled(
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
     }
-    next.set(node, `${fingerprint} ${folderStamp(dir)} ${setDigest}`);
+    next.set(node, `${fingerprint} ${folderStamp(dir)} ${setDigest} ${bucketOf(node)}`);
     onNode();
   }
   const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
@@ -284,7 +325,8 @@ export function writeCompiled(
     files.removed += readNodeFiles(dir).size + (readText(join(dir, DIGESTS_JSON)) === undefined ? 0 : 1);
     rmSync(dir, { recursive: true, force: true });
   }
-  writeRecord(root, { nodes: RecordedNodes.of(next), files: total, base: baseStamp(base), ...(inputs ? { inputs } : {}) });
+  const nodesRecorded = RecordedNodes.of(next);
+  writeRecord(root, { nodes: nodesRecorded, buckets: nodesRecorded.heads().buckets, files: total, base: baseStamp(base), ...(inputs ? { inputs } : {}) });
   // In name order whatever order the nodes came in.
   return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
 }
@@ -359,10 +401,13 @@ export function rewriteNodes(
     files.unchanged -= old.size + 1;
     const { differ, digests } = updateNode(dir, node, old, artifacts, files);
     if (differ.length > 0) changed.push({ node, artifacts: differ });
-    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest}`);
+    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest} ${bucketOf(node)}`);
   }
   const total = files.written + files.unchanged;
-  writeRecord(root, { nodes: record.nodes.with(next), files: total, base: record.base, inputs });
+  const nodesRecorded = record.nodes.with(next);
+  // Only the buckets of the rewritten nodes can have changed.
+  const buckets = next.size === 0 ? record.buckets : nodesRecorded.heads(record.buckets, new Set([...next.keys()].map(bucketOf))).buckets;
+  writeRecord(root, { nodes: nodesRecorded, buckets, files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],

@@ -17,6 +17,7 @@ import {
 import { sha256Hex } from '#bundle';
 import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
+import type { LocalHeads } from './delta.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
@@ -138,11 +139,12 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
  * The compiled tree a publish or plan may use: the rete must validate and .flor/compiled must hold
  * exactly what compiling it now yields; anything else means the YAML moved on since the last compile.
  * Files parsed before are taken from the parse cache, as compile takes them (never written here).
- * With it, each node's set digest when the record of the last compile was made from exactly these
- * YAML files and resource sources: then, the tree being what compiling them yields, the record's set
- * digests are the tree's, and need not be worked out again.
+ * With it, the tree as heads would hold it (each node's set digest, its bucket, and each bucket's
+ * digest: delta.ts's LocalHeads) when the record of the last compile was made from exactly these YAML
+ * files and resource sources: then, the tree being what compiling them yields, the record's digests
+ * are the tree's, and need not be worked out again.
  */
-export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree; sets?: ReadonlyMap<string, string> } {
+export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree; heads?: LocalHeads } {
   const sources = readSources(root);
   const cache = new DiskParseCache(root);
   const { rete } = validateDir(root, true, { sources, cache });
@@ -158,8 +160,8 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
       `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
     );
   }
-  const sets = recordedSets(root, sources, cache.parser, sourceReader(root));
-  return { rete, tree: onDisk, ...(sets && sets.size === onDisk.size && [...onDisk.keys()].every((n) => sets.has(n)) ? { sets } : {}) };
+  const heads = recordedHeads(root, sources, cache.parser, sourceReader(root));
+  return { rete, tree: onDisk, ...(heads && heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
 }
 
 /** What reading a resource's source gave, in one string: its bytes' digest, or the problem. */
@@ -167,12 +169,13 @@ export function readSourceDigest(got: ReturnType<ReadSource>): string {
   return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
 }
 
-/** The record's set digests, when the record was made from exactly these sources by this parser. */
-function recordedSets(root: string, sources: readonly Source[], parser: string, read: ReadSource): Map<string, string> | undefined {
+/** The record's heads, when the record was made from exactly these sources by this parser. */
+function recordedHeads(root: string, sources: readonly Source[], parser: string, read: ReadSource): LocalHeads | undefined {
   const record = readRecord(root);
   const was = record?.inputs;
   if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
   for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
-  return record.nodes.sets();
+  const { sets, bucketOf } = record.nodes.heads(record.buckets, new Set());
+  return { sets, bucketOf, buckets: [...record.buckets] };
 }

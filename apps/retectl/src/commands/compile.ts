@@ -12,7 +12,7 @@ import {
   type Source,
 } from '#rete';
 import { FLOR_JSON } from '#contracts';
-import { readRecord, recordedNodeFiles, rewriteNodes, sameBase, writeCompiled, type CompileInputs, type WrittenTree } from '../compiled-output.js';
+import { readRecord, recordedNodeFiles, rewriteNodes, sameBase, stampsHold, writeCompiled, type CompileInputs, type WrittenTree } from '../compiled-output.js';
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
@@ -105,9 +105,10 @@ export async function run(options: CompileOptions): Promise<void> {
  * Undefined, and the caller compiles in full, on any doubt: no record or one made by another
  * retectl, a file added, removed or changed otherwise, a diagnostic in a changed file (its line may
  * have moved), a resource's source file that reads differently, a node folder added or removed in
- * .flor/compiled, or a compiled file of a node involved that is not what the record says. Other
- * nodes' compiled files are not read or even looked at: a hand edit there is found by publish and
- * plan, which then drop the record, and the next compile is a full one that repairs it.
+ * .flor/compiled or a file added, removed or renamed in a node's folder (its folderStamp), or a
+ * compiled file of a node involved that is not what the record says. Other nodes' compiled files
+ * are not read: one edited in place by hand is found by publish and plan, which then drop the
+ * record, and the next compile is a full one that repairs it, as before.
  */
 function quickRecompile(
   root: string,
@@ -128,6 +129,8 @@ function quickRecompile(
   const changedFiles = new Set(changed.map((s) => s.file));
   if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
+  // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
+  if (!stampsHold(root, record)) return undefined;
 
   const moves = new Map<string, string>();
   for (const source of changed) {

@@ -1,6 +1,5 @@
 import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishDetail, PublishResponse, RESOURCES_JSON, type NodeLabels } from '#contracts';
 import { pack } from 'tar-stream';
-import { headBuckets } from '#bundle';
 import { Readable } from 'node:stream';
 import { bytesOf, nodeLabels, type ArtifactDigests } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
@@ -189,7 +188,7 @@ export function unknownLabels(e: unknown): boolean {
  * content fails unless each is named in allowIneligible.
  */
 export async function run(options: PublishOptions): Promise<number> {
-  const { rete, tree, sets } = loadCompiledTree(options.dir);
+  const { rete, tree, heads } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const chosen = rolloutPlanOf(rete, options);
   refusePruneInWaves(chosen, options.prune ?? false);
@@ -199,11 +198,10 @@ export async function run(options: PublishOptions): Promise<number> {
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
 
-  // The set digests compile worked out when it wrote the tree, when its record says it wrote this one.
-  const local = sets ? { sets, buckets: headBuckets(sets) } : undefined;
+  // The set digests and buckets compile worked out when it wrote the tree, when its record says it wrote this one.
   const { body, sent, uploaded } = await publishTree(
     client,
-    { digests, bytes, ...(local ? { local } : {}) },
+    { digests, bytes, ...(heads ? { local: heads } : {}) },
     {
       message: options.message ?? 'published with retectl',
       progress: true,
