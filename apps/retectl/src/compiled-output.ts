@@ -1,15 +1,21 @@
 import { hash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, MGMT_DIR } from '#contracts';
+import { types } from 'node:util';
+import { deserialize, serialize } from 'node:v8';
+import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
+import { bucketDigest, bucketOf } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJsonText, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
+import { digestsJson, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
+import type { CompiledSetDigests } from '#contracts';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-/** What the last compile wrote, node by node: see readRecord. */
-const RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 2;
+/** What the last compile wrote, node by node, and what it was compiled from: see readRecord. */
+const RECORD = join('.flor', 'cache', 'compiled.v8');
+/** Where earlier formats kept it: removed with the record, so none is ever read again. */
+const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
+const RECORD_FORMAT = 5;
 
 export interface FileCounts {
   readonly written: number;
@@ -34,17 +40,151 @@ export function setFingerprint(files: ReadonlyMap<string, ArtifactBytes>): strin
 }
 
 /**
- * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
- * with its folderStamp then. A node whose fingerprint and stamp are unchanged is left alone without
- * reading its files, which is what makes a recompile of a large rete cost what changed. Anything that
- * may have made it wrong removes it (a compile about to write, a publish that found the tree stale),
- * and without one every node's files are read back and compared, as after a crash.
+ * What a compile read to make .flor/compiled, kept with the record so that the next compile can tell
+ * what changed without parsing or validating what did not (commands/compile.ts, the quick path).
  */
-function readRecord(root: string): Map<string, string> | undefined {
+export interface CompileInputs {
+  /** The code that parsed and compiled (DiskParseCache's parser digest). */
+  readonly parser: string;
+  /** Each YAML file by its path from the rete root, with the sha256 of its bytes. */
+  readonly files: ReadonlyMap<string, string>;
+  /** Each file a resource named with source:, with what reading it gave (readSourceDigest). */
+  readonly sources: ReadonlyMap<string, string>;
+  /** The diagnostics the rete gave, as printed, with the file each is in. */
+  readonly diagnostics: readonly { readonly file: string; readonly text: string }[];
+}
+
+/**
+ * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
+ * with its folderStamp then and its set digest (the one in its digests.json); how many files the tree holds; when .flor/compiled itself last had a
+ * folder added or removed; and what the tree was compiled from. A node whose fingerprint and stamp
+ * are unchanged is left alone without reading its files, which is what makes a recompile of a large
+ * rete cost what changed. Anything that may have made it wrong removes it (a compile about to write,
+ * a publish that found the tree stale), and without one every node's files are read back and
+ * compared, as after a crash.
+ */
+export interface CompileRecord {
+  readonly nodes: RecordedNodes;
+  /** The digest of each head bucket of the tree (headBuckets of the nodes' set digests). */
+  readonly buckets: readonly string[];
+  readonly files: number;
+  readonly base: string;
+  readonly inputs?: CompileInputs;
+}
+
+/**
+ * Each node's record entry (`<fingerprint> <folder stamp>`), kept as one text of `<node> <entry>` lines
+ * in name order: reading 100,000 of them back is copying one string, where a Map of them took a
+ * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
+ */
+export class RecordedNodes {
+  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`. */
+  private constructor(
+    private readonly text: string,
+    readonly size: number,
+  ) {}
+
+  static of(entries: ReadonlyMap<string, string>): RecordedNodes {
+    let text = '\n';
+    for (const node of [...entries.keys()].sort(cmp)) text += `${node} ${entries.get(node)}\n`;
+    return new RecordedNodes(text, entries.size);
+  }
+
+  static read(text: unknown, size: unknown): RecordedNodes | undefined {
+    if (typeof text !== 'string' || typeof size !== 'number' || !text.startsWith('\n') || !text.endsWith('\n')) return undefined;
+    return new RecordedNodes(text, size);
+  }
+
+  get(node: string): string | undefined {
+    const at = this.text.indexOf(`\n${node} `);
+    if (at < 0) return undefined;
+    const start = at + node.length + 2;
+    return this.text.slice(start, this.text.indexOf('\n', start));
+  }
+
+  /** The same nodes, these with new entries (each one the record holds). */
+  with(entries: ReadonlyMap<string, string>): RecordedNodes {
+    const at = [...entries.keys()].map((node) => [this.text.indexOf(`\n${node} `) + node.length + 2, node] as const).sort((a, b) => a[0] - b[0]);
+    let text = '';
+    let from = 0;
+    for (const [start, node] of at) {
+      if (start < node.length + 2) throw new TypeError(`compile record: ${node} is not recorded`);
+      text += this.text.slice(from, start) + (entries.get(node) as string);
+      from = this.text.indexOf('\n', start);
+    }
+    return new RecordedNodes(text + this.text.slice(from), this.size);
+  }
+
+  /** Every node and its entry, in name order. */
+  toMap(): Map<string, string> {
+    const map = new Map<string, string>();
+    for (const line of this.text.slice(1, -1).split('\n')) {
+      if (line === '') continue;
+      const space = line.indexOf(' ');
+      map.set(line.slice(0, space), line.slice(space + 1));
+    }
+    return map;
+  }
+
+  /**
+   * The tree as heads would hold it (delta.ts's LocalHeads): each node's set digest, as compile worked
+   * it out when it wrote the node's digests.json, its head bucket, and the digest of each bucket.
+   * Buckets listed in `only` are worked out from the entries; the others are taken from `known`.
+   */
+  heads(known?: readonly string[], only?: ReadonlySet<number>): { sets: Map<string, string>; bucketOf: Map<string, number>; buckets: string[] } {
+    const sets = new Map<string, string>();
+    const bucketOf = new Map<string, number>();
+    const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
+    for (const line of this.text.slice(1, -1).split('\n')) {
+      if (line === '') continue;
+      const [node, , , set, bucket] = line.split(' ');
+      const b = Number(bucket);
+      sets.set(node, set);
+      bucketOf.set(node, b);
+      if (!only || only.has(b)) members[b].push([node, set]);
+    }
+    const buckets = members.map((m, b) => (known && only && !only.has(b) ? known[b] : bucketDigest(m)));
+    return { sets, bucketOf, buckets };
+  }
+
+  /** Each node's line: `<node> <fingerprint> <folder stamp> <set digest> <head bucket>`. */
+  lines(): string[] {
+    return this.text
+      .slice(1, -1)
+      .split('\n')
+      .filter((line) => line !== '');
+  }
+
+  /** The nodes' names, in name order. */
+  names(): string[] {
+    return this.text
+      .slice(1, -1)
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.slice(0, line.indexOf(' ')));
+  }
+
+  serialized(): { nodes: string; count: number } {
+    return { nodes: this.text, count: this.size };
+  }
+}
+
+export function readRecord(root: string): CompileRecord | undefined {
   try {
-    const record = JSON.parse(readFileSync(join(root, RECORD), 'utf8')) as { format?: number; nodes?: Record<string, string> };
-    if (record.format !== RECORD_FORMAT || !record.nodes || typeof record.nodes !== 'object') return undefined;
-    return new Map(Object.entries(record.nodes));
+    const record = deserialize(readFileSync(join(root, RECORD))) as {
+      format?: number;
+      nodes?: unknown;
+      count?: unknown;
+      files?: unknown;
+      base?: unknown;
+      inputs?: CompileInputs;
+      buckets?: unknown;
+    };
+    const nodes = RecordedNodes.read(record.nodes, record.count);
+    const { buckets } = record;
+    if (record.format !== RECORD_FORMAT || !nodes || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
+    if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
+    return { nodes, buckets, files: record.files, base: record.base, ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}) };
   } catch {
     return undefined;
   }
@@ -53,11 +193,36 @@ function readRecord(root: string): Map<string, string> | undefined {
 /** Makes the next compile read every node's files back: for when .flor/compiled may not be what the record says. */
 export function forgetRecord(root: string): void {
   rmSync(join(root, RECORD), { force: true });
+  rmSync(join(root, OLD_RECORD), { force: true });
 }
 
-function writeRecord(root: string, nodes: ReadonlyMap<string, string>): void {
+function writeRecord(root: string, record: CompileRecord): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
-  replaceFileUnsynced(join(root, RECORD), `${JSON.stringify({ format: RECORD_FORMAT, nodes: Object.fromEntries(nodes) })}\n`);
+  const { nodes, ...rest } = record;
+  replaceFileUnsynced(join(root, RECORD), serialize({ format: RECORD_FORMAT, ...rest, ...nodes.serialized() }));
+}
+
+/** When .flor/compiled last had a node folder added, removed or renamed (by a compile or by hand). */
+function baseStamp(base: string): string {
+  return String(statSync(base, { throwIfNoEntry: false })?.mtimeMs ?? '-');
+}
+
+/**
+ * Whether every node's folder still has the folderStamp the record says: no file added, removed or
+ * renamed in it since (a digests.json deleted by hand, an editor's save). Two stats a node.
+ */
+export function stampsHold(root: string, record: CompileRecord): boolean {
+  const base = join(root, COMPILED_DIR);
+  for (const line of record.nodes.lines()) {
+    const [node, , stamp] = line.split(' ', 3);
+    if (folderStamp(join(base, node)) !== stamp) return false;
+  }
+  return true;
+}
+
+/** Whether .flor/compiled still has the node folders the record says: none added, removed or renamed since. */
+export function sameBase(root: string, record: CompileRecord): boolean {
+  return baseStamp(join(root, COMPILED_DIR)) === record.base;
 }
 
 /**
@@ -112,91 +277,158 @@ export function writeCompiled(
   root: string,
   nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>,
   onNode: () => void = () => {},
+  inputs?: CompileInputs,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);
   const record = readRecord(root);
+  const recordedNodes = record?.nodes.toMap();
+  // Whatever happens below, the record goes before anything is written: a compile that stops halfway
+  // must not leave a record of a tree it changed, nor of the inputs it was compiling.
+  if (record) forgetRecord(root);
   const next = new Map<string, string>();
   const added: string[] = [];
   const changed: { node: string; artifacts: string[] }[] = [];
   const unchanged: string[] = [];
   const files = { written: 0, unchanged: 0, removed: 0 };
-  let recordForgotten = false;
-  let recordStale = record === undefined;
-  // Before the first write: a compile that stops halfway must not leave a record of a tree it changed.
-  const aboutToWrite = () => {
-    if (!recordForgotten && record) forgetRecord(root);
-    recordForgotten = true;
-  };
+  let total = 0;
 
   for (const [node, artifacts] of nodes) {
     const fingerprint = setFingerprint(artifacts);
     const dir = join(base, node);
-    const recorded = record?.get(node);
+    const recorded = recordedNodes?.get(node);
+    total += artifacts.size + 1;
+    let setDigest: string;
     if (!before.has(node)) {
-      aboutToWrite();
-      writeNewNode(base, node, artifacts);
+      setDigest = writeNewNode(base, node, artifacts);
       files.written += artifacts.size + 1;
       added.push(node);
-    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded === `${fingerprint} ${folderStamp(dir)}`) {
+    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded.startsWith(`${fingerprint} ${folderStamp(dir)} `)) {
       next.set(node, recorded);
       files.unchanged += artifacts.size + 1;
       unchanged.push(node);
       onNode();
       continue;
     } else {
-      const old = readNodeFiles(dir);
-      const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
-      const digests = digestsJsonText(node, artifacts);
-      const digestsPath = join(dir, DIGESTS_JSON);
-      const digestsSame = readText(digestsPath) === digests;
-      if (differ.length > 0 || !digestsSame) aboutToWrite();
-      for (const name of differ) {
-        const content = artifacts.get(name);
-        if (content === undefined) {
-          rmSync(join(dir, MGMT_DIR, name), { force: true });
-          files.removed++;
-        } else {
-          replaceFileUnsynced(join(dir, MGMT_DIR, name), content);
-          files.written++;
-        }
-      }
-      files.unchanged += artifacts.size - differ.filter((a) => artifacts.has(a)).length;
-      // Written after the artifacts, so it lists what the folder holds.
-      if (digestsSame) files.unchanged++;
-      else {
-        replaceFileUnsynced(digestsPath, digests);
-        files.written++;
-      }
+      const { differ, digests } = updateNode(dir, node, readNodeFiles(dir), artifacts, files);
+      setDigest = digests.set_digest;
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
     }
-    next.set(node, `${fingerprint} ${folderStamp(dir)}`);
-    recordStale = true;
+    next.set(node, `${fingerprint} ${folderStamp(dir)} ${setDigest} ${bucketOf(node)}`);
     onNode();
   }
   const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
   for (const node of removed) {
-    aboutToWrite();
     const dir = join(base, node);
     files.removed += readNodeFiles(dir).size + (readText(join(dir, DIGESTS_JSON)) === undefined ? 0 : 1);
     rmSync(dir, { recursive: true, force: true });
   }
-  if (recordStale || recordForgotten || (record as Map<string, string>).size !== next.size) writeRecord(root, next);
+  const nodesRecorded = RecordedNodes.of(next);
+  writeRecord(root, { nodes: nodesRecorded, buckets: nodesRecorded.heads().buckets, files: total, base: baseStamp(base), ...(inputs ? { inputs } : {}) });
   // In name order whatever order the nodes came in.
   return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
 }
 
+/**
+ * Makes one existing node's folder hold these artifacts, given what it holds now: writes the files
+ * whose bytes differ, removes those no longer compiled, then its digests.json if that differs.
+ * Returns the artifacts that differed.
+ */
+function updateNode(
+  dir: string,
+  node: string,
+  old: ReadonlyMap<string, ArtifactBytes>,
+  artifacts: ReadonlyMap<string, ArtifactBytes>,
+  files: { written: number; unchanged: number; removed: number },
+): { differ: string[]; digests: CompiledSetDigests } {
+  const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
+  const { digests: setDigests, text: digests } = digestsJson(node, artifacts);
+  const digestsPath = join(dir, DIGESTS_JSON);
+  const digestsSame = readText(digestsPath) === digests;
+  for (const name of differ) {
+    const content = artifacts.get(name);
+    if (content === undefined) {
+      rmSync(join(dir, MGMT_DIR, name), { force: true });
+      files.removed++;
+    } else {
+      replaceFileUnsynced(join(dir, MGMT_DIR, name), content);
+      files.written++;
+    }
+  }
+  files.unchanged += artifacts.size - differ.filter((a) => artifacts.has(a)).length;
+  // Written after the artifacts, so it lists what the folder holds.
+  if (digestsSame) files.unchanged++;
+  else {
+    replaceFileUnsynced(digestsPath, digests);
+    files.written++;
+  }
+  return { differ, digests: setDigests };
+}
+
+/**
+ * A node's files on disk, when they are exactly what the record says was written there (its set
+ * fingerprint); undefined when the record does not know the node or the files differ.
+ */
+export function recordedNodeFiles(root: string, record: CompileRecord, node: string): Map<string, ArtifactBytes> | undefined {
+  const recorded = record.nodes.get(node);
+  if (recorded === undefined) return undefined;
+  const files = readNodeFiles(join(root, COMPILED_DIR, node));
+  return recorded.startsWith(`${setFingerprint(files)} `) ? files : undefined;
+}
+
+/**
+ * Writes new artifacts for some nodes of a tree the record holds, every other node left as the
+ * record says it is: the quick path of a recompile that knows which nodes its change reaches. `old`
+ * is what each node's folder holds now (recordedNodeFiles). The record is removed before the first
+ * write and written again, with these inputs, once all are written.
+ */
+export function rewriteNodes(
+  root: string,
+  record: CompileRecord,
+  nodes: ReadonlyMap<string, { readonly old: ReadonlyMap<string, ArtifactBytes>; readonly artifacts: ReadonlyMap<string, ArtifactBytes> }>,
+  inputs: CompileInputs,
+): WrittenTree {
+  const base = join(root, COMPILED_DIR);
+  const next = new Map<string, string>();
+  const changed: { node: string; artifacts: string[] }[] = [];
+  const files = { written: 0, unchanged: record.files, removed: 0 };
+  if (nodes.size > 0) forgetRecord(root);
+  for (const [node, { old, artifacts }] of nodes) {
+    const dir = join(base, node);
+    // Counted again below, as what this node holds now.
+    files.unchanged -= old.size + 1;
+    const { differ, digests } = updateNode(dir, node, old, artifacts, files);
+    if (differ.length > 0) changed.push({ node, artifacts: differ });
+    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest} ${bucketOf(node)}`);
+  }
+  const total = files.written + files.unchanged;
+  const nodesRecorded = record.nodes.with(next);
+  // Only the buckets of the rewritten nodes can have changed.
+  const buckets = next.size === 0 ? record.buckets : nodesRecorded.heads(record.buckets, new Set([...next.keys()].map(bucketOf))).buckets;
+  writeRecord(root, { nodes: nodesRecorded, buckets, files: total, base: record.base, inputs });
+  const touched = new Set(changed.map((c) => c.node));
+  return {
+    added: [],
+    changed: changed.sort((a, b) => cmp(a.node, b.node)),
+    removed: [],
+    unchanged: record.nodes.names().filter((n) => !touched.has(n)),
+    files,
+  };
+}
+
 /** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */
-function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string, ArtifactBytes>): void {
+function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string, ArtifactBytes>): string {
   const stage = tempNameFor(join(base, node));
   try {
     mkdirSync(stage);
     mkdirSync(join(stage, MGMT_DIR));
     for (const [name, content] of artifacts) writeFileSync(join(stage, MGMT_DIR, name), content);
-    writeFileSync(join(stage, DIGESTS_JSON), digestsJsonText(node, artifacts));
+    const { digests, text } = digestsJson(node, artifacts);
+    writeFileSync(join(stage, DIGESTS_JSON), text);
     renameSync(stage, join(base, node));
+    return digests.set_digest;
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
     throw e;

@@ -30,6 +30,8 @@ export type DeltaOutcome = Delta | { readonly kind: 'full' } | { readonly kind: 
 export interface LocalHeads {
   readonly sets: ReadonlyMap<string, string>;
   readonly buckets: readonly string[];
+  /** Each node's bucket, when already known (compile records it): else bucketOf, an md5 a node. */
+  readonly bucketOf?: ReadonlyMap<string, number>;
 }
 
 /** Worked out once per publish: 10,000 set digests and their buckets are tens of milliseconds. */
@@ -65,7 +67,7 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   const inDiffering = new Set(differing);
   const send: string[] = [];
   for (const [node, digest] of local.sets) {
-    if (!inDiffering.has(bucketOf(node))) continue;
+    if (!inDiffering.has(local.bucketOf?.get(node) ?? bucketOf(node))) continue;
     const head = heads.get(node);
     if (head === undefined || head.retired || head.set_digest !== digest) send.push(node);
   }

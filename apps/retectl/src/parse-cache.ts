@@ -18,7 +18,8 @@ const CACHE_DIR = join('.flor', 'cache', 'parsed');
  */
 export class DiskParseCache implements ParseCache {
   private readonly dir: string;
-  private readonly parser = parserDigest();
+  /** The code that parses: entries of another retectl's are never read. */
+  readonly parser = parserDigest();
   private readonly used = new Set<string>();
   private readonly fresh = new Map<string, ReteFile>();
 
@@ -38,6 +39,11 @@ export class DiskParseCache implements ParseCache {
     } catch {
       return undefined;
     }
+  }
+
+  /** Keeps the entry of a file this run did not need to read, as if it had. */
+  keep(digest: string): void {
+    this.used.add(this.name(digest));
   }
 
   set(digest: string, data: ReteFile): void {

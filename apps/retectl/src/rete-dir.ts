@@ -14,7 +14,10 @@ import {
   type Rete,
   type Source,
 } from '#rete';
-import { COMPILED_DIR, forgetRecord, readNodeFiles } from './compiled-output.js';
+import { sha256Hex } from '#bundle';
+import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord } from './compiled-output.js';
+import { DiskParseCache } from './parse-cache.js';
+import type { LocalHeads } from './delta.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
@@ -106,8 +109,12 @@ export interface Checked {
  * (quiet: only when invalid) and fails on any error. `validated` runs before anything is printed,
  * for a progress bar to clear its line.
  */
-export function validateDir(root: string, quiet = false, options: { sources?: readonly Source[]; cache?: ParseCache; validated?: () => void } = {}): Checked {
-  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), sourceReader(root), options.cache);
+export function validateDir(
+  root: string,
+  quiet = false,
+  options: { sources?: readonly Source[]; cache?: ParseCache; readSource?: ReadSource; validated?: () => void } = {},
+): Checked {
+  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), options.readSource ?? sourceReader(root), options.cache);
   options.validated?.();
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
@@ -131,9 +138,16 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
 /**
  * The compiled tree a publish or plan may use: the rete must validate and .flor/compiled must hold
  * exactly what compiling it now yields; anything else means the YAML moved on since the last compile.
+ * Files parsed before are taken from the parse cache, as compile takes them (never written here).
+ * With it, the tree as heads would hold it (each node's set digest, its bucket, and each bucket's
+ * digest: delta.ts's LocalHeads) when the record of the last compile was made from exactly these YAML
+ * files and resource sources: then, the tree being what compiling them yields, the record's digests
+ * are the tree's, and need not be worked out again.
  */
-export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree } {
-  const { rete } = validateDir(root, true);
+export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree; heads?: LocalHeads } {
+  const sources = readSources(root);
+  const cache = new DiskParseCache(root);
+  const { rete } = validateDir(root, true, { sources, cache });
   const expected = compileRete(rete);
   const onDisk = readCompiled(root);
   const d = diffTrees(onDisk, expected);
@@ -146,5 +160,22 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
       `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
     );
   }
-  return { rete, tree: onDisk };
+  const heads = recordedHeads(root, sources, cache.parser, sourceReader(root));
+  return { rete, tree: onDisk, ...(heads && heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
+}
+
+/** What reading a resource's source gave, in one string: its bytes' digest, or the problem. */
+export function readSourceDigest(got: ReturnType<ReadSource>): string {
+  return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
+}
+
+/** The record's heads, when the record was made from exactly these sources by this parser. */
+function recordedHeads(root: string, sources: readonly Source[], parser: string, read: ReadSource): LocalHeads | undefined {
+  const record = readRecord(root);
+  const was = record?.inputs;
+  if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
+  for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
+  for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
+  const { sets, bucketOf } = record.nodes.heads(record.buckets, new Set());
+  return { sets, bucketOf, buckets: [...record.buckets] };
 }

@@ -15,7 +15,8 @@ export type {
   PackageResourceModel,
 } from './model.js';
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
-export { compiledSetDigests, digestsJsonText } from './set-digests.js';
+export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
+export { listenMoves, moveListens } from './listen-moves.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export {
   planPublish,

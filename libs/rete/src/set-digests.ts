@@ -26,3 +26,9 @@ export function compiledSetDigests(node: string, files: ReadonlyMap<string, Arti
 
 /** digests.json's bytes: canonical JSON like every compiled artifact. */
 export const digestsJsonText = (node: string, files: ReadonlyMap<string, ArtifactBytes>): string => presortedPretty(compiledSetDigests(node, files));
+
+/** A node's digest list and the bytes of its digests.json, worked out once. */
+export function digestsJson(node: string, files: ReadonlyMap<string, ArtifactBytes>): { readonly digests: CompiledSetDigests; readonly text: string } {
+  const digests = compiledSetDigests(node, files);
+  return { digests, text: presortedPretty(digests) };
+}

@@ -1,9 +1,22 @@
-import { artifactsText, compileNodes, type ParseCache } from '#rete';
-import { writeCompiled } from '../compiled-output.js';
-import { out, outJson } from '../output.js';
+import { sha256Hex } from '#bundle';
+import {
+  artifactsText,
+  compileNodes,
+  formatDiagnostic,
+  listenMoves,
+  moveListens,
+  parseFile,
+  type ArtifactBytes,
+  type ParseCache,
+  type ReadSource,
+  type Source,
+} from '#rete';
+import { FLOR_JSON } from '#contracts';
+import { readRecord, recordedNodeFiles, rewriteNodes, sameBase, stampsHold, writeCompiled, type CompileInputs, type WrittenTree } from '../compiled-output.js';
+import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
-import { COMPILED_DIR, readSources, validateDir } from '../rete-dir.js';
+import { COMPILED_DIR, readSourceDigest, readSources, sourceReader, validateDir } from '../rete-dir.js';
 
 export interface CompileOptions {
   readonly dir: string;
@@ -13,40 +26,152 @@ export interface CompileOptions {
 /**
  * Validates, then makes .flor/compiled match the rete and says which nodes changed and how long it
  * took. Files parsed before and nodes whose sets did not change cost next to nothing: a recompile
- * after one edit parses the edited file and writes the nodes it changed.
+ * after one edit parses the edited file and writes the nodes it changed. When the edit only moved
+ * where nodes listen (or nothing changed at all), not even the rest is validated or compiled again:
+ * see quickRecompile.
  */
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
   const progress = lateProgress();
   const sources = readSources(options.dir);
   const cache = new DiskParseCache(options.dir);
-  progress.stage('parsing', sources.length);
-  const counted: ParseCache = {
-    get: (digest) => {
-      progress.tick();
-      return cache.get(digest);
-    },
-    set: (digest, data) => cache.set(digest, data),
-  };
-  let rete;
-  let change;
-  try {
-    ({ rete } = validateDir(options.dir, options.json, { sources, cache: counted, validated: () => progress.done() }));
-    // Only now: a compile that refuses the rete leaves the folder as it found it.
-    cache.save();
-    progress.stage('compiling', rete.nodes.length);
-    change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick());
-  } finally {
-    progress.done();
+  const files = new Map(sources.map((s) => [s.file, sha256Hex((s as { bytes: Uint8Array }).bytes)]));
+  const read = sourceReader(options.dir);
+  let nodeCount: number;
+  let change: WrittenTree;
+  const quick = quickRecompile(options.dir, sources, files, cache, read);
+  if (quick) {
+    if (!options.json) for (const d of quick.diagnostics) note(d);
+    ({ nodes: nodeCount, change } = quick);
+  } else {
+    const counted: ParseCache = {
+      get: (digest) => {
+        progress.tick();
+        return cache.get(digest);
+      },
+      set: (digest, data) => cache.set(digest, data),
+    };
+    // What file resources read, kept with the record: a later quick path reads them again to compare.
+    const sourcesRead = new Map<string, string>();
+    const recording: ReadSource = (path) => {
+      const got = read(path);
+      sourcesRead.set(path, readSourceDigest(got));
+      return got;
+    };
+    progress.stage('parsing', sources.length);
+    try {
+      const { rete, diagnostics } = validateDir(options.dir, options.json, {
+        sources,
+        cache: counted,
+        readSource: recording,
+        validated: () => progress.done(),
+      });
+      // Only now: a compile that refuses the rete leaves the folder as it found it.
+      cache.save();
+      progress.stage('compiling', rete.nodes.length);
+      const inputs: CompileInputs = {
+        parser: cache.parser,
+        files,
+        sources: sourcesRead,
+        diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
+      };
+      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs);
+      nodeCount = rete.nodes.length;
+    } finally {
+      progress.done();
+    }
   }
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
   for (const n of change.added) out(`+ ${n}: new`);
   for (const c of change.changed) out(`~ ${c.node}: ${artifactsText(c.artifacts)}`);
   for (const n of change.removed) out(`- ${n}: removed`);
-  const { files } = change;
+  const counts = change.files;
   out(
-    `compiled ${rete.nodes.length} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${change.unchanged.length} unchanged; ` +
-      `files: ${files.written} written, ${files.unchanged} unchanged, ${files.removed} removed; ${seconds.toFixed(2)} s`,
+    `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${change.unchanged.length} unchanged; ` +
+      `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
   );
+}
+
+/**
+ * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
+ * compile says what it was compiled from and every YAML file is the same but for nodes' listen
+ * addresses (listenMoves). Then the rete is valid as before, with the same diagnostics, and the only
+ * compiled files that change are the moved nodes' flor.json and, in each node that names a moved
+ * node among its peers, its flor.json: read back from .flor/compiled (checked against the record),
+ * with the new addresses put in (moveListens). Which nodes are a moved node's peers is read from its
+ * own flor.json: the ACL did not change, and a node's peers name it in turn.
+ *
+ * Undefined, and the caller compiles in full, on any doubt: no record or one made by another
+ * retectl, a file added, removed or changed otherwise, a diagnostic in a changed file (its line may
+ * have moved), a resource's source file that reads differently, a node folder added or removed in
+ * .flor/compiled or a file added, removed or renamed in a node's folder (its folderStamp), or a
+ * compiled file of a node involved that is not what the record says. Other nodes' compiled files
+ * are not read: one edited in place by hand is found by publish and plan, which then drop the
+ * record, and the next compile is a full one that repairs it, as before.
+ */
+function quickRecompile(
+  root: string,
+  sources: readonly Source[],
+  files: ReadonlyMap<string, string>,
+  cache: DiskParseCache,
+  read: ReadSource,
+): { nodes: number; change: WrittenTree; diagnostics: string[] } | undefined {
+  const record = readRecord(root);
+  const was = record?.inputs;
+  if (!record || !was || was.parser !== cache.parser || was.files.size !== files.size || !sameBase(root, record)) return undefined;
+  const changed: Source[] = [];
+  for (const source of sources) {
+    const before = was.files.get(source.file);
+    if (before === undefined) return undefined;
+    if (before !== files.get(source.file)) changed.push(source);
+  }
+  const changedFiles = new Set(changed.map((s) => s.file));
+  if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
+  for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
+  // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
+  if (!stampsHold(root, record)) return undefined;
+
+  const moves = new Map<string, string>();
+  for (const source of changed) {
+    const before = cache.get(was.files.get(source.file) as string);
+    const { parsed, diagnostics } = parseFile(source, cache);
+    if (!before || !parsed || diagnostics.length > 0) return undefined;
+    const moved = listenMoves(before, parsed.data);
+    if (!moved) return undefined;
+    for (const [node, listen] of moved) moves.set(node, listen);
+  }
+
+  // The moved nodes and every node that names one among its peers.
+  const involved = new Map<string, ReadonlyMap<string, ArtifactBytes>>();
+  const take = (node: string): boolean => {
+    if (involved.has(node)) return true;
+    const held = recordedNodeFiles(root, record, node);
+    if (held) involved.set(node, held);
+    return held !== undefined;
+  };
+  for (const node of moves.keys()) {
+    if (!take(node)) return undefined;
+    const flor = involved.get(node)?.get(FLOR_JSON);
+    let peers: unknown;
+    try {
+      peers = (JSON.parse(String(flor)) as { acl?: { peers?: unknown } }).acl?.peers;
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(peers)) return undefined;
+    for (const peer of peers as { node?: unknown }[]) if (typeof peer.node !== 'string' || !take(peer.node)) return undefined;
+  }
+  const rewrites = new Map<string, { old: ReadonlyMap<string, ArtifactBytes>; artifacts: ReadonlyMap<string, ArtifactBytes> }>();
+  for (const [node, old] of involved) {
+    const flor = old.get(FLOR_JSON);
+    const moved = typeof flor === 'string' ? moveListens(flor, moves, node) : undefined;
+    if (moved === undefined) return undefined;
+    rewrites.set(node, { old, artifacts: new Map(old).set(FLOR_JSON, moved) });
+  }
+
+  for (const digest of files.values()) cache.keep(digest);
+  cache.save();
+  const change = rewriteNodes(root, record, rewrites, { ...was, files });
+  return { nodes: record.nodes.size, change, diagnostics: was.diagnostics.map((d) => d.text) };
 }

@@ -188,7 +188,7 @@ export function unknownLabels(e: unknown): boolean {
  * content fails unless each is named in allowIneligible.
  */
 export async function run(options: PublishOptions): Promise<number> {
-  const { rete, tree } = loadCompiledTree(options.dir);
+  const { rete, tree, heads } = loadCompiledTree(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const chosen = rolloutPlanOf(rete, options);
   refusePruneInWaves(chosen, options.prune ?? false);
@@ -198,9 +198,10 @@ export async function run(options: PublishOptions): Promise<number> {
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
 
+  // The set digests and buckets compile worked out when it wrote the tree, when its record says it wrote this one.
   const { body, sent, uploaded } = await publishTree(
     client,
-    { digests, bytes },
+    { digests, bytes, ...(heads ? { local: heads } : {}) },
     {
       message: options.message ?? 'published with retectl',
       progress: true,
