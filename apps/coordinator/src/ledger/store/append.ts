@@ -24,28 +24,42 @@ export interface AppendInput {
  */
 export async function appendEvents(trx: Transaction<Database>, head: LedgerHead, inputs: readonly AppendInput[], recordedAt: Date): Promise<StoredEvent[]> {
   const recorded_at = recordedAt.toISOString();
+  const stored: StoredEvent[] = [];
+  const sent: Promise<void>[] = [];
   let prev = head;
-  const rows: string[] = [];
-  const stored: StoredEvent[] = inputs.map(({ event, meta }) => {
-    const fields = {
-      position: prev.position + 1,
-      stream: event.stream,
-      revision: event.revision,
-      type: event.type,
-      data: event.data as Record<string, unknown>,
-      meta,
-      recorded_at,
-    };
-    const text = chainedText(fields);
-    const hash = chainHashOf(prev.hash, text);
-    rows.push(ledgerRow(text, prev.hash, hash));
-    // The event's own type and data, so its kind of stored event.
-    const row = { ...fields, prev_hash: prev.hash, hash } as StoredEvent;
-    prev = { position: fields.position, hash };
-    return row;
-  });
-  for (let i = 0; i < rows.length; i += CHUNK) await insertRows(trx, rows.slice(i, i + CHUNK));
+  for (let i = 0; i < inputs.length; i += CHUNK) {
+    const rows: string[] = [];
+    for (const { event, meta } of inputs.slice(i, i + CHUNK)) {
+      const fields = {
+        position: prev.position + 1,
+        stream: event.stream,
+        revision: event.revision,
+        type: event.type,
+        data: event.data as Record<string, unknown>,
+        meta,
+        recorded_at,
+      };
+      const text = chainedText(fields);
+      const hash = chainHashOf(prev.hash, text);
+      rows.push(ledgerRow(text, prev.hash, hash));
+      // The event's own type and data, so its kind of stored event.
+      stored.push({ ...fields, prev_hash: prev.hash, hash } as StoredEvent);
+      prev = { position: fields.position, hash };
+    }
+    sent.push(sendRows(trx, rows));
+    // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  // In order, so a failure is the statement's own, not the aborted transaction the next ones met.
+  for (const insert of sent) await insert;
   return stored;
+}
+
+/** Starts inserting rows; its failure is the caller's to await, and not unhandled meanwhile. */
+function sendRows(trx: Transaction<Database>, rows: readonly string[]): Promise<void> {
+  const insert = insertRows(trx, rows);
+  insert.catch(() => undefined);
+  return insert;
 }
 
 /**
