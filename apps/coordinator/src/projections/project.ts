@@ -79,7 +79,7 @@ async function projectStamps(
     };
   });
   await sql`WITH s AS (
-      SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS s(
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(
         node text, version integer, set_digest text, retired boolean, artifacts jsonb, publish_id text, position bigint,
         recorded_at timestamptz, kid text, etag text, confirm_within integer, actor text, message text
       )
