@@ -6,7 +6,46 @@
  * byte-stable on every machine and in every release.
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, '$');
+  try {
+    return written(value);
+  } catch {
+    // Only to say where: the walk that keeps each value's path refuses the same value, naming it.
+    return serialise(value, '$');
+  }
+}
+
+/**
+ * The canonical text, written without the path of each value: a ledger append serialises every event
+ * it chains, and a path string made for every value, to be read only in an error, was most of the
+ * garbage. Throws on what serialise refuses, without saying where.
+ */
+function written(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number');
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) {
+        let text = '[';
+        for (let i = 0; i < value.length; i++) text += `${i ? ',' : ''}${written(value[i])}`;
+        return `${text}]`;
+      }
+      const keys = Object.keys(value).sort();
+      let text = '{';
+      for (const k of keys) {
+        const v = (value as Record<string, unknown>)[k];
+        if (v !== undefined) text += `${text.length > 1 ? ',' : ''}${JSON.stringify(k)}:${written(v)}`;
+      }
+      return `${text}}`;
+    }
+    default:
+      throw new TypeError(`canonicalJson: unsupported ${typeof value}`);
+  }
 }
 
 function serialise(value: unknown, path: string): string {

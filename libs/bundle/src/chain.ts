@@ -18,7 +18,12 @@ export interface ChainedFields {
  * recomputes the chain hash of its own stamp event to check that its bundle is in the log.
  */
 export function chainHash(prevHash: string, event: ChainedFields): string {
-  const body = canonicalJson({
+  return chainHashOf(prevHash, chainedText(event));
+}
+
+/** The text an event's chain hash covers: the canonical JSON of its fields without its hashes. */
+export function chainedText(event: ChainedFields): string {
+  return canonicalJson({
     position: event.position,
     stream: event.stream,
     revision: event.revision,
@@ -27,5 +32,9 @@ export function chainHash(prevHash: string, event: ChainedFields): string {
     meta: event.meta,
     recorded_at: event.recorded_at,
   });
-  return sha256Hex(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(body, 'utf8')]));
+}
+
+/** The chain hash of an event whose chainedText is `text`. */
+export function chainHashOf(prevHash: string, text: string): string {
+  return sha256Hex(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(text, 'utf8')]));
 }

@@ -4,6 +4,8 @@ import { type LedgerProjection, type PublishRecorded, type StoredEvent, type Sto
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;
+/** Stamps per statement: their rows are one parameter, so only its size in memory bounds a statement. */
+const STAMPS_CHUNK = 10_000;
 
 /**
  * Applies appended events to the read models inside the appending transaction, or during a rebuild:
@@ -18,57 +20,7 @@ export async function project(trx: Transaction<Database>, events: readonly Store
   const stamps = events.filter((e): e is StoredOf<'node_set_stamped'> => e.type === 'node_set_stamped');
   if (stamps.length === 0 && records.size === 0 && !events.some((e) => e.type === 'publish_confirmed')) return;
 
-  const heads = [];
-  const versions = [];
-  for (const e of stamps) {
-    const d = e.data;
-    const record = records.get(d.publish_id);
-    const common = {
-      node: d.node,
-      version: d.version,
-      set_digest: d.set_digest,
-      retired: d.retired,
-      artifacts: JSON.stringify(d.artifacts),
-      publish_id: d.publish_id,
-      position: e.position,
-    };
-    // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
-    const kid = String(e.meta.kid);
-    heads.push({
-      ...common,
-      kid,
-      etag: bundleEtag(kid, e.hash),
-      updated_at: e.recorded_at,
-      confirm_within: record?.confirm_within ?? null,
-      confirmed_by: null,
-    });
-    versions.push({ ...common, actor: String(e.meta.actor), message: record?.message ?? '', recorded_at: e.recorded_at });
-  }
-  for (let i = 0; i < heads.length; i += CHUNK) {
-    await trx
-      .insertInto('node_heads')
-      .values(heads.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc.column('node').doUpdateSet({
-          version: sql`excluded.version`,
-          set_digest: sql`excluded.set_digest`,
-          retired: sql`excluded.retired`,
-          artifacts: sql`excluded.artifacts`,
-          kid: sql`excluded.kid`,
-          etag: sql`excluded.etag`,
-          position: sql`excluded.position`,
-          publish_id: sql`excluded.publish_id`,
-          updated_at: sql`excluded.updated_at`,
-          confirm_within: sql`excluded.confirm_within`,
-          confirmed_by: sql`excluded.confirmed_by`,
-        }),
-      )
-      .execute();
-    await trx
-      .insertInto('node_versions')
-      .values(versions.slice(i, i + CHUNK))
-      .execute();
-  }
+  for (let i = 0; i < stamps.length; i += STAMPS_CHUNK) await projectStamps(trx, stamps.slice(i, i + STAMPS_CHUNK), records);
   for (const e of events) {
     if (e.type === 'publish_confirmed') {
       await projectConfirmation(trx, e);
@@ -91,6 +43,64 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       })
       .execute();
   }
+}
+
+/**
+ * Each stamp's node version and its node's head, in one statement with one parameter, a JSON array
+ * of the rows, which PostgreSQL reads into columns: the columns the two rows share are sent once, and
+ * a publish of many nodes is a few statements rather than two per thousand rows of a dozen parameters
+ * each (bench/README.md, bench:publish). A stamp's message and confirmation window come from the
+ * record of its publish.
+ */
+async function projectStamps(
+  trx: Transaction<Database>,
+  stamps: readonly StoredOf<'node_set_stamped'>[],
+  records: ReadonlyMap<string, PublishRecorded['data']>,
+): Promise<void> {
+  const rows = stamps.map((e) => {
+    const d = e.data;
+    const record = records.get(d.publish_id);
+    // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
+    const kid = String(e.meta.kid);
+    return {
+      node: d.node,
+      version: d.version,
+      set_digest: d.set_digest,
+      retired: d.retired,
+      artifacts: d.artifacts,
+      publish_id: d.publish_id,
+      position: e.position,
+      recorded_at: e.recorded_at,
+      kid,
+      etag: bundleEtag(kid, e.hash),
+      confirm_within: record?.confirm_within ?? null,
+      actor: String(e.meta.actor),
+      message: record?.message ?? '',
+    };
+  });
+  await sql`WITH s AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(
+        node text, version integer, set_digest text, retired boolean, artifacts jsonb, publish_id text, position bigint,
+        recorded_at timestamptz, kid text, etag text, confirm_within integer, actor text, message text
+      )
+    ), versions AS (
+      INSERT INTO node_versions (node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at)
+      SELECT node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at FROM s
+    )
+    INSERT INTO node_heads (node, version, set_digest, retired, artifacts, publish_id, position, kid, etag, updated_at, confirm_within, confirmed_by)
+    SELECT node, version, set_digest, retired, artifacts, publish_id, position, kid, etag, recorded_at, confirm_within, NULL FROM s
+    ON CONFLICT (node) DO UPDATE SET
+      version = excluded.version,
+      set_digest = excluded.set_digest,
+      retired = excluded.retired,
+      artifacts = excluded.artifacts,
+      kid = excluded.kid,
+      etag = excluded.etag,
+      position = excluded.position,
+      publish_id = excluded.publish_id,
+      updated_at = excluded.updated_at,
+      confirm_within = excluded.confirm_within,
+      confirmed_by = excluded.confirmed_by`.execute(trx);
 }
 
 /** The repository's packages: the ledger event carries everything the Packages index needs. */

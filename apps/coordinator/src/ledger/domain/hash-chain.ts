@@ -1,8 +1,8 @@
-import { chainHash, type ChainedFields } from '#bundle';
+import { chainHash, chainHashOf, chainedText, type ChainedFields } from '#bundle';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-export { chainHash, type ChainedFields };
+export { chainHash, chainHashOf, chainedText, type ChainedFields };
 
 export type ChainVerdict =
   { readonly ok: true; readonly position: number; readonly hash: string } | { readonly ok: false; readonly position: number; readonly reason: string };

@@ -3,6 +3,8 @@ import { appendCoords, appendLeaves, leafHash, treeRoot, rootCoords, type Coord,
 import type { Database } from '../../db/index.js';
 
 const CHUNK = 1000;
+/** Rows per insert: they are one parameter, so only its size in memory bounds a statement. */
+const INSERT_CHUNK = 20_000;
 const key = (c: Coord): string => `${c.level}/${c.index}`;
 
 /**
@@ -72,13 +74,17 @@ export async function extendTree(db: Kysely<Database>, size: number, chainHashes
     hashes.map((h) => leafHash(Buffer.from(h, 'hex'))),
     read,
   );
-  for (let i = 0; i < made.length; i += CHUNK) {
-    const slice = made.slice(i, i + CHUNK);
-    await sql`INSERT INTO ledger_tree (level, idx, hash)
-      SELECT l, i, decode(h, 'hex') FROM unnest(${sql.val(slice.map((m) => m.coord.level))}::smallint[], ${sql.val(slice.map((m) => m.coord.index))}::bigint[], ${sql.val(slice.map((m) => m.hash.toString('hex')))}::text[]) AS t(l, i, h)`.execute(
-      db,
-    );
-  }
+  for (let i = 0; i < made.length; i += INSERT_CHUNK) await insertHashes(db, made.slice(i, i + INSERT_CHUNK));
+}
+
+/**
+ * Stores hashes in one statement with one parameter, a JSON array of [level, index, hex]: an array
+ * parameter per column made `pg` escape every element of each.
+ */
+async function insertHashes(db: Kysely<Database>, made: readonly { coord: Coord; hash: Buffer }[]): Promise<void> {
+  const rows = JSON.stringify(made.map((m) => [m.coord.level, m.coord.index, m.hash.toString('hex')]));
+  await sql`INSERT INTO ledger_tree (level, idx, hash)
+    SELECT (r->>0)::smallint, (r->>1)::bigint, decode(r->>2, 'hex') FROM json_array_elements(${rows}::json) AS r`.execute(db);
 }
 
 /** The root of the tree of the first `size` events. */
