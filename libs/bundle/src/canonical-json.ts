@@ -7,19 +7,20 @@
  */
 export function canonicalJson(value: unknown): string {
   try {
-    return written(value);
+    return written(value, null);
   } catch {
-    // Only to say where: the walk that keeps each value's path refuses the same value, naming it.
-    return serialise(value, '$');
+    // Only to say where: the same walk again, keeping each value's path, refuses the same value naming it.
+    return written(value, '$');
   }
 }
 
 /**
- * The canonical text, written without the path of each value: a ledger append serialises every event
- * it chains, and a path string made for every value, to be read only in an error, was most of the
- * garbage. Throws on what serialise refuses, without saying where.
+ * The canonical text of `value`; `path`, where it is (null: not kept). A ledger append serialises
+ * every event it chains, and a path string made for every value, to be read only in an error, was
+ * most of the garbage: the first walk keeps none, and only a refused value is walked again with them.
  */
-function written(value: unknown): string {
+function written(value: unknown, path: string | null): string {
+  const at = path === null ? '' : ` at ${path}`;
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -27,47 +28,24 @@ function written(value: unknown): string {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number');
+      if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: non-finite number${at}`);
       return JSON.stringify(value);
     case 'object': {
       if (Array.isArray(value)) {
         let text = '[';
-        for (let i = 0; i < value.length; i++) text += `${i ? ',' : ''}${written(value[i])}`;
+        for (let i = 0; i < value.length; i++) text += `${i ? ',' : ''}${written(value[i], path === null ? null : `${path}[${i}]`)}`;
         return `${text}]`;
       }
       const keys = Object.keys(value).sort();
       let text = '{';
       for (const k of keys) {
         const v = (value as Record<string, unknown>)[k];
-        if (v !== undefined) text += `${text.length > 1 ? ',' : ''}${JSON.stringify(k)}:${written(v)}`;
+        if (v !== undefined) text += `${text.length > 1 ? ',' : ''}${JSON.stringify(k)}:${written(v, path === null ? null : `${path}.${k}`)}`;
       }
       return `${text}}`;
     }
     default:
-      throw new TypeError(`canonicalJson: unsupported ${typeof value}`);
-  }
-}
-
-function serialise(value: unknown, path: string): string {
-  if (value === null) return 'null';
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: non-finite number at ${path}`);
-      return JSON.stringify(value);
-    case 'object': {
-      if (Array.isArray(value)) return `[${value.map((v, i) => serialise(v, `${path}[${i}]`)).join(',')}]`;
-      const entries = Object.keys(value as object)
-        .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-        .sort()
-        .map((k) => `${JSON.stringify(k)}:${serialise((value as Record<string, unknown>)[k], `${path}.${k}`)}`);
-      return `{${entries.join(',')}}`;
-    }
-    default:
-      throw new TypeError(`canonicalJson: unsupported ${typeof value} at ${path}`);
+      throw new TypeError(`canonicalJson: unsupported ${typeof value}${at}`);
   }
 }
 
