@@ -175,8 +175,6 @@ export interface TreeHeld {
   readonly keeps: 'frontier' | 'root' | null;
 }
 
-export const HELD_NOTHING: TreeHeld = { size: null, keeps: null };
-
 /**
  * The proof headers of poll answers, from a TreeMemory: for a signed tree checkpoint note, its
  * consistency proof from the size a node holds, and the inclusion proof of a leaf. `ready(note)`
