@@ -335,13 +335,8 @@ export class SyncPass {
    * high-water mark. It waits for a newer version.
    */
   private conflictingContent(active: number, setDigest: string): string | null {
-    let applied: string;
-    try {
-      applied = this.readSet(active).payload.set_digest;
-    } catch {
-      return null;
-    }
-    if (applied === setDigest) return null;
+    const applied = this.setDigestOf(active);
+    if (applied === null || applied === setDigest) return null;
     return (
       `version ${active} is sent with set digest ${setDigest.slice(0, 12)}…, but the version ${active} this node applied has ${applied.slice(0, 12)}…: ` +
       `the ledger lost the version applied here (restored from an older backup?); the node keeps its active set until it is given a newer version (a publish that changes it)`
@@ -351,10 +346,15 @@ export class SyncPass {
   /** Whether `version`'s set is the one applied now (a rollback after a revert): it is taken without a restart. */
   private sameContentAsApplied(state: AgentState, active: number, setDigest: string): boolean {
     if (state.applied_version === 0 || state.applied_version !== active) return false;
+    return this.setDigestOf(active) === setDigest;
+  }
+
+  /** The set digest of the staged set of `version`; null when it cannot be read. */
+  private setDigestOf(version: number): string | null {
     try {
-      return this.readSet(active).payload.set_digest === setDigest;
+      return this.readSet(version).payload.set_digest;
     } catch {
-      return false;
+      return null;
     }
   }
 
