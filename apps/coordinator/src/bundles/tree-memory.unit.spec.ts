@@ -133,6 +133,17 @@ describe('TreeMemory', () => {
 });
 
 describe('TreeProofs', () => {
+  /** Memory holding the first 40 leaves, and the proofs of their signed note, made ready. */
+  const readyForty = async () => {
+    const memory = new TreeMemory(noDb);
+    memory.append(leaves.slice(0, 40));
+    const proofs = new TreeProofs(memory);
+    const root = memory.root(40);
+    const n40 = note(40, root);
+    await proofs.ready(n40);
+    return { memory, proofs, root, n40 };
+  };
+
   it('makes no headers for a note it has not made ready, and reads nothing to make ready a note memory covers', async () => {
     const memory = new TreeMemory(noDb);
     memory.append(leaves.slice(0, 40));
@@ -146,12 +157,7 @@ describe('TreeProofs', () => {
   });
 
   it('proves consistency from each size a node holds up to the note, and says when a node holds more', async () => {
-    const memory = new TreeMemory(noDb);
-    memory.append(leaves.slice(0, 40));
-    const proofs = new TreeProofs(memory);
-    const root = memory.root(40);
-    const n40 = note(40, root);
-    await proofs.ready(n40);
+    const { memory, proofs, root, n40 } = await readyForty();
     for (let from = 1; from <= 40; from++) {
       const h = proofs.headers(n40, held(from))!;
       const proof = decodeProof(h[TREE_CONSISTENCY_HEADER], TREE_CONSISTENCY_HEADER);
@@ -171,12 +177,7 @@ describe('TreeProofs', () => {
   });
 
   it('sends the inclusion proof without what the consistency proof of the same answer shows', async () => {
-    const memory = new TreeMemory(noDb);
-    memory.append(leaves.slice(0, 40));
-    const proofs = new TreeProofs(memory);
-    const root = memory.root(40);
-    const n40 = note(40, root);
-    await proofs.ready(n40);
+    const { memory, proofs, root, n40 } = await readyForty();
     for (const [from, leaf] of [
       [null, 3],
       [30, 35],
@@ -196,12 +197,7 @@ describe('TreeProofs', () => {
   });
 
   it('sends a node that keeps its frontier an extension proof, and the inclusion proof without what that one shows', async () => {
-    const memory = new TreeMemory(noDb);
-    memory.append(leaves.slice(0, 40));
-    const proofs = new TreeProofs(memory);
-    const root = memory.root(40);
-    const n40 = note(40, root);
-    await proofs.ready(n40);
+    const { memory, proofs, root, n40 } = await readyForty();
     for (const [from, leaf] of [
       [null, 3],
       [0, null],
@@ -242,11 +238,7 @@ describe('TreeProofs', () => {
   });
 
   it("sends a node that holds only a root the consistency proof and, for it to keep, the new tree's frontier", async () => {
-    const memory = new TreeMemory(noDb);
-    memory.append(leaves.slice(0, 40));
-    const proofs = new TreeProofs(memory);
-    const n40 = note(40, memory.root(40));
-    await proofs.ready(n40);
+    const { memory, proofs, n40 } = await readyForty();
     const h = proofs.headers(n40, { size: 30, keeps: 'root' })!;
     expect(decodeProof(h[TREE_CONSISTENCY_HEADER], 'c').n).toBe(30);
     expect(decodeProof(`0 ${h[TREE_FRONTIER_HEADER]}`, 'f').hashes).toEqual(memory.frontier(40));
