@@ -1,4 +1,4 @@
-import { bucketOf, headBuckets } from '#bundle';
+import { bucketDigest, bucketOf } from '#bundle';
 import { HEAD_BUCKETS, HeadBuckets } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { CoordinatorClient } from './client.js';
@@ -34,11 +34,22 @@ export interface LocalHeads {
   readonly bucketOf?: ReadonlyMap<string, number>;
 }
 
-/** Worked out once per publish: 10,000 set digests and their buckets are tens of milliseconds. */
+/**
+ * Worked out once per publish: 10,000 set digests and their buckets are tens of milliseconds. Each
+ * node's bucket is kept, so comparing with the heads hashes no name again.
+ */
 export function localHeads(tree: ReadonlyMap<string, ArtifactDigests>): LocalHeads {
   const sets = new Map<string, string>();
-  for (const [node, artifacts] of tree) sets.set(node, localSetDigest(artifacts));
-  return { sets, buckets: headBuckets(sets) };
+  const buckets = new Map<string, number>();
+  const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
+  for (const [node, artifacts] of tree) {
+    const set = localSetDigest(artifacts);
+    const b = bucketOf(node);
+    sets.set(node, set);
+    buckets.set(node, b);
+    members[b].push([node, set]);
+  }
+  return { sets, bucketOf: buckets, buckets: members.map(bucketDigest) };
 }
 
 /**
