@@ -49,9 +49,65 @@ export class HeadsMemo {
   }
 }
 
-/** The snapshot after appending stamps to the heads of `before`: a copy, the old one untouched. */
+/**
+ * The snapshot after appending stamps to the heads of `before`: the old one untouched. A few stamps
+ * on a large fleet go in a layer over the heads they change (LayeredHeads) instead of a copy of every
+ * head, so a one-node publish to 100,000 nodes does not copy 100,000 entries; once the layer holds
+ * more than an eighth of the fleet, the next snapshot is one map again.
+ */
 export function advanceHeads(before: Heads, stamps: readonly NodeSetStamped['data'][], at: LedgerHead): HeadsSnapshot {
-  const heads = new Map<string, NodeHead>(before);
-  for (const s of stamps) heads.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired, artifacts: s.artifacts });
+  const base = before instanceof LayeredHeads ? before.base : before;
+  const changes = new Map<string, NodeHead>(before instanceof LayeredHeads ? before.top : undefined);
+  for (const s of stamps) changes.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired, artifacts: s.artifacts });
+  if (changes.size * 8 <= base.size) return { at, heads: new LayeredHeads(base, changes) };
+  const heads = new Map<string, NodeHead>(base);
+  for (const [node, head] of changes) heads.set(node, head);
   return { at, heads };
+}
+
+/**
+ * Heads as a map never changed in place, with a smaller map of later heads over it. Reads and
+ * iteration give what the two merged into one map would: the base's order, then the nodes only the
+ * top holds, in the order they were added.
+ */
+export class LayeredHeads implements ReadonlyMap<string, NodeHead> {
+  readonly size: number;
+
+  constructor(
+    readonly base: Heads,
+    readonly top: ReadonlyMap<string, NodeHead>,
+  ) {
+    let added = 0;
+    for (const node of top.keys()) if (!base.has(node)) added++;
+    this.size = base.size + added;
+  }
+
+  get(node: string): NodeHead | undefined {
+    return this.top.get(node) ?? this.base.get(node);
+  }
+
+  has(node: string): boolean {
+    return this.top.has(node) || this.base.has(node);
+  }
+
+  *entries(): MapIterator<[string, NodeHead]> {
+    for (const [node, head] of this.base) yield [node, this.top.get(node) ?? head];
+    for (const entry of this.top) if (!this.base.has(entry[0])) yield entry;
+  }
+
+  *keys(): MapIterator<string> {
+    for (const [node] of this.entries()) yield node;
+  }
+
+  *values(): MapIterator<NodeHead> {
+    for (const [, head] of this.entries()) yield head;
+  }
+
+  [Symbol.iterator](): MapIterator<[string, NodeHead]> {
+    return this.entries();
+  }
+
+  forEach(fn: (head: NodeHead, node: string, map: ReadonlyMap<string, NodeHead>) => void, thisArg?: unknown): void {
+    for (const [node, head] of this.entries()) fn.call(thisArg, head, node, this);
+  }
 }

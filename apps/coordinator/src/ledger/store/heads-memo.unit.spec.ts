@@ -59,3 +59,53 @@ describe('HeadsMemo', () => {
     expect(memo.wantsAll(25_000, false)).toBe(true);
   });
 });
+
+describe('advanceHeads on a large fleet', () => {
+  const fleet = (n: number) => new Map(Array.from({ length: n }, (_, i) => [`n${i}`, { version: 1, setDigest: `d${i}`, retired: false }]));
+  /** The heads as one plain map would hold them after the same stamps: what every snapshot must read as. */
+  const merged = (before: ReadonlyMap<string, unknown>, stamps: NodeSetStamped['data'][]) => {
+    const m = new Map<string, unknown>(before);
+    for (const s of stamps) m.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired, artifacts: s.artifacts });
+    return m;
+  };
+
+  it('reads, counts and iterates a few stamps on many heads as one map would, in the same order', () => {
+    const before = fleet(80);
+    const stamps = [stamp('n3', 2, 'x3'), stamp('new-1', 1, 'y1'), stamp('n70', 2, 'x70', true), stamp('new-0', 1, 'y0')];
+    const after = advanceHeads(before, stamps, head(2)).heads;
+    const want = merged(before, stamps);
+    expect([...after]).toEqual([...want]);
+    expect([...after.keys()]).toEqual([...want.keys()]);
+    expect([...after.values()]).toEqual([...want.values()]);
+    expect(after.size).toBe(82);
+    expect(after.get('n3')).toEqual(want.get('n3'));
+    expect(after.get('n4')).toBe(before.get('n4'));
+    expect(after.has('new-0') && !after.has('absent')).toBe(true);
+    const seen: string[] = [];
+    after.forEach((h, node, map) => {
+      expect(map).toBe(after);
+      expect(h).toEqual(want.get(node));
+      seen.push(node);
+    });
+    expect(seen).toEqual([...want.keys()]);
+    // The snapshot before is untouched.
+    expect(before.get('n3')).toEqual({ version: 1, setDigest: 'd3', retired: false });
+    expect(before.size).toBe(80);
+  });
+
+  it('does not copy the fleet for a few stamps, and is one map again once they are more than an eighth of it', () => {
+    const before = fleet(80);
+    let heads: ReadonlyMap<string, unknown> = before;
+    let want: ReadonlyMap<string, unknown> = before;
+    const kinds: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const stamps = [stamp(`n${i}`, 2 + i, `z${i}`)];
+      heads = advanceHeads(heads as never, stamps, head(10 + i)).heads;
+      want = merged(want, stamps);
+      kinds.push(heads instanceof Map ? 'map' : 'layer');
+      expect([...heads]).toEqual([...want]);
+    }
+    // Ten changed nodes are an eighth of 80: the eleventh flattens, and the twelfth starts a layer again.
+    expect(kinds).toEqual([...Array(10).fill('layer'), 'map', 'layer']);
+  });
+});
