@@ -4,7 +4,9 @@
  * digests are taken of (libs/bundle/src/digest.ts); Ed25519 signing with node:crypto against jose's
  * WebCrypto path (libs/bundle/src/jws.ts, decision 0001); a small git object stored in its zlib
  * stream against deflated (mirror/repo/loose-objects.ts); a 10,000-entry root tree deflated with
- * Huffman coding only against level 1. Prints the time of each side and their ratio; nothing here
+ * Huffman coding only against level 1; the heads a one-node publish to 100,000 nodes keeps, layered over
+ * the last ones against copied (ledger/store/heads-memo.ts); each node's head bucket kept against hashed
+ * again (retectl's readDelta). Prints the time of each side and their ratio; nothing here
  * touches a database or the network.
  *
  *   npm run bench:primitives [-- --rounds 5]
@@ -12,7 +14,9 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import * as jose from 'jose';
-import { sha256Hex, signBundle } from '#bundle';
+import { bucketOf, sha256Hex, signBundle } from '#bundle';
+import type { NodeHead } from '../apps/coordinator/src/ledger/domain/ledger.decider.js';
+import { advanceHeads } from '../apps/coordinator/src/ledger/store/heads-memo.js';
 import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
@@ -51,7 +55,38 @@ async function pairs(): Promise<Pair[]> {
   const tree = Buffer.concat(
     Array.from({ length: 10_000 }, (_, i) => Buffer.concat([Buffer.from(`40000 node-${String(i).padStart(5, '0')}\0`), randomBytes(20)])),
   );
+  const fleet = Array.from({ length: 100_000 }, (_, i) => `node-${String(i).padStart(6, '0')}`);
+  const heads = new Map<string, NodeHead>(fleet.map((node) => [node, { version: 1, setDigest: sha256Hex(node), retired: false }]));
+  const stampOf = (i: number) => ({ node: fleet[(i * 7919) % fleet.length], version: 2, set_digest: 'x', retired: false, artifacts: [], publish_id: 'p' });
+  const buckets = new Map(fleet.map((node) => [node, bucketOf(node)]));
+  let sum = 0;
   return [
+    {
+      what: 'heads kept after a one-node publish, 100,000 heads',
+      chosen: 'layered',
+      other: 'copied',
+      n: 50,
+      chosenFn: (i) => advanceHeads(heads, [stampOf(i)], { position: i, hash: '' }),
+      // advanceHeads before the layer: every head copied, then the stamp set.
+      otherFn: (i) => {
+        const copy = new Map<string, NodeHead>(heads);
+        const s = stampOf(i);
+        copy.set(s.node, { version: s.version, setDigest: s.set_digest, retired: s.retired, artifacts: s.artifacts });
+        return copy;
+      },
+    },
+    {
+      what: "each node's bucket, 100,000 nodes (readDelta)",
+      chosen: 'kept',
+      other: 'md5 again',
+      n: 10,
+      chosenFn: () => {
+        for (const node of fleet) sum += buckets.get(node)!;
+      },
+      otherFn: () => {
+        for (const node of fleet) sum += bucketOf(node);
+      },
+    },
     {
       what: 'sha256 of 200 bytes',
       chosen: 'hash()',
