@@ -49,6 +49,24 @@ describe.each(testDatabases)('head buckets kept in memory on $name', (database) 
     ({ view, expected } = await read(h, index));
     expect(view.buckets).toEqual(expected);
     expect(view.position).toBe((await h.head()).position);
+    // Those few events were read from the ledger; a publish of every node is read from the heads.
+    await h.publish(fleet(300, () => 3));
+    ({ view, expected } = await read(h, index));
+    expect(view.buckets).toEqual(expected);
+    expect(view.position).toBe((await h.head()).position);
+  });
+
+  it('a node stamped twice since the position kept counts with its last stamp', async () => {
+    const index = new HeadBucketIndex();
+    await h.publish(fleet(300, () => 4));
+    expect((await read(h, index)).view.buckets).toEqual((await read(h, new HeadBucketIndex())).expected);
+    await h.publish({ ...fleet(300, () => 4), n5: { 'flor.json': 'first\n' } });
+    await h.publish({ ...fleet(300, () => 4), n5: { 'flor.json': 'second\n' } });
+    await h.retire('n6');
+    await h.publish({ ...fleet(300, () => 4), n6: { 'flor.json': 'again\n' } });
+    const { view, expected, heads } = await read(h, index);
+    expect(view.buckets).toEqual(expected);
+    expect(heads.find((r) => r.node === 'n6')?.retired).toBe(false);
   });
 
   it('a database with another history past the position it kept is read in full', async () => {

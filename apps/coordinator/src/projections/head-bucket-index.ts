@@ -1,6 +1,6 @@
 import { bucketDigest, bucketOf } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/index.js';
 import { readLedgerHead } from '../ledger/index.js';
 
@@ -54,14 +54,32 @@ export class HeadBucketIndex {
     if (kept && kept.position === head.position && kept.hash === head.hash) return kept;
     if (kept && kept.position < head.position) {
       const then = await trx.selectFrom('ledger').select('hash').where('position', '=', kept.position).executeTakeFirst();
-      if (then?.hash === kept.hash) {
-        const rows = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).where('position', '>', kept.position).execute();
-        return advance(kept, rows, head);
-      }
+      if (then?.hash === kept.hash) return advance(kept, await headsSince(trx, kept, head.position), head);
     }
     const rows = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).execute();
     return advance({ position: 0, hash: '', members: Array.from({ length: HEAD_BUCKETS }, () => new Map()), digests: [] }, rows, head, true);
   }
+}
+
+/**
+ * The heads stamped after `kept`, in ledger order. A few events after it are read from the ledger by
+ * position, its primary key, so a one-node publish to 100,000 nodes reads one event; node_heads has
+ * no index on position, and finding its rows there means reading every head. Many events after it
+ * (more than an eighth of the heads kept), every head is read instead, which is then the cheaper.
+ */
+async function headsSince(trx: Transaction<Database>, kept: Snapshot, position: number): Promise<{ node: string; set_digest: string; retired: boolean }[]> {
+  const heads = kept.members.reduce((n, m) => n + m.size, 0);
+  if ((position - kept.position) * 8 > heads) {
+    return trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).where('position', '>', kept.position).execute();
+  }
+  return trx
+    .selectFrom('ledger')
+    .select([sql<string>`data->>'node'`.as('node'), sql<string>`data->>'set_digest'`.as('set_digest'), sql<boolean>`(data->>'retired')::boolean`.as('retired')])
+    .where('position', '>', kept.position)
+    .where('position', '<=', position)
+    .where('type', '=', 'node_set_stamped')
+    .orderBy('position')
+    .execute();
 }
 
 /** A new snapshot with these heads: only the buckets they touch are copied and digested again. */
