@@ -6,7 +6,8 @@
  * stream against deflated (mirror/repo/loose-objects.ts); a 10,000-entry root tree deflated with
  * Huffman coding only against level 1; the heads a one-node publish to 100,000 nodes keeps, layered over
  * the last ones against copied (ledger/store/heads-memo.ts); each node's head bucket kept against hashed
- * again (retectl's readDelta). Prints the time of each side and their ratio; nothing here
+ * again (retectl's readDelta); a tar archive of 20,000 blobs written by retectl's own ustar writer against
+ * tar-stream's (apps/retectl/src/blob-tar.ts). Prints the time of each side and their ratio; nothing here
  * touches a database or the network.
  *
  *   npm run bench:primitives [-- --rounds 5]
@@ -14,9 +15,12 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import * as jose from 'jose';
+import { pack } from 'tar-stream';
+import { Readable } from 'node:stream';
 import { bucketOf, sha256Hex, signBundle } from '#bundle';
 import type { NodeHead } from '../apps/coordinator/src/ledger/domain/ledger.decider.js';
 import { advanceHeads } from '../apps/coordinator/src/ledger/store/heads-memo.js';
+import { blobArchive } from '../apps/retectl/src/blob-tar.js';
 import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
@@ -59,8 +63,41 @@ async function pairs(): Promise<Pair[]> {
   const heads = new Map<string, NodeHead>(fleet.map((node) => [node, { version: 1, setDigest: sha256Hex(node), retired: false }]));
   const stampOf = (i: number) => ({ node: fleet[(i * 7919) % fleet.length], version: 2, set_digest: 'x', retired: false, artifacts: [], publish_id: 'p' });
   const buckets = new Map(fleet.map((node) => [node, bucketOf(node)]));
-  let sum = 0;
+  const blobs = new Map(
+    Array.from({ length: 20_000 }, (_, i) => {
+      const content = Buffer.from(JSON.stringify({ node: `node-${i}`, listen: `10.0.${i >> 8}.${i & 255}:4433`, pad: 'x'.repeat(i % 400) }, null, 2));
+      return [sha256Hex(content), content] as const;
+    }),
+  );
+  const drain = async (stream: AsyncIterable<unknown>) => {
+    let n = 0;
+    for await (const chunk of stream) n += (chunk as Buffer).length;
+    return n;
+  };
+  // retectl's archive before blobArchive: tar-stream's pack, the next entry written once the last was taken.
+  const tarStream = (digests: readonly string[]) => {
+    const tar = pack();
+    void (async () => {
+      for (const sha of digests) {
+        const content = blobs.get(sha)!;
+        await new Promise<void>((resolve, reject) =>
+          tar.entry({ name: sha, size: content.byteLength, mode: 0o644, mtime: new Date(0) }, content, (err) => (err ? reject(err) : resolve())),
+        );
+      }
+      tar.finalize();
+    })();
+    return Readable.from(tar as AsyncIterable<Buffer>);
+  };
+  const digests = [...blobs.keys()];
   return [
+    {
+      what: 'tar archive of 20,000 blobs (retectl publish)',
+      chosen: 'ustar writer',
+      other: 'tar-stream',
+      n: 5,
+      chosenFn: () => drain(blobArchive(digests, blobs, () => {})),
+      otherFn: () => drain(tarStream(digests)),
+    },
     {
       what: 'heads kept after a one-node publish, 100,000 heads',
       chosen: 'layered',
@@ -81,10 +118,14 @@ async function pairs(): Promise<Pair[]> {
       other: 'md5 again',
       n: 10,
       chosenFn: () => {
+        let sum = 0;
         for (const node of fleet) sum += buckets.get(node)!;
+        return sum;
       },
       otherFn: () => {
+        let sum = 0;
         for (const node of fleet) sum += bucketOf(node);
+        return sum;
       },
     },
     {

@@ -1,22 +1,14 @@
-import { pack } from 'tar-stream';
+import { blobArchive } from '../../apps/retectl/src/blob-tar.js';
 import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import type { HttpClient } from './http.js';
 
 /** Blobs per archive request, as retectl sends them. */
 export const ARCHIVE_BLOBS = 20_000;
 
-/** A tar archive of these blobs, each entry named by its sha256. */
+/** A tar archive of these blobs, each entry named by its sha256, packed as retectl packs it (blobArchive). */
 export async function tarOf(digests: readonly string[], blobs: ReadonlyMap<string, Buffer>): Promise<Buffer> {
-  const p = pack();
   const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c) => chunks.push(c as Buffer));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const d of digests) p.entry({ name: d, size: blobs.get(d)!.byteLength }, blobs.get(d)!);
-  p.finalize();
-  await done;
+  for await (const chunk of blobArchive(digests, blobs, () => {})) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
 

@@ -1,21 +1,6 @@
 import { createHash } from 'node:crypto';
-import { pack } from 'tar-stream';
+import { tarOf } from './blobs.js';
 import { HttpClient } from './http.js';
-
-/** A tar archive of these blobs, each entry named by its sha256, as retectl uploads them. */
-async function tarOf(blobs: readonly [string, Buffer][]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c) => chunks.push(c as Buffer));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const [name, content] of blobs) p.entry({ name, size: content.byteLength }, content);
-  p.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
 
 /** N new nodes, each with its own flor.json: blobs in archives of 20,000, then the tree in one POST. */
 export async function publishFleet(url: string, token: string, nodes: number, generation = 0): Promise<void> {
@@ -32,8 +17,16 @@ export async function publishFleet(url: string, token: string, nodes: number, ge
       blobs.push([digest, content]);
       tree[node] = { artifacts: { 'flor.json': digest } };
     }
+    const bytes = new Map(blobs);
     for (let i = 0; i < blobs.length; i += 20_000)
-      await api.expect(200, 'POST', '/v1/blobs', { token, body: await tarOf(blobs.slice(i, i + 20_000)), headers: { 'content-type': 'application/x-tar' } });
+      await api.expect(200, 'POST', '/v1/blobs', {
+        token,
+        body: await tarOf(
+          blobs.slice(i, i + 20_000).map(([digest]) => digest),
+          bytes,
+        ),
+        headers: { 'content-type': 'application/x-tar' },
+      });
     await api.expect(201, 'POST', '/v1/publishes', { token, body: { message: `bench: rss, ${nodes} nodes`, nodes: tree } });
   } finally {
     api.close();

@@ -1,6 +1,4 @@
 import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishDetail, PublishResponse, RESOURCES_JSON, type NodeLabels } from '#contracts';
-import { pack } from 'tar-stream';
-import { Readable } from 'node:stream';
 import { bytesOf, nodeLabels, type ArtifactDigests } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
@@ -11,6 +9,7 @@ import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
 import { countsReporter, publishNodes, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
+import { blobArchive } from '../blob-tar.js';
 import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
 import { parseResources } from '../resources-json.js';
 import { loadCompiledTree } from '../rete-dir.js';
@@ -302,7 +301,7 @@ async function uploadBlobs(client: CoordinatorClient, missing: readonly string[]
   for (const batch of archiveBatches(missing, bytes)) {
     try {
       await client.call('POST', '/v1/blobs', BlobArchiveResponse, {
-        stream: { body: archiveOf(batch, bytes, bar), contentType: 'application/x-tar' },
+        stream: { body: blobArchive(batch, bytes, () => bar.tick()), contentType: 'application/x-tar' },
         timeoutMs: 600_000,
       });
     } catch (e) {
@@ -329,22 +328,6 @@ export function archiveBatches(digests: readonly string[], bytes: ReadonlyMap<st
   }
   if (current.length > 0) batches.push(current);
   return batches;
-}
-
-/** A tar archive of these blobs as a stream: the next entry is written once the one before was taken. */
-function archiveOf(digests: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Readable {
-  const tar = pack();
-  void (async () => {
-    for (const sha of digests) {
-      const content = bytes.get(sha)!;
-      await new Promise<void>((resolve, reject) =>
-        tar.entry({ name: sha, size: content.byteLength, mode: 0o644, mtime: new Date(0) }, content, (err) => (err ? reject(err) : resolve())),
-      );
-      bar.tick();
-    }
-    tar.finalize();
-  })().catch((err: Error) => tar.destroy(err));
-  return Readable.from(tar as AsyncIterable<Buffer>);
 }
 
 async function putEach(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
