@@ -626,6 +626,28 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
       expect(await head()).toEqual(before);
     });
 
+    it('counts a node that refuses the set the ledger gives the version it runs as failed, until it is given that version again', async () => {
+      const published = await publish({ pi: { 'flor.json': 'pi\n' } });
+      const node = await enrol('pi');
+      const row = async () => ({
+        convergence: (await reader.get('/v1/nodes/pi')).body.convergence,
+        publish: (
+          (await reader.get(`/v1/publishes/${published.body.publish_id}`)).body as { nodes: { node: string; status: string; reason: string | null }[] }
+        ).nodes.find((n) => n.node === 'pi'),
+      });
+      // It runs a version 1 of its own (the ledger was restored without it) and refuses the ledger's version 1, keeping its own.
+      const refusal = 'version 1: version 1 is sent with set digest 0123456789ab…, but the version 1 this node applied has ba9876543210…';
+      expect((await node.post('/v1/nodes/pi/reports', { active_version: 1, result: 'rejected', target_version: 1, error: refusal })).status).toBe(204);
+      expect(await row()).toEqual({ convergence: 'failed', publish: expect.objectContaining({ status: 'failed', reason: refusal }) });
+      // Given the ledger's version 1 it says so: the refusal is over.
+      expect((await node.post('/v1/nodes/pi/reports', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
+      expect(await row()).toEqual({ convergence: 'converged', publish: expect.objectContaining({ status: 'applied', reason: null }) });
+      // A failure is not ended by an up_to_date: only an applied report replaces it.
+      expect((await node.post('/v1/nodes/pi/reports', { active_version: 1, result: 'failed', target_version: 1, error: 'restart failed' })).status).toBe(204);
+      expect((await node.post('/v1/nodes/pi/reports', { active_version: 1, result: 'up_to_date' })).status).toBe(204);
+      expect((await row()).publish).toEqual(expect.objectContaining({ status: 'failed', reason: 'restart failed' }));
+    });
+
     it("keeps each node's latest per-resource outcomes and shows them with the node", async () => {
       await publish({ xi: { 'flor.json': 'xi\n' } });
       const node = await enrol('xi');

@@ -50,7 +50,10 @@ export function credentialState(f: Pick<NodeFacts, 'liveCredentials' | 'revokedC
 export function convergence(f: NodeFacts): ConvergenceState | null {
   if (!f.head) return null;
   const atHead = f.outcomes.find((o) => o.version === f.head!.version);
-  if (atHead?.result === 'applied' || (f.appliedVersion !== null && f.appliedVersion >= f.head.version)) return 'converged';
+  if (atHead?.result === 'applied') return 'converged';
+  // It runs a version of the head's number that it refused: its own set of that number, not the ledger's.
+  if (atHead?.result === 'rejected' && f.appliedVersion === f.head.version) return 'failed';
+  if (f.appliedVersion !== null && f.appliedVersion >= f.head.version) return 'converged';
   if (atHead) return 'failed';
   return 'outstanding';
 }

@@ -71,6 +71,17 @@ describe('fleet state', () => {
       expect(convergence(facts({ head, outcomes: [{ version: 5, result: 'applied', error: null }] }))).toBe('converged');
     });
 
+    it("is failed for a node that runs a version of the head's number but refused the head's set of it", () => {
+      // After a restore that lost this node's version 5, the ledger gave its number to another set.
+      const refused = { version: 5, result: 'rejected' as const, error: 'version 5: version_conflict' };
+      expect(convergence(facts({ head, appliedVersion: 5, outcomes: [refused] }))).toBe('failed');
+      expect(publishNodeStatus(5, { appliedVersion: 5, outcomes: [refused] })).toEqual({ status: 'failed', reason: 'version 5: version_conflict' });
+      // Once given that version's set again, it says so, and the outcome is applied.
+      expect(convergence(facts({ head, appliedVersion: 5, outcomes: [{ ...refused, result: 'applied' }] }))).toBe('converged');
+      // A rejection of a version it never ran is not a conflict: a newer version running converges as before.
+      expect(convergence(facts({ head, appliedVersion: 6, outcomes: [refused] }))).toBe('converged');
+    });
+
     it('is failed only on a reported failure of the head version', () => {
       expect(convergence(facts({ head, appliedVersion: 4, outcomes: [{ version: 5, result: 'failed', error: 'restart failed' }] }))).toBe('failed');
       expect(convergence(facts({ head, appliedVersion: 4, outcomes: [{ version: 4, result: 'failed', error: 'x' }] }))).toBe('outstanding');

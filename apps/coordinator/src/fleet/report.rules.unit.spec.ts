@@ -2,13 +2,13 @@ import { confirmsRetirement, reportedOutcome } from './report.rules.js';
 
 describe('report rules', () => {
   describe('the outcome a report records', () => {
-    it('pins applied and up_to_date on the version that runs; only applied overwrites', () => {
+    it('pins applied and up_to_date on the version that runs; only applied overwrites any other outcome', () => {
       expect(reportedOutcome({ result: 'applied', active_version: 4 })).toEqual({ version: 4, result: 'applied', error: null, overwrites: true });
       expect(reportedOutcome({ result: 'up_to_date', active_version: 4, target_version: 9 })).toEqual({
         version: 4,
         result: 'applied',
         error: null,
-        overwrites: false,
+        overwrites: 'rejected',
       });
     });
 
@@ -23,6 +23,17 @@ describe('report rules', () => {
         version: 5,
         result: 'rejected',
       });
+    });
+
+    it('pins a refusal of the version running (another set under its number) on that version; up_to_date ends only a refusal', () => {
+      expect(reportedOutcome({ result: 'rejected', active_version: 4, target_version: 4, error: 'version 4: version_conflict' })).toEqual({
+        version: 4,
+        result: 'rejected',
+        error: 'version 4: version_conflict',
+        overwrites: true,
+      });
+      expect(reportedOutcome({ result: 'up_to_date', active_version: 4 })?.overwrites).toBe('rejected');
+      expect(reportedOutcome({ result: 'up_to_date', active_version: 4, confirmation: 'confirmed' })?.overwrites).toBe(true);
     });
 
     it('records nothing for a failure that names no version, nor for a node that runs none', () => {

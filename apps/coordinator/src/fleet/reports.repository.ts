@@ -40,7 +40,7 @@ export async function recordReportStatus(trx: Transaction<Database>, node: strin
     .execute();
 }
 
-/** Records a version's outcome; one that must not overwrite leaves a recorded outcome as it is, and an equal result is not rewritten. */
+/** Records a version's outcome; one that must not overwrite (or overwrites only a rejection) leaves any other recorded outcome as it is, and an equal result is not rewritten. */
 export async function recordOutcome(
   trx: Transaction<Database>,
   node: string,
@@ -52,15 +52,15 @@ export async function recordOutcome(
   await trx
     .insertInto('node_outcomes')
     .values({ node, version: o.version, result: o.result, error: o.error, reported_at: now, activation: stored })
-    .onConflict((oc) =>
-      o.overwrites
-        ? oc
-            .columns(['node', 'version'])
-            // A confirmation carries no activation: the one recorded when the version was applied stays.
-            .doUpdateSet({ result: o.result, error: o.error, reported_at: now, activation: sql`coalesce(excluded.activation, node_outcomes.activation)` })
-            .where('node_outcomes.result', '!=', o.result)
-        : oc.columns(['node', 'version']).doNothing(),
-    )
+    .onConflict((oc) => {
+      if (o.overwrites === false) return oc.columns(['node', 'version']).doNothing();
+      const update = oc
+        .columns(['node', 'version'])
+        // A confirmation carries no activation: the one recorded when the version was applied stays.
+        .doUpdateSet({ result: o.result, error: o.error, reported_at: now, activation: sql`coalesce(excluded.activation, node_outcomes.activation)` })
+        .where('node_outcomes.result', '!=', o.result);
+      return o.overwrites === 'rejected' ? update.where('node_outcomes.result', '=', 'rejected') : update;
+    })
     .execute();
 }
 

@@ -121,6 +121,14 @@ const FLEET: Seed[] = [
     ],
   },
   {
+    // Runs a version 4 of its own and refused the ledger's version 4 (version_conflict, after a lossy restore).
+    node: 'version-conflict',
+    head: { version: 4 },
+    credentials: ['live'],
+    status: { applied_version: 4, last_contact: ago(20), agent_version: '0.2.0' },
+    outcomes: [{ version: 4, result: 'rejected' }],
+  },
+  {
     node: 'outstanding',
     head: { version: 2 },
     credentials: ['live'],
@@ -158,7 +166,7 @@ describe.each(testDatabases)('the fleet gauges on $name', (database) => {
     // The cases the seeds were written for, spelled out so a wrong classification on both sides still shows.
     expect(Object.fromEntries(got)).toEqual({
       'enrolled/converged': 2,
-      'enrolled/failed': 1,
+      'enrolled/failed': 2,
       'enrolled/outstanding': 3,
       'enrolled/unpublished': 1,
       'retired/outstanding': 1,
@@ -169,12 +177,12 @@ describe.each(testDatabases)('the fleet gauges on $name', (database) => {
 
   it('bucket enrolled nodes by the age of their last contact, each bucket present even when empty', async () => {
     const gauges = await readFleetGauges(db.kysely, NOW);
-    expect(Object.fromEntries(gauges.contactAge.map((c) => [c.age, c.count]))).toEqual({ '5m': 2, '1h': 1, '1d': 1, '7d': 1, older: 1, never: 1 });
+    expect(Object.fromEntries(gauges.contactAge.map((c) => [c.age, c.count]))).toEqual({ '5m': 3, '1h': 1, '1d': 1, '7d': 1, older: 1, never: 1 });
   });
 
   it('count enrolled nodes by agent version, unknown when the agent never said', async () => {
     const gauges = await readFleetGauges(db.kysely, NOW);
-    expect(Object.fromEntries(gauges.agentVersions.map((v) => [v.version, v.count]))).toEqual({ '0.1.0': 2, '0.2.0': 3, unknown: 2 });
+    expect(Object.fromEntries(gauges.agentVersions.map((v) => [v.version, v.count]))).toEqual({ '0.1.0': 2, '0.2.0': 4, unknown: 2 });
   });
 });
 

@@ -52,7 +52,9 @@ export async function readFleetGauges(db: Kysely<Database>, now: Date): Promise<
              when exists (select 1 from node_credentials c where c.node = n.node) then 'enrolled'
              else 'unmanaged' end as lifecycle,
         case when h.node is null then 'unpublished'
-             when o.result = 'applied' or s.applied_version >= h.version then 'converged'
+             when o.result = 'applied' then 'converged'
+             when o.result = 'rejected' and s.applied_version = h.version then 'failed'
+             when s.applied_version >= h.version then 'converged'
              when o.node is not null then 'failed'
              else 'outstanding' end as convergence,
         s.last_contact,

@@ -365,7 +365,10 @@ describe('SyncPass against a loopback coordinator', () => {
     expect(readlinkSync(dir.activeLink)).toBe('sets/2');
     expect(activated()).toEqual([1, 2]);
     expect(dir.readState()).toMatchObject({ high_water: 2, applied_version: 2, last_result: 'rejected', last_error: outcome.reason });
-    expect(coordinator.reports).toEqual([expect.objectContaining({ active_version: 2, result: 'rejected', error: `version 2: ${outcome.reason}` })]);
+    // Its version 2 is named as the one refused, so the coordinator does not count this node as running the ledger's version 2.
+    expect(coordinator.reports).toEqual([
+      expect.objectContaining({ active_version: 2, result: 'rejected', target_version: 2, error: `version 2: ${outcome.reason}` }),
+    ]);
     // The same set under the same version is the version applied: up to date, as before.
     await serve(2, two);
     expect(await pass().run(false)).toMatchObject({ result: 'up_to_date', active_version: 2 });

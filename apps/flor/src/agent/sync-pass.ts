@@ -559,7 +559,11 @@ export class SyncPass {
         result: 'rejected',
         error: `${err.version === null ? '' : `version ${err.version}: `}${err.message}`,
         // Only a new version of this node's own bundle is an outcome of that version; another node's or a replayed one is not.
-        ...(err.version !== null && err.version >= highWater && err.version > active && err.code !== 'wrong_node' ? { target_version: err.version } : {}),
+        // Nor is the version running, except when it came with another set (version_conflict): then the coordinator's
+        // version of that number is refused, and must not be taken for the one this node runs.
+        ...(err.version !== null && err.version >= highWater && (err.version > active || err.code === 'version_conflict') && err.code !== 'wrong_node'
+          ? { target_version: err.version }
+          : {}),
       });
     }
     return { ...base, result: 'rejected', version: err.version, code: err.code, reason: err.message };
