@@ -20,6 +20,7 @@ import * as m0018 from './0018-node-owned.js';
 import * as m0019 from './0019-token-scopes.js';
 import * as m0020 from './0020-ledger-tree.js';
 import * as m0021 from './0021-node-witnesses.js';
+import * as m0022 from './0022-node-heads-hot.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019-token-scopes': m0019,
   '0020-ledger-tree': m0020,
   '0021-node-witnesses': m0021,
+  '0022-node-heads-hot': m0022,
 };

@@ -2,26 +2,29 @@ import { sql, type Kysely } from 'kysely';
 import { type Database, anyOf } from '../db/index.js';
 import type { LedgerBlobs } from '../ledger/index.js';
 
-/** Keys per statement: a 10,000-node publish is one indexed read. */
-const CHUNK = 10_000;
-
+/**
+ * The sizes of the blobs stored among `digests`, in one statement whatever their number. In slices of
+ * 10,000, PostgreSQL read each slice of a large tree against a large store as a scan of the whole
+ * table, so the cost grew with the number of digests times the size of the store (bench/README.md,
+ * bench:publish). One statement is one scan, or, for a few digests, a read of each by its key: the
+ * planner sees how many there are.
+ */
 export async function blobSizes(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, number>> {
-  const sizes = new Map<string, number>();
-  const unique = [...new Set(digests)];
-  for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('blobs')
-      .select(['sha256', 'size'])
-      .where(anyOf('sha256', unique.slice(i, i + CHUNK)))
-      .execute();
-    for (const r of rows) sizes.set(r.sha256, r.size);
-  }
-  return sizes;
+  return sizesOf(db, [...new Set(digests)]);
 }
 
 export async function missingBlobs(db: Kysely<Database>, digests: readonly string[]): Promise<string[]> {
-  const present = await blobSizes(db, digests);
-  return [...new Set(digests)].filter((d) => !present.has(d)).sort();
+  const unique = [...new Set(digests)];
+  const present = await sizesOf(db, unique);
+  return unique.filter((d) => !present.has(d)).sort();
+}
+
+async function sizesOf(db: Kysely<Database>, unique: readonly string[]): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>();
+  if (unique.length === 0) return sizes;
+  const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where(anyOf('sha256', unique)).execute();
+  for (const r of rows) sizes.set(r.sha256, r.size);
+  return sizes;
 }
 
 /** Stores a blob; returns false when it was already there. Content-addressed, so a race is harmless. */
@@ -70,17 +73,13 @@ async function insertBlobs(db: Kysely<Database>, blobs: readonly { sha256: strin
   return Number(result.numAffectedRows ?? 0);
 }
 
+/** Blobs' contents, in one statement: in slices, each slice could be a scan of the whole store (blobSizes). */
 export async function readBlobs(db: Kysely<Database>, digests: Iterable<string>): Promise<Map<string, Uint8Array>> {
   const out = new Map<string, Uint8Array>();
   const unique = [...new Set(digests)];
-  for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('blobs')
-      .select(['sha256', 'content'])
-      .where(anyOf('sha256', unique.slice(i, i + CHUNK)))
-      .execute();
-    for (const r of rows) out.set(r.sha256, r.content);
-  }
+  if (unique.length === 0) return out;
+  const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where(anyOf('sha256', unique)).execute();
+  for (const r of rows) out.set(r.sha256, r.content);
   return out;
 }
 

@@ -40,7 +40,7 @@ export { LedgerModule } from './ledger.module.js';
 export { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
 export { appendUnderLock } from './store/append-path.js';
 export { appendEvents } from './store/append.js';
-export { loadVersion } from './store/heads.js';
+export { headsAtPublish, loadVersion } from './store/heads.js';
 export type { StoredEvent, StoredOf } from './store/ledger-row.js';
 export { lockLedger } from './store/lock.js';
 export { allEvents, readEvents } from './store/read-events.js';

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/index.js';
-import { type LedgerProjection, type PublishRecorded, type StoredEvent, type StoredOf, bundleEtag } from '../ledger/index.js';
+import { type LedgerProjection, type PublishRecorded, type StoredEvent, type StoredOf, bundleEtag, headsAtPublish } from '../ledger/index.js';
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;
@@ -138,7 +138,7 @@ export class ReadModelProjection implements LedgerProjection {
  * same; the agent takes the same version again as up to date.
  */
 async function projectConfirmation(trx: Transaction<Database>, e: StoredOf<'publish_confirmed'>): Promise<void> {
-  const rows = await trx.selectFrom('node_heads').select(['node', 'kid']).where('publish_id', '=', String(e.data.publish_id)).execute();
+  const rows = await headsAtPublish(trx, String(e.data.publish_id));
   for (let i = 0; i < rows.length; i += CHUNK) {
     const moved = rows.slice(i, i + CHUNK).map((r) => sql`(${r.node}, ${bundleEtag(r.kid, e.hash)})`);
     await sql`UPDATE node_heads SET confirmed_by = ${String(e.meta.actor)}, etag = v.etag FROM (VALUES ${sql.join(moved)}) AS v(node, etag) WHERE node_heads.node = v.node`.execute(

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/index.js';
+import { headsAtPublish } from './heads.js';
 
 /**
  * What confirming a publish needs to know, from the ledger itself: its record's window, whether it is
@@ -14,7 +15,7 @@ export async function loadConfirmable(
   if (!recorded) return { record: undefined, pending: [] };
   const confirmed = rows.find((r) => r.type === 'publish_confirmed');
   const within = recorded.data.confirm_within;
-  const pending = await db.selectFrom('node_heads').select('node').where('publish_id', '=', publishId).where('retired', '=', false).execute();
+  const pending = (await headsAtPublish(db, publishId)).filter((h) => !h.retired);
   return {
     record: { ...(typeof within === 'number' ? { confirm_within: within } : {}), confirmed_by: confirmed ? String(confirmed.meta.actor) : null },
     pending: pending.map((r) => r.node),

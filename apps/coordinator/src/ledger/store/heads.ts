@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
 import type { NodeHead, NodeSet } from '../domain/ledger.decider.js';
 
@@ -31,6 +31,19 @@ export async function loadHeadDigests(db: Kysely<Database>, nodes: readonly stri
     for (const r of rows) heads.set(r.node, { version: r.version, setDigest: r.set_digest, retired: r.retired });
   }
   return heads;
+}
+
+/**
+ * The heads still at a publish's versions: its record's `changed` list names every node it stamped
+ * (the decider makes the list from the stamps), each looked up by its key. node_heads has no index on
+ * `publish_id`, so that a publish moving a head changes no index (migration 0022).
+ */
+export async function headsAtPublish(db: Kysely<Database>, publishId: string): Promise<{ node: string; kid: string; retired: boolean }[]> {
+  const { rows } = await sql<{ node: string; kid: string; retired: boolean }>`SELECT h.node, h.kid, h.retired
+    FROM publishes p CROSS JOIN LATERAL jsonb_array_elements(p.changed) AS c(entry)
+    JOIN node_heads h ON h.node = c.entry->>'node'
+    WHERE p.publish_id = ${publishId} AND h.publish_id = ${publishId}`.execute(db);
+  return rows;
 }
 
 export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeSet | undefined> {
