@@ -147,6 +147,26 @@ export class RecordedNodes {
     return { sets, bucketOf, buckets };
   }
 
+  /**
+   * The digest of each head bucket: those in `only` worked out from the entries, the others taken
+   * from `known`. Only the lines of those buckets are split, where heads() splits every line and maps
+   * every node: a recompile that rewrote a few nodes asks for a few buckets of a large tree.
+   */
+  bucketDigests(known: readonly string[], only: ReadonlySet<number>): string[] {
+    const members = new Map<number, [string, string][]>([...only].map((b) => [b, []]));
+    const { text } = this;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const these = members.get(Number(text.slice(text.lastIndexOf(' ', end) + 1, end)));
+      if (!these) continue;
+      const [node, , , set] = text.slice(start, end).split(' ');
+      these.push([node, set]);
+    }
+    return known.map((digest, b) => {
+      const these = members.get(b);
+      return these ? bucketDigest(these) : digest;
+    });
+  }
+
   /** Each node's line: `<node> <fingerprint> <folder stamp> <set digest> <head bucket>`. */
   lines(): string[] {
     return this.text
@@ -406,7 +426,7 @@ export function rewriteNodes(
   const total = files.written + files.unchanged;
   const nodesRecorded = record.nodes.with(next);
   // Only the buckets of the rewritten nodes can have changed.
-  const buckets = next.size === 0 ? record.buckets : nodesRecorded.heads(record.buckets, new Set([...next.keys()].map(bucketOf))).buckets;
+  const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
   writeRecord(root, { nodes: nodesRecorded, buckets, files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
