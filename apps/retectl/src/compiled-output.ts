@@ -168,13 +168,15 @@ export class RecordedNodes {
     });
   }
 
-  /** The nodes' names, in name order. */
-  names(): string[] {
-    return this.text
-      .slice(1, -1)
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => line.slice(0, line.indexOf(' ')));
+  /** The nodes' names but those in `except`, in name order: read off each line, not split into its fields. */
+  names(except?: ReadonlySet<string>): string[] {
+    const names: string[] = [];
+    const { text } = this;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const node = text.slice(start, text.indexOf(' ', start));
+      if (!except?.has(node)) names.push(node);
+    }
+    return names;
   }
 
   serialized(): { nodes: string; count: number } {
@@ -510,7 +512,7 @@ export function rewriteNodes(
     added: [],
     changed: changed.sort((a, b) => cmp(a.node, b.node)),
     removed: [],
-    unchanged: record.nodes.names().filter((n) => !touched.has(n)),
+    unchanged: record.nodes.names(touched),
     files,
   };
 }

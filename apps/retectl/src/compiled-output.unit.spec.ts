@@ -35,3 +35,15 @@ describe('RecordedNodes.bucketDigests', () => {
     expect(recordOf(0).bucketDigests(known, new Set([0, 1]))).toEqual([empty[0], empty[1], ...known.slice(2)]);
   });
 });
+
+describe('RecordedNodes.names', () => {
+  it('lists every node in name order, but those left out', () => {
+    const record = recordOf(1200);
+    const all = Array.from({ length: 1200 }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+    expect(record.names()).toEqual(all);
+    expect(record.names(new Set(['node-00000', 'node-00600', 'node-01199', 'not-a-node']))).toEqual(
+      all.filter((n) => !['node-00000', 'node-00600', 'node-01199'].includes(n)),
+    );
+    expect(recordOf(0).names()).toEqual([]);
+  });
+});
