@@ -277,7 +277,9 @@ export function checkStamps(
   return {
     async holds() {
       if (share || !worker) checkStampChunks(state, text, base, STAMP_CHUNK, folderStamp);
-      await exited;
+      // Wait for the worker only while a chunk it claimed is unchecked: not for one still starting, which
+      // finds nothing left to claim (stop ends it).
+      if (Atomics.load(state, 2) === 0 && Atomics.load(state, 1) < chunks) await exited;
       return Atomics.load(state, 2) === 0 && Atomics.load(state, 1) === chunks;
     },
     stop() {
