@@ -1,42 +1,47 @@
 import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration, Role } from '#contracts';
-import * as compile from './commands/compile.js';
-import * as configSet from './commands/config-set.js';
-import * as configShow from './commands/config-show.js';
-import * as configUnset from './commands/config-unset.js';
-import * as diff from './commands/diff.js';
-import * as history from './commands/history.js';
-import * as init from './commands/init.js';
-import * as keysList from './commands/keys-list.js';
-import * as keysRotate from './commands/keys-rotate.js';
-import * as keysRevoke from './commands/keys-revoke.js';
-import * as ledgerVerify from './commands/ledger-verify.js';
-import * as auditCheckpoint from './commands/audit-checkpoint.js';
-import * as auditVerify from './commands/audit-verify.js';
-import * as auditWitnesses from './commands/audit-witnesses.js';
-import * as auditTree from './commands/audit-tree.js';
-import * as auditCosigners from './commands/audit-cosigners.js';
-import * as pkg from './commands/package.js';
-import * as plan from './commands/plan.js';
-import * as publish from './commands/publish.js';
-import * as retire from './commands/retire.js';
-import * as rollout from './commands/rollout.js';
-import * as confirm from './commands/confirm.js';
-import * as rollback from './commands/rollback.js';
-import * as show from './commands/show.js';
-import * as status from './commands/status.js';
-import * as tokenCreate from './commands/token-create.js';
-import * as tokenList from './commands/token-list.js';
-import * as tokenRevoke from './commands/token-revoke.js';
-import * as whoami from './commands/whoami.js';
-import * as validate from './commands/validate.js';
 import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompletion } from './completion.js';
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
 
 export const VERSION = '0.1.0';
+
+/**
+ * Each command's module, loaded when its command runs: retectl starts by loading what one command
+ * needs, not what every command does (HTTP client, ledger and audit code for a compile).
+ */
+const compile = () => import('./commands/compile.js');
+const configSet = () => import('./commands/config-set.js');
+const configShow = () => import('./commands/config-show.js');
+const configUnset = () => import('./commands/config-unset.js');
+const diff = () => import('./commands/diff.js');
+const history = () => import('./commands/history.js');
+const init = () => import('./commands/init.js');
+const keysList = () => import('./commands/keys-list.js');
+const keysRotate = () => import('./commands/keys-rotate.js');
+const keysRevoke = () => import('./commands/keys-revoke.js');
+const ledgerVerify = () => import('./commands/ledger-verify.js');
+const auditCheckpoint = () => import('./commands/audit-checkpoint.js');
+const auditVerify = () => import('./commands/audit-verify.js');
+const auditWitnesses = () => import('./commands/audit-witnesses.js');
+const auditTree = () => import('./commands/audit-tree.js');
+const auditCosigners = () => import('./commands/audit-cosigners.js');
+const pkg = () => import('./commands/package.js');
+const plan = () => import('./commands/plan.js');
+const publish = () => import('./commands/publish.js');
+const retire = () => import('./commands/retire.js');
+const rollout = () => import('./commands/rollout.js');
+const confirm = () => import('./commands/confirm.js');
+const rollback = () => import('./commands/rollback.js');
+const show = () => import('./commands/show.js');
+const status = () => import('./commands/status.js');
+const tokenCreate = () => import('./commands/token-create.js');
+const tokenList = () => import('./commands/token-list.js');
+const tokenRevoke = () => import('./commands/token-revoke.js');
+const whoami = () => import('./commands/whoami.js');
+const validate = () => import('./commands/validate.js');
 
 const integer =
   (what: string, min: number) =>
@@ -132,9 +137,9 @@ export function buildCli(): { program: Command; status: () => number } {
       .command('init')
       .argument('[dir]', 'where to write the example', '.')
       .description('write an example rete (3 nodes, a group, a service, an ACL rule)'),
-  ).action(async (d: string, o) => done(await init.run({ ...o, dir: reteDir(d) })));
+  ).action(async (d: string, o) => done(await (await init()).run({ ...o, dir: reteDir(d) })));
   json(dir(program.command('validate').description('check the rete and report every error as file:line:col: path: message'))).action(async (o) =>
-    done(await validate.run({ ...o, dir: reteDir(o.dir) })),
+    done(await (await validate()).run({ ...o, dir: reteDir(o.dir) })),
   );
   json(
     dir(
@@ -142,7 +147,7 @@ export function buildCli(): { program: Command; status: () => number } {
         .command('compile')
         .description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'),
     ),
-  ).action(async (o) => done(await compile.run({ ...o, dir: reteDir(o.dir) })));
+  ).action(async (o) => done(await (await compile()).run({ ...o, dir: reteDir(o.dir) })));
   rolloutFlags(
     json(
       remote(
@@ -158,7 +163,7 @@ export function buildCli(): { program: Command; status: () => number } {
       .option('--all', 'list every node, unchanged ones too (else the summary and the first 20 nodes that change)')
       .option('--diff', "show each changing node's content change against its head: unified diffs, host resources first")
       .option('--no-color', 'no colour in --diff, even on a terminal (as NO_COLOR=1)'),
-  ).action(async (nodes: string[], o) => done(await plan.run({ ...o, nodes, dir: reteDir(o.dir) })));
+  ).action(async (nodes: string[], o) => done(await (await plan()).run({ ...o, nodes, dir: reteDir(o.dir) })));
   rolloutFlags(
     json(remote(dir(program.command('publish').description('upload missing blobs and publish the compiled tree'))))
       .option('-m, --message <message>', 'why: recorded in the ledger and the audit mirror')
@@ -185,7 +190,9 @@ export function buildCli(): { program: Command; status: () => number } {
     )
     .action(async (o) =>
       done(
-        await publish.run({
+        await (
+          await publish()
+        ).run({
           ...o,
           confirmWithin: o.confirmWithin,
           dir: reteDir(o.dir),
@@ -209,13 +216,13 @@ export function buildCli(): { program: Command; status: () => number } {
       'only nodes whose last contact is older than this (a duration such as 15m, 1h or 2d), or that never made contact',
       age,
     )
-    .action(async (node: string | undefined, o) => done(await status.run({ ...o, node })));
+    .action(async (node: string | undefined, o) => done(await (await status()).run({ ...o, node })));
   json(remote(program.command('history').argument('<node>').description("a node's versions, newest first")))
     .option('--limit <n>', 'at most this many versions', integer('--limit', 1), 100)
-    .action(async (node: string, o) => done(await history.run({ ...o, node })));
+    .action(async (node: string, o) => done(await (await history()).run({ ...o, node })));
   json(remote(program.command('show').argument('<node>').description("a node's artifacts at its head or at --version")))
     .option('--version <n>', 'the version to show', integer('--version', 1))
-    .action(async (node: string, o) => done(await show.run({ ...o, node })));
+    .action(async (node: string, o) => done(await (await show()).run({ ...o, node })));
   json(
     remote(
       program
@@ -227,16 +234,16 @@ export function buildCli(): { program: Command; status: () => number } {
   )
     .description('unified diff of a node between two versions, host resource changes first')
     .option('--no-color', 'no colour, even on a terminal (as NO_COLOR=1)')
-    .action(async (node: string, from: number, to: number, o) => done(await diff.run({ ...o, node, from, to })));
+    .action(async (node: string, from: number, to: number, o) => done(await (await diff()).run({ ...o, node, from, to })));
   json(remote(program.command('rollback').argument('<node>').description("stamp a new version with an older version's content")))
     .requiredOption('--to <n>', 'the version whose content to restore', integer('--to', 1))
     .option('-m, --message <message>', 'why')
     .option('--allow-ineligible', 'roll back even if the node is ineligible (a failed enrolment briefing line), recorded in the ledger')
-    .action(async (node: string, o) => done(await rollback.run({ ...o, node })));
+    .action(async (node: string, o) => done(await (await rollback()).run({ ...o, node })));
   json(remote(program.command('retire').argument('<node>').description("stamp a node's final, empty version")))
     .option('-m, --message <message>', 'why')
     .option('--lost', 'the node is gone for good and will never apply it: revoke its credential now, with the retirement (admin)')
-    .action(async (node: string, o) => done(await retire.run({ ...o, node })));
+    .action(async (node: string, o) => done(await (await retire()).run({ ...o, node })));
 
   json(
     remote(
@@ -245,11 +252,11 @@ export function buildCli(): { program: Command; status: () => number } {
         .argument('<publish>', 'the publish id (a wave of a rollout is a publish of its own)')
         .description('confirm a publish made with --confirm-within: its nodes keep it instead of reverting'),
     ),
-  ).action(async (publishId: string, o) => done(await confirm.run({ ...o, publish: publishId })));
+  ).action(async (publishId: string, o) => done(await (await confirm()).run({ ...o, publish: publishId })));
   const rollouts = program.command('rollout').description('publishes released in waves: follow, pause, resume, promote or abort one');
   json(remote(rollouts.command('list').description('rollouts, newest first')))
     .option('--status <status>', 'only rollouts in this state: running, paused, halted, aborted, completed or superseded')
-    .action(async (o) => done(await rollout.list(o)));
+    .action(async (o) => done(await (await rollout()).list(o)));
   json(
     remote(
       rollouts
@@ -260,7 +267,7 @@ export function buildCli(): { program: Command; status: () => number } {
   )
     .option('--watch', 'print a line at each change until the rollout finishes: exit 0 completed, 1 halted or aborted, 4 timed out')
     .option('--timeout <duration>', 'with --watch, how long to wait (default 1h)', waitTimeout)
-    .action(async (id: string | undefined, o) => done(await rollout.status({ ...o, id, timeoutSeconds: o.timeout })));
+    .action(async (id: string | undefined, o) => done(await (await rollout()).status({ ...o, id, timeoutSeconds: o.timeout })));
   for (const [action, what] of [
     ['pause', 'stop releasing waves; released nodes keep what they have'],
     ['resume', 'let a paused rollout release waves again'],
@@ -269,7 +276,7 @@ export function buildCli(): { program: Command; status: () => number } {
   ] as const) {
     json(remote(rollouts.command(action).argument('<id>', 'the rollout (its id, or 8 characters or more of it)').description(what)))
       .option('-m, --message <message>', 'why: recorded in the ledger with who')
-      .action(async (id: string, o) => done(await rollout.act({ ...o, id, action })));
+      .action(async (id: string, o) => done(await (await rollout()).act({ ...o, id, action })));
   }
 
   const token = program.command('token').description('enrolment tokens for new nodes, API tokens for people and scripts');
@@ -294,12 +301,12 @@ export function buildCli(): { program: Command; status: () => number } {
       'hold a publisher or reader token to these nodes, written as an ACL source of the rete: a node name, tag:<name> or group:<name>; repeat it or separate with commas for more',
       (v: string, prev: string[] = []) => [...prev, ...v.split(',')],
     )
-    .action(async (node: string | undefined, o) => done(await tokenCreate.run({ ...o, node, ttlSeconds: o.ttl })));
+    .action(async (node: string | undefined, o) => done(await (await tokenCreate()).run({ ...o, node, ttlSeconds: o.ttl })));
   json(
     remote(
       token.command('list').description('every API token (admin): name, id, role, scope, state, who created it and when, expiry, last use; never a secret'),
     ),
-  ).action(async (o) => done(await tokenList.run(o)));
+  ).action(async (o) => done(await (await tokenList()).run(o)));
   json(
     remote(
       token
@@ -307,9 +314,9 @@ export function buildCli(): { program: Command; status: () => number } {
         .argument('<token>', 'its name or its id (the id when several tokens share the name)')
         .description('revoke an API token (admin): refused from now on on every replica, recorded in the ledger'),
     ),
-  ).action(async (ref: string, o) => done(await tokenRevoke.run({ ...o, ref })));
+  ).action(async (ref: string, o) => done(await (await tokenRevoke()).run({ ...o, ref })));
   json(remote(program.command('whoami').description('the API token in use: its name, role, scope, what it may do, and when it expires'))).action(async (o) =>
-    done(await whoami.run(o)),
+    done(await (await whoami()).run(o)),
   );
 
   const keys = program.command('keys').description("the coordinator's bundle signing keys");
@@ -322,10 +329,10 @@ export function buildCli(): { program: Command; status: () => number } {
   )
     .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, then the config file)')
     .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
-    .action(async (o) => done(await keysList.run(o)));
+    .action(async (o) => done(await (await keysList()).run(o)));
   json(
     remote(keys.command('rotate').description('rotate the signing key (admin): a new trust version, every node head moved to the new key; prints the new kid')),
-  ).action(async (o) => done(await keysRotate.run(o)));
+  ).action(async (o) => done(await (await keysRotate()).run(o)));
   json(
     remote(
       keys
@@ -333,7 +340,7 @@ export function buildCli(): { program: Command; status: () => number } {
         .argument('<kid>', 'the key to revoke')
         .description('revoke a signing key (admin): agents refuse anything it signs; revoking the signer also rotates'),
     ),
-  ).action(async (kid: string, o) => done(await keysRevoke.run({ ...o, kid })));
+  ).action(async (kid: string, o) => done(await (await keysRevoke()).run({ ...o, kid })));
 
   const pkgs = program.command('package').description("the mesh's apt repository, served by the coordinator at /repo/debian/");
   json(
@@ -343,9 +350,9 @@ export function buildCli(): { program: Command; status: () => number } {
         .argument('<file.deb>', 'the package to upload')
         .description('upload a .deb (publisher); its name, version and architecture come from the package, and the ledger records who pushed it'),
     ),
-  ).action(async (file: string, o) => done(await pkg.push({ ...o, file })));
+  ).action(async (file: string, o) => done(await (await pkg()).push({ ...o, file })));
   json(remote(pkgs.command('list').description('the packages in the repository, in push order, with who pushed each'))).action(async (o) =>
-    done(await pkg.list(o)),
+    done(await (await pkg()).list(o)),
   );
   pkgs
     .command('key')
@@ -353,10 +360,12 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--coordinator <url>', 'coordinator URL (else $FLORETE_COORDINATOR, then the config file); no token is needed')
     .option('--cacert <file>', "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)")
     .option('--armor', 'print it ASCII-armored, for a signed-by= file ending in .asc')
-    .action(async (o) => done(await pkg.key(o)));
+    .action(async (o) => done(await (await pkg()).key(o)));
 
   const ledger = program.command('ledger').description("the coordinator's hash-chained ledger");
-  json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) => done(await ledgerVerify.run(o)));
+  json(remote(ledger.command('verify').description('recompute the hash chain; exit 1 on a break'))).action(async (o) =>
+    done(await (await ledgerVerify()).run(o)),
+  );
   const audit = program.command('audit').description('the git audit mirror and the signed ledger checkpoints');
   json(
     remote(
@@ -379,8 +388,8 @@ export function buildCli(): { program: Command; status: () => number } {
       // --no-mirror and --mirror-clone are about a kept checkpoint; without one they would be silently ignored.
       if (o.checkpoint === undefined && (o.mirror === false || o.mirrorClone !== undefined))
         throw usageError('--no-mirror and --mirror-clone go with --checkpoint FILE');
-      const code = o.checkpoint === undefined ? await ledgerVerify.run({ ...o, mirror: true }) : await auditVerify.run(o);
-      done(o.witnesses === undefined ? code : Math.max(code, await auditCosigners.run({ ...o, witnesses: o.witnesses })));
+      const code = o.checkpoint === undefined ? await (await ledgerVerify()).run({ ...o, mirror: true }) : await (await auditVerify()).run(o);
+      done(o.witnesses === undefined ? code : Math.max(code, await (await auditCosigners()).run({ ...o, witnesses: o.witnesses })));
     });
   json(
     remote(
@@ -388,7 +397,7 @@ export function buildCli(): { program: Command; status: () => number } {
         .command('checkpoint')
         .description("print the coordinator's current signed checkpoint (a C2SP signed note, exactly as signed): keep it to verify later"),
     ),
-  ).action(async (o) => done(await auditCheckpoint.run(o)));
+  ).action(async (o) => done(await (await auditCheckpoint()).run(o)));
   json(
     remote(
       audit
@@ -401,14 +410,14 @@ export function buildCli(): { program: Command; status: () => number } {
     .option('--from <dir>', 'read the checkpoint, the trust chain and the tiles from this folder (as --save writes it) instead of the coordinator')
     .option('--since <file>', 'a tree checkpoint kept earlier (GET /v1/ledger/tree/checkpoint): prove the tree now extends it')
     .option('--save <dir>', 'write the checkpoint, the trust chain and every tile into this folder, to verify from later')
-    .action(async (o) => done(await auditTree.run(o)));
+    .action(async (o) => done(await (await auditTree()).run(o)));
   json(
     remote(
       audit
         .command('witnesses')
         .description("every node's held checkpoint; flags one position with two hashes, or a hash the ledger no longer has; exit 1 when something is flagged"),
     ),
-  ).action(async (o) => done(await auditWitnesses.run(o)));
+  ).action(async (o) => done(await (await auditWitnesses()).run(o)));
 
   const cfg = program.command('config').description(`retectl's own settings (coordinator URL, API token, CA file), stored with mode 0600`);
   cfg
@@ -416,13 +425,13 @@ export function buildCli(): { program: Command; status: () => number } {
     .argument('<key>', 'coordinator, token, ca_file or insecure_http')
     .argument('[value]', 'the value; for token, omit it (or give -) to read it from stdin; ca_file: a PEM file; insecure_http: true or false')
     .description('set a config value')
-    .action(async (key: string, value: string | undefined) => done(await configSet.run({ key, value })));
+    .action(async (key: string, value: string | undefined) => done(await (await configSet()).run({ key, value })));
   cfg
     .command('unset')
     .argument('<key>')
     .description('remove a config value')
-    .action(async (key: string) => done(await configUnset.run({ key })));
-  json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await configShow.run(o)));
+    .action(async (key: string) => done(await (await configUnset()).run({ key })));
+  json(cfg.command('show').description('show the config (never the token itself)')).action(async (o) => done(await (await configShow()).run(o)));
 
   program
     .command('completion')

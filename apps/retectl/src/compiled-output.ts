@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { types } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
 import { bucketDigest, bucketOf } from '#bundle';
@@ -147,21 +148,35 @@ export class RecordedNodes {
     return { sets, bucketOf, buckets };
   }
 
-  /** Each node's line: `<node> <fingerprint> <folder stamp> <set digest> <head bucket>`. */
-  lines(): string[] {
-    return this.text
-      .slice(1, -1)
-      .split('\n')
-      .filter((line) => line !== '');
+  /**
+   * The digest of each head bucket: those in `only` worked out from the entries, the others taken
+   * from `known`. Only the lines of those buckets are split, where heads() splits every line and maps
+   * every node: a recompile that rewrote a few nodes asks for a few buckets of a large tree.
+   */
+  bucketDigests(known: readonly string[], only: ReadonlySet<number>): string[] {
+    const members = new Map<number, [string, string][]>([...only].map((b) => [b, []]));
+    const { text } = this;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const these = members.get(Number(text.slice(text.lastIndexOf(' ', end) + 1, end)));
+      if (!these) continue;
+      const [node, , , set] = text.slice(start, end).split(' ');
+      these.push([node, set]);
+    }
+    return known.map((digest, b) => {
+      const these = members.get(b);
+      return these ? bucketDigest(these) : digest;
+    });
   }
 
-  /** The nodes' names, in name order. */
-  names(): string[] {
-    return this.text
-      .slice(1, -1)
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => line.slice(0, line.indexOf(' ')));
+  /** The nodes' names but those in `except`, in name order: read off each line, not split into its fields. */
+  names(except?: ReadonlySet<string>): string[] {
+    const names: string[] = [];
+    const { text } = this;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const node = text.slice(start, text.indexOf(' ', start));
+      if (!except?.has(node)) names.push(node);
+    }
+    return names;
   }
 
   serialized(): { nodes: string; count: number } {
@@ -207,17 +222,98 @@ function baseStamp(base: string): string {
   return String(statSync(base, { throwIfNoEntry: false })?.mtimeMs ?? '-');
 }
 
+/** Nodes a thread claims at a time when checking the stamps (checkStamps). */
+const STAMP_CHUNK = 1000;
+/** From how many nodes checkStamps has a worker check stamps beside the main thread. */
+export const STAMP_WORKER_FROM = 5000;
+
+/** Whether every node's folder still has its stamp, once checkStamps has checked them all. */
+export interface StampCheck {
+  /** Checks on this thread the chunks no worker has claimed yet, then waits for the worker's. */
+  holds(): Promise<boolean>;
+  /** Stops the check without an answer: for a caller that no longer needs one. */
+  stop(): void;
+}
+
 /**
- * Whether every node's folder still has the folderStamp the record says: no file added, removed or
- * renamed in it since (a digests.json deleted by hand, an editor's save). Two stats a node.
+ * Starts checking that every node's folder still has the folderStamp the record says: no file added,
+ * removed or renamed in it since (a digests.json deleted by hand, an editor's save). Two stats a node,
+ * which on a large tree is most of a quick recompile; from `workerFrom` nodes a worker thread makes
+ * them while the caller goes on (parsing the edited file), and holds() then shares what is left.
+ * Either way every node is checked, and a worker that fails or stops leaves its chunks unchecked,
+ * which is an answer of false (the full compile that follows repairs whatever differs). `share: false`
+ * leaves every chunk to the worker (for tests: the worker alone checks the tree).
  */
-export function stampsHold(root: string, record: CompileRecord): boolean {
+export function checkStamps(
+  root: string,
+  record: CompileRecord,
+  { workerFrom = STAMP_WORKER_FROM, share = true }: { workerFrom?: number; share?: boolean } = {},
+): StampCheck {
   const base = join(root, COMPILED_DIR);
-  for (const line of record.nodes.lines()) {
-    const [node, , stamp] = line.split(' ', 3);
-    if (folderStamp(join(base, node)) !== stamp) return false;
+  const { nodes: text, count } = record.nodes.serialized();
+  const chunks = Math.ceil(count / STAMP_CHUNK);
+  // [next chunk to claim, chunks checked, a stamp differed], shared with the worker.
+  const state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+  let worker: Worker | undefined;
+  let exited: Promise<unknown> = Promise.resolve();
+  if (count >= workerFrom) {
+    try {
+      // Source text, not a module file: the packaged CLI is one file. Both functions take all they use as arguments.
+      const source =
+        "const { workerData: w } = require('node:worker_threads'); const { statSync } = require('node:fs');" +
+        `const stampOf = ${stampOf.toString()};` +
+        `(${checkStampChunks.toString()})(w.state, w.text, w.base, w.chunk, (dir) => stampOf(dir, w.mgmt, statSync));`;
+      const started = new Worker(source, { eval: true, workerData: { state, text, base, chunk: STAMP_CHUNK, mgmt: MGMT_DIR } });
+      exited = new Promise((resolve) => {
+        started.once('exit', resolve);
+        // A worker that failed has left a chunk unchecked: holds() answers false.
+        started.once('error', () => undefined);
+      });
+      worker = started;
+    } catch {
+      worker = undefined;
+    }
   }
-  return true;
+  return {
+    async holds() {
+      if (share || !worker) checkStampChunks(state, text, base, STAMP_CHUNK, folderStamp);
+      // Wait for the worker only while a chunk it claimed is unchecked: not for one still starting, which
+      // finds nothing left to claim (stop ends it).
+      if (Atomics.load(state, 2) === 0 && Atomics.load(state, 1) < chunks) await exited;
+      return Atomics.load(state, 2) === 0 && Atomics.load(state, 1) === chunks;
+    },
+    stop() {
+      Atomics.store(state, 2, 1);
+      void worker?.terminate();
+    },
+  };
+}
+
+/**
+ * Checks the stamps of the nodes of `text` (RecordedNodes' lines), STAMP_CHUNK lines at a time, each
+ * chunk claimed from `state` (see checkStamps) so that threads share them; stops at the first stamp
+ * that differs, or when another thread found one. Uses nothing but its arguments: a worker runs its
+ * source text.
+ */
+function checkStampChunks(state: Int32Array, text: string, base: string, chunk: number, stamp: (dir: string) => string): void {
+  // Where each chunk's first line starts.
+  const starts: number[] = [];
+  for (let at = 1, line = 0; at < text.length; at = text.indexOf('\n', at) + 1, line++) if (line % chunk === 0) starts.push(at);
+  for (let c = Atomics.add(state, 0, 1); c < starts.length; c = Atomics.add(state, 0, 1)) {
+    const end = c + 1 < starts.length ? starts[c + 1] : text.length;
+    for (let at = starts[c]; at < end;) {
+      if (Atomics.load(state, 2) !== 0) return;
+      const eol = text.indexOf('\n', at);
+      const [node, , recorded] = text.slice(at, eol).split(' ', 3);
+      // Not path.join: the same path, without normalising 100,000 of them.
+      if (stamp(`${base}/${node}`) !== recorded) {
+        Atomics.store(state, 2, 1);
+        return;
+      }
+      at = eol + 1;
+    }
+    Atomics.add(state, 1, 1);
+  }
 }
 
 /** Whether .flor/compiled still has the node folders the record says: none added, removed or renamed since. */
@@ -231,8 +327,13 @@ export function sameBase(root: string, record: CompileRecord): boolean {
  * does not; publish and plan find that one, and drop the record.
  */
 function folderStamp(dir: string): string {
-  const node = statSync(dir, { throwIfNoEntry: false });
-  const mgmt = statSync(join(dir, MGMT_DIR), { throwIfNoEntry: false });
+  return stampOf(dir, MGMT_DIR, statSync);
+}
+
+/** folderStamp with what it uses as arguments: a worker runs its source text (checkStamps). */
+function stampOf(dir: string, mgmtDir: string, stat: typeof statSync): string {
+  const node = stat(dir, { throwIfNoEntry: false });
+  const mgmt = stat(`${dir}/${mgmtDir}`, { throwIfNoEntry: false });
   return `${node?.mtimeMs ?? '-'}/${mgmt?.mtimeMs ?? '-'}`;
 }
 
@@ -406,14 +507,14 @@ export function rewriteNodes(
   const total = files.written + files.unchanged;
   const nodesRecorded = record.nodes.with(next);
   // Only the buckets of the rewritten nodes can have changed.
-  const buckets = next.size === 0 ? record.buckets : nodesRecorded.heads(record.buckets, new Set([...next.keys()].map(bucketOf))).buckets;
+  const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
   writeRecord(root, { nodes: nodesRecorded, buckets, files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],
     changed: changed.sort((a, b) => cmp(a.node, b.node)),
     removed: [],
-    unchanged: record.nodes.names().filter((n) => !touched.has(n)),
+    unchanged: record.nodes.names(touched),
     files,
   };
 }

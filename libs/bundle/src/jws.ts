@@ -1,5 +1,11 @@
 import { KeyObject, sign } from 'node:crypto';
-import * as jose from 'jose';
+import type * as jose from 'jose';
+
+/**
+ * jose, loaded the first time a signature is verified or a thumbprint taken: what imports this library
+ * for its digests (retectl compile) does not load it.
+ */
+const loadJose = (): Promise<typeof jose> => import('jose');
 
 export const BUNDLE_TYP = 'florete-bundle+jws';
 
@@ -38,6 +44,7 @@ export class BundleVerifyError extends Error {
 
 /** Verifies a compact JWS against a pinned JWKS and returns its payload bytes and kid. */
 export async function verifyBundleSignature(jws: string, jwks: jose.JSONWebKeySet): Promise<{ payload: Uint8Array; kid: string }> {
+  const jose = await loadJose();
   let header: jose.ProtectedHeaderParameters;
   try {
     header = jose.decodeProtectedHeader(jws);
@@ -59,6 +66,6 @@ export async function verifyBundleSignature(jws: string, jwks: jose.JSONWebKeySe
 }
 
 /** RFC 7638 thumbprint of a public JWK, as carried by enrolment tokens. */
-export function keyThumbprint(jwk: jose.JWK): Promise<string> {
-  return jose.calculateJwkThumbprint(jwk, 'sha256');
+export async function keyThumbprint(jwk: jose.JWK): Promise<string> {
+  return (await loadJose()).calculateJwkThumbprint(jwk, 'sha256');
 }

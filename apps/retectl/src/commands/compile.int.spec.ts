@@ -7,6 +7,7 @@ import type { ReteFile } from '#contracts';
 import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, validateRete } from '#rete';
 import { bucketOf, headBuckets, sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
+import { checkStamps, readRecord } from '../compiled-output.js';
 import { loadCompiledTree, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
 
@@ -144,6 +145,35 @@ describe('retectl compile on a real folder', () => {
     expect(out).toMatch(/^~ beta: flor\.json$/m);
     expect(readFileSync(flor, 'utf8')).toBe(good);
     expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
+  });
+
+  it('checks every node folder stamp on this thread, in a worker (a large tree), or both, and finds a file deleted or renamed in any', async () => {
+    await compile();
+    const ways = [{ workerFrom: Infinity }, { workerFrom: 0 }, { workerFrom: 0, share: false }];
+    const holds = () => Promise.all(ways.map((way) => checkStamps(rete, readRecord(rete)!, way).holds()));
+    expect(await holds()).toEqual([true, true, true]);
+    // Each undone by a compile, which puts the file back.
+    const edits = [
+      () => rmSync(join(compiled, 'gamma', 'digests.json')),
+      () => rmSync(join(compiled, 'laptop', 'mgmt', 'agent.json')),
+      () => renameSync(join(compiled, 'alpha', 'mgmt', 'flor.json'), join(compiled, 'alpha', 'mgmt', 'flor.json.old')),
+      () => writeFileSync(join(compiled, 'beta', 'notes.txt'), 'a file added by hand\n'),
+    ];
+    for (const edit of edits) {
+      edit();
+      expect(await holds()).toEqual([false, false, false]);
+      await compile();
+      expect(await holds()).toEqual([true, true, true]);
+    }
+  });
+
+  it('after a listen address moves, still puts back a compiled file deleted by hand in a node the move does not reach', async () => {
+    await compile();
+    rmSync(join(compiled, 'gamma', 'digests.json'));
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    await compile();
+    expect(existsSync(join(compiled, 'gamma', 'digests.json'))).toBe(true);
+    expect(onDisk()).toEqual(cold());
   });
 
   it('repairs a compiled file edited in place by hand once publish or plan has found it stale', async () => {

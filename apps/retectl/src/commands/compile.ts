@@ -12,7 +12,18 @@ import {
   type Source,
 } from '#rete';
 import { FLOR_JSON } from '#contracts';
-import { readRecord, recordedNodeFiles, rewriteNodes, sameBase, stampsHold, writeCompiled, type CompileInputs, type WrittenTree } from '../compiled-output.js';
+import {
+  checkStamps,
+  readRecord,
+  recordedNodeFiles,
+  rewriteNodes,
+  sameBase,
+  writeCompiled,
+  type CompileInputs,
+  type CompileRecord,
+  type StampCheck,
+  type WrittenTree,
+} from '../compiled-output.js';
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
@@ -33,13 +44,21 @@ export interface CompileOptions {
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
   const progress = lateProgress();
-  const sources = readSources(options.dir);
-  const cache = new DiskParseCache(options.dir);
-  const files = new Map(sources.map((s) => [s.file, sha256Hex((s as { bytes: Uint8Array }).bytes)]));
-  const read = sourceReader(options.dir);
+  // The record first: its folder stamps are checked (on a large tree, by a worker) while the YAML is read and parsed.
+  const record = readRecord(options.dir);
+  const stamps = record?.inputs && sameBase(options.dir, record) ? checkStamps(options.dir, record) : undefined;
+  let quick: Awaited<ReturnType<typeof quickRecompile>>;
+  let inputs: Inputs;
+  try {
+    inputs = readInputs(options.dir);
+    quick = record && stamps ? await quickRecompile(options.dir, record, stamps, inputs) : undefined;
+  } finally {
+    // Its answer is no longer needed: the quick path has it or is not taken.
+    stamps?.stop();
+  }
+  const { sources, cache, files, read } = inputs;
   let nodeCount: number;
   let change: WrittenTree;
-  const quick = quickRecompile(options.dir, sources, files, cache, read);
   if (quick) {
     if (!options.json) for (const d of quick.diagnostics) note(d);
     ({ nodes: nodeCount, change } = quick);
@@ -93,6 +112,24 @@ export async function run(options: CompileOptions): Promise<void> {
   );
 }
 
+/** The YAML files, their digests, the parse cache and the reader of resources' source files. */
+interface Inputs {
+  readonly sources: Source[];
+  readonly cache: DiskParseCache;
+  readonly files: Map<string, string>;
+  readonly read: ReadSource;
+}
+
+function readInputs(dir: string): Inputs {
+  const sources = readSources(dir);
+  return {
+    sources,
+    cache: new DiskParseCache(dir),
+    files: new Map(sources.map((s) => [s.file, sha256Hex((s as { bytes: Uint8Array }).bytes)])),
+    read: sourceReader(dir),
+  };
+}
+
 /**
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
  * compile says what it was compiled from and every YAML file is the same but for nodes' listen
@@ -110,16 +147,14 @@ export async function run(options: CompileOptions): Promise<void> {
  * are not read: one edited in place by hand is found by publish and plan, which then drop the
  * record, and the next compile is a full one that repairs it, as before.
  */
-function quickRecompile(
+async function quickRecompile(
   root: string,
-  sources: readonly Source[],
-  files: ReadonlyMap<string, string>,
-  cache: DiskParseCache,
-  read: ReadSource,
-): { nodes: number; change: WrittenTree; diagnostics: string[] } | undefined {
-  const record = readRecord(root);
-  const was = record?.inputs;
-  if (!record || !was || was.parser !== cache.parser || was.files.size !== files.size || !sameBase(root, record)) return undefined;
+  record: CompileRecord,
+  stamps: StampCheck,
+  { sources, files, cache, read }: Inputs,
+): Promise<{ nodes: number; change: WrittenTree; diagnostics: string[] } | undefined> {
+  const was = record.inputs;
+  if (!was || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
   const changed: Source[] = [];
   for (const source of sources) {
     const before = was.files.get(source.file);
@@ -129,8 +164,6 @@ function quickRecompile(
   const changedFiles = new Set(changed.map((s) => s.file));
   if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
-  // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
-  if (!stampsHold(root, record)) return undefined;
 
   const moves = new Map<string, string>();
   for (const source of changed) {
@@ -169,6 +202,9 @@ function quickRecompile(
     if (moved === undefined) return undefined;
     rewrites.set(node, { old, artifacts: new Map(old).set(FLOR_JSON, moved) });
   }
+
+  // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
+  if (!(await stamps.holds())) return undefined;
 
   for (const digest of files.values()) cache.keep(digest);
   cache.save();

@@ -1,0 +1,57 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { EXAMPLE_RETE } from '#rete';
+import { RETECTL } from './support/retectl-process.js';
+
+/** Loaded before retectl: appends the URL of every module it loads to $LOADED_LOG. */
+const RECORD_LOADS = `data:text/javascript,${encodeURIComponent(
+  "import { registerHooks } from 'node:module'; import { appendFileSync } from 'node:fs'; registerHooks({ load(url, context, next) { appendFileSync(process.env.LOADED_LOG, url + '\\n'); return next(url, context); } });",
+)}`;
+
+/** retectl's start: it loads the modules of the command it runs, not every command's. */
+describe('retectl start-up', () => {
+  let base: string;
+  let runs = 0;
+
+  /** The built retectl run with args: its exit code, output, and the retectl command modules it loaded. */
+  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[] }> => {
+    const log = join(base, `loaded-${++runs}.txt`);
+    writeFileSync(log, '');
+    return new Promise((done) => {
+      const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', LOADED_LOG: log };
+      execFile(process.execPath, ['--import', RECORD_LOADS, RETECTL, ...args], { env }, (error, stdout, stderr) => {
+        const commands = readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((url) => url.includes('/apps/retectl/src/commands/'))
+          .map((url) => url.slice(url.lastIndexOf('/') + 1));
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)] });
+      });
+    });
+  };
+
+  beforeAll(() => {
+    base = mkdtempSync(join(tmpdir(), 'retectl-startup-'));
+  });
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+  it('compile loads the compile command and no other', async () => {
+    const dir = join(base, 'rete');
+    for (const [file, text] of Object.entries(EXAMPLE_RETE)) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    const run = await retectl(['compile', '-C', dir]);
+    expect(run).toMatchObject({ code: 0, stderr: '', commands: ['compile.js'] });
+    expect(run.stdout).toMatch(/^compiled 3 nodes into \.flor\/compiled: 3 new, /m);
+  });
+
+  it('--version, --help and an unknown command load no command at all, and answer as before', async () => {
+    expect(await retectl(['--version'])).toEqual({ code: 0, stdout: '0.1.0\n', stderr: '', commands: [] });
+    const help = await retectl(['compile', '--help']);
+    expect(help).toMatchObject({ code: 0, stderr: '', commands: [] });
+    expect(help.stdout).toMatch(/^Usage: retectl compile \[options\]\n/);
+    expect(await retectl(['frobnicate'])).toEqual({ code: 2, stdout: '', stderr: "retectl: unknown command 'frobnicate'\n", commands: [] });
+  });
+});
