@@ -1,4 +1,4 @@
-import { bucketDigest, bucketOf } from '#bundle';
+import { bucketOf, headBuckets } from '#bundle';
 import { HEAD_BUCKETS, HeadBuckets } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { CoordinatorClient } from './client.js';
@@ -41,15 +41,11 @@ export interface LocalHeads {
 export function localHeads(tree: ReadonlyMap<string, ArtifactDigests>): LocalHeads {
   const sets = new Map<string, string>();
   const buckets = new Map<string, number>();
-  const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
   for (const [node, artifacts] of tree) {
-    const set = localSetDigest(artifacts);
-    const b = bucketOf(node);
-    sets.set(node, set);
-    buckets.set(node, b);
-    members[b].push([node, set]);
+    sets.set(node, localSetDigest(artifacts));
+    buckets.set(node, bucketOf(node));
   }
-  return { sets, bucketOf: buckets, buckets: members.map(bucketDigest) };
+  return { sets, bucketOf: buckets, buckets: headBuckets(sets, (node) => buckets.get(node)!) };
 }
 
 /**

@@ -22,9 +22,12 @@ export function bucketDigest(members: Iterable<readonly [node: string, setDigest
   return sha256Hex(text);
 }
 
-/** The digest of each bucket (bucketDigest) of these active heads. */
-export function headBuckets(heads: Iterable<readonly [node: string, setDigest: string]>): string[] {
+/**
+ * The digest of each bucket (bucketDigest) of these active heads. `bucket` gives a node's bucket when
+ * the caller already knows it (bucketOf otherwise: an md5 a node).
+ */
+export function headBuckets(heads: Iterable<readonly [node: string, setDigest: string]>, bucket: (node: string) => number = bucketOf): string[] {
   const members: (readonly [string, string])[][] = Array.from({ length: HEAD_BUCKETS }, () => []);
-  for (const head of heads) members[bucketOf(head[0])].push(head);
+  for (const head of heads) members[bucket(head[0])].push(head);
   return members.map(bucketDigest);
 }
