@@ -5,7 +5,7 @@ import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
-import { bucketDigest, bucketOf } from '#bundle';
+import { bucketDigest, bucketOf, headBuckets } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJson, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
 import type { CompiledSetDigests } from '#contracts';
@@ -127,25 +127,23 @@ export class RecordedNodes {
     return map;
   }
 
-  /**
-   * The tree as heads would hold it (delta.ts's LocalHeads): each node's set digest, as compile worked
-   * it out when it wrote the node's digests.json, its head bucket, and the digest of each bucket.
-   * Buckets listed in `only` are worked out from the entries; the others are taken from `known`.
-   */
-  heads(known?: readonly string[], only?: ReadonlySet<number>): { sets: Map<string, string>; bucketOf: Map<string, number>; buckets: string[] } {
+  /** Each node's set digest, as compile worked it out when it wrote the node's digests.json, and its head bucket. */
+  nodeSets(): { sets: Map<string, string>; bucketOf: Map<string, number> } {
     const sets = new Map<string, string>();
     const bucketOf = new Map<string, number>();
-    const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
     for (const line of this.text.slice(1, -1).split('\n')) {
       if (line === '') continue;
       const [node, , , set, bucket] = line.split(' ');
-      const b = Number(bucket);
       sets.set(node, set);
-      bucketOf.set(node, b);
-      if (!only || only.has(b)) members[b].push([node, set]);
+      bucketOf.set(node, Number(bucket));
     }
-    const buckets = members.map((m, b) => (known && only && !only.has(b) ? known[b] : bucketDigest(m)));
-    return { sets, bucketOf, buckets };
+    return { sets, bucketOf };
+  }
+
+  /** The tree as heads would hold it (delta.ts's LocalHeads): nodeSets, and the digest of each bucket. */
+  heads(): { sets: Map<string, string>; bucketOf: Map<string, number>; buckets: string[] } {
+    const { sets, bucketOf } = this.nodeSets();
+    return { sets, bucketOf, buckets: headBuckets(sets, (node) => bucketOf.get(node)!) };
   }
 
   /**

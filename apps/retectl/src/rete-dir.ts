@@ -176,6 +176,6 @@ function recordedHeads(root: string, sources: readonly Source[], parser: string,
   if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
   for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
-  const { sets, bucketOf } = record.nodes.heads(record.buckets, new Set());
+  const { sets, bucketOf } = record.nodes.nodeSets();
   return { sets, bucketOf, buckets: [...record.buckets] };
 }
