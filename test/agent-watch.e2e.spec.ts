@@ -12,6 +12,7 @@ import {
   flor,
   florJson,
   removeTree,
+  sleep,
   socketStatus,
   startAgent,
   stopAllAgents,
@@ -175,5 +176,44 @@ describe('an agent whose first pass could not reach the coordinator', () => {
       const st = await socketStatus(files!);
       return st.applied_version === 1 && st.watch?.state === 'watching';
     });
+  });
+});
+
+describe('an enrolled agent with nothing published to it yet', () => {
+  let coordinator: CoordinatorProcess | undefined;
+  let files: AgentFiles | undefined;
+
+  afterAll(async () => {
+    await stopAllAgents();
+    await coordinator?.stop();
+    if (files) removeTree(files.root);
+  });
+
+  it('polls once a pass, not a second time for a watch it has nothing to watch with', async () => {
+    coordinator = await startCoordinatorProcess({ env: { FLORETE_MIRROR: 'off', FLORETE_LOG_LEVEL: 'warn' } });
+    const admin = new Client(coordinator.url, coordinator.adminToken);
+    const fleet = new Fleet(admin);
+    const polls = async () => Number(/^florete_bundle_polls_total (\d+)$/m.exec((await admin.get('/metrics')).text)?.[1] ?? NaN);
+    files = agentFiles('none');
+    const enrolled = await flor(['agent', 'enroll', '--coordinator', coordinator.url, '--token', await fleet.enrolmentToken('unpublished'), ...files.args]);
+    expect(enrolled).toEqual(expect.objectContaining({ code: 0 }));
+
+    // The first pass finds nothing published: the next check is the poll interval (an hour) away.
+    await startAgent(files);
+    await waitFor('the first pass and the next check an hour away', async () => {
+      const st = await socketStatus(files!);
+      return st.last_poll !== null && st.next_poll !== null && Date.parse(st.next_poll) - Date.now() > 30 * 60_000;
+    });
+    // A second poll would follow the first at once: a second is ample to see one.
+    await sleep(1_000);
+    expect(await polls()).toBe(1);
+
+    const synced = await flor(['agent', 'sync', ...files.args]);
+    expect(synced).toEqual(expect.objectContaining({ code: 0 }));
+    await sleep(1_000);
+    expect(await polls()).toBe(2);
+    const st = await socketStatus(files);
+    expect(st.watch).toMatchObject({ state: 'polling', reason: expect.stringMatching(/^nothing to watch with yet/) });
+    expect(Date.parse(st.next_poll!) - Date.now()).toBeGreaterThan(30 * 60_000);
   });
 });

@@ -34,6 +34,8 @@ const CONFIRM_RETRY_MS = 3000;
 /** How often a retired node's agent looks at identity.json for a new enrolment: a stat, no network. */
 const IDENTITY_WATCH_MS = 2000;
 
+const NOTHING_TO_WATCH = 'nothing to watch with yet (not enrolled, nothing published, or a pass to finish)';
+
 /**
  * `flor agent run`: a pass at start, then one per poll interval of the active agent.json (re-read
  * after every pass, so a new interval applies without a restart), with splay jitter, and with
@@ -243,7 +245,7 @@ export class Daemon {
       // left something to watch with (it applied the first version: an agent whose first pass found
       // the coordinator down comes here), else the poll interval (watching again right away would
       // spin while there is still nothing to watch with).
-      this.watchView = { state: 'polling', since: null, reason: 'nothing to watch with yet (not enrolled, nothing published, or a pass to finish)' };
+      this.watchView = { state: 'polling', since: null, reason: NOTHING_TO_WATCH };
       const outcome = await this.sync(false).catch((err: Error) => {
         this.log('error', 'sync pass crashed', { reason: err.message, stack: err.stack });
         return null;
@@ -296,9 +298,14 @@ export class Daemon {
     } else {
       this.failures = 0;
       if (watching && !refused) {
-        this.stopWatchingIdentity();
-        void this.watchOnce();
-        return;
+        if (this.canWatch()) {
+          this.stopWatchingIdentity();
+          void this.watchOnce();
+          return;
+        }
+        // A pass just ran: with nothing to watch with yet (nothing published to this node), a watch
+        // would only run a second pass at once, so the next check waits out the poll interval.
+        this.watchView = { state: 'polling', since: null, reason: NOTHING_TO_WATCH };
       }
       delay = nextPollDelay(timing, Math.random());
     }
