@@ -37,6 +37,7 @@ import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import { CoordinatorClient } from '../apps/retectl/src/client.js';
 import { publishTree } from '../apps/retectl/src/commands/publish.js';
 import { localHeads } from '../apps/retectl/src/delta.js';
+import { treeInMemory } from '../apps/retectl/src/tree-to-publish.js';
 import { HttpClient } from './support/http.js';
 import { ARCHIVE_BLOBS, tarOf } from './support/blobs.js';
 import { REPO_ROOT } from './support/paths.js';
@@ -300,7 +301,7 @@ async function measure(nodes: number, repeat: number, cpuProf: string | undefine
         const t0 = performance.now();
         const local = localHeads(digests);
         const t1 = performance.now();
-        const out = await publishTree(retectl, { digests, bytes: blobs, local }, { message: step.tree.body.message });
+        const out = await publishTree(retectl, treeInMemory(digests, blobs, local), { message: step.tree.body.message });
         const t2 = performance.now();
         runs.push(
           await counted(step, before, positionBefore, {

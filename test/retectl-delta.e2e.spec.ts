@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -7,11 +7,10 @@ import { bucketOf, headBuckets } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import type { z } from 'zod';
 import { CoordinatorClient, type RequestOptions } from '../apps/retectl/src/client.js';
-import { digestsOf } from '../apps/retectl/src/commands/plan.js';
-import { publishTree, type TreeToPublish } from '../apps/retectl/src/commands/publish.js';
-import { localHeads, readDelta } from '../apps/retectl/src/delta.js';
-import { loadCompiledTree } from '../apps/retectl/src/rete-dir.js';
-import { bytesOf } from '#rete';
+import { publishTree } from '../apps/retectl/src/commands/publish.js';
+import { readDelta } from '../apps/retectl/src/delta.js';
+import { loadPublishable } from '../apps/retectl/src/rete-dir.js';
+import { treeInMemory, type TreeToPublish } from '../apps/retectl/src/tree-to-publish.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { retectl, writeFleetRete, type RetectlEnv, type ReteNode } from './support/fleet.js';
@@ -176,6 +175,57 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     expect(record.unchanged).toBe(38);
   });
 
+  it('reads of .flor/compiled only what it sends, each checked against the compile record: a file changed by hand since is refused, the ledger unmoved', async () => {
+    // As the refusal names them: from the rete folder retectl runs in.
+    const shown = (node: string, file: string) => join('.flor', 'compiled', node, file);
+    const compiledFile = (node: string, file: string) => join(env.rete, shown(node, file));
+    const refusedAndUnmoved = async (path: string, what: string) => {
+      const at = await position();
+      const run = await retectl(env, ['publish', '-m', 'refused']);
+      expect(run).toEqual({ code: 1, stdout: '', stderr: `retectl: ${path} ${what} since the last compile: run retectl compile\n` });
+      expect(await position()).toBe(at);
+    };
+    // A node not sent is not read: edge-20's file garbled in place (its folder's stamp unmoved) does not stop edge-21's publish.
+    const garbled = compiledFile('edge-20', 'mgmt/flor.json');
+    const original = readFileSync(garbled);
+    writeFileSync(garbled, Buffer.alloc(original.byteLength, 0x20));
+    await moveNode('edge-21', 7921);
+    const one = await publishJson('-m', 'edge-21 moves');
+    expect({ sent: one.sent, changed: one.changed }).toEqual({
+      sent: 1,
+      changed: [{ node: 'edge-21', from: expect.any(Number), to: one.changed[0].from + 1 }],
+    });
+    writeFileSync(garbled, original);
+
+    // A blob it uploads is checked against its digest: garbled in place after the compile, refused.
+    await moveNode('edge-22', 7922);
+    const blob = compiledFile('edge-22', 'mgmt/flor.json');
+    const compiled22 = readFileSync(blob);
+    writeFileSync(blob, Buffer.alloc(compiled22.byteLength, 0x20));
+    await refusedAndUnmoved(shown('edge-22', 'mgmt/flor.json'), 'was changed');
+    // The refusal dropped the record: the next compile reads the tree back and writes edge-22's file again.
+    const repaired = await retectl(env, ['compile']);
+    expect(repaired.stdout).toMatch(/^~ edge-22: flor\.json$/m);
+    expect(readFileSync(blob)).toEqual(compiled22);
+
+    // A sent node's digests.json must give the set digest the record holds.
+    const list = compiledFile('edge-22', 'digests.json');
+    const listText = readFileSync(list, 'utf8');
+    writeFileSync(list, listText.replace(/"sha256": "[0-9a-f]{64}"/, `"sha256": "${'0'.repeat(64)}"`));
+    await refusedAndUnmoved(shown('edge-22', 'digests.json'), 'was changed');
+    expect((await retectl(env, ['compile'])).stdout).toMatch(/; files: 1 written, /);
+    expect(readFileSync(list, 'utf8')).toBe(listText);
+    rmSync(list);
+    await refusedAndUnmoved(shown('edge-22', 'digests.json'), 'was removed');
+    expect((await retectl(env, ['compile'])).code).toBe(0);
+    expect(readFileSync(list, 'utf8')).toBe(listText);
+    const fixed = await publishJson('-m', 'edge-22 moves');
+    expect({ sent: fixed.sent, changed: fixed.changed }).toEqual({
+      sent: 1,
+      changed: [{ node: 'edge-22', from: expect.any(Number), to: fixed.changed[0].from + 1 }],
+    });
+  });
+
   describe('when the ledger moves between reading the heads and publishing', () => {
     /** A client that, after each bucket read, has another operator move the ledger (an enrolment token is a ledger event). */
     class Interleaved extends CoordinatorClient {
@@ -197,13 +247,7 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
         return answer;
       }
     }
-    const compiled = (): TreeToPublish => {
-      const { tree } = loadCompiledTree(env.rete);
-      const digests = digestsOf(tree);
-      const bytes = new Map<string, Buffer>();
-      for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
-      return { digests, bytes };
-    };
+    const compiled = (): TreeToPublish => loadPublishable(env.rete).tree;
 
     it('a delta refused as stale is read again and published at the new position', async () => {
       await moveNode('edge-05', 7905);
@@ -249,9 +293,9 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
           return super.call(method, path, schema, options);
         }
       })({ url: coordinator.url, token: coordinator.adminToken! });
-      expect(await readDelta(client, localHeads(compiled().digests), false)).toEqual({ kind: 'moved' });
+      expect(await readDelta(client, compiled().heads(), false)).toEqual({ kind: 'moved' });
       // Unraced, the same tree gives edge-08's change, read at the current position.
-      const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), localHeads(compiled().digests), false);
+      const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), compiled().heads(), false);
       expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-08'] });
     });
   });
@@ -270,7 +314,7 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
         digests.set(`wide-${i}`, new Map([['flor.json', sha]]));
         bytes.set(sha, content);
       }
-      return { digests, bytes };
+      return treeInMemory(digests, bytes);
     };
     // 600 new nodes fill nearly every bucket: the whole tree (and the nodes the ledger had before, left out, are kept).
     const first = await publishTree(

@@ -6,7 +6,9 @@ import {
   diffTrees,
   formatDiagnostic,
   validateRete,
+  bytesOf,
   type ArtifactBytes,
+  type ArtifactDigests,
   type CompiledTree,
   type Diagnostic,
   type ParseCache,
@@ -15,9 +17,10 @@ import {
   type Source,
 } from '#rete';
 import { sha256Hex } from '#bundle';
-import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord } from './compiled-output.js';
+import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord, type CompileRecord } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
 import type { LocalHeads } from './delta.js';
+import { recordedTree, treeInMemory, type TreeToPublish } from './tree-to-publish.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
@@ -148,6 +151,36 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
   const sources = readSources(root);
   const cache = new DiskParseCache(root);
   const { rete } = validateDir(root, true, { sources, cache });
+  return { rete, ...checkedTree(root, rete, sources, cache) };
+}
+
+/**
+ * The tree a publish sends. When the record of the last compile was made from exactly these YAML
+ * files, resource sources and parser, compiling them now yields the tree the record holds, so the
+ * record stands for it (recordedTree): nothing is compiled again, and of .flor/compiled only the
+ * nodes and blobs the publish sends are read, each checked against the record as it is read. A
+ * publish of one changed node of 100,000 reads one node. Without such a record the whole tree is
+ * compiled again, read back and compared, as loadCompiledTree does, and held in memory.
+ */
+export function loadPublishable(root: string): { rete: Rete; tree: TreeToPublish } {
+  const sources = readSources(root);
+  const cache = new DiskParseCache(root);
+  const { rete } = validateDir(root, true, { sources, cache });
+  const record = recordFor(root, sources, cache.parser, sourceReader(root));
+  if (record) {
+    const { sets, bucketOf } = record.nodes.nodeSets();
+    const heads = { sets, bucketOf, buckets: [...record.buckets] };
+    return { rete, tree: recordedTree(join(root, COMPILED_DIR), record.nodes.names(), heads, () => forgetRecord(root)) };
+  }
+  const { tree, heads } = checkedTree(root, rete, sources, cache);
+  const digests = digestsOf(tree);
+  const bytes = new Map<string, Buffer>();
+  for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
+  return { rete, tree: treeInMemory(digests, bytes, heads) };
+}
+
+/** .flor/compiled read back whole and compared with compiling the validated rete now; stale_compile when they differ. */
+function checkedTree(root: string, rete: Rete, sources: readonly Source[], cache: DiskParseCache): { tree: CompiledTree; heads?: LocalHeads } {
   const expected = compileRete(rete);
   const onDisk = readCompiled(root);
   const d = diffTrees(onDisk, expected);
@@ -160,8 +193,16 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
       `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
     );
   }
-  const heads = recordedHeads(root, sources, cache.parser, sourceReader(root));
-  return { rete, tree: onDisk, ...(heads && heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
+  const record = recordFor(root, sources, cache.parser, sourceReader(root));
+  if (!record) return { tree: onDisk };
+  const { sets, bucketOf } = record.nodes.nodeSets();
+  const heads = { sets, bucketOf, buckets: [...record.buckets] };
+  return { tree: onDisk, ...(heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
+}
+
+/** The artifacts' digests of each node of a tree in memory. */
+export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
+  return new Map([...tree].map(([node, files]) => [node, new Map([...files].map(([name, text]) => [name, sha256Hex(text)]))]));
 }
 
 /** What reading a resource's source gave, in one string: its bytes' digest, or the problem. */
@@ -169,13 +210,12 @@ export function readSourceDigest(got: ReturnType<ReadSource>): string {
   return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
 }
 
-/** The record's heads, when the record was made from exactly these sources by this parser. */
-function recordedHeads(root: string, sources: readonly Source[], parser: string, read: ReadSource): LocalHeads | undefined {
+/** The record of the last compile, when it was made from exactly these sources by this parser. */
+function recordFor(root: string, sources: readonly Source[], parser: string, read: ReadSource): CompileRecord | undefined {
   const record = readRecord(root);
   const was = record?.inputs;
   if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
   for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
-  const { sets, bucketOf } = record.nodes.nodeSets();
-  return { sets, bucketOf, buckets: [...record.buckets] };
+  return record;
 }

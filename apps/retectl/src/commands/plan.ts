@@ -1,4 +1,3 @@
-import { sha256Hex } from '#bundle';
 import { FILE_ARTIFACT, fileArtifactName, RESOURCES_JSON, RolloutPlan, type ResourcesJson, VersionDetail } from '#contracts';
 import { bytesOf, nodesToInspect, planPublish, type ArtifactDigests, type CompiledTree, type Plan, type PlanEntry } from '#rete';
 import { renderNodeDiff, textOf, unifiedPatch, useColour, type NodeDiff } from '../unified.js';
@@ -8,7 +7,7 @@ import { CoordinatorClient } from '../client.js';
 import { listHeadDigests, listNodes } from '../node-pages.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { out, outJson } from '../output.js';
-import { loadCompiledTree } from '../rete-dir.js';
+import { digestsOf, loadCompiledTree } from '../rete-dir.js';
 import { ineligibleLine } from '../ineligible.js';
 import { parseResources, resourcesOf } from '../resources-json.js';
 import { rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
@@ -29,10 +28,6 @@ export interface PlanOptions extends ConnectionFlags, RolloutFlags {
 
 /** Exit status of a plan with changes, as `terraform plan -detailed-exitcode`. */
 export const PLAN_HAS_CHANGES = 3;
-
-export function digestsOf(tree: CompiledTree): Map<string, ArtifactDigests> {
-  return new Map([...tree].map(([node, files]) => [node, new Map([...files].map(([name, text]) => [name, sha256Hex(text)]))]));
-}
 
 /**
  * Compares the compiled tree with the coordinator's heads by digest; exit 3 when a publish would stamp

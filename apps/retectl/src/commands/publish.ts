@@ -1,5 +1,5 @@
 import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishDetail, PublishResponse, RESOURCES_JSON, type NodeLabels } from '#contracts';
-import { bytesOf, nodeLabels, type ArtifactDigests } from '#rete';
+import { nodeLabels } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
@@ -12,10 +12,10 @@ import { progressBar } from '../progress.js';
 import { blobArchive } from '../blob-tar.js';
 import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
 import { parseResources } from '../resources-json.js';
-import { loadCompiledTree } from '../rete-dir.js';
-import { digestsOf } from './plan.js';
+import { loadPublishable } from '../rete-dir.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
-import { localHeads, readDelta, type LocalHeads } from '../delta.js';
+import { readDelta } from '../delta.js';
+import type { TreeToPublish } from '../tree-to-publish.js';
 import { status as rolloutStatus } from './rollout.js';
 import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
 import type { RolloutPlanInput } from '#contracts';
@@ -69,15 +69,6 @@ export async function missingBlobs(
 /** Times the heads are read again when the ledger moves under a delta, before the whole tree is sent. */
 const DELTA_ATTEMPTS = 3;
 
-export interface TreeToPublish {
-  /** Every node of the tree and its artifacts' digests. */
-  readonly digests: ReadonlyMap<string, ArtifactDigests>;
-  /** The bytes of each digest the tree names. */
-  readonly bytes: ReadonlyMap<string, Buffer>;
-  /** Its set digests and buckets, when already worked out (localHeads). */
-  readonly local?: LocalHeads;
-}
-
 export interface PublishTreeOptions {
   readonly message: string;
   readonly prune?: boolean;
@@ -114,31 +105,31 @@ export interface PublishOutcome {
  * stale, like the whole tree.
  */
 export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
-  const local = options.full ? null : (tree.local ?? localHeads(tree.digests));
+  const local = options.full ? null : tree.heads();
   for (let attempt = 0; local !== null && attempt < DELTA_ATTEMPTS; attempt++) {
     const delta = await readDelta(client, local, options.prune ?? false);
     if (delta.kind === 'full') break;
     if (delta.kind === 'moved') continue;
     try {
       const sent = await send(client, tree, delta.send, { ...options, prune: false, expectPosition: options.expectPosition ?? delta.position });
-      return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.digests.size - delta.send.length } };
+      return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.size - delta.send.length } };
     } catch (e) {
       // The ledger moved after the heads were read: read them again. An operator's pin is final.
       if (options.expectPosition === undefined && e instanceof RetectlError && e.problem?.code === 'stale_position') continue;
       throw e;
     }
   }
-  return send(client, tree, [...tree.digests.keys()], options);
+  return send(client, tree, tree.names(), options);
 }
 
 /** Uploads the blobs of these nodes the coordinator lacks, then publishes them in one request. */
 async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: readonly string[], options: PublishTreeOptions): Promise<PublishOutcome> {
   const offered = new Set<string>();
-  for (const node of nodes) for (const sha of tree.digests.get(node)!.values()) offered.add(sha);
+  for (const node of nodes) for (const sha of tree.artifacts(node).values()) offered.add(sha);
   const missing = await missingBlobs(client, [...offered].sort(), (sha) => offered.has(sha));
   const bar = options.progress && missing.length >= PROGRESS_THRESHOLD ? progressBar('uploading', missing.length) : { tick() {}, done() {} };
   try {
-    await uploadBlobs(client, missing, tree.bytes, bar);
+    await uploadBlobs(client, missing, new Map(missing.map((sha) => [sha, tree.bytes(sha)])), bar);
   } finally {
     bar.done();
   }
@@ -148,7 +139,7 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
     .call('POST', '/v1/publishes', PublishResponse, {
       json: {
         message: options.message,
-        nodes: Object.fromEntries(nodes.map((node) => [node, { artifacts: Object.fromEntries(tree.digests.get(node)!) }])),
+        nodes: Object.fromEntries(nodes.map((node) => [node, { artifacts: Object.fromEntries(tree.artifacts(node)) }])),
         ...(options.prune ? { prune: true } : {}),
         ...(options.expectPosition !== undefined ? { expected_position: options.expectPosition } : {}),
         ...(allow.length > 0 ? { allow_ineligible: allow } : {}),
@@ -187,33 +178,25 @@ export function unknownLabels(e: unknown): boolean {
  * content fails unless each is named in allowIneligible.
  */
 export async function run(options: PublishOptions): Promise<number> {
-  const { rete, tree, heads } = loadCompiledTree(options.dir);
+  const { rete, tree } = loadPublishable(options.dir);
   const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
   const chosen = rolloutPlanOf(rete, options);
   refusePruneInWaves(chosen, options.prune ?? false);
   const rollout = chosen?.plan;
   const planLine = rolloutPlanLine(chosen, rete);
-  const digests = digestsOf(tree);
-  const bytes = new Map<string, Buffer>();
-  for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
 
-  // The set digests and buckets compile worked out when it wrote the tree, when its record says it wrote this one.
-  const { body, sent, uploaded } = await publishTree(
-    client,
-    { digests, bytes, ...(heads ? { local: heads } : {}) },
-    {
-      message: options.message ?? 'published with retectl',
-      progress: true,
-      ...(options.prune ? { prune: true } : {}),
-      ...(options.full ? { full: true } : {}),
-      ...(options.expectPosition !== undefined ? { expectPosition: options.expectPosition } : {}),
-      ...(options.allowIneligible ? { allowIneligible: options.allowIneligible } : {}),
-      ...(rollout ? { rollout } : {}),
-      ...(options.supersede ? { supersede: options.supersede } : {}),
-      ...(options.confirmWithin !== undefined ? { confirmWithin: options.confirmWithin } : {}),
-      labels: Object.fromEntries(nodeLabels(rete)),
-    },
-  );
+  const { body, sent, uploaded } = await publishTree(client, tree, {
+    message: options.message ?? 'published with retectl',
+    progress: true,
+    ...(options.prune ? { prune: true } : {}),
+    ...(options.full ? { full: true } : {}),
+    ...(options.expectPosition !== undefined ? { expectPosition: options.expectPosition } : {}),
+    ...(options.allowIneligible ? { allowIneligible: options.allowIneligible } : {}),
+    ...(rollout ? { rollout } : {}),
+    ...(options.supersede ? { supersede: options.supersede } : {}),
+    ...(options.confirmWithin !== undefined ? { confirmWithin: options.confirmWithin } : {}),
+    labels: Object.fromEntries(nodeLabels(rete)),
+  });
   if (options.confirmWithin !== undefined && body.publish_id !== null && !options.json) {
     note(`the changed nodes revert on their own unless confirmed within ${options.confirmWithin} s of taking it: retectl confirm ${body.publish_id}`);
   }
@@ -224,10 +207,10 @@ export async function run(options: PublishOptions): Promise<number> {
   // The publish is said before the wait, so the live counts (stderr) follow it.
   // A changed node the tree does not hold is one this (pruning) publish retires.
   if (!options.json) {
-    const lines = formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !digests.has(node));
+    const lines = formatPublish(body, sent, uploaded, { all: options.all ?? false }, (node) => !tree.has(node));
     const resources = publishResourcesLine(body.changed, (node) => {
-      const text = tree.get(node)?.get(RESOURCES_JSON);
-      return text === undefined ? undefined : parseResources(bytesOf(text).toString('utf8'), `${node}'s compiled ${RESOURCES_JSON}`);
+      const sha = tree.has(node) ? tree.artifacts(node).get(RESOURCES_JSON) : undefined;
+      return sha === undefined ? undefined : parseResources(tree.bytes(sha).toString('utf8'), `${node}'s compiled ${RESOURCES_JSON}`);
     });
     // After the summary line, before the list of nodes.
     if (resources) lines.splice(1, 0, resources);
