@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import { bucketOf, headBuckets } from '#bundle';
-import { HEAD_BUCKETS } from '#contracts';
+import { bucketOf, headBuckets, labelBuckets } from '#bundle';
+import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
 import type { z } from 'zod';
 import { CoordinatorClient, type RequestOptions } from '../apps/retectl/src/client.js';
 import { publishTree } from '../apps/retectl/src/commands/publish.js';
@@ -76,7 +76,7 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
 
   it('an empty ledger has every bucket empty; the first publish sends every node', async () => {
     const empty = (await admin.get('/v1/heads/buckets')).body;
-    expect(empty).toEqual({ position: await position(), buckets: headBuckets([]) });
+    expect(empty).toEqual({ position: await position(), buckets: headBuckets([]), labels: labelBuckets([]) });
     const first = await publishJson('-m', 'first');
     expect({ sent: first.sent, changed: first.changed.length, unchanged: first.unchanged, uploaded: first.uploaded }).toEqual({
       sent: 40,
@@ -90,7 +90,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     const heads = await headsNow();
     const answer = (await admin.get('/v1/heads/buckets')).body;
     expect(answer.buckets).toHaveLength(HEAD_BUCKETS);
-    expect(answer).toEqual({ position: await position(), buckets: headBuckets(heads.map((h) => [h.node, h.set_digest])) });
+    expect(answer).toEqual({
+      position: await position(),
+      buckets: headBuckets(heads.map((h) => [h.node, h.set_digest])),
+      // retectl sent each node's labels (none: the rete has no tags or groups), and the coordinator recorded them.
+      labels: labelBuckets(heads.map((h) => [h.node, { tags: [], groups: [] }])),
+    });
     // A bucket's heads, and nothing else, with the position they were read at.
     const bucket = bucketOf('edge-07');
     const page = (await admin.get(`/v1/heads?buckets=${bucket}`)).body;
@@ -226,6 +231,44 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     });
   });
 
+  it('sends the labels of the buckets whose labels differ from those the coordinator recorded, and none when none differ', async () => {
+    /** A client that keeps each publish request's labels. */
+    class Recording extends CoordinatorClient {
+      readonly sent: (Record<string, NodeLabels> | undefined)[] = [];
+      override async call<S extends z.ZodType>(
+        method: string,
+        path: string,
+        schema: S,
+        options?: RequestOptions,
+      ): Promise<{ status: number; body: z.infer<S> }> {
+        if (path === '/v1/publishes') this.sent.push((options?.json as { labels?: Record<string, NodeLabels> }).labels);
+        return super.call(method, path, schema, options);
+      }
+    }
+    const client = new Recording({ url: coordinator.url, token: coordinator.adminToken! });
+    const tree = loadPublishable(env.rete).tree;
+    const plain = Object.fromEntries(tree.names().map((node) => [node, { tags: [], groups: [] }]));
+    const theirs = async () => (await admin.get('/v1/heads/buckets')).body.labels;
+    // Every node was published with no tags or groups: the coordinator's label buckets are those, and nothing is sent again.
+    expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
+    await publishTree(client, tree, { message: 'same labels', labels: plain });
+    expect(client.sent).toEqual([undefined]);
+    // edge-03 tagged (twice, out of order, as a rete may list them): only its bucket's labels go, and the coordinator records them.
+    const tagged = { ...plain, 'edge-03': { tags: ['web', 'db', 'web'], groups: ['ops'] } };
+    await publishTree(client, tree, { message: 'edge-03 tagged', labels: tagged });
+    const bucket = bucketOf('edge-03');
+    const sent = client.sent[1]!;
+    expect(Object.keys(sent).sort()).toEqual(tree.names().filter((node) => bucketOf(node) === bucket));
+    expect(sent['edge-03']).toEqual(tagged['edge-03']);
+    expect(await theirs()).toEqual(labelBuckets(Object.entries({ ...plain, 'edge-03': { tags: ['db', 'web'], groups: ['ops'] } })));
+    await publishTree(client, tree, { message: 'edge-03 still tagged', labels: tagged });
+    expect(client.sent[2]).toBeUndefined();
+    // Back as it was, for the tests after this one.
+    await publishTree(client, tree, { message: 'edge-03 untagged', labels: plain });
+    expect(Object.keys(client.sent[3]!)).toContain('edge-03');
+    expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
+  });
+
   describe('when the ledger moves between reading the heads and publishing', () => {
     /** A client that, after each bucket read, has another operator move the ledger (an enrolment token is a ledger event). */
     class Interleaved extends CoordinatorClient {
@@ -296,7 +339,7 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       expect(await readDelta(client, compiled().heads(), false)).toEqual({ kind: 'moved' });
       // Unraced, the same tree gives edge-08's change, read at the current position.
       const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), compiled().heads(), false);
-      expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-08'] });
+      expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-08'], labels: labelBuckets([]) });
     });
   });
 

@@ -48,7 +48,8 @@ const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/v1/heads/buckets',
-    summary: 'The digest of each bucket of active heads, at one ledger position: a client compares its tree bucket by bucket',
+    summary:
+      "The digest of each bucket of active heads, at one ledger position, and of each bucket of the nodes' recorded labels: a client compares its tree bucket by bucket",
     access: 'reader',
     responses: { 200: { description: 'the bucket digests', schema: C.HeadBuckets }, ...std },
   },

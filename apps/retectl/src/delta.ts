@@ -1,5 +1,5 @@
-import { bucketOf, headBuckets } from '#bundle';
-import { HEAD_BUCKETS, HeadBuckets } from '#contracts';
+import { bucketOf, headBuckets, labelBuckets } from '#bundle';
+import { HEAD_BUCKETS, HeadBuckets, type NodeLabels } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
@@ -14,6 +14,8 @@ export interface Delta {
   readonly kind: 'delta';
   readonly position: number;
   readonly send: readonly string[];
+  /** The digest of each bucket of the coordinator's recorded labels, when it gives them. */
+  readonly labels?: readonly string[];
 }
 
 /** More buckets differing than this, and the whole tree is sent instead of its difference. */
@@ -61,7 +63,8 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
     throw e;
   }
   const differing = local.buckets.flatMap((digest, i) => (digest === summary.buckets[i] ? [] : [i]));
-  if (differing.length === 0) return { kind: 'delta', position: summary.position, send: [] };
+  const labels = summary.labels ? { labels: summary.labels } : {};
+  if (differing.length === 0) return { kind: 'delta', position: summary.position, send: [], ...labels };
   // Most buckets differ (a fleet-wide change, a first publish): reading their heads would cost about
   // what the coordinator's own comparison of the whole tree does, so the whole tree is sent.
   if (differing.length > MOST_BUCKETS) return { kind: 'full' };
@@ -80,5 +83,24 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   }
   // An active head the tree leaves out is one a pruning publish retires: only the whole tree says so.
   if (prune) for (const head of heads.values()) if (!head.retired && !local.sets.has(head.node)) return { kind: 'full' };
-  return { kind: 'delta', position: summary.position, send };
+  return { kind: 'delta', position: summary.position, send, ...labels };
+}
+
+/**
+ * The labels a publish sends: those of the buckets whose digest differs from the coordinator's
+ * recorded labels (theirs), every node's when it gives none. A bucket holding a node the coordinator
+ * recorded labels for and the tree no longer has differs every time, and costs its few hundred
+ * nodes' labels; labels only ever replace what was recorded, so what is not sent stays as it is.
+ */
+export function labelsToSend(
+  labels: Readonly<Record<string, NodeLabels>>,
+  theirs: readonly string[] | undefined,
+  local: LocalHeads,
+): Readonly<Record<string, NodeLabels>> {
+  if (theirs === undefined) return labels;
+  const entries = Object.entries(labels);
+  const bucket = (node: string) => local.bucketOf?.get(node) ?? bucketOf(node);
+  const mine = labelBuckets(entries, bucket);
+  const differing = new Set(mine.flatMap((digest, i) => (digest === theirs[i] ? [] : [i])));
+  return differing.size === 0 ? {} : Object.fromEntries(entries.filter(([node]) => differing.has(bucket(node))));
 }

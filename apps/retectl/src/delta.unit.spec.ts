@@ -1,7 +1,7 @@
-import { bucketOf, headBuckets } from '#bundle';
+import { bucketOf, headBuckets, labelBuckets } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import { localSetDigest } from '#rete';
-import { localHeads } from './delta.js';
+import { labelsToSend, localHeads } from './delta.js';
 
 describe('localHeads', () => {
   const tree = new Map(
@@ -28,5 +28,24 @@ describe('localHeads', () => {
 
   it('an empty tree has every bucket empty', () => {
     expect(localHeads(new Map()).buckets).toEqual(headBuckets([]));
+  });
+});
+
+describe('labelsToSend', () => {
+  const nodes = Array.from({ length: 1_000 }, (_, i) => `node-${i}`);
+  const labels = Object.fromEntries(nodes.map((n, i) => [n, { tags: [`t${i % 5}`], groups: [] }]));
+  const local = localHeads(new Map(nodes.map((n) => [n, new Map([['flor.json', 'a'.repeat(64)]])])));
+
+  it("sends every node's labels to a coordinator that gives no label buckets", () => {
+    expect(labelsToSend(labels, undefined, local)).toBe(labels);
+  });
+
+  it('sends none when every bucket matches, and only the nodes of the buckets that differ', () => {
+    const theirs = labelBuckets(Object.entries(labels));
+    expect(labelsToSend(labels, theirs, local)).toEqual({});
+    const moved = { ...labels, 'node-7': { tags: ['new'], groups: [] } };
+    const sent = labelsToSend(moved, theirs, local);
+    expect(Object.keys(sent).sort()).toEqual(nodes.filter((n) => bucketOf(n) === bucketOf('node-7')).sort());
+    expect(sent['node-7']).toEqual({ tags: ['new'], groups: [] });
   });
 });

@@ -27,13 +27,15 @@ export interface TreeToPublish {
 
 /** A tree held in memory: every node's digests, every digest's bytes, and its heads when already worked out. */
 export function treeInMemory(digests: ReadonlyMap<string, ArtifactDigests>, bytes: ReadonlyMap<string, Buffer>, local?: LocalHeads): TreeToPublish {
+  let heads = local;
   return {
     size: digests.size,
     has: (node) => digests.has(node),
     names: () => [...digests.keys()].sort(),
     artifacts: (node) => digests.get(node)!,
     bytes: (sha) => bytes.get(sha)!,
-    heads: () => local ?? localHeads(digests),
+    // Worked out once: a publish read again after the ledger moved compares the same tree.
+    heads: () => (heads ??= localHeads(digests)),
   };
 }
 

@@ -31,3 +31,27 @@ export function headBuckets(heads: Iterable<readonly [node: string, setDigest: s
   for (const head of heads) members[bucket(head[0])].push(head);
   return members.map(bucketDigest);
 }
+
+/** A node's labels as one line's text: its tags, then its groups, each de-duplicated, sorted and joined by commas. */
+export function labelsText(labels: { readonly tags: readonly string[]; readonly groups: readonly string[] }): string {
+  const list = (xs: readonly string[]) => [...new Set(xs)].sort().join(',');
+  return `${list(labels.tags)} ${list(labels.groups)}`;
+}
+
+/**
+ * The digest of each bucket of these nodes' labels (tags and groups, for scoped tokens): bucketDigest
+ * over `<node> <tags> <groups>` (labelsText) of the nodes with a tag or a group: a node with neither
+ * is one the coordinator records nothing for. A client that gives a bucket the digest the coordinator
+ * gives its recorded labels holds the same labels for every node in it, and need not send them.
+ */
+export function labelBuckets(
+  labels: Iterable<readonly [node: string, labels: { readonly tags: readonly string[]; readonly groups: readonly string[] }]>,
+  bucket: (node: string) => number = bucketOf,
+): string[] {
+  return headBuckets(
+    (function* () {
+      for (const [node, l] of labels) if (l.tags.length + l.groups.length > 0) yield [node, labelsText(l)] as const;
+    })(),
+    bucket,
+  );
+}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { HEAD_BUCKETS } from '#contracts';
-import { bucketOf, headBuckets } from './head-buckets.js';
+import { bucketOf, headBuckets, labelBuckets, labelsText } from './head-buckets.js';
 import { sha256Hex } from './digest.js';
 
 const digest = (s: string) => sha256Hex(s);
@@ -37,5 +37,29 @@ describe('head buckets', () => {
     expect(differing(headBuckets(changed))).toEqual([bucketOf('node-42')]);
     expect(differing(headBuckets([...heads, ['node-new', digest('new')]]))).toEqual([bucketOf('node-new')]);
     expect(differing(headBuckets(heads.filter(([n]) => n !== 'node-7')))).toEqual([bucketOf('node-7')]);
+  });
+});
+
+describe('label buckets', () => {
+  const labels = (n: number) => Array.from({ length: n }, (_, i) => [`node-${i}`, { tags: [`t${i % 7}`, 'all'], groups: i % 2 ? ['odd'] : [] }] as const);
+
+  it('digests each bucket as the lines `<node> <tags> <groups>`, each list de-duplicated, sorted and joined by commas', () => {
+    const buckets = labelBuckets([['edge-07', { tags: ['web', 'db', 'web'], groups: ['ops', 'dev'] }]]);
+    expect(labelsText({ tags: ['web', 'db', 'web'], groups: ['ops', 'dev'] })).toBe('db,web dev,ops');
+    expect(buckets[bucketOf('edge-07')]).toBe(sha256Hex('edge-07 db,web dev,ops\n'));
+    expect(buckets.filter((_, b) => b !== bucketOf('edge-07')).every((d) => d === sha256Hex(''))).toBe(true);
+    // No tag and no group: what the coordinator records nothing for, left out.
+    expect(labelBuckets([['edge-07', { tags: [], groups: [] }]])).toEqual(labelBuckets([]));
+    expect(labelBuckets([['edge-07', { tags: [], groups: ['ops'] }]])[bucketOf('edge-07')]).toBe(sha256Hex('edge-07  ops\n'));
+  });
+
+  it('does not depend on the order of the nodes or of their lists, and a changed label changes its own bucket only', () => {
+    const all = labels(2_000);
+    const buckets = labelBuckets(all);
+    const shuffled = [...all].reverse().map(([n, l]) => [n, { tags: [...l.tags].reverse(), groups: [...l.groups, ...l.groups] }] as const);
+    expect(labelBuckets(shuffled)).toEqual(buckets);
+    const changed = all.map(([n, l]) => (n === 'node-42' ? ([n, { ...l, groups: ['moved'] }] as const) : ([n, l] as const)));
+    const after = labelBuckets(changed);
+    expect(after.flatMap((d, b) => (d === buckets[b] ? [] : [b]))).toEqual([bucketOf('node-42')]);
   });
 });

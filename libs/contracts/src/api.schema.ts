@@ -414,7 +414,17 @@ export const HeadsPage = z.object({
  * bucket i (the first byte of md5(node)), in byte order of the names. A client that computes the same
  * over its tree asks only for the heads of the buckets that differ.
  */
-export const HeadBuckets = z.object({ position: Position, buckets: z.array(Sha256).length(HEAD_BUCKETS) });
+export const HeadBuckets = z.object({
+  position: Position,
+  buckets: z.array(Sha256).length(HEAD_BUCKETS),
+  labels: z
+    .array(Sha256)
+    .length(HEAD_BUCKETS)
+    .optional()
+    .describe(
+      "the digest of each bucket of the nodes' recorded labels (sha256 of the lines `<node> <tags> <groups>\\n` of its nodes with a tag or a group, each list de-duplicated, sorted and joined by commas): a publish need send only the labels of the buckets that differ (absent from coordinators before it)",
+    ),
+});
 export type HeadBuckets = z.infer<typeof HeadBuckets>;
 
 export const PageQuery = z.strictObject({

@@ -7,3 +7,4 @@ export { revokeLiveCredentials } from './credentials.repository.js';
 export { firstAdminTokenLines, writeFirstAdminToken, type WrittenToken } from './first-admin-token.js';
 export { IdentityModule } from './identity.module.js';
 export { bearerOf, type ParsedSecret, parseSecret, secretMatches } from './secrets.js';
+export { recordedLabelBuckets } from './labels-memo.js';

@@ -18,7 +18,7 @@ import {
   readPublishesPage,
   readVersionsPage,
 } from './queries.repository.js';
-import { failedLines, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
+import { failedLines, recordedLabelBuckets, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
 
@@ -60,13 +60,14 @@ export class QueriesController {
 
   /**
    * The digest of each bucket of active heads at one ledger position (HeadBuckets): a client holding a
-   * tree computes the same and asks only for the heads of the buckets that differ.
+   * tree computes the same and asks only for the heads of the buckets that differ; and the digest of
+   * each bucket of the recorded labels, so that it sends only the labels of the buckets that differ.
    */
   @Get('heads/buckets')
   @Access('reader')
   async headBuckets() {
     const view = await readHeadBuckets(this.db.kysely, this.buckets);
-    return { position: view.position, buckets: view.buckets };
+    return { position: view.position, buckets: view.buckets, labels: await recordedLabelBuckets(this.db.kysely) };
   }
 
   /**

@@ -14,7 +14,7 @@ import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
 import { parseResources } from '../resources-json.js';
 import { loadPublishable } from '../rete-dir.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
-import { readDelta } from '../delta.js';
+import { labelsToSend, readDelta } from '../delta.js';
 import type { TreeToPublish } from '../tree-to-publish.js';
 import { status as rolloutStatus } from './rollout.js';
 import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
@@ -82,7 +82,10 @@ export interface PublishTreeOptions {
   readonly rollout?: RolloutPlanInput;
   readonly supersede?: string;
   readonly confirmWithin?: number;
-  /** Every node's tags and groups (nodeLabels), sent whole with each request, delta or not. */
+  /**
+   * Every node's tags and groups (nodeLabels): a delta sends those of the label buckets that differ
+   * from the coordinator's (labelsToSend), the whole tree every node's.
+   */
   readonly labels?: Readonly<Record<string, NodeLabels>>;
 }
 
@@ -111,7 +114,8 @@ export async function publishTree(client: CoordinatorClient, tree: TreeToPublish
     if (delta.kind === 'full') break;
     if (delta.kind === 'moved') continue;
     try {
-      const sent = await send(client, tree, delta.send, { ...options, prune: false, expectPosition: options.expectPosition ?? delta.position });
+      const labels = options.labels ? { labels: labelsToSend(options.labels, delta.labels, local) } : {};
+      const sent = await send(client, tree, delta.send, { ...options, ...labels, prune: false, expectPosition: options.expectPosition ?? delta.position });
       return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.size - delta.send.length } };
     } catch (e) {
       // The ledger moved after the heads were read: read them again. An operator's pin is final.
