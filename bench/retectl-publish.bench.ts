@@ -1,0 +1,182 @@
+/**
+ * retectl publish benchmark: `retectl publish` of one changed web server in a generated fleet
+ * (support/fleet-rete.ts), the whole command as an operator runs it (the built CLI in its own process),
+ * against the built coordinator on a throwaway PostgreSQL (mirror off), in two ways, in turns:
+ *   (a) with the compile record: the YAML is what the last compile read, so publish takes the tree
+ *       from .flor/cache/compiled.v8 and reads back from .flor/compiled only the nodes it sends
+ *   (b) the same publish with the compile record moved aside for it (renamed before, back after):
+ *       publish validates and compiles the rete again (with the parse cache), reads the whole compiled
+ *       tree back, compares it and works out every node's set digest and bucket itself, which is what
+ *       every publish did before the record stood for the tree. The baseline for (a), in the same run
+ * Per size the rete is compiled and published whole once (not timed). Each round then moves one web
+ * server's listen port, which changes its own set and the sets of its site's monitor and databases
+ * (their peer lists name it), recompiles (not timed) and publishes that; then moves it back,
+ * recompiles and publishes again. One of the two publishes is (a), the other (b), and which goes
+ * first alternates from round to round. Each publish's summary line is checked: the changed nodes
+ * and the nodes sent must be the four the move changes, or the benchmark exits 1.
+ * It prints the wall time of each and the CPU time of the publish's process (user + system), medians
+ * of --repeat rounds, and the ratio (a)/(b) of the wall times.
+ *
+ *   npm run bench:retectl-publish [-- --sizes 10000,100000 --repeat 3]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onCleanup, runBench, UsageError } from './support/cleanup.js';
+import { parseCli } from './support/cli.js';
+import { startCoordinator } from './support/coordinator.js';
+import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
+import { REPO_ROOT } from './support/paths.js';
+import { startThrowawayPostgres } from './support/postgres.js';
+import { fmt, formatTable, median, ms } from './support/table.js';
+
+const RETECTL = join(REPO_ROOT, 'dist/apps/retectl/src/main.js');
+const RECORD = join('.flor', 'cache', 'compiled.v8');
+/** The first whole-tree publish of the largest fleet is tens of MB: well past the default 16 MiB. */
+const BODY_LIMIT = 128 * 1024 * 1024;
+/** Of a command's output, what is kept from its start (the publish summary) and from its end (the compile summary). */
+const KEEP = 4096;
+const say = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** Loaded into retectl's process: its CPU time on fd 3 as it exits. */
+const REPORT_CPU = `data:text/javascript,${encodeURIComponent("import { writeSync } from 'node:fs'; process.on('exit', () => { const c = process.cpuUsage(); writeSync(3, String((c.user + c.system) / 1000)); });")}`;
+
+interface Run {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  /** The start and the end of what it printed on stdout. */
+  readonly head: string;
+  readonly tail: string;
+}
+
+/**
+ * The built retectl in its own process. Its environment names no coordinator, token or config file
+ * of the machine's: the command line names the coordinator and the token.
+ */
+function retectl(args: readonly string[], configHome: string): Promise<Run> {
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), XDG_CONFIG_HOME: configHome };
+  for (const name of ['FLORETE_COORDINATOR', 'FLORETE_TOKEN', 'NODE_OPTIONS']) delete env[name];
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--import', REPORT_CPU, RETECTL, ...args], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    const streams = { head: '', tail: '', err: '', cpu: '' };
+    child.stdout?.on('data', (c: Buffer) => {
+      if (streams.head.length < KEEP) streams.head += c.toString();
+      streams.tail = (streams.tail + c.toString()).slice(-KEEP);
+    });
+    child.stderr?.on('data', (c: Buffer) => (streams.err = (streams.err + c.toString()).slice(-KEEP)));
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => (streams.cpu += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const wallMs = performance.now() - started;
+      if (code !== 0) return reject(new Error(`retectl ${args[0]} exited ${code}: ${streams.err.slice(-2000)}`));
+      resolve({ wallMs, cpuMs: Number(streams.cpu), head: streams.head, tail: streams.tail });
+    });
+  });
+}
+
+/** The compile's summary line must count the nodes the move changed. */
+function expectCompiled(run: Run, changed: number): void {
+  const summary = run.tail.trimEnd().split('\n').at(-1) ?? '';
+  const m = /: (\d+) new, (\d+) changed, (\d+) removed,/.exec(summary);
+  if (!m || Number(m[1]) !== 0 || Number(m[2]) !== changed || Number(m[3]) !== 0) {
+    throw new Error(`recompile after one move: expected ${changed} changed, retectl said: ${summary}`);
+  }
+}
+
+/** The publish's summary line (its first) must count `changed` nodes changed, the rest unchanged, and `changed` nodes sent. */
+function expectPublished(run: Run, what: string, nodes: number, changed: number): void {
+  const summary = run.head.split('\n').find((line) => line.startsWith('published ')) ?? run.head.split('\n')[0];
+  const sent = `(${changed} node${changed === 1 ? '' : 's'} sent, `;
+  if (!summary.includes(`: ${changed} changed, ${nodes - changed} unchanged ${sent}`)) {
+    throw new Error(`${what}: expected ${changed} changed, ${nodes - changed} unchanged ${sent}…, retectl said: ${summary}`);
+  }
+}
+
+interface SizeResult {
+  readonly nodes: number;
+  readonly recorded: Run[];
+  readonly aside: Run[];
+}
+
+async function measure(nodes: number, repeat: number): Promise<SizeResult> {
+  const base = mkdtempSync(join(tmpdir(), 'florete-bench-retectl-publish-'));
+  onCleanup(async () => rmSync(base, { recursive: true, force: true }));
+  const dir = join(base, 'rete');
+  // A web server in the middle site: its site's monitor and two databases list it among their peers.
+  const site = Math.floor(Math.floor((nodes - 1) / SITE_SIZE) / 2);
+  const moved = Math.min(nodes - 1, site * SITE_SIZE + Math.floor(SITE_SIZE / 2));
+  const siteNodes = Math.min(SITE_SIZE, nodes - site * SITE_SIZE);
+  const affected = moved % SITE_SIZE >= 3 && siteNodes > 3 ? 4 : 1;
+  const rete = fleetRete(nodes);
+  const texts = [rete.get(fleetFileOf(moved)) as string, fleetRete(nodes, moved).get(fleetFileOf(moved)) as string];
+  writeRete(dir, rete);
+
+  say(`${fmt(nodes)} nodes: compiling the rete${nodes >= 50_000 ? ' (about a minute at 100,000 nodes)' : ''} …`);
+  await retectl(['compile', '-C', dir], base);
+  say(`${fmt(nodes)} nodes: PostgreSQL and the coordinator …`);
+  const pg = await startThrowawayPostgres();
+  const coordinator = await startCoordinator({ databaseUrl: pg.url, env: { FLORETE_MIRROR: 'off', FLORETE_BODY_LIMIT: String(BODY_LIMIT) } });
+  const publish = (message: string) =>
+    retectl(['publish', '-C', dir, '--coordinator', coordinator.url, '--token', coordinator.adminToken, '-m', message], base);
+  say(`${fmt(nodes)} nodes: publishing the whole tree …`);
+  expectPublished(await publish(`bench: ${nodes} nodes, the whole tree`), 'first publish', nodes, nodes);
+
+  const recorded: Run[] = [];
+  const aside: Run[] = [];
+  let port: 0 | 1 = 0;
+  for (let r = 0; r < repeat; r++) {
+    const order = r % 2 === 0 ? (['recorded', 'aside'] as const) : (['aside', 'recorded'] as const);
+    say(
+      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: one change published ${order.map((o) => (o === 'recorded' ? 'with the compile record' : 'with it moved aside')).join(', then ')} …`,
+    );
+    for (const way of order) {
+      // The moved port, then back.
+      port = port === 0 ? 1 : 0;
+      writeFileSync(join(dir, fleetFileOf(moved)), texts[port]);
+      expectCompiled(await retectl(['compile', '-C', dir], base), affected);
+      const message = `bench: round ${r + 1}, port ${port === 1 ? 'moved' : 'back'}, ${way === 'recorded' ? 'with the compile record' : 'the record moved aside'}`;
+      let run: Run;
+      if (way === 'recorded') run = await publish(message);
+      else {
+        const record = join(dir, RECORD);
+        const away = `${record}.aside`;
+        renameSync(record, away);
+        try {
+          run = await publish(message);
+        } finally {
+          renameSync(away, record);
+        }
+      }
+      expectPublished(run, message, nodes, affected);
+      (way === 'recorded' ? recorded : aside).push(run);
+    }
+  }
+  await coordinator.stop();
+  pg.stop();
+  return { nodes, recorded, aside };
+}
+
+function report(results: readonly SizeResult[]): void {
+  const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
+  const both = (runs: readonly Run[]) => `${ms(med(runs, 'wallMs'))} (cpu ${ms(med(runs, 'cpuMs'))})`;
+  const rows = results.map(({ nodes, recorded, aside }) => [fmt(nodes), both(recorded), both(aside), fmt(med(recorded, 'wallMs') / med(aside, 'wallMs'), 3)]);
+  process.stdout.write(
+    `${formatTable(['nodes', '(a) with the compile record', '(b) record moved aside', 'a/b'], rows)}\n` +
+      `one change as retectl publish sends it: wall time (CPU time of the retectl process, user + system), medians of ${results[0]?.recorded.length ?? 0} rounds\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCli({ sizes: { type: 'string', default: '10000,100000' }, repeat: { type: 'string', default: '3' } });
+  const sizes = values.sizes.split(',').map(Number);
+  const repeat = Number(values.repeat);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError('--sizes takes node counts, e.g. 10000,100000');
+  if (!Number.isInteger(repeat) || repeat < 1) throw new UsageError('--repeat takes a whole number of rounds');
+  const results: SizeResult[] = [];
+  for (const nodes of sizes) results.push(await measure(nodes, repeat));
+  report(results);
+}
+
+runBench('bench:retectl-publish', main);
