@@ -32,10 +32,15 @@ export function headBuckets(heads: Iterable<readonly [node: string, setDigest: s
   return members.map(bucketDigest);
 }
 
+/** Labels de-duplicated, sorted and joined by commas; a list already so (as a rete gives them) is only joined. */
+function sortedList(xs: readonly string[]): string {
+  for (let i = 1; i < xs.length; i++) if (!(xs[i - 1] < xs[i])) return [...new Set(xs)].sort().join(',');
+  return xs.join(',');
+}
+
 /** A node's labels as one line's text: its tags, then its groups, each de-duplicated, sorted and joined by commas. */
 export function labelsText(labels: { readonly tags: readonly string[]; readonly groups: readonly string[] }): string {
-  const list = (xs: readonly string[]) => [...new Set(xs)].sort().join(',');
-  return `${list(labels.tags)} ${list(labels.groups)}`;
+  return `${sortedList(labels.tags)} ${sortedList(labels.groups)}`;
 }
 
 /**

@@ -46,6 +46,9 @@ describe('label buckets', () => {
   it('digests each bucket as the lines `<node> <tags> <groups>`, each list de-duplicated, sorted and joined by commas', () => {
     const buckets = labelBuckets([['edge-07', { tags: ['web', 'db', 'web'], groups: ['ops', 'dev'] }]]);
     expect(labelsText({ tags: ['web', 'db', 'web'], groups: ['ops', 'dev'] })).toBe('db,web dev,ops');
+    // Already sorted, or sorted with a repeat: the same text.
+    expect(labelsText({ tags: ['db', 'web'], groups: ['dev', 'ops'] })).toBe('db,web dev,ops');
+    expect(labelsText({ tags: ['db', 'db', 'web'], groups: ['dev', 'ops', 'ops'] })).toBe('db,web dev,ops');
     expect(buckets[bucketOf('edge-07')]).toBe(sha256Hex('edge-07 db,web dev,ops\n'));
     expect(buckets.filter((_, b) => b !== bucketOf('edge-07')).every((d) => d === sha256Hex(''))).toBe(true);
     // No tag and no group: what the coordinator records nothing for, left out.
