@@ -22,8 +22,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onCleanup, runBench, UsageError } from './support/cleanup.js';
-import { parseCli } from './support/cli.js';
+import { onCleanup, runBench } from './support/cleanup.js';
+import { sizesAndRepeat } from './support/cli.js';
 import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
 import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
@@ -144,11 +144,7 @@ function report(results: readonly SizeResult[]): void {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseCli({ sizes: { type: 'string', default: '10000,100000' }, repeat: { type: 'string', default: '3' } });
-  const sizes = values.sizes.split(',').map(Number);
-  const repeat = Number(values.repeat);
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError('--sizes takes node counts, e.g. 10000,100000');
-  if (!Number.isInteger(repeat) || repeat < 1) throw new UsageError('--repeat takes a whole number of rounds');
+  const { sizes, repeat } = sizesAndRepeat('10000,100000');
   const results: SizeResult[] = [];
   for (const nodes of sizes) results.push(await measure(nodes, repeat));
   report(results);

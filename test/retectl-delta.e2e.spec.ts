@@ -61,6 +61,21 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     expect((await retectl(env, ['compile'])).code).toBe(0);
   };
 
+  type Hook = (path: string, options?: RequestOptions) => void | Promise<void>;
+  /** The admin's client, with a hook run before each request is sent and one after it is answered. */
+  class Hooked extends CoordinatorClient {
+    constructor(private readonly hooks: { before?: Hook; after?: Hook }) {
+      super({ url: coordinator.url, token: coordinator.adminToken! });
+    }
+    override async call<S extends z.ZodType>(method: string, path: string, schema: S, options?: RequestOptions): Promise<{ status: number; body: z.infer<S> }> {
+      await this.hooks.before?.(path, options);
+      const answer = await super.call(method, path, schema, options);
+      await this.hooks.after?.(path, options);
+      return answer;
+    }
+  }
+  const hooked = (hooks: { before?: Hook; after?: Hook }) => new Hooked(hooks);
+
   beforeAll(async () => {
     coordinator = await startCoordinatorProcess({ databaseUrl: database === 'postgres' ? await createPostgresDatabase() : undefined });
     admin = new Client(coordinator.url, coordinator.adminToken);
@@ -232,62 +247,48 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
   });
 
   it('sends the labels of the buckets whose labels differ from those the coordinator recorded, and none when none differ', async () => {
-    /** A client that keeps each publish request's labels. */
-    class Recording extends CoordinatorClient {
-      readonly sent: (Record<string, NodeLabels> | undefined)[] = [];
-      override async call<S extends z.ZodType>(
-        method: string,
-        path: string,
-        schema: S,
-        options?: RequestOptions,
-      ): Promise<{ status: number; body: z.infer<S> }> {
-        if (path === '/v1/publishes') this.sent.push((options?.json as { labels?: Record<string, NodeLabels> }).labels);
-        return super.call(method, path, schema, options);
-      }
-    }
-    const client = new Recording({ url: coordinator.url, token: coordinator.adminToken! });
+    // Each publish request's labels, as sent.
+    const sent: (Record<string, NodeLabels> | undefined)[] = [];
+    const client = hooked({
+      before: (path, options) => {
+        if (path === '/v1/publishes') sent.push((options?.json as { labels?: Record<string, NodeLabels> }).labels);
+      },
+    });
     const tree = loadPublishable(env.rete).tree;
     const plain = Object.fromEntries(tree.names().map((node) => [node, { tags: [], groups: [] }]));
     const theirs = async () => (await admin.get('/v1/heads/buckets')).body.labels;
     // Every node was published with no tags or groups: the coordinator's label buckets are those, and nothing is sent again.
     expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
     await publishTree(client, tree, { message: 'same labels', labels: plain });
-    expect(client.sent).toEqual([undefined]);
+    expect(sent).toEqual([undefined]);
     // edge-03 tagged (twice, out of order, as a rete may list them): only its bucket's labels go, and the coordinator records them.
     const tagged = { ...plain, 'edge-03': { tags: ['web', 'db', 'web'], groups: ['ops'] } };
     await publishTree(client, tree, { message: 'edge-03 tagged', labels: tagged });
     const bucket = bucketOf('edge-03');
-    const sent = client.sent[1]!;
-    expect(Object.keys(sent).sort()).toEqual(tree.names().filter((node) => bucketOf(node) === bucket));
-    expect(sent['edge-03']).toEqual(tagged['edge-03']);
+    const bucketSent = sent[1]!;
+    expect(Object.keys(bucketSent).sort()).toEqual(tree.names().filter((node) => bucketOf(node) === bucket));
+    expect(bucketSent['edge-03']).toEqual(tagged['edge-03']);
     expect(await theirs()).toEqual(labelBuckets(Object.entries({ ...plain, 'edge-03': { tags: ['db', 'web'], groups: ['ops'] } })));
     await publishTree(client, tree, { message: 'edge-03 still tagged', labels: tagged });
-    expect(client.sent[2]).toBeUndefined();
+    expect(sent[2]).toBeUndefined();
     // Back as it was, for the tests after this one.
     await publishTree(client, tree, { message: 'edge-03 untagged', labels: plain });
-    expect(Object.keys(client.sent[3]!)).toContain('edge-03');
+    expect(Object.keys(sent[3]!)).toContain('edge-03');
     expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
   });
 
   describe('when the ledger moves between reading the heads and publishing', () => {
     /** A client that, after each bucket read, has another operator move the ledger (an enrolment token is a ledger event). */
-    class Interleaved extends CoordinatorClient {
+    class Interleaved extends Hooked {
       moves = 0;
-      constructor(private readonly times: number) {
-        super({ url: coordinator.url, token: coordinator.adminToken! });
-      }
-      override async call<S extends z.ZodType>(
-        method: string,
-        path: string,
-        schema: S,
-        options?: RequestOptions,
-      ): Promise<{ status: number; body: z.infer<S> }> {
-        const answer = await super.call(method, path, schema, options);
-        if (path === '/v1/heads/buckets' && this.moves < this.times) {
-          this.moves += 1;
-          expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
-        }
-        return answer;
+      constructor(times: number) {
+        super({
+          after: async (path) => {
+            if (path !== '/v1/heads/buckets' || this.moves >= times) return;
+            this.moves += 1;
+            expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
+          },
+        });
       }
     }
     const compiled = (): TreeToPublish => loadPublishable(env.rete).tree;
@@ -325,17 +326,11 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
 
     it('a read whose pages disagree on the position is read again', async () => {
       // readDelta alone: the bucket read and the heads read straddle a move.
-      const client = new (class extends CoordinatorClient {
-        override async call<S extends z.ZodType>(
-          method: string,
-          path: string,
-          schema: S,
-          options?: RequestOptions,
-        ): Promise<{ status: number; body: z.infer<S> }> {
+      const client = hooked({
+        before: async (path) => {
           if (path.startsWith('/v1/heads?')) expect((await admin.post('/v1/enrolment-tokens', { node: 'edge-00' })).status).toBe(201);
-          return super.call(method, path, schema, options);
-        }
-      })({ url: coordinator.url, token: coordinator.adminToken! });
+        },
+      });
       expect(await readDelta(client, compiled().heads(), false)).toEqual({ kind: 'moved' });
       // Unraced, the same tree gives edge-08's change, read at the current position.
       const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), compiled().heads(), false);
