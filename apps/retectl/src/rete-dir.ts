@@ -167,11 +167,7 @@ export function loadPublishable(root: string): { rete: Rete; tree: TreeToPublish
   const cache = new DiskParseCache(root);
   const { rete } = validateDir(root, true, { sources, cache });
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
-  if (record) {
-    const { sets, bucketOf } = record.nodes.nodeSets();
-    const heads = { sets, bucketOf, buckets: [...record.buckets] };
-    return { rete, tree: recordedTree(join(root, COMPILED_DIR), record.nodes.names(), heads, () => forgetRecord(root)) };
-  }
+  if (record) return { rete, tree: recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root)) };
   const { tree, heads } = checkedTree(root, rete, sources, cache);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
@@ -195,9 +191,14 @@ function checkedTree(root: string, rete: Rete, sources: readonly Source[], cache
   }
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (!record) return { tree: onDisk };
-  const { sets, bucketOf } = record.nodes.nodeSets();
-  const heads = { sets, bucketOf, buckets: [...record.buckets] };
+  const heads = recordedHeads(record);
   return { tree: onDisk, ...(heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
+}
+
+/** The tree as heads would hold it, as the record of its compile says: each node's set digest and bucket, and each bucket's digest. */
+function recordedHeads(record: CompileRecord): LocalHeads {
+  const { sets, bucketOf } = record.nodes.nodeSets();
+  return { sets, bucketOf, buckets: [...record.buckets] };
 }
 
 /** The artifacts' digests of each node of a tree in memory. */
