@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
+import type { LocalHeads } from './delta.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
 import { bucketDigest, bucketOf, headBuckets } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
@@ -68,6 +69,8 @@ export interface CompileRecord {
   readonly nodes: RecordedNodes;
   /** The digest of each head bucket of the tree (headBuckets of the nodes' set digests). */
   readonly buckets: readonly string[];
+  /** The digest of each bucket of the nodes' labels (labelBuckets of nodeLabels), for publish. */
+  readonly labels?: readonly string[];
   readonly files: number;
   readonly base: string;
   readonly inputs?: CompileInputs;
@@ -153,17 +156,46 @@ export class RecordedNodes {
    */
   bucketDigests(known: readonly string[], only: ReadonlySet<number>): string[] {
     const members = new Map<number, [string, string][]>([...only].map((b) => [b, []]));
-    const { text } = this;
-    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
-      const these = members.get(Number(text.slice(text.lastIndexOf(' ', end) + 1, end)));
-      if (!these) continue;
-      const [node, , , set] = text.slice(start, end).split(' ');
-      these.push([node, set]);
-    }
+    this.eachIn(only, (bucket, node, set) => members.get(bucket)!.push([node, set]));
     return known.map((digest, b) => {
       const these = members.get(b);
       return these ? bucketDigest(these) : digest;
     });
+  }
+
+  /** Each node of these buckets with its bucket and set digest: only their lines are split into fields. */
+  private eachIn(only: ReadonlySet<number>, visit: (bucket: number, node: string, set: string) => void): void {
+    const { text } = this;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const bucket = Number(text.slice(text.lastIndexOf(' ', end) + 1, end));
+      if (!only.has(bucket)) continue;
+      const [node, , , set] = text.slice(start, end).split(' ');
+      visit(bucket, node, set);
+    }
+  }
+
+  /**
+   * The tree as heads would hold it (delta.ts's LocalHeads), with the bucket digests (and label
+   * bucket digests) the record keeps: a bucket's nodes are read off the lines when asked for, and a
+   * node's set digest from those, so a publish of a few nodes never maps all 100,000. Any other node
+   * asked about maps them all, once.
+   */
+  localHeads(buckets: readonly string[], labels?: readonly string[]): LocalHeads {
+    const seen = new Map<string, string>();
+    let all: ReadonlyMap<string, string> | undefined;
+    return {
+      buckets,
+      ...(labels ? { labels } : {}),
+      inBuckets: (only) => {
+        const members: [string, string][] = [];
+        this.eachIn(only, (_bucket, node, set) => {
+          members.push([node, set]);
+          seen.set(node, set);
+        });
+        return members;
+      },
+      setOf: (node) => seen.get(node) ?? (all ??= this.nodeSets().sets).get(node),
+    };
   }
 
   /** The nodes' names but those in `except`, in name order: read off each line, not split into its fields. */
@@ -192,12 +224,23 @@ export function readRecord(root: string): CompileRecord | undefined {
       base?: unknown;
       inputs?: CompileInputs;
       buckets?: unknown;
+      labels?: unknown;
     };
     const nodes = RecordedNodes.read(record.nodes, record.count);
     const { buckets } = record;
     if (record.format !== RECORD_FORMAT || !nodes || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
     if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
-    return { nodes, buckets, files: record.files, base: record.base, ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}) };
+    const { labels } = record;
+    const labelled =
+      Array.isArray(labels) && labels.length === HEAD_BUCKETS && labels.every((b) => typeof b === 'string') ? { labels: labels as string[] } : {};
+    return {
+      nodes,
+      buckets,
+      ...labelled,
+      files: record.files,
+      base: record.base,
+      ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -377,6 +420,7 @@ export function writeCompiled(
   nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>,
   onNode: () => void = () => {},
   inputs?: CompileInputs,
+  labels?: readonly string[],
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
@@ -425,7 +469,14 @@ export function writeCompiled(
     rmSync(dir, { recursive: true, force: true });
   }
   const nodesRecorded = RecordedNodes.of(next);
-  writeRecord(root, { nodes: nodesRecorded, buckets: nodesRecorded.heads().buckets, files: total, base: baseStamp(base), ...(inputs ? { inputs } : {}) });
+  writeRecord(root, {
+    nodes: nodesRecorded,
+    buckets: nodesRecorded.heads().buckets,
+    ...(labels ? { labels } : {}),
+    files: total,
+    base: baseStamp(base),
+    ...(inputs ? { inputs } : {}),
+  });
   // In name order whatever order the nodes came in.
   return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
 }
@@ -506,7 +557,8 @@ export function rewriteNodes(
   const nodesRecorded = record.nodes.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
-  writeRecord(root, { nodes: nodesRecorded, buckets, files: total, base: record.base, inputs });
+  // Only where nodes listen changed: every node's tags and groups, and so the label buckets, are as recorded.
+  writeRecord(root, { nodes: nodesRecorded, buckets, ...(record.labels ? { labels: record.labels } : {}), files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],

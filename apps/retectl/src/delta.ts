@@ -30,10 +30,13 @@ export type DeltaOutcome = Delta | { readonly kind: 'full' } | { readonly kind: 
 
 /** A tree as heads would hold it: each node's set digest, and the digest of each bucket of them. */
 export interface LocalHeads {
-  readonly sets: ReadonlyMap<string, string>;
   readonly buckets: readonly string[];
-  /** Each node's bucket, when already known (compile records it): else bucketOf, an md5 a node. */
-  readonly bucketOf?: ReadonlyMap<string, number>;
+  /** The digest of each bucket of the tree's labels (labelBuckets), when its compile worked them out. */
+  readonly labels?: readonly string[];
+  /** The nodes of these buckets, each with its set digest. */
+  inBuckets(buckets: ReadonlySet<number>): readonly (readonly [node: string, setDigest: string])[];
+  /** A node's set digest; undefined for a node the tree does not hold. */
+  setOf(node: string): string | undefined;
 }
 
 /**
@@ -47,7 +50,11 @@ export function localHeads(tree: ReadonlyMap<string, ArtifactDigests>): LocalHea
     sets.set(node, localSetDigest(artifacts));
     buckets.set(node, bucketOf(node));
   }
-  return { sets, bucketOf: buckets, buckets: headBuckets(sets, (node) => buckets.get(node)!) };
+  return {
+    buckets: headBuckets(sets, (node) => buckets.get(node)!),
+    inBuckets: (only) => [...sets].filter(([node]) => only.has(buckets.get(node)!)),
+    setOf: (node) => sets.get(node),
+  };
 }
 
 /**
@@ -74,15 +81,16 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   if (positions.size !== 1 || !positions.has(summary.position)) return { kind: 'moved' };
   const heads = new Map(items.map((head) => [head.node, head]));
 
-  const inDiffering = new Set(differing);
+  const members = local.inBuckets(new Set(differing));
   const send: string[] = [];
-  for (const [node, digest] of local.sets) {
-    if (!inDiffering.has(local.bucketOf?.get(node) ?? bucketOf(node))) continue;
+  for (const [node, digest] of members) {
     const head = heads.get(node);
     if (head === undefined || head.retired || head.set_digest !== digest) send.push(node);
   }
   // An active head the tree leaves out is one a pruning publish retires: only the whole tree says so.
-  if (prune) for (const head of heads.values()) if (!head.retired && !local.sets.has(head.node)) return { kind: 'full' };
+  // A node's bucket is its name's, so a head of these buckets the tree holds is among their members.
+  const held = new Set(members.map(([node]) => node));
+  if (prune) for (const head of heads.values()) if (!head.retired && !held.has(head.node)) return { kind: 'full' };
   return { kind: 'delta', position: summary.position, send, ...labels };
 }
 
@@ -98,9 +106,10 @@ export function labelsToSend(
   local: LocalHeads,
 ): Readonly<Record<string, NodeLabels>> {
   if (theirs === undefined) return labels;
-  const entries = Object.entries(labels);
-  const bucket = (node: string) => local.bucketOf?.get(node) ?? bucketOf(node);
-  const mine = labelBuckets(entries, bucket);
+  const mine = local.labels ?? labelBuckets(Object.entries(labels));
   const differing = new Set(mine.flatMap((digest, i) => (digest === theirs[i] ? [] : [i])));
-  return differing.size === 0 ? {} : Object.fromEntries(entries.filter(([node]) => differing.has(bucket(node))));
+  if (differing.size === 0) return {};
+  const sent: Record<string, NodeLabels> = {};
+  for (const [node] of local.inBuckets(differing)) if (labels[node]) sent[node] = labels[node];
+  return sent;
 }

@@ -20,10 +20,14 @@ describe('localHeads', () => {
 
   it("gives the buckets the coordinator's headBuckets gives the same sets, and keeps each node's bucket", () => {
     const local = localHeads(tree);
-    expect(local.sets).toEqual(new Map([...tree].map(([node, artifacts]) => [node, localSetDigest(artifacts)])));
+    const sets = new Map([...tree].map(([node, artifacts]) => [node, localSetDigest(artifacts)]));
     expect(local.buckets).toHaveLength(HEAD_BUCKETS);
-    expect(local.buckets).toEqual(headBuckets(local.sets));
-    expect(local.bucketOf).toEqual(new Map([...tree.keys()].map((node) => [node, bucketOf(node)])));
+    expect(local.buckets).toEqual(headBuckets(sets));
+    for (let b = 0; b < HEAD_BUCKETS; b++) {
+      expect(local.inBuckets(new Set([b]))).toEqual([...sets].filter(([node]) => bucketOf(node) === b));
+    }
+    for (const [node, set] of sets) expect(local.setOf(node)).toBe(set);
+    expect(local.setOf('no-such-node')).toBeUndefined();
   });
 
   it('an empty tree has every bucket empty', () => {
@@ -47,5 +51,17 @@ describe('labelsToSend', () => {
     const sent = labelsToSend(moved, theirs, local);
     expect(Object.keys(sent).sort()).toEqual(nodes.filter((n) => bucketOf(n) === bucketOf('node-7')).sort());
     expect(sent['node-7']).toEqual({ tags: ['new'], groups: [] });
+  });
+
+  it("takes the tree's label buckets from its compile when it has them, not working them out again", () => {
+    const theirs = labelBuckets(Object.entries(labels));
+    const moved = { ...labels, 'node-7': { tags: ['new'], groups: [] } };
+    // Recorded as matching the coordinator's: nothing is sent, whatever the labels passed in say.
+    expect(labelsToSend(moved, theirs, { ...local, labels: theirs })).toEqual({});
+    // Recorded as differing in node-7's bucket: that bucket's nodes are sent.
+    const recorded = labelBuckets(Object.entries(moved));
+    expect(Object.keys(labelsToSend(moved, theirs, { ...local, labels: recorded })).sort()).toEqual(
+      nodes.filter((n) => bucketOf(n) === bucketOf('node-7')).sort(),
+    );
   });
 });

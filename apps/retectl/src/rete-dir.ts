@@ -192,13 +192,12 @@ function checkedTree(root: string, rete: Rete, sources: readonly Source[], cache
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (!record) return { tree: onDisk };
   const heads = recordedHeads(record);
-  return { tree: onDisk, ...(heads.sets.size === onDisk.size && [...onDisk.keys()].every((n) => heads.sets.has(n)) ? { heads } : {}) };
+  return { tree: onDisk, ...(record.nodes.size === onDisk.size && [...onDisk.keys()].every((n) => heads.setOf(n) !== undefined) ? { heads } : {}) };
 }
 
-/** The tree as heads would hold it, as the record of its compile says: each node's set digest and bucket, and each bucket's digest. */
+/** The tree as heads would hold it, as the record of its compile says: each node's set digest, each bucket's digest, and each label bucket's. */
 function recordedHeads(record: CompileRecord): LocalHeads {
-  const { sets, bucketOf } = record.nodes.nodeSets();
-  return { sets, bucketOf, buckets: [...record.buckets] };
+  return record.nodes.localHeads(record.buckets, record.labels);
 }
 
 /** The artifacts' digests of each node of a tree in memory. */

@@ -55,7 +55,7 @@ export function recordedTree(base: string, names: readonly string[], heads: Loca
   };
   return {
     size: names.length,
-    has: (node) => heads.sets.has(node),
+    has: (node) => heads.setOf(node) !== undefined,
     names: () => names,
     heads: () => heads,
     artifacts(node) {
@@ -75,7 +75,7 @@ export function recordedTree(base: string, names: readonly string[], heads: Loca
         parsed = undefined;
       }
       const list = parsed?.success ? parsed.data : undefined;
-      if (!list || list.node !== node || setDigest(list.artifacts) !== list.set_digest || list.set_digest !== heads.sets.get(node)) {
+      if (!list || list.node !== node || setDigest(list.artifacts) !== list.set_digest || list.set_digest !== heads.setOf(node)) {
         return refuse(path, 'was changed');
       }
       const digests: ArtifactDigests = new Map(list.artifacts.map((a) => [a.name, a.sha256]));

@@ -3,13 +3,17 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { deserialize } from 'node:v8';
-import type { ReteFile } from '#contracts';
-import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, validateRete } from '#rete';
-import { bucketOf, headBuckets, sha256Hex } from '#bundle';
+import { HEAD_BUCKETS, type ReteFile } from '#contracts';
+import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, nodeLabels, validateRete } from '#rete';
+import { bucketOf, headBuckets, labelBuckets, sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
 import { checkStamps, readRecord } from '../compiled-output.js';
 import { loadCompiledTree, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
+import type { LocalHeads } from '../delta.js';
+
+/** Every node's set digest, as heads hold them: the nodes of every bucket. */
+const setsOf = (heads: LocalHeads | undefined) => heads && new Map(heads.inBuckets(new Set(Array.from({ length: HEAD_BUCKETS }, (_, b) => b))));
 
 /** Every file under dir, by its path from dir, with its mtime in nanoseconds. */
 function mtimes(dir: string): Map<string, bigint> {
@@ -367,6 +371,17 @@ describe('retectl compile on a real folder', () => {
           ),
       ],
       [
+        'a tag more: the labels change',
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, () => 7946).replace(
+              'name: s3-n3, kind: server, listen: 10.0.3.3:7946, tags: [web, s3-web]',
+              'name: s3-n3, kind: server, listen: 10.0.3.3:7946, tags: [web, s3-web, canary]',
+            ),
+          ),
+      ],
+      [
         'a move where that rule reaches',
         () =>
           write(
@@ -397,9 +412,14 @@ describe('retectl compile on a real folder', () => {
       edit();
       await compile();
       expect([what, onDisk()]).toEqual([what, cold()]);
-      // And the record the next publish takes its set digests and buckets from.
-      const { tree, heads } = loadCompiledTree(rete);
-      expect([what, heads?.sets, heads?.buckets]).toEqual([what, worked(tree), headBuckets(worked(tree))]);
+      // And the record the next publish takes its set digests, buckets and label buckets from.
+      const { rete: validated, tree, heads } = loadCompiledTree(rete);
+      expect([what, setsOf(heads), heads?.buckets, heads?.labels]).toEqual([
+        what,
+        worked(tree),
+        headBuckets(worked(tree)),
+        labelBuckets(nodeLabels(validated)),
+      ]);
     }
   });
 
@@ -408,9 +428,15 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
     await compile();
     const loaded = loadCompiledTree(rete);
-    expect(loaded.heads?.sets).toEqual(worked(loaded.tree));
+    expect(setsOf(loaded.heads)).toEqual(worked(loaded.tree));
     expect(loaded.heads?.buckets).toEqual(headBuckets(worked(loaded.tree)));
-    expect(loaded.heads?.bucketOf).toEqual(new Map([...loaded.tree.keys()].map((n) => [n, bucketOf(n)])));
+    // A bucket's nodes are those whose name's md5 puts them there, and a node's set digest is the same asked alone.
+    for (let b = 0; b < HEAD_BUCKETS; b++) {
+      const members = loaded.heads!.inBuckets(new Set([b]));
+      expect(members.every(([n]) => bucketOf(n) === b)).toBe(true);
+      for (const [n, set] of members) expect(loaded.heads!.setOf(n)).toBe(set);
+    }
+    expect(loaded.heads!.setOf('no-such-node')).toBeUndefined();
     for (const [node, set] of worked(loaded.tree)) expect(JSON.parse(readFileSync(join(compiled, node, 'digests.json'), 'utf8')).set_digest).toBe(set);
     // The same tree from YAML the record was not made from: worked out again.
     write('nodes/servers.yaml', `# a comment\n${SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947')}`);

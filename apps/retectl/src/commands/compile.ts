@@ -1,10 +1,11 @@
-import { sha256Hex } from '#bundle';
+import { labelBuckets, sha256Hex } from '#bundle';
 import {
   artifactsText,
   compileNodes,
   formatDiagnostic,
   listenMoves,
   moveListens,
+  nodeLabels,
   parseFile,
   type ArtifactBytes,
   type ParseCache,
@@ -94,7 +95,8 @@ export async function run(options: CompileOptions): Promise<void> {
         sources: sourcesRead,
         diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
       };
-      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs);
+      // The digest of each bucket of the nodes' labels, for publish to compare with the coordinator's.
+      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs, labelBuckets(nodeLabels(rete)));
       nodeCount = rete.nodes.length;
     } finally {
       progress.done();
