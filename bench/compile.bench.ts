@@ -18,21 +18,16 @@
  *
  *   npm run bench:compile [-- --sizes 10000,100000 --repeat 3]
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onCleanup, runBench } from './support/cleanup.js';
 import { sizesAndRepeat } from './support/cli.js';
 import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
-import { REPO_ROOT } from './support/paths.js';
+import { lastLine, timedRetectl } from './support/retectl-run.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
-const RETECTL = join(REPO_ROOT, 'dist/apps/retectl/src/main.js');
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
-
-/** Loaded into the compile's process: its CPU time on fd 3 as it exits. */
-const REPORT_CPU = `data:text/javascript,${encodeURIComponent("import { writeSync } from 'node:fs'; process.on('exit', () => { const c = process.cpuUsage(); writeSync(3, String((c.user + c.system) / 1000)); });")}`;
 
 interface Run {
   readonly wallMs: number;
@@ -40,21 +35,9 @@ interface Run {
   readonly summary: string;
 }
 
-function compile(dir: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, ['--import', REPORT_CPU, RETECTL, 'compile', '-C', dir], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
-    const streams = { out: '', err: '', cpu: '' };
-    child.stdout?.on('data', (c: Buffer) => (streams.out = (streams.out + c.toString()).slice(-4096)));
-    child.stderr?.on('data', (c: Buffer) => (streams.err += c.toString()));
-    (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => (streams.cpu += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const wallMs = performance.now() - started;
-      if (code !== 0) return reject(new Error(`retectl compile exited ${code}: ${streams.err.slice(0, 2000)}`));
-      resolve({ wallMs, cpuMs: Number(streams.cpu), summary: streams.out.trimEnd().split('\n').at(-1) ?? '' });
-    });
-  });
+async function compile(dir: string): Promise<Run> {
+  const run = await timedRetectl(['compile', '-C', dir]);
+  return { wallMs: run.wallMs, cpuMs: run.cpuMs, summary: lastLine(run) };
 }
 
 /** The summary line's counts, checked against what the run must have done. */

@@ -19,7 +19,6 @@
  *
  *   npm run bench:retectl-publish [-- --sizes 10000,100000 --repeat 3]
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,58 +26,30 @@ import { onCleanup, runBench } from './support/cleanup.js';
 import { sizesAndRepeat } from './support/cli.js';
 import { startCoordinator } from './support/coordinator.js';
 import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
-import { REPO_ROOT } from './support/paths.js';
 import { startThrowawayPostgres } from './support/postgres.js';
+import { lastLine, timedRetectl, type RetectlRun } from './support/retectl-run.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
-const RETECTL = join(REPO_ROOT, 'dist/apps/retectl/src/main.js');
 const RECORD = join('.flor', 'cache', 'compiled.v8');
 /** The first whole-tree publish of the largest fleet is tens of MB: well past the default 16 MiB. */
 const BODY_LIMIT = 128 * 1024 * 1024;
-/** Of a command's output, what is kept from its start (the publish summary) and from its end (the compile summary). */
-const KEEP = 4096;
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 
-/** Loaded into retectl's process: its CPU time on fd 3 as it exits. */
-const REPORT_CPU = `data:text/javascript,${encodeURIComponent("import { writeSync } from 'node:fs'; process.on('exit', () => { const c = process.cpuUsage(); writeSync(3, String((c.user + c.system) / 1000)); });")}`;
-
-interface Run {
-  readonly wallMs: number;
-  readonly cpuMs: number;
-  /** The start and the end of what it printed on stdout. */
-  readonly head: string;
-  readonly tail: string;
-}
+type Run = RetectlRun;
 
 /**
  * The built retectl in its own process. Its environment names no coordinator, token or config file
  * of the machine's: the command line names the coordinator and the token.
  */
 function retectl(args: readonly string[], configHome: string): Promise<Run> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), XDG_CONFIG_HOME: configHome };
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: configHome };
   for (const name of ['FLORETE_COORDINATOR', 'FLORETE_TOKEN', 'NODE_OPTIONS']) delete env[name];
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, ['--import', REPORT_CPU, RETECTL, ...args], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
-    const streams = { head: '', tail: '', err: '', cpu: '' };
-    child.stdout?.on('data', (c: Buffer) => {
-      if (streams.head.length < KEEP) streams.head += c.toString();
-      streams.tail = (streams.tail + c.toString()).slice(-KEEP);
-    });
-    child.stderr?.on('data', (c: Buffer) => (streams.err = (streams.err + c.toString()).slice(-KEEP)));
-    (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => (streams.cpu += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const wallMs = performance.now() - started;
-      if (code !== 0) return reject(new Error(`retectl ${args[0]} exited ${code}: ${streams.err.slice(-2000)}`));
-      resolve({ wallMs, cpuMs: Number(streams.cpu), head: streams.head, tail: streams.tail });
-    });
-  });
+  return timedRetectl(args, env);
 }
 
 /** The compile's summary line must count the nodes the move changed. */
 function expectCompiled(run: Run, changed: number): void {
-  const summary = run.tail.trimEnd().split('\n').at(-1) ?? '';
+  const summary = lastLine(run);
   const m = /: (\d+) new, (\d+) changed, (\d+) removed,/.exec(summary);
   if (!m || Number(m[1]) !== 0 || Number(m[2]) !== changed || Number(m[3]) !== 0) {
     throw new Error(`recompile after one move: expected ${changed} changed, retectl said: ${summary}`);
