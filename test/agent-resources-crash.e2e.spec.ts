@@ -96,7 +96,12 @@ describe('flor agent crash safety with file resources', () => {
       if (i % 2 === 0) latest = (await fleet.publish({ [NODE]: setFor(latest + 1) }))[NODE];
       const startedAt = Date.now();
       const agent = await startAgent(files, { waitForSocket: false });
-      await waitFor('the control socket', async () => (existsSync(sock) && statSync(sock).ctimeMs >= startedAt) || agent.child.exitCode !== null, 20_000, 5);
+      await waitFor(
+        'the control socket',
+        async () => (statSync(sock, { throwIfNoEntry: false })?.ctimeMs ?? 0) >= startedAt || agent.child.exitCode !== null,
+        20_000,
+        5,
+      );
       await sleep(Math.random() * window);
       await agent.kill9();
       const after = ownedNow();
@@ -276,7 +281,12 @@ describe('flor agent crash safety with package resources', () => {
       if (i % 2 === 0) latest = (await fleet.publish({ [PKG_NODE]: setFor(latest + 1) }))[PKG_NODE];
       const startedAt = Date.now();
       const agent = await startAgent(files, { waitForSocket: false });
-      await waitFor('the control socket', async () => (existsSync(sock) && statSync(sock).ctimeMs >= startedAt) || agent.child.exitCode !== null, 20_000, 5);
+      await waitFor(
+        'the control socket',
+        async () => (statSync(sock, { throwIfNoEntry: false })?.ctimeMs ?? 0) >= startedAt || agent.child.exitCode !== null,
+        20_000,
+        5,
+      );
       await sleep(Math.random() * window);
       const orphans = descendants(agent.child.pid!);
       await agent.kill9();
