@@ -151,7 +151,7 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
   const sources = readSources(root);
   const cache = new DiskParseCache(root);
   const { rete } = validateDir(root, true, { sources, cache });
-  return { rete, ...checkedTree(root, rete, sources, cache) };
+  return { rete, ...checkedTree(root, rete, recordFor(root, sources, cache.parser, sourceReader(root))) };
 }
 
 /**
@@ -168,15 +168,18 @@ export function loadPublishable(root: string): { rete: Rete; tree: TreeToPublish
   const { rete } = validateDir(root, true, { sources, cache });
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (record) return { rete, tree: recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root)) };
-  const { tree, heads } = checkedTree(root, rete, sources, cache);
+  const { tree, heads } = checkedTree(root, rete, undefined);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
   return { rete, tree: treeInMemory(digests, bytes, heads) };
 }
 
-/** .flor/compiled read back whole and compared with compiling the validated rete now; stale_compile when they differ. */
-function checkedTree(root: string, rete: Rete, sources: readonly Source[], cache: DiskParseCache): { tree: CompiledTree; heads?: LocalHeads } {
+/**
+ * .flor/compiled read back whole and compared with compiling the validated rete now; stale_compile when
+ * they differ. With the record of the compile that wrote it (recordFor), the heads it keeps.
+ */
+function checkedTree(root: string, rete: Rete, record: CompileRecord | undefined): { tree: CompiledTree; heads?: LocalHeads } {
   const expected = compileRete(rete);
   const onDisk = readCompiled(root);
   const d = diffTrees(onDisk, expected);
@@ -189,7 +192,6 @@ function checkedTree(root: string, rete: Rete, sources: readonly Source[], cache
       `the compiled output in ${COMPILED_DIR} is older than the YAML (${nodes.slice(0, 5).join(', ')}${nodes.length > 5 ? ', …' : ''} differ): run retectl compile`,
     );
   }
-  const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (!record) return { tree: onDisk };
   const heads = recordedHeads(record);
   return { tree: onDisk, ...(record.nodes.size === onDisk.size && [...onDisk.keys()].every((n) => heads.setOf(n) !== undefined) ? { heads } : {}) };
