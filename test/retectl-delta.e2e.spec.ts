@@ -8,7 +8,7 @@ import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
 import type { z } from 'zod';
 import { CoordinatorClient, type RequestOptions } from '../apps/retectl/src/client.js';
 import { publishTree } from '../apps/retectl/src/commands/publish.js';
-import { readDelta } from '../apps/retectl/src/delta.js';
+import { labelsIn, readDelta } from '../apps/retectl/src/delta.js';
 import { loadPublishable } from '../apps/retectl/src/rete-dir.js';
 import { treeInMemory, type TreeToPublish } from '../apps/retectl/src/tree-to-publish.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
@@ -257,22 +257,23 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     const tree = loadPublishable(env.rete).tree;
     const plain = Object.fromEntries(tree.names().map((node) => [node, { tags: [], groups: [] }]));
     const theirs = async () => (await admin.get('/v1/heads/buckets')).body.labels;
+    const inMemory = (labels: Record<string, NodeLabels>) => labelsIn(new Map(Object.entries(labels)));
     // Every node was published with no tags or groups: the coordinator's label buckets are those, and nothing is sent again.
     expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
-    await publishTree(client, tree, { message: 'same labels', labels: plain });
+    await publishTree(client, tree, { message: 'same labels', labels: inMemory(plain) });
     expect(sent).toEqual([undefined]);
     // edge-03 tagged (twice, out of order, as a rete may list them): only its bucket's labels go, and the coordinator records them.
     const tagged = { ...plain, 'edge-03': { tags: ['web', 'db', 'web'], groups: ['ops'] } };
-    await publishTree(client, tree, { message: 'edge-03 tagged', labels: tagged });
+    await publishTree(client, tree, { message: 'edge-03 tagged', labels: inMemory(tagged) });
     const bucket = bucketOf('edge-03');
     const bucketSent = sent[1]!;
     expect(Object.keys(bucketSent).sort()).toEqual(tree.names().filter((node) => bucketOf(node) === bucket));
     expect(bucketSent['edge-03']).toEqual(tagged['edge-03']);
     expect(await theirs()).toEqual(labelBuckets(Object.entries({ ...plain, 'edge-03': { tags: ['db', 'web'], groups: ['ops'] } })));
-    await publishTree(client, tree, { message: 'edge-03 still tagged', labels: tagged });
+    await publishTree(client, tree, { message: 'edge-03 still tagged', labels: inMemory(tagged) });
     expect(sent[2]).toBeUndefined();
     // Back as it was, for the tests after this one.
-    await publishTree(client, tree, { message: 'edge-03 untagged', labels: plain });
+    await publishTree(client, tree, { message: 'edge-03 untagged', labels: inMemory(plain) });
     expect(Object.keys(sent[3]!)).toContain('edge-03');
     expect(await theirs()).toEqual(labelBuckets(Object.entries(plain)));
   });

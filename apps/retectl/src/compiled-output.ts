@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
-import type { LocalHeads } from './delta.js';
+import type { LocalHeads, TreeLabels } from './delta.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
-import { bucketDigest, bucketOf, headBuckets } from '#bundle';
+import { bucketDigest, bucketOf, headBuckets, labelBuckets, labelsText } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJson, sameBytes, type ArtifactBytes, type TreeChange } from '#rete';
-import type { CompiledSetDigests } from '#contracts';
+import { digestsJson, sameBytes, type ArtifactBytes, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import type { CompiledSetDigests, NodeLabels } from '#contracts';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -69,11 +69,61 @@ export interface CompileRecord {
   readonly nodes: RecordedNodes;
   /** The digest of each head bucket of the tree (headBuckets of the nodes' set digests). */
   readonly buckets: readonly string[];
-  /** The digest of each bucket of the nodes' labels (labelBuckets of nodeLabels), for publish. */
-  readonly labels?: readonly string[];
+  /** What publish takes from the rete beside the tree, as this compile validated it. */
+  readonly rete?: RecordedRete;
   readonly files: number;
   readonly base: string;
   readonly inputs?: CompileInputs;
+}
+
+/**
+ * What a publish takes from the rete beside the compiled tree (the coordinator's address, the rollout
+ * block, every node's tags and groups), kept by the compile that validated it. While the record stands
+ * for the tree (the YAML byte for byte what it compiled), these are what validating the rete again
+ * would give, so publish need not (rete-dir.ts, loadPublishable).
+ */
+export interface RecordedRete {
+  readonly coordinator: string;
+  readonly rollout?: RolloutModel;
+  /** `\n<node> <tags> <groups>` (labelsText) for each node with a tag or a group, in name order, then `\n`. */
+  readonly labels: string;
+  /** The digest of each bucket of the nodes' labels (labelBuckets of nodeLabels), compared with the coordinator's. */
+  readonly labelBuckets: readonly string[];
+}
+
+/** The record's view of a validated rete and its nodes' labels (nodeLabels of it). */
+export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>): RecordedRete {
+  let text = '\n';
+  for (const node of [...labels.keys()].sort(cmp)) {
+    const l = labels.get(node) as NodeLabels;
+    if (l.tags.length + l.groups.length > 0) text += `${node} ${labelsText(l)}\n`;
+  }
+  return {
+    coordinator: rete.mesh.coordinator,
+    ...(rete.rollout ? { rollout: rete.rollout } : {}),
+    labels: text,
+    labelBuckets: labelBuckets(labels),
+  };
+}
+
+/**
+ * The labels a record keeps, for the nodes of a tree (has, names): a node's line parsed when it is
+ * asked for, and every node's only for a request that sends them all. A node of the tree without a
+ * line has neither tags nor groups, and is sent as such: that is what clears labels it had before.
+ */
+export function recordedLabels(rete: RecordedRete, has: (node: string) => boolean, names: () => readonly string[]): TreeLabels {
+  const { labels: text } = rete;
+  const of = (node: string): NodeLabels | undefined => {
+    if (!has(node)) return undefined;
+    const at = text.indexOf(`\n${node} `);
+    if (at < 0) return { tags: [], groups: [] };
+    const start = at + node.length + 2;
+    const [tags, groups] = text.slice(start, text.indexOf('\n', start)).split(' ') as [string, string];
+    const list = (s: string): string[] => (s === '' ? [] : s.split(','));
+    return { tags: list(tags), groups: list(groups) };
+  };
+  let all: Readonly<Record<string, NodeLabels>> | undefined;
+  return { of, all: () => (all ??= Object.fromEntries(names().map((node) => [node, of(node) as NodeLabels]))) };
 }
 
 /**
@@ -224,19 +274,16 @@ export function readRecord(root: string): CompileRecord | undefined {
       base?: unknown;
       inputs?: CompileInputs;
       buckets?: unknown;
-      labels?: unknown;
+      rete?: Partial<RecordedRete>;
     };
     const nodes = RecordedNodes.read(record.nodes, record.count);
     const { buckets } = record;
     if (record.format !== RECORD_FORMAT || !nodes || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
     if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
-    const { labels } = record;
-    const labelled =
-      Array.isArray(labels) && labels.length === HEAD_BUCKETS && labels.every((b) => typeof b === 'string') ? { labels: labels as string[] } : {};
     return {
       nodes,
       buckets,
-      ...labelled,
+      ...(isRecordedRete(record.rete) ? { rete: record.rete } : {}),
       files: record.files,
       base: record.base,
       ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
@@ -244,6 +291,18 @@ export function readRecord(root: string): CompileRecord | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A record's rete as recordedRete writes it; one from an earlier format is not taken. */
+function isRecordedRete(r: Partial<RecordedRete> | undefined): r is RecordedRete {
+  if (typeof r !== 'object' || r === null || typeof r.coordinator !== 'string') return false;
+  if (typeof r.labels !== 'string' || !r.labels.startsWith('\n') || !r.labels.endsWith('\n')) return false;
+  const buckets = r.labelBuckets;
+  if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return false;
+  return (
+    r.rollout === undefined ||
+    (typeof r.rollout === 'object' && r.rollout !== null && typeof r.rollout.plan === 'object' && typeof r.rollout.place === 'object')
+  );
 }
 
 /** Makes the next compile read every node's files back: for when .flor/compiled may not be what the record says. */
@@ -420,7 +479,7 @@ export function writeCompiled(
   nodes: Iterable<readonly [string, ReadonlyMap<string, ArtifactBytes>]>,
   onNode: () => void = () => {},
   inputs?: CompileInputs,
-  labels?: readonly string[],
+  rete?: RecordedRete,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
@@ -472,7 +531,7 @@ export function writeCompiled(
   writeRecord(root, {
     nodes: nodesRecorded,
     buckets: nodesRecorded.heads().buckets,
-    ...(labels ? { labels } : {}),
+    ...(rete ? { rete } : {}),
     files: total,
     base: baseStamp(base),
     ...(inputs ? { inputs } : {}),
@@ -557,8 +616,8 @@ export function rewriteNodes(
   const nodesRecorded = record.nodes.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
-  // Only where nodes listen changed: every node's tags and groups, and so the label buckets, are as recorded.
-  writeRecord(root, { nodes: nodesRecorded, buckets, ...(record.labels ? { labels: record.labels } : {}), files: total, base: record.base, inputs });
+  // Only where nodes listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
+  writeRecord(root, { nodes: nodesRecorded, buckets, ...(record.rete ? { rete: record.rete } : {}), files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],

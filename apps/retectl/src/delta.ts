@@ -95,21 +95,37 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
 }
 
 /**
+ * A tree's nodes' tags and groups (nodeLabels), as a publish sends them for scoped tokens: asked for
+ * node by node when only some buckets differ, whole for the whole tree.
+ */
+export interface TreeLabels {
+  /** A node's tags and groups (empty lists when it has neither); undefined for a node the tree does not hold. */
+  of(node: string): NodeLabels | undefined;
+  /** Every node's. */
+  all(): Readonly<Record<string, NodeLabels>>;
+}
+
+/** Labels held whole in memory, as nodeLabels gives them. */
+export function labelsIn(labels: ReadonlyMap<string, NodeLabels>): TreeLabels {
+  let all: Readonly<Record<string, NodeLabels>> | undefined;
+  return { of: (node) => labels.get(node), all: () => (all ??= Object.fromEntries(labels)) };
+}
+
+/**
  * The labels a publish sends: those of the buckets whose digest differs from the coordinator's
  * recorded labels (theirs), every node's when it gives none. A bucket holding a node the coordinator
  * recorded labels for and the tree no longer has differs every time, and costs its few hundred
  * nodes' labels; labels only ever replace what was recorded, so what is not sent stays as it is.
  */
-export function labelsToSend(
-  labels: Readonly<Record<string, NodeLabels>>,
-  theirs: readonly string[] | undefined,
-  local: LocalHeads,
-): Readonly<Record<string, NodeLabels>> {
-  if (theirs === undefined) return labels;
-  const mine = local.labels ?? labelBuckets(Object.entries(labels));
+export function labelsToSend(labels: TreeLabels, theirs: readonly string[] | undefined, local: LocalHeads): Readonly<Record<string, NodeLabels>> {
+  if (theirs === undefined) return labels.all();
+  const mine = local.labels ?? labelBuckets(Object.entries(labels.all()));
   const differing = new Set(mine.flatMap((digest, i) => (digest === theirs[i] ? [] : [i])));
   if (differing.size === 0) return {};
   const sent: Record<string, NodeLabels> = {};
-  for (const [node] of local.inBuckets(differing)) if (labels[node]) sent[node] = labels[node];
+  for (const [node] of local.inBuckets(differing)) {
+    const l = labels.of(node);
+    if (l) sent[node] = l;
+  }
   return sent;
 }

@@ -1,7 +1,9 @@
 import { bucketOf, headBuckets, labelBuckets } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import { localSetDigest } from '#rete';
-import { labelsToSend, localHeads } from './delta.js';
+import { labelsIn, labelsToSend, localHeads } from './delta.js';
+
+const inMemory = (labels: Record<string, { tags: string[]; groups: string[] }>) => labelsIn(new Map(Object.entries(labels)));
 
 describe('localHeads', () => {
   const tree = new Map(
@@ -41,14 +43,14 @@ describe('labelsToSend', () => {
   const local = localHeads(new Map(nodes.map((n) => [n, new Map([['flor.json', 'a'.repeat(64)]])])));
 
   it("sends every node's labels to a coordinator that gives no label buckets", () => {
-    expect(labelsToSend(labels, undefined, local)).toBe(labels);
+    expect(labelsToSend(inMemory(labels), undefined, local)).toEqual(labels);
   });
 
   it('sends none when every bucket matches, and only the nodes of the buckets that differ', () => {
     const theirs = labelBuckets(Object.entries(labels));
-    expect(labelsToSend(labels, theirs, local)).toEqual({});
+    expect(labelsToSend(inMemory(labels), theirs, local)).toEqual({});
     const moved = { ...labels, 'node-7': { tags: ['new'], groups: [] } };
-    const sent = labelsToSend(moved, theirs, local);
+    const sent = labelsToSend(inMemory(moved), theirs, local);
     expect(Object.keys(sent).sort()).toEqual(nodes.filter((n) => bucketOf(n) === bucketOf('node-7')).sort());
     expect(sent['node-7']).toEqual({ tags: ['new'], groups: [] });
   });
@@ -57,10 +59,10 @@ describe('labelsToSend', () => {
     const theirs = labelBuckets(Object.entries(labels));
     const moved = { ...labels, 'node-7': { tags: ['new'], groups: [] } };
     // Recorded as matching the coordinator's: nothing is sent, whatever the labels passed in say.
-    expect(labelsToSend(moved, theirs, { ...local, labels: theirs })).toEqual({});
+    expect(labelsToSend(inMemory(moved), theirs, { ...local, labels: theirs })).toEqual({});
     // Recorded as differing in node-7's bucket: that bucket's nodes are sent.
     const recorded = labelBuckets(Object.entries(moved));
-    expect(Object.keys(labelsToSend(moved, theirs, { ...local, labels: recorded })).sort()).toEqual(
+    expect(Object.keys(labelsToSend(inMemory(moved), theirs, { ...local, labels: recorded })).sort()).toEqual(
       nodes.filter((n) => bucketOf(n) === bucketOf('node-7')).sort(),
     );
   });

@@ -13,13 +13,14 @@ import {
   type Diagnostic,
   type ParseCache,
   type ReadSource,
+  nodeLabels,
   type Rete,
   type Source,
 } from '#rete';
 import { sha256Hex } from '#bundle';
-import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord, type CompileRecord } from './compiled-output.js';
+import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
-import type { LocalHeads } from './delta.js';
+import { labelsIn, type LocalHeads, type TreeLabels } from './delta.js';
 import { recordedTree, treeInMemory, type TreeToPublish } from './tree-to-publish.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
@@ -155,24 +156,71 @@ export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree
 }
 
 /**
- * The tree a publish sends. When the record of the last compile was made from exactly these YAML
- * files, resource sources and parser, compiling them now yields the tree the record holds, so the
- * record stands for it (recordedTree): nothing is compiled again, and of .flor/compiled only the
- * nodes and blobs the publish sends are read, each checked against the record as it is read. A
- * publish of one changed node of 100,000 reads one node. Without such a record the whole tree is
- * compiled again, read back and compared, as loadCompiledTree does, and held in memory.
+ * What a publish takes from the rete beside its tree: where the coordinator is, the rollout block, and
+ * every node's tags and groups. Its nodes and groups (which a --canary selector picks from) are the
+ * validated rete's, validated when first asked for.
  */
-export function loadPublishable(root: string): { rete: Rete; tree: TreeToPublish } {
+export interface ReteToPublish extends Pick<Rete, 'nodes' | 'groups' | 'rollout'> {
+  readonly coordinator: string;
+  readonly labels: TreeLabels;
+}
+
+/**
+ * The tree a publish sends, and what it takes from the rete. When the record of the last compile was
+ * made from exactly these YAML files, resource sources and parser, compiling them now yields the tree
+ * the record holds, so the record stands for it (recordedTree): nothing is compiled again, and of
+ * .flor/compiled only the nodes and blobs the publish sends are read, each checked against the record
+ * as it is read. A publish of one changed node of 100,000 reads one node. The rete is not validated
+ * again either: the compile that made the record validated these bytes, and kept what a publish takes
+ * from it (RecordedRete). Without such a record the rete is validated and the whole tree compiled
+ * again, read back and compared, as loadCompiledTree does, and held in memory.
+ */
+export function loadPublishable(root: string): { rete: ReteToPublish; tree: TreeToPublish } {
   const sources = readSources(root);
   const cache = new DiskParseCache(root);
-  const { rete } = validateDir(root, true, { sources, cache });
+  const validated = (): Rete => validateDir(root, true, { sources, cache }).rete;
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
-  if (record) return { rete, tree: recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root)) };
+  if (record) {
+    const tree = recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root));
+    return { rete: record.rete ? fromRecord(record.rete, tree, validated) : toPublish(validated()), tree };
+  }
+  const rete = validated();
   const { tree, heads } = checkedTree(root, rete, undefined);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
-  return { rete, tree: treeInMemory(digests, bytes, heads) };
+  return { rete: toPublish(rete), tree: treeInMemory(digests, bytes, heads) };
+}
+
+function toPublish(rete: Rete): ReteToPublish {
+  return {
+    coordinator: rete.mesh.coordinator,
+    nodes: rete.nodes,
+    groups: rete.groups,
+    ...(rete.rollout ? { rollout: rete.rollout } : {}),
+    labels: labelsIn(nodeLabels(rete)),
+  };
+}
+
+/** The rete as its compile recorded it, the rete itself validated only when its nodes or groups are asked for. */
+function fromRecord(recorded: RecordedRete, tree: TreeToPublish, validated: () => Rete): ReteToPublish {
+  let rete: Rete | undefined;
+  const full = (): Rete => (rete ??= validated());
+  return {
+    coordinator: recorded.coordinator,
+    ...(recorded.rollout ? { rollout: recorded.rollout } : {}),
+    labels: recordedLabels(
+      recorded,
+      (node) => tree.has(node),
+      () => tree.names(),
+    ),
+    get nodes() {
+      return full().nodes;
+    },
+    get groups() {
+      return full().groups;
+    },
+  };
 }
 
 /**
@@ -199,7 +247,7 @@ function checkedTree(root: string, rete: Rete, record: CompileRecord | undefined
 
 /** The tree as heads would hold it, as the record of its compile says: each node's set digest, each bucket's digest, and each label bucket's. */
 function recordedHeads(record: CompileRecord): LocalHeads {
-  return record.nodes.localHeads(record.buckets, record.labels);
+  return record.nodes.localHeads(record.buckets, record.rete?.labelBuckets);
 }
 
 /** The artifacts' digests of each node of a tree in memory. */

@@ -2,13 +2,13 @@ import { jest } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { deserialize } from 'node:v8';
+import { deserialize, serialize } from 'node:v8';
 import { HEAD_BUCKETS, type ReteFile } from '#contracts';
 import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, nodeLabels, validateRete } from '#rete';
 import { bucketOf, headBuckets, labelBuckets, sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
 import { checkStamps, readRecord } from '../compiled-output.js';
-import { loadCompiledTree, readCompiled, readSources, sourceReader } from '../rete-dir.js';
+import { loadCompiledTree, loadPublishable, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
 import type { LocalHeads } from '../delta.js';
 
@@ -420,7 +420,67 @@ describe('retectl compile on a real folder', () => {
         headBuckets(worked(tree)),
         labelBuckets(nodeLabels(validated)),
       ]);
+      // And what the next publish takes from the rete without validating it.
+      const { rete: recorded } = loadPublishable(rete);
+      expect([what, recorded.coordinator, recorded.rollout, recorded.labels.all()]).toEqual([
+        what,
+        validated.mesh.coordinator,
+        validated.rollout,
+        Object.fromEntries(nodeLabels(validated)),
+      ]);
     }
+  });
+
+  it("gives publish the rete's coordinator, rollout block and labels as the compile validated them, and its nodes and groups when asked", async () => {
+    const rollout = EXAMPLE_RETE['rete.yaml'].replace('# rollout: { canary', 'rollout: { canary');
+    expect(rollout).not.toBe(EXAMPLE_RETE['rete.yaml']);
+    write('rete.yaml', rollout);
+    const expected = () => {
+      const { rete: validated } = loadCompiledTree(rete);
+      return {
+        coordinator: validated.mesh.coordinator,
+        rollout: validated.rollout,
+        labels: Object.fromEntries(nodeLabels(validated)),
+        nodes: validated.nodes,
+        groups: validated.groups,
+      };
+    };
+    const given = () => {
+      const { rete: r } = loadPublishable(rete);
+      const labels = r.labels.all();
+      // Asked node by node as asked whole; nothing for a node the tree does not hold.
+      for (const node of Object.keys(labels)) expect(r.labels.of(node)).toEqual(labels[node]);
+      expect(r.labels.of('no-such-node')).toBeUndefined();
+      return { coordinator: r.coordinator, rollout: r.rollout, labels, nodes: r.nodes, groups: r.groups };
+    };
+    await compile();
+    const first = expected();
+    expect(first.rollout?.plan).toEqual({ canary: ['laptop'], waves: [50, 100], bake_seconds: 600 });
+    expect(Object.values(first.labels).some((l) => l.groups.length > 0)).toBe(true);
+    expect(given()).toEqual(first);
+    // A listen address moved (the quick path, which validates nothing): still the same.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    expect(await compile()).toMatch(/2 changed/);
+    expect(given()).toEqual(expected());
+    // A tag dropped and the coordinator moved: a full compile, and publish sees both.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947').replace('tags: [web]', 'tags: []'));
+    write('rete.yaml', rollout.replace('coordinator.example.net', 'coordinator.example.org'));
+    await compile();
+    const after = given();
+    expect(after).toEqual(expected());
+    expect(after.coordinator).toMatch(/coordinator\.example\.org/);
+    expect(after.labels.alpha).toEqual({ tags: [], groups: first.labels.alpha.groups });
+    // A record from before publish's view of the rete was kept: validated, as before.
+    const path = join(rete, '.flor', 'cache', 'compiled.v8');
+    const { rete: _kept, ...older } = deserialize(readFileSync(path)) as Record<string, unknown>;
+    writeFileSync(path, serialize(older));
+    expect(readRecord(rete)?.rete).toBeUndefined();
+    expect(given()).toEqual(expected());
+    // And the next compile, of a moved listen address alone, is a full one, which keeps it again.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7948').replace('tags: [web]', 'tags: []'));
+    await compile();
+    expect(readRecord(rete)?.rete).toEqual(expect.objectContaining({ coordinator: after.coordinator }));
+    expect(given()).toEqual(expected());
   });
 
   it('gives publish the set digests it recorded, only while the YAML is what it compiled and the tree what it wrote', async () => {

@@ -1,4 +1,4 @@
-import { labelBuckets, sha256Hex } from '#bundle';
+import { sha256Hex } from '#bundle';
 import {
   artifactsText,
   compileNodes,
@@ -17,6 +17,7 @@ import {
   checkStamps,
   readRecord,
   recordedNodeFiles,
+  recordedRete,
   rewriteNodes,
   sameBase,
   writeCompiled,
@@ -95,8 +96,8 @@ export async function run(options: CompileOptions): Promise<void> {
         sources: sourcesRead,
         diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
       };
-      // The digest of each bucket of the nodes' labels, for publish to compare with the coordinator's.
-      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs, labelBuckets(nodeLabels(rete)));
+      // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
+      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs, recordedRete(rete, nodeLabels(rete)));
       nodeCount = rete.nodes.length;
     } finally {
       progress.done();
@@ -141,13 +142,14 @@ function readInputs(dir: string): Inputs {
  * with the new addresses put in (moveListens). Which nodes are a moved node's peers is read from its
  * own flor.json: the ACL did not change, and a node's peers name it in turn.
  *
- * Undefined, and the caller compiles in full, on any doubt: no record or one made by another
- * retectl, a file added, removed or changed otherwise, a diagnostic in a changed file (its line may
- * have moved), a resource's source file that reads differently, a node folder added or removed in
- * .flor/compiled or a file added, removed or renamed in a node's folder (its folderStamp), or a
- * compiled file of a node involved that is not what the record says. Other nodes' compiled files
- * are not read: one edited in place by hand is found by publish and plan, which then drop the
- * record, and the next compile is a full one that repairs it, as before.
+ * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
+ * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
+ * otherwise, a diagnostic in a changed file (its line may have moved), a resource's source file
+ * that reads differently, a node folder added or removed in .flor/compiled or a file added, removed
+ * or renamed in a node's folder (its folderStamp), or a compiled file of a node involved that is not
+ * what the record says. Other nodes' compiled files are not read: one edited in place by hand is
+ * found by publish and plan, which then drop the record, and the next compile is a full one that
+ * repairs it, as before.
  */
 async function quickRecompile(
   root: string,
@@ -156,7 +158,8 @@ async function quickRecompile(
   { sources, files, cache, read }: Inputs,
 ): Promise<{ nodes: number; change: WrittenTree; diagnostics: string[] } | undefined> {
   const was = record.inputs;
-  if (!was || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
+  // A record without what publish takes from the rete (an earlier retectl's): one full compile makes it whole.
+  if (!was || !record.rete || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
   const changed: Source[] = [];
   for (const source of sources) {
     const before = was.files.get(source.file);

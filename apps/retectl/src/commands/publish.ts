@@ -1,5 +1,4 @@
 import { BlobArchiveResponse, BlobsMissingResponse, MAX_DIGESTS_PER_ASK, PublishDetail, PublishResponse, RESOURCES_JSON, type NodeLabels } from '#contracts';
-import { nodeLabels } from '#rete';
 import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
@@ -14,7 +13,7 @@ import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
 import { parseResources } from '../resources-json.js';
 import { loadPublishable } from '../rete-dir.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
-import { labelsToSend, readDelta } from '../delta.js';
+import { labelsToSend, readDelta, type TreeLabels } from '../delta.js';
 import type { TreeToPublish } from '../tree-to-publish.js';
 import { status as rolloutStatus } from './rollout.js';
 import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
@@ -86,8 +85,11 @@ export interface PublishTreeOptions {
    * Every node's tags and groups (nodeLabels): a delta sends those of the label buckets that differ
    * from the coordinator's (labelsToSend), the whole tree every node's.
    */
-  readonly labels?: Readonly<Record<string, NodeLabels>>;
+  readonly labels?: TreeLabels;
 }
+
+/** What send puts in one request: the labels already chosen. */
+type SendOptions = Omit<PublishTreeOptions, 'labels'> & { readonly labels?: Readonly<Record<string, NodeLabels>> };
 
 export interface PublishOutcome {
   /** The coordinator's answer, with `unchanged` counting every node of the tree that did not change. */
@@ -114,8 +116,13 @@ export async function publishTree(client: CoordinatorClient, tree: TreeToPublish
     if (delta.kind === 'full') break;
     if (delta.kind === 'moved') continue;
     try {
-      const labels = options.labels ? { labels: labelsToSend(options.labels, delta.labels, local) } : {};
-      const sent = await send(client, tree, delta.send, { ...options, ...labels, prune: false, expectPosition: options.expectPosition ?? delta.position });
+      const { labels, ...rest } = options;
+      const sent = await send(client, tree, delta.send, {
+        ...rest,
+        ...(labels ? { labels: labelsToSend(labels, delta.labels, local) } : {}),
+        prune: false,
+        expectPosition: options.expectPosition ?? delta.position,
+      });
       return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.size - delta.send.length } };
     } catch (e) {
       // The ledger moved after the heads were read: read them again. An operator's pin is final.
@@ -123,11 +130,12 @@ export async function publishTree(client: CoordinatorClient, tree: TreeToPublish
       throw e;
     }
   }
-  return send(client, tree, tree.names(), options);
+  const { labels, ...rest } = options;
+  return send(client, tree, tree.names(), { ...rest, ...(labels ? { labels: labels.all() } : {}) });
 }
 
 /** Uploads the blobs of these nodes the coordinator lacks, then publishes them in one request. */
-async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: readonly string[], options: PublishTreeOptions): Promise<PublishOutcome> {
+async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: readonly string[], options: SendOptions): Promise<PublishOutcome> {
   const offered = new Set<string>();
   for (const node of nodes) for (const sha of tree.artifacts(node).values()) offered.add(sha);
   const missing = await missingBlobs(client, [...offered].sort(), (sha) => offered.has(sha));
@@ -183,7 +191,7 @@ export function unknownLabels(e: unknown): boolean {
  */
 export async function run(options: PublishOptions): Promise<number> {
   const { rete, tree } = loadPublishable(options.dir);
-  const client = new CoordinatorClient(resolveConnection(options, rete.mesh.coordinator));
+  const client = new CoordinatorClient(resolveConnection(options, rete.coordinator));
   const chosen = rolloutPlanOf(rete, options);
   refusePruneInWaves(chosen, options.prune ?? false);
   const rollout = chosen?.plan;
@@ -199,7 +207,7 @@ export async function run(options: PublishOptions): Promise<number> {
     ...(rollout ? { rollout } : {}),
     ...(options.supersede ? { supersede: options.supersede } : {}),
     ...(options.confirmWithin !== undefined ? { confirmWithin: options.confirmWithin } : {}),
-    labels: Object.fromEntries(nodeLabels(rete)),
+    labels: rete.labels,
   });
   if (options.confirmWithin !== undefined && body.publish_id !== null && !options.json) {
     note(`the changed nodes revert on their own unless confirmed within ${options.confirmWithin} s of taking it: retectl confirm ${body.publish_id}`);
