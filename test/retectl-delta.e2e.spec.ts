@@ -8,6 +8,7 @@ import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
 import type { z } from 'zod';
 import { CoordinatorClient, type RequestOptions } from '../apps/retectl/src/client.js';
 import { publishTree } from '../apps/retectl/src/commands/publish.js';
+import { RetectlError } from '../apps/retectl/src/errors.js';
 import { labelsIn, readDelta } from '../apps/retectl/src/delta.js';
 import { loadPublishable } from '../apps/retectl/src/rete-dir.js';
 import { treeInMemory, type TreeToPublish } from '../apps/retectl/src/tree-to-publish.js';
@@ -25,6 +26,7 @@ interface Head {
   version: number;
   set_digest: string;
   retired: boolean;
+  artifacts?: readonly unknown[];
 }
 
 /**
@@ -121,6 +123,12 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       const refused = await admin.get(`/v1/heads?buckets=${encodeURIComponent(bad)}`);
       expect({ bad, status: refused.status, code: refused.body.code }).toEqual({ bad, status: 422, code: 'invalid_query' });
     }
+    // artifacts=false: the same heads without their artifacts; true as without it.
+    const sets = (await admin.get(`/v1/heads?buckets=${bucket}&artifacts=false`)).body;
+    expect(sets).toEqual({ ...page, items: page.items.map(({ artifacts: _artifacts, ...head }: Head) => head) });
+    expect(page.items.every((h: Head) => (h.artifacts ?? []).length > 0)).toBe(true);
+    expect((await admin.get(`/v1/heads?buckets=${bucket}&artifacts=true`)).body).toEqual(page);
+    expect((await admin.get('/v1/heads?artifacts=no')).status).toBe(422);
     // A reader may ask; no token may not.
     expect((await new Client(coordinator.url).get('/v1/heads/buckets')).status).toBe(401);
   });
@@ -337,6 +345,42 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       const delta = await readDelta(new CoordinatorClient({ url: coordinator.url, token: coordinator.adminToken! }), compiled().heads(), false);
       expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-08'], labels: labelBuckets([]) });
     });
+  });
+
+  it("reads the differing buckets' heads without their artifacts, and with them from a coordinator that does not know artifacts=false", async () => {
+    await publishJson('-m', 'what the tests before left unpublished');
+    await moveNode('edge-17', 7917);
+    const paths: string[] = [];
+    const record = hooked({ before: (path) => void (path.startsWith('/v1/heads?') && paths.push(path)) });
+    const delta = await readDelta(record, loadPublishable(env.rete).tree.heads(), false);
+    expect(delta).toEqual({ kind: 'delta', position: await position(), send: ['edge-17'], labels: expect.any(Array) });
+    expect(paths).toEqual([`/v1/heads?limit=10000&buckets=${bucketOf('edge-17')}&artifacts=false`]);
+    // One that predates it refuses the key as its query schema does (strict): asked again without it, the same delta.
+    const older = hooked({
+      before: (path) => {
+        paths.push(path);
+        if (path.includes('artifacts=')) {
+          throw new RetectlError('rejected', 'GET /v1/heads: 422', {
+            problem: { code: 'invalid_query', issues: [{ path: [], message: 'Unrecognized key: "artifacts"' }] },
+          });
+        }
+      },
+    });
+    paths.length = 0;
+    expect(await readDelta(older, loadPublishable(env.rete).tree.heads(), false)).toEqual(delta);
+    expect(paths.filter((p) => p.startsWith('/v1/heads?'))).toEqual([
+      `/v1/heads?limit=10000&buckets=${bucketOf('edge-17')}&artifacts=false`,
+      `/v1/heads?limit=10000&buckets=${bucketOf('edge-17')}`,
+    ]);
+    // Any other refusal is not taken for that.
+    const broken = hooked({
+      before: (path) => {
+        if (path.startsWith('/v1/heads?')) throw new RetectlError('rejected', 'GET /v1/heads: 422', { problem: { code: 'invalid_query', issues: [] } });
+      },
+    });
+    await expect(readDelta(broken, loadPublishable(env.rete).tree.heads(), false)).rejects.toThrow('GET /v1/heads: 422');
+    // Published, for the tests after this one.
+    expect((await publishJson('-m', 'edge-17 moves')).sent).toBe(1);
   });
 
   it('when most buckets differ, the whole tree is sent; when few do, only the differing nodes', async () => {

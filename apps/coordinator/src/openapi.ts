@@ -40,10 +40,10 @@ const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/v1/heads',
-    summary: 'Every node head as digests only (no artifact contents), a page at a time',
+    summary: 'Every node head as digests only (no artifact contents), a page at a time; with artifacts=false, set digests alone',
     access: 'reader',
     query: C.HeadsQuery,
-    responses: { 200: { description: 'a page of heads', schema: C.HeadsPage }, ...std },
+    responses: { 200: { description: 'a page of heads (items without artifacts with artifacts=false)', schema: C.HeadsPage }, ...std },
   },
   {
     method: 'get',

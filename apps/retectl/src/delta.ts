@@ -3,7 +3,7 @@ import { HEAD_BUCKETS, HeadBuckets, type NodeLabels } from '#contracts';
 import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
-import { listHeadDigests } from './node-pages.js';
+import { listHeadSets } from './node-pages.js';
 
 /**
  * What a publish of this tree must send, read at one ledger position: the nodes whose sets differ
@@ -76,7 +76,7 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   // what the coordinator's own comparison of the whole tree does, so the whole tree is sent.
   if (differing.length > MOST_BUCKETS) return { kind: 'full' };
 
-  const { items, positions } = await listHeadDigests(client, differing);
+  const { items, positions } = await listHeadSets(client, differing);
   if (positions.has(undefined)) return { kind: 'full' };
   if (positions.size !== 1 || !positions.has(summary.position)) return { kind: 'moved' };
   const heads = new Map(items.map((head) => [head.node, head]));

@@ -1,6 +1,7 @@
-import { HeadsPage, NodeList } from '#contracts';
+import { HeadSetsPage, HeadsPage, NodeList } from '#contracts';
 import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
+import { RetectlError } from './errors.js';
 
 /** Nodes asked for a page at a time, following the cursor: a 100,000-node fleet is never one answer. */
 export const NODE_PAGE = 1000;
@@ -21,28 +22,61 @@ export async function listNodes(client: CoordinatorClient, query = ''): Promise<
   return items;
 }
 
-/**
- * Every node head as digests (no artifact contents), or those of the nodes in these buckets,
- * following next_cursor; with the ledger position each page was read at (undefined from a
- * coordinator that does not say).
- */
-export async function listHeadDigests(
+/** Every page of GET /v1/heads with this query, following next_cursor, with the position each was read at. */
+async function headPages<T>(
   client: CoordinatorClient,
-  buckets?: readonly number[],
-): Promise<{ items: z.infer<typeof HeadsPage>['items']; positions: Set<number | undefined> }> {
-  const items: z.infer<typeof HeadsPage>['items'] = [];
+  schema: z.ZodType<{ items: T[]; next_cursor: string | null; position?: number | undefined }>,
+  query: string,
+): Promise<{ items: T[]; positions: Set<number | undefined> }> {
+  const items: T[] = [];
   const positions = new Set<number | undefined>();
-  const only = buckets ? `&buckets=${buckets.join(',')}` : '';
   let cursor: string | null = null;
   do {
-    const { body }: { body: z.infer<typeof HeadsPage> } = await client.call(
+    const { body }: { body: { items: T[]; next_cursor: string | null; position?: number | undefined } } = await client.call(
       'GET',
-      `/v1/heads?limit=${HEAD_PAGE}${only}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      HeadsPage,
+      `/v1/heads?limit=${HEAD_PAGE}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      schema,
     );
     items.push(...body.items);
     positions.add(body.position);
     cursor = body.next_cursor;
   } while (cursor);
   return { items, positions };
+}
+
+/**
+ * Every node head as digests (no artifact contents), or those of the nodes in these buckets,
+ * following next_cursor; with the ledger position each page was read at (undefined from a
+ * coordinator that does not say).
+ */
+export function listHeadDigests(
+  client: CoordinatorClient,
+  buckets?: readonly number[],
+): Promise<{ items: z.infer<typeof HeadsPage>['items']; positions: Set<number | undefined> }> {
+  return headPages(client, HeadsPage, buckets ? `&buckets=${buckets.join(',')}` : '');
+}
+
+/**
+ * The set digests of the heads of the nodes in these buckets, without their artifacts (a tenth of
+ * the bytes), as listHeadDigests pages them. A coordinator that does not know `artifacts=false`
+ * refuses the query: asked again without it, its artifacts are set aside.
+ */
+export async function listHeadSets(
+  client: CoordinatorClient,
+  buckets: readonly number[],
+): Promise<{ items: z.infer<typeof HeadSetsPage>['items']; positions: Set<number | undefined> }> {
+  const only = `&buckets=${buckets.join(',')}`;
+  try {
+    return await headPages(client, HeadSetsPage, `${only}&artifacts=false`);
+  } catch (e) {
+    if (refusedKey(e, 'invalid_query', 'artifacts')) return headPages(client, HeadSetsPage, only);
+    throw e;
+  }
+}
+
+/** A coordinator's refusal of a key it does not know (one that predates it), in the body or the query. */
+export function refusedKey(e: unknown, code: 'invalid_body' | 'invalid_query', key: string): boolean {
+  if (!(e instanceof RetectlError) || e.problem?.code !== code) return false;
+  const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
+  return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes(`"${key}"`));
 }

@@ -395,19 +395,30 @@ export const HeadsQuery = z.strictObject({
     .refine((b) => b.every((n) => n < HEAD_BUCKETS), `must be bucket numbers from 0 to ${HEAD_BUCKETS - 1}, comma-separated`)
     .optional()
     .describe('only heads of nodes in these buckets (GET /v1/heads/buckets), comma-separated'),
+  artifacts: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe("false leaves out each head's artifacts: the set digests alone, what a publish compares (absent: true)"),
 });
-export const HeadDigests = z.object({
+/** A head as its set digest alone: what `GET /v1/heads?artifacts=false` answers. */
+export const HeadSet = z.object({
   node: NodeName,
   version: Version,
   set_digest: Sha256,
   retired: z.boolean(),
+});
+export const HeadDigests = HeadSet.extend({
   artifacts: z.array(z.object({ name: z.string(), sha256: Sha256, size: z.number().int().nonnegative() })),
 });
-export const HeadsPage = z.object({
-  items: z.array(HeadDigests),
-  next_cursor: NodeName.nullable(),
-  position: Position.optional().describe('the ledger position the page was read at (absent from coordinators before head buckets)'),
-});
+const headsPage = <T extends z.ZodType>(item: T) =>
+  z.object({
+    items: z.array(item),
+    next_cursor: NodeName.nullable(),
+    position: Position.optional().describe('the ledger position the page was read at (absent from coordinators before head buckets)'),
+  });
+export const HeadsPage = headsPage(HeadDigests);
+/** A page of `GET /v1/heads?artifacts=false`. */
+export const HeadSetsPage = headsPage(HeadSet);
 /**
  * The digest of each bucket of active heads (retired ones left out), read at one ledger position:
  * buckets[i] is sha256 of the lines `<node> <set digest>\n` of the active heads whose node is in

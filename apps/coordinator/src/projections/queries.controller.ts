@@ -32,15 +32,18 @@ export class QueriesController {
   /**
    * Every node's head as digests (version, set digest, each artifact's name, sha256 and size), a page
    * at a time in name order, with the ledger position the page was read at: a plan compares a whole
-   * tree with no artifact content read. `buckets` keeps the heads of nodes in those buckets only.
+   * tree with no artifact content read. `buckets` keeps the heads of nodes in those buckets only;
+   * `artifacts=false` leaves out each head's artifacts, for a publish that compares set digests.
    */
   @Get('heads')
   @Access('reader')
   async heads(@Query() query: unknown) {
     const q = parseInput(HeadsQuery, query, 'query');
     const limit = q.limit ?? 1000;
+    const artifacts = q.artifacts !== 'false';
     const { position, rows } = await readHeadsPage(this.db.kysely, this.buckets, {
       limit,
+      artifacts,
       ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
       ...(q.buckets !== undefined ? { buckets: q.buckets } : {}),
     });
@@ -51,7 +54,7 @@ export class QueriesController {
         version: r.version,
         set_digest: r.set_digest,
         retired: r.retired,
-        artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })),
+        ...(artifacts && r.artifacts ? { artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) } : {}),
       })),
       next_cursor: rows.length > limit ? page[page.length - 1].node : null,
       position,

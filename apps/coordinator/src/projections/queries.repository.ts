@@ -13,15 +13,17 @@ import type { HeadBucketIndex } from './head-bucket-index.js';
 export async function readHeadsPage(
   db: Kysely<Database>,
   index: HeadBucketIndex,
-  q: { readonly limit: number; readonly cursor?: string; readonly buckets?: readonly number[] },
+  q: { readonly limit: number; readonly cursor?: string; readonly buckets?: readonly number[]; readonly artifacts: boolean },
 ) {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {
+      // Each head's artifacts are most of its row (a jsonb list read and parsed): left out when not asked for.
       let select = trx
         .selectFrom('node_heads')
-        .select(['node', 'version', 'set_digest', 'retired', 'artifacts'])
+        .select(['node', 'version', 'set_digest', 'retired'])
+        .$if(q.artifacts, (s) => s.select('artifacts'))
         .orderBy('node')
         .limit(q.limit + 1);
       if (q.cursor !== undefined) select = select.where('node', '>', q.cursor);

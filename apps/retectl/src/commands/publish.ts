@@ -14,6 +14,7 @@ import { parseResources } from '../resources-json.js';
 import { loadPublishable } from '../rete-dir.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { labelsToSend, readDelta, type TreeLabels } from '../delta.js';
+import { refusedKey } from '../node-pages.js';
 import type { TreeToPublish } from '../tree-to-publish.js';
 import { status as rolloutStatus } from './rollout.js';
 import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
@@ -178,9 +179,7 @@ async function send(client: CoordinatorClient, tree: TreeToPublish, nodes: reado
 
 /** The coordinator's refusal of the `labels` key as unknown. */
 export function unknownLabels(e: unknown): boolean {
-  if (!(e instanceof RetectlError) || e.problem?.code !== 'invalid_body') return false;
-  const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
-  return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes('"labels"'));
+  return refusedKey(e, 'invalid_body', 'labels');
 }
 
 /**
