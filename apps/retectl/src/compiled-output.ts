@@ -107,19 +107,28 @@ export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>
 }
 
 /**
- * The labels a record keeps, for the nodes of a tree (has, names): a node's line parsed when it is
- * asked for, and every node's only for a request that sends them all. A node of the tree without a
+ * The labels a record keeps, for the nodes of a tree (has, names): the lines are read into a map the
+ * first time a node's are asked for (one pass; looking each node up in the text instead cost a search
+ * of megabytes a node), and not at all when no label bucket differs. A node of the tree without a
  * line has neither tags nor groups, and is sent as such: that is what clears labels it had before.
  */
 export function recordedLabels(rete: RecordedRete, has: (node: string) => boolean, names: () => readonly string[]): TreeLabels {
-  const { labels: text } = rete;
+  let lines: Map<string, string> | undefined;
+  const read = (): Map<string, string> => {
+    const found = new Map<string, string>();
+    const { labels: text } = rete;
+    for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+      const space = text.indexOf(' ', start);
+      found.set(text.slice(start, space), text.slice(space + 1, end));
+    }
+    return found;
+  };
+  const list = (s: string): string[] => (s === '' ? [] : s.split(','));
   const of = (node: string): NodeLabels | undefined => {
     if (!has(node)) return undefined;
-    const at = text.indexOf(`\n${node} `);
-    if (at < 0) return { tags: [], groups: [] };
-    const start = at + node.length + 2;
-    const [tags, groups] = text.slice(start, text.indexOf('\n', start)).split(' ') as [string, string];
-    const list = (s: string): string[] => (s === '' ? [] : s.split(','));
+    const line = (lines ??= read()).get(node);
+    if (line === undefined) return { tags: [], groups: [] };
+    const [tags, groups] = line.split(' ') as [string, string];
     return { tags: list(tags), groups: list(groups) };
   };
   let all: Readonly<Record<string, NodeLabels>> | undefined;

@@ -1,6 +1,7 @@
-import { bucketOf } from '#bundle';
-import { HEAD_BUCKETS } from '#contracts';
-import { RecordedNodes } from './compiled-output.js';
+import { bucketOf, labelBuckets } from '#bundle';
+import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
+import type { Rete } from '#rete';
+import { RecordedNodes, recordedLabels, recordedRete } from './compiled-output.js';
 
 /** A record of n nodes, each with a made-up fingerprint, stamp and set digest, in its real head bucket. */
 const recordOf = (n: number, set = (i: number) => `set${i}`): RecordedNodes => {
@@ -45,5 +46,35 @@ describe('RecordedNodes.names', () => {
       all.filter((n) => !['node-00000', 'node-00600', 'node-01199'].includes(n)),
     );
     expect(recordOf(0).names()).toEqual([]);
+  });
+});
+
+describe('recordedLabels', () => {
+  // Sorted, as nodeLabels gives them: some nodes with tags, some with groups only, some with neither.
+  const labels = new Map<string, NodeLabels>(
+    Array.from({ length: 3_000 }, (_, i) => [
+      `node-${String(i).padStart(5, '0')}`,
+      { tags: i % 3 === 0 ? [] : [`site-${i % 7}`, 'web'].sort(), groups: i % 5 === 0 ? ['ops', 'staff'] : [] },
+    ]),
+  );
+  const rete = { mesh: { name: 'm', coordinator: 'https://c.example' }, nodes: [], groups: new Map(), acl: [] } as Rete;
+
+  it('gives each node of the tree its own labels, empty lists for one with neither, and nothing for a node it does not hold', () => {
+    const recorded = recordedRete(rete, labels);
+    expect(recorded.labelBuckets).toEqual(labelBuckets(labels));
+    // The tree leaves out one labelled node and holds one the compile did not label.
+    const tree = new Set([...labels.keys()].filter((n) => n !== 'node-00001').concat('node-99999'));
+    const given = recordedLabels(
+      recorded,
+      (n) => tree.has(n),
+      () => [...tree].sort(),
+    );
+    expect(given.of('node-00001')).toBeUndefined();
+    expect(given.of('node-99999')).toEqual({ tags: [], groups: [] });
+    expect(given.of('node-00000')).toEqual({ tags: [], groups: ['ops', 'staff'] });
+    expect(given.of('node-00002')).toEqual({ tags: ['site-2', 'web'], groups: [] });
+    const all = given.all();
+    expect(Object.keys(all)).toEqual([...tree].sort());
+    for (const node of tree) expect(all[node]).toEqual(labels.get(node) ?? { tags: [], groups: [] });
   });
 });
