@@ -57,7 +57,7 @@ export function listHeadDigests(
 }
 
 /**
- * The set digests of the heads of the nodes in these buckets, without their artifacts (a tenth of
+ * The set digests of the heads of the nodes in these buckets, without their artifacts (a fifth of
  * the bytes), as listHeadDigests pages them. A coordinator that does not know `artifacts=false`
  * refuses the query: asked again without it, its artifacts are set aside.
  */
