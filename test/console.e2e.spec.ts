@@ -184,9 +184,20 @@ describe('web console in a real browser', () => {
     expect(await rows.first().getAttribute('data-node')).toBe('beta');
     await page.getByLabel('Node name contains').fill('');
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByLabel('State').selectOption('unmanaged');
     await seeCount(rows, 50);
+    // Every change the page makes from here is checked as it happens: the URL says unmanaged while
+    // an enrolled node's row is on the page means the old filter's rows were shown under the new one.
+    await page.evaluate(`window.staleRows = [];
+      window.staleWatch = new MutationObserver(() => {
+        if (location.hash.includes('state=unmanaged') && document.querySelector('table.nodes .state-enrolled')) window.staleRows.push(location.hash);
+      });
+      window.staleWatch.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });`);
+    await page.getByLabel('State').selectOption('unmanaged');
+    // Done when the page shows a whole page of unmanaged nodes, whatever it showed on the way.
+    await seeCount(page.locator('table.nodes tbody tr:has(.state-unmanaged)'), 50);
+    expect(await rows.count()).toBe(50);
     expect(await page.locator('tr[data-node="alpha"]').count()).toBe(0);
+    expect(await page.evaluate('window.staleWatch.disconnect(), window.staleRows')).toEqual([]);
     await page.getByLabel('Node name contains').fill('no-such-node');
     await page.getByRole('button', { name: 'Search' }).click();
     await seeText(page.locator('.empty'), /No node matches this filter/);

@@ -4,27 +4,33 @@ import { html } from './html.js';
 
 export type Loaded<T> = { state: 'loading' } | { state: 'error'; error: ApiError } | { state: 'done'; data: T; at: number };
 
+const LOADING = { state: 'loading' } as const;
+
 /**
  * GETs `path` whenever it changes, and again every `refreshMs` while `keepRefreshing(data)` holds:
  * a page that watches nodes converge stops asking once they have.
+ *
+ * What it hands back is always `path`'s: the render that follows a change of path sees loading, not
+ * the answer for the path before (a fleet filtered by state never shows the unfiltered rows under
+ * the new filter, not even for the frame before the request goes out).
  */
 export function useApi<T>(path: string | null, refreshMs = 0, keepRefreshing: (data: T) => boolean = () => true): [Loaded<T>, () => void] {
-  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
+  const [loaded, setLoaded] = useState<{ path: string | null; loaded: Loaded<T> }>({ path, loaded: LOADING });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (path === null) return;
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const run = async (first: boolean) => {
-      if (first) setLoaded({ state: 'loading' });
+      if (first) setLoaded({ path, loaded: LOADING });
       try {
         const data = await api<T>(path);
         if (!live) return;
-        setLoaded({ state: 'done', data, at: Date.now() });
+        setLoaded({ path, loaded: { state: 'done', data, at: Date.now() } });
         if (refreshMs > 0 && keepRefreshing(data)) timer = setTimeout(() => void run(false), refreshMs);
       } catch (err) {
         if (!live) return;
-        setLoaded({ state: 'error', error: err instanceof ApiError ? err : new ApiError(0, 'error', String(err)) });
+        setLoaded({ path, loaded: { state: 'error', error: err instanceof ApiError ? err : new ApiError(0, 'error', String(err)) } });
       }
     };
     void run(true);
@@ -33,7 +39,7 @@ export function useApi<T>(path: string | null, refreshMs = 0, keepRefreshing: (d
       if (timer) clearTimeout(timer);
     };
   }, [path, tick]);
-  return [loaded, () => setTick((t) => t + 1)];
+  return [loaded.path === path ? loaded.loaded : LOADING, () => setTick((t) => t + 1)];
 }
 
 export type Followed<T> = { state: 'loading' } | { state: 'error'; error: ApiError } | { state: 'done'; data: T; following: boolean; problem: ApiError | null };
@@ -46,12 +52,13 @@ export type Followed<T> = { state: 'loading' } | { state: 'error'; error: ApiErr
  *   off, when the failure may pass (unreachable, 429, 5xx); any other stops following;
  * - nothing is asked while the tab is hidden, and showing it again asks at once;
  * - leaving the page cancels the timer and the request in flight;
+ * - like useApi, what it hands back is always `path`'s, never the one before's;
  * - `replace(data)` shows an answer the page got another way (an action's): a refresh already under
  *   way, which may have been answered before the action, is dropped, and the next one comes a full
  *   interval later.
  */
 export function useFollow<T>(path: string, everyMs: number, keepGoing: (data: T) => boolean): [Followed<T>, (data: T) => void] {
-  const [followed, setFollowed] = useState<Followed<T>>({ state: 'loading' });
+  const [held, setHeld] = useState<{ path: string; followed: Followed<T> }>({ path, followed: LOADING });
   const replaceRef = useRef<(data: T) => void>(() => undefined);
   useEffect(() => {
     let live = true;
@@ -62,7 +69,8 @@ export function useFollow<T>(path: string, everyMs: number, keepGoing: (data: T)
     let failures = 0;
     // What the page shows now, to tell whether an answer changes it.
     let shown: { text: string; following: boolean; problem: boolean } | null = null;
-    setFollowed({ state: 'loading' });
+    const setFollowed = (followed: Followed<T>) => setHeld({ path, followed });
+    setFollowed(LOADING);
 
     const show = (data: T) => {
       const text = JSON.stringify(data);
@@ -95,7 +103,7 @@ export function useFollow<T>(path: string, everyMs: number, keepGoing: (data: T)
         if (shown === null) setFollowed({ state: 'error', error });
         else {
           shown = { ...shown, following, problem: true };
-          setFollowed((f) => (f.state === 'done' ? { ...f, following, problem: error } : f));
+          setHeld((h) => (h.path === path && h.followed.state === 'done' ? { path, followed: { ...h.followed, following, problem: error } } : h));
         }
         if (passing) schedule(Math.min(60_000, everyMs * 2 ** ++failures));
       } finally {
@@ -124,7 +132,7 @@ export function useFollow<T>(path: string, everyMs: number, keepGoing: (data: T)
       replaceRef.current = () => undefined;
     };
   }, [path]);
-  return [followed, (data: T) => replaceRef.current(data)];
+  return [held.path === path ? held.followed : LOADING, (data: T) => replaceRef.current(data)];
 }
 
 /** What a page shows instead of its data: loading, or the error with what to do next. */
