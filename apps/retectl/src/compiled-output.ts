@@ -159,23 +159,42 @@ export class RecordedNodes {
   }
 
   get(node: string): string | undefined {
-    const at = this.text.indexOf(`\n${node} `);
-    if (at < 0) return undefined;
-    const start = at + node.length + 2;
-    return this.text.slice(start, this.text.indexOf('\n', start));
+    const start = this.entryAt(node);
+    return start < 0 ? undefined : this.text.slice(start, this.text.indexOf('\n', start));
   }
 
   /** The same nodes, these with new entries (each one the record holds). */
   with(entries: ReadonlyMap<string, string>): RecordedNodes {
-    const at = [...entries.keys()].map((node) => [this.text.indexOf(`\n${node} `) + node.length + 2, node] as const).sort((a, b) => a[0] - b[0]);
+    const at = [...entries.keys()].map((node) => [this.entryAt(node), node] as const).sort((a, b) => a[0] - b[0]);
     let text = '';
     let from = 0;
     for (const [start, node] of at) {
-      if (start < node.length + 2) throw new TypeError(`compile record: ${node} is not recorded`);
+      if (start < 0) throw new TypeError(`compile record: ${node} is not recorded`);
       text += this.text.slice(from, start) + (entries.get(node) as string);
       from = this.text.indexOf('\n', start);
     }
     return new RecordedNodes(text + this.text.slice(from), this.size);
+  }
+
+  /**
+   * Where `node`'s entry starts in the text, or -1: a binary search over the lines, which are in
+   * name order, reading about 17 names for 100,000 nodes. Searching the text for `\n<node> ` read
+   * it from the start, 5 MB on average at that size, for each node asked about.
+   */
+  private entryAt(node: string): number {
+    const { text } = this;
+    // The line starts in [lo, hi) are the ones still in question.
+    let lo = 1;
+    let hi = text.length;
+    while (lo < hi) {
+      const start = text.lastIndexOf('\n', ((lo + hi) >>> 1) - 1) + 1;
+      const space = text.indexOf(' ', start);
+      const name = text.slice(start, space);
+      if (name === node) return space + 1;
+      if (name < node) lo = text.indexOf('\n', space) + 1;
+      else hi = start;
+    }
+    return -1;
   }
 
   /** Every node and its entry, in name order. */

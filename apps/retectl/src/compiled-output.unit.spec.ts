@@ -37,6 +37,30 @@ describe('RecordedNodes.bucketDigests', () => {
   });
 });
 
+describe('RecordedNodes.get and .with', () => {
+  it("finds every node's entry, and none for a name it does not hold, however the names sort", () => {
+    // Names that are each other's prefixes, and ones that sort between, before and after them.
+    const names = ['a', 'a-b', 'a0', 'ab', 'b', 'node-1', 'node-10', 'node-2', 'z', 'zz9'];
+    const record = RecordedNodes.of(new Map(names.map((n, i) => [n, `fp${i} 1.5/2.5 set${i} ${bucketOf(n)}`])));
+    names.forEach((n, i) => expect(record.get(n)).toBe(`fp${i} 1.5/2.5 set${i} ${bucketOf(n)}`));
+    for (const absent of ['', '0', 'a-', 'a-a', 'a-c', 'aa', 'node-', 'node-0', 'node-11', 'node-3', 'y', 'zz', 'zzz'])
+      expect(record.get(absent)).toBeUndefined();
+    expect(RecordedNodes.of(new Map()).get('a')).toBeUndefined();
+  });
+
+  it('finds each of 3,000 nodes, and writes new entries in their places only', () => {
+    const record = recordOf(3000);
+    for (let i = 0; i < 3000; i++) {
+      const node = `node-${String(i).padStart(5, '0')}`;
+      expect(record.get(node)).toBe(`fp${i} 1.5/2.5 set${i} ${bucketOf(node)}`);
+    }
+    const changed = [0, 1, 1499, 2998, 2999];
+    const next = record.with(new Map(changed.map((i) => [`node-${String(i).padStart(5, '0')}`, `new${i}`])));
+    expect(next.toMap()).toEqual(new Map([...record.toMap()].map(([node, entry], i) => [node, changed.includes(i) ? `new${i}` : entry])));
+    expect(() => record.with(new Map([['node-03000', 'x']]))).toThrow('compile record: node-03000 is not recorded');
+  });
+});
+
 describe('RecordedNodes.names', () => {
   it('lists every node in name order, but those left out', () => {
     const record = recordOf(1200);
