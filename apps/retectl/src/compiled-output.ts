@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import type { LocalHeads, TreeLabels } from './delta.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
-import { bucketDigest, bucketOf, headBuckets, labelBuckets, labelsText } from '#bundle';
+import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJson, sameBytes, type ArtifactBytes, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { CompiledSetDigests, NodeLabels } from '#contracts';
@@ -93,16 +93,15 @@ export interface RecordedRete {
 
 /** The record's view of a validated rete and its nodes' labels (nodeLabels of it). */
 export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>): RecordedRete {
+  const lines = [...labelLines(labels)].sort((a, b) => cmp(a[0], b[0]));
   let text = '\n';
-  for (const node of [...labels.keys()].sort(cmp)) {
-    const l = labels.get(node) as NodeLabels;
-    if (l.tags.length + l.groups.length > 0) text += `${node} ${labelsText(l)}\n`;
-  }
+  for (const [node, line] of lines) text += `${node} ${line}\n`;
   return {
     coordinator: rete.mesh.coordinator,
     ...(rete.rollout ? { rollout: rete.rollout } : {}),
     labels: text,
-    labelBuckets: labelBuckets(labels),
+    // What labelBuckets(labels) gives, from the lines already worked out.
+    labelBuckets: headBuckets(lines),
   };
 }
 

@@ -31,3 +31,10 @@ export class RetectlError extends Error {
 }
 
 export const usageError = (message: string) => new RetectlError('usage', message);
+
+/** A coordinator's refusal of a key it does not know (one that predates it), in the body or the query. */
+export function refusedKey(e: unknown, code: 'invalid_body' | 'invalid_query', key: string): boolean {
+  if (!(e instanceof RetectlError) || e.problem?.code !== code) return false;
+  const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
+  return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes(`"${key}"`));
+}

@@ -1,7 +1,7 @@
 import { HeadSetsPage, HeadsPage, NodeList } from '#contracts';
 import type { z } from 'zod';
 import type { CoordinatorClient } from './client.js';
-import { RetectlError } from './errors.js';
+import { refusedKey } from './errors.js';
 
 /** Nodes asked for a page at a time, following the cursor: a 100,000-node fleet is never one answer. */
 export const NODE_PAGE = 1000;
@@ -72,11 +72,4 @@ export async function listHeadSets(
     if (refusedKey(e, 'invalid_query', 'artifacts')) return headPages(client, HeadSetsPage, only);
     throw e;
   }
-}
-
-/** A coordinator's refusal of a key it does not know (one that predates it), in the body or the query. */
-export function refusedKey(e: unknown, code: 'invalid_body' | 'invalid_query', key: string): boolean {
-  if (!(e instanceof RetectlError) || e.problem?.code !== code) return false;
-  const issues = Array.isArray(e.problem.issues) ? (e.problem.issues as { path?: unknown; message?: unknown }[]) : [];
-  return issues.some((i) => Array.isArray(i.path) && i.path.length === 0 && typeof i.message === 'string' && i.message.includes(`"${key}"`));
 }

@@ -44,19 +44,23 @@ export function labelsText(labels: { readonly tags: readonly string[]; readonly 
 }
 
 /**
+ * The nodes whose labels count, each with its labels' text (labelsText): those with a tag or a group.
+ * A node with neither is one the coordinator records nothing for.
+ */
+export function* labelLines(
+  labels: Iterable<readonly [node: string, labels: { readonly tags: readonly string[]; readonly groups: readonly string[] }]>,
+): Generator<readonly [node: string, text: string]> {
+  for (const [node, l] of labels) if (l.tags.length + l.groups.length > 0) yield [node, labelsText(l)] as const;
+}
+
+/**
  * The digest of each bucket of these nodes' labels (tags and groups, for scoped tokens): bucketDigest
- * over `<node> <tags> <groups>` (labelsText) of the nodes with a tag or a group: a node with neither
- * is one the coordinator records nothing for. A client that gives a bucket the digest the coordinator
+ * over `<node> <tags> <groups>` of labelLines. A client that gives a bucket the digest the coordinator
  * gives its recorded labels holds the same labels for every node in it, and need not send them.
  */
 export function labelBuckets(
   labels: Iterable<readonly [node: string, labels: { readonly tags: readonly string[]; readonly groups: readonly string[] }]>,
   bucket: (node: string) => number = bucketOf,
 ): string[] {
-  return headBuckets(
-    (function* () {
-      for (const [node, l] of labels) if (l.tags.length + l.groups.length > 0) yield [node, labelsText(l)] as const;
-    })(),
-    bucket,
-  );
+  return headBuckets(labelLines(labels), bucket);
 }

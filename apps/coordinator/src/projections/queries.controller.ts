@@ -54,7 +54,7 @@ export class QueriesController {
         version: r.version,
         set_digest: r.set_digest,
         retired: r.retired,
-        ...(artifacts && r.artifacts ? { artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) } : {}),
+        ...(r.artifacts ? { artifacts: r.artifacts.map((a) => ({ name: a.name, sha256: a.sha256, size: a.size })) } : {}),
       })),
       next_cursor: rows.length > limit ? page[page.length - 1].node : null,
       position,

@@ -3,7 +3,7 @@ import { formatCounts, formatPublishNodes } from '../publish-status.js';
 import { formatAge } from '../status.js';
 import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
-import { RetectlError } from '../errors.js';
+import { refusedKey, RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
 import { note, out, outJson, plural } from '../output.js';
 import { countsReporter, publishNodes, waitForPublish, type WaitResult } from '../publish-wait.js';
@@ -14,7 +14,6 @@ import { parseResources } from '../resources-json.js';
 import { loadPublishable } from '../rete-dir.js';
 import { explainIneligible, ineligibleLine } from '../ineligible.js';
 import { labelsToSend, readDelta, type TreeLabels } from '../delta.js';
-import { refusedKey } from '../node-pages.js';
 import type { TreeToPublish } from '../tree-to-publish.js';
 import { status as rolloutStatus } from './rollout.js';
 import { refusePruneInWaves, rolloutPlanLine, rolloutPlanOf, type RolloutFlags } from '../rollout-plan.js';
@@ -111,13 +110,13 @@ export interface PublishOutcome {
  * stale, like the whole tree.
  */
 export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
+  const { labels, ...rest } = options;
   const local = options.full ? null : tree.heads();
   for (let attempt = 0; local !== null && attempt < DELTA_ATTEMPTS; attempt++) {
     const delta = await readDelta(client, local, options.prune ?? false);
     if (delta.kind === 'full') break;
     if (delta.kind === 'moved') continue;
     try {
-      const { labels, ...rest } = options;
       const sent = await send(client, tree, delta.send, {
         ...rest,
         ...(labels ? { labels: labelsToSend(labels, delta.labels, local) } : {}),
@@ -131,7 +130,6 @@ export async function publishTree(client: CoordinatorClient, tree: TreeToPublish
       throw e;
     }
   }
-  const { labels, ...rest } = options;
   return send(client, tree, tree.names(), { ...rest, ...(labels ? { labels: labels.all() } : {}) });
 }
 
