@@ -9,10 +9,13 @@
  *   (d) the same one change with .flor/cache removed first: every YAML file parsed and every compiled
  *       file read back to compare, which is what every compile did before the cache. The baseline
  *       for (c), measured in the same run, in turns with it
- * Each is run --repeat times, in rounds of (a) to (d) (medians); the one change moves the port back
+ *   (e) recompile after a change that reaches a whole site: one of its databases' listen port moves,
+ *       which changes the sets of every node of its site but the other database (999 of a full site),
+ *       then moves back (both timed)
+ * Each is run --repeat times, in rounds of (a) to (e) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
  * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
- * time per node, and the ratios one change/full compile and one change/cold caches.
+ * time per node, and the ratios one change/full compile, one change/cold caches and site/full compile.
  * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
  * be what the change makes, or the benchmark exits 1.
  *
@@ -59,6 +62,8 @@ interface SizeResult {
   readonly none: Run[];
   readonly one: Run[];
   readonly cold: Run[];
+  /** (e); empty when the fleet is too small for a site with databases and web servers. */
+  readonly site: Run[];
 }
 
 async function measure(nodes: number, repeat: number): Promise<SizeResult> {
@@ -73,13 +78,17 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const affected = moved % SITE_SIZE >= 3 && siteNodes > 3 ? 4 : 1;
   const rete = fleetRete(nodes);
   const texts = [rete.get(fleetFileOf(moved)) as string, fleetRete(nodes, moved).get(fleetFileOf(moved)) as string];
+  // The site's first database (its second node), in the same file as the moved web server.
+  const db = site * SITE_SIZE + 1;
+  const dbText = siteNodes > 3 ? (fleetRete(nodes, db).get(fleetFileOf(db)) as string) : undefined;
 
   const full: Run[] = [];
   const none: Run[] = [];
   const one: Run[] = [];
   const cold: Run[] = [];
+  const siteRuns: Run[] = [];
   for (let r = 0; r < repeat; r++) {
-    say(`${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches …`);
+    say(`${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site …`);
     const dir = join(base, `round-${r + 1}`);
     writeRete(dir, rete);
     // The moved port, then back.
@@ -99,16 +108,27 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     const c = await compile(dir);
     expectSummary(c, 'one change, cold caches', { added: 0, changed: affected, unchanged: nodes - affected, written: 2 * affected });
     cold.push(c);
+    if (dbText !== undefined) {
+      const reached = { added: 0, changed: siteNodes - 1, unchanged: nodes - siteNodes + 1, written: 2 * (siteNodes - 1) };
+      writeFileSync(join(dir, fleetFileOf(db)), dbText);
+      const s = await compile(dir);
+      expectSummary(s, 'a database moved', reached);
+      put(0);
+      const b = await compile(dir);
+      expectSummary(b, 'the database moved back', reached);
+      siteRuns.push(s, b);
+    }
   }
-  return { nodes, full, none, one, cold };
+  return { nodes, full, none, one, cold, site: siteRuns };
 }
 
 function report(results: readonly SizeResult[]): void {
   const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
   const both = (wall: number, cpu: number) => `${ms(wall)} (cpu ${ms(cpu)})`;
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
-  const rows = results.map(({ nodes, full, none, one, cold }) => {
+  const rows = results.map(({ nodes, full, none, one, cold, site }) => {
     const [f, o, c] = [med(full, 'wallMs'), med(one, 'wallMs'), med(cold, 'wallMs')];
+    const s = site.length > 0 ? med(site, 'wallMs') : undefined;
     return [
       fmt(nodes),
       both(f, med(full, 'cpuMs')),
@@ -118,11 +138,13 @@ function report(results: readonly SizeResult[]): void {
       both(c, med(cold, 'cpuMs')),
       fmt(o / f, 3),
       fmt(o / c, 3),
+      s === undefined ? '—' : both(s, med(site, 'cpuMs')),
+      s === undefined ? '—' : fmt(s / f, 3),
     ];
   });
   process.stdout.write(
-    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold'], rows)}\n` +
-      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds; per node: full compile wall time / nodes\n`,
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site: of its two runs a round); per node: full compile wall time / nodes\n`,
   );
 }
 
