@@ -1,10 +1,30 @@
 import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
-/** A temp name next to the target: rename is only atomic within one filesystem. */
+/**
+ * Random bytes for temp names, drawn a page at a time: a compile names a staging folder for each of
+ * 100,000 new nodes, and a call to the generator for each cost more than the names' use of it.
+ */
+const randomPool = Buffer.alloc(4096);
+let randomOffset = randomPool.length;
+
+function randomHex8(): string {
+  if (randomOffset + 4 > randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
+  randomOffset += 4;
+  return randomPool.toString('hex', randomOffset - 4, randomOffset);
+}
+
+/**
+ * A temp name next to the target (rename is only atomic within one filesystem). Its random part
+ * keeps it unguessable, and it is created exclusively (`wx`): a name that exists, a link planted
+ * there among them, is refused, never written through.
+ */
 export function tempNameFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomHex8()}`);
 }
 
 export function isTempName(name: string): boolean {
@@ -27,10 +47,10 @@ export interface FileOwner {
 }
 
 /** Writes and fsyncs a file without renaming it (used inside a staging folder renamed as a whole). */
-export function writeFileDurable(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
+export function writeFileDurable(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner, flag: 'w' | 'wx' = 'w'): void {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   // Until its owner and mode are set, a file bound for another owner is readable by none but this process.
-  const fd = openSync(path, 'w', owner ? 0o600 : mode);
+  const fd = openSync(path, flag, owner ? 0o600 : mode);
   try {
     let off = 0;
     while (off < bytes.byteLength) off += writeSync(fd, bytes, off, bytes.byteLength - off);
@@ -50,18 +70,23 @@ function writeThenRename(path: string, write: (tmp: string) => void): void {
     write(tmp);
     renameSync(tmp, path);
   } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      /* already renamed or never created */
-    }
+    // A name that existed was not this write's to remove.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') removeQuietly(tmp);
     throw err;
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    /* never created */
   }
 }
 
 /** Write temp, fsync, rename, fsync the folder: a crash leaves the old file or the new one, never a torn one. */
 export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644, owner?: FileOwner): void {
-  writeThenRename(path, (tmp) => writeFileDurable(tmp, data, mode, owner));
+  writeThenRename(path, (tmp) => writeFileDurable(tmp, data, mode, owner, 'wx'));
   fsyncDir(dirname(path));
 }
 
@@ -72,7 +97,7 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
  * each of 30,000 files was nearly all of a 10,000-node compile.
  */
 export function replaceFileUnsynced(path: string, data: Uint8Array | string, mode = 0o644): void {
-  writeThenRename(path, (tmp) => writeFileSync(tmp, data, { mode }));
+  writeThenRename(path, (tmp) => writeFileSync(tmp, data, { mode, flag: 'wx' }));
 }
 
 export function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
