@@ -12,16 +12,20 @@
  *   (e) recompile after a change that reaches a whole site: one of its databases' listen port moves,
  *       which changes the sets of every node of its site but the other database (999 of a full site),
  *       then moves back (both timed)
- * Each is run --repeat times, in rounds of (a) to (e) (medians); the one change moves the port back
+ *   (f) the file system's floor for (a): a bare loop in this process creating the same folders and
+ *       files, of the same sizes, as (a) left in .flor/compiled (listed before the clock starts), with
+ *       nothing else: no YAML, no compile, no staging folder renamed into place. The baseline for (a)
+ * Each is run --repeat times, in rounds of (a) to (f) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
  * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
- * time per node, and the ratios one change/full compile, one change/cold caches and site/full compile.
+ * time per node, and the ratios one change/full compile, one change/cold caches, site/full compile and
+ * full compile/floor.
  * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
  * be what the change makes, or the benchmark exits 1.
  *
  *   npm run bench:compile [-- --sizes 10000,100000 --repeat 3]
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onCleanup, runBench } from './support/cleanup.js';
@@ -56,6 +60,43 @@ function expectSummary(run: Run, what: string, expected: { added: number; change
   if (wrong) throw new Error(`${what}: expected ${JSON.stringify(expected)}, retectl said: ${run.summary}`);
 }
 
+/** A compiled tree's shape: each node's folder and its files' paths (relative to it) and sizes. */
+type Shape = readonly (readonly [string, readonly (readonly [string, number])[]])[];
+
+function shapeOf(compiled: string): Shape {
+  const files = (dir: string, prefix: string): [string, number][] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? files(join(dir, e.name), `${prefix}${e.name}/`) : [[`${prefix}${e.name}`, statSync(join(dir, e.name)).size] as [string, number]],
+    );
+  return readdirSync(compiled, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => [e.name, files(join(compiled, e.name), '')] as const);
+}
+
+/** (f): the same folders and files created by a bare loop, timed (wall, and this process's CPU). */
+function createShape(into: string, shape: Shape): Run {
+  const bytes = new Map<number, Buffer>();
+  const of = (size: number): Buffer => bytes.get(size) ?? (bytes.set(size, Buffer.alloc(size, 0x78)), bytes.get(size) as Buffer);
+  for (const [, files] of shape) for (const [, size] of files) of(size);
+  mkdirSync(into, { recursive: true });
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  let count = 0;
+  for (const [node, files] of shape) {
+    const dir = join(into, node);
+    mkdirSync(dir);
+    for (const [path, size] of files) {
+      const slash = path.lastIndexOf('/');
+      if (slash > 0) mkdirSync(join(dir, path.slice(0, slash)), { recursive: true });
+      writeFileSync(join(dir, path), of(size));
+      count++;
+    }
+  }
+  const wallMs = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  return { wallMs, cpuMs: (used.user + used.system) / 1000, summary: `${shape.length} folders, ${count} files` };
+}
+
 interface SizeResult {
   readonly nodes: number;
   readonly full: Run[];
@@ -64,6 +105,7 @@ interface SizeResult {
   readonly cold: Run[];
   /** (e); empty when the fleet is too small for a site with databases and web servers. */
   readonly site: Run[];
+  readonly floor: Run[];
 }
 
 async function measure(nodes: number, repeat: number): Promise<SizeResult> {
@@ -87,8 +129,11 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const one: Run[] = [];
   const cold: Run[] = [];
   const siteRuns: Run[] = [];
+  const floor: Run[] = [];
   for (let r = 0; r < repeat; r++) {
-    say(`${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site …`);
+    say(
+      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, the file system's floor …`,
+    );
     const dir = join(base, `round-${r + 1}`);
     writeRete(dir, rete);
     // The moved port, then back.
@@ -96,6 +141,9 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     const f = await compile(dir);
     expectSummary(f, 'full compile', { added: nodes, changed: 0, unchanged: 0 });
     full.push(f);
+    const shape = shapeOf(join(dir, '.flor', 'compiled'));
+    if (shape.length !== nodes) throw new Error(`full compile: ${nodes} node folders expected in .flor/compiled, found ${shape.length}`);
+    floor.push(createShape(join(base, `floor-${r + 1}`), shape));
     const n = await compile(dir);
     expectSummary(n, 'no change', { added: 0, changed: 0, unchanged: nodes, written: 0 });
     none.push(n);
@@ -119,14 +167,14 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
       siteRuns.push(s, b);
     }
   }
-  return { nodes, full, none, one, cold, site: siteRuns };
+  return { nodes, full, none, one, cold, site: siteRuns, floor };
 }
 
 function report(results: readonly SizeResult[]): void {
   const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
   const both = (wall: number, cpu: number) => `${ms(wall)} (cpu ${ms(cpu)})`;
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
-  const rows = results.map(({ nodes, full, none, one, cold, site }) => {
+  const rows = results.map(({ nodes, full, none, one, cold, site, floor }) => {
     const [f, o, c] = [med(full, 'wallMs'), med(one, 'wallMs'), med(cold, 'wallMs')];
     const s = site.length > 0 ? med(site, 'wallMs') : undefined;
     return [
@@ -140,11 +188,14 @@ function report(results: readonly SizeResult[]): void {
       fmt(o / c, 3),
       s === undefined ? '—' : both(s, med(site, 'cpuMs')),
       s === undefined ? '—' : fmt(s / f, 3),
+      both(med(floor, 'wallMs'), med(floor, 'cpuMs')),
+      fmt(f / med(floor, 'wallMs'), 2),
     ];
   });
   process.stdout.write(
-    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full'], rows)}\n` +
-      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site: of its two runs a round); per node: full compile wall time / nodes\n`,
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'fs floor', 'full/floor'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site: of its two runs a round); per node: full compile wall time / nodes;\n` +
+      `fs floor: the full compile's folders and files created by a bare loop (wall, CPU of that loop)\n`,
   );
 }
 
