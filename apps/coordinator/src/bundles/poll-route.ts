@@ -65,9 +65,18 @@ let shortTree: { tree: string; checkpoint: string; value: string } | null = null
 function treeCheckpointFor(tree: string, checkpoint: string): string {
   if (shortTree?.tree !== tree || shortTree.checkpoint !== checkpoint) {
     const note = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
-    shortTree = { tree, checkpoint, value: compactTreeCheckpoint(note(tree), note(checkpoint)) ?? tree };
+    shortTree = { tree, checkpoint, value: oneByte(compactTreeCheckpoint(note(tree), note(checkpoint)) ?? tree) };
   }
   return shortTree.value;
+}
+
+/**
+ * `value` (ASCII) as a flat string of one byte a character. The short tree checkpoint is cut from a
+ * note's text, whose signature line's dash makes V8 hold it two bytes a character, and its cut too:
+ * with it every 304's header block was two bytes a character, converted to one on every write.
+ */
+function oneByte(value: string): string {
+  return Buffer.from(value, 'latin1').toString('latin1');
 }
 
 /**
