@@ -32,7 +32,7 @@ import { onCleanup, runBench } from './support/cleanup.js';
 import { sizesAndRepeat } from './support/cli.js';
 import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
 import { lastLine, timedRetectl } from './support/retectl-run.js';
-import { fmt, formatTable, median, ms } from './support/table.js';
+import { fmt, formatTable, medianOf, wallAndCpu } from './support/table.js';
 
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 
@@ -172,25 +172,23 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
 }
 
 function report(results: readonly SizeResult[]): void {
-  const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
-  const both = (wall: number, cpu: number) => `${ms(wall)} (cpu ${ms(cpu)})`;
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
   const rows = results.map(({ nodes, full, none, one, cold, site, floor }) => {
-    const [f, o, c] = [med(full, 'wallMs'), med(one, 'wallMs'), med(cold, 'wallMs')];
-    const s = site.length > 0 ? med(site, 'wallMs') : undefined;
+    const [f, o, c] = [medianOf(full, 'wallMs'), medianOf(one, 'wallMs'), medianOf(cold, 'wallMs')];
+    const s = site.length > 0 ? medianOf(site, 'wallMs') : undefined;
     return [
       fmt(nodes),
-      both(f, med(full, 'cpuMs')),
+      wallAndCpu(full),
       us(f, nodes),
-      both(med(none, 'wallMs'), med(none, 'cpuMs')),
-      both(o, med(one, 'cpuMs')),
-      both(c, med(cold, 'cpuMs')),
+      wallAndCpu(none),
+      wallAndCpu(one),
+      wallAndCpu(cold),
       fmt(o / f, 3),
       fmt(o / c, 3),
-      s === undefined ? '—' : both(s, med(site, 'cpuMs')),
+      s === undefined ? '—' : wallAndCpu(site),
       s === undefined ? '—' : fmt(s / f, 3),
-      both(med(floor, 'wallMs'), med(floor, 'cpuMs')),
-      fmt(f / med(floor, 'wallMs'), 2),
+      wallAndCpu(floor),
+      fmt(f / medianOf(floor, 'wallMs'), 2),
     ];
   });
   process.stdout.write(

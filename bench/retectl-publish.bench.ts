@@ -29,7 +29,7 @@ import { startCoordinator } from './support/coordinator.js';
 import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { lastLine, timedRetectl, type RetectlRun } from './support/retectl-run.js';
-import { fmt, formatTable, median, ms } from './support/table.js';
+import { fmt, formatTable, medianOf, wallAndCpu } from './support/table.js';
 
 const RECORD = join('.flor', 'cache', 'compiled.v8');
 /** The first whole-tree publish of the largest fleet is tens of MB: well past the default 16 MiB. */
@@ -134,14 +134,12 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
 }
 
 function report(results: readonly SizeResult[]): void {
-  const med = (runs: readonly Run[], key: 'wallMs' | 'cpuMs') => median(runs.map((r) => r[key]));
-  const both = (runs: readonly Run[]) => `${ms(med(runs, 'wallMs'))} (cpu ${ms(med(runs, 'cpuMs'))})`;
   const rows = results.map(({ nodes, first, recorded, aside }) => [
     fmt(nodes),
-    both(recorded),
-    both(aside),
-    fmt(med(recorded, 'wallMs') / med(aside, 'wallMs'), 3),
-    both([first]),
+    wallAndCpu(recorded),
+    wallAndCpu(aside),
+    fmt(medianOf(recorded, 'wallMs') / medianOf(aside, 'wallMs'), 3),
+    wallAndCpu([first]),
   ]);
   process.stdout.write(
     `${formatTable(['nodes', '(a) with the compile record', '(b) record moved aside', 'a/b', 'first publish, whole tree'], rows)}\n` +

@@ -18,3 +18,19 @@ export function median(values: readonly number[]): number {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
+
+/** A timed run of a process: its wall time and the CPU time it used (user + system). */
+export interface Timed {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+/** The median wall time of `runs` with their median CPU time beside it: `1,234 ms (cpu 1,100 ms)`. */
+export function wallAndCpu(runs: readonly Timed[]): string {
+  return `${ms(medianOf(runs, 'wallMs'))} (cpu ${ms(medianOf(runs, 'cpuMs'))})`;
+}
+
+/** The median of one of `runs`' times. */
+export function medianOf(runs: readonly Timed[], key: keyof Timed): number {
+  return median(runs.map((r) => r[key]));
+}
