@@ -43,6 +43,12 @@ export function confirmHeader(row: Pick<PollRow, 'version' | 'confirm_within' | 
  */
 export function ifNoneMatchTags(header: string | undefined): string[] {
   if (!header) return [];
+  // One tag, as every agent sends: no list to split (every poll comes through here).
+  if (!header.includes(',')) {
+    const tag = header.trim();
+    const strong = tag.startsWith('W/') ? tag.slice(2) : tag;
+    return strong.length > 0 ? [strong] : [];
+  }
   return header
     .split(',')
     .map((t) => t.trim().replace(/^W\//, ''))

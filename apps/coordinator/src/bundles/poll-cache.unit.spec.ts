@@ -139,6 +139,16 @@ describe('PollCache', () => {
   it('reads If-None-Match as the database query does', () => {
     expect(ifNoneMatchTags(undefined)).toEqual([]);
     expect(ifNoneMatchTags(' W/"a" , "b",, ')).toEqual(['"a"', '"b"']);
+    // One tag: the same rule without a list.
+    for (const [header, tags] of [
+      ['"a"', ['"a"']],
+      [' W/"a" ', ['"a"']],
+      ['*', ['*']],
+      ['   ', []],
+      ['W/', []],
+      ['W/W/"a"', ['W/"a"']],
+    ] as const)
+      expect(ifNoneMatchTags(header)).toEqual(tags);
     expect(ifNoneMatchTags(Array.from({ length: 20 }, (_, i) => `"${i}"`).join(','))).toHaveLength(16);
     expect(parseChange('p:florete-cache:1:ab:3')).toBeNull();
     expect(parseChange('h:*')).toEqual({ kind: 'heads', keys: '*' });

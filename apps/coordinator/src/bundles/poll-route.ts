@@ -319,7 +319,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     if (this.closing || req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX) || !url.endsWith(SUFFIX)) return false;
     const name = url.slice(PREFIX.length, url.length - SUFFIX.length);
     if (!NODE_NAME_PATTERN.test(name) || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) return false;
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const token = bearerOf(req.headers.authorization);
     const credential = token ? parseSecret(token) : null;
     if (credential?.kind !== 'fln') return false;
@@ -350,7 +350,7 @@ export class PollRoute implements BeforeApplicationShutdown, OnApplicationShutdo
     }
     this.metrics.polls304++;
     res.writeHead(304, pollHeaders(memory.etag, memory.checkpoint, memory.confirm, treeHeaders)).end();
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const seconds = (performance.now() - started) / 1000;
     this.metrics.observe(POLL_ROUTE, 304, seconds);
     if (this.log.isLevelEnabled('debug'))
       this.log.debug(

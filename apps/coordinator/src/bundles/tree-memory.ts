@@ -161,6 +161,11 @@ interface Ready {
   readonly proofs: Map<number, string>;
   /** Extension proofs, by the size of the frontier they start from. */
   readonly extensions: Map<number, string>;
+  /**
+   * The tree headers of an answer with no inclusion proof to a node keeping its frontier, by the size
+   * it starts from: nearly every 304 carries one of these, the same object for every node of a size.
+   */
+  readonly plain: Map<number, Readonly<Record<string, string>>>;
   /** Its tree's frontier, for nodes that hold only a root (made once asked). */
   frontier: string | null;
 }
@@ -229,7 +234,7 @@ export class TreeProofs {
       if (attempt > 0) throw new Error(`the ledger tree in the database does not have the root its signed checkpoint of ${size} entries names`);
       this.memory.reset();
     }
-    return { note, header: Buffer.from(note, 'utf8').toString('base64'), size, proofs: new Map(), extensions: new Map(), frontier: null };
+    return { note, header: Buffer.from(note, 'utf8').toString('base64'), size, proofs: new Map(), extensions: new Map(), plain: new Map(), frontier: null };
   }
 
   /**
@@ -239,7 +244,7 @@ export class TreeProofs {
    * it holds, and its tree's frontier when it asked for one. No proof when `note` is smaller than what
    * the node holds: none exists, and the node will see the rollback.
    */
-  headers(note: string, held: TreeHeld, leaf: number | null = null): Record<string, string> | null {
+  headers(note: string, held: TreeHeld, leaf: number | null = null): Readonly<Record<string, string>> | null {
     const r = this.readyFor(note);
     if (!r) return null;
     const out: Record<string, string> = { [TREE_CHECKPOINT_HEADER]: r.header };
@@ -247,9 +252,10 @@ export class TreeProofs {
     if (held.keeps === 'frontier') {
       const start = from ?? 0;
       if (start > r.size) return out;
-      const extension = this.kept(r.extensions, start, () => encodeProof(start, this.memory.extension(start, r.size)));
-      const inclusion = leaf !== null && leaf < r.size ? encodeProof(leaf, this.memory.inclusion(leaf, r.size, start, true)) : null;
-      out[TREE_PROOF_HEADER] = encodeTreeProof(extension, inclusion);
+      const extension = () => this.kept(r.extensions, start, () => encodeProof(start, this.memory.extension(start, r.size)));
+      if (leaf === null || leaf >= r.size)
+        return this.kept(r.plain, start, () => Object.freeze({ ...out, [TREE_PROOF_HEADER]: encodeTreeProof(extension(), null) }));
+      out[TREE_PROOF_HEADER] = encodeTreeProof(extension(), encodeProof(leaf, this.memory.inclusion(leaf, r.size, start, true)));
       return out;
     }
     const proved = from !== null && from > 0 && from <= r.size;
@@ -259,8 +265,8 @@ export class TreeProofs {
     return out;
   }
 
-  /** A proof header kept by the size it starts from: most nodes hold one of a few sizes. */
-  private kept(proofs: Map<number, string>, from: number, make: () => string): string {
+  /** A value kept by the size the node holds, made once: most nodes hold one of a few sizes. */
+  private kept<T>(proofs: Map<number, T>, from: number, make: () => T): T {
     let proof = proofs.get(from);
     if (proof === undefined) {
       proof = make();
@@ -276,7 +282,7 @@ export class TreeProofs {
  * the proof header of a node that keeps its frontier, after the inclusion proof (none: no leaf, which
  * would be of no use to the node without it), or a header of its own.
  */
-export function withStampLeaf(headers: Record<string, string>, leaf: string): Record<string, string> {
+export function withStampLeaf(headers: Readonly<Record<string, string>>, leaf: string): Readonly<Record<string, string>> {
   const proof = headers[TREE_PROOF_HEADER];
   if (proof === undefined) return { ...headers, [TREE_LEAF_HEADER]: leaf };
   return decodeTreeProof(proof).inclusion === null ? headers : { ...headers, [TREE_PROOF_HEADER]: `${proof} ${leaf}` };

@@ -237,6 +237,26 @@ describe('TreeProofs', () => {
     expect(withStampLeaf(proofs.headers(n40, held(30), 35)!, 'x')[TREE_LEAF_HEADER]).toBe('x');
   });
 
+  it('hands every node keeping the frontier of one size the same headers when no inclusion proof goes with them, and keeps them from change', async () => {
+    const { proofs, n40 } = await readyForty();
+    const from17 = proofs.headers(n40, { size: 17, keeps: 'frontier' })!;
+    expect(proofs.headers(n40, { size: 17, keeps: 'frontier' })).toBe(from17);
+    // A leaf outside the tree adds no inclusion proof: the same answer.
+    expect(proofs.headers(n40, { size: 17, keeps: 'frontier' }, 40)).toBe(from17);
+    expect(Object.isFrozen(from17)).toBe(true);
+    expect(() => {
+      (from17 as Record<string, string>)[TREE_PROOF_HEADER] = 'changed';
+    }).toThrow(TypeError);
+    const from30 = proofs.headers(n40, { size: 30, keeps: 'frontier' })!;
+    expect(from30).not.toBe(from17);
+    expect(decodeProof(decodeTreeProof(from30[TREE_PROOF_HEADER]).extension, TREE_PROOF_HEADER).n).toBe(30);
+    // With an inclusion proof, an answer of its own, and the kept one unchanged.
+    const withLeaf = proofs.headers(n40, { size: 17, keeps: 'frontier' }, 20)!;
+    expect(withLeaf).not.toBe(from17);
+    expect(decodeTreeProof(withLeaf[TREE_PROOF_HEADER]).inclusion).not.toBeNull();
+    expect(decodeTreeProof(from17[TREE_PROOF_HEADER]).inclusion).toBeNull();
+  });
+
   it("sends a node that holds only a root the consistency proof and, for it to keep, the new tree's frontier", async () => {
     const { memory, proofs, n40 } = await readyForty();
     const h = proofs.headers(n40, { size: 30, keeps: 'root' })!;

@@ -8,9 +8,10 @@ import type { Database } from '../db/index.js';
  * report or another replica may have written a later one).
  */
 export class ContactLog {
-  private pending = new Map<string, Date>();
+  /** Each node seen since the last flush, with when (epoch milliseconds: a poll makes no Date). */
+  private pending = new Map<string, number>();
 
-  seen(node: string, at: Date = new Date()): void {
+  seen(node: string, at: number = Date.now()): void {
     this.pending.set(node, at);
   }
 
@@ -23,7 +24,7 @@ export class ContactLog {
     if (this.pending.size === 0) return 0;
     const batch = this.pending;
     this.pending = new Map();
-    const rows = [...batch].map(([node, at]) => sql`(${node}::text, ${at.toISOString()}::timestamptz)`);
+    const rows = [...batch].map(([node, at]) => sql`(${node}::text, ${new Date(at).toISOString()}::timestamptz)`);
     try {
       await sql`
         UPDATE node_status AS s SET last_contact = v.at
