@@ -51,10 +51,10 @@ const POLL_LATENCY_BATCH = 4096;
 /**
  * The poll latency histogram's observations, kept in a buffer and observed into it together: at each
  * scrape (the histogram's collect) and whenever the buffer fills. prom-client's observe validates
- * and hashes the labels on every call, which on the poll path, its code and data out of the
- * processor's caches between polls, cost about 2 µs of a 304 (bench/README.md, bench:poll); a
- * buffered latency costs two array writes, and the observations made together stay in the caches.
- * The figures a scrape reads are the same.
+ * and hashes the labels on every call, and on the poll path, its code and data out of the
+ * processor's caches between polls, that was a measurable share of a 304 (bench/README.md,
+ * bench:poll); a buffered latency costs two array writes, and the observations made together stay
+ * in the caches. The figures a scrape reads are the same.
  */
 export class PollLatencies {
   private readonly seconds = new Float64Array(POLL_LATENCY_BATCH);
@@ -72,13 +72,16 @@ export class PollLatencies {
 
   /** Observes every latency kept into the histogram. */
   observe(): void {
-    for (let i = 0; i < this.kept; i++) {
+    // Emptied first: a latency the histogram refused (it throws on one that is not finite) must not
+    // leave the buffer full for every poll after it.
+    const kept = this.kept;
+    this.kept = 0;
+    for (let i = 0; i < kept; i++) {
       const status = this.statuses[i];
       let labels = this.labels.get(status);
       if (!labels) this.labels.set(status, (labels = { status: String(status) }));
       this.histogram.observe(labels, this.seconds[i]);
     }
-    this.kept = 0;
   }
 }
 

@@ -41,6 +41,17 @@ describe('PollLatencies', () => {
     // A second scrape with nothing new: the same counts, nothing observed twice.
     expect(await kept.metrics()).toBe(await direct.metrics());
   });
+
+  it('goes on keeping latencies after the histogram refused one', async () => {
+    const registry = new Registry();
+    const latencies: PollLatencies = new PollLatencies(
+      new Histogram({ name: 'h_seconds', help: 'h', labelNames: ['status'], buckets: [1], registers: [registry], collect: () => latencies.observe() }),
+    );
+    latencies.add(304, Number.NaN);
+    await expect(registry.metrics()).rejects.toThrow(/not a valid number/);
+    latencies.add(304, 0.5);
+    expect(await registry.metrics()).toContain('h_seconds_count{status="304"} 1');
+  });
 });
 
 describe('Metrics', () => {
