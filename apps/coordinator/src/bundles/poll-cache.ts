@@ -45,15 +45,20 @@ export function ifNoneMatchTags(header: string | undefined): string[] {
   if (!header) return [];
   // One tag, as every agent sends: no list to split (every poll comes through here).
   if (!header.includes(',')) {
-    const tag = header.trim();
-    const strong = tag.startsWith('W/') ? tag.slice(2) : tag;
-    return strong.length > 0 ? [strong] : [];
+    const tag = strongTag(header);
+    return tag.length > 0 ? [tag] : [];
   }
   return header
     .split(',')
-    .map((t) => t.trim().replace(/^W\//, ''))
+    .map(strongTag)
     .filter((t) => t.length > 0)
     .slice(0, 16);
+}
+
+/** One entity tag as compared: trimmed, a weak tag's `W/` dropped (a bundle's bytes are its identity either way). */
+function strongTag(tag: string): string {
+  const trimmed = tag.trim();
+  return trimmed.startsWith('W/') ? trimmed.slice(2) : trimmed;
 }
 
 export function etagMatches(tags: readonly string[], etag: string | null): boolean {
