@@ -36,19 +36,22 @@ export async function knownNodes(trx: Transaction<Database>, nodes: Iterable<str
   return known;
 }
 
-/** Records these nodes' labels as their latest, replacing what was recorded. */
-export async function writeNodeLabels(trx: Transaction<Database>, labels: readonly (readonly [string, NodeLabels])[], now: Date): Promise<void> {
-  for (const slice of slices(labels)) {
+/** Labels as stored: each list de-duplicated and sorted. */
+function stored(l: NodeLabels): NodeLabels {
+  return { tags: [...new Set(l.tags)].sort(), groups: [...new Set(l.groups)].sort() };
+}
+
+/** Records these nodes' labels as their latest, replacing what was recorded; gives them as stored, as a read would give them back. */
+export async function writeNodeLabels(
+  trx: Transaction<Database>,
+  labels: readonly (readonly [string, NodeLabels])[],
+  now: Date,
+): Promise<(readonly [string, NodeLabels])[]> {
+  const rows = labels.map(([node, l]) => [node, stored(l)] as const);
+  for (const slice of slices(rows)) {
     await trx
       .insertInto('node_labels')
-      .values(
-        slice.map(([node, l]) => ({
-          node,
-          tags: JSON.stringify([...new Set(l.tags)].sort()),
-          groups: JSON.stringify([...new Set(l.groups)].sort()),
-          updated_at: now,
-        })),
-      )
+      .values(slice.map(([node, l]) => ({ node, tags: JSON.stringify(l.tags), groups: JSON.stringify(l.groups), updated_at: now })))
       .onConflict((oc) =>
         oc
           .column('node')
@@ -56,4 +59,5 @@ export async function writeNodeLabels(trx: Transaction<Database>, labels: readon
       )
       .execute();
   }
+  return rows;
 }

@@ -22,11 +22,11 @@ export function scopeGuard(scope: TokenScope | null, what: string, sent?: Readon
     }
     const changes = relabelled({ recorded, sent: labels });
     if (changes.length === 0) return;
-    await writeNodeLabels(
+    const written = await writeNodeLabels(
       trx,
       changes.map((n) => [n, labels.get(n)!] as const),
       new Date(),
     );
-    await labelsChanged(trx);
+    await labelsChanged(trx, written);
   };
 }
