@@ -7,7 +7,7 @@ import { putBlob } from '../bundles/blobs.repository.js';
 import { PublishTreeCommand } from '../ledger/commands/publish-tree.command.js';
 import { PublishTreeHandler } from '../ledger/commands/publish-tree.handler.js';
 import type { AdmitChanges } from '../ledger/index.js';
-import { recordedLabelBuckets } from './labels-memo.js';
+import { recordedLabelBuckets, recordedLabels } from './labels-memo.js';
 import { readAllNodeLabels } from './node-labels.repository.js';
 import { scopeGuard } from './scope-guard.js';
 
@@ -38,9 +38,13 @@ describe.each(testDatabases)('recorded labels kept in memory on $name', (databas
     await publish({ n7: { tags: ['db'], groups: ['core'] } });
     expect(await recordedLabelBuckets(h.db.kysely)).toEqual(await fromTable());
     await publish({ n8: { tags: [], groups: [] }, n9: { tags: ['web', 'web', 'a'], groups: ['z', 'b'] } });
-    const buckets = await recordedLabelBuckets(h.db.kysely);
-    expect(buckets).toEqual(await fromTable());
-    expect((await readAllNodeLabels(h.db.kysely)).get('n9')).toEqual({ tags: ['a', 'web'], groups: ['b', 'z'] });
+    // The copy carried forward holds the labels as stored (each list de-duplicated and sorted), as a read gives them.
+    await h.db.kysely.transaction().execute(async (trx) => {
+      const copy = (await recordedLabels(trx)).labels;
+      expect(copy.get('n9')).toEqual({ tags: ['a', 'web'], groups: ['b', 'z'] });
+      expect(copy).toEqual(await readAllNodeLabels(trx));
+    });
+    expect(await recordedLabelBuckets(h.db.kysely)).toEqual(await fromTable());
   });
 
   it('a write this process made is taken as the copy once committed: the next read does not read the table again', async () => {

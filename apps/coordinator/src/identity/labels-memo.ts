@@ -72,24 +72,32 @@ async function labelsAt(trx: Transaction<Database>): Promise<LabelsAt> {
   return memo;
 }
 
-/** Every node's recorded labels; call under the ledger lock, which every writer of labels holds. */
-export async function recordedLabels(trx: Transaction<Database>): Promise<ReadonlyMap<string, NodeLabels>> {
-  return (await labelsAt(trx)).labels;
+/** Every node's recorded labels as a writer reads them, and how it records its write of some of them. */
+export interface RecordedLabels {
+  readonly labels: ReadonlyMap<string, NodeLabels>;
+  /**
+   * Marks the labels changed, in the same transaction, once these are written (as stored:
+   * writeNodeLabels' answer). The copy after the write is built from the labels read before it,
+   * never read again here: a read in this transaction would see its own rows, not yet committed.
+   */
+  record(written: readonly (readonly [string, NodeLabels])[]): Promise<void>;
 }
 
-/**
- * Marks the labels changed, in the transaction that wrote these (as stored: writeNodeLabels' answer),
- * under the ledger lock and after recordedLabels in the same transaction.
- */
-export async function labelsChanged(trx: Transaction<Database>, labels: readonly (readonly [string, NodeLabels])[]): Promise<void> {
+/** Every node's recorded labels; call under the ledger lock, which every writer of labels holds, before writing any. */
+export async function recordedLabels(trx: Transaction<Database>): Promise<RecordedLabels> {
   const before = await labelsAt(trx);
-  const version = randomUUID();
-  await trx
-    .insertInto('node_labels_version')
-    .values({ id: 1, version })
-    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ version: eb.ref('excluded.version') })))
-    .execute();
-  written = before.afterWriting(version, labels);
+  return {
+    labels: before.labels,
+    async record(labels) {
+      const version = randomUUID();
+      await trx
+        .insertInto('node_labels_version')
+        .values({ id: 1, version })
+        .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ version: eb.ref('excluded.version') })))
+        .execute();
+      written = before.afterWriting(version, labels);
+    },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { NodeLabels, TokenScope } from '#contracts';
 import type { AdmitChanges } from '../ledger/index.js';
 import { knownNodes, writeNodeLabels } from './node-labels.repository.js';
-import { labelsChanged, recordedLabels } from './labels-memo.js';
+import { recordedLabels } from './labels-memo.js';
 import { outOfScope, outOfScopeError, relabelled } from './scope.rules.js';
 
 /**
@@ -13,7 +13,8 @@ export function scopeGuard(scope: TokenScope | null, what: string, sent?: Readon
   const labels = new Map(Object.entries(sent ?? {}));
   if (scope === null && labels.size === 0) return undefined;
   return async (trx, changed) => {
-    const recorded = await recordedLabels(trx);
+    const before = await recordedLabels(trx);
+    const recorded = before.labels;
     if (scope !== null) {
       const unlabelled = [...changed, ...labels.keys()].filter((n) => !recorded.has(n));
       const known = unlabelled.length === 0 ? new Set<string>() : await knownNodes(trx, unlabelled);
@@ -27,6 +28,6 @@ export function scopeGuard(scope: TokenScope | null, what: string, sent?: Readon
       changes.map((n) => [n, labels.get(n)!] as const),
       new Date(),
     );
-    await labelsChanged(trx, written);
+    await before.record(written);
   };
 }
