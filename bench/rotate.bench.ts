@@ -8,16 +8,14 @@
  *
  *   npm run bench:rotate [-- --sizes 100,1000,10000 --concurrency 8]
  */
-import { createHash, randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { createHash } from 'node:crypto';
 import { runBench, UsageError } from './support/cleanup.js';
 import { startCoordinator } from './support/coordinator.js';
-import { startThrowawayPostgres } from './support/postgres.js';
+import { createDatabase, perSize } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
 import { HttpClient, mapLimit } from './support/http.js';
 import { fmt, formatTable, ms } from './support/table.js';
 
-const say = (line: string): void => void process.stderr.write(`${line}\n`);
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const nodeName = (i: number): string => `node-${String(i + 1).padStart(5, '0')}`;
 
@@ -29,14 +27,8 @@ interface Result {
 }
 
 async function measure(serverUrl: string, nodes: number, concurrency: number): Promise<Result> {
-  const name = `bench_rotate_${nodes}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const coordinator = await startCoordinator({ databaseUrl: url.toString(), env: { FLORETE_MIRROR: 'off', FLORETE_BODY_LIMIT: String(64 * 1024 * 1024) } });
+  const databaseUrl = await createDatabase(serverUrl, `bench_rotate_${nodes}`);
+  const coordinator = await startCoordinator({ databaseUrl, env: { FLORETE_MIRROR: 'off', FLORETE_BODY_LIMIT: String(64 * 1024 * 1024) } });
   const api = new HttpClient(coordinator.url, Math.max(concurrency, 4));
   try {
     const token = coordinator.adminToken;
@@ -69,13 +61,7 @@ async function main(): Promise<void> {
   const concurrency = Number(values.concurrency);
   if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError('--sizes must be a comma list of positive integers');
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError('--concurrency must be a positive integer');
-  say('starting a throwaway PostgreSQL');
-  const postgres = await startThrowawayPostgres();
-  const results: Result[] = [];
-  for (const n of sizes) {
-    say(`${fmt(n)} nodes …`);
-    results.push(await measure(postgres.url, n, concurrency));
-  }
+  const results = await perSize(sizes, (serverUrl, n) => measure(serverUrl, n, concurrency));
   process.stdout.write(
     `${formatTable(
       ['nodes', 'publish (baseline)', 'keys rotate', 'per moved head', 'rotate / publish'],
