@@ -4,10 +4,10 @@ import { runInNewContext } from 'node:vm';
 /**
  * Gives the heap's pages back once large work is over. A publish of thousands of nodes (and the
  * mirror following it) grows the JavaScript heap to several times what an idle coordinator keeps
- * alive, and V8 kept the pages: 30 s after a 10,000-node publish the process held about 330 MiB
- * where a collection that reduces memory leaves about 210 MiB (bench:rss, bench/README.md). So work
- * that large asks for that collection, and it runs once the work has been over for QUIET_MS: one
- * full collection, a few tens of milliseconds of the event loop, after a publish that took seconds.
+ * alive, and V8 keeps the pages; a collection that reduces memory gives most of them back (bench:rss
+ * in bench/README.md). So work that large asks for that collection, and it runs once the work has
+ * been over for QUIET_MS: one full collection, which stops the event loop for a moment that grows
+ * with what is still alive, after work that took seconds.
  */
 const QUIET_MS = 10_000;
 /** Nodes (or objects) a piece of work must touch to be worth it: an everyday publish is a few. */
@@ -18,6 +18,8 @@ type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resor
 let collect: Collect | null | undefined;
 let timer: NodeJS.Timeout | undefined;
 let released = 0;
+/** Large work begun and not yet over (largeWorkBegun). */
+let underWay = 0;
 
 /** V8's gc(), without starting node with --expose-gc: the flag set now holds for contexts made after it. */
 function collector(): Collect | null {
@@ -32,17 +34,39 @@ function collector(): Collect | null {
   return collect;
 }
 
-/** After large work: a collection that gives memory back, once no large work has come for QUIET_MS. */
+/** After large work: a collection that gives memory back, once no large work has come for QUIET_MS and none is under way. */
 export function releaseMemorySoon(quietMs = QUIET_MS): void {
   clearTimeout(timer);
   timer = setTimeout(() => {
     timer = undefined;
+    // Large work under way: its end asks again.
+    if (underWay > 0) return;
     const gc = collector();
     if (!gc) return;
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     released += 1;
   }, quietMs);
   timer.unref();
+}
+
+/**
+ * Large work begun (a publish of thousands of nodes, the mirror committing one): no collection runs
+ * until it is over, when the function given back is called, and then not before QUIET_MS. The quiet
+ * time after the last large work ended could run out in the middle of the next one, which the timer
+ * did not know had begun; a collection then reduced nothing that work still used, and stopped the
+ * event loop, every poll with it, for longest, at the heap's largest.
+ */
+export function largeWorkBegun(quietMs = QUIET_MS): () => void {
+  underWay += 1;
+  clearTimeout(timer);
+  timer = undefined;
+  let over = false;
+  return () => {
+    if (over) return;
+    over = true;
+    underWay -= 1;
+    releaseMemorySoon(quietMs);
+  };
 }
 
 /** How many times memory was given back (the tests read it). */

@@ -1,4 +1,4 @@
-import { memoryReleases, releaseMemorySoon } from './memory-release.js';
+import { largeWorkBegun, memoryReleases, releaseMemorySoon } from './memory-release.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -11,6 +11,27 @@ describe('releaseMemorySoon', () => {
     }
     expect(memoryReleases()).toBe(before);
     await sleep(250);
+    expect(memoryReleases()).toBe(before + 1);
+  });
+
+  it('waits for large work under way, however long it takes, then for the quiet time after it', async () => {
+    const before = memoryReleases();
+    // The quiet time after earlier work runs out while the next large work is under way.
+    releaseMemorySoon(30);
+    const first = largeWorkBegun(30);
+    await sleep(120);
+    expect(memoryReleases()).toBe(before);
+    // Large work ending inside other large work (a mirror commit during a publish) starts no collection.
+    const second = largeWorkBegun(30);
+    releaseMemorySoon(30);
+    first();
+    first();
+    await sleep(120);
+    expect(memoryReleases()).toBe(before);
+    second();
+    await sleep(10);
+    expect(memoryReleases()).toBe(before);
+    await sleep(120);
     expect(memoryReleases()).toBe(before + 1);
   });
 

@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { PublishResponse } from '#contracts';
 import { CHANGE_FEED, DB, type ChangeFeed, type Db, type Database } from '../db/index.js';
 import { KEYS, type SigningKeyStore } from '../core/index.js';
-import { DomainError, LARGE_WORK, releaseMemorySoon } from '../common/index.js';
+import { DomainError, LARGE_WORK, largeWorkBegun, releaseMemorySoon } from '../common/index.js';
 import { decide } from './domain/ledger.decider.js';
 import { governedBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
@@ -80,6 +80,16 @@ export class LedgerWriter {
   }
 
   async write(options: WriteOptions, request: LedgerRequest): Promise<PublishResponse> {
+    // A tree of thousands of nodes: no memory-reducing collection while it is decided and written.
+    const over = request.type === 'publish_tree' && request.nodes.size >= LARGE_WORK ? largeWorkBegun() : null;
+    try {
+      return await this.writeNow(options, request);
+    } finally {
+      over?.();
+    }
+  }
+
+  private async writeNow(options: WriteOptions, request: LedgerRequest): Promise<PublishResponse> {
     await this.keys.reloadIfChanged();
     const publishId = randomUUID();
     let after: HeadsSnapshot | null = null;

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/index.js';
-import { MirrorTree } from './domain/mirror-tree.js';
+import { MirrorTree, type BlobOf } from './domain/mirror-tree.js';
 import type { MirrorPublish } from './domain/publish-group.js';
 import { MirrorError } from './mirror-error.js';
-import type { AuditRepo } from './repo/audit-repo.js';
+import type { AuditRepo, RepoHead } from './repo/audit-repo.js';
 import type { Checkpoint, CheckpointStore } from './store/checkpoint.js';
 import { publishPages } from './store/read-publishes.js';
-import { LARGE_WORK, releaseMemorySoon } from '../common/index.js';
+import { LARGE_WORK, largeWorkBegun, releaseMemorySoon } from '../common/index.js';
 
 export interface SyncResult {
   readonly commits: number;
@@ -83,20 +83,8 @@ export class MirrorSync {
         const p = item.publish;
         if (this.options.signal?.aborted) return { commits, checkpoint };
         crossCheckpoint(p.position);
-        const parent = tree.commit;
-        const { commit, objects } = await tree.applyInSlices(p, blobOf);
-        if (p.position <= local.position) {
-          if (p.position === local.position && commit !== local.commit) {
-            throw new MirrorError('mirror_diverged', `position ${p.position} gives commit ${commit}, the branch has ${local.commit}`, p.position);
-          }
-        } else {
-          const ref = await this.repo.readRef();
-          if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
-          if (this.options.signal?.aborted) return { commits, checkpoint };
-          await this.repo.writeObjects(objects);
-          if (objects.length >= LARGE_WORK) releaseMemorySoon();
-          await this.repo.setRef(commit, p.position);
-        }
+        const commit = await this.commitOf(tree, p, blobOf, local);
+        if (commit === null) return { commits, checkpoint };
         consumed = p.position;
         if (p.position > checkpoint.position) {
           const next = { position: p.position, commit };
@@ -116,6 +104,34 @@ export class MirrorSync {
       checkpoint = next;
     }
     return { commits, checkpoint };
+  }
+
+  /**
+   * The publish's commit on the tree, written and the branch moved to it unless the branch already
+   * had it (a replay up to the repository's own head); null when the run must stop before writing.
+   */
+  private async commitOf(tree: MirrorTree, p: MirrorPublish, blobOf: BlobOf, local: RepoHead): Promise<string | null> {
+    // A publish of thousands of nodes: no memory-reducing collection while its commit is built and written.
+    const over = p.stamps.length >= LARGE_WORK ? largeWorkBegun() : null;
+    try {
+      const parent = tree.commit;
+      const { commit, objects } = await tree.applyInSlices(p, blobOf);
+      if (p.position <= local.position) {
+        if (p.position === local.position && commit !== local.commit) {
+          throw new MirrorError('mirror_diverged', `position ${p.position} gives commit ${commit}, the branch has ${local.commit}`, p.position);
+        }
+        return commit;
+      }
+      const ref = await this.repo.readRef();
+      if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
+      if (this.options.signal?.aborted) return null;
+      await this.repo.writeObjects(objects);
+      if (objects.length >= LARGE_WORK) releaseMemorySoon();
+      await this.repo.setRef(commit, p.position);
+      return commit;
+    } finally {
+      over?.();
+    }
   }
 
   /** The in-memory tree is kept between runs; it is reloaded from the repository only when the head moved elsewhere. */
