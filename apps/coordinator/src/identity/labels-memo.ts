@@ -7,16 +7,14 @@ import { readAllNodeLabels } from './node-labels.repository.js';
 
 /** Every node's recorded labels at one version of the table, and their bucket digests once asked for. */
 class LabelsAt {
-  private buckets: LabelBucketsState | null;
+  private buckets: LabelBucketsState | null = null;
 
   constructor(
     readonly version: string,
     readonly labels: ReadonlyMap<string, NodeLabels>,
     /** The bucket digests of the version before, and the labels written since: the buckets to digest again. */
     private from: { readonly buckets: LabelBucketsState; readonly written: readonly (readonly [string, NodeLabels])[] } | null = null,
-  ) {
-    this.buckets = null;
-  }
+  ) {}
 
   bucketDigests(): readonly string[] {
     if (!this.buckets) {
