@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type BlobArchiveResponse, BlobsMissingRequest, Sha256 } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { DB, type Db } from '../db/index.js';
-import { DomainError, parseInput, quoteInput, Access, RouteLimits, stopReading } from '../common/index.js';
+import { DomainError, LARGE_WORK, largeWorkBegun, parseInput, quoteInput, Access, RouteLimits, stopReading } from '../common/index.js';
 import { missingBlobs, putBlob, putBlobs } from './blobs.repository.js';
 import { readBlobArchive } from './blob-archive.js';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config.js';
@@ -37,10 +37,18 @@ export class BlobsController {
   @RouteLimits({ body: 'archive' })
   async putArchive(@Body() body: unknown, @Req() req: FastifyRequest) {
     if (!(body instanceof Readable)) throw new DomainError('invalid_archive', 'the request body is empty: expected a tar archive of blobs');
-    const blobs = await readBlobArchive(body, { archiveBytes: this.config.archiveLimit, blobBytes: this.config.blobLimit }, () => stopReading(req.raw));
-    const created = await putBlobs(this.db.kysely, blobs);
-    const answer: BlobArchiveResponse = { received: blobs.length, created, bytes: blobs.reduce((n, b) => n + b.content.byteLength, 0) };
-    return answer;
+    // An archive may hold thousands of blobs, which only its end tells: no memory-reducing collection while it is read and stored.
+    const over = largeWorkBegun();
+    let received = 0;
+    try {
+      const blobs = await readBlobArchive(body, { archiveBytes: this.config.archiveLimit, blobBytes: this.config.blobLimit }, () => stopReading(req.raw));
+      received = blobs.length;
+      const created = await putBlobs(this.db.kysely, blobs);
+      const answer: BlobArchiveResponse = { received, created, bytes: blobs.reduce((n, b) => n + b.content.byteLength, 0) };
+      return answer;
+    } finally {
+      over(received >= LARGE_WORK);
+    }
   }
 
   @Put(':sha256')

@@ -20,6 +20,8 @@ let timer: NodeJS.Timeout | undefined;
 let released = 0;
 /** Large work begun and not yet over (largeWorkBegun). */
 let underWay = 0;
+/** A collection came due while work was under way, and runs once that work is over. */
+let deferred = false;
 
 /** V8's gc(), without starting node with --expose-gc: the flag set now holds for contexts made after it. */
 function collector(): Collect | null {
@@ -39,8 +41,12 @@ export function releaseMemorySoon(quietMs = QUIET_MS): void {
   clearTimeout(timer);
   timer = setTimeout(() => {
     timer = undefined;
-    // Large work under way: its end asks again.
-    if (underWay > 0) return;
+    // Work under way: its end asks again.
+    if (underWay > 0) {
+      deferred = true;
+      return;
+    }
+    deferred = false;
     const gc = collector();
     if (!gc) return;
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
@@ -50,22 +56,25 @@ export function releaseMemorySoon(quietMs = QUIET_MS): void {
 }
 
 /**
- * Large work begun (a publish of thousands of nodes, the mirror committing one): no collection runs
- * until it is over, when the function given back is called, and then not before QUIET_MS. The quiet
- * time after the last large work ended could run out in the middle of the next one, which the timer
- * did not know had begun; a collection then reduced nothing that work still used, and stopped the
- * event loop, every poll with it, for longest, at the heap's largest.
+ * Large work begun (a publish of thousands of nodes, the mirror committing one, an archive of blobs
+ * that may hold thousands): no collection runs until it is over, when the function given back is
+ * called, and then not before QUIET_MS. The quiet time after the last large work ended could run out
+ * in the middle of the next one, which the timer did not know had begun; a collection then reduced
+ * nothing that work still used, and stopped the event loop, every poll with it, for longest, at the
+ * heap's largest. Work that turned out small (`large` false) asks for no collection of its own, but
+ * one it held off still runs after it.
  */
-export function largeWorkBegun(quietMs = QUIET_MS): () => void {
+export function largeWorkBegun(quietMs = QUIET_MS): (large?: boolean) => void {
   underWay += 1;
+  const heldOff = timer !== undefined;
   clearTimeout(timer);
   timer = undefined;
   let over = false;
-  return () => {
+  return (large = true) => {
     if (over) return;
     over = true;
     underWay -= 1;
-    releaseMemorySoon(quietMs);
+    if (large || heldOff || deferred) releaseMemorySoon(quietMs);
   };
 }
 

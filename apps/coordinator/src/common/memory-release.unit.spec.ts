@@ -35,6 +35,29 @@ describe('releaseMemorySoon', () => {
     expect(memoryReleases()).toBe(before + 1);
   });
 
+  it('work that turned out small asks for no collection of its own, but one it held off or that came due during it runs after it', async () => {
+    const before = memoryReleases();
+    largeWorkBegun(20)(false);
+    await sleep(80);
+    expect(memoryReleases()).toBe(before);
+    // Held off: the quiet time of earlier work was running when the small work began.
+    releaseMemorySoon(20);
+    const small = largeWorkBegun(20);
+    await sleep(80);
+    expect(memoryReleases()).toBe(before);
+    small(false);
+    await sleep(80);
+    expect(memoryReleases()).toBe(before + 1);
+    // Came due: large work ended inside the small one, and its quiet time ran out before the small one ended.
+    const outer = largeWorkBegun(20);
+    largeWorkBegun(20)();
+    await sleep(80);
+    expect(memoryReleases()).toBe(before + 1);
+    outer(false);
+    await sleep(80);
+    expect(memoryReleases()).toBe(before + 2);
+  });
+
   it('gives back pages the heap no longer uses', async () => {
     let garbage: number[][] | null = Array.from({ length: 200 }, () => Array.from({ length: 50_000 }, (_, i) => i + 0.5));
     expect(garbage.length).toBe(200);

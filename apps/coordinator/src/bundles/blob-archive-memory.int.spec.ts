@@ -1,0 +1,54 @@
+import { Readable } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
+import { pack } from 'tar-stream';
+import { sha256Hex } from '#bundle';
+import { testDatabases } from '../../../../test/support/databases.js';
+import type { Db } from '../db/index.js';
+import { memoryReleases, releaseMemorySoon } from '../common/index.js';
+import type { CoordinatorConfig } from '../config.js';
+import { BlobsController } from './blobs.controller.js';
+
+async function tarOf(contents: readonly Buffer[]): Promise<Buffer> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    p.on('data', (c) => chunks.push(c as Buffer));
+    p.on('end', () => resolve());
+    p.on('error', reject);
+  });
+  for (const content of contents) p.entry({ name: sha256Hex(content), size: content.length }, content);
+  p.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}
+
+/** The archive's bytes as a slow client sends them: a block every 10 ms. */
+function slowly(bytes: Buffer): Readable {
+  let at = 0;
+  return new Readable({
+    read() {
+      setTimeout(() => {
+        this.push(at < bytes.length ? bytes.subarray(at, (at += 512)) : null);
+      }, 10);
+    },
+  });
+}
+
+describe.each(testDatabases)('an archive upload and the memory-reducing collection on $name', (database) => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await database.open();
+  });
+  afterAll(() => db?.close());
+
+  it('no collection runs while an archive is read and stored', async () => {
+    const controller = new BlobsController(db, { archiveLimit: 1 << 20, blobLimit: 1 << 16 } as CoordinatorConfig);
+    const archive = await tarOf(Array.from({ length: 8 }, (_, i) => Buffer.from(`blob ${i}\n`)));
+    const before = memoryReleases();
+    // The quiet time after earlier large work runs out while this archive is still arriving.
+    releaseMemorySoon(20);
+    const answer = await controller.putArchive(slowly(archive), { raw: {} } as FastifyRequest);
+    expect(answer.received).toBe(8);
+    expect(memoryReleases()).toBe(before);
+  });
+});
