@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import { pack } from 'tar-stream';
 import { sha256Hex } from '#bundle';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client, expectProblem, jsonOrUndefined, type Reply } from './support/http.js';
+import { blob, tarOf, type Entry } from './support/tar.js';
 
 jest.setTimeout(120_000);
 
@@ -20,31 +20,6 @@ jest.setTimeout(120_000);
 
 const ARCHIVE_LIMIT = 256 * 1024;
 const BLOB_LIMIT = 64 * 1024;
-
-interface Entry {
-  readonly name: string;
-  readonly content: Buffer;
-}
-
-const blob = (text: string): Entry => {
-  const content = Buffer.from(text, 'utf8');
-  return { name: sha256Hex(content), content };
-};
-
-/** A tar archive as tar-stream writes it (ustar, the end-of-archive blocks included). */
-async function tarOf(entries: readonly Entry[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c) => chunks.push(c as Buffer));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const e of entries) p.entry({ name: e.name, size: e.content.length }, e.content);
-  p.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
 
 /** Sends an archive over node:http: with a Content-Length, or chunked (no length) when `chunked`. */
 function sendArchive(url: string, token: string | null, body: Buffer, options: { chunked?: boolean; type?: string } = {}): Promise<Reply> {

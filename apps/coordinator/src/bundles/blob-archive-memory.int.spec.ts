@@ -1,26 +1,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
-import { pack } from 'tar-stream';
-import { sha256Hex } from '#bundle';
 import { testDatabases } from '../../../../test/support/databases.js';
+import { blob, tarOf } from '../../../../test/support/tar.js';
 import type { Db } from '../db/index.js';
 import { memoryReleases, releaseMemorySoon } from '../common/index.js';
 import type { CoordinatorConfig } from '../config.js';
 import { BlobsController } from './blobs.controller.js';
-
-async function tarOf(contents: readonly Buffer[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c) => chunks.push(c as Buffer));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const content of contents) p.entry({ name: sha256Hex(content), size: content.length }, content);
-  p.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
 
 /** The archive's bytes as a slow client sends them: a block every 10 ms. */
 function slowly(bytes: Buffer): Readable {
@@ -43,7 +28,7 @@ describe.each(testDatabases)('an archive upload and the memory-reducing collecti
 
   it('no collection runs while an archive is read and stored', async () => {
     const controller = new BlobsController(db, { archiveLimit: 1 << 20, blobLimit: 1 << 16 } as CoordinatorConfig);
-    const archive = await tarOf(Array.from({ length: 8 }, (_, i) => Buffer.from(`blob ${i}\n`)));
+    const archive = await tarOf(Array.from({ length: 8 }, (_, i) => blob(`blob ${i}\n`)));
     const before = memoryReleases();
     // The quiet time after earlier large work runs out while this archive is still arriving.
     releaseMemorySoon(20);
