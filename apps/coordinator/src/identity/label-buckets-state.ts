@@ -1,4 +1,4 @@
-import { bucketDigest, bucketOf, labelsText } from '#bundle';
+import { bucketDigest, bucketOf, labelLines } from '#bundle';
 import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
 
 /**
@@ -15,7 +15,7 @@ export class LabelBucketsState {
 
   static of(labels: Iterable<readonly [string, NodeLabels]>): LabelBucketsState {
     const members = Array.from({ length: HEAD_BUCKETS }, () => new Map<string, string>());
-    for (const [node, l] of labels) if (counts(l)) members[bucketOf(node)].set(node, labelsText(l));
+    for (const [node, text] of labelLines(labels)) members[bucketOf(node)].set(node, text);
     return new LabelBucketsState(
       members,
       members.map((m) => bucketDigest(m)),
@@ -23,25 +23,22 @@ export class LabelBucketsState {
   }
 
   /** The state once these nodes' labels are the ones given (no tag and no group: the node has no line). */
-  advance(changed: Iterable<readonly [string, NodeLabels]>): LabelBucketsState {
+  advance(changed: readonly (readonly [string, NodeLabels])[]): LabelBucketsState {
     const members = [...this.members];
     const touched = new Set<number>();
-    for (const [node, l] of changed) {
+    const bucketOfChanged = (node: string): Map<string, string> => {
       const b = bucketOf(node);
       if (!touched.has(b)) {
         touched.add(b);
         members[b] = new Map(members[b]);
       }
-      const bucket = members[b] as Map<string, string>;
-      if (counts(l)) bucket.set(node, labelsText(l));
-      else bucket.delete(node);
-    }
+      return members[b] as Map<string, string>;
+    };
+    // Every changed node's line goes; labelLines gives back the lines of those that still have one.
+    for (const [node] of changed) bucketOfChanged(node).delete(node);
+    for (const [node, text] of labelLines(changed)) bucketOfChanged(node).set(node, text);
     const digests = [...this.digests];
     for (const b of touched) digests[b] = bucketDigest(members[b]);
     return new LabelBucketsState(members, digests);
   }
-}
-
-function counts(l: NodeLabels): boolean {
-  return l.tags.length + l.groups.length > 0;
 }
