@@ -203,6 +203,52 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
     expect(record.unchanged).toBe(38);
   });
 
+  it('--verbose says where the time went: the rete read, each request with its status and bytes, never the token; the summary is the same', async () => {
+    await moveNode('edge-09', 7909);
+    const at = await position();
+    const run = await retectl(env, ['publish', '-v', '-m', 'edge-09 moves, verbose']);
+    expect({ code: run.code, stdout: run.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringMatching(/^published .*: 1 changed, 38 unchanged \(1 node sent, 1 blob uploaded\)\n/),
+    });
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(run.stderr).not.toContain(coordinator.adminToken!);
+    // Each line stamped with the milliseconds since retectl started, in order.
+    const stamps = lines.map((line) => Number(/^retectl: \+(\d+) ms /.exec(line)?.[1]));
+    expect(stamps.every((ms) => Number.isInteger(ms))).toBe(true);
+    expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+    const request = (method: string, path: string, status: number) =>
+      expect.stringMatching(
+        new RegExp(`^retectl: \\+\\d+ ms ${method} ${coordinator.url}${path} ${status} in \\d+(\\.\\d)? ms \\(sent \\d+ B, received [1-9]\\d* B\\)$`),
+      );
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^retectl: \+\d+ ms read the rete and its compiled tree \(39 nodes\) in \d+(\.\d)? ms: taken from the compile record, the YAML being what the last compile read$/,
+      ),
+      request('GET', '/v1/heads/buckets', 200),
+      request('GET', `/v1/heads\\?limit=\\d+&buckets=${bucketOf('edge-09')}&artifacts=false`, 200),
+      expect.stringMatching(new RegExp(`^retectl: \\+\\d+ ms 1 of 256 head buckets differ at position ${at}: 1 node to send$`)),
+      request('POST', '/v1/blobs/missing', 200),
+      request('POST', '/v1/blobs', 200),
+      request('POST', '/v1/publishes', 201),
+    ]);
+    // The archive's bytes are counted as they stream: the one blob, in a tar of 512-byte blocks.
+    const sent = (path: string) => Number(new RegExp(` POST ${coordinator.url}${path} \\d+ in .* \\(sent (\\d+) B`).exec(run.stderr)![1]);
+    expect(sent('/v1/blobs')).toBeGreaterThanOrEqual(1024);
+    expect(sent('/v1/blobs') % 512).toBe(0);
+    expect(sent('/v1/publishes')).toBeGreaterThan(0);
+
+    // --full says why it sends the whole tree; a failed request says why it failed.
+    const full = await retectl(env, ['publish', '--full', '--verbose', '-m', 'again, whole']);
+    expect(full.code).toBe(0);
+    expect(full.stderr).toMatch(/^retectl: \+\d+ ms sending the whole tree, 39 nodes: --full$/m);
+    const down = await retectl(env, ['status', '-v', '--coordinator', 'http://127.0.0.1:1']);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(
+      /^retectl: \+\d+ ms GET http:\/\/127\.0\.0\.1:1\/v1\/nodes\S* failed after \d+(\.\d)? ms: ECONNREFUSED\nretectl: cannot reach the coordinator/m,
+    );
+  });
+
   it('reads of .flor/compiled only what it sends, each checked against the compile record: a file changed by hand since is refused, the ledger unmoved', async () => {
     // As the refusal names them: from the rete folder retectl runs in.
     const shown = (node: string, file: string) => join('.flor', 'compiled', node, file);

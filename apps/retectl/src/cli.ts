@@ -5,6 +5,7 @@ import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompl
 import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
 import { nodeList } from './ineligible.js';
+import { setVerbose } from './output.js';
 
 export const VERSION = '0.1.0';
 
@@ -100,6 +101,8 @@ export function buildCli(): { program: Command; status: () => number } {
       'the rete directory for init, validate, compile, plan and publish, as with git -C (a relative -C after the command is taken inside it)',
     )
     .exitOverride()
+    // The command's own --verbose (every command that talks to a coordinator has one), before its action runs.
+    .hook('preAction', (_program, action) => setVerbose((action.opts() as { verbose?: boolean }).verbose === true))
     .configureOutput({ outputError: (text, write) => write(`retectl: ${text.replace(/^error: /, '')}`) });
 
   /** The rete directory: a -C after the command inside the one before it, as git does; an absolute one alone. */
@@ -130,7 +133,8 @@ export function buildCli(): { program: Command; status: () => number } {
         '--cacert <file>',
         "CA certificates (PEM) to trust for the coordinator's certificate instead of the system store (else ca_file in the config file)",
       )
-      .option('--insecure-http', 'allow an http:// coordinator that is not on this machine: the API token crosses the network in clear');
+      .option('--insecure-http', 'allow an http:// coordinator that is not on this machine: the API token crosses the network in clear')
+      .option('-v, --verbose', 'on stderr, each request to the coordinator with its status, bytes and milliseconds (never the token), and where the time went');
 
   json(
     program

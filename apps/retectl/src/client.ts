@@ -6,6 +6,7 @@ import { CaFileError, TlsRefusedError, trustAnchors, VerifyingAgent } from '#tls
 import type { z } from 'zod';
 import type { Connection } from './config.js';
 import { RetectlError } from './errors.js';
+import { trace, traceMs } from './output.js';
 
 const TIMEOUT_MS = 60_000;
 
@@ -138,11 +139,11 @@ function parseAnswer<S extends z.ZodType>(bytes: Buffer, status: number, method:
 class TimeoutError extends Error {}
 
 /**
- * One request, its answer read whole; rejects on a network failure or after `timeoutMs`. A stream
- * body is sent chunked; when the coordinator answers before reading all of it (a refusal), the
- * answer counts, not the write that failed after it.
+ * exchange, and with `--verbose` one line for it: the method, the coordinator's origin and path (never
+ * the token, which travels in a header), the status, the bytes each way and the milliseconds from
+ * the first byte written to the last one read; a failed exchange says why.
  */
-function exchange(
+async function exchange(
   url: URL,
   method: string,
   headers: Record<string, string>,
@@ -150,9 +151,35 @@ function exchange(
   agent: Agent | undefined,
   timeoutMs: number,
 ): Promise<{ status: number; bytes: Buffer }> {
+  const started = performance.now();
+  const target = `${method} ${url.origin}${url.pathname}${url.search}`;
+  try {
+    const res = await exchangeOnce(url, method, headers, body, agent, timeoutMs);
+    trace(() => `${target} ${res.status} in ${traceMs(performance.now() - started)} ms (sent ${res.sent} B, received ${res.bytes.length} B)`);
+    return res;
+  } catch (e) {
+    trace(() => `${target} failed after ${traceMs(performance.now() - started)} ms: ${networkReason(e, timeoutMs)}`);
+    throw e;
+  }
+}
+
+/**
+ * One request, its answer read whole; rejects on a network failure or after `timeoutMs`. A stream
+ * body is sent chunked; when the coordinator answers before reading all of it (a refusal), the
+ * answer counts, not the write that failed after it.
+ */
+function exchangeOnce(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | Uint8Array | Readable | undefined,
+  agent: Agent | undefined,
+  timeoutMs: number,
+): Promise<{ status: number; bytes: Buffer; sent: number }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array) ? body : undefined;
-  if (body !== undefined && !streamed) headers['content-length'] = String(Buffer.byteLength(body as string | Uint8Array));
+  let sent = body !== undefined && !streamed ? Buffer.byteLength(body as string | Uint8Array) : 0;
+  if (body !== undefined && !streamed) headers['content-length'] = String(sent);
   let answered = false;
   return new Promise((resolve, reject) => {
     const req = send(url, { method, headers, ...(agent ? { agent } : {}) }, (res) => {
@@ -163,7 +190,7 @@ function exchange(
       res.on('error', reject);
       res.on('end', () => {
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) });
+        resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks), sent });
       });
     });
     const timer = setTimeout(() => req.destroy(new TimeoutError()), timeoutMs);
@@ -174,6 +201,8 @@ function exchange(
     });
     if (streamed) {
       streamed.once('error', (err) => req.destroy(err));
+      // Counted as it goes out: a listener beside the pipe, attached in the same turn, sees every chunk.
+      streamed.on('data', (c: Buffer) => (sent += c.length));
       streamed.pipe(req);
     } else req.end(body);
   });

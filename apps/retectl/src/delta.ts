@@ -4,6 +4,7 @@ import { localSetDigest, type ArtifactDigests } from '#rete';
 import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
 import { listHeadSets } from './node-pages.js';
+import { plural, trace } from './output.js';
 
 /**
  * What a publish of this tree must send, read at one ledger position: the nodes whose sets differ
@@ -26,7 +27,8 @@ export const MOST_BUCKETS = HEAD_BUCKETS / 2;
  * a pruning tree would retire nodes, which only the whole tree says, or most buckets differ), or the
  * ledger moved while the heads were being read (`moved`: read again).
  */
-export type DeltaOutcome = Delta | { readonly kind: 'full' } | { readonly kind: 'moved' };
+/** The whole tree is sent instead of a delta; `why` says so under `--verbose`. */
+export type DeltaOutcome = Delta | { readonly kind: 'full'; readonly why: string } | { readonly kind: 'moved' };
 
 /** A tree as heads would hold it: each node's set digest, and the digest of each bucket of them. */
 export interface LocalHeads {
@@ -66,18 +68,21 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   try {
     summary = (await client.call('GET', '/v1/heads/buckets', HeadBuckets)).body;
   } catch (e) {
-    if (e instanceof RetectlError && e.code === 'not_found') return { kind: 'full' };
+    if (e instanceof RetectlError && e.code === 'not_found') return { kind: 'full', why: 'the coordinator gives no head buckets' };
     throw e;
   }
   const differing = local.buckets.flatMap((digest, i) => (digest === summary.buckets[i] ? [] : [i]));
   const labels = summary.labels ? { labels: summary.labels } : {};
-  if (differing.length === 0) return { kind: 'delta', position: summary.position, send: [], ...labels };
+  if (differing.length === 0) {
+    trace(() => `every head bucket matches at position ${summary.position}: nothing to send`);
+    return { kind: 'delta', position: summary.position, send: [], ...labels };
+  }
   // Most buckets differ (a fleet-wide change, a first publish): reading their heads would cost about
   // what the coordinator's own comparison of the whole tree does, so the whole tree is sent.
-  if (differing.length > MOST_BUCKETS) return { kind: 'full' };
+  if (differing.length > MOST_BUCKETS) return { kind: 'full', why: `${differing.length} of ${local.buckets.length} head buckets differ` };
 
   const { items, positions } = await listHeadSets(client, differing);
-  if (positions.has(undefined)) return { kind: 'full' };
+  if (positions.has(undefined)) return { kind: 'full', why: 'the coordinator gives no position with its heads' };
   if (positions.size !== 1 || !positions.has(summary.position)) return { kind: 'moved' };
   const heads = new Map(items.map((head) => [head.node, head]));
 
@@ -90,7 +95,8 @@ export async function readDelta(client: CoordinatorClient, local: LocalHeads, pr
   // An active head the tree leaves out is one a pruning publish retires: only the whole tree says so.
   // A node's bucket is its name's, so a head of these buckets the tree holds is among their members.
   const held = new Set(members.map(([node]) => node));
-  if (prune) for (const head of heads.values()) if (!head.retired && !held.has(head.node)) return { kind: 'full' };
+  if (prune) for (const head of heads.values()) if (!head.retired && !held.has(head.node)) return { kind: 'full', why: `--prune retires ${head.node}` };
+  trace(() => `${differing.length} of ${local.buckets.length} head buckets differ at position ${summary.position}: ${plural(send.length, 'node')} to send`);
   return { kind: 'delta', position: summary.position, send, ...labels };
 }
 

@@ -175,21 +175,21 @@ export interface ReteToPublish extends Pick<Rete, 'nodes' | 'groups' | 'rollout'
  * from it (RecordedRete). Without such a record the rete is validated and the whole tree compiled
  * again, read back and compared, as loadCompiledTree does, and held in memory.
  */
-export function loadPublishable(root: string): { rete: ReteToPublish; tree: TreeToPublish } {
+export function loadPublishable(root: string): { rete: ReteToPublish; tree: TreeToPublish; fromRecord: boolean } {
   const sources = readSources(root);
   const cache = new DiskParseCache(root);
   const validated = (): Rete => validateDir(root, true, { sources, cache }).rete;
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (record) {
     const tree = recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root));
-    return { rete: record.rete ? fromRecord(record.rete, tree, validated) : toPublish(validated()), tree };
+    return { rete: record.rete ? fromRecord(record.rete, tree, validated) : toPublish(validated()), tree, fromRecord: record.rete !== undefined };
   }
   const rete = validated();
   const { tree, heads } = checkedTree(root, rete, undefined);
   const digests = digestsOf(tree);
   const bytes = new Map<string, Buffer>();
   for (const [node, files] of tree) for (const [name, content] of files) bytes.set(digests.get(node)!.get(name)!, bytesOf(content));
-  return { rete: toPublish(rete), tree: treeInMemory(digests, bytes, heads) };
+  return { rete: toPublish(rete), tree: treeInMemory(digests, bytes, heads), fromRecord: false };
 }
 
 function toPublish(rete: Rete): ReteToPublish {

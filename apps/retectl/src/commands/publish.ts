@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { CoordinatorClient } from '../client.js';
 import { refusedKey, RetectlError } from '../errors.js';
 import { resolveConnection, type ConnectionFlags } from '../config.js';
-import { note, out, outJson, plural } from '../output.js';
+import { note, out, outJson, plural, trace, traceMs } from '../output.js';
 import { countsReporter, publishNodes, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { blobArchive } from '../blob-tar.js';
@@ -112,10 +112,17 @@ export interface PublishOutcome {
 export async function publishTree(client: CoordinatorClient, tree: TreeToPublish, options: PublishTreeOptions): Promise<PublishOutcome> {
   const { labels, ...rest } = options;
   const local = options.full ? null : tree.heads();
+  let why = options.full ? '--full' : `the ledger moved under each of ${DELTA_ATTEMPTS} reads of the heads`;
   for (let attempt = 0; local !== null && attempt < DELTA_ATTEMPTS; attempt++) {
     const delta = await readDelta(client, local, options.prune ?? false);
-    if (delta.kind === 'full') break;
-    if (delta.kind === 'moved') continue;
+    if (delta.kind === 'full') {
+      why = delta.why;
+      break;
+    }
+    if (delta.kind === 'moved') {
+      trace(() => 'the ledger moved between the reads of the heads: reading them again');
+      continue;
+    }
     try {
       const sent = await send(client, tree, delta.send, {
         ...rest,
@@ -126,10 +133,14 @@ export async function publishTree(client: CoordinatorClient, tree: TreeToPublish
       return { ...sent, body: { ...sent.body, unchanged: sent.body.unchanged + tree.size - delta.send.length } };
     } catch (e) {
       // The ledger moved after the heads were read: read them again. An operator's pin is final.
-      if (options.expectPosition === undefined && e instanceof RetectlError && e.problem?.code === 'stale_position') continue;
+      if (options.expectPosition === undefined && e instanceof RetectlError && e.problem?.code === 'stale_position') {
+        trace(() => 'the ledger moved before the publish landed: reading the heads again');
+        continue;
+      }
       throw e;
     }
   }
+  trace(() => `sending the whole tree, ${plural(tree.size, 'node')}: ${why}`);
   return send(client, tree, tree.names(), { ...rest, ...(labels ? { labels: labels.all() } : {}) });
 }
 
@@ -187,7 +198,12 @@ export function unknownLabels(e: unknown): boolean {
  * content fails unless each is named in allowIneligible.
  */
 export async function run(options: PublishOptions): Promise<number> {
-  const { rete, tree } = loadPublishable(options.dir);
+  const reading = performance.now();
+  const { rete, tree, fromRecord } = loadPublishable(options.dir);
+  trace(
+    () =>
+      `read the rete and its compiled tree (${plural(tree.size, 'node')}) in ${traceMs(performance.now() - reading)} ms: ${fromRecord ? 'taken from the compile record, the YAML being what the last compile read' : 'validated again, the YAML having changed since the last compile or no compile of this build having recorded it'}`,
+  );
   const client = new CoordinatorClient(resolveConnection(options, rete.coordinator));
   const chosen = rolloutPlanOf(rete, options);
   refusePruneInWaves(chosen, options.prune ?? false);
