@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hash, randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -10,14 +10,20 @@ import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJson, sameBytes, type ArtifactBytes, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { CompiledSetDigests, NodeLabels } from '#contracts';
+import { RetectlError } from './errors.js';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /** What the last compile wrote, node by node, and what it was compiled from: see readRecord. */
 const RECORD = join('.flor', 'cache', 'compiled.v8');
+/** The record's node lines (RecordedNodes' text) and its labels (RecordedRete's), each in a file of its own: see writeRecord. */
+const RECORD_NODES = join('.flor', 'cache', 'compiled.nodes');
+const RECORD_LABELS = join('.flor', 'cache', 'compiled.labels');
 /** Where earlier formats kept it: removed with the record, so none is ever read again. */
 const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 5;
+const RECORD_FORMAT = 6;
+/** The length of a record's generation, which begins each of its files (hex of 8 random bytes). */
+const GENERATION_LENGTH = 16;
 
 export interface FileCounts {
   readonly written: number;
@@ -140,11 +146,16 @@ export function recordedLabels(rete: RecordedRete, has: (node: string) => boolea
  * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
  */
 export class RecordedNodes {
-  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`. */
+  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`; read when first needed. */
+  private loaded: string | undefined;
+
   private constructor(
-    private readonly text: string,
+    text: string | undefined,
     readonly size: number,
-  ) {}
+    private readonly kept?: KeptNodes,
+  ) {
+    this.loaded = text;
+  }
 
   static of(entries: ReadonlyMap<string, string>): RecordedNodes {
     let text = '\n';
@@ -152,9 +163,19 @@ export class RecordedNodes {
     return new RecordedNodes(text, entries.size);
   }
 
-  static read(text: unknown, size: unknown): RecordedNodes | undefined {
-    if (typeof text !== 'string' || typeof size !== 'number' || !text.startsWith('\n') || !text.endsWith('\n')) return undefined;
-    return new RecordedNodes(text, size);
+  /** The nodes a record keeps in its own file (readRecord): the text read whole only when asked for, a bucket's lines alone before that. */
+  static kept(size: number, kept: KeptNodes): RecordedNodes {
+    return new RecordedNodes(undefined, size, kept);
+  }
+
+  private get text(): string {
+    return (this.loaded ??= this.kept!.text());
+  }
+
+  /** These nodes with their text read now: for a caller about to remove the record's files. */
+  whole(): RecordedNodes {
+    void this.text;
+    return this;
   }
 
   get(node: string): string | undefined {
@@ -242,6 +263,15 @@ export class RecordedNodes {
 
   /** Each node of these buckets with its bucket and set digest: only their lines are split into fields. */
   private eachIn(only: ReadonlySet<number>, visit: (bucket: number, node: string, set: string) => void): void {
+    if (this.loaded === undefined && this.kept?.linesIn) {
+      // Only these buckets' lines, from the record's file; in name order, as the text gives them.
+      const lines = this.kept.linesIn(only).sort(cmp);
+      for (const line of lines) {
+        const [node, , , set, bucket] = line.split(' ');
+        visit(Number(bucket), node, set);
+      }
+      return;
+    }
     const { text } = this;
     for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
       const bucket = Number(text.slice(text.lastIndexOf(' ', end) + 1, end));
@@ -291,26 +321,149 @@ export class RecordedNodes {
   }
 }
 
+/**
+ * The node lines a record keeps in their own file: read whole, or only the lines of some buckets,
+ * found by where each bucket's lines start (their offsets, kept in the record). Each read checks
+ * that the file still begins with the record's generation.
+ */
+interface KeptNodes {
+  text(): string;
+  /** Without an index (a text whose offsets are not byte offsets), none: the text is read whole. */
+  linesIn?(buckets: ReadonlySet<number>): string[];
+}
+
+/** A file of the record (the nodes' lines, the labels) is not the one written with it: another compile replaced them meanwhile. */
+function recordChanged(file: string): RetectlError {
+  return new RetectlError('stale_compile', `${file} changed while it was read, by another compile: run retectl compile again`);
+}
+
+/** A file of the record after its generation, which must be `generation`. */
+function readKept(root: string, file: string, generation: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(join(root, file));
+  } catch {
+    throw recordChanged(file);
+  }
+  if (bytes.toString('latin1', 0, GENERATION_LENGTH) !== generation) throw recordChanged(file);
+  const text = bytes.toString('utf8', GENERATION_LENGTH);
+  if (!text.startsWith('\n') || !text.endsWith('\n')) throw recordChanged(file);
+  return text;
+}
+
+/** The generation a file of the record begins with, reading only that; undefined when it cannot be read. */
+function generationOf(path: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(GENERATION_LENGTH);
+    return readSync(fd, head, 0, GENERATION_LENGTH, 0) === GENERATION_LENGTH ? head.toString('latin1') : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * The lines of these buckets of the nodes' file, each read where the index says it starts: for 100,000
+ * nodes, a bucket is about 400 reads of a line, against reading and decoding 16 MB for every line.
+ */
+function linesAt(root: string, generation: string, index: BucketIndex, buckets: ReadonlySet<number>): string[] {
+  const path = join(root, RECORD_NODES);
+  if (generationOf(path) !== generation) throw recordChanged(RECORD_NODES);
+  const fd = openSync(path, 'r');
+  try {
+    const lines: string[] = [];
+    let buffer = Buffer.alloc(512);
+    for (const b of buckets) {
+      for (let i = index.starts[b]; i < index.starts[b + 1]; i++) {
+        const at = GENERATION_LENGTH + index.lines[i];
+        for (;;) {
+          const read = readSync(fd, buffer, 0, buffer.length, at);
+          const end = buffer.indexOf(10, 0);
+          if (end >= 0 && end < read) {
+            lines.push(buffer.toString('latin1', 0, end));
+            break;
+          }
+          if (read < buffer.length) throw recordChanged(RECORD_NODES);
+          buffer = Buffer.alloc(buffer.length * 2);
+        }
+      }
+    }
+    return lines;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Where each node's line starts in the nodes' text, bucket by bucket: `lines[starts[b]]` to `lines[starts[b + 1] - 1]` are bucket b's. */
+interface BucketIndex {
+  readonly starts: Uint32Array;
+  readonly lines: Uint32Array;
+}
+
+/** The BucketIndex of a text of node lines; undefined when a character of it is not one byte (offsets would not be byte offsets). */
+function bucketIndex(text: string, count: number): BucketIndex | undefined {
+  if (Buffer.byteLength(text) !== text.length || text.length >= 2 ** 32) return undefined;
+  const bucketOfLine = new Uint8Array(count);
+  const starts = new Uint32Array(HEAD_BUCKETS + 1);
+  const at = new Uint32Array(count);
+  let line = 0;
+  for (let start = 1, end = text.indexOf('\n', start); end > 0 && line < count; start = end + 1, end = text.indexOf('\n', start), line++) {
+    const bucket = Number(text.slice(text.lastIndexOf(' ', end) + 1, end));
+    bucketOfLine[line] = bucket;
+    at[line] = start;
+    starts[bucket + 1]++;
+  }
+  if (line !== count) return undefined;
+  for (let b = 0; b < HEAD_BUCKETS; b++) starts[b + 1] += starts[b];
+  const next = starts.slice(0, HEAD_BUCKETS);
+  const lines = new Uint32Array(count);
+  for (let l = 0; l < count; l++) lines[next[bucketOfLine[l]]++] = at[l];
+  return { starts, lines };
+}
+
+/**
+ * The record of the last compile, or undefined when there is none this build can take. The record
+ * itself (compiled.v8) is small: the inputs, the bucket digests, what publish takes from the rete,
+ * and where each bucket's node lines are. The node lines and the labels are in files of their own,
+ * read when first asked for: a publish of a few nodes reads the lines of their buckets and never the
+ * labels when no label bucket differs. All three begin with the generation the record names; a file
+ * of another generation (a compile stopped between its writes) makes the record none.
+ */
 export function readRecord(root: string): CompileRecord | undefined {
   try {
     const record = deserialize(readFileSync(join(root, RECORD))) as {
       format?: number;
-      nodes?: unknown;
+      generation?: unknown;
       count?: unknown;
+      index?: { starts?: unknown; lines?: unknown };
       files?: unknown;
       base?: unknown;
       inputs?: CompileInputs;
       buckets?: unknown;
       rete?: Partial<RecordedRete>;
     };
-    const nodes = RecordedNodes.read(record.nodes, record.count);
-    const { buckets } = record;
-    if (record.format !== RECORD_FORMAT || !nodes || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
+    const { buckets, generation, count } = record;
+    if (record.format !== RECORD_FORMAT || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
+    if (typeof generation !== 'string' || generation.length !== GENERATION_LENGTH || typeof count !== 'number') return undefined;
     if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
+    if (generationOf(join(root, RECORD_NODES)) !== generation) return undefined;
+    const index = record.index;
+    const indexed =
+      index && types.isUint32Array(index.starts) && types.isUint32Array(index.lines) && index.starts.length === HEAD_BUCKETS + 1 && index.lines.length === count
+        ? { starts: index.starts, lines: index.lines }
+        : undefined;
+    const nodes = RecordedNodes.kept(count, {
+      text: () => readKept(root, RECORD_NODES, generation),
+      ...(indexed ? { linesIn: (only: ReadonlySet<number>) => linesAt(root, generation, indexed, only) } : {}),
+    });
+    const rete = keptRete(root, record.rete, generation);
     return {
       nodes,
       buckets,
-      ...(isRecordedRete(record.rete) ? { rete: record.rete } : {}),
+      ...(rete ? { rete } : {}),
       files: record.files,
       base: record.base,
       ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
@@ -320,28 +473,52 @@ export function readRecord(root: string): CompileRecord | undefined {
   }
 }
 
-/** A record's rete as recordedRete writes it; one from an earlier format is not taken. */
-function isRecordedRete(r: Partial<RecordedRete> | undefined): r is RecordedRete {
-  if (typeof r !== 'object' || r === null || typeof r.coordinator !== 'string') return false;
-  if (typeof r.labels !== 'string' || !r.labels.startsWith('\n') || !r.labels.endsWith('\n')) return false;
+/** A record's rete as writeRecord keeps it, its labels read from their file when first asked for; one from an earlier format is not taken. */
+function keptRete(root: string, r: Partial<RecordedRete> | undefined, generation: string): RecordedRete | undefined {
+  if (typeof r !== 'object' || r === null || typeof r.coordinator !== 'string') return undefined;
   const buckets = r.labelBuckets;
-  if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return false;
-  return (
+  if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
+  const rolloutOk =
     r.rollout === undefined ||
-    (typeof r.rollout === 'object' && r.rollout !== null && typeof r.rollout.plan === 'object' && typeof r.rollout.place === 'object')
-  );
+    (typeof r.rollout === 'object' && r.rollout !== null && typeof r.rollout.plan === 'object' && typeof r.rollout.place === 'object');
+  if (!rolloutOk || generationOf(join(root, RECORD_LABELS)) !== generation) return undefined;
+  let labels: string | undefined;
+  return {
+    coordinator: r.coordinator,
+    ...(r.rollout ? { rollout: r.rollout } : {}),
+    labelBuckets: buckets,
+    get labels() {
+      return (labels ??= readKept(root, RECORD_LABELS, generation));
+    },
+  };
 }
 
 /** Makes the next compile read every node's files back: for when .flor/compiled may not be what the record says. */
 export function forgetRecord(root: string): void {
   rmSync(join(root, RECORD), { force: true });
+  rmSync(join(root, RECORD_NODES), { force: true });
+  rmSync(join(root, RECORD_LABELS), { force: true });
   rmSync(join(root, OLD_RECORD), { force: true });
 }
 
+/**
+ * Writes the record: the node lines and the labels first, each in its own file beginning with a new
+ * generation, then compiled.v8 naming that generation, so a record is never read with files of
+ * another compile (readRecord).
+ */
 function writeRecord(root: string, record: CompileRecord): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
-  const { nodes, ...rest } = record;
-  replaceFileUnsynced(join(root, RECORD), serialize({ format: RECORD_FORMAT, ...rest, ...nodes.serialized() }));
+  const { nodes, rete, ...rest } = record;
+  const generation = randomBytes(GENERATION_LENGTH / 2).toString('hex');
+  const { nodes: text, count } = nodes.serialized();
+  replaceFileUnsynced(join(root, RECORD_NODES), generation + text);
+  if (rete) replaceFileUnsynced(join(root, RECORD_LABELS), generation + rete.labels);
+  const index = bucketIndex(text, count);
+  const kept = rete ? { coordinator: rete.coordinator, ...(rete.rollout ? { rollout: rete.rollout } : {}), labelBuckets: rete.labelBuckets } : undefined;
+  replaceFileUnsynced(
+    join(root, RECORD),
+    serialize({ format: RECORD_FORMAT, generation, count, ...(index ? { index } : {}), ...rest, ...(kept ? { rete: kept } : {}) }),
+  );
 }
 
 /** When .flor/compiled last had a node folder added, removed or renamed (by a compile or by hand). */
@@ -512,7 +689,13 @@ export function writeCompiled(
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);
   const record = readRecord(root);
-  const recordedNodes = record?.nodes.toMap();
+  // Replaced by another compile since it was read: as without a record, every node's files are read back.
+  let recordedNodes: Map<string, string> | undefined;
+  try {
+    recordedNodes = record?.nodes.toMap();
+  } catch {
+    recordedNodes = undefined;
+  }
   // Whatever happens below, the record goes before anything is written: a compile that stops halfway
   // must not leave a record of a tree it changed, nor of the inputs it was compiling.
   if (record) forgetRecord(root);
@@ -630,6 +813,9 @@ export function rewriteNodes(
   const next = new Map<string, string>();
   const changed: { node: string; artifacts: string[] }[] = [];
   const files = { written: 0, unchanged: record.files, removed: 0 };
+  // What is carried over from the record is read before its files are removed: the node lines, the labels.
+  const recorded = record.nodes.whole();
+  const rete = record.rete ? { ...record.rete } : undefined;
   if (nodes.size > 0) forgetRecord(root);
   for (const [node, { old, artifacts }] of nodes) {
     const dir = join(base, node);
@@ -640,17 +826,17 @@ export function rewriteNodes(
     next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest} ${bucketOf(node)}`);
   }
   const total = files.written + files.unchanged;
-  const nodesRecorded = record.nodes.with(next);
+  const nodesRecorded = recorded.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
   // Only where nodes listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
-  writeRecord(root, { nodes: nodesRecorded, buckets, ...(record.rete ? { rete: record.rete } : {}), files: total, base: record.base, inputs });
+  writeRecord(root, { nodes: nodesRecorded, buckets, ...(rete ? { rete } : {}), files: total, base: record.base, inputs });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],
     changed: changed.sort((a, b) => cmp(a.node, b.node)),
     removed: [],
-    unchanged: record.nodes.names(touched),
+    unchanged: recorded.names(touched),
     files,
   };
 }

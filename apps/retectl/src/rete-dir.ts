@@ -181,7 +181,7 @@ export function loadPublishable(root: string): { rete: ReteToPublish; tree: Tree
   const validated = (): Rete => validateDir(root, true, { sources, cache }).rete;
   const record = recordFor(root, sources, cache.parser, sourceReader(root));
   if (record) {
-    const tree = recordedTree(join(root, COMPILED_DIR), record.nodes.names(), recordedHeads(record), () => forgetRecord(root));
+    const tree = recordedTree(join(root, COMPILED_DIR), record.nodes, recordedHeads(record), () => forgetRecord(root));
     return { rete: record.rete ? fromRecord(record.rete, tree, validated) : toPublish(validated()), tree, fromRecord: record.rete !== undefined };
   }
   const rete = validated();

@@ -46,17 +46,19 @@ export function treeInMemory(digests: ReadonlyMap<string, ArtifactDigests>, byte
  * each file the sha256 its digests.json names. Anything else was changed by hand since the compile:
  * `stale` is called (to drop the record) and the publish is refused before it sends anything of it.
  */
-export function recordedTree(base: string, names: readonly string[], heads: LocalHeads, stale: () => void): TreeToPublish {
+export function recordedTree(base: string, nodes: { readonly size: number; names(): readonly string[] }, heads: LocalHeads, stale: () => void): TreeToPublish {
   const artifacts = new Map<string, ArtifactDigests>();
+  // Listed only when asked for (a whole tree sent, every node's labels): a delta of a few nodes never needs them.
+  let names: readonly string[] | undefined;
   const paths = new Map<string, string>();
   const refuse = (path: string, what: string): never => {
     stale();
     throw new RetectlError('stale_compile', `${path} ${what} since the last compile: run retectl compile`);
   };
   return {
-    size: names.length,
+    size: nodes.size,
     has: (node) => heads.setOf(node) !== undefined,
-    names: () => names,
+    names: () => (names ??= nodes.names()),
     heads: () => heads,
     artifacts(node) {
       const known = artifacts.get(node);

@@ -507,4 +507,66 @@ describe('retectl compile on a real folder', () => {
     writeFileSync(join(compiled, 'gamma', 'mgmt', 'agent.json'), '{}\n');
     expect(() => loadCompiledTree(rete)).toThrow(expect.objectContaining({ code: 'stale_compile' }));
   });
+
+  it('keeps the node lines and the labels in files of their own: a publish reads the lines of its buckets alone, and a file of another compile is never taken', async () => {
+    await compile();
+    const cache = join(rete, '.flor', 'cache');
+    const nodesFile = join(cache, 'compiled.nodes');
+    const labelsFile = join(cache, 'compiled.labels');
+    const whole = loadCompiledTree(rete);
+    const expected = worked(whole.tree);
+    // Each bucket's nodes read off the record's index equal the whole tree's, bucket by bucket and in name order.
+    for (let b = 0; b < HEAD_BUCKETS; b++) {
+      const members = loadPublishable(rete)
+        .tree.heads()
+        .inBuckets(new Set([b]));
+      expect(members).toEqual([...expected].filter(([n]) => bucketOf(n) === b).sort(([x], [y]) => (x < y ? -1 : 1)));
+    }
+    // Only the lines asked for are read: gamma's line spoilt in place (same length), alpha's bucket still reads right, gamma's shows it.
+    const text = readFileSync(nodesFile, 'latin1');
+    const gammaSet = expected.get('gamma')!;
+    const spoilt = 'x'.repeat(gammaSet.length);
+    writeFileSync(nodesFile, text.replace(` ${gammaSet} ${bucketOf('gamma')}\n`, ` ${spoilt} ${bucketOf('gamma')}\n`), 'latin1');
+    expect(bucketOf('alpha')).not.toBe(bucketOf('gamma'));
+    expect(
+      loadPublishable(rete)
+        .tree.heads()
+        .inBuckets(new Set([bucketOf('alpha')])),
+    ).toContainEqual(['alpha', expected.get('alpha')]);
+    expect(
+      loadPublishable(rete)
+        .tree.heads()
+        .inBuckets(new Set([bucketOf('gamma')])),
+    ).toContainEqual(['gamma', spoilt]);
+    writeFileSync(nodesFile, text, 'latin1');
+    expect(loadPublishable(rete).fromRecord).toBe(true);
+
+    // Node lines of another generation (a compile stopped between its writes): no record, and publish validates again.
+    const generation = text.slice(0, 16);
+    const other = generation.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+    writeFileSync(nodesFile, other + text.slice(16), 'latin1');
+    expect(readRecord(rete)).toBeUndefined();
+    expect(loadPublishable(rete).fromRecord).toBe(false);
+    writeFileSync(nodesFile, text, 'latin1');
+    expect(readRecord(rete)).toBeDefined();
+    // Labels of another generation: the record's tree stands, the rete is validated again.
+    const labels = readFileSync(labelsFile, 'utf8');
+    expect(labels.startsWith(generation)).toBe(true);
+    writeFileSync(labelsFile, other + labels.slice(16));
+    expect(readRecord(rete)?.rete).toBeUndefined();
+    expect(loadPublishable(rete).fromRecord).toBe(false);
+    writeFileSync(labelsFile, labels);
+    expect(readRecord(rete)?.rete?.labels).toBe(labels.slice(16));
+
+    // Replaced by another compile after the record was read: refused when read, never taken for this record's.
+    const held = readRecord(rete)!;
+    writeFileSync(nodesFile, other + text.slice(16), 'latin1');
+    writeFileSync(labelsFile, other + labels.slice(16));
+    expect(() => held.nodes.names()).toThrow(expect.objectContaining({ code: 'stale_compile' }));
+    expect(() => held.rete!.labels).toThrow(expect.objectContaining({ code: 'stale_compile' }));
+    // The next compile reads every node back and writes a whole record again.
+    expect(await compile()).toMatch(/0 changed/);
+    expect(readRecord(rete)?.nodes.size).toBe(expected.size);
+    expect(loadPublishable(rete).fromRecord).toBe(true);
+  });
 });
