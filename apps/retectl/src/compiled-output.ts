@@ -406,7 +406,7 @@ interface BucketIndex {
 /** The BucketIndex of a text of node lines; undefined when a character of it is not one byte (offsets would not be byte offsets). */
 function bucketIndex(text: string, count: number): BucketIndex | undefined {
   if (Buffer.byteLength(text) !== text.length || text.length >= 2 ** 32) return undefined;
-  const bucketOfLine = new Uint8Array(count);
+  const bucketOfLine = new Uint16Array(count);
   const starts = new Uint32Array(HEAD_BUCKETS + 1);
   const at = new Uint32Array(count);
   let line = 0;
