@@ -5,9 +5,13 @@ import { dirname, join } from 'node:path';
 import { EXAMPLE_RETE } from '#rete';
 import { RETECTL } from './support/retectl-process.js';
 
-/** Loaded before retectl: appends the URL of every module it loads to $LOADED_LOG. */
+/**
+ * Loaded before retectl: appends the URL of every module it loads to $LOADED_LOG, and at its exit the
+ * runtime's own modules it loaded (process.moduleLoadList), each as `builtin:<name>`.
+ */
 const RECORD_LOADS = `data:text/javascript,${encodeURIComponent(
-  "import { registerHooks } from 'node:module'; import { appendFileSync } from 'node:fs'; registerHooks({ load(url, context, next) { appendFileSync(process.env.LOADED_LOG, url + '\\n'); return next(url, context); } });",
+  "import { registerHooks } from 'node:module'; import { appendFileSync } from 'node:fs'; registerHooks({ load(url, context, next) { appendFileSync(process.env.LOADED_LOG, url + '\\n'); return next(url, context); } });" +
+    " process.on('exit', () => appendFileSync(process.env.LOADED_LOG, process.moduleLoadList.map((m) => 'builtin:' + m + '\\n').join('')));",
 )}`;
 
 /** retectl's start: it loads the modules of the command it runs, not every command's. */
@@ -16,17 +20,16 @@ describe('retectl start-up', () => {
   let runs = 0;
 
   /** The built retectl run with args: its exit code, output, and the retectl command modules it loaded. */
-  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[] }> => {
+  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[]; builtins: string[] }> => {
     const log = join(base, `loaded-${++runs}.txt`);
     writeFileSync(log, '');
     return new Promise((done) => {
       const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', LOADED_LOG: log };
       execFile(process.execPath, ['--import', RECORD_LOADS, RETECTL, ...args], { env }, (error, stdout, stderr) => {
-        const commands = readFileSync(log, 'utf8')
-          .split('\n')
-          .filter((url) => url.includes('/apps/retectl/src/commands/'))
-          .map((url) => url.slice(url.lastIndexOf('/') + 1));
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)] });
+        const loaded = readFileSync(log, 'utf8').split('\n');
+        const commands = loaded.filter((url) => url.includes('/apps/retectl/src/commands/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
+        const builtins = loaded.filter((line) => line.startsWith('builtin:')).map((line) => line.slice('builtin:'.length));
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)], builtins });
       });
     });
   };
@@ -48,10 +51,18 @@ describe('retectl start-up', () => {
   });
 
   it('--version, --help and an unknown command load no command at all, and answer as before', async () => {
-    expect(await retectl(['--version'])).toEqual({ code: 0, stdout: '0.1.0\n', stderr: '', commands: [] });
+    expect(await retectl(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n', stderr: '', commands: [] });
     const help = await retectl(['compile', '--help']);
     expect(help).toMatchObject({ code: 0, stderr: '', commands: [] });
     expect(help.stdout).toMatch(/^Usage: retectl compile \[options\]\n/);
-    expect(await retectl(['frobnicate'])).toEqual({ code: 2, stdout: '', stderr: "retectl: unknown command 'frobnicate'\n", commands: [] });
+    expect(await retectl(['frobnicate'])).toMatchObject({ code: 2, stdout: '', stderr: "retectl: unknown command 'frobnicate'\n", commands: [] });
+  });
+
+  it("a command that talks to a coordinator makes its request without loading the runtime's fetch (undici)", async () => {
+    // An ES module import of node:http reads every one of its exports, fetch's and WebSocket's among them, which loads undici.
+    const run = await retectl(['whoami', '--coordinator', 'http://127.0.0.1:1', '--token', 'flt.x.y']);
+    expect(run).toMatchObject({ code: 1, stderr: expect.stringMatching(/^retectl: cannot reach the coordinator at http:\/\/127\.0\.0\.1:1: ECONNREFUSED/) });
+    expect(run.builtins).toContain('NativeModule http');
+    expect(run.builtins.filter((m) => m.includes('undici'))).toEqual([]);
   });
 });
