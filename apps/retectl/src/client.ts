@@ -67,7 +67,7 @@ export class CoordinatorClient {
     const target = new URL(`${this.connection.url}${path}`);
     let res: { status: number; bytes: Buffer };
     try {
-      res = await exchange(target, 'GET', {}, undefined, this.agentFor(target), TIMEOUT_MS);
+      res = await exchange({ url: target, method: 'GET', headers: {}, agent: this.agentFor(target), timeoutMs: TIMEOUT_MS });
     } catch (e) {
       throw this.networkError(e, TIMEOUT_MS);
     }
@@ -86,7 +86,13 @@ export class CoordinatorClient {
     const target = new URL(`${this.connection.url}${path}`);
     let res: { status: number; bytes: Buffer };
     try {
-      res = await exchange(target, 'GET', { authorization: `Bearer ${this.connection.token}` }, undefined, this.agentFor(target), TIMEOUT_MS);
+      res = await exchange({
+        url: target,
+        method: 'GET',
+        headers: { authorization: `Bearer ${this.connection.token}` },
+        agent: this.agentFor(target),
+        timeoutMs: TIMEOUT_MS,
+      });
     } catch (e) {
       throw this.networkError(e, TIMEOUT_MS);
     }
@@ -115,7 +121,7 @@ export class CoordinatorClient {
     const target = new URL(`${this.connection.url}${path}`);
     let res: { status: number; bytes: Buffer };
     try {
-      res = await exchange(target, method, headers, body, this.agentFor(target), options.timeoutMs ?? TIMEOUT_MS);
+      res = await exchange({ url: target, method, headers, body, agent: this.agentFor(target), timeoutMs: options.timeoutMs ?? TIMEOUT_MS });
     } catch (e) {
       throw this.networkError(e, options.timeoutMs ?? TIMEOUT_MS);
     }
@@ -143,27 +149,30 @@ function parseAnswer<S extends z.ZodType>(bytes: Buffer, status: number, method:
 
 class TimeoutError extends Error {}
 
+/** One request to the coordinator: a stream body is sent as it is produced, any other with its length. */
+interface Exchange {
+  readonly url: URL;
+  readonly method: string;
+  readonly headers: Record<string, string>;
+  readonly body?: string | Uint8Array | Readable;
+  readonly agent: Agent | undefined;
+  readonly timeoutMs: number;
+}
+
 /**
- * exchange, and with `--verbose` one line for it: the method, the coordinator's origin and path (never
- * the token, which travels in a header), the status, the bytes each way and the milliseconds from
- * the first byte written to the last one read; a failed exchange says why.
+ * exchangeOnce, and with `--verbose` one line for it: the method, the coordinator's origin and path
+ * (never the token, which travels in a header), the status, the bytes each way and the milliseconds
+ * from the first byte written to the last one read; a failed exchange says why.
  */
-async function exchange(
-  url: URL,
-  method: string,
-  headers: Record<string, string>,
-  body: string | Uint8Array | Readable | undefined,
-  agent: Agent | undefined,
-  timeoutMs: number,
-): Promise<{ status: number; bytes: Buffer }> {
+async function exchange(x: Exchange): Promise<{ status: number; bytes: Buffer }> {
   const started = performance.now();
-  const target = `${method} ${url.origin}${url.pathname}${url.search}`;
+  const target = `${x.method} ${x.url.origin}${x.url.pathname}${x.url.search}`;
   try {
-    const res = await exchangeOnce(url, method, headers, body, agent, timeoutMs);
+    const res = await exchangeOnce(x);
     trace(() => `${target} ${res.status} in ${traceMs(performance.now() - started)} ms (sent ${res.sent} B, received ${res.bytes.length} B)`);
     return res;
   } catch (e) {
-    trace(() => `${target} failed after ${traceMs(performance.now() - started)} ms: ${networkReason(e, timeoutMs)}`);
+    trace(() => `${target} failed after ${traceMs(performance.now() - started)} ms: ${networkReason(e, x.timeoutMs)}`);
     throw e;
   }
 }
@@ -173,14 +182,7 @@ async function exchange(
  * body is sent chunked; when the coordinator answers before reading all of it (a refusal), the
  * answer counts, not the write that failed after it.
  */
-function exchangeOnce(
-  url: URL,
-  method: string,
-  headers: Record<string, string>,
-  body: string | Uint8Array | Readable | undefined,
-  agent: Agent | undefined,
-  timeoutMs: number,
-): Promise<{ status: number; bytes: Buffer; sent: number }> {
+function exchangeOnce({ url, method, headers, body, agent, timeoutMs }: Exchange): Promise<{ status: number; bytes: Buffer; sent: number }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array) ? body : undefined;
   let sent = body !== undefined && !streamed ? Buffer.byteLength(body as string | Uint8Array) : 0;
