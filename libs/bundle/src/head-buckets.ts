@@ -23,6 +23,36 @@ export function bucketDigest(members: Iterable<readonly [node: string, setDigest
 }
 
 /**
+ * A map of nodes split by bucket (bucketOf), never changed in place: `edit` gives the maps after its
+ * writes, sharing every bucket it did not write with these, and says which buckets it wrote, whose
+ * digests alone are to be worked out again. What a coordinator keeps of heads or labels between reads.
+ */
+export class BucketMaps<V> {
+  private constructor(readonly buckets: readonly ReadonlyMap<string, V>[]) {}
+
+  static empty<V>(): BucketMaps<V> {
+    return new BucketMaps<V>(Array.from({ length: HEAD_BUCKETS }, () => new Map<string, V>()));
+  }
+
+  /** `write(set)` sets nodes' values; `undefined` removes the node. */
+  edit(write: (set: (node: string, value: V | undefined) => void) => void): { readonly maps: BucketMaps<V>; readonly touched: ReadonlySet<number> } {
+    const buckets = [...this.buckets];
+    const touched = new Set<number>();
+    write((node, value) => {
+      const b = bucketOf(node);
+      if (!touched.has(b)) {
+        touched.add(b);
+        buckets[b] = new Map(buckets[b]);
+      }
+      const map = buckets[b] as Map<string, V>;
+      if (value === undefined) map.delete(node);
+      else map.set(node, value);
+    });
+    return { maps: new BucketMaps(buckets), touched };
+  }
+}
+
+/**
  * The digest of each bucket (bucketDigest) of these active heads. `bucket` gives a node's bucket when
  * the caller already knows it (bucketOf otherwise: an md5 a node).
  */

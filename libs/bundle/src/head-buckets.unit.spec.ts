@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { HEAD_BUCKETS } from '#contracts';
-import { bucketOf, headBuckets, labelBuckets, labelsText } from './head-buckets.js';
+import { BucketMaps, bucketOf, headBuckets, labelBuckets, labelsText } from './head-buckets.js';
 import { sha256Hex } from './digest.js';
 
 const digest = (s: string) => sha256Hex(s);
@@ -64,5 +64,40 @@ describe('label buckets', () => {
     const changed = all.map(([n, l]) => (n === 'node-42' ? ([n, { ...l, groups: ['moved'] }] as const) : ([n, l] as const)));
     const after = labelBuckets(changed);
     expect(after.flatMap((d, b) => (d === buckets[b] ? [] : [b]))).toEqual([bucketOf('node-42')]);
+  });
+});
+
+describe('BucketMaps', () => {
+  const names = Array.from({ length: 2000 }, (_, i) => `node-${i}`);
+  const filled = BucketMaps.empty<number>().edit((set) => names.forEach((n, i) => set(n, i))).maps;
+
+  it('puts each node in its bucket, and edits only the buckets it writes, sharing the others and leaving the maps it came from as they were', () => {
+    expect(filled.buckets).toHaveLength(HEAD_BUCKETS);
+    for (const [b, map] of filled.buckets.entries()) for (const node of map.keys()) expect(bucketOf(node)).toBe(b);
+    expect(filled.buckets.reduce((n, m) => n + m.size, 0)).toBe(names.length);
+
+    const { maps, touched } = filled.edit((set) => {
+      set('node-7', 70);
+      set('node-8', undefined);
+      set('node-new', 1);
+    });
+    expect(touched).toEqual(new Set([bucketOf('node-7'), bucketOf('node-8'), bucketOf('node-new')]));
+    expect(maps.buckets[bucketOf('node-7')].get('node-7')).toBe(70);
+    expect(maps.buckets[bucketOf('node-8')].has('node-8')).toBe(false);
+    expect(maps.buckets[bucketOf('node-new')].get('node-new')).toBe(1);
+    for (let b = 0; b < HEAD_BUCKETS; b++) {
+      if (touched.has(b)) expect(maps.buckets[b]).not.toBe(filled.buckets[b]);
+      else expect(maps.buckets[b]).toBe(filled.buckets[b]);
+    }
+    // The maps it came from are unchanged.
+    expect(filled.buckets[bucketOf('node-7')].get('node-7')).toBe(7);
+    expect(filled.buckets[bucketOf('node-8')].get('node-8')).toBe(8);
+    expect(filled.buckets[bucketOf('node-new')].has('node-new')).toBe(false);
+  });
+
+  it('an edit that writes nothing touches no bucket', () => {
+    const { maps, touched } = filled.edit(() => {});
+    expect(touched.size).toBe(0);
+    expect(maps.buckets.every((m, b) => m === filled.buckets[b])).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 export { canonicalJson, canonicalPretty } from './canonical-json.js';
 export { sha256Hex, setDigest, EMPTY_SET_DIGEST, type ArtifactRef } from './digest.js';
-export { bucketOf, bucketDigest, headBuckets, labelBuckets, labelLines, labelsText } from './head-buckets.js';
+export { BucketMaps, bucketOf, bucketDigest, headBuckets, labelBuckets, labelLines, labelsText } from './head-buckets.js';
 export { signBundle, verifyBundleSignature, keyThumbprint, BundleVerifyError, BUNDLE_TYP, type SigningKey, type BundleVerifyFailure } from './jws.js';
 export {
   TRUST_TYP,

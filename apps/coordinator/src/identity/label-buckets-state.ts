@@ -1,5 +1,5 @@
-import { bucketDigest, bucketOf, labelLines } from '#bundle';
-import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
+import { BucketMaps, bucketDigest, labelLines } from '#bundle';
+import type { NodeLabels } from '#contracts';
 
 /**
  * Every node's labels by bucket, with each bucket's digest: what labelBuckets gives for the same
@@ -8,37 +8,30 @@ import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
  */
 export class LabelBucketsState {
   private constructor(
-    /** node → its labels' text (labelsText), only for nodes with a tag or a group; one map per bucket. */
-    private readonly members: readonly ReadonlyMap<string, string>[],
+    /** node → its labels' text (labelsText), only for nodes with a tag or a group. */
+    private readonly members: BucketMaps<string>,
     readonly digests: readonly string[],
   ) {}
 
   static of(labels: Iterable<readonly [string, NodeLabels]>): LabelBucketsState {
-    const members = Array.from({ length: HEAD_BUCKETS }, () => new Map<string, string>());
-    for (const [node, text] of labelLines(labels)) members[bucketOf(node)].set(node, text);
+    const { maps } = BucketMaps.empty<string>().edit((set) => {
+      for (const [node, text] of labelLines(labels)) set(node, text);
+    });
     return new LabelBucketsState(
-      members,
-      members.map((m) => bucketDigest(m)),
+      maps,
+      maps.buckets.map((m) => bucketDigest(m)),
     );
   }
 
   /** The state once these nodes' labels are the ones given (no tag and no group: the node has no line). */
   advance(changed: readonly (readonly [string, NodeLabels])[]): LabelBucketsState {
-    const members = [...this.members];
-    const touched = new Set<number>();
-    const bucketOfChanged = (node: string): Map<string, string> => {
-      const b = bucketOf(node);
-      if (!touched.has(b)) {
-        touched.add(b);
-        members[b] = new Map(members[b]);
-      }
-      return members[b] as Map<string, string>;
-    };
-    // Every changed node's line goes; labelLines gives back the lines of those that still have one.
-    for (const [node] of changed) bucketOfChanged(node).delete(node);
-    for (const [node, text] of labelLines(changed)) bucketOfChanged(node).set(node, text);
+    const { maps, touched } = this.members.edit((set) => {
+      // Every changed node's line goes; labelLines gives back the lines of those that still have one.
+      for (const [node] of changed) set(node, undefined);
+      for (const [node, text] of labelLines(changed)) set(node, text);
+    });
     const digests = [...this.digests];
-    for (const b of touched) digests[b] = bucketDigest(members[b]);
-    return new LabelBucketsState(members, digests);
+    for (const b of touched) digests[b] = bucketDigest(maps.buckets[b]);
+    return new LabelBucketsState(maps, digests);
   }
 }

@@ -1,4 +1,4 @@
-import { bucketDigest, bucketOf } from '#bundle';
+import { BucketMaps, bucketDigest } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/index.js';
@@ -13,8 +13,8 @@ interface Member {
 interface Snapshot {
   readonly position: number;
   readonly hash: string;
-  /** node → its head's set digest and retired flag, retired heads included; one map per bucket. */
-  readonly members: readonly ReadonlyMap<string, Member>[];
+  /** node → its head's set digest and retired flag, retired heads included. */
+  readonly members: BucketMaps<Member>;
   /** bucketDigest of each bucket's active heads. */
   readonly digests: readonly string[];
 }
@@ -45,7 +45,7 @@ export class HeadBucketIndex {
     return {
       position: snapshot.position,
       buckets: snapshot.digests,
-      nodesIn: (buckets) => buckets.flatMap((b) => [...snapshot.members[b].keys()]),
+      nodesIn: (buckets) => buckets.flatMap((b) => [...snapshot.members.buckets[b].keys()]),
     };
   }
 
@@ -57,7 +57,7 @@ export class HeadBucketIndex {
       if (then?.hash === kept.hash) return advance(kept, await headsSince(trx, kept, head.position), head);
     }
     const rows = await trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).execute();
-    return advance({ position: 0, hash: '', members: Array.from({ length: HEAD_BUCKETS }, () => new Map()), digests: [] }, rows, head, true);
+    return advance({ position: 0, hash: '', members: BucketMaps.empty(), digests: [] }, rows, head, true);
   }
 }
 
@@ -68,7 +68,7 @@ export class HeadBucketIndex {
  * (more than an eighth of the heads kept), every head is read instead, which is then the cheaper.
  */
 async function headsSince(trx: Transaction<Database>, kept: Snapshot, position: number): Promise<{ node: string; set_digest: string; retired: boolean }[]> {
-  const heads = kept.members.reduce((n, m) => n + m.size, 0);
+  const heads = kept.members.buckets.reduce((n, m) => n + m.size, 0);
   if ((position - kept.position) * 8 > heads) {
     return trx.selectFrom('node_heads').select(['node', 'set_digest', 'retired']).where('position', '>', kept.position).execute();
   }
@@ -89,21 +89,14 @@ function advance(
   head: { position: number; hash: string },
   all = false,
 ): Snapshot {
-  const members = [...from.members];
-  const touched = new Set<number>();
-  for (const r of rows) {
-    const b = bucketOf(r.node);
-    if (!touched.has(b)) {
-      touched.add(b);
-      members[b] = new Map(members[b]);
-    }
-    (members[b] as Map<string, Member>).set(r.node, { digest: r.set_digest, retired: r.retired });
-  }
+  const { maps: members, touched } = from.members.edit((set) => {
+    for (const r of rows) set(r.node, { digest: r.set_digest, retired: r.retired });
+  });
   const digests = all ? [] : [...from.digests];
   for (let b = 0; b < HEAD_BUCKETS; b++) {
     if (!all && !touched.has(b)) continue;
     const active: [string, string][] = [];
-    for (const [node, m] of members[b]) if (!m.retired) active.push([node, m.digest]);
+    for (const [node, m] of members.buckets[b]) if (!m.retired) active.push([node, m.digest]);
     digests[b] = bucketDigest(active);
   }
   return { position: head.position, hash: head.hash, members, digests };
