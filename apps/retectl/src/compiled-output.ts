@@ -351,13 +351,18 @@ function readKept(root: string, file: string, generation: string): string {
   return text;
 }
 
+/** The generation an open file of the record begins with; undefined when it is shorter than one. */
+function generationAt(fd: number): string | undefined {
+  const head = Buffer.alloc(GENERATION_LENGTH);
+  return readSync(fd, head, 0, GENERATION_LENGTH, 0) === GENERATION_LENGTH ? head.toString('latin1') : undefined;
+}
+
 /** The generation a file of the record begins with, reading only that; undefined when it cannot be read. */
 function generationOf(path: string): string | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-    const head = Buffer.alloc(GENERATION_LENGTH);
-    return readSync(fd, head, 0, GENERATION_LENGTH, 0) === GENERATION_LENGTH ? head.toString('latin1') : undefined;
+    return generationAt(fd);
   } catch {
     return undefined;
   } finally {
@@ -370,10 +375,14 @@ function generationOf(path: string): string | undefined {
  * nodes, a bucket is about 400 reads of a line, against reading and decoding 16 MB for every line.
  */
 function linesAt(root: string, generation: string, index: BucketIndex, buckets: ReadonlySet<number>): string[] {
-  const path = join(root, RECORD_NODES);
-  if (generationOf(path) !== generation) throw recordChanged(RECORD_NODES);
-  const fd = openSync(path, 'r');
+  let fd: number;
   try {
+    fd = openSync(join(root, RECORD_NODES), 'r');
+  } catch {
+    throw recordChanged(RECORD_NODES);
+  }
+  try {
+    if (generationAt(fd) !== generation) throw recordChanged(RECORD_NODES);
     const lines: string[] = [];
     let buffer = Buffer.alloc(512);
     for (const b of buckets) {

@@ -25,9 +25,8 @@ export const MOST_BUCKETS = HEAD_BUCKETS / 2;
 /**
  * Why no delta: the whole tree is the better request (`full`: the coordinator has no head buckets,
  * a pruning tree would retire nodes, which only the whole tree says, or most buckets differ), or the
- * ledger moved while the heads were being read (`moved`: read again).
+ * ledger moved while the heads were being read (`moved`: read again). A `full` says why, for `--verbose`.
  */
-/** The whole tree is sent instead of a delta; `why` says so under `--verbose`. */
 export type DeltaOutcome = Delta | { readonly kind: 'full'; readonly why: string } | { readonly kind: 'moved' };
 
 /** A tree as heads would hold it: each node's set digest, and the digest of each bucket of them. */
