@@ -773,6 +773,26 @@ describe.each(targets)('coordinator on $database', ({ database }) => {
     });
   });
 
+  describe('head buckets', () => {
+    const bucketsAt = async () => Number(/^florete_head_buckets_position (-?\d+)$/m.exec((await reader.get('/metrics')).text)?.[1]);
+
+    it('keeps them current after each append once a client asked for them, with no read in between', async () => {
+      const asked = await reader.get('/v1/heads/buckets');
+      expect(asked.status).toBe(200);
+      expect(await bucketsAt()).toBe(asked.body.position);
+
+      const published = await publish({ tau: { 'flor.json': '{"tau":1}\n' } }, 'buckets follow');
+      expect(published.status).toBe(201);
+      // Brought forward as the publish committed, not by a read of the buckets.
+      const deadline = Date.now() + 10_000;
+      while ((await bucketsAt()) !== published.body.position && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(await bucketsAt()).toBe(published.body.position);
+      const now = await reader.get('/v1/heads/buckets');
+      expect(now.body.position).toBe(published.body.position);
+      expect(now.body.buckets).not.toEqual(asked.body.buckets);
+    });
+  });
+
   describe('ledger', () => {
     it('keeps a hash chain an auditor can recompute from the events API, and verify agrees', async () => {
       const events: {

@@ -34,12 +34,18 @@ export class BucketMaps<V> {
     return new BucketMaps<V>(Array.from({ length: HEAD_BUCKETS }, () => new Map<string, V>()));
   }
 
-  /** `write(set)` sets nodes' values; `undefined` removes the node. */
-  edit(write: (set: (node: string, value: V | undefined) => void) => void): { readonly maps: BucketMaps<V>; readonly touched: ReadonlySet<number> } {
+  /**
+   * `write(set)` sets nodes' values; `undefined` removes the node. `bucket` is the node's bucket when
+   * the caller already worked it out (bucketOf otherwise).
+   */
+  edit(write: (set: (node: string, value: V | undefined, bucket?: number) => void) => void): {
+    readonly maps: BucketMaps<V>;
+    readonly touched: ReadonlySet<number>;
+  } {
     const buckets = [...this.buckets];
     const touched = new Set<number>();
-    write((node, value) => {
-      const b = bucketOf(node);
+    write((node, value, bucket) => {
+      const b = bucket ?? bucketOf(node);
       if (!touched.has(b)) {
         touched.add(b);
         buckets[b] = new Map(buckets[b]);

@@ -100,4 +100,12 @@ describe('BucketMaps', () => {
     expect(touched.size).toBe(0);
     expect(maps.buckets.every((m, b) => m === filled.buckets[b])).toBe(true);
   });
+
+  it('takes a bucket the caller worked out as the one to write', () => {
+    const given = BucketMaps.empty<number>().edit((set) => names.forEach((n, i) => set(n, i, bucketOf(n)))).maps;
+    expect(given.buckets.map((m) => [...m])).toEqual(filled.buckets.map((m) => [...m]));
+    const { maps, touched } = filled.edit((set) => set('node-7', 70, 3));
+    expect([...touched]).toEqual([3]);
+    expect(maps.buckets[3].get('node-7')).toBe(70);
+  });
 });

@@ -103,6 +103,8 @@ export class Metrics {
   reports = 0;
   /** How many watches this replica holds now; set by the poll route. */
   watchesHeld: () => number = () => 0;
+  /** The ledger position of this replica's in-memory head buckets, -1 while it holds none; set by the projections module. */
+  headBucketsPosition: () => number = () => -1;
   /** Held watches as they ended: woken by a change, expired (304), refused (503 beyond the limit or stopping). */
   readonly watches = { woken: 0, expired: 0, refused: 0 };
   /**
@@ -185,6 +187,15 @@ export class Metrics {
       registers,
       collect() {
         this.set(held());
+      },
+    });
+    const bucketsAt = () => this.headBucketsPosition();
+    new Gauge({
+      name: 'florete_head_buckets_position',
+      help: 'Ledger position of the head bucket digests this replica keeps in memory for GET /v1/heads/buckets; -1 before the first was asked for.',
+      registers,
+      collect() {
+        this.set(bucketsAt());
       },
     });
     const pollSeconds: PollLatencies = new PollLatencies(

@@ -79,4 +79,38 @@ describe.each(testDatabases)('head buckets kept in memory on $name', (database) 
     expect(view.buckets).toEqual(expected);
     expect(view.nodesIn([...Array(256).keys()]).some((n) => n.startsWith('a'))).toBe(false);
   });
+
+  it('follows the appends once read: brought forward without a read, and one bringing forward for reads at one head', async () => {
+    const index = new HeadBucketIndex();
+    await h.publish(fleet(200, () => 5));
+    // Nothing kept before the first read: following it reads nothing.
+    await index.follow(h.db.kysely);
+    expect(index.position).toBeNull();
+
+    const before = await read(h, index);
+    expect(index.position).toBe(before.view.position);
+    await h.publish(fleet(200, (n) => (n === 'n3' ? 6 : 5)));
+    await h.retire('n4');
+    expect(index.position).toBe(before.view.position);
+    await index.follow(h.db.kysely);
+    const head = await h.head();
+    expect(index.position).toBe(head.position);
+
+    // Calls while one runs make one more run, which ends current.
+    const publishing = h.publish(fleet(200, () => 7));
+    const follows = [index.follow(h.db.kysely), index.follow(h.db.kysely)];
+    await publishing;
+    follows.push(index.follow(h.db.kysely));
+    await Promise.all(follows);
+    expect(index.position).toBe((await h.head()).position);
+    const { view, expected } = await read(h, index);
+    expect(view.buckets).toEqual(expected);
+
+    // Two reads at a head the index is not at yet share what is brought forward.
+    await h.publish(fleet(200, () => 8));
+    const [a, b] = await Promise.all([read(h, index), read(h, index)]);
+    expect(a.view.position).toBe(b.view.position);
+    expect(a.view.buckets).toBe(b.view.buckets);
+    expect(a.view.buckets).toEqual(a.expected);
+  });
 });

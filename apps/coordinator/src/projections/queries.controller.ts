@@ -24,10 +24,11 @@ const iso = (d: Date | string): string => new Date(d).toISOString();
 
 @Controller('v1')
 export class QueriesController {
-  constructor(@Inject(DB) private readonly db: Db) {}
-
-  /** The heads by bucket, brought forward from the heads stamped since the last ask. */
-  private readonly buckets = new HeadBucketIndex();
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    /** The heads by bucket, brought forward from the heads stamped since the last ask or append. */
+    private readonly buckets: HeadBucketIndex,
+  ) {}
 
   /**
    * Every node's head as digests (version, set digest, each artifact's name, sha256 and size), a page
