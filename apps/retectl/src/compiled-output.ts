@@ -80,6 +80,12 @@ export interface CompileRecord {
   readonly files: number;
   readonly base: string;
   readonly inputs?: CompileInputs;
+  /**
+   * The generation the labels' file begins with, in a record read with its rete: a quick recompile,
+   * which moves only listen addresses, keeps the labels' file of the record it read, and the record
+   * it writes names that file's generation. A record made by a full compile has none (its own).
+   */
+  readonly labelsGeneration?: string;
 }
 
 /**
@@ -446,6 +452,7 @@ export function readRecord(root: string): CompileRecord | undefined {
     const record = deserialize(readFileSync(join(root, RECORD))) as {
       format?: number;
       generation?: unknown;
+      labelsGeneration?: unknown;
       count?: unknown;
       index?: { starts?: unknown; lines?: unknown };
       files?: unknown;
@@ -468,7 +475,8 @@ export function readRecord(root: string): CompileRecord | undefined {
       text: () => readKept(root, RECORD_NODES, generation),
       ...(indexed ? { linesIn: (only: ReadonlySet<number>) => linesAt(root, generation, indexed, only) } : {}),
     });
-    const rete = keptRete(root, record.rete, generation);
+    const labelsGeneration = typeof record.labelsGeneration === 'string' ? record.labelsGeneration : generation;
+    const rete = keptRete(root, record.rete, labelsGeneration);
     return {
       nodes,
       buckets,
@@ -476,6 +484,7 @@ export function readRecord(root: string): CompileRecord | undefined {
       files: record.files,
       base: record.base,
       ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
+      ...(rete ? { labelsGeneration } : {}),
     };
   } catch {
     return undefined;
@@ -502,31 +511,44 @@ function keptRete(root: string, r: Partial<RecordedRete> | undefined, generation
   };
 }
 
-/** Makes the next compile read every node's files back: for when .flor/compiled may not be what the record says. */
-export function forgetRecord(root: string): void {
+/**
+ * Makes the next compile read every node's files back: for when .flor/compiled may not be what the
+ * record says. `keepLabels` leaves the labels' file for the record that a quick recompile writes
+ * next: without compiled.v8 naming it, it is no record's.
+ */
+export function forgetRecord(root: string, { keepLabels = false }: { keepLabels?: boolean } = {}): void {
   rmSync(join(root, RECORD), { force: true });
   rmSync(join(root, RECORD_NODES), { force: true });
-  rmSync(join(root, RECORD_LABELS), { force: true });
+  if (!keepLabels) rmSync(join(root, RECORD_LABELS), { force: true });
   rmSync(join(root, OLD_RECORD), { force: true });
 }
 
 /**
  * Writes the record: the node lines and the labels first, each in its own file beginning with a new
  * generation, then compiled.v8 naming that generation, so a record is never read with files of
- * another compile (readRecord).
+ * another compile (readRecord). With `labelsGeneration`, the labels' file of that generation is
+ * kept as it is, not read or written, and compiled.v8 names it.
  */
 function writeRecord(root: string, record: CompileRecord): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
-  const { nodes, rete, ...rest } = record;
+  const { nodes, rete, labelsGeneration, ...rest } = record;
   const generation = randomBytes(GENERATION_LENGTH / 2).toString('hex');
   const { nodes: text, count } = nodes.serialized();
   replaceFileUnsynced(join(root, RECORD_NODES), generation + text);
-  if (rete) replaceFileUnsynced(join(root, RECORD_LABELS), generation + rete.labels);
+  if (rete && labelsGeneration === undefined) replaceFileUnsynced(join(root, RECORD_LABELS), generation + rete.labels);
   const index = bucketIndex(text, count);
   const kept = rete ? { coordinator: rete.coordinator, ...(rete.rollout ? { rollout: rete.rollout } : {}), labelBuckets: rete.labelBuckets } : undefined;
   replaceFileUnsynced(
     join(root, RECORD),
-    serialize({ format: RECORD_FORMAT, generation, count, ...(index ? { index } : {}), ...rest, ...(kept ? { rete: kept } : {}) }),
+    serialize({
+      format: RECORD_FORMAT,
+      generation,
+      ...(rete && labelsGeneration !== undefined ? { labelsGeneration } : {}),
+      count,
+      ...(index ? { index } : {}),
+      ...rest,
+      ...(kept ? { rete: kept } : {}),
+    }),
   );
 }
 
@@ -822,10 +844,25 @@ export function rewriteNodes(
   const next = new Map<string, string>();
   const changed: { node: string; artifacts: string[] }[] = [];
   const files = { written: 0, unchanged: record.files, removed: 0 };
-  // What is carried over from the record is read before its files are removed: the node lines, the labels.
+  if (nodes.size === 0 && sameInputs(record.inputs, inputs)) {
+    // Nothing to write, and the record already says so: it stays as it is, files and all.
+    return {
+      added: [],
+      changed: [],
+      removed: [],
+      get unchanged() {
+        return record.nodes.names();
+      },
+      files,
+    };
+  }
+  // What is carried over from the record is read before its files are removed: the node lines. The
+  // labels' file stays, unread: only where nodes listen changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
-  const rete = record.rete ? { ...record.rete } : undefined;
-  if (nodes.size > 0) forgetRecord(root);
+  const { rete } = record;
+  // The generation the labels were checked under when the record was read: never another compile's file.
+  const { labelsGeneration } = record;
+  if (nodes.size > 0) forgetRecord(root, { keepLabels: true });
   for (const [node, { old, artifacts }] of nodes) {
     const dir = join(base, node);
     // Counted again below, as what this node holds now.
@@ -839,15 +876,37 @@ export function rewriteNodes(
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
   // Only where nodes listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
-  writeRecord(root, { nodes: nodesRecorded, buckets, ...(rete ? { rete } : {}), files: total, base: record.base, inputs });
+  writeRecord(root, {
+    nodes: nodesRecorded,
+    buckets,
+    ...(rete ? { rete } : {}),
+    ...(labelsGeneration !== undefined ? { labelsGeneration } : {}),
+    files: total,
+    base: record.base,
+    inputs,
+  });
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],
     changed: changed.sort((a, b) => cmp(a.node, b.node)),
     removed: [],
-    unchanged: recorded.names(touched),
+    // Listed only when asked for (--json): the summary counts them.
+    get unchanged() {
+      return recorded.names(touched);
+    },
     files,
   };
+}
+
+/** Whether a compile's inputs are those a record holds: the same parser, the same YAML files, the same resources' sources and diagnostics. */
+function sameInputs(was: CompileInputs | undefined, now: CompileInputs): boolean {
+  if (!was || was.parser !== now.parser || was.files.size !== now.files.size || was.sources.size !== now.sources.size) return false;
+  for (const [file, digest] of now.files) if (was.files.get(file) !== digest) return false;
+  for (const [path, digest] of now.sources) if (was.sources.get(path) !== digest) return false;
+  return (
+    was.diagnostics.length === now.diagnostics.length &&
+    was.diagnostics.every((d, i) => d.file === now.diagnostics[i].file && d.text === now.diagnostics[i].text)
+  );
 }
 
 /** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */

@@ -569,4 +569,73 @@ describe('retectl compile on a real folder', () => {
     expect(readRecord(rete)?.nodes.size).toBe(expected.size);
     expect(loadPublishable(rete).fromRecord).toBe(true);
   });
+
+  it("writes none of the record's files when nothing changed, and a quick recompile keeps the labels' file it read", async () => {
+    await compile();
+    const cache = join(rete, '.flor', 'cache');
+    const [v8File, nodesFile, labelsFile] = ['compiled.v8', 'compiled.nodes', 'compiled.labels'].map((f) => join(cache, f));
+    const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
+    /** The record's three files, their mtimes set into the past first, so that any write shows. */
+    const aged = () => {
+      const past = new Date('2001-01-01T00:00:00Z');
+      for (const f of [v8File, nodesFile, labelsFile]) utimesSync(f, past, past);
+      return { v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) };
+    };
+    const generationOf = (bytes: Buffer) => bytes.toString('latin1', 0, 16);
+    const validatedLabels = () => Object.fromEntries(nodeLabels(loadCompiledTree(rete).rete));
+    const publishable = () => {
+      const p = loadPublishable(rete);
+      return { fromRecord: p.fromRecord, labels: p.rete.labels.all() };
+    };
+
+    // Nothing changed: not one of them written.
+    let before = aged();
+    expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged/);
+    expect({ v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) }).toEqual(before);
+
+    // A listen address moved (the quick path): the node lines and compiled.v8 written, the labels' file
+    // left as it was, byte for byte, and the record still gives publish the labels the compile validated.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    before = aged();
+    expect(await compile()).toMatch(/2 changed/);
+    expect(read(labelsFile)).toEqual(before.labels);
+    expect(read(nodesFile).mtime).not.toBe(before.nodes.mtime);
+    expect(read(v8File).mtime).not.toBe(before.v8.mtime);
+    expect(generationOf(read(nodesFile).bytes)).not.toBe(generationOf(before.labels.bytes));
+    expect(publishable()).toEqual({ fromRecord: true, labels: validatedLabels() });
+    expect(readRecord(rete)?.rete?.labels).toBe(before.labels.bytes.toString('utf8', 16));
+
+    // Again, then a comment added (the YAML changed, no node did): still the labels' file of the first compile.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7948'));
+    expect(await compile()).toMatch(/2 changed/);
+    write('nodes/servers.yaml', `# moved twice\n${SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7948')}`);
+    expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
+    expect(read(labelsFile)).toEqual(before.labels);
+    expect(publishable()).toEqual({ fromRecord: true, labels: validatedLabels() });
+    // That file of another generation: the tree stands, the rete is validated again.
+    const labels = readFileSync(labelsFile);
+    writeFileSync(labelsFile, Buffer.concat([Buffer.from('f'.repeat(16)), labels.subarray(16)]));
+    expect(readRecord(rete)?.rete).toBeUndefined();
+    expect(loadPublishable(rete).fromRecord).toBe(false);
+    writeFileSync(labelsFile, labels);
+
+    // A tag changed: a full compile, which writes the labels anew, under its own generation.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7948').replace('tags: [web]', 'tags: [www]'));
+    await compile();
+    expect(generationOf(read(labelsFile).bytes)).toBe(generationOf(read(nodesFile).bytes));
+    expect(read(labelsFile).bytes).not.toEqual(before.labels.bytes);
+    expect(publishable()).toEqual({ fromRecord: true, labels: validatedLabels() });
+    expect(validatedLabels().alpha.tags).toEqual(['www']);
+  });
+
+  it('answers --json after a quick recompile with every node it left unchanged', async () => {
+    await compile();
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    const moved = JSON.parse(await compile(true));
+    expect(moved.changed.map((c: { node: string }) => c.node)).toEqual(['alpha', 'beta']);
+    expect(moved.unchanged).toEqual(['gamma', 'laptop']);
+    const same = JSON.parse(await compile(true));
+    expect(same.changed).toEqual([]);
+    expect(same.unchanged).toEqual(['alpha', 'beta', 'gamma', 'laptop']);
+  });
 });

@@ -110,7 +110,7 @@ export async function run(options: CompileOptions): Promise<void> {
   for (const n of change.removed) out(`- ${n}: removed`);
   const counts = change.files;
   out(
-    `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${change.unchanged.length} unchanged; ` +
+    `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${nodeCount - change.added.length - change.changed.length} unchanged; ` +
       `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
   );
 }
