@@ -10,6 +10,7 @@ import { ineligibleNodes } from '../../apps/coordinator/src/fleet/ineligible.rep
 import { recordedPackages } from '../../apps/coordinator/src/packages/packages.repository.js';
 import { checkpointSigner } from '../../apps/coordinator/src/trust/signing-trust.js';
 import { LedgerWriter } from '../../apps/coordinator/src/ledger/ledger-writer.js';
+import type { LedgerBlobs } from '../../apps/coordinator/src/ledger/ledger-ports.js';
 import { PublishTreeHandler } from '../../apps/coordinator/src/ledger/commands/publish-tree.handler.js';
 import { PublishTreeCommand } from '../../apps/coordinator/src/ledger/commands/publish-tree.command.js';
 import { RollbackNodeHandler } from '../../apps/coordinator/src/ledger/commands/rollback-node.handler.js';
@@ -89,8 +90,8 @@ export async function ledgerHarness(database: TestDatabase): Promise<LedgerHarne
 }
 
 /** A ledger writer wired as the projections module wires it: its appends move the read models. */
-export function writerOf(db: Db, keys: SigningKeyStore): LedgerWriter {
-  const writer = new LedgerWriter(db, keys, checkpointSigner(keys), ledgerBlobs, ineligibleNodes, recordedPackages);
+export function writerOf(db: Db, keys: SigningKeyStore, blobs: LedgerBlobs = ledgerBlobs): LedgerWriter {
+  const writer = new LedgerWriter(db, keys, checkpointSigner(keys), blobs, ineligibleNodes, recordedPackages);
   writer.projectInto(new ReadModelProjection());
   return writer;
 }

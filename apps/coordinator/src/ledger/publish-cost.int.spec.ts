@@ -2,7 +2,8 @@ import { sha256Hex } from '#bundle';
 import type { PublishRequest } from '#contracts';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
-import { putBlob } from '../bundles/blobs.repository.js';
+import { ledgerBlobs, putBlob } from '../bundles/blobs.repository.js';
+import type { LedgerBlobs } from './ledger-ports.js';
 import { writerOf } from '../../../../test/support/ledger-harness.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
@@ -103,6 +104,44 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     // A refused write leaves the heads as committed: a publish expecting another position changes nothing.
     await expect(h.publishRequest({ ...tree(() => 2), expected_position: 1 })).rejects.toThrow(/expected 1/);
     expect(await h.publishRequest(base)).toMatchObject({ publish_id: null, unchanged: NODES });
+  });
+
+  it("looks up the sizes of only the blobs the changed nodes' heads do not already name", async () => {
+    const files = ['{"agent":1}\n', '{"flor":1}\n', '{"flor":2}\n', '{"extra":1}\n'].map((c) => Buffer.from(c));
+    for (const c of files) await putBlob(h.db.kysely, sha256Hex(c), c);
+    const [agent, flor1, flor2, extra] = files.map((c) => sha256Hex(c));
+    const asked: string[] = [];
+    const counting: LedgerBlobs = {
+      sizes: (db, digests) => {
+        asked.push(...digests);
+        return ledgerBlobs.sizes(db, digests);
+      },
+      put: ledgerBlobs.put,
+    };
+    const publish = new PublishTreeHandler(writerOf(h.db, h.keys, counting));
+    const tree = (flor: string, more: Record<string, string> = {}): PublishRequest => ({
+      message: 'sizes',
+      nodes: Object.fromEntries(Array.from({ length: NODES }, (_, i) => [`s${i}`, { artifacts: { 'agent.json': agent, 'flor.json': flor, ...more } }])),
+    });
+    expect((await publish.execute(new PublishTreeCommand(tree(flor1), 'sizes'))).changed).toHaveLength(NODES);
+    expect(new Set(asked)).toEqual(new Set([agent, flor1]));
+
+    // Every node changes one file: its other file's size comes from its head; a new file is looked up.
+    asked.length = 0;
+    const all = await publish.execute(new PublishTreeCommand(tree(flor2, { 'extra.json': extra }), 'sizes'));
+    expect(all.changed).toHaveLength(NODES);
+    expect(new Set(asked)).toEqual(new Set([flor2, extra]));
+    const stamped = await h.db.kysely.selectFrom('node_heads').select('artifacts').where('node', '=', 's7').executeTakeFirstOrThrow();
+    expect(stamped.artifacts).toEqual([
+      { name: 'agent.json', sha256: agent, size: files[0].byteLength },
+      { name: 'extra.json', sha256: extra, size: files[3].byteLength },
+      { name: 'flor.json', sha256: flor2, size: files[2].byteLength },
+    ]);
+
+    // A digest the head has under another name is the same blob: its size is taken all the same.
+    asked.length = 0;
+    expect((await publish.execute(new PublishTreeCommand(tree(flor2, { 'extra.json': agent }), 'sizes'))).changed).toHaveLength(NODES);
+    expect(asked).toEqual([]);
   });
 
   it('answers the repeat of the body it published last only while the ledger has not moved', async () => {
