@@ -19,10 +19,11 @@ export interface CoordinatorProcess {
 
 /**
  * Starts the built coordinator (`npm run build` first) as a real process on a free port, with its own
- * data dir, and waits until it listens. PGlite unless databaseUrl is given; `main` runs another build.
+ * data dir, and waits until it listens. PGlite unless databaseUrl is given; `main` runs another build;
+ * `nodeArgs` go to node before the script (a module to preload, say).
  */
 export async function startCoordinatorProcess(
-  options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string>; main?: string } = {},
+  options: { databaseUrl?: string; dataDir?: string; env?: Record<string, string>; main?: string; nodeArgs?: readonly string[] } = {},
 ): Promise<CoordinatorProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'florete-coord-'));
   const env: Record<string, string> = {
@@ -36,7 +37,7 @@ export async function startCoordinatorProcess(
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
-  const child = spawn(process.execPath, [options.main ?? MAIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.main ?? MAIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   let adminToken: string | undefined;
   const url = await new Promise<string>((resolvePromise, reject) => {

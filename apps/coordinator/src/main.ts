@@ -2,6 +2,7 @@
 // The young generation is held small before anything else is loaded, compiling the modules included;
 // the commands come after, by a dynamic import (see young-generation.ts).
 import { holdYoungGeneration } from './young-generation.js';
+import { importHttpWithoutUndici } from './http-namespace.js';
 
 // The coordinator is built and tested on Node.js 22 and later (its dependencies need it); on an older
 // line it would fail somewhere deep and late, so it says so before doing anything.
@@ -11,4 +12,6 @@ if (major < 22 || (major === 22 && minor < 12)) {
   process.exit(1);
 }
 holdYoungGeneration();
+// Before the framework imports node:http: its ES namespace, built here, does not load undici (http-namespace.ts).
+await importHttpWithoutUndici();
 await import('./cli.js');

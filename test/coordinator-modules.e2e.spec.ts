@@ -1,0 +1,41 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startCoordinatorProcess } from './support/coordinator-process.js';
+import { Client } from './support/http.js';
+
+/** Loaded before the coordinator: at its exit, appends the runtime's own modules it loaded (process.moduleLoadList) to $MODULES_LOG. */
+const RECORD_MODULES = `data:text/javascript,${encodeURIComponent(
+  "import { appendFileSync } from 'node:fs'; process.on('exit', () => appendFileSync(process.env.MODULES_LOG, process.moduleLoadList.join('\\n') + '\\n'));",
+)}`;
+
+describe("the coordinator's runtime modules", () => {
+  let base: string;
+  beforeAll(() => {
+    base = mkdtempSync(join(tmpdir(), 'florete-modules-'));
+  });
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+  it("serves, publishes and answers errors without loading the runtime's fetch and WebSocket (undici)", async () => {
+    const log = join(base, 'modules.txt');
+    const coordinator = await startCoordinatorProcess({ env: { MODULES_LOG: log }, nodeArgs: ['--import', RECORD_MODULES] });
+    try {
+      const anon = new Client(coordinator.url);
+      const admin = anon.as(coordinator.adminToken);
+      expect((await anon.get('/healthz')).status).toBe(200);
+      const sha = await admin.putBlob('{"node":"alpha"}\n');
+      const published = await admin.post('/v1/publishes', { message: 'modules', nodes: { alpha: { artifacts: { 'flor.json': sha } } } });
+      expect(published.status).toBe(201);
+      expect((await admin.get('/v1/heads/buckets')).status).toBe(200);
+      // The error filter and the router's status texts come from node:http's ES namespace.
+      expect((await admin.get('/v1/no-such-route')).status).toBe(404);
+      expect((await anon.get('/v1/ledger/head')).status).toBe(401);
+    } finally {
+      await coordinator.stop();
+    }
+    const loaded = readFileSync(log, 'utf8').split('\n');
+    expect(loaded).toContain('NativeModule http');
+    // node:http's ES namespace reads every export once, and three of them load undici (http-namespace.ts).
+    expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
+  });
+});
