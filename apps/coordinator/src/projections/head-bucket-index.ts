@@ -34,9 +34,9 @@ export interface BucketView {
  * its position still has its hash there (a database restored to another history is read in full).
  *
  * Once read, the index follows this replica's own appends (`follow`, on each committed append): after
- * a publish of 100,000 nodes, bringing it forward reads every head and digests every bucket, about a
- * second, which is then spent as the publish ends and not by the operator's next command. Reads at
- * the same ledger head share one bringing forward.
+ * a publish of every node of a large fleet, bringing it forward reads every head and digests every
+ * bucket, which is then done as the publish ends and not by the operator's next command (the figures
+ * are in bench/README.md). Reads at the same ledger head share one bringing forward.
  */
 export class HeadBucketIndex {
   private kept: Snapshot | null = null;
@@ -141,7 +141,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A new snapshot with these heads: only the buckets they touch are copied and digested again. Many
- * heads (a publish of 100,000 nodes: a few hundred milliseconds of md5s and sha256s) are worked in
+ * heads (a publish of a whole large fleet: an md5 a node and every bucket's sha256) are worked in
  * slices with the event loop turning between them, so polls are answered meanwhile.
  */
 async function advance(
