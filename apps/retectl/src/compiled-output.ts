@@ -859,9 +859,8 @@ export function rewriteNodes(
   // What is carried over from the record is read before its files are removed: the node lines. The
   // labels' file stays, unread: only where nodes listen changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
-  const { rete } = record;
-  // The generation the labels were checked under when the record was read: never another compile's file.
-  const { labelsGeneration } = record;
+  // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
+  const { rete, labelsGeneration } = record;
   if (nodes.size > 0) forgetRecord(root, { keepLabels: true });
   for (const [node, { old, artifacts }] of nodes) {
     const dir = join(base, node);

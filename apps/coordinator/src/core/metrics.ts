@@ -180,24 +180,21 @@ export class Metrics {
       'Bundle watches refused with 503 and Retry-After: beyond FLORETE_WATCH_LIMIT, or while the replica stops.',
       () => this.watches.refused,
     );
-    const held = () => this.watchesHeld();
-    new Gauge({
-      name: 'florete_watches_held',
-      help: 'Bundle watches (polls with Prefer: wait) this replica holds open now.',
-      registers,
-      collect() {
-        this.set(held());
-      },
-    });
-    const bucketsAt = () => this.headBucketsPosition();
-    new Gauge({
-      name: 'florete_head_buckets_position',
-      help: 'Ledger position of the head bucket digests this replica keeps in memory for GET /v1/heads/buckets; -1 before the first was asked for.',
-      registers,
-      collect() {
-        this.set(bucketsAt());
-      },
-    });
+    const fromReading = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    fromReading('florete_watches_held', 'Bundle watches (polls with Prefer: wait) this replica holds open now.', () => this.watchesHeld());
+    fromReading(
+      'florete_head_buckets_position',
+      'Ledger position of the head bucket digests this replica keeps in memory for GET /v1/heads/buckets; -1 before the first was asked for.',
+      () => this.headBucketsPosition(),
+    );
     const pollSeconds: PollLatencies = new PollLatencies(
       new Histogram({
         name: 'florete_poll_duration_seconds',

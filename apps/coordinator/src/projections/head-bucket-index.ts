@@ -50,6 +50,14 @@ export class HeadBucketIndex {
     return this.kept?.position ?? null;
   }
 
+  /** The buckets at the ledger head now, in a repeatable-read transaction of their own (see at). */
+  read(db: Kysely<Database>): Promise<BucketView> {
+    return db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute((trx) => this.at(trx));
+  }
+
   /** Call in a repeatable-read transaction, so the heads and the ledger head are one snapshot. */
   async at(trx: Transaction<Database>): Promise<BucketView> {
     const head = await readLedgerHead(trx);
@@ -78,10 +86,7 @@ export class HeadBucketIndex {
       try {
         do {
           this.followAgain = false;
-          await db
-            .transaction()
-            .setIsolationLevel('repeatable read')
-            .execute((trx) => this.at(trx));
+          await this.read(db);
         } while (this.followAgain);
       } finally {
         this.following = null;

@@ -8,16 +8,7 @@ import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Princi
 import { readBlobs } from '../bundles/index.js';
 import { loadVersion } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
-import {
-  isPublished,
-  readHeadBuckets,
-  readHeadsPage,
-  readNodeResources,
-  readOutcomes,
-  readPublish,
-  readPublishesPage,
-  readVersionsPage,
-} from './queries.repository.js';
+import { isPublished, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage, readVersionsPage } from './queries.repository.js';
 import { failedLines, recordedLabelBuckets, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
@@ -70,7 +61,7 @@ export class QueriesController {
   @Get('heads/buckets')
   @Access('reader')
   async headBuckets() {
-    const view = await readHeadBuckets(this.db.kysely, this.buckets);
+    const view = await this.buckets.read(this.db.kysely);
     return { position: view.position, buckets: view.buckets, labels: await recordedLabelBuckets(this.db.kysely) };
   }
 

@@ -41,14 +41,6 @@ export async function readHeadsPage(
     });
 }
 
-/** The bucket index as of one snapshot of the heads. */
-export function readHeadBuckets(db: Kysely<Database>, index: HeadBucketIndex) {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .execute((trx) => index.at(trx));
-}
-
 /** What the node's agent last reported doing to its host resources; null when it never did. */
 export async function readNodeResources(db: Kysely<Database>, node: string): Promise<unknown> {
   const row = await db.selectFrom('node_status').select('resources').where('node', '=', node).executeTakeFirst();

@@ -575,11 +575,12 @@ describe('retectl compile on a real folder', () => {
     const cache = join(rete, '.flor', 'cache');
     const [v8File, nodesFile, labelsFile] = ['compiled.v8', 'compiled.nodes', 'compiled.labels'].map((f) => join(cache, f));
     const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
+    const recordFiles = () => ({ v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) });
     /** The record's three files, their mtimes set into the past first, so that any write shows. */
     const aged = () => {
       const past = new Date('2001-01-01T00:00:00Z');
       for (const f of [v8File, nodesFile, labelsFile]) utimesSync(f, past, past);
-      return { v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) };
+      return recordFiles();
     };
     const generationOf = (bytes: Buffer) => bytes.toString('latin1', 0, 16);
     const validatedLabels = () => Object.fromEntries(nodeLabels(loadCompiledTree(rete).rete));
@@ -591,7 +592,7 @@ describe('retectl compile on a real folder', () => {
     // Nothing changed: not one of them written.
     let before = aged();
     expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged/);
-    expect({ v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) }).toEqual(before);
+    expect(recordFiles()).toEqual(before);
 
     // A listen address moved (the quick path): the node lines and compiled.v8 written, the labels' file
     // left as it was, byte for byte, and the record still gives publish the labels the compile validated.
