@@ -56,6 +56,11 @@ export interface CompileInputs {
   readonly parser: string;
   /** Each YAML file by its path from the rete root, with the sha256 of its bytes. */
   readonly files: ReadonlyMap<string, string>;
+  /**
+   * The stamps of the YAML files that had settled when the compile began (rete-dir.ts, settledStamps):
+   * while a file's stamp is the one kept, its sha256 is the one in `files`, and it is not read to know.
+   */
+  readonly yamlStamps?: ReadonlyMap<string, string>;
   /** Each file a resource named with source:, with what reading it gave (readSourceDigest). */
   readonly sources: ReadonlyMap<string, string>;
   /** The diagnostics the rete gave, as printed, with the file each is in. */
@@ -86,6 +91,8 @@ export interface CompileRecord {
    * it writes names that file's generation. A record made by a full compile has none (its own).
    */
   readonly labelsGeneration?: string;
+  /** The generation of a record read from disk (readRecord), which its node lines' file begins with. */
+  readonly generation?: string;
 }
 
 /**
@@ -485,9 +492,25 @@ export function readRecord(root: string): CompileRecord | undefined {
       base: record.base,
       ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
       ...(rete ? { labelsGeneration } : {}),
+      generation,
     };
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Replaces the inputs of the record on disk, the rest of it as it is, when it is still the one of
+ * that generation: for a compile that changed nothing but found the YAML files' stamps moved (a
+ * checkout, a touch), so that the next one need not read them again to know.
+ */
+function restampRecord(root: string, generation: string, inputs: CompileInputs): void {
+  try {
+    const path = join(root, RECORD);
+    const record = deserialize(readFileSync(path)) as { generation?: unknown };
+    if (record.generation === generation) replaceFileUnsynced(path, serialize({ ...record, inputs }));
+  } catch {
+    // Not restamped: the next compile reads the files whose stamps moved, as this one did.
   }
 }
 
@@ -531,7 +554,8 @@ export function forgetRecord(root: string, { keepLabels = false }: { keepLabels?
  */
 function writeRecord(root: string, record: CompileRecord): void {
   mkdirSync(join(root, '.flor', 'cache'), { recursive: true });
-  const { nodes, rete, labelsGeneration, ...rest } = record;
+  // A new generation, whatever one the record was read with.
+  const { nodes, rete, labelsGeneration, generation: _read, ...rest } = record;
   const generation = randomBytes(GENERATION_LENGTH / 2).toString('hex');
   const { nodes: text, count } = nodes.serialized();
   replaceFileUnsynced(join(root, RECORD_NODES), generation + text);
@@ -845,7 +869,9 @@ export function rewriteNodes(
   const changed: { node: string; artifacts: string[] }[] = [];
   const files = { written: 0, unchanged: record.files, removed: 0 };
   if (nodes.size === 0 && sameInputs(record.inputs, inputs)) {
-    // Nothing to write, and the record already says so: it stays as it is, files and all.
+    // Nothing to write, and the record already says so: it stays as it is, files and all, but for the
+    // YAML files' stamps when they moved.
+    if (record.generation !== undefined && !sameMaps(record.inputs?.yamlStamps, inputs.yamlStamps)) restampRecord(root, record.generation, inputs);
     return {
       added: [],
       changed: [],
@@ -895,6 +921,12 @@ export function rewriteNodes(
     },
     files,
   };
+}
+
+function sameMaps(a: ReadonlyMap<string, string> | undefined, b: ReadonlyMap<string, string> | undefined): boolean {
+  if ((a?.size ?? 0) !== (b?.size ?? 0)) return false;
+  for (const [k, v] of b ?? []) if (a?.get(k) !== v) return false;
+  return true;
 }
 
 /** Whether a compile's inputs are those a record holds: the same parser, the same YAML files, the same resources' sources and diagnostics. */

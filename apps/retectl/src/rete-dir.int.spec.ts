@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { EXAMPLE_RETE, validateRete } from '#rete';
 import { RetectlError } from './errors.js';
-import { readSources } from './rete-dir.js';
+import { sha256Hex } from '#bundle';
+import { digestOf, fileClock, readSources, settledStamps, type ReteSource } from './rete-dir.js';
 
 /** The error readSources throws, for asserting on its code and on the path it names. */
 function failure(root: string): RetectlError {
@@ -100,5 +101,86 @@ describe('readSources on a real folder', () => {
         .map((s) => s.file)
         .sort(),
     ).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
+  });
+
+  /** A file's stamp as readSources takes it. */
+  const stampText = (path: string): string => {
+    const st = statSync(path, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  };
+
+  it('reads a file whose stamp a record vouches for only when its bytes are asked for, taking its digest from the record', () => {
+    const servers = join(rete, 'nodes/servers.yaml');
+    const vouched = 'd'.repeat(64);
+    const asked: [string, string][] = [];
+    const sources = readSources(rete, (file, stamp) => {
+      asked.push([file, stamp]);
+      return file === 'nodes/servers.yaml' && stamp === stampText(servers) ? vouched : undefined;
+    });
+    // Every file's stamp is put to the record's test, each as stat gives it.
+    expect(asked.map(([file]) => file).sort()).toEqual(['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml']);
+    for (const [file, stamp] of asked) expect(stamp).toBe(stampText(join(rete, file)));
+    const byFile = new Map(sources.map((s) => [s.file, s]));
+    const kept = byFile.get('nodes/servers.yaml') as ReteSource;
+    const policy = byFile.get('policy.yaml') as ReteSource;
+    expect(kept.digest).toBe(vouched);
+    expect(digestOf(kept)).toBe(vouched);
+    expect(policy.digest).toBeUndefined();
+    expect(digestOf(policy)).toBe(sha256Hex(EXAMPLE_RETE['policy.yaml']));
+    // Not read yet: gone now, its bytes cannot be had; the other files were read at once.
+    rmSync(servers);
+    rmSync(join(rete, 'policy.yaml'));
+    expect(() => kept.bytes).toThrow(RetectlError);
+    expect(Buffer.from(policy.bytes).toString()).toBe(EXAMPLE_RETE['policy.yaml']);
+  });
+
+  it('gives a file another stamp when it is written, touched, or replaced by one of the same size and mtime', () => {
+    const path = join(rete, 'policy.yaml');
+    const stampNow = () => readSources(rete).find((s) => s.file === 'policy.yaml')?.stamp.text;
+    const first = stampNow();
+    expect(first).toBe(stampText(path));
+    const { mtime, size } = statSync(path);
+    // A copy that keeps the size and the mtime (cp -p, rsync -t), renamed over the file.
+    const text = readFileSync(path, 'utf8');
+    const other = join(rete, 'policy.yaml.new');
+    writeFileSync(other, text.replace(/a/, 'b'));
+    utimesSync(other, mtime, mtime);
+    expect(statSync(other).size).toBe(size);
+    renameSync(other, path);
+    const replaced = stampNow();
+    expect(replaced).not.toBe(first);
+    // Written in place with its mtime put back: its ctime still moves.
+    writeFileSync(path, text);
+    utimesSync(path, mtime, mtime);
+    expect(stampNow()).not.toBe(replaced);
+  });
+
+  it("keeps the stamps of files that last changed at least two seconds before the clock, on the clock's device", () => {
+    const at = (file: string, ctimeNs: bigint, dev = 7n): ReteSource => ({
+      file,
+      bytes: new Uint8Array(),
+      stamp: { text: `${file}@${ctimeNs}`, dev, ctimeNs },
+    });
+    const clock = { dev: 7n, ns: 10_000_000_000n };
+    const sources = [at('old.yaml', 1n), at('edge.yaml', 8_000_000_000n), at('recent.yaml', 8_000_000_001n), at('elsewhere.yaml', 1n, 8n)];
+    expect(settledStamps(sources, clock)).toEqual(
+      new Map([
+        ['old.yaml', 'old.yaml@1'],
+        ['edge.yaml', 'edge.yaml@8000000000'],
+      ]),
+    );
+    expect(settledStamps(sources, undefined)).toEqual(new Map());
+  });
+
+  it("reads the file system's clock in .flor/cache, leaving nothing there, and none without that folder", () => {
+    expect(fileClock(rete)).toBeUndefined();
+    const cache = join(rete, '.flor', 'cache');
+    mkdirSync(cache, { recursive: true });
+    writeFileSync(join(cache, 'before'), '');
+    const before = statSync(join(cache, 'before'), { bigint: true });
+    const clock = fileClock(rete);
+    expect(clock?.dev).toBe(before.dev);
+    expect(clock!.ns >= before.ctimeNs).toBe(true);
+    expect(readdirSync(cache)).toEqual(['before']);
   });
 });

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { types } from 'node:util';
 import { join, relative, sep } from 'node:path';
 import { DNS_LABEL } from '#contracts';
 import {
@@ -30,13 +31,36 @@ export { COMPILED_DIR } from './compiled-output.js';
 const YAML_FILE = /\.ya?ml$/;
 
 /**
+ * A YAML file of the rete as readSources found it: its stamp, and its bytes. When a record vouched
+ * for the stamp (`known`), `digest` is the sha256 the record holds and the bytes are read only if
+ * asked for; otherwise they are read at once.
+ */
+export type ReteSource = { readonly file: string; readonly bytes: Uint8Array; readonly digest?: string; readonly stamp: FileStamp };
+
+/**
+ * A file's identity and last change as stat gives them: a file written, replaced, renamed over or
+ * changed in mode gets another (its ctime moves, and no tool sets a ctime back). `text` is all of it
+ * in one string; `dev` and `ctimeNs` are for settledStamps.
+ */
+export interface FileStamp {
+  readonly text: string;
+  readonly dev: bigint;
+  readonly ctimeNs: bigint;
+}
+
+/** The sha256 of a file the record keeps a stamp for, when the file's stamp is still that one. */
+export type KnownDigest = (file: string, stamp: string) => string | undefined;
+
+/**
  * Every *.yaml / *.yml under the rete root, nested folders too; dot-folders (.git, .flor) are not the
  * rete. Symlinks are followed, to files and to folders: a link that leads nowhere or in a circle is
  * an error, never a skipped entry, since a rete missing a file would publish (and prune) wrongly.
+ * Each file is stamped before it is read, so an edit made while it is read shows as another stamp
+ * next time; a file whose stamp `known` vouches for is not read now (see ReteSource).
  */
-export function readSources(root: string): Source[] {
+export function readSources(root: string, known?: KnownDigest): ReteSource[] {
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new RetectlError('io', `${root} is not a directory`);
-  const sources: Source[] = [];
+  const sources: ReteSource[] = [];
   // Real paths of the folders being walked: a linked folder among them would be walked forever.
   const walk = (dir: string, ancestors: readonly string[]) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -48,12 +72,99 @@ export function readSources(root: string): Source[] {
         if (ancestors.includes(real)) throw new RetectlError('io', `${path} leads back to ${real}, a folder that holds it: a symlink loop`);
         walk(path, [...ancestors, real]);
       } else if (target.isFile() && YAML_FILE.test(entry.name)) {
-        sources.push({ file: relative(root, path).split(sep).join('/'), bytes: readSource(path) });
+        sources.push(sourceAt(relative(root, path).split(sep).join('/'), path, known));
       }
     }
   };
   walk(root, [realpathSync(root)]);
   return sources;
+}
+
+function sourceAt(file: string, path: string, known: KnownDigest | undefined): ReteSource {
+  const stamp = stampOf(path);
+  const digest = known?.(file, stamp.text);
+  if (digest === undefined) return { file, bytes: readSource(path), stamp };
+  let bytes: Uint8Array | undefined;
+  return {
+    file,
+    digest,
+    stamp,
+    get bytes() {
+      return (bytes ??= readSource(path));
+    },
+  };
+}
+
+function stampOf(path: string): FileStamp {
+  let st;
+  try {
+    st = statSync(path, { bigint: true });
+  } catch (e) {
+    throw new RetectlError('io', `cannot read ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  return { text: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`, dev: st.dev, ctimeNs: st.ctimeNs };
+}
+
+/**
+ * How long before a compile began a file must have last changed for the record to keep its stamp:
+ * more than the coarsest file timestamps in use (FAT's two seconds). An edit made within one tick of
+ * the change a stamp shows cannot be told from it by the stamp, and an edit after the compile began
+ * is at least this much later than such a change.
+ */
+const SETTLED_NS = 2_000_000_000n;
+
+/** The file system's clock at one moment, and the device it was read on. */
+export interface FileClock {
+  readonly dev: bigint;
+  readonly ns: bigint;
+}
+
+/**
+ * The file system's clock now: the ctime of a file written in .flor/cache and removed at once (the
+ * file system's own clock, which stamps the YAML files too). Taken before a compile reads the YAML.
+ * None when that folder is not there yet (a first compile), or cannot be written.
+ */
+export function fileClock(root: string): FileClock | undefined {
+  const probe = join(root, '.flor', 'cache', `.clock-${process.pid}`);
+  try {
+    writeFileSync(probe, '', { flag: 'wx' });
+    const st = statSync(probe, { bigint: true });
+    return { dev: st.dev, ns: st.ctimeNs };
+  } catch {
+    return undefined;
+  } finally {
+    try {
+      rmSync(probe, { force: true });
+    } catch {
+      // Left behind: a dot-file in the cache folder, read by nothing.
+    }
+  }
+}
+
+/**
+ * The stamps a compile's record keeps, of the sources it read after `clock` was taken: those of files
+ * on the clock's device that last changed at least SETTLED_NS before it. A later read that finds the
+ * same stamp takes the file's digest from the record without reading it (knownFrom). A file changed
+ * just before the compile keeps no stamp, and is read and hashed until a later compile records one.
+ */
+export function settledStamps(sources: readonly ReteSource[], clock: FileClock | undefined): Map<string, string> {
+  const stamps = new Map<string, string>();
+  if (!clock) return stamps;
+  for (const s of sources) if (s.stamp.dev === clock.dev && s.stamp.ctimeNs + SETTLED_NS <= clock.ns) stamps.set(s.file, s.stamp.text);
+  return stamps;
+}
+
+/** The digests a record vouches for: a file's, while its stamp is the one the record keeps. */
+export function knownFrom(record: CompileRecord | undefined): KnownDigest | undefined {
+  const inputs = record?.inputs;
+  if (!inputs?.yamlStamps || !types.isMap(inputs.yamlStamps)) return undefined;
+  const { yamlStamps: stamps, files } = inputs;
+  return (file, stamp) => (stamps.get(file) === stamp ? files.get(file) : undefined);
+}
+
+/** The sha256 of a source's bytes: the one a record vouched for, or worked out from the bytes. */
+export function digestOf(source: ReteSource): string {
+  return source.digest ?? sha256Hex(source.bytes);
 }
 
 function followLink(path: string): Stats {
@@ -149,10 +260,11 @@ export function readCompiled(root: string): Map<string, Map<string, ArtifactByte
  * are the tree's, and need not be worked out again.
  */
 export function loadCompiledTree(root: string): { rete: Rete; tree: CompiledTree; heads?: LocalHeads } {
-  const sources = readSources(root);
+  const recorded = readRecord(root);
+  const sources = readSources(root, knownFrom(recorded));
   const cache = new DiskParseCache(root);
   const { rete } = validateDir(root, true, { sources, cache });
-  return { rete, ...checkedTree(root, rete, recordFor(root, sources, cache.parser, sourceReader(root))) };
+  return { rete, ...checkedTree(root, rete, recordFor(recorded, sources, cache.parser, sourceReader(root))) };
 }
 
 /**
@@ -176,10 +288,11 @@ export interface ReteToPublish extends Pick<Rete, 'nodes' | 'groups' | 'rollout'
  * again, read back and compared, as loadCompiledTree does, and held in memory.
  */
 export function loadPublishable(root: string): { rete: ReteToPublish; tree: TreeToPublish; fromRecord: boolean } {
-  const sources = readSources(root);
+  const recorded = readRecord(root);
+  const sources = readSources(root, knownFrom(recorded));
   const cache = new DiskParseCache(root);
   const validated = (): Rete => validateDir(root, true, { sources, cache }).rete;
-  const record = recordFor(root, sources, cache.parser, sourceReader(root));
+  const record = recordFor(recorded, sources, cache.parser, sourceReader(root));
   if (record) {
     const tree = recordedTree(join(root, COMPILED_DIR), record.nodes, recordedHeads(record), () => forgetRecord(root));
     return { rete: record.rete ? fromRecord(record.rete, tree, validated) : toPublish(validated()), tree, fromRecord: record.rete !== undefined };
@@ -260,12 +373,11 @@ export function readSourceDigest(got: ReturnType<ReadSource>): string {
   return 'bytes' in got ? `sha256:${sha256Hex(got.bytes)}` : `problem:${got.problem}`;
 }
 
-/** The record of the last compile, when it was made from exactly these sources by this parser. */
-function recordFor(root: string, sources: readonly Source[], parser: string, read: ReadSource): CompileRecord | undefined {
-  const record = readRecord(root);
+/** The record of the last compile (readRecord), when it was made from exactly these sources by this parser. */
+function recordFor(record: CompileRecord | undefined, sources: readonly ReteSource[], parser: string, read: ReadSource): CompileRecord | undefined {
   const was = record?.inputs;
   if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
-  for (const s of sources) if (was.files.get(s.file) !== sha256Hex((s as { bytes: Uint8Array }).bytes)) return undefined;
+  for (const s of sources) if (was.files.get(s.file) !== digestOf(s)) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
   return record;
 }

@@ -7,9 +7,10 @@ import { decodeUtf8 } from './utf8.js';
 
 /**
  * One YAML file of the rete: a path relative to the rete root and its text, or its bytes as read from
- * disk, which must be UTF-8.
+ * disk, which must be UTF-8. A file's reader may know the sha256 of its bytes already (`digest`): then
+ * a cached file's bytes are read only if a place in it is asked for.
  */
-export type Source = { readonly file: string; readonly text: string } | { readonly file: string; readonly bytes: Uint8Array };
+export type Source = { readonly file: string; readonly text: string } | { readonly file: string; readonly bytes: Uint8Array; readonly digest?: string };
 
 /** A parsed file that knows where each of its values came from. */
 export interface ParsedFile {
@@ -45,7 +46,7 @@ export interface ParseCache {
  */
 export function parseFile(source: Source, cache?: ParseCache): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
   if (!cache) return parseNow(source);
-  const digest = sha256Hex('bytes' in source ? source.bytes : source.text);
+  const digest = 'bytes' in source ? (source.digest ?? sha256Hex(source.bytes)) : sha256Hex(source.text);
   const data = cache.get(digest);
   if (data) return { parsed: placedLater(source, data), diagnostics: [] };
   const result = parseNow(source);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ReteFile } from '#contracts';
 import { formatDiagnostic } from './diagnostics.js';
 import { parseFile, type ParseCache } from './parse-file.js';
@@ -126,6 +127,30 @@ describe('parseFile', () => {
         expect({ ...again.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
         expect({ ...first.parsed!.placeOf(path) }).toEqual(plain.placeOf(path));
       }
+    });
+
+    it('takes a file whose digest its reader knows from the cache without its bytes, reading them only for a place', () => {
+      const cache = memoryCache();
+      const bytes = new TextEncoder().encode(text);
+      const first = parseFile({ file: 'n.yaml', bytes }, cache);
+      let reads = 0;
+      const known = {
+        file: 'n.yaml',
+        digest: createHash('sha256').update(bytes).digest('hex'),
+        get bytes() {
+          reads++;
+          return bytes;
+        },
+      };
+      const again = parseFile(known, cache);
+      expect(again.parsed?.data).toBe(first.parsed?.data);
+      expect(reads).toBe(0);
+      expect({ ...again.parsed!.placeOf(['nodes', 0, 'services', 0, 'port']) }).toEqual({ ...first.parsed!.placeOf(['nodes', 0, 'services', 0, 'port']) });
+      expect(reads).toBeGreaterThan(0);
+      // A digest the cache does not hold: parsed from the bytes.
+      const other = parseFile({ ...known, digest: 'f'.repeat(64), bytes }, cache);
+      expect(other.parsed?.data).toEqual(first.parsed?.data);
+      expect(cache.sets).toBe(2);
     });
 
     it('parses a file again once its bytes change', () => {

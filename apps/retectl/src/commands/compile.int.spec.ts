@@ -33,6 +33,15 @@ function mtimes(dir: string): Map<string, bigint> {
 const touched = (before: Map<string, bigint>, after: Map<string, bigint>): string[] =>
   [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f)).sort();
 
+/** Long enough for files written before it to have settled (rete-dir.ts, settledStamps: two seconds). */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 2100));
+
+/** A file's stamp as retectl takes it (rete-dir.ts, FileStamp). */
+function stampText(path: string): string {
+  const st = statSync(path, { bigint: true });
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
 const SERVERS = `nodes:
   - { name: alpha, kind: server, listen: 10.0.0.1:7946, tags: [web], services: [{ name: web, port: 443 }] }
   - { name: beta, kind: server, listen: 10.0.0.2:7946, tags: [backend] }
@@ -572,6 +581,9 @@ describe('retectl compile on a real folder', () => {
 
   it("writes none of the record's files when nothing changed, and a quick recompile keeps the labels' file it read", async () => {
     await compile();
+    // The YAML settled and its stamps kept (see the YAML stamps test): from here, a compile that changes nothing writes nothing.
+    await settle();
+    await compile();
     const cache = join(rete, '.flor', 'cache');
     const [v8File, nodesFile, labelsFile] = ['compiled.v8', 'compiled.nodes', 'compiled.labels'].map((f) => join(cache, f));
     const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
@@ -638,5 +650,56 @@ describe('retectl compile on a real folder', () => {
     const same = JSON.parse(await compile(true));
     expect(same.changed).toEqual([]);
     expect(same.unchanged).toEqual(['alpha', 'beta', 'gamma', 'laptop']);
+  });
+
+  it("keeps the YAML files' stamps once they have settled, and takes a file's digest from the record while its stamp is the one kept", async () => {
+    const yaml = ['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml'];
+    const v8File = join(rete, '.flor', 'cache', 'compiled.v8');
+    const nodesFile = join(rete, '.flor', 'cache', 'compiled.nodes');
+    const kept = () => readRecord(rete)?.inputs?.yamlStamps;
+    const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
+
+    // The first compile has no clock yet (.flor/cache is its to make), the next one's files changed just before it.
+    await compile();
+    expect(kept()).toEqual(new Map());
+    await compile();
+    expect(kept()).toEqual(new Map());
+
+    // Settled: a compile that changes nothing keeps every file's stamp, writing compiled.v8 alone (the same generation).
+    await settle();
+    const nodesBefore = read(nodesFile);
+    const generation = readRecord(rete)?.generation;
+    expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged/);
+    expect(kept()).toEqual(new Map(yaml.map((f) => [f, stampText(join(rete, f))])));
+    expect(readRecord(rete)?.generation).toBe(generation);
+    expect(read(nodesFile)).toEqual(nodesBefore);
+    // And the next one writes nothing.
+    const v8Before = read(v8File);
+    await compile();
+    expect(read(v8File)).toEqual(v8Before);
+
+    // A file touched (its ctime moves, its bytes do not): its stamp is no longer kept, the others are.
+    const policy = join(rete, 'policy.yaml');
+    const { atime, mtime } = statSync(policy);
+    utimesSync(policy, atime, mtime);
+    expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
+    expect([...kept()!.keys()].sort()).toEqual(yaml.filter((f) => f !== 'policy.yaml'));
+    expect(readRecord(rete)?.generation).toBe(generation);
+
+    // An edit is seen by publish and by compile: its stamp is not the one kept.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    expect(() => loadPublishable(rete)).toThrow(expect.objectContaining({ code: 'stale_compile' }));
+    expect(await compile()).toMatch(/2 changed/);
+    expect(loadPublishable(rete).fromRecord).toBe(true);
+
+    // While a file's stamp is the one kept, the file is not read: a record made to keep the stamp of
+    // an edit no compile saw (which settledStamps never does) hides that edit from publish and compile.
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7949'));
+    const record = deserialize(readFileSync(v8File)) as { inputs: { yamlStamps: Map<string, string> } };
+    record.inputs.yamlStamps.set('nodes/servers.yaml', stampText(join(rete, 'nodes/servers.yaml')));
+    writeFileSync(v8File, serialize(record));
+    expect(loadPublishable(rete).fromRecord).toBe(true);
+    expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
+    expect(readFileSync(join(compiled, 'beta', 'mgmt', 'flor.json'), 'utf8')).toContain('10.0.0.2:7947');
   });
 });

@@ -1,4 +1,3 @@
-import { sha256Hex } from '#bundle';
 import {
   artifactsText,
   compileNodes,
@@ -10,7 +9,6 @@ import {
   type ArtifactBytes,
   type ParseCache,
   type ReadSource,
-  type Source,
 } from '#rete';
 import { FLOR_JSON } from '#contracts';
 import {
@@ -29,7 +27,18 @@ import {
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
-import { COMPILED_DIR, readSourceDigest, readSources, sourceReader, validateDir } from '../rete-dir.js';
+import {
+  COMPILED_DIR,
+  digestOf,
+  fileClock,
+  knownFrom,
+  readSourceDigest,
+  readSources,
+  settledStamps,
+  sourceReader,
+  validateDir,
+  type ReteSource,
+} from '../rete-dir.js';
 
 export interface CompileOptions {
   readonly dir: string;
@@ -52,13 +61,13 @@ export async function run(options: CompileOptions): Promise<void> {
   let quick: Awaited<ReturnType<typeof quickRecompile>>;
   let inputs: Inputs;
   try {
-    inputs = readInputs(options.dir);
+    inputs = readInputs(options.dir, record);
     quick = record && stamps ? await quickRecompile(options.dir, record, stamps, inputs) : undefined;
   } finally {
     // Its answer is no longer needed: the quick path has it or is not taken.
     stamps?.stop();
   }
-  const { sources, cache, files, read } = inputs;
+  const { sources, cache, files, yamlStamps, read } = inputs;
   let nodeCount: number;
   let change: WrittenTree;
   if (quick) {
@@ -93,6 +102,7 @@ export async function run(options: CompileOptions): Promise<void> {
       const inputs: CompileInputs = {
         parser: cache.parser,
         files,
+        yamlStamps,
         sources: sourcesRead,
         diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
       };
@@ -115,20 +125,25 @@ export async function run(options: CompileOptions): Promise<void> {
   );
 }
 
-/** The YAML files, their digests, the parse cache and the reader of resources' source files. */
+/** The YAML files, their digests and the stamps to keep of them, the parse cache and the reader of resources' source files. */
 interface Inputs {
-  readonly sources: Source[];
+  readonly sources: ReteSource[];
   readonly cache: DiskParseCache;
   readonly files: Map<string, string>;
+  readonly yamlStamps: Map<string, string>;
   readonly read: ReadSource;
 }
 
-function readInputs(dir: string): Inputs {
-  const sources = readSources(dir);
+/** The YAML files as they are now: a file whose stamp the last compile's record keeps is not read, its digest is the record's. */
+function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
+  // Before any file is read: the stamps kept are of files settled by then.
+  const clock = fileClock(dir);
+  const sources = readSources(dir, knownFrom(record));
   return {
     sources,
     cache: new DiskParseCache(dir),
-    files: new Map(sources.map((s) => [s.file, sha256Hex((s as { bytes: Uint8Array }).bytes)])),
+    files: new Map(sources.map((s) => [s.file, digestOf(s)])),
+    yamlStamps: settledStamps(sources, clock),
     read: sourceReader(dir),
   };
 }
@@ -155,12 +170,12 @@ async function quickRecompile(
   root: string,
   record: CompileRecord,
   stamps: StampCheck,
-  { sources, files, cache, read }: Inputs,
+  { sources, files, yamlStamps, cache, read }: Inputs,
 ): Promise<{ nodes: number; change: WrittenTree; diagnostics: string[] } | undefined> {
   const was = record.inputs;
   // A record without what publish takes from the rete (an earlier retectl's): one full compile makes it whole.
   if (!was || !record.rete || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
-  const changed: Source[] = [];
+  const changed: ReteSource[] = [];
   for (const source of sources) {
     const before = was.files.get(source.file);
     if (before === undefined) return undefined;
@@ -213,6 +228,6 @@ async function quickRecompile(
 
   for (const digest of files.values()) cache.keep(digest);
   cache.save();
-  const change = rewriteNodes(root, record, rewrites, { ...was, files });
+  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps });
   return { nodes: record.nodes.size, change, diagnostics: was.diagnostics.map((d) => d.text) };
 }
