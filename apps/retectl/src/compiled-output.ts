@@ -490,7 +490,7 @@ export function readRecord(root: string): CompileRecord | undefined {
       ...(rete ? { rete } : {}),
       files: record.files,
       base: record.base,
-      ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: record.inputs } : {}),
+      ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: takenInputs(record.inputs) } : {}),
       ...(rete ? { labelsGeneration } : {}),
       generation,
     };
@@ -512,6 +512,14 @@ function restampRecord(root: string, generation: string, inputs: CompileInputs):
   } catch {
     // Not restamped: the next compile reads the files whose stamps moved, as this one did.
   }
+}
+
+/** A record's inputs as read, without YAML stamps that are not a map of strings (then every YAML file is read, as without stamps). */
+function takenInputs(inputs: CompileInputs): CompileInputs {
+  const stamps: unknown = inputs.yamlStamps;
+  if (stamps === undefined || (types.isMap(stamps) && [...stamps].every(([k, v]) => typeof k === 'string' && typeof v === 'string'))) return inputs;
+  const { yamlStamps: _dropped, ...rest } = inputs;
+  return rest;
 }
 
 /** A record's rete as writeRecord keeps it, its labels read from their file when first asked for; one from an earlier format is not taken. */

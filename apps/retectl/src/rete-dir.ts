@@ -1,5 +1,4 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
-import { types } from 'node:util';
 import { join, relative, sep } from 'node:path';
 import { DNS_LABEL } from '#contracts';
 import {
@@ -157,7 +156,7 @@ export function settledStamps(sources: readonly ReteSource[], clock: FileClock |
 /** The digests a record vouches for: a file's, while its stamp is the one the record keeps. */
 export function knownFrom(record: CompileRecord | undefined): KnownDigest | undefined {
   const inputs = record?.inputs;
-  if (!inputs?.yamlStamps || !types.isMap(inputs.yamlStamps)) return undefined;
+  if (!inputs?.yamlStamps) return undefined;
   const { yamlStamps: stamps, files } = inputs;
   return (file, stamp) => (stamps.get(file) === stamp ? files.get(file) : undefined);
 }

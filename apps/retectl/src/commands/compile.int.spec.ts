@@ -701,5 +701,16 @@ describe('retectl compile on a real folder', () => {
     expect(loadPublishable(rete).fromRecord).toBe(true);
     expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
     expect(readFileSync(join(compiled, 'beta', 'mgmt', 'flor.json'), 'utf8')).toContain('10.0.0.2:7947');
+
+    // Stamps that are not a map of strings are not taken: every file is read, and the edit is seen.
+    const garbled = deserialize(readFileSync(v8File)) as { inputs: { yamlStamps: unknown } };
+    for (const stamps of [['nodes/servers.yaml'], new Map([['nodes/servers.yaml', 7]])]) {
+      garbled.inputs.yamlStamps = stamps;
+      writeFileSync(v8File, serialize(garbled));
+      expect(readRecord(rete)?.inputs).toBeDefined();
+      expect(readRecord(rete)?.inputs?.yamlStamps).toBeUndefined();
+    }
+    expect(await compile()).toMatch(/2 changed/);
+    expect(readFileSync(join(compiled, 'beta', 'mgmt', 'flor.json'), 'utf8')).toContain('10.0.0.2:7949');
   });
 });
