@@ -931,6 +931,7 @@ export function rewriteNodes(
   };
 }
 
+/** Whether two maps hold the same entries; none is an empty one. */
 function sameMaps(a: ReadonlyMap<string, string> | undefined, b: ReadonlyMap<string, string> | undefined): boolean {
   if ((a?.size ?? 0) !== (b?.size ?? 0)) return false;
   for (const [k, v] of b ?? []) if (a?.get(k) !== v) return false;
@@ -939,9 +940,7 @@ function sameMaps(a: ReadonlyMap<string, string> | undefined, b: ReadonlyMap<str
 
 /** Whether a compile's inputs are those a record holds: the same parser, the same YAML files, the same resources' sources and diagnostics. */
 function sameInputs(was: CompileInputs | undefined, now: CompileInputs): boolean {
-  if (!was || was.parser !== now.parser || was.files.size !== now.files.size || was.sources.size !== now.sources.size) return false;
-  for (const [file, digest] of now.files) if (was.files.get(file) !== digest) return false;
-  for (const [path, digest] of now.sources) if (was.sources.get(path) !== digest) return false;
+  if (!was || was.parser !== now.parser || !sameMaps(was.files, now.files) || !sameMaps(was.sources, now.sources)) return false;
   return (
     was.diagnostics.length === now.diagnostics.length &&
     was.diagnostics.every((d, i) => d.file === now.diagnostics[i].file && d.text === now.diagnostics[i].text)

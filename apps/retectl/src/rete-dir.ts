@@ -30,11 +30,12 @@ export { COMPILED_DIR } from './compiled-output.js';
 const YAML_FILE = /\.ya?ml$/;
 
 /**
- * A YAML file of the rete as readSources found it: its stamp, and its bytes. When a record vouched
- * for the stamp (`known`), `digest` is the sha256 the record holds and the bytes are read only if
- * asked for; otherwise they are read at once.
+ * A YAML file of the rete as readSources found it: its stamp, its bytes and their sha256. When a
+ * record vouched for the stamp (`known`), `digest` is the one the record holds and the bytes are read
+ * only if asked for; otherwise they are read at once, and hashed the first time `digest` is asked for
+ * (once, however many ask).
  */
-export type ReteSource = { readonly file: string; readonly bytes: Uint8Array; readonly digest?: string; readonly stamp: FileStamp };
+export type ReteSource = { readonly file: string; readonly bytes: Uint8Array; readonly digest: string; readonly stamp: FileStamp };
 
 /**
  * A file's identity and last change as stat gives them: a file written, replaced, renamed over or
@@ -81,12 +82,23 @@ export function readSources(root: string, known?: KnownDigest): ReteSource[] {
 
 function sourceAt(file: string, path: string, known: KnownDigest | undefined): ReteSource {
   const stamp = stampOf(path);
-  const digest = known?.(file, stamp.text);
-  if (digest === undefined) return { file, bytes: readSource(path), stamp };
+  const vouched = known?.(file, stamp.text);
+  if (vouched === undefined) {
+    const bytes = readSource(path);
+    let digest: string | undefined;
+    return {
+      file,
+      bytes,
+      stamp,
+      get digest() {
+        return (digest ??= sha256Hex(bytes));
+      },
+    };
+  }
   let bytes: Uint8Array | undefined;
   return {
     file,
-    digest,
+    digest: vouched,
     stamp,
     get bytes() {
       return (bytes ??= readSource(path));
@@ -159,11 +171,6 @@ export function knownFrom(record: CompileRecord | undefined): KnownDigest | unde
   if (!inputs?.yamlStamps) return undefined;
   const { yamlStamps: stamps, files } = inputs;
   return (file, stamp) => (stamps.get(file) === stamp ? files.get(file) : undefined);
-}
-
-/** The sha256 of a source's bytes: the one a record vouched for, or worked out from the bytes. */
-export function digestOf(source: ReteSource): string {
-  return source.digest ?? sha256Hex(source.bytes);
 }
 
 function followLink(path: string): Stats {
@@ -376,7 +383,7 @@ export function readSourceDigest(got: ReturnType<ReadSource>): string {
 function recordFor(record: CompileRecord | undefined, sources: readonly ReteSource[], parser: string, read: ReadSource): CompileRecord | undefined {
   const was = record?.inputs;
   if (!record || !was || was.parser !== parser || was.files.size !== sources.length) return undefined;
-  for (const s of sources) if (was.files.get(s.file) !== digestOf(s)) return undefined;
+  for (const s of sources) if (was.files.get(s.file) !== s.digest) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
   return record;
 }

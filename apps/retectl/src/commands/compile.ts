@@ -27,18 +27,7 @@ import {
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
-import {
-  COMPILED_DIR,
-  digestOf,
-  fileClock,
-  knownFrom,
-  readSourceDigest,
-  readSources,
-  settledStamps,
-  sourceReader,
-  validateDir,
-  type ReteSource,
-} from '../rete-dir.js';
+import { COMPILED_DIR, fileClock, knownFrom, readSourceDigest, readSources, settledStamps, sourceReader, validateDir, type ReteSource } from '../rete-dir.js';
 
 export interface CompileOptions {
   readonly dir: string;
@@ -142,7 +131,7 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
   return {
     sources,
     cache: new DiskParseCache(dir),
-    files: new Map(sources.map((s) => [s.file, digestOf(s)])),
+    files: new Map(sources.map((s) => [s.file, s.digest])),
     yamlStamps: settledStamps(sources, clock),
     read: sourceReader(dir),
   };
