@@ -1,5 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -157,15 +157,26 @@ export function recordedLabels(rete: RecordedRete, has: (node: string) => boolea
  * Each node's record entry (`<fingerprint> <folder stamp>`), kept as one text of `<node> <entry>` lines
  * in name order: reading 100,000 of them back is copying one string, where a Map of them took a
  * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
+ *
+ * A record read from its file holds the lines as the file's bytes, decoded into a text only when a
+ * caller needs every line as one (names, toMap, nodeSets). A recompile that rewrites a few nodes
+ * never does: it checks the stamps in the bytes, finds its nodes' entries there, and writes the new
+ * record as the old bytes around the new entries (with, written). At 100,000 nodes the text is 16 MB,
+ * and each copy of it (decoded, spliced, encoded again, sent to the stamps' worker) cost this machine
+ * 60 to 100 ms, most of it the kernel giving the process fresh pages.
  */
 export class RecordedNodes {
-  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`; read when first needed. */
+  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`; made when first needed. */
   private loaded: string | undefined;
+  /** The same lines' bytes, read from the record's file into shared memory (a worker checks the stamps in them); when first needed. */
+  private raw: Buffer | undefined;
 
   private constructor(
     text: string | undefined,
     readonly size: number,
     private readonly kept?: KeptNodes,
+    /** These nodes are `base`'s with the entries in `over` (with, on lines read from a file). */
+    private readonly layer?: { readonly base: RecordedNodes; readonly over: ReadonlyMap<string, string> },
   ) {
     this.loaded = text;
   }
@@ -176,58 +187,102 @@ export class RecordedNodes {
     return new RecordedNodes(text, entries.size);
   }
 
-  /** The nodes a record keeps in its own file (readRecord): the text read whole only when asked for, a bucket's lines alone before that. */
+  /** The nodes a record keeps in its own file (readRecord): its bytes read whole only when asked for, a bucket's lines alone before that. */
   static kept(size: number, kept: KeptNodes): RecordedNodes {
     return new RecordedNodes(undefined, size, kept);
   }
 
   private get text(): string {
-    return (this.loaded ??= this.kept!.text());
+    if (this.loaded === undefined) {
+      const { layer } = this;
+      this.loaded = layer ? spliced(layer.base.text, layer.over, (node) => layer.base.entryAt(node)) : this.buffer().toString('utf8');
+    }
+    return this.loaded;
   }
 
-  /** These nodes with their text read now: for a caller about to remove the record's files. */
+  /** The lines' bytes as a Buffer (a view of bytes(), not a copy). */
+  private buffer(): Buffer {
+    const bytes = this.bytes();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /**
+   * The lines' bytes (UTF-8) in shared memory: as read from the record's file, or the text copied
+   * there. A worker given them reads the same memory.
+   */
+  bytes(): Uint8Array {
+    if (this.raw === undefined) {
+      // A record's lines from its file (a layer never has a file of its own; a text made here is copied).
+      if (this.kept) this.raw = this.kept.bytes();
+      else {
+        const { text } = this;
+        this.raw = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
+        this.raw.write(text, 'utf8');
+      }
+    }
+    return this.raw;
+  }
+
+  /** Lines held as the file's bytes with the file's bucket index: with() layers new entries over them rather than splicing a text. */
+  private indexed(): boolean {
+    return this.kept?.index !== undefined;
+  }
+
+  /** These nodes with their lines read now: for a caller about to remove the record's files. */
   whole(): RecordedNodes {
-    void this.text;
+    if (this.kept) this.bytes();
     return this;
   }
 
   get(node: string): string | undefined {
+    if (this.layer) return this.layer.over.get(node) ?? this.layer.base.get(node);
+    if (this.loaded === undefined) {
+      const buffer = this.buffer();
+      const start = this.entryAt(node);
+      return start < 0 ? undefined : buffer.toString('utf8', start, buffer.indexOf(10, start));
+    }
     const start = this.entryAt(node);
     return start < 0 ? undefined : this.text.slice(start, this.text.indexOf('\n', start));
   }
 
   /** The same nodes, these with new entries (each one the record holds). */
   with(entries: ReadonlyMap<string, string>): RecordedNodes {
-    const at = [...entries.keys()].map((node) => [this.entryAt(node), node] as const).sort((a, b) => a[0] - b[0]);
-    let text = '';
-    let from = 0;
-    for (const [start, node] of at) {
-      if (start < 0) throw new TypeError(`compile record: ${node} is not recorded`);
-      text += this.text.slice(from, start) + (entries.get(node) as string);
-      from = this.text.indexOf('\n', start);
-    }
-    return new RecordedNodes(text + this.text.slice(from), this.size);
+    for (const node of entries.keys()) if (this.get(node) === undefined) throw new TypeError(`compile record: ${node} is not recorded`);
+    if (this.layer) return new RecordedNodes(undefined, this.size, undefined, { base: this.layer.base, over: new Map([...this.layer.over, ...entries]) });
+    if (this.indexed()) return new RecordedNodes(undefined, this.size, undefined, { base: this, over: new Map(entries) });
+    return new RecordedNodes(
+      spliced(this.text, entries, (node) => this.entryAt(node)),
+      this.size,
+    );
   }
 
   /**
-   * Where `node`'s entry starts in the text, or -1: a binary search over the lines, which are in
-   * name order, reading about 17 names for 100,000 nodes. Searching the text for `\n<node> ` read
-   * it from the start, 5 MB on average at that size, for each node asked about.
+   * Where `node`'s entry starts in the text (or, while only they are read or when asked, the bytes), or -1: a
+   * binary search over the lines, which are in name order, reading about 17 names for 100,000 nodes.
+   * Searching the text for `\n<node> ` read it from the start, 5 MB on average at that size, for each
+   * node asked about.
    */
-  private entryAt(node: string): number {
-    const { text } = this;
-    // The line starts in [lo, hi) are the ones still in question.
-    let lo = 1;
-    let hi = text.length;
-    while (lo < hi) {
-      const start = text.lastIndexOf('\n', ((lo + hi) >>> 1) - 1) + 1;
-      const space = text.indexOf(' ', start);
-      const name = text.slice(start, space);
-      if (name === node) return space + 1;
-      if (name < node) lo = text.indexOf('\n', space) + 1;
-      else hi = start;
+  private entryAt(node: string, inBytes = this.loaded === undefined): number {
+    if (inBytes) {
+      const buffer = this.buffer();
+      return searchLines(
+        buffer.length,
+        (at) => buffer.lastIndexOf(10, at) + 1,
+        (from) => buffer.indexOf(32, from),
+        (from) => buffer.indexOf(10, from),
+        (start, space) => buffer.toString('utf8', start, space),
+        node,
+      );
     }
-    return -1;
+    const { text } = this;
+    return searchLines(
+      text.length,
+      (at) => text.lastIndexOf('\n', at) + 1,
+      (from) => text.indexOf(' ', from),
+      (from) => text.indexOf('\n', from),
+      (start, space) => text.slice(start, space),
+      node,
+    );
   }
 
   /** Every node and its entry, in name order. */
@@ -276,10 +331,10 @@ export class RecordedNodes {
 
   /** Each node of these buckets with its bucket and set digest: only their lines are split into fields. */
   private eachIn(only: ReadonlySet<number>, visit: (bucket: number, node: string, set: string) => void): void {
-    if (this.loaded === undefined && this.kept?.linesIn) {
-      // Only these buckets' lines, from the record's file; in name order, as the text gives them.
-      const lines = this.kept.linesIn(only).sort(cmp);
-      for (const line of lines) {
+    const lines = this.linesIn(only);
+    if (lines) {
+      // In name order, as the text gives them.
+      for (const line of lines.sort(cmp)) {
         const [node, , , set, bucket] = line.split(' ');
         visit(Number(bucket), node, set);
       }
@@ -292,6 +347,34 @@ export class RecordedNodes {
       const [node, , , set] = text.slice(start, end).split(' ');
       visit(bucket, node, set);
     }
+  }
+
+  /**
+   * The lines of these buckets, found by the record's bucket index (in the bytes read, or each read
+   * from the file when nothing is read whole yet), with a layer's entries in place; undefined without an index.
+   */
+  private linesIn(only: ReadonlySet<number>): string[] | undefined {
+    const { layer, kept } = this;
+    if (layer) {
+      const lines = layer.base.linesIn(only);
+      return lines?.map((line) => {
+        const node = line.slice(0, line.indexOf(' '));
+        const entry = layer.over.get(node);
+        return entry === undefined ? line : `${node} ${entry}`;
+      });
+    }
+    if (!kept?.index) return undefined;
+    if (this.raw !== undefined) {
+      const { raw } = this;
+      const { starts, lines } = kept.index;
+      const found: string[] = [];
+      for (const b of only)
+        for (let i = starts[b]; i < starts[b + 1]; i++) {
+          found.push(raw.toString('utf8', lines[i], raw.indexOf(10, lines[i])));
+        }
+      return found;
+    }
+    return this.loaded === undefined ? kept.linesIn?.(only) : undefined;
   }
 
   /**
@@ -329,9 +412,94 @@ export class RecordedNodes {
     return names;
   }
 
-  serialized(): { nodes: string; count: number } {
-    return { nodes: this.text, count: this.size };
+  /**
+   * The node lines' file as writeRecord writes it, after `generation`: its pieces in order, and
+   * where each bucket's lines start (undefined when a character is not one byte). A layer is its
+   * base's bytes around the new entries, and its base's index moved by what each entry added or took
+   * away; nothing else is copied.
+   */
+  written(generation: string): { pieces: Uint8Array[]; index: BucketIndex | undefined } {
+    const head = Buffer.from(generation, 'latin1');
+    const { layer } = this;
+    const index = layer?.base.kept?.index;
+    if (!layer || !index) {
+      const { text } = this;
+      return { pieces: [head, Buffer.from(text, 'utf8')], index: bucketIndex(text, this.size) };
+    }
+    const bytes = layer.base.buffer();
+    const at = [...layer.over].map(([node, entry]) => {
+      const start = layer.base.entryAt(node, true);
+      return { start, end: bytes.indexOf(10, start), entry: Buffer.from(entry, 'utf8') };
+    });
+    at.sort((a, b) => a.start - b.start);
+    const pieces: Uint8Array[] = [head];
+    // moved[k]: what the entries before and at at[k] added to the length (an entry's end is where the next line is moved from).
+    const moved = new Int32Array(at.length);
+    let from = 0;
+    let sum = 0;
+    at.forEach(({ start, end, entry }, k) => {
+      pieces.push(bytes.subarray(from, start), entry);
+      from = end;
+      sum += entry.length - (end - start);
+      moved[k] = sum;
+    });
+    pieces.push(bytes.subarray(from));
+    if (!at.every(({ entry }) => entry.every((c) => c < 0x80))) return { pieces, index: undefined };
+    const lines = new Uint32Array(index.lines.length);
+    for (let i = 0; i < lines.length; i++) {
+      // A line moves by what the entries ending before it added: the last such entry, found by binary search.
+      const offset = index.lines[i];
+      let lo = 0;
+      let hi = at.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (at[mid].end < offset) lo = mid + 1;
+        else hi = mid;
+      }
+      lines[i] = index.lines[i] + (lo > 0 ? moved[lo - 1] : 0);
+    }
+    return { pieces, index: { starts: index.starts, lines } };
   }
+}
+
+/**
+ * Where `node`'s entry starts in lines of `<node> <entry>` in name order, or -1: a binary search,
+ * over a text or over its bytes (lineStart of a position, the next space and newline, the name
+ * between).
+ */
+function searchLines(
+  length: number,
+  lineStart: (at: number) => number,
+  spaceFrom: (from: number) => number,
+  newlineFrom: (from: number) => number,
+  nameOf: (start: number, space: number) => string,
+  node: string,
+): number {
+  // The line starts in [lo, hi) are the ones still in question.
+  let lo = 1;
+  let hi = length;
+  while (lo < hi) {
+    const start = lineStart(((lo + hi) >>> 1) - 1);
+    const space = spaceFrom(start);
+    const name = nameOf(start, space);
+    if (name === node) return space + 1;
+    if (name < node) lo = newlineFrom(space) + 1;
+    else hi = start;
+  }
+  return -1;
+}
+
+/** `text` (RecordedNodes' lines) with new entries for some of its nodes, each found by `entryAt`. */
+function spliced(text: string, entries: ReadonlyMap<string, string>, entryAt: (node: string) => number): string {
+  const at = [...entries.keys()].map((node) => [entryAt(node), node] as const).sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let from = 0;
+  for (const [start, node] of at) {
+    if (start < 0) throw new TypeError(`compile record: ${node} is not recorded`);
+    out += text.slice(from, start) + (entries.get(node) as string);
+    from = text.indexOf('\n', start);
+  }
+  return out + text.slice(from);
 }
 
 /**
@@ -340,8 +508,11 @@ export class RecordedNodes {
  * that the file still begins with the record's generation.
  */
 interface KeptNodes {
-  text(): string;
-  /** Without an index (a text whose offsets are not byte offsets), none: the text is read whole. */
+  /** The lines' bytes after the generation, read whole into shared memory (readKeptShared). */
+  bytes(): Buffer;
+  /** Where each bucket's lines start; none for a text whose offsets are not byte offsets. */
+  readonly index?: BucketIndex;
+  /** Without an index, none: the lines are read whole. */
   linesIn?(buckets: ReadonlySet<number>): string[];
 }
 
@@ -362,6 +533,42 @@ function readKept(root: string, file: string, generation: string): string {
   const text = bytes.toString('utf8', GENERATION_LENGTH);
   if (!text.startsWith('\n') || !text.endsWith('\n')) throw recordChanged(file);
   return text;
+}
+
+/**
+ * A file of the record after its generation, which must be `generation`, as bytes in shared memory:
+ * read straight there, never decoded or copied (RecordedNodes.bytes).
+ */
+function readKeptShared(root: string, file: string, generation: string): Buffer {
+  const fd = openKept(root, file, generation);
+  try {
+    const size = fstatSync(fd).size - GENERATION_LENGTH;
+    if (size < 1) throw recordChanged(file);
+    const bytes = Buffer.from(new SharedArrayBuffer(size));
+    let read = 0;
+    for (let n = 1; read < size && n > 0; read += n) n = readSync(fd, bytes, read, size - read, GENERATION_LENGTH + read);
+    // Shorter or longer than when it was opened, or not lines: not the file that compile wrote.
+    if (read !== size || readSync(fd, Buffer.alloc(1), 0, 1, GENERATION_LENGTH + size) !== 0) throw recordChanged(file);
+    if (bytes[0] !== 10 || bytes[size - 1] !== 10) throw recordChanged(file);
+    return bytes;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A file of the record opened for reading, while it begins with `generation`: otherwise another compile replaced it. */
+function openKept(root: string, file: string, generation: string): number {
+  let fd: number;
+  try {
+    fd = openSync(join(root, file), 'r');
+  } catch {
+    throw recordChanged(file);
+  }
+  if (generationAt(fd) !== generation) {
+    closeSync(fd);
+    throw recordChanged(file);
+  }
+  return fd;
 }
 
 /** The generation an open file of the record begins with; undefined when it is shorter than one. */
@@ -388,14 +595,8 @@ function generationOf(path: string): string | undefined {
  * nodes, a bucket is about 400 reads of a line, against reading and decoding 16 MB for every line.
  */
 function linesAt(root: string, generation: string, index: BucketIndex, buckets: ReadonlySet<number>): string[] {
-  let fd: number;
+  const fd = openKept(root, RECORD_NODES, generation);
   try {
-    fd = openSync(join(root, RECORD_NODES), 'r');
-  } catch {
-    throw recordChanged(RECORD_NODES);
-  }
-  try {
-    if (generationAt(fd) !== generation) throw recordChanged(RECORD_NODES);
     const lines: string[] = [];
     let buffer = Buffer.alloc(512);
     for (const b of buckets) {
@@ -479,8 +680,8 @@ export function readRecord(root: string): CompileRecord | undefined {
         ? { starts: index.starts, lines: index.lines }
         : undefined;
     const nodes = RecordedNodes.kept(count, {
-      text: () => readKept(root, RECORD_NODES, generation),
-      ...(indexed ? { linesIn: (only: ReadonlySet<number>) => linesAt(root, generation, indexed, only) } : {}),
+      bytes: () => readKeptShared(root, RECORD_NODES, generation),
+      ...(indexed ? { index: indexed, linesIn: (only: ReadonlySet<number>) => linesAt(root, generation, indexed, only) } : {}),
     });
     const labelsGeneration = typeof record.labelsGeneration === 'string' ? record.labelsGeneration : generation;
     const rete = keptRete(root, record.rete, labelsGeneration);
@@ -565,10 +766,10 @@ function writeRecord(root: string, record: CompileRecord): void {
   // A new generation, whatever one the record was read with.
   const { nodes, rete, labelsGeneration, generation: _read, ...rest } = record;
   const generation = randomBytes(GENERATION_LENGTH / 2).toString('hex');
-  const { nodes: text, count } = nodes.serialized();
-  replaceFileUnsynced(join(root, RECORD_NODES), generation + text);
+  const count = nodes.size;
+  const { pieces, index } = nodes.written(generation);
+  replaceFileUnsynced(join(root, RECORD_NODES), pieces);
   if (rete && labelsGeneration === undefined) replaceFileUnsynced(join(root, RECORD_LABELS), generation + rete.labels);
-  const index = bucketIndex(text, count);
   const kept = rete ? { coordinator: rete.coordinator, ...(rete.rollout ? { rollout: rete.rollout } : {}), labelBuckets: rete.labelBuckets } : undefined;
   replaceFileUnsynced(
     join(root, RECORD),
@@ -617,7 +818,9 @@ export function checkStamps(
   { workerFrom = STAMP_WORKER_FROM, share = true }: { workerFrom?: number; share?: boolean } = {},
 ): StampCheck {
   const base = join(root, COMPILED_DIR);
-  const { nodes: text, count } = record.nodes.serialized();
+  const count = record.nodes.size;
+  // Shared with the worker, not copied to it.
+  const bytes = record.nodes.bytes();
   const chunks = Math.ceil(count / STAMP_CHUNK);
   // [next chunk to claim, chunks checked, a stamp differed], shared with the worker.
   const state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
@@ -629,8 +832,8 @@ export function checkStamps(
       const source =
         "const { workerData: w } = require('node:worker_threads'); const { statSync } = require('node:fs');" +
         `const stampOf = ${stampOf.toString()};` +
-        `(${checkStampChunks.toString()})(w.state, w.text, w.base, w.chunk, (dir) => stampOf(dir, w.mgmt, statSync));`;
-      const started = new Worker(source, { eval: true, workerData: { state, text, base, chunk: STAMP_CHUNK, mgmt: MGMT_DIR } });
+        `(${checkStampChunks.toString()})(w.state, w.bytes, w.base, w.chunk, (dir) => stampOf(dir, w.mgmt, statSync));`;
+      const started = new Worker(source, { eval: true, workerData: { state, bytes, base, chunk: STAMP_CHUNK, mgmt: MGMT_DIR } });
       exited = new Promise((resolve) => {
         started.once('exit', resolve);
         // A worker that failed has left a chunk unchecked: holds() answers false.
@@ -643,7 +846,7 @@ export function checkStamps(
   }
   return {
     async holds() {
-      if (share || !worker) checkStampChunks(state, text, base, STAMP_CHUNK, folderStamp);
+      if (share || !worker) checkStampChunks(state, bytes, base, STAMP_CHUNK, folderStamp);
       // Wait for the worker only while a chunk it claimed is unchecked: not for one still starting, which
       // finds nothing left to claim (stop ends it).
       if (Atomics.load(state, 2) === 0 && Atomics.load(state, 1) < chunks) await exited;
@@ -657,21 +860,22 @@ export function checkStamps(
 }
 
 /**
- * Checks the stamps of the nodes of `text` (RecordedNodes' lines), STAMP_CHUNK lines at a time, each
+ * Checks the stamps of the nodes of `bytes` (RecordedNodes' lines), STAMP_CHUNK lines at a time, each
  * chunk claimed from `state` (see checkStamps) so that threads share them; stops at the first stamp
  * that differs, or when another thread found one. Uses nothing but its arguments: a worker runs its
  * source text.
  */
-function checkStampChunks(state: Int32Array, text: string, base: string, chunk: number, stamp: (dir: string) => string): void {
+function checkStampChunks(state: Int32Array, bytes: Uint8Array, base: string, chunk: number, stamp: (dir: string) => string): void {
+  const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // Where each chunk's first line starts.
   const starts: number[] = [];
-  for (let at = 1, line = 0; at < text.length; at = text.indexOf('\n', at) + 1, line++) if (line % chunk === 0) starts.push(at);
+  for (let at = 1, line = 0; at < lines.length; at = lines.indexOf(10, at) + 1, line++) if (line % chunk === 0) starts.push(at);
   for (let c = Atomics.add(state, 0, 1); c < starts.length; c = Atomics.add(state, 0, 1)) {
-    const end = c + 1 < starts.length ? starts[c + 1] : text.length;
+    const end = c + 1 < starts.length ? starts[c + 1] : lines.length;
     for (let at = starts[c]; at < end;) {
       if (Atomics.load(state, 2) !== 0) return;
-      const eol = text.indexOf('\n', at);
-      const [node, , recorded] = text.slice(at, eol).split(' ', 3);
+      const eol = lines.indexOf(10, at);
+      const [node, , recorded] = lines.toString('utf8', at, eol).split(' ', 3);
       // Not path.join: the same path, without normalising 100,000 of them.
       if (stamp(`${base}/${node}`) !== recorded) {
         Atomics.store(state, 2, 1);

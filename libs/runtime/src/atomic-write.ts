@@ -96,8 +96,22 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
  * always checked against its source before it is used (retectl's compiled tree), where fsyncing
  * each of 30,000 files was nearly all of a 10,000-node compile.
  */
-export function replaceFileUnsynced(path: string, data: Uint8Array | string, mode = 0o644): void {
-  writeThenRename(path, (tmp) => writeFileSync(tmp, data, { mode, flag: 'wx' }));
+export function replaceFileUnsynced(path: string, data: Uint8Array | string | readonly Uint8Array[], mode = 0o644): void {
+  if (typeof data === 'string' || ArrayBuffer.isView(data)) {
+    const bytes = data;
+    writeThenRename(path, (tmp) => writeFileSync(tmp, bytes, { mode, flag: 'wx' }));
+    return;
+  }
+  // Pieces written one after the other: a large file made of a few slices of another is never copied whole first.
+  const pieces = data as readonly Uint8Array[];
+  writeThenRename(path, (tmp) => {
+    const fd = openSync(tmp, 'wx', mode);
+    try {
+      for (const piece of pieces) for (let off = 0; off < piece.byteLength;) off += writeSync(fd, piece, off, piece.byteLength - off);
+    } finally {
+      closeSync(fd);
+    }
+  });
 }
 
 export function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
