@@ -223,11 +223,6 @@ export class RecordedNodes {
     return this.raw;
   }
 
-  /** Lines held as the file's bytes with the file's bucket index: with() layers new entries over them rather than splicing a text. */
-  private indexed(): boolean {
-    return this.kept?.index !== undefined;
-  }
-
   /** These nodes with their lines read now: for a caller about to remove the record's files. */
   whole(): RecordedNodes {
     if (this.kept) this.bytes();
@@ -249,7 +244,8 @@ export class RecordedNodes {
   with(entries: ReadonlyMap<string, string>): RecordedNodes {
     for (const node of entries.keys()) if (this.get(node) === undefined) throw new TypeError(`compile record: ${node} is not recorded`);
     if (this.layer) return new RecordedNodes(undefined, this.size, undefined, { base: this.layer.base, over: new Map([...this.layer.over, ...entries]) });
-    if (this.indexed()) return new RecordedNodes(undefined, this.size, undefined, { base: this, over: new Map(entries) });
+    // Lines held as the file's bytes with the file's bucket index: new entries are a layer over them, not spliced into a text.
+    if (this.kept?.index) return new RecordedNodes(undefined, this.size, undefined, { base: this, over: new Map(entries) });
     return new RecordedNodes(
       spliced(this.text, entries, (node) => this.entryAt(node)),
       this.size,
@@ -374,7 +370,8 @@ export class RecordedNodes {
         }
       return found;
     }
-    return this.loaded === undefined ? kept.linesIn?.(only) : undefined;
+    // Nothing read whole yet (a kept record's text is only ever decoded from its bytes).
+    return kept.linesIn?.(only);
   }
 
   /**
@@ -489,13 +486,12 @@ function searchLines(
   return -1;
 }
 
-/** `text` (RecordedNodes' lines) with new entries for some of its nodes, each found by `entryAt`. */
+/** `text` (RecordedNodes' lines) with new entries for some of its nodes, each found by `entryAt` (with() has checked that each is there). */
 function spliced(text: string, entries: ReadonlyMap<string, string>, entryAt: (node: string) => number): string {
   const at = [...entries.keys()].map((node) => [entryAt(node), node] as const).sort((a, b) => a[0] - b[0]);
   let out = '';
   let from = 0;
   for (const [start, node] of at) {
-    if (start < 0) throw new TypeError(`compile record: ${node} is not recorded`);
     out += text.slice(from, start) + (entries.get(node) as string);
     from = text.indexOf('\n', start);
   }
@@ -523,16 +519,7 @@ function recordChanged(file: string): RetectlError {
 
 /** A file of the record after its generation, which must be `generation`. */
 function readKept(root: string, file: string, generation: string): string {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(join(root, file));
-  } catch {
-    throw recordChanged(file);
-  }
-  if (bytes.toString('latin1', 0, GENERATION_LENGTH) !== generation) throw recordChanged(file);
-  const text = bytes.toString('utf8', GENERATION_LENGTH);
-  if (!text.startsWith('\n') || !text.endsWith('\n')) throw recordChanged(file);
-  return text;
+  return readKeptShared(root, file, generation).toString('utf8');
 }
 
 /**

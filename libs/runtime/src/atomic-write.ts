@@ -1,4 +1,4 @@
-import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 import { randomFillSync } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
@@ -52,8 +52,7 @@ export function writeFileDurable(path: string, data: Uint8Array | string, mode =
   // Until its owner and mode are set, a file bound for another owner is readable by none but this process.
   const fd = openSync(path, flag, owner ? 0o600 : mode);
   try {
-    let off = 0;
-    while (off < bytes.byteLength) off += writeSync(fd, bytes, off, bytes.byteLength - off);
+    writeAll(fd, bytes);
     if (owner) fchownSync(fd, owner.uid, owner.gid);
     fchmodSync(fd, mode);
     fsyncSync(fd);
@@ -97,21 +96,21 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
  * each of 30,000 files was nearly all of a 10,000-node compile.
  */
 export function replaceFileUnsynced(path: string, data: Uint8Array | string | readonly Uint8Array[], mode = 0o644): void {
-  if (typeof data === 'string' || ArrayBuffer.isView(data)) {
-    const bytes = data;
-    writeThenRename(path, (tmp) => writeFileSync(tmp, bytes, { mode, flag: 'wx' }));
-    return;
-  }
-  // Pieces written one after the other: a large file made of a few slices of another is never copied whole first.
-  const pieces = data as readonly Uint8Array[];
+  // Pieces are written one after the other: a large file made of a few slices of another is never copied whole first.
+  const pieces = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : ArrayBuffer.isView(data) ? [data] : (data as readonly Uint8Array[]);
   writeThenRename(path, (tmp) => {
     const fd = openSync(tmp, 'wx', mode);
     try {
-      for (const piece of pieces) for (let off = 0; off < piece.byteLength;) off += writeSync(fd, piece, off, piece.byteLength - off);
+      for (const piece of pieces) writeAll(fd, piece);
     } finally {
       closeSync(fd);
     }
   });
+}
+
+/** Writes all of `bytes` at the file's current offset: writeSync may write less than it was given. */
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let off = 0; off < bytes.byteLength;) off += writeSync(fd, bytes, off, bytes.byteLength - off);
 }
 
 export function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
