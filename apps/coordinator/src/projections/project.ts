@@ -46,43 +46,37 @@ export async function project(trx: Transaction<Database>, events: readonly Store
 }
 
 /**
- * Each stamp's node version and its node's head, in one statement with one parameter, a JSON array
- * of the rows, which PostgreSQL reads into columns: the columns the two rows share are sent once, and
- * a publish of many nodes is a few statements rather than two per thousand rows of a dozen parameters
- * each (bench/README.md, bench:publish). A stamp's message and confirmation window come from the
- * record of its publish.
+ * Each stamp's node version and its node's head, in one statement that reads the stamps from the
+ * ledger rows the same transaction wrote: PostgreSQL already holds each event's data as jsonb, so
+ * nothing is serialised, sent or parsed a second time (a 100,000-node publish sent its stamps again
+ * as a 55 MB JSON document, which PostgreSQL took seconds to parse; bench/README.md, bench:publish).
+ * Only each publish's message and confirmation window travel, from the record that closes its
+ * group. The stamps are a run of the ledger (both callers pass contiguous events), so the rows of
+ * that type between the first and the last position are exactly these; a count that differs aborts
+ * the transaction rather than project something else.
  */
 async function projectStamps(
   trx: Transaction<Database>,
   stamps: readonly StoredOf<'node_set_stamped'>[],
   records: ReadonlyMap<string, PublishRecorded['data']>,
 ): Promise<void> {
-  const rows = stamps.map((e) => {
-    const d = e.data;
-    const record = records.get(d.publish_id);
-    // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
-    const kid = String(e.meta.kid);
-    return {
-      node: d.node,
-      version: d.version,
-      set_digest: d.set_digest,
-      retired: d.retired,
-      artifacts: d.artifacts,
-      publish_id: d.publish_id,
-      position: e.position,
-      recorded_at: e.recorded_at,
-      kid,
-      etag: bundleEtag(kid, e.hash),
-      confirm_within: record?.confirm_within ?? null,
-      actor: String(e.meta.actor),
-      message: record?.message ?? '',
-    };
+  const from = stamps[0].position;
+  const to = stamps[stamps.length - 1].position;
+  const publishes = [...new Set(stamps.map((e) => e.data.publish_id))].map((id) => {
+    const record = records.get(id);
+    return { publish_id: id, message: record?.message ?? '', confirm_within: record?.confirm_within ?? null };
   });
-  await sql`WITH s AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(
-        node text, version integer, set_digest text, retired boolean, artifacts jsonb, publish_id text, position bigint,
-        recorded_at timestamptz, kid text, etag text, confirm_within integer, actor text, message text
-      )
+  // The ETag is bundleEtag(kid, hash): the first 40 hex digits of sha256("<kid>:<event hash>"), quoted.
+  const result = await sql`WITH p AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(publishes)}::jsonb) AS p(publish_id text, message text, confirm_within integer)
+    ), s AS (
+      SELECT l.data->>'node' AS node, (l.data->>'version')::integer AS version, l.data->>'set_digest' AS set_digest,
+        (l.data->>'retired')::boolean AS retired, l.data->'artifacts' AS artifacts, l.data->>'publish_id' AS publish_id,
+        l.position, l.recorded_at, l.meta->>'kid' AS kid, l.meta->>'actor' AS actor,
+        '"' || left(encode(sha256(convert_to((l.meta->>'kid') || ':' || l.hash, 'UTF8')), 'hex'), 40) || '"' AS etag,
+        coalesce(p.message, '') AS message, p.confirm_within
+      FROM ledger l LEFT JOIN p ON p.publish_id = l.data->>'publish_id'
+      WHERE l.position BETWEEN ${from} AND ${to} AND l.type = 'node_set_stamped'
     ), versions AS (
       INSERT INTO node_versions (node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at)
       SELECT node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at FROM s
@@ -101,6 +95,9 @@ async function projectStamps(
       updated_at = excluded.updated_at,
       confirm_within = excluded.confirm_within,
       confirmed_by = excluded.confirmed_by`.execute(trx);
+  const projected = Number(result.numAffectedRows ?? -1);
+  if (projected !== stamps.length)
+    throw new Error(`projecting ${stamps.length} stamps at ledger positions ${from}-${to} found ${projected}: the stamps given are not a run of the ledger`);
 }
 
 /** The repository's packages: the ledger event carries everything the Packages index needs. */

@@ -179,5 +179,20 @@ describe.each(testDatabases)('the rows an append writes, on $name', (database) =
     await expect(append(db.kysely, [...stamps, record(id, [])])).rejects.toThrow(/ledger_stream_revision_key/);
     expect(await state(db.kysely)).toEqual(second);
     expect(await treeSize(db.kysely)).toBe(NODES + 5);
+
+    // The heads and versions are read from the ledger rows between the first stamp and the last: stamps
+    // given with a gap among them (the middle one of a publish left out) are refused, and the append
+    // that asked is rolled back whole.
+    const gapped = publishId(4);
+    const three = [4, 5, 6].map((i) => stamp(nodeName(i), 2, gapped));
+    const refused = db.kysely.transaction().execute(async (trx) => {
+      const stored = await appendEvents(trx, await readLedgerHead(trx), inputsOf([...three, record(gapped, [])]), AT);
+      expect(stored.map((e) => e.position)).toEqual([NODES + 6, NODES + 7, NODES + 8, NODES + 9]);
+      await project(trx, [stored[0], stored[2], stored[3]]);
+    });
+    await expect(refused).rejects.toThrow(
+      `projecting 2 stamps at ledger positions ${NODES + 6}-${NODES + 8} found 3: the stamps given are not a run of the ledger`,
+    );
+    expect(await state(db.kysely)).toEqual(second);
   });
 });
