@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import { type Database, anyOf } from '../db/index.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Database } from '../db/index.js';
 import type { LedgerBlobs } from '../ledger/index.js';
 
 /**
@@ -7,7 +7,7 @@ import type { LedgerBlobs } from '../ledger/index.js';
  * 10,000, PostgreSQL read each slice of a large tree against a large store as a scan of the whole
  * table, so the cost grew with the number of digests times the size of the store (bench/README.md,
  * bench:publish). One statement is one scan, or, for a few digests, a read of each by its key: the
- * planner sees how many there are.
+ * planner sees how many there are (storedAmong).
  */
 export async function blobSizes(db: Kysely<Database>, digests: readonly string[]): Promise<Map<string, number>> {
   return sizesOf(db, [...new Set(digests)]);
@@ -21,10 +21,26 @@ export async function missingBlobs(db: Kysely<Database>, digests: readonly strin
 
 async function sizesOf(db: Kysely<Database>, unique: readonly string[]): Promise<Map<string, number>> {
   const sizes = new Map<string, number>();
-  if (unique.length === 0) return sizes;
-  const rows = await db.selectFrom('blobs').select(['sha256', 'size']).where(anyOf('sha256', unique)).execute();
-  for (const r of rows) sizes.set(r.sha256, r.size);
+  for (const r of await storedAmong<{ sha256: string; size: number }>(db, unique, sql`b.size`)) sizes.set(r.sha256, r.size);
   return sizes;
+}
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * The rows of the blobs stored among `unique` (distinct digests), with `column`: the digests joined to
+ * the table, sent as one text of comma-separated digests. A join lets PostgreSQL hash the digests
+ * against one scan of the store, or read each by its key when there are few; `sha256 = any(array)`
+ * over 100,000 digests was a parallel scan filtering every row against the array, three times as
+ * long, and an array parameter has `pg` escape each element. A string that is not a lower-case
+ * sha256 in hex is never a stored blob's key (the store computes them), so it is not asked for.
+ */
+async function storedAmong<R>(db: Kysely<Database>, unique: readonly string[], column: RawBuilder<unknown>): Promise<R[]> {
+  const keys = unique.filter((d) => DIGEST.test(d));
+  if (keys.length === 0) return [];
+  const { rows } =
+    await sql<R>`SELECT b.sha256, ${column} FROM unnest(string_to_array(${keys.join(',')}, ',')) AS w(sha256) JOIN blobs b ON b.sha256 = w.sha256`.execute(db);
+  return rows;
 }
 
 /** Stores a blob; returns false when it was already there. Content-addressed, so a race is harmless. */
@@ -76,10 +92,7 @@ async function insertBlobs(db: Kysely<Database>, blobs: readonly { sha256: strin
 /** Blobs' contents, in one statement: in slices, each slice could be a scan of the whole store (blobSizes). */
 export async function readBlobs(db: Kysely<Database>, digests: Iterable<string>): Promise<Map<string, Uint8Array>> {
   const out = new Map<string, Uint8Array>();
-  const unique = [...new Set(digests)];
-  if (unique.length === 0) return out;
-  const rows = await db.selectFrom('blobs').select(['sha256', 'content']).where(anyOf('sha256', unique)).execute();
-  for (const r of rows) out.set(r.sha256, r.content);
+  for (const r of await storedAmong<{ sha256: string; content: Uint8Array }>(db, [...new Set(digests)], sql`b.content`)) out.set(r.sha256, r.content);
   return out;
 }
 
