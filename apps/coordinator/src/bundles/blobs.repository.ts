@@ -31,8 +31,8 @@ const DIGEST = /^[0-9a-f]{64}$/;
  * The rows of the blobs stored among `unique` (distinct digests), with `column`: the digests joined to
  * the table, sent as one text of comma-separated digests. A join lets PostgreSQL hash the digests
  * against one scan of the store, or read each by its key when there are few; `sha256 = any(array)`
- * over 100,000 digests was a parallel scan filtering every row against the array, three times as
- * long, and an array parameter has `pg` escape each element. A string that is not a lower-case
+ * over many digests was a parallel scan testing every row against the array, and an array parameter
+ * has `pg` escape each element (bench/README.md, bench:publish). A string that is not a lower-case
  * sha256 in hex is never a stored blob's key (the store computes them), so it is not asked for.
  */
 async function storedAmong<R>(db: Kysely<Database>, unique: readonly string[], column: RawBuilder<unknown>): Promise<R[]> {
@@ -78,7 +78,7 @@ const BATCH_BYTES = 8 * 1024 * 1024;
  * One statement whose text and plan stay the same whatever its rows: the contents as one bytea
  * parameter (`pg` sends a Buffer as bytes), the digests, sizes and offsets as comma-separated text.
  * A bytea array parameter had `pg` write every blob as hex inside an array literal, twice its size,
- * for PostgreSQL to parse back: at 100,000 blobs most of the coordinator's time in the uploads.
+ * for PostgreSQL to parse back (bench/README.md, bench:publish).
  */
 async function insertBlobs(db: Kysely<Database>, blobs: readonly { sha256: string; content: Uint8Array }[]): Promise<number> {
   const offsets: number[] = [];

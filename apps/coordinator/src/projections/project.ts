@@ -48,8 +48,8 @@ export async function project(trx: Transaction<Database>, events: readonly Store
 /**
  * Each stamp's node version and its node's head, in one statement that reads the stamps from the
  * ledger rows the same transaction wrote: PostgreSQL already holds each event's data as jsonb, so
- * nothing is serialised, sent or parsed a second time (a 100,000-node publish sent its stamps again
- * as a 55 MB JSON document, which PostgreSQL took seconds to parse; bench/README.md, bench:publish).
+ * nothing is serialised, sent or parsed a second time (a large publish's stamps sent again as a JSON
+ * document were a large part of what PostgreSQL did for it; bench/README.md, bench:publish).
  * Only each publish's message and confirmation window travel, from the record that closes its
  * group. The stamps are a run of the ledger (both callers pass contiguous events), so the rows of
  * that type between the first and the last position are exactly these; a count that differs aborts
