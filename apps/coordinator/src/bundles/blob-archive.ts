@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { extract, type Header } from 'tar-stream';
+import { SHA256_PATTERN } from '#contracts';
 import { DomainError } from '../common/index.js';
 
 export interface ArchiveLimits {
@@ -15,8 +16,6 @@ export interface ArchiveBlob {
   readonly content: Buffer;
 }
 
-const DIGEST_NAME = /^[0-9a-f]{64}$/;
-
 /**
  * What an archive entry's header says about it, before a byte of its content is read: the name must
  * be the sha256 of its content (lowercase hex), a plain file, no larger than a blob may be. Returns a
@@ -26,7 +25,7 @@ export function entryRefusal(header: Pick<Header, 'name' | 'type' | 'size'>, ind
   const where = `archive entry ${index + 1}`;
   if (header.type !== 'file')
     return new DomainError('invalid_archive', `${where} is a ${header.type}, not a file: the archive holds only blobs`, { entry: index + 1 });
-  if (!DIGEST_NAME.test(header.name))
+  if (!SHA256_PATTERN.test(header.name))
     return new DomainError(
       'invalid_archive',
       `${where} is named ${JSON.stringify(header.name.slice(0, 100))}: each entry is named by the sha256 of its content, 64 lowercase hex digits`,

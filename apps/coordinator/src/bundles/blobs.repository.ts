@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { SHA256_PATTERN } from '#contracts';
 import type { Database } from '../db/index.js';
 import type { LedgerBlobs } from '../ledger/index.js';
 
@@ -25,8 +26,6 @@ async function sizesOf(db: Kysely<Database>, unique: readonly string[]): Promise
   return sizes;
 }
 
-const DIGEST = /^[0-9a-f]{64}$/;
-
 /**
  * The rows of the blobs stored among `unique` (distinct digests), with `column`: the digests joined to
  * the table, sent as one text of comma-separated digests. A join lets PostgreSQL hash the digests
@@ -36,7 +35,7 @@ const DIGEST = /^[0-9a-f]{64}$/;
  * sha256 in hex is never a stored blob's key (the store computes them), so it is not asked for.
  */
 async function storedAmong<R>(db: Kysely<Database>, unique: readonly string[], column: RawBuilder<unknown>): Promise<R[]> {
-  const keys = unique.filter((d) => DIGEST.test(d));
+  const keys = unique.filter((d) => SHA256_PATTERN.test(d));
   if (keys.length === 0) return [];
   const { rows } =
     await sql<R>`SELECT b.sha256, ${column} FROM unnest(string_to_array(${keys.join(',')}, ',')) AS w(sha256) JOIN blobs b ON b.sha256 = w.sha256`.execute(db);
@@ -84,7 +83,7 @@ async function insertBlobs(db: Kysely<Database>, blobs: readonly { sha256: strin
   const offsets: number[] = [];
   let at = 0;
   for (const b of blobs) {
-    if (!DIGEST.test(b.sha256)) throw new Error(`a blob is keyed ${JSON.stringify(b.sha256.slice(0, 80))}, not by a sha256 in lower-case hex`);
+    if (!SHA256_PATTERN.test(b.sha256)) throw new Error(`a blob is keyed ${JSON.stringify(b.sha256.slice(0, 80))}, not by a sha256 in lower-case hex`);
     offsets.push(at);
     at += b.content.byteLength;
   }

@@ -66,6 +66,7 @@ async function projectStamps(
     const record = records.get(id);
     return { publish_id: id, message: record?.message ?? '', confirm_within: record?.confirm_within ?? null };
   });
+  // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
   // The ETag is bundleEtag(kid, hash): the first 40 hex digits of sha256("<kid>:<event hash>"), quoted.
   const result = await sql`WITH p AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(publishes)}::jsonb) AS p(publish_id text, message text, confirm_within integer)

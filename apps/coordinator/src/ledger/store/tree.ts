@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { appendCoords, appendLeaves, leafHash, treeRoot, rootCoords, type Coord, type HashRead } from '#bundle';
+import { HASH_SIZE, appendCoords, appendLeaves, leafHash, treeRoot, rootCoords, type Coord, type HashRead } from '#bundle';
 import type { Database } from '../../db/index.js';
 
 const CHUNK = 1000;
@@ -78,28 +78,24 @@ export async function extendTree(db: Kysely<Database>, size: number, chainHashes
 }
 
 /**
- * Stores hashes in one statement: the hashes as one bytea parameter, 32 bytes each, sent as bytes
+ * Stores hashes in one statement: the hashes as one bytea parameter, HASH_SIZE bytes each, sent as bytes
  * (`pg` sends a Buffer in binary), and beside it each run of consecutive indexes of a level, which
  * is all an append makes (one run a level). A JSON array of [level, index, hex] was 90 bytes a row
  * for PostgreSQL to parse; an array parameter per column made `pg` escape every element of each.
  */
 async function insertHashes(db: Kysely<Database>, made: readonly { coord: Coord; hash: Buffer }[]): Promise<void> {
-  const runs: { level: number; first: number; count: number; at: number }[] = [];
-  const byLevel = new Map<number, { level: number; first: number; count: number; at: number }>();
   const ordered = [...made].sort((a, b) => a.coord.level - b.coord.level || a.coord.index - b.coord.index);
+  // Sorted, a run goes on while the level is the same and the index the next one.
+  const runs: { level: number; first: number; count: number; at: number }[] = [];
   ordered.forEach((m, at) => {
-    const run = byLevel.get(m.coord.level);
-    if (run && run.first + run.count === m.coord.index) run.count++;
-    else {
-      const next = { level: m.coord.level, first: m.coord.index, count: 1, at };
-      byLevel.set(m.coord.level, next);
-      runs.push(next);
-    }
+    const run = runs.at(-1);
+    if (run && run.level === m.coord.level && run.first + run.count === m.coord.index) run.count++;
+    else runs.push({ level: m.coord.level, first: m.coord.index, count: 1, at });
   });
   const hashes = Buffer.concat(ordered.map((m) => m.hash));
-  if (hashes.length !== ordered.length * 32) throw new Error('a ledger tree hash is not 32 bytes');
+  if (hashes.length !== ordered.length * HASH_SIZE) throw new Error(`a ledger tree hash is not ${HASH_SIZE} bytes`);
   await sql`INSERT INTO ledger_tree (level, idx, hash)
-    SELECT r.level, r.first + g.i, substring(${hashes}::bytea FROM (r.at + g.i) * 32 + 1 FOR 32)
+    SELECT r.level, r.first + g.i, substring(${hashes}::bytea FROM (r.at + g.i) * ${HASH_SIZE} + 1 FOR ${HASH_SIZE})
     FROM jsonb_to_recordset(${JSON.stringify(runs)}::jsonb) AS r(level smallint, first bigint, count integer, at integer),
       LATERAL generate_series(0, r.count - 1) AS g(i)`.execute(db);
 }
