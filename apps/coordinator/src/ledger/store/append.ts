@@ -1,4 +1,5 @@
 import { sql, type Transaction } from 'kysely';
+import { HASH_SIZE, canonicalJson } from '#bundle';
 import type { Database } from '../../db/index.js';
 import { chainHashOf, chainedText } from '../domain/hash-chain.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
@@ -6,8 +7,9 @@ import type { LedgerHead } from './read-head.js';
 import type { StoredEvent } from './ledger-row.js';
 
 /**
- * Rows per statement. They travel as one parameter (a JSON document), so a statement's text and plan
- * stay the same whatever its rows; the limit only bounds the parameter's size in memory.
+ * Rows per statement. They travel as two parameters (a JSON document and their hashes as bytes), so a
+ * statement's text and plan stay the same whatever its rows; the limit only bounds the parameters'
+ * size in memory.
  */
 const CHUNK = 10_000;
 
@@ -28,7 +30,9 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
   const sent: Promise<void>[] = [];
   let prev = head;
   for (let i = 0; i < inputs.length; i += CHUNK) {
+    const first = prev;
     const rows: string[] = [];
+    const hashes: Buffer[] = [Buffer.from(first.hash, 'hex')];
     for (const { event, meta } of inputs.slice(i, i + CHUNK)) {
       const fields = {
         position: prev.position + 1,
@@ -41,12 +45,13 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
       };
       const text = chainedText(fields);
       const hash = chainHashOf(prev.hash, text);
-      rows.push(ledgerRow(text, prev.hash, hash));
+      rows.push(ledgerRow(text, fields));
+      hashes.push(Buffer.from(hash, 'hex'));
       // The event's own type and data, so its kind of stored event.
       stored.push({ ...fields, prev_hash: prev.hash, hash } as StoredEvent);
       prev = { position: fields.position, hash };
     }
-    sent.push(sendRows(trx, rows));
+    sent.push(sendRows(trx, first.position, recorded_at, rows, Buffer.concat(hashes)));
     // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
@@ -56,30 +61,49 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
 }
 
 /** Starts inserting rows; its failure is the caller's to await, and not unhandled meanwhile. */
-function sendRows(trx: Transaction<Database>, rows: readonly string[]): Promise<void> {
-  const insert = insertRows(trx, rows);
+function sendRows(trx: Transaction<Database>, before: number, recordedAt: string, rows: readonly string[], hashes: Buffer): Promise<void> {
+  const insert = insertRows(trx, before, recordedAt, rows, hashes);
   insert.catch(() => undefined);
   return insert;
 }
 
+/** How the chained text of every event begins: its data is the first key. */
+const DATA_KEY = '{"data":';
+
 /**
- * A ledger row as a JSON object: the very text its chain hash covers, with the two hashes added (hex,
- * so written as they are). The row stores what was hashed, and no event is serialised twice.
+ * A ledger row as PostgreSQL is sent it: what differs from row to row, cut from the very text its
+ * chain hash covers, so no event is serialised twice. The chained text is canonical JSON with its keys
+ * in order (`data`, `meta`, `position`, `recorded_at`, `revision`, `stream`, `type`): the event's data
+ * is the text between the first key and the rest, which is rebuilt here from its small fields and must
+ * match. The position, the time and the hashes, the same or one apart on every row, go beside it.
  */
-function ledgerRow(text: string, prevHash: string, hash: string): string {
-  return `{"prev_hash":"${prevHash}","hash":"${hash}",${text.slice(1)}`;
+function ledgerRow(text: string, fields: { position: number; stream: string; revision: number; type: string; meta: unknown; recorded_at: string }): string {
+  const meta = canonicalJson(fields.meta);
+  const rest =
+    `,"meta":${meta},"position":${fields.position},"recorded_at":${JSON.stringify(fields.recorded_at)}` +
+    `,"revision":${fields.revision},"stream":${JSON.stringify(fields.stream)},"type":${JSON.stringify(fields.type)}}`;
+  if (!text.startsWith(DATA_KEY) || !text.endsWith(rest)) throw new Error(`ledger event ${fields.position} is not chained as the append path reads it`);
+  return `{"d":${text.slice(DATA_KEY.length, text.length - rest.length)},"m":${meta},"r":${fields.revision},"s":${JSON.stringify(fields.stream)},"t":${JSON.stringify(fields.type)}}`;
 }
 
 /**
- * Inserts rows in one statement with one parameter, a JSON array of them, which PostgreSQL reads
- * into columns. A thousand rows of nine parameters each made it parse and plan every statement
- * anew, and `pg` serialise each parameter; an array parameter per column costs as much in escaping
- * its elements (bench/README.md, bench:publish). Read as jsonb, the document is parsed once and each
- * event's data taken from it as it is; as json, each one's data was parsed a second time.
+ * Inserts rows in one statement: the rows as one JSON array, which PostgreSQL reads into columns, and
+ * their hashes as one bytea parameter (the hash before the first row, then each row's), HASH_SIZE
+ * bytes each, cut by offset. A thousand rows of nine parameters each made it parse and plan every
+ * statement anew, and `pg` serialise each parameter; an array parameter per column costs as much in
+ * escaping its elements (bench/README.md, bench:publish). Parsing the document into jsonb is most of
+ * PostgreSQL's work for the rows, so it holds only what differs from row to row: a row's position is
+ * the one before the statement's plus its place, its previous hash the hash before it. Read as jsonb,
+ * each event's data is taken from the document as it is; as json, each one's data was parsed a second
+ * time.
  */
-async function insertRows(trx: Transaction<Database>, rows: readonly string[]): Promise<void> {
+async function insertRows(trx: Transaction<Database>, before: number, recordedAt: string, rows: readonly string[], hashes: Buffer): Promise<void> {
+  if (hashes.length !== (rows.length + 1) * HASH_SIZE) throw new Error(`ledger rows and their hashes differ in number`);
   await sql`INSERT INTO ledger (position, stream, revision, type, data, meta, recorded_at, prev_hash, hash)
-    SELECT position, stream, revision, type, data, meta, recorded_at, prev_hash, hash
-    FROM jsonb_to_recordset(${`[${rows.join(',')}]`}::jsonb)
-      AS e(position bigint, stream text, revision integer, type text, data jsonb, meta jsonb, recorded_at timestamptz, prev_hash text, hash text)`.execute(trx);
+    SELECT ${before}::bigint + e.n, e.s, e.r, e.t, e.d, e.m, ${recordedAt}::timestamptz,
+      encode(substring(${hashes}::bytea FROM (e.n::integer - 1) * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex'),
+      encode(substring(${hashes}::bytea FROM e.n::integer * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex')
+    FROM ROWS FROM (jsonb_to_recordset(${`[${rows.join(',')}]`}::jsonb) AS (d jsonb, m jsonb, r integer, s text, t text)) WITH ORDINALITY AS e(d, m, r, s, t, n)`.execute(
+    trx,
+  );
 }
