@@ -89,7 +89,8 @@ function ledgerRow(text: string, fields: { position: number; stream: string; rev
 /**
  * Inserts rows in one statement: the rows as one JSON array, which PostgreSQL reads into columns, and
  * their hashes as one bytea parameter (the hash before the first row, then each row's), HASH_SIZE
- * bytes each, cut by offset. A thousand rows of nine parameters each made it parse and plan every
+ * bytes each, bound once as a one-row FROM item and cut by offset for both a row's hash and the one
+ * before it. A thousand rows of nine parameters each made it parse and plan every
  * statement anew, and `pg` serialise each parameter; an array parameter per column costs as much in
  * escaping its elements (bench/README.md, bench:publish). Parsing the document into jsonb is most of
  * PostgreSQL's work for the rows, so it holds only what differs from row to row: a row's position is
@@ -101,9 +102,9 @@ async function insertRows(trx: Transaction<Database>, before: number, recordedAt
   if (hashes.length !== (rows.length + 1) * HASH_SIZE) throw new Error(`ledger rows and their hashes differ in number`);
   await sql`INSERT INTO ledger (position, stream, revision, type, data, meta, recorded_at, prev_hash, hash)
     SELECT ${before}::bigint + e.n, e.s, e.r, e.t, e.d, e.m, ${recordedAt}::timestamptz,
-      encode(substring(${hashes}::bytea FROM (e.n::integer - 1) * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex'),
-      encode(substring(${hashes}::bytea FROM e.n::integer * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex')
-    FROM ROWS FROM (jsonb_to_recordset(${`[${rows.join(',')}]`}::jsonb) AS (d jsonb, m jsonb, r integer, s text, t text)) WITH ORDINALITY AS e(d, m, r, s, t, n)`.execute(
+      encode(substring(k.h FROM (e.n::integer - 1) * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex'),
+      encode(substring(k.h FROM e.n::integer * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex')
+    FROM (SELECT ${hashes}::bytea AS h) AS k, ROWS FROM (jsonb_to_recordset(${`[${rows.join(',')}]`}::jsonb) AS (d jsonb, m jsonb, r integer, s text, t text)) WITH ORDINALITY AS e(d, m, r, s, t, n)`.execute(
     trx,
   );
 }
