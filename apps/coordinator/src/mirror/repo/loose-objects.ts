@@ -2,6 +2,7 @@ import * as nodeFs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { constants as zlibConstants, deflateSync } from 'node:zlib';
+import { packedObjects } from './pack-index.js';
 
 /** The parts of a git object the writer needs; its id was computed when it was built. */
 export interface LooseObject {
@@ -73,14 +74,15 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, opt
 /**
  * Writes objects `from` up to `to` as loose objects: `objects/<2 hex>/<38 hex>`, the zlib-deflated
  * `<type> <size>\0<content>`, each written whole under a temporary name and renamed, and never
- * rewritten once present (its name is its content's hash).
+ * written when present, loose or in a pack (its name is its content's hash).
  */
 export function writeLooseObjectsSync(gitdir: string, objects: readonly LooseObject[], from = 0, to = objects.length, dirs = new Set<string>()): void {
+  const inPack = packedObjects(gitdir);
   for (let i = from; i < to; i++) {
     const o = objects[i];
     const dir = join(gitdir, 'objects', o.oid.slice(0, 2));
     const path = join(dir, o.oid.slice(2));
-    if (nodeFs.existsSync(path)) continue;
+    if (nodeFs.existsSync(path) || inPack(o.oid)) continue;
     if (!dirs.has(dir)) {
       nodeFs.mkdirSync(dir, { recursive: true });
       dirs.add(dir);
