@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/index.js';
-import { MirrorTree, type BlobOf } from './domain/mirror-tree.js';
 import type { MirrorPublish } from './domain/publish-group.js';
 import { MirrorError } from './mirror-error.js';
 import type { AuditRepo, RepoHead } from './repo/audit-repo.js';
+import type { MirrorFold } from './repo/mirror-fold.js';
 import type { Checkpoint, CheckpointStore } from './store/checkpoint.js';
 import { publishPages } from './store/read-publishes.js';
-import { LARGE_WORK, largeWorkBegun, releaseMemorySoon } from '../common/index.js';
+import { LARGE_WORK, largeWorkBegun } from '../common/index.js';
 
 export interface SyncResult {
   readonly commits: number;
@@ -35,7 +35,7 @@ export interface SyncOptions {
  * Any other disagreement stops the writer with `mirror_diverged`: `mirror rebuild` repairs it.
  */
 export class MirrorSync {
-  private tree: MirrorTree | null = null;
+  private fold: MirrorFold | null = null;
 
   constructor(
     private readonly repo: AuditRepo,
@@ -56,24 +56,24 @@ export class MirrorSync {
       }
     }
     const start = fromCheckpoint ? checkpoint : { position: local.position, commit: local.commit };
-    const tree = await this.treeAt(start.commit);
+    const fold = await this.foldAt(start.commit);
     let passedCheckpoint = fromCheckpoint;
     let commits = 0;
     let consumed = start.position;
 
     const crossCheckpoint = (position: number) => {
       if (passedCheckpoint || position <= checkpoint.position) return;
-      if (tree.commit !== checkpoint.commit) {
+      if (fold.commit !== checkpoint.commit) {
         throw new MirrorError(
           'mirror_diverged',
-          `replaying to position ${checkpoint.position} gives ${tree.commit}, the checkpoint says ${checkpoint.commit}`,
+          `replaying to position ${checkpoint.position} gives ${fold.commit}, the checkpoint says ${checkpoint.commit}`,
           checkpoint.position,
         );
       }
       passedCheckpoint = true;
     };
 
-    for await (const { items, blobOf } of publishPages(db, start.position, this.options.pageSize)) {
+    for await (const { items, blobs } of publishPages(db, start.position, this.options.pageSize)) {
       for (const item of items) {
         if (item.kind === 'other') {
           crossCheckpoint(item.position);
@@ -83,7 +83,7 @@ export class MirrorSync {
         const p = item.publish;
         if (this.options.signal?.aborted) return { commits, checkpoint };
         crossCheckpoint(p.position);
-        const commit = await this.commitOf(tree, p, blobOf, local);
+        const commit = await this.commitOf(fold, p, blobs, local);
         if (commit === null) return { commits, checkpoint };
         consumed = p.position;
         if (p.position > checkpoint.position) {
@@ -98,7 +98,7 @@ export class MirrorSync {
     }
     crossCheckpoint(Number.MAX_SAFE_INTEGER);
     if (consumed > checkpoint.position && passedCheckpoint) {
-      const next = { position: consumed, commit: tree.commit };
+      const next = { position: consumed, commit: fold.commit };
       if (!(await this.checkpoints.advance(db, checkpoint, next)))
         throw new MirrorError('checkpoint_moved', 'another writer moved the mirror checkpoint', consumed);
       checkpoint = next;
@@ -107,39 +107,45 @@ export class MirrorSync {
   }
 
   /**
-   * The publish's commit on the tree, written and the branch moved to it unless the branch already
+   * The publish's commit on the fold, written and the branch moved to it unless the branch already
    * had it (a replay up to the repository's own head); null when the run must stop before writing.
    */
-  private async commitOf(tree: MirrorTree, p: MirrorPublish, blobOf: BlobOf, local: RepoHead): Promise<string | null> {
+  private async commitOf(fold: MirrorFold, p: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, local: RepoHead): Promise<string | null> {
     // A publish of thousands of nodes: no memory-reducing collection while its commit is built and written.
     const over = p.stamps.length >= LARGE_WORK ? largeWorkBegun() : null;
     try {
-      const parent = tree.commit;
-      const { commit, objects } = await tree.applyInSlices(p, blobOf);
-      if (p.position <= local.position) {
+      const parent = fold.commit;
+      const replay = p.position <= local.position;
+      if (!replay) {
+        // Checked before the commit is folded, since its objects are written with it: the writer's lock
+        // is held, so nothing else moves the branch meanwhile.
+        const ref = await this.repo.readRef();
+        if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
+        if (this.options.signal?.aborted) return null;
+      }
+      const commit = await fold.next(p, blobs, !replay);
+      if (replay) {
         if (p.position === local.position && commit !== local.commit) {
           throw new MirrorError('mirror_diverged', `position ${p.position} gives commit ${commit}, the branch has ${local.commit}`, p.position);
         }
         return commit;
       }
-      const ref = await this.repo.readRef();
-      if (ref !== parent) throw new MirrorError('mirror_diverged', `the branch moved to ${ref} while the mirror expected ${parent}`, p.position);
-      if (this.options.signal?.aborted) return null;
-      await this.repo.writeObjects(objects);
-      if (objects.length >= LARGE_WORK) releaseMemorySoon();
       await this.repo.setRef(commit, p.position);
       return commit;
+    } catch (err) {
+      // A fold that failed part-way may hold a tree no commit has: the next run starts from the repository.
+      this.fold = null;
+      throw err;
     } finally {
       over?.();
     }
   }
 
-  /** The in-memory tree is kept between runs; it is reloaded from the repository only when the head moved elsewhere. */
-  private async treeAt(commit: string | null): Promise<MirrorTree> {
-    if (this.tree && this.tree.commit === commit) return this.tree;
-    this.tree = null;
-    const tree = commit ? MirrorTree.resume(commit, await this.repo.readTree((await this.repo.readCommit(commit)).tree)) : MirrorTree.empty();
-    this.tree = tree;
-    return tree;
+  /** The fold is kept between runs; it is started again from the repository only when the head moved elsewhere. */
+  private async foldAt(commit: string | null): Promise<MirrorFold> {
+    if (this.fold && this.fold.commit === commit) return this.fold;
+    this.fold = null;
+    this.fold = await this.repo.foldAt(commit);
+    return this.fold;
   }
 }

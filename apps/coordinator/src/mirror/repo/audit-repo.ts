@@ -3,8 +3,9 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import git from 'isomorphic-git';
 import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
-import { BRANCH, ledgerPositionOf } from '../domain/mirror-tree.js';
+import { BRANCH, ledgerPositionOf, MirrorTree } from '../domain/mirror-tree.js';
 import { writeFileAtomicSync } from './loose-objects.js';
+import { FoldHere, ThreadFold, type MirrorFold } from './mirror-fold.js';
 import { ObjectWriter } from './object-writer.js';
 
 async function atomicWriteFile(path: string, data: string | Uint8Array, options?: nodeFs.WriteFileOptions): Promise<void> {
@@ -77,6 +78,16 @@ export class AuditRepo {
    */
   async writeObjects(objects: readonly GitObject[]): Promise<void> {
     await this.writer.write(this.gitdir, objects);
+  }
+
+  /**
+   * The mirror's commits from `commit` on (MirrorFold): folded on the object writer's thread when it
+   * has one, so hashing a large publish's objects keeps off this event loop, else on this thread.
+   */
+  async foldAt(commit: string | null): Promise<MirrorFold> {
+    const rootOf = async (at: string) => this.readTree((await this.readCommit(at)).tree);
+    if (this.writer.useThread) return new ThreadFold(this.writer, this.gitdir, commit, rootOf);
+    return new FoldHere(commit ? MirrorTree.resume(commit, await rootOf(commit)) : MirrorTree.empty(), (objects) => this.writeObjects(objects));
   }
 
   /** Stops the object writer's thread; a later write starts it again. */

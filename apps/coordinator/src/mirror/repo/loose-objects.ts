@@ -139,3 +139,45 @@ export function unpackObjects(packed: PackedObjects): LooseObject[] {
   }
   return out;
 }
+
+/**
+ * A publish's artifact bodies, by sha256, as one transferable buffer: the thread that folds the
+ * publish into its commit hashes them into git blobs (PackedObjects, for bodies instead of objects).
+ */
+export interface PackedBlobs {
+  /** The sha256 digests, 64 hex characters each, in the order of `ends`. */
+  readonly digests: string;
+  readonly ends: Uint32Array;
+  readonly bytes: ArrayBuffer;
+}
+
+const DIGEST_HEX = 64;
+
+export function packBlobs(blobs: ReadonlyMap<string, Uint8Array>): PackedBlobs {
+  let size = 0;
+  for (const content of blobs.values()) size += content.byteLength;
+  const bytes = new Uint8Array(size);
+  const ends = new Uint32Array(blobs.size);
+  let at = 0;
+  let i = 0;
+  let digests = '';
+  for (const [digest, content] of blobs) {
+    if (digest.length !== DIGEST_HEX) throw new Error(`a mirror blob is keyed ${JSON.stringify(digest.slice(0, 80))}, not by a sha256`);
+    bytes.set(content, at);
+    at += content.byteLength;
+    ends[i++] = at;
+    digests += digest;
+  }
+  return { digests, ends, bytes: bytes.buffer };
+}
+
+export function unpackBlobs(packed: PackedBlobs): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  let start = 0;
+  for (let i = 0; i < packed.ends.length; i++) {
+    const end = packed.ends[i];
+    out.set(packed.digests.slice(i * DIGEST_HEX, (i + 1) * DIGEST_HEX), new Uint8Array(packed.bytes, start, end - start));
+    start = end;
+  }
+  return out;
+}

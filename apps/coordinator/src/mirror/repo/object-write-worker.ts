@@ -1,17 +1,46 @@
 import { readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { unpackObjects, type PackedObjects } from './loose-objects.js';
+import { gitObject, type TreeEntry } from '../domain/git-object.js';
+import { MirrorTree } from '../domain/mirror-tree.js';
+import type { MirrorPublish } from '../domain/publish-group.js';
+import { unpackBlobs, unpackObjects, type PackedBlobs, type PackedObjects } from './loose-objects.js';
 import { writeObjectsSync } from './packfile.js';
 
 /** One batch of objects to write into one repository; answered once every object is on disk. */
 export interface WriteJob {
+  readonly kind: 'write';
   readonly id: number;
   readonly gitdir: string;
   readonly objects: PackedObjects;
 }
 
-export type WriteAnswer = { readonly id: number } | { readonly id: number; readonly error: string };
+/**
+ * One publish folded into its commit on the tree at `base` (the commit before it), and the commit's
+ * objects written unless `write` is false (a replay of a commit the branch already has). `root`, the
+ * base commit's root entries, comes when the thread's tree is not at `base` (its first commit, or
+ * after a failed one).
+ */
+export interface CommitJob {
+  readonly kind: 'commit';
+  readonly id: number;
+  readonly gitdir: string;
+  readonly base: string | null;
+  readonly root?: readonly TreeEntry[];
+  readonly publish: MirrorPublish;
+  readonly blobs: PackedBlobs;
+  readonly write: boolean;
+}
+
+export type ThreadJob = WriteJob | CommitJob;
+
+/** A job done: a commit job's answer names its commit. */
+export interface WriteDone {
+  readonly id: number;
+  readonly commit?: string;
+}
+
+export type WriteAnswer = WriteDone | { readonly id: number; readonly error: string };
 
 /**
  * The mirror follows the ledger and may lag it: this thread runs below normal priority (nice 10), so
@@ -31,10 +60,33 @@ function lowerOwnPriority(): void {
 
 if (parentPort) lowerOwnPriority();
 
-parentPort?.on('message', (job: WriteJob) => {
+/** The tree the last commit was folded on, kept for the next publish; dropped when a commit fails. */
+let tree: MirrorTree | null = null;
+
+function commit(job: CommitJob): string {
+  if (job.root) tree = job.base === null ? MirrorTree.empty() : MirrorTree.resume(job.base, job.root);
+  if (!tree || tree.commit !== job.base) throw new Error(`the thread's tree is at ${tree?.commit ?? 'none'}, not at ${job.base ?? 'the empty tree'}`);
+  const at = tree;
+  // Whatever fails below leaves the tree part-way through the publish: the next commit brings its root.
+  tree = null;
+  const blobs = unpackBlobs(job.blobs);
+  const { commit, objects } = at.apply(job.publish, (sha) => {
+    const content = blobs.get(sha);
+    if (!content) throw new Error(`the body of ${sha} was not sent with the publish at ${job.publish.position}`);
+    return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+  });
+  if (job.write) writeObjectsSync(job.gitdir, objects);
+  tree = at;
+  return commit;
+}
+
+parentPort?.on('message', (job: ThreadJob) => {
   try {
-    writeObjectsSync(job.gitdir, unpackObjects(job.objects));
-    parentPort!.postMessage({ id: job.id } satisfies WriteAnswer);
+    if (job.kind === 'commit') parentPort!.postMessage({ id: job.id, commit: commit(job) } satisfies WriteAnswer);
+    else {
+      writeObjectsSync(job.gitdir, unpackObjects(job.objects));
+      parentPort!.postMessage({ id: job.id } satisfies WriteAnswer);
+    }
   } catch (err) {
     parentPort!.postMessage({ id: job.id, error: err instanceof Error ? err.message : String(err) } satisfies WriteAnswer);
   }

@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
+import { packBlobs, packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
 import { PACK_FROM, writeObjectsSync } from './packfile.js';
-import type { WriteAnswer, WriteJob } from './object-write-worker.js';
+import type { ThreadJob, WriteAnswer, WriteDone } from './object-write-worker.js';
+import type { TreeEntry } from '../domain/git-object.js';
+import type { MirrorPublish } from '../domain/publish-group.js';
 import { IdleStop } from '../../common/index.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./object-write-worker.js', import.meta.url));
@@ -19,22 +21,24 @@ const WRITE_SLICE = 16;
 const IDLE_MS = 30_000;
 
 /**
- * Writes the mirror's loose objects on a thread of its own. Deflating and writing the 40,000 objects
- * of a 10,000-node commit is long synchronous work; on the coordinator's event loop it delayed
- * every poll and publish answered meanwhile (bench:publish, one node changed right after all nodes
- * changed). The thread starts with the first batch, stops after IDLE_MS without one, and keeps the
- * process alive only while a batch is out; code run
- * from its TypeScript sources (no compiled worker beside it) writes on the calling thread, yielding
- * between slices.
+ * Writes the mirror's objects on a thread of its own, and folds its commits there (`commit`).
+ * Deflating and writing the 40,000 objects of a 10,000-node commit is long synchronous work; on the
+ * coordinator's event loop it delayed every poll and publish answered meanwhile (bench:publish, one
+ * node changed right after all nodes changed). The thread starts with the first batch, stops after
+ * IDLE_MS without one, and keeps the process alive only while a batch is out; code run from its
+ * TypeScript sources (no compiled worker beside it) writes on the calling thread, yielding between
+ * slices, and folds there too (FoldHere).
  */
 export class ObjectWriter {
   private worker: Worker | null = null;
   private nextId = 0;
-  private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (answer: WriteDone) => void; reject: (err: Error) => void }>();
   private readonly idle: IdleStop;
+  /** The commit the thread's tree is at, as its last answer said; undefined when it has none known. */
+  private threadTree: string | null | undefined = undefined;
 
   constructor(
-    private readonly useThread = existsSync(WORKER_FILE),
+    readonly useThread = existsSync(WORKER_FILE),
     idleMs = IDLE_MS,
   ) {
     this.idle = new IdleStop(idleMs, () => {
@@ -45,15 +49,45 @@ export class ObjectWriter {
   async write(gitdir: string, objects: readonly LooseObject[]): Promise<void> {
     if (objects.length === 0) return;
     if (!this.useThread) return writeHere(gitdir, objects);
+    const packed = packObjects(objects);
+    await this.send({ kind: 'write', id: this.nextId++, gitdir, objects: packed }, [packed.bytes]);
+  }
+
+  /**
+   * Folds a publish into its commit on the thread, on the tree at `base`, and writes the commit's
+   * objects there unless `write` is false: hashing a large publish's objects took seconds of the
+   * coordinator's event loop (bench/README.md) that polls and the next publish were waiting for. The
+   * thread keeps its tree for the next publish; `rootOf` gives the base's root entries when it has
+   * another (its first commit, a restart after idling, a failed commit). Only with a thread.
+   */
+  async commit(
+    gitdir: string,
+    base: string | null,
+    publish: MirrorPublish,
+    blobs: ReadonlyMap<string, Uint8Array>,
+    write: boolean,
+    rootOf: () => Promise<readonly TreeEntry[]>,
+  ): Promise<string> {
+    if (!this.useThread) throw new Error('the mirror folds commits on a thread only from its compiled code');
+    const root = this.threadTree === base && this.worker ? undefined : base === null ? [] : await rootOf();
+    const packed = packBlobs(blobs);
+    this.threadTree = undefined;
+    const answer = await this.send({ kind: 'commit', id: this.nextId++, gitdir, base, ...(root ? { root } : {}), publish, blobs: packed, write }, [
+      packed.bytes,
+    ]);
+    if (!answer.commit) throw new Error('mirror object writer: a commit job answered without its commit');
+    this.threadTree = answer.commit;
+    return answer.commit;
+  }
+
+  private async send(job: ThreadJob, transfer: ArrayBuffer[]): Promise<WriteDone> {
     const worker = this.start();
     this.idle.cancel();
-    const id = this.nextId++;
-    const packed = packObjects(objects);
-    await new Promise<void>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+    return new Promise<WriteDone>((resolve, reject) => {
+      this.pending.set(job.id, { resolve, reject });
       // Held while a batch is out, so a command with nothing else to wait on does not exit before it is written.
       worker.ref();
-      worker.postMessage({ id, gitdir, objects: packed } satisfies WriteJob, [packed.bytes]);
+      worker.postMessage(job, transfer);
     });
   }
 
@@ -61,6 +95,7 @@ export class ObjectWriter {
     this.idle.cancel();
     const worker = this.worker;
     this.worker = null;
+    this.threadTree = undefined;
     if (worker) await worker.terminate();
   }
 
@@ -77,7 +112,7 @@ export class ObjectWriter {
         this.idle.arm();
       }
       if ('error' in answer) waiting.reject(new Error(`mirror object writer: ${answer.error}`));
-      else waiting.resolve();
+      else waiting.resolve(answer);
     });
     // A thread that died fails every batch in flight; the next batch starts a fresh one.
     w.on('error', (err) => this.fail(w, err));
@@ -87,7 +122,10 @@ export class ObjectWriter {
   }
 
   private fail(w: Worker, err: Error): void {
-    if (this.worker === w) this.worker = null;
+    if (this.worker === w) {
+      this.worker = null;
+      this.threadTree = undefined;
+    }
     for (const [, waiting] of this.pending) waiting.reject(err);
     this.pending.clear();
   }

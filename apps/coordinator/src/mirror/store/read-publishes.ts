@@ -7,6 +7,8 @@ import { readLedgerBlobs } from '../../bundles/index.js';
 
 export interface PublishPage {
   readonly items: readonly GroupItem[];
+  /** The bodies of the artifacts the page's publishes name, by sha256. */
+  readonly blobs: ReadonlyMap<string, Uint8Array>;
   readonly blobOf: (sha256: string) => GitObject;
 }
 
@@ -27,7 +29,7 @@ export async function* publishPages(db: Kysely<Database>, after: number, pageSiz
       db,
       items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])),
     );
-    yield { items, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
+    yield { items, blobs, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
     if (events.length < pageSize) return;
     after = events[events.length - 1].position;
   }

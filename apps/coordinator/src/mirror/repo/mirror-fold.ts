@@ -1,0 +1,64 @@
+import { gitObject, type GitObject, type TreeEntry } from '../domain/git-object.js';
+import { MirrorTree } from '../domain/mirror-tree.js';
+import type { MirrorPublish } from '../domain/publish-group.js';
+import type { ObjectWriter } from './object-writer.js';
+import { LARGE_WORK, releaseMemorySoon } from '../../common/index.js';
+
+/**
+ * The mirror's commits, one publish after another, from a commit on: the tree at that commit, each
+ * publish folded into the next commit and its objects written.
+ */
+export interface MirrorFold {
+  /** The commit the fold is at. */
+  readonly commit: string | null;
+  /**
+   * The publish's commit, the fold moved to it; its objects written unless `write` is false (a replay
+   * of a commit the branch already has). `blobs` holds the bodies of the artifacts its stamps name.
+   */
+  next(publish: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string>;
+}
+
+/** The fold on the calling thread, a turn of its event loop between slices of stamps (code run from its sources). */
+export class FoldHere implements MirrorFold {
+  constructor(
+    private readonly tree: MirrorTree,
+    private readonly writeObjects: (objects: readonly GitObject[]) => Promise<void>,
+  ) {}
+
+  get commit(): string | null {
+    return this.tree.commit;
+  }
+
+  async next(publish: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> {
+    const { commit, objects } = await this.tree.applyInSlices(publish, (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)));
+    if (write) {
+      await this.writeObjects(objects);
+      if (objects.length >= LARGE_WORK) releaseMemorySoon();
+    }
+    return commit;
+  }
+}
+
+/**
+ * The fold on the object writer's thread, which keeps the tree between publishes: this side only
+ * sends each publish with its bodies and learns the commit. `rootOf` reads a commit's root entries
+ * from the repository for a thread that does not have that tree.
+ */
+export class ThreadFold implements MirrorFold {
+  constructor(
+    private readonly writer: ObjectWriter,
+    private readonly gitdir: string,
+    private at: string | null,
+    private readonly rootOf: (commit: string) => Promise<readonly TreeEntry[]>,
+  ) {}
+
+  get commit(): string | null {
+    return this.at;
+  }
+
+  async next(publish: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> {
+    const base = this.at;
+    this.at = await this.writer.commit(this.gitdir, base, publish, blobs, write, () => this.rootOf(base!));
+    return this.at;
+  }
+}

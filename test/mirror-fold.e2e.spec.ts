@@ -1,0 +1,161 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { jest } from '@jest/globals';
+import type { MirrorPublish } from '../apps/coordinator/src/mirror/domain/publish-group.js';
+
+jest.setTimeout(120_000);
+
+type TreeEntry = { name: string; kind: 'file' | 'tree'; oid: string };
+type Obj = { type: string; oid: string; content: Uint8Array };
+type Writer = {
+  write(gitdir: string, objects: readonly Obj[]): Promise<void>;
+  commit(
+    gitdir: string,
+    base: string | null,
+    publish: MirrorPublish,
+    blobs: ReadonlyMap<string, Uint8Array>,
+    write: boolean,
+    rootOf: () => Promise<readonly TreeEntry[]>,
+  ): Promise<string>;
+  close(): Promise<void>;
+};
+type Tree = { commit: string | null; apply(p: MirrorPublish, blobOf: (sha: string) => Obj): { commit: string; objects: Obj[] } };
+type Fold = { commit: string | null; next(p: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> };
+type Repo = { foldAt(commit: string | null): Promise<Fold>; readTree(oid: string): Promise<TreeEntry[]>; close(): Promise<void> };
+
+const dist = (path: string) => import(pathToFileURL(resolve(`dist/apps/coordinator/src/mirror/${path}`)).href);
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Publishes and the bodies they name, the way the ledger gives them to the mirror. */
+function publishes(): { list: MirrorPublish[]; blobs: Map<string, Uint8Array> } {
+  const blobs = new Map<string, Uint8Array>();
+  const body = (text: string) => {
+    const b = Buffer.from(text);
+    blobs.set(sha256(b), b);
+    return { name: 'flor.json', sha256: sha256(b), size: b.length };
+  };
+  let position = 0;
+  const publish = (stamps: { node: string; version: number; text?: string; retired?: boolean }[]): MirrorPublish => {
+    position += stamps.length + 1;
+    const id = `p-${position}`;
+    return {
+      position,
+      hash: 'ab'.repeat(32),
+      publishId: id,
+      kind: 'publish',
+      message: `publish ${position}`,
+      actor: 'alice',
+      recordedAt: '2026-01-02T03:04:05.678Z',
+      changed: stamps.map((s) => ({ node: s.node, from: s.version - 1, to: s.version })),
+      stamps: stamps.map((s) => ({
+        node: s.node,
+        version: s.version,
+        set_digest: 'd'.repeat(64),
+        retired: s.retired ?? false,
+        artifacts: s.retired ? [] : [body(s.text ?? `${s.node} ${s.version}\n`)],
+        publish_id: id,
+      })),
+    };
+  };
+  const nodes = Array.from({ length: 1200 }, (_, i) => `n${String(i).padStart(5, '0')}`);
+  const list = [
+    // Large enough for a pack of its own.
+    publish(nodes.map((node) => ({ node, version: 1 }))),
+    publish([
+      { node: nodes[3], version: 2 },
+      { node: nodes[700], version: 2, retired: true },
+      // The same body as another node's: one blob for both.
+      { node: nodes[9], version: 2, text: `${nodes[3]} 2\n` },
+    ]),
+    publish([
+      { node: 'a-new-node', version: 1 },
+      { node: 'b-new-node', version: 1 },
+    ]),
+    publish([{ node: nodes[5], version: 2 }]),
+  ];
+  return { list, blobs };
+}
+
+function looseCount(gitdir: string): number {
+  let n = 0;
+  for (const d of readdirSync(join(gitdir, 'objects'))) if (/^[0-9a-f]{2}$/.test(d)) n += readdirSync(join(gitdir, 'objects', d)).length;
+  return n;
+}
+
+/**
+ * The mirror's commits folded on the object writer's thread, as the built coordinator does it: the
+ * same commits as the fold on the calling thread, the thread's tree kept between publishes and its
+ * root sent again only when the thread has another, and a failed publish leaving no half-folded tree.
+ */
+describe('the mirror fold on the object writer thread, built', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'florete-mirror-fold-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('gives the commits the calling thread gives, written where git reads them', async () => {
+    const { ObjectWriter } = (await dist('repo/object-writer.js')) as { ObjectWriter: new (useThread?: boolean, idleMs?: number) => Writer };
+    const { MirrorTree } = (await dist('domain/mirror-tree.js')) as { MirrorTree: { empty(): Tree } };
+    const { gitObject } = (await dist('domain/git-object.js')) as { gitObject: (type: string, content: Buffer) => Obj };
+    const { AuditRepo } = (await dist('repo/audit-repo.js')) as { AuditRepo: { open(gitdir: string): Promise<Repo> } };
+
+    const { list, blobs } = publishes();
+    const here = MirrorTree.empty();
+    const expected = list.map((p) => here.apply(p, (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!))).commit);
+
+    const gitdir = join(dir, 'threaded.git');
+    execFileSync('git', ['init', '-q', '--bare', gitdir]);
+    let rootReads = 0;
+    const repo = await AuditRepo.open(gitdir);
+    const rootOf = async (commit: string) => {
+      rootReads++;
+      const { tree } = JSON.parse(
+        execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'commit', commit], { encoding: 'utf8' }).replace(/^tree (\w+)[\s\S]*$/, '{"tree":"$1"}'),
+      );
+      return repo.readTree(tree);
+    };
+    const writer = new ObjectWriter(true, 300);
+    try {
+      // The first two publishes on one thread: its tree is kept, no root is read.
+      let at: string | null = null;
+      for (const p of list.slice(0, 2)) at = await writer.commit(gitdir, at, p, blobs, true, () => rootOf(at!));
+      expect(at).toBe(expected[1]);
+      expect(rootReads).toBe(0);
+      execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', at!]);
+      execFileSync('git', ['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'], { stdio: 'ignore' });
+
+      // A publish naming a body it was not sent with fails with the reason, and folds nothing: the same
+      // publish with its bodies then gives the commit the calling thread gives, from a root read afresh.
+      const partial = new Map(blobs);
+      // The second stamp's body: the first one is folded by the time the thread finds it missing.
+      partial.delete(list[2].stamps[1].artifacts[0].sha256);
+      const loose = looseCount(gitdir);
+      await expect(writer.commit(gitdir, at, list[2], partial, true, () => rootOf(at!))).rejects.toThrow(/was not sent with the publish at 1208/);
+      expect(looseCount(gitdir)).toBe(loose);
+      at = await writer.commit(gitdir, at, list[2], blobs, true, () => rootOf(at!));
+      expect(at).toBe(expected[2]);
+      expect(rootReads).toBe(1);
+
+      // A replay (not written) gives the commit and writes nothing.
+      const written = looseCount(gitdir);
+      expect(written).toBeGreaterThan(loose);
+      const replayed = await writer.commit(gitdir, at, list[3], blobs, false, () => rootOf(at!));
+      expect(replayed).toBe(expected[3]);
+      expect(looseCount(gitdir)).toBe(written);
+    } finally {
+      await writer.close();
+    }
+
+    // The repository's own fold, on a thread started afresh: the root is read from the repository, and
+    // the last commit is written whole.
+    const fold = await repo.foldAt(expected[2]);
+    expect(await fold.next(list[3], blobs, true)).toBe(expected[3]);
+    expect(fold.commit).toBe(expected[3]);
+    await repo.close();
+    execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', expected[3]]);
+    execFileSync('git', ['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'], { stdio: 'ignore' });
+    expect(execFileSync('git', ['--git-dir', gitdir, 'rev-list', 'main'], { encoding: 'utf8' }).trim().split('\n')).toEqual([...expected].reverse());
+  });
+});
