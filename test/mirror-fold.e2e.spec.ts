@@ -9,7 +9,6 @@ import type { MirrorPublish } from '../apps/coordinator/src/mirror/domain/publis
 
 jest.setTimeout(120_000);
 
-type TreeEntry = { name: string; kind: 'file' | 'tree'; oid: string };
 type Obj = { type: string; oid: string; content: Uint8Array };
 type Writer = {
   write(gitdir: string, objects: readonly Obj[]): Promise<void>;
@@ -19,13 +18,14 @@ type Writer = {
     publish: MirrorPublish,
     blobs: ReadonlyMap<string, Uint8Array>,
     write: boolean,
-    rootOf: () => Promise<readonly TreeEntry[]>,
-  ): Promise<string>;
+    rootOf: () => Promise<Uint8Array>,
+  ): Promise<{ oid: string; root: Uint8Array }>;
   close(): Promise<void>;
 };
 type Tree = { commit: string | null; apply(p: MirrorPublish, blobOf: (sha: string) => Obj): { commit: string; objects: Obj[] } };
 type Fold = { commit: string | null; next(p: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> };
-type Repo = { foldAt(commit: string | null): Promise<Fold>; readTree(oid: string): Promise<TreeEntry[]>; close(): Promise<void> };
+type Repo = { foldAt(commit: string | null): Promise<Fold>; close(): Promise<void> };
+type FoldClass = new (writer: Writer, gitdir: string, at: string | null, rootOf: (commit: string) => Promise<Uint8Array>) => Fold;
 
 const dist = (path: string) => import(pathToFileURL(resolve(`dist/apps/coordinator/src/mirror/${path}`)).href);
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -76,6 +76,7 @@ function publishes(): { list: MirrorPublish[]; blobs: Map<string, Uint8Array> } 
       { node: 'b-new-node', version: 1 },
     ]),
     publish([{ node: nodes[5], version: 2 }]),
+    publish([{ node: nodes[6], version: 2 }]),
   ];
   return { list, blobs };
 }
@@ -100,6 +101,7 @@ describe('the mirror fold on the object writer thread, built', () => {
     const { MirrorTree } = (await dist('domain/mirror-tree.js')) as { MirrorTree: { empty(): Tree } };
     const { gitObject } = (await dist('domain/git-object.js')) as { gitObject: (type: string, content: Buffer) => Obj };
     const { AuditRepo } = (await dist('repo/audit-repo.js')) as { AuditRepo: { open(gitdir: string): Promise<Repo> } };
+    const { ThreadFold } = (await dist('repo/mirror-fold.js')) as { ThreadFold: FoldClass };
 
     const { list, blobs } = publishes();
     const here = MirrorTree.empty();
@@ -109,18 +111,17 @@ describe('the mirror fold on the object writer thread, built', () => {
     execFileSync('git', ['init', '-q', '--bare', gitdir]);
     let rootReads = 0;
     const repo = await AuditRepo.open(gitdir);
+    // The content of a commit's root tree, as git stores it.
     const rootOf = async (commit: string) => {
       rootReads++;
-      const { tree } = JSON.parse(
-        execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'commit', commit], { encoding: 'utf8' }).replace(/^tree (\w+)[\s\S]*$/, '{"tree":"$1"}'),
-      );
-      return repo.readTree(tree);
+      return new Uint8Array(execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'tree', `${commit}^{tree}`]));
     };
+    const oid = async (done: Promise<{ oid: string }>) => (await done).oid;
     const writer = new ObjectWriter(true, 300);
     try {
       // The first two publishes on one thread: its tree is kept, no root is read.
       let at: string | null = null;
-      for (const p of list.slice(0, 2)) at = await writer.commit(gitdir, at, p, blobs, true, () => rootOf(at!));
+      for (const p of list.slice(0, 2)) at = await oid(writer.commit(gitdir, at, p, blobs, true, () => rootOf(at!)));
       expect(at).toBe(expected[1]);
       expect(rootReads).toBe(0);
       execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', at!]);
@@ -134,7 +135,7 @@ describe('the mirror fold on the object writer thread, built', () => {
       const loose = looseCount(gitdir);
       await expect(writer.commit(gitdir, at, list[2], partial, true, () => rootOf(at!))).rejects.toThrow(/was not sent with the publish at 1208/);
       expect(looseCount(gitdir)).toBe(loose);
-      at = await writer.commit(gitdir, at, list[2], blobs, true, () => rootOf(at!));
+      at = await oid(writer.commit(gitdir, at, list[2], blobs, true, () => rootOf(at!)));
       expect(at).toBe(expected[2]);
       expect(rootReads).toBe(1);
 
@@ -142,19 +143,38 @@ describe('the mirror fold on the object writer thread, built', () => {
       const written = looseCount(gitdir);
       expect(written).toBeGreaterThan(loose);
       const replayed = await writer.commit(gitdir, at, list[3], blobs, false, () => rootOf(at!));
-      expect(replayed).toBe(expected[3]);
-      expect(looseCount(gitdir)).toBe(written);
+      expect(replayed.oid).toBe(expected[3]);
+      // With the commit comes its root tree's content, the very bytes git has for it once written.
+      await writer.commit(gitdir, at, list[3], blobs, true, () => rootOf(at!));
+      expect(Buffer.from(replayed.root).equals(Buffer.from(await rootOf(expected[3])))).toBe(true);
+      expect(looseCount(gitdir)).toBeGreaterThan(written);
     } finally {
       await writer.close();
     }
 
+    // A fold whose thread stops after idling hands the next thread the root it kept: only its first
+    // commit reads the repository.
+    const idling = new ObjectWriter(true, 200);
+    try {
+      rootReads = 0;
+      const fold = new ThreadFold(idling, gitdir, expected[2], rootOf);
+      expect(await fold.next(list[3], blobs, true)).toBe(expected[3]);
+      expect(rootReads).toBe(1);
+      await new Promise((r) => setTimeout(r, 800));
+      expect((idling as unknown as { worker: unknown }).worker).toBeNull();
+      expect(await fold.next(list[4], blobs, true)).toBe(expected[4]);
+      expect(rootReads).toBe(1);
+    } finally {
+      await idling.close();
+    }
+
     // The repository's own fold, on a thread started afresh: the root is read from the repository, and
     // the last commit is written whole.
-    const fold = await repo.foldAt(expected[2]);
-    expect(await fold.next(list[3], blobs, true)).toBe(expected[3]);
-    expect(fold.commit).toBe(expected[3]);
+    const fold = await repo.foldAt(expected[3]);
+    expect(await fold.next(list[4], blobs, true)).toBe(expected[4]);
+    expect(fold.commit).toBe(expected[4]);
     await repo.close();
-    execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', expected[3]]);
+    execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', expected[4]]);
     execFileSync('git', ['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'], { stdio: 'ignore' });
     expect(execFileSync('git', ['--git-dir', gitdir, 'rev-list', 'main'], { encoding: 'utf8' }).trim().split('\n')).toEqual([...expected].reverse());
   });

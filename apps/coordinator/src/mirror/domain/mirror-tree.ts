@@ -15,6 +15,8 @@ export interface CommitResult {
   readonly commit: string;
   /** Every object the commit needs that a previous commit may not have written; writing one twice is harmless. */
   readonly objects: readonly GitObject[];
+  /** The commit's root tree, also among `objects`. */
+  readonly root: GitObject;
 }
 
 /** Resolves an artifact's sha256 to its git blob; the caller has the bytes (the blob store). */
@@ -113,7 +115,7 @@ export class MirrorTree {
     });
     objects.push(root, commit);
     this.head = commit.oid;
-    return { commit: commit.oid, objects };
+    return { commit: commit.oid, objects, root };
   }
 
   private setRoot(node: string, oid: string | null): void {

@@ -85,9 +85,9 @@ export class AuditRepo {
    * has one, so hashing a large publish's objects keeps off this event loop, else on this thread.
    */
   async foldAt(commit: string | null): Promise<MirrorFold> {
-    const rootOf = async (at: string) => this.readTree((await this.readCommit(at)).tree);
+    const rootOf = async (at: string) => this.readObject((await this.readCommit(at)).tree);
     if (this.writer.useThread) return new ThreadFold(this.writer, this.gitdir, commit, rootOf);
-    return new FoldHere(commit ? MirrorTree.resume(commit, await rootOf(commit)) : MirrorTree.empty(), (objects) => this.writeObjects(objects));
+    return new FoldHere(commit ? MirrorTree.resume(commit, parseTree(await rootOf(commit))) : MirrorTree.empty(), (objects) => this.writeObjects(objects));
   }
 
   /** Stops the object writer's thread; a later write starts it again. */
@@ -138,8 +138,13 @@ export class AuditRepo {
   }
 
   async readTree(oid: string): Promise<TreeEntry[]> {
+    return parseTree(await this.readObject(oid));
+  }
+
+  /** An object's content, without its type and size. */
+  private async readObject(oid: string): Promise<Uint8Array> {
     const { object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content' });
-    return parseTree(object as Uint8Array);
+    return object as Uint8Array;
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {

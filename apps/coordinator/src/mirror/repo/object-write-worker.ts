@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { gitObject, type TreeEntry } from '../domain/git-object.js';
+import { gitObject, parseTree } from '../domain/git-object.js';
 import { MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import { unpackBlobs, unpackObjects, type PackedBlobs, type PackedObjects } from './loose-objects.js';
@@ -18,15 +18,15 @@ export interface WriteJob {
 /**
  * One publish folded into its commit on the tree at `base` (the commit before it), and the commit's
  * objects written unless `write` is false (a replay of a commit the branch already has). `root`, the
- * base commit's root entries, comes when the thread's tree is not at `base` (its first commit, or
- * after a failed one).
+ * content of the base commit's root tree, comes when the thread's tree is not at `base` (its first
+ * commit, after idling, or after a failed one).
  */
 export interface CommitJob {
   readonly kind: 'commit';
   readonly id: number;
   readonly gitdir: string;
   readonly base: string | null;
-  readonly root?: readonly TreeEntry[];
+  readonly root?: Uint8Array;
   readonly publish: MirrorPublish;
   readonly blobs: PackedBlobs;
   readonly write: boolean;
@@ -34,10 +34,10 @@ export interface CommitJob {
 
 export type ThreadJob = WriteJob | CommitJob;
 
-/** A job done: a commit job's answer names its commit. */
+/** A job done: a commit job's answer names its commit and gives its root tree's content. */
 export interface WriteDone {
   readonly id: number;
-  readonly commit?: string;
+  readonly commit?: { readonly oid: string; readonly root: Uint8Array };
 }
 
 export type WriteAnswer = WriteDone | { readonly id: number; readonly error: string };
@@ -63,27 +63,30 @@ if (parentPort) lowerOwnPriority();
 /** The tree the last commit was folded on, kept for the next publish; dropped when a commit fails. */
 let tree: MirrorTree | null = null;
 
-function commit(job: CommitJob): string {
-  if (job.root) tree = job.base === null ? MirrorTree.empty() : MirrorTree.resume(job.base, job.root);
+function commit(job: CommitJob): { oid: string; root: Uint8Array } {
+  if (job.root) tree = job.base === null ? MirrorTree.empty() : MirrorTree.resume(job.base, parseTree(job.root));
   if (!tree || tree.commit !== job.base) throw new Error(`the thread's tree is at ${tree?.commit ?? 'none'}, not at ${job.base ?? 'the empty tree'}`);
   const at = tree;
   // Whatever fails below leaves the tree part-way through the publish: the next commit brings its root.
   tree = null;
   const blobs = unpackBlobs(job.blobs);
-  const { commit, objects } = at.apply(job.publish, (sha) => {
+  const { commit, objects, root } = at.apply(job.publish, (sha) => {
     const content = blobs.get(sha);
     if (!content) throw new Error(`the body of ${sha} was not sent with the publish at ${job.publish.position}`);
     return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
   });
   if (job.write) writeObjectsSync(job.gitdir, objects);
   tree = at;
-  return commit;
+  // A copy of its own, handed over: the content may sit in a buffer shared with other objects.
+  return { oid: commit, root: new Uint8Array(root.content) };
 }
 
 parentPort?.on('message', (job: ThreadJob) => {
   try {
-    if (job.kind === 'commit') parentPort!.postMessage({ id: job.id, commit: commit(job) } satisfies WriteAnswer);
-    else {
+    if (job.kind === 'commit') {
+      const done = commit(job);
+      parentPort!.postMessage({ id: job.id, commit: done } satisfies WriteAnswer, [done.root.buffer as ArrayBuffer]);
+    } else {
       writeObjectsSync(job.gitdir, unpackObjects(job.objects));
       parentPort!.postMessage({ id: job.id } satisfies WriteAnswer);
     }

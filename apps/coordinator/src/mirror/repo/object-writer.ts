@@ -4,7 +4,6 @@ import { Worker } from 'node:worker_threads';
 import { packBlobs, packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
 import { PACK_FROM, writeObjectsSync } from './packfile.js';
 import type { ThreadJob, WriteAnswer, WriteDone } from './object-write-worker.js';
-import type { TreeEntry } from '../domain/git-object.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import { IdleStop } from '../../common/index.js';
 
@@ -57,8 +56,9 @@ export class ObjectWriter {
    * Folds a publish into its commit on the thread, on the tree at `base`, and writes the commit's
    * objects there unless `write` is false: hashing a large publish's objects took seconds of the
    * coordinator's event loop (bench/README.md) that polls and the next publish were waiting for. The
-   * thread keeps its tree for the next publish; `rootOf` gives the base's root entries when it has
-   * another (its first commit, a restart after idling, a failed commit). Only with a thread.
+   * thread keeps its tree for the next publish; `rootOf` gives the content of the base's root tree
+   * when it has another (its first commit, a restart after idling, a failed commit). Answers the
+   * commit and the content of its root tree. Only with a thread.
    */
   async commit(
     gitdir: string,
@@ -66,17 +66,17 @@ export class ObjectWriter {
     publish: MirrorPublish,
     blobs: ReadonlyMap<string, Uint8Array>,
     write: boolean,
-    rootOf: () => Promise<readonly TreeEntry[]>,
-  ): Promise<string> {
+    rootOf: () => Promise<Uint8Array>,
+  ): Promise<{ readonly oid: string; readonly root: Uint8Array }> {
     if (!this.useThread) throw new Error('the mirror folds commits on a thread only from its compiled code');
-    const root = this.threadTree === base && this.worker ? undefined : base === null ? [] : await rootOf();
+    const root = this.threadTree === base && this.worker ? undefined : base === null ? new Uint8Array(0) : await rootOf();
     const packed = packBlobs(blobs);
     this.threadTree = undefined;
     const answer = await this.send({ kind: 'commit', id: this.nextId++, gitdir, base, ...(root ? { root } : {}), publish, blobs: packed, write }, [
       packed.bytes,
     ]);
     if (!answer.commit) throw new Error('mirror object writer: a commit job answered without its commit');
-    this.threadTree = answer.commit;
+    this.threadTree = answer.commit.oid;
     return answer.commit;
   }
 
