@@ -9,25 +9,8 @@ import type { MirrorPublish } from '../apps/coordinator/src/mirror/domain/publis
 
 jest.setTimeout(120_000);
 
-type Obj = { type: string; oid: string; content: Uint8Array };
-type Writer = {
-  write(gitdir: string, objects: readonly Obj[]): Promise<void>;
-  commit(
-    gitdir: string,
-    base: string | null,
-    publish: MirrorPublish,
-    blobs: ReadonlyMap<string, Uint8Array>,
-    write: boolean,
-    rootOf: () => Promise<Uint8Array>,
-  ): Promise<{ oid: string; root: Uint8Array }>;
-  close(): Promise<void>;
-};
-type Tree = { commit: string | null; apply(p: MirrorPublish, blobOf: (sha: string) => Obj): { commit: string; objects: Obj[] } };
-type Fold = { commit: string | null; next(p: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> };
-type Repo = { foldAt(commit: string | null): Promise<Fold>; close(): Promise<void> };
-type FoldClass = new (writer: Writer, gitdir: string, at: string | null, rootOf: (commit: string) => Promise<Uint8Array>) => Fold;
-
-const dist = (path: string) => import(pathToFileURL(resolve(`dist/apps/coordinator/src/mirror/${path}`)).href);
+/** A built module of the mirror, typed by its source. */
+const dist = <M>(path: string) => import(pathToFileURL(resolve(`dist/apps/coordinator/src/mirror/${path}`)).href) as Promise<M>;
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** Publishes and the bodies they name, the way the ledger gives them to the mirror. */
@@ -97,11 +80,11 @@ describe('the mirror fold on the object writer thread, built', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('gives the commits the calling thread gives, written where git reads them', async () => {
-    const { ObjectWriter } = (await dist('repo/object-writer.js')) as { ObjectWriter: new (useThread?: boolean, idleMs?: number) => Writer };
-    const { MirrorTree } = (await dist('domain/mirror-tree.js')) as { MirrorTree: { empty(): Tree } };
-    const { gitObject } = (await dist('domain/git-object.js')) as { gitObject: (type: string, content: Buffer) => Obj };
-    const { AuditRepo } = (await dist('repo/audit-repo.js')) as { AuditRepo: { open(gitdir: string): Promise<Repo> } };
-    const { ThreadFold } = (await dist('repo/mirror-fold.js')) as { ThreadFold: FoldClass };
+    const { ObjectWriter } = await dist<typeof import('../apps/coordinator/src/mirror/repo/object-writer.js')>('repo/object-writer.js');
+    const { MirrorTree } = await dist<typeof import('../apps/coordinator/src/mirror/domain/mirror-tree.js')>('domain/mirror-tree.js');
+    const { gitObject } = await dist<typeof import('../apps/coordinator/src/mirror/domain/git-object.js')>('domain/git-object.js');
+    const { AuditRepo } = await dist<typeof import('../apps/coordinator/src/mirror/repo/audit-repo.js')>('repo/audit-repo.js');
+    const { ThreadFold } = await dist<typeof import('../apps/coordinator/src/mirror/repo/mirror-fold.js')>('repo/mirror-fold.js');
 
     const { list, blobs } = publishes();
     const here = MirrorTree.empty();
