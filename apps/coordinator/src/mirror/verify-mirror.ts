@@ -53,7 +53,7 @@ export async function verifyWithMirror(db: Kysely<Database>, repo: AuditRepo): P
   if (!chain.ok) return chain;
   try {
     const history = await repo.history(await repo.readRef());
-    const tree = MirrorTree.empty();
+    const tree = MirrorTree.empty(true);
     let publishes = 0;
     let mirroredPosition = 0;
     let headNodes = 0;

@@ -29,17 +29,21 @@ export type BlobOf = (sha256: string) => GitObject;
  */
 export class MirrorTree {
   private root: TreeEntry[];
-  private readonly nodes = new Map<string, MirroredNode>();
+  /** What each node's folder holds, for verification only: the mirror's writer has no use for it. */
+  private readonly nodes: Map<string, MirroredNode> | null;
 
   private constructor(
     private head: string | null,
     root: TreeEntry[],
+    trackNodes: boolean,
   ) {
     this.root = root;
+    this.nodes = trackNodes ? new Map() : null;
   }
 
-  static empty(): MirrorTree {
-    return new MirrorTree(null, []);
+  /** The tree before the first publish; with `trackNodes`, it also keeps what each node's folder holds (`nodeState`). */
+  static empty(trackNodes = false): MirrorTree {
+    return new MirrorTree(null, [], trackNodes);
   }
 
   /**
@@ -47,7 +51,7 @@ export class MirrorTree {
    * per-node fold, so `nodeState` is for trees built from the first publish (verification).
    */
   static resume(commit: string, rootEntries: readonly TreeEntry[]): MirrorTree {
-    return new MirrorTree(commit, [...rootEntries]);
+    return new MirrorTree(commit, [...rootEntries], false);
   }
 
   get commit(): string | null {
@@ -59,6 +63,7 @@ export class MirrorTree {
   }
 
   nodeState(): ReadonlyMap<string, MirroredNode> {
+    if (!this.nodes) throw new Error('this mirror tree does not keep what each node folder holds: start it with MirrorTree.empty(true)');
     return this.nodes;
   }
 
@@ -85,7 +90,7 @@ export class MirrorTree {
   private applyStamp(stamp: MirrorPublish['stamps'][number], blobOf: BlobOf, objects: GitObject[]): void {
     if (stamp.retired) {
       this.setRoot(stamp.node, null);
-      this.nodes.delete(stamp.node);
+      this.nodes?.delete(stamp.node);
       return;
     }
     const version = gitObject('blob', Buffer.from(`${stamp.version}\n`, 'utf8'));
@@ -100,7 +105,7 @@ export class MirrorTree {
     const folder = treeObject([{ name: 'mgmt', kind: 'tree', oid: mgmt.oid }]);
     objects.push(mgmt, folder);
     this.setRoot(stamp.node, folder.oid);
-    this.nodes.set(stamp.node, { version: stamp.version, setDigest: stamp.set_digest, files: [...files].sort((a, b) => (a.name < b.name ? -1 : 1)) });
+    this.nodes?.set(stamp.node, { version: stamp.version, setDigest: stamp.set_digest, files: [...files].sort((a, b) => (a.name < b.name ? -1 : 1)) });
   }
 
   private commitFor(publish: MirrorPublish, objects: GitObject[]): CommitResult {

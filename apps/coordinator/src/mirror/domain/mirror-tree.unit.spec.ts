@@ -89,7 +89,7 @@ describe('mirror tree', () => {
   });
 
   it('removes a retired node folder and brings it back when the node is published again', () => {
-    const tree = MirrorTree.empty();
+    const tree = MirrorTree.empty(true);
     tree.apply(
       publish([
         { node: 'alpha', version: 1, files: ['f=1'] },
@@ -102,6 +102,11 @@ describe('mirror tree', () => {
     tree.apply(publish([{ node: 'alpha', version: 3, files: ['f=1'] }]), blobOf);
     expect(tree.rootEntries().map((e) => e.name)).toEqual(['alpha', 'beta']);
     expect(tree.nodeState().get('alpha')?.version).toBe(3);
+    expect(tree.nodeState().has('beta')).toBe(true);
+    // A writer's tree does not keep them, and says so rather than answering an empty map.
+    const writer = MirrorTree.empty();
+    writer.apply(publish([{ node: 'gamma', version: 1, files: ['f=1'] }]), blobOf);
+    expect(() => writer.nodeState()).toThrow(/does not keep what each node folder holds/);
   });
 
   it('gives the same commit ids for the same publishes, and different ids when anything recorded differs', () => {

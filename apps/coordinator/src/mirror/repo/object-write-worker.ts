@@ -6,6 +6,8 @@ import { MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import { unpackBlobs, unpackObjects, type PackedBlobs, type PackedObjects } from './loose-objects.js';
 import { writeObjectsSync } from './packfile.js';
+// Not through common/index.js, which would load the framework's decorators into this thread.
+import { LARGE_WORK, releaseMemorySoon } from '../../common/memory-release.js';
 
 /** One batch of objects to write into one repository; answered once every object is on disk. */
 export interface WriteJob {
@@ -76,6 +78,8 @@ function commit(job: CommitJob): { oid: string; root: Uint8Array } {
     return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
   });
   if (job.write) writeObjectsSync(job.gitdir, objects);
+  // This thread lives on for 30 s after its last job: the pages a large commit grew its heap by go back meanwhile.
+  if (objects.length >= LARGE_WORK) releaseMemorySoon();
   tree = at;
   // A copy of its own, handed over: the content may sit in a buffer shared with other objects.
   return { oid: commit, root: new Uint8Array(root.content) };
