@@ -60,6 +60,7 @@ function publishes(): { list: MirrorPublish[]; blobs: Map<string, Uint8Array> } 
     ]),
     publish([{ node: nodes[5], version: 2 }]),
     publish([{ node: nodes[6], version: 2 }]),
+    publish([{ node: nodes[8], version: 2 }]),
   ];
   return { list, blobs };
 }
@@ -127,6 +128,7 @@ describe('the mirror fold on the object writer thread, built', () => {
       expect(written).toBeGreaterThan(loose);
       const replayed = await writer.commit(gitdir, at, list[3], blobs, false, () => rootOf(at!));
       expect(replayed.oid).toBe(expected[3]);
+      expect(looseCount(gitdir)).toBe(written);
       // With the commit comes its root tree's content, the very bytes git has for it once written.
       await writer.commit(gitdir, at, list[3], blobs, true, () => rootOf(at!));
       expect(Buffer.from(replayed.root).equals(Buffer.from(await rootOf(expected[3])))).toBe(true);
@@ -147,6 +149,12 @@ describe('the mirror fold on the object writer thread, built', () => {
       expect((idling as unknown as { worker: unknown }).worker).toBeNull();
       expect(await fold.next(list[4], blobs, true)).toBe(expected[4]);
       expect(rootReads).toBe(1);
+      // A thread being stopped (as the idle stop does, without waiting for it) as the next commit comes:
+      // its exit fails none of the new thread's jobs, and the new thread is given the root.
+      const stopping = idling.close();
+      expect(await fold.next(list[5], blobs, true)).toBe(expected[5]);
+      await stopping;
+      expect(rootReads).toBe(1);
     } finally {
       await idling.close();
     }
@@ -154,11 +162,12 @@ describe('the mirror fold on the object writer thread, built', () => {
     // The repository's own fold, on a thread started afresh: the root is read from the repository, and
     // the last commit is written whole.
     const fold = await repo.foldAt(expected[3]);
+    expect(fold).toBeInstanceOf(ThreadFold);
     expect(await fold.next(list[4], blobs, true)).toBe(expected[4]);
     expect(fold.commit).toBe(expected[4]);
     await repo.close();
     execFileSync('git', ['--git-dir', gitdir, 'update-ref', 'refs/heads/main', expected[4]]);
     execFileSync('git', ['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'], { stdio: 'ignore' });
-    expect(execFileSync('git', ['--git-dir', gitdir, 'rev-list', 'main'], { encoding: 'utf8' }).trim().split('\n')).toEqual([...expected].reverse());
+    expect(execFileSync('git', ['--git-dir', gitdir, 'rev-list', 'main'], { encoding: 'utf8' }).trim().split('\n')).toEqual(expected.slice(0, 5).reverse());
   });
 });

@@ -111,7 +111,7 @@ export class MirrorSync {
    * had it (a replay up to the repository's own head); null when the run must stop before writing.
    */
   private async commitOf(fold: MirrorFold, p: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, local: RepoHead): Promise<string | null> {
-    // A publish of thousands of nodes: no memory-reducing collection while its commit is built and written.
+    // A publish of thousands of nodes: no memory-reducing collection on this thread while its commit is read, built and written.
     const over = p.stamps.length >= LARGE_WORK ? largeWorkBegun() : null;
     try {
       const parent = fold.commit;
@@ -124,6 +124,8 @@ export class MirrorSync {
         if (this.options.signal?.aborted) return null;
       }
       const commit = await fold.next(p, blobs, !replay);
+      // Stopping while the commit was folded: its objects may be written, but the branch does not move.
+      if (!replay && this.options.signal?.aborted) return null;
       if (replay) {
         if (p.position === local.position && commit !== local.commit) {
           throw new MirrorError('mirror_diverged', `position ${p.position} gives commit ${commit}, the branch has ${local.commit}`, p.position);

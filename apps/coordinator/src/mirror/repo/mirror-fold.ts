@@ -63,7 +63,15 @@ export class ThreadFold implements MirrorFold {
   async next(publish: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> {
     const base = this.at;
     const kept = this.root;
-    const done = await this.writer.commit(this.gitdir, base, publish, blobs, write, async () => kept ?? this.rootOf(base!));
+    // Only this publish's bodies: a page read while catching up holds those of a thousand publishes.
+    const own = new Map<string, Uint8Array>();
+    for (const stamp of publish.stamps)
+      for (const a of stamp.artifacts) {
+        const body = blobs.get(a.sha256);
+        if (!body) throw new Error(`the body of ${a.sha256} was not read with the publish at ${publish.position}`);
+        own.set(a.sha256, body);
+      }
+    const done = await this.writer.commit(this.gitdir, base, publish, own, write, async () => kept ?? this.rootOf(base!));
     this.at = done.oid;
     this.root = done.root;
     return done.oid;

@@ -1,4 +1,6 @@
 import { readlinkSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { gitObject, parseTree } from '../domain/git-object.js';
@@ -6,8 +8,6 @@ import { MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import { unpackBlobs, unpackObjects, type PackedBlobs, type PackedObjects } from './loose-objects.js';
 import { writeObjectsSync } from './packfile.js';
-// Not through common/index.js, which would load the framework's decorators into this thread.
-import { LARGE_WORK, releaseMemorySoon } from '../../common/memory-release.js';
 
 /** One batch of objects to write into one repository; answered once every object is on disk. */
 export interface WriteJob {
@@ -62,6 +62,33 @@ function lowerOwnPriority(): void {
 
 if (parentPort) lowerOwnPriority();
 
+/** A commit of this many objects or more grows this thread's heap by pages worth giving back. */
+const LARGE_COMMIT = 1_000;
+/** Quiet after a large commit before the collection that gives them back (the event loop's own waits as long). */
+const QUIET_MS = 10_000;
+let collection: NodeJS.Timeout | undefined;
+
+/**
+ * This thread lives on for 30 s after its last job (ObjectWriter), holding the pages a large commit
+ * grew its heap by: once no job has come for QUIET_MS, one memory-reducing collection gives them
+ * back. The coordinator's own (common/ memory-release) is not imported: through its folder's face it
+ * would load the framework into this thread.
+ */
+function releaseMemoryWhenQuiet(): void {
+  clearTimeout(collection);
+  collection = setTimeout(() => {
+    collection = undefined;
+    try {
+      setFlagsFromString('--expose-gc');
+      const gc: unknown = runInNewContext('gc');
+      if (typeof gc === 'function') gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    } catch {
+      // No collector to call: the pages go back when the thread stops.
+    }
+  }, QUIET_MS);
+  collection.unref();
+}
+
 /** The tree the last commit was folded on, kept for the next publish; dropped when a commit fails. */
 let tree: MirrorTree | null = null;
 
@@ -78,14 +105,15 @@ function commit(job: CommitJob): { oid: string; root: Uint8Array } {
     return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
   });
   if (job.write) writeObjectsSync(job.gitdir, objects);
-  // This thread lives on for 30 s after its last job: the pages a large commit grew its heap by go back meanwhile.
-  if (objects.length >= LARGE_WORK) releaseMemorySoon();
+  if (objects.length >= LARGE_COMMIT) releaseMemoryWhenQuiet();
   tree = at;
   // A copy of its own, handed over: the content may sit in a buffer shared with other objects.
   return { oid: commit, root: new Uint8Array(root.content) };
 }
 
 parentPort?.on('message', (job: ThreadJob) => {
+  // A collection due is put off until the jobs stop coming.
+  collection?.refresh();
   try {
     if (job.kind === 'commit') {
       const done = commit(job);

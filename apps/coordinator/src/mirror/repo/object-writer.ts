@@ -31,7 +31,8 @@ const IDLE_MS = 30_000;
 export class ObjectWriter {
   private worker: Worker | null = null;
   private nextId = 0;
-  private readonly pending = new Map<number, { resolve: (answer: WriteDone) => void; reject: (err: Error) => void }>();
+  /** Jobs out, each with the thread it went to: a thread's exit fails its own jobs, not a newer thread's. */
+  private readonly pending = new Map<number, { worker: Worker; resolve: (answer: WriteDone) => void; reject: (err: Error) => void }>();
   private readonly idle: IdleStop;
   /** The commit the thread's tree is at, as its last answer said; undefined when it has none known. */
   private threadTree: string | null | undefined = undefined;
@@ -84,7 +85,7 @@ export class ObjectWriter {
     const worker = this.start();
     this.idle.cancel();
     return new Promise<WriteDone>((resolve, reject) => {
-      this.pending.set(job.id, { resolve, reject });
+      this.pending.set(job.id, { worker, resolve, reject });
       // Held while a batch is out, so a command with nothing else to wait on does not exit before it is written.
       worker.ref();
       worker.postMessage(job, transfer);
@@ -101,6 +102,8 @@ export class ObjectWriter {
 
   private start(): Worker {
     if (this.worker) return this.worker;
+    // A new thread has no tree, whatever an answer of the last one, arriving after it was stopped, said.
+    this.threadTree = undefined;
     const w = new Worker(WORKER_FILE);
     w.unref();
     w.on('message', (answer: WriteAnswer) => {
@@ -126,8 +129,11 @@ export class ObjectWriter {
       this.worker = null;
       this.threadTree = undefined;
     }
-    for (const [, waiting] of this.pending) waiting.reject(err);
-    this.pending.clear();
+    for (const [id, waiting] of this.pending) {
+      if (waiting.worker !== w) continue;
+      this.pending.delete(id);
+      waiting.reject(err);
+    }
   }
 }
 
