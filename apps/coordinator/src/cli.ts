@@ -12,7 +12,7 @@ import { changeKeys } from './trust/index.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/index.js';
 import { letYoungGenerationGrow } from './young-generation.js';
-import { releaseMemorySoon } from './common/index.js';
+import { releaseMemorySoon } from '#runtime';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
 // Only serve gains from a small young generation at start-up; the other commands do their work straight away.

@@ -1,5 +1,6 @@
-// Small pieces every program of the project shares: newline-delimited JSON over unix sockets, the
-// retry backoff, the JSON line log and crash-safe file writes.
+// Small pieces the project's programs share: newline-delimited JSON over unix sockets, the
+// retry backoff, the JSON line log, crash-safe file writes and giving the heap's pages back after
+// large work.
 export { readLines } from './line-reader.js';
 export { socketIsLive } from './socket-liveness.js';
 export {
@@ -25,3 +26,4 @@ export {
   writeJsonAtomic,
   type FileOwner,
 } from './atomic-write.js';
+export { LARGE_WORK, largeWorkBegun, memoryReleases, releaseMemorySoon } from './memory-release.js';

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { blob, tarOf } from '../../../../test/support/tar.js';
 import type { Db } from '../db/index.js';
-import { memoryReleases, releaseMemorySoon } from '../common/index.js';
+import { memoryReleases, releaseMemorySoon } from '#runtime';
 import type { CoordinatorConfig } from '../config.js';
 import { BlobsController } from './blobs.controller.js';
 

@@ -3,7 +3,6 @@ export { Access, ACCESS_KEY, Anonymous, CurrentPrincipal, WHOLE_FLEET_KEY, Whole
 export { DomainError } from './domain-error.js';
 export { bodyDigestOf, bodyOf, clientErrorHandler, frameworkErrors, hardenHttp, SMALL_BODY_LIMIT, stopReading } from './http-hardening.js';
 export { IdleStop } from './idle-stop.js';
-export { LARGE_WORK, largeWorkBegun, memoryReleases, releaseMemorySoon } from './memory-release.js';
 export { parseInput } from './parse.js';
 export { PinoNestLogger } from './pino-logger.js';
 export { actorOf, type Authenticator, type Principal, roleAllows, scopeOf } from './principal.js';

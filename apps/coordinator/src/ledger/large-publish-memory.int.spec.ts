@@ -3,7 +3,7 @@ import type { PublishRequest } from '#contracts';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { putBlob } from '../bundles/blobs.repository.js';
-import { LARGE_WORK, memoryReleases, releaseMemorySoon } from '../common/index.js';
+import { LARGE_WORK, memoryReleases, releaseMemorySoon } from '#runtime';
 
 describe.each(testDatabases)('a large publish and the memory-reducing collection on $name', (database) => {
   let h: LedgerHarness;

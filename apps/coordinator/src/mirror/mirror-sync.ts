@@ -6,7 +6,7 @@ import type { AuditRepo, RepoHead } from './repo/audit-repo.js';
 import type { MirrorFold } from './repo/mirror-fold.js';
 import type { Checkpoint, CheckpointStore } from './store/checkpoint.js';
 import { publishPages } from './store/read-publishes.js';
-import { LARGE_WORK, largeWorkBegun } from '../common/index.js';
+import { LARGE_WORK, largeWorkBegun } from '#runtime';
 
 export interface SyncResult {
   readonly commits: number;

@@ -2,7 +2,7 @@ import { gitObject, type GitObject } from '../domain/git-object.js';
 import { MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import type { ObjectWriter } from './object-writer.js';
-import { LARGE_WORK, releaseMemorySoon } from '../../common/index.js';
+import { LARGE_WORK, releaseMemorySoon } from '#runtime';
 
 /**
  * The mirror's commits, one publish after another, from a commit on: the tree at that commit, each

@@ -1,8 +1,7 @@
 import { readlinkSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
+import { LARGE_WORK, largeWorkBegun } from '#runtime';
 import { gitObject, parseTree } from '../domain/git-object.js';
 import { MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
@@ -62,37 +61,10 @@ function lowerOwnPriority(): void {
 
 if (parentPort) lowerOwnPriority();
 
-/** A commit of this many objects or more grows this thread's heap by pages worth giving back. */
-const LARGE_COMMIT = 1_000;
-/** Quiet after a large commit before the collection that gives them back (the event loop's own waits as long). */
-const QUIET_MS = 10_000;
-let collection: NodeJS.Timeout | undefined;
-
-/**
- * This thread lives on for 30 s after its last job (ObjectWriter), holding the pages a large commit
- * grew its heap by: once no job has come for QUIET_MS, one memory-reducing collection gives them
- * back. The coordinator's own (common/ memory-release) is not imported: through its folder's face it
- * would load the framework into this thread.
- */
-function releaseMemoryWhenQuiet(): void {
-  clearTimeout(collection);
-  collection = setTimeout(() => {
-    collection = undefined;
-    try {
-      setFlagsFromString('--expose-gc');
-      const gc: unknown = runInNewContext('gc');
-      if (typeof gc === 'function') gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-    } catch {
-      // No collector to call: the pages go back when the thread stops.
-    }
-  }, QUIET_MS);
-  collection.unref();
-}
-
 /** The tree the last commit was folded on, kept for the next publish; dropped when a commit fails. */
 let tree: MirrorTree | null = null;
 
-function commit(job: CommitJob): { oid: string; root: Uint8Array } {
+function fold(job: CommitJob): { oid: string; root: Uint8Array; objects: number } {
   if (job.root) tree = job.base === null ? MirrorTree.empty() : MirrorTree.resume(job.base, parseTree(job.root));
   if (!tree || tree.commit !== job.base) throw new Error(`the thread's tree is at ${tree?.commit ?? 'none'}, not at ${job.base ?? 'the empty tree'}`);
   const at = tree;
@@ -105,24 +77,34 @@ function commit(job: CommitJob): { oid: string; root: Uint8Array } {
     return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
   });
   if (job.write) writeObjectsSync(job.gitdir, objects);
-  if (objects.length >= LARGE_COMMIT) releaseMemoryWhenQuiet();
   tree = at;
   // A copy of its own, handed over: the content may sit in a buffer shared with other objects.
-  return { oid: commit, root: new Uint8Array(root.content) };
+  return { oid: commit, root: new Uint8Array(root.content), objects: objects.length };
 }
 
+/**
+ * This thread lives on for 30 s after its last job (ObjectWriter), holding the pages a large commit
+ * grew its heap by. Each job is large work to the thread's own memory release (a module instance of
+ * its own here): once no job has come for its quiet time after one of LARGE_WORK objects or more, one
+ * memory-reducing collection gives them back, and a job under way holds it off.
+ */
 parentPort?.on('message', (job: ThreadJob) => {
-  // A collection due is put off until the jobs stop coming.
-  collection?.refresh();
+  const over = largeWorkBegun();
+  let objects = 0;
   try {
     if (job.kind === 'commit') {
-      const done = commit(job);
-      parentPort!.postMessage({ id: job.id, commit: done } satisfies WriteAnswer, [done.root.buffer as ArrayBuffer]);
+      const { oid, root, objects: written } = fold(job);
+      objects = written;
+      parentPort!.postMessage({ id: job.id, commit: { oid, root } } satisfies WriteAnswer, [root.buffer as ArrayBuffer]);
     } else {
-      writeObjectsSync(job.gitdir, unpackObjects(job.objects));
+      const unpacked = unpackObjects(job.objects);
+      objects = unpacked.length;
+      writeObjectsSync(job.gitdir, unpacked);
       parentPort!.postMessage({ id: job.id } satisfies WriteAnswer);
     }
   } catch (err) {
     parentPort!.postMessage({ id: job.id, error: err instanceof Error ? err.message : String(err) } satisfies WriteAnswer);
+  } finally {
+    over(objects >= LARGE_WORK);
   }
 });
