@@ -23,6 +23,18 @@ export interface CommitResult {
 export type BlobOf = (sha256: string) => GitObject;
 
 /**
+ * The git blobs of artifact bodies read or sent with publishes (by sha256), each built on the body's
+ * own bytes. A body missing is an error that names it and what it should have come with (`with`).
+ */
+export function blobsFrom(bodies: ReadonlyMap<string, Uint8Array>, with_: string): BlobOf {
+  return (sha) => {
+    const body = bodies.get(sha);
+    if (!body) throw new Error(`the body of ${sha} did not come with ${with_}`);
+    return gitObject('blob', Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  };
+}
+
+/**
  * The mirror as a pure fold over publishes: the root tree is kept as a sorted list of node folders,
  * and a publish rewrites only the folders it touches, the root and the commit, reusing every other
  * subtree id. Same publishes in, same commit ids out, on any machine.

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { gitObject, parseTree, treeObject, type TreeEntry } from './git-object.js';
-import { authorOf, commitMessage, ledgerPositionOf, MirrorTree } from './mirror-tree.js';
+import { authorOf, blobsFrom, commitMessage, ledgerPositionOf, MirrorTree } from './mirror-tree.js';
 import type { MirrorPublish } from './publish-group.js';
 
 const blobOf = (sha: string) => gitObject('blob', Buffer.from(`content of ${sha}\n`));
@@ -86,6 +86,19 @@ describe('mirror tree', () => {
     const after = new Map(tree.rootEntries().map((e) => [e.name, e.oid]));
     expect(after.get('beta')).toBe(before.get('beta'));
     expect(after.get('alpha')).not.toBe(before.get('alpha'));
+  });
+
+  it('builds each blob from its body as git does, and names a body that did not come with the publish', () => {
+    const body = Buffer.from('{"acl":[]}\n');
+    // A body that is a view into a larger buffer (as the writer thread receives them) hashes as its own bytes.
+    const shared = Buffer.concat([Buffer.from('before'), body, Buffer.from('after')]);
+    const blobOf = blobsFrom(new Map([['s'.repeat(64), shared.subarray(6, 6 + body.length)]]), 'the publish at 7');
+    const blob = blobOf('s'.repeat(64));
+    expect(blob.oid).toBe(execFileSync('git', ['hash-object', '--stdin'], { input: body }).toString().trim());
+    expect(Buffer.from(blob.content).equals(body)).toBe(true);
+    const stamps = publish([{ node: 'alpha', version: 1, files: [`flor.json=${'t'.repeat(64)}`] }]);
+    const tree = MirrorTree.empty();
+    expect(() => tree.apply(stamps, blobOf)).toThrow(`the body of flor.json=${'t'.repeat(64)} did not come with the publish at 7`);
   });
 
   it('removes a retired node folder and brings it back when the node is published again', () => {

@@ -93,91 +93,78 @@ export function writeLooseObjectsSync(gitdir: string, objects: readonly LooseObj
 }
 
 /**
- * A batch of objects as one transferable buffer and a small index, so handing 40,000 objects to the
- * writer thread copies no object and clones no 40,000 buffers.
+ * Byte strings, each under a key of fixed width, as one transferable buffer and a small index, so
+ * handing 40,000 objects (or a publish's bodies) to the writer thread copies none of them and clones
+ * no 40,000 buffers.
  */
-export interface PackedObjects {
-  readonly types: string;
-  readonly oids: string;
+interface PackedBytes {
+  /** The keys, `width` characters each, in the order of `ends`. */
+  readonly keys: string;
+  readonly width: number;
   readonly ends: Uint32Array;
   readonly bytes: ArrayBuffer;
 }
+
+function packBytes(entries: ReadonlyArray<readonly [string, Uint8Array]>, width: number, what: string): PackedBytes {
+  let size = 0;
+  for (const [, content] of entries) size += content.byteLength;
+  const bytes = new Uint8Array(size);
+  const ends = new Uint32Array(entries.length);
+  let at = 0;
+  let keys = '';
+  for (let i = 0; i < entries.length; i++) {
+    const [key, content] = entries[i];
+    if (key.length !== width) throw new Error(`${what} is keyed ${JSON.stringify(key.slice(0, 80))}, not by ${width} characters`);
+    bytes.set(content, at);
+    at += content.byteLength;
+    ends[i] = at;
+    keys += key;
+  }
+  return { keys, width, ends, bytes: bytes.buffer };
+}
+
+function unpackBytes(packed: PackedBytes, each: (key: string, content: Uint8Array) => void): void {
+  const { keys, width, ends, bytes } = packed;
+  let start = 0;
+  for (let i = 0; i < ends.length; i++) {
+    const end = ends[i];
+    each(keys.slice(i * width, (i + 1) * width), new Uint8Array(bytes, start, end - start));
+    start = end;
+  }
+}
+
+/** A batch of git objects for the writer thread: each keyed by its type's letter and its 40-hex id. */
+export type PackedObjects = PackedBytes;
 
 const TYPE_CODE = { blob: 'b', tree: 't', commit: 'c' } as const;
 const CODE_TYPE = { b: 'blob', t: 'tree', c: 'commit' } as const;
 
 export function packObjects(objects: readonly LooseObject[]): PackedObjects {
-  let size = 0;
-  for (const o of objects) size += o.content.length;
-  const bytes = new Uint8Array(size);
-  const ends = new Uint32Array(objects.length);
-  let at = 0;
-  let types = '';
-  let oids = '';
-  for (let i = 0; i < objects.length; i++) {
-    const o = objects[i];
-    bytes.set(o.content, at);
-    at += o.content.length;
-    ends[i] = at;
-    types += TYPE_CODE[o.type];
-    oids += o.oid;
-  }
-  return { types, oids, ends, bytes: bytes.buffer };
+  return packBytes(
+    objects.map((o) => [TYPE_CODE[o.type] + o.oid, o.content] as const),
+    41,
+    'a git object',
+  );
 }
 
 export function unpackObjects(packed: PackedObjects): LooseObject[] {
   const out: LooseObject[] = [];
-  let start = 0;
-  for (let i = 0; i < packed.ends.length; i++) {
-    const end = packed.ends[i];
-    out.push({
-      type: CODE_TYPE[packed.types[i] as keyof typeof CODE_TYPE],
-      oid: packed.oids.slice(i * 40, i * 40 + 40),
-      content: new Uint8Array(packed.bytes, start, end - start),
-    });
-    start = end;
-  }
+  unpackBytes(packed, (key, content) => out.push({ type: CODE_TYPE[key[0] as keyof typeof CODE_TYPE], oid: key.slice(1), content }));
   return out;
 }
 
 /**
- * A publish's artifact bodies, by sha256, as one transferable buffer: the thread that folds the
- * publish into its commit hashes them into git blobs (PackedObjects, for bodies instead of objects).
+ * A publish's artifact bodies, each keyed by its sha256 (64 hex characters): the thread that folds
+ * the publish into its commit hashes them into git blobs.
  */
-export interface PackedBlobs {
-  /** The sha256 digests, 64 hex characters each, in the order of `ends`. */
-  readonly digests: string;
-  readonly ends: Uint32Array;
-  readonly bytes: ArrayBuffer;
-}
-
-const DIGEST_HEX = 64;
+export type PackedBlobs = PackedBytes;
 
 export function packBlobs(blobs: ReadonlyMap<string, Uint8Array>): PackedBlobs {
-  let size = 0;
-  for (const content of blobs.values()) size += content.byteLength;
-  const bytes = new Uint8Array(size);
-  const ends = new Uint32Array(blobs.size);
-  let at = 0;
-  let i = 0;
-  let digests = '';
-  for (const [digest, content] of blobs) {
-    if (digest.length !== DIGEST_HEX) throw new Error(`a mirror blob is keyed ${JSON.stringify(digest.slice(0, 80))}, not by a sha256`);
-    bytes.set(content, at);
-    at += content.byteLength;
-    ends[i++] = at;
-    digests += digest;
-  }
-  return { digests, ends, bytes: bytes.buffer };
+  return packBytes([...blobs], 64, 'a mirror blob');
 }
 
 export function unpackBlobs(packed: PackedBlobs): Map<string, Uint8Array> {
   const out = new Map<string, Uint8Array>();
-  let start = 0;
-  for (let i = 0; i < packed.ends.length; i++) {
-    const end = packed.ends[i];
-    out.set(packed.digests.slice(i * DIGEST_HEX, (i + 1) * DIGEST_HEX), new Uint8Array(packed.bytes, start, end - start));
-    start = end;
-  }
+  unpackBytes(packed, (digest, content) => out.set(digest, content));
   return out;
 }

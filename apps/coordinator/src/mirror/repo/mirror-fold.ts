@@ -1,5 +1,5 @@
-import { gitObject, type GitObject } from '../domain/git-object.js';
-import { MirrorTree } from '../domain/mirror-tree.js';
+import type { GitObject } from '../domain/git-object.js';
+import { blobsFrom, MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import type { ObjectWriter } from './object-writer.js';
 import { LARGE_WORK, releaseMemorySoon } from '#runtime';
@@ -30,7 +30,7 @@ export class FoldHere implements MirrorFold {
   }
 
   async next(publish: MirrorPublish, blobs: ReadonlyMap<string, Uint8Array>, write: boolean): Promise<string> {
-    const { commit, objects } = await this.tree.applyInSlices(publish, (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)));
+    const { commit, objects } = await this.tree.applyInSlices(publish, blobsFrom(blobs, `the publish at ${publish.position}`));
     if (write) {
       await this.writeObjects(objects);
       if (objects.length >= LARGE_WORK) releaseMemorySoon();
@@ -68,7 +68,7 @@ export class ThreadFold implements MirrorFold {
     for (const stamp of publish.stamps)
       for (const a of stamp.artifacts) {
         const body = blobs.get(a.sha256);
-        if (!body) throw new Error(`the body of ${a.sha256} was not read with the publish at ${publish.position}`);
+        if (!body) throw new Error(`the body of ${a.sha256} did not come with the publish at ${publish.position}`);
         own.set(a.sha256, body);
       }
     const done = await this.writer.commit(this.gitdir, base, publish, own, write, async () => kept ?? this.rootOf(base!));

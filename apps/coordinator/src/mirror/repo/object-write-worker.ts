@@ -2,8 +2,8 @@ import { readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { LARGE_WORK, largeWorkBegun } from '#runtime';
-import { gitObject, parseTree } from '../domain/git-object.js';
-import { MirrorTree } from '../domain/mirror-tree.js';
+import { parseTree } from '../domain/git-object.js';
+import { blobsFrom, MirrorTree } from '../domain/mirror-tree.js';
 import type { MirrorPublish } from '../domain/publish-group.js';
 import { unpackBlobs, unpackObjects, type PackedBlobs, type PackedObjects } from './loose-objects.js';
 import { writeObjectsSync } from './packfile.js';
@@ -70,12 +70,7 @@ function fold(job: CommitJob): { oid: string; root: Uint8Array; objects: number 
   const at = tree;
   // Whatever fails below leaves the tree part-way through the publish: the next commit brings its root.
   tree = null;
-  const blobs = unpackBlobs(job.blobs);
-  const { commit, objects, root } = at.apply(job.publish, (sha) => {
-    const content = blobs.get(sha);
-    if (!content) throw new Error(`the body of ${sha} was not sent with the publish at ${job.publish.position}`);
-    return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
-  });
+  const { commit, objects, root } = at.apply(job.publish, blobsFrom(unpackBlobs(job.blobs), `the publish at ${job.publish.position} sent to the thread`));
   if (job.write) writeObjectsSync(job.gitdir, objects);
   tree = at;
   // A copy of its own, handed over: the content may sit in a buffer shared with other objects.

@@ -40,8 +40,9 @@ export function writeObjectsSync(gitdir: string, objects: readonly LooseObject[]
  * (version 2), `objects/pack/pack-<checksum>.{pack,idx}`, then lists every pack in
  * `objects/info/packs` for dumb-HTTP clients. The pack is renamed into place before its index, and
  * the index before the list: git and isomorphic-git find a pack by its index, so a crash leaves the
- * pack whole and findable, or invisible. An object already in the repository, or named twice in the
- * batch, is written once here; git reads an object from whichever file has it.
+ * pack whole and findable, or invisible. An object named twice in the batch is written once. One an
+ * earlier pack already holds is written again (looking each up would cost a large commit more than
+ * the bytes it saves); git reads an object from whichever file has it.
  */
 export function writePackSync(gitdir: string, objects: readonly LooseObject[]): void {
   const seen = new Set<string>();

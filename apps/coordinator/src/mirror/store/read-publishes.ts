@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/index.js';
 import { readEvents } from '../../ledger/index.js';
-import { gitObject, type GitObject } from '../domain/git-object.js';
+import type { GitObject } from '../domain/git-object.js';
+import { blobsFrom } from '../domain/mirror-tree.js';
 import { PublishGrouper, type GroupItem } from '../domain/publish-group.js';
 import { readLedgerBlobs } from '../../bundles/index.js';
 
@@ -29,7 +30,8 @@ export async function* publishPages(db: Kysely<Database>, after: number, pageSiz
       db,
       items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])),
     );
-    yield { items, blobs, blobOf: (sha) => gitObject('blob', Buffer.from(blobs.get(sha)!)) };
+    const page = `the ledger's page after position ${after}`;
+    yield { items, blobs, blobOf: blobsFrom(blobs, page) };
     if (events.length < pageSize) return;
     after = events[events.length - 1].position;
   }
