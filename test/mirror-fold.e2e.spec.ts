@@ -117,7 +117,9 @@ describe('the mirror fold on the object writer thread, built', () => {
       // The second stamp's body: the first one is folded by the time the thread finds it missing.
       partial.delete(list[2].stamps[1].artifacts[0].sha256);
       const loose = looseCount(gitdir);
-      await expect(writer.commit(gitdir, at, list[2], partial, true, () => rootOf(at!))).rejects.toThrow(/did not come with the publish at 1208 sent to the thread/);
+      await expect(writer.commit(gitdir, at, list[2], partial, true, () => rootOf(at!))).rejects.toThrow(
+        /did not come with the publish at 1208 sent to the thread/,
+      );
       expect(looseCount(gitdir)).toBe(loose);
       at = await oid(writer.commit(gitdir, at, list[2], blobs, true, () => rootOf(at!)));
       expect(at).toBe(expected[2]);
