@@ -161,6 +161,26 @@ describe('the mirror fold on the object writer thread, built', () => {
       await idling.close();
     }
 
+    // What one thread's answer said of its tree is not taken for another's: after a stop, a thread
+    // started by a plain write has no tree, so the next commit on the same base sends the root.
+    const restarted = new ObjectWriter(true, 10_000);
+    try {
+      rootReads = 0;
+      const first = await restarted.commit(gitdir, expected[2], list[3], blobs, false, () => rootOf(expected[2]));
+      expect(first.oid).toBe(expected[3]);
+      expect(rootReads).toBe(1);
+      await restarted.close();
+      await restarted.write(gitdir, [gitObject('blob', Buffer.from('a blob written alone\n'))]);
+      const again = await restarted.commit(gitdir, expected[3], list[4], blobs, false, () => rootOf(expected[3]));
+      expect(again.oid).toBe(expected[4]);
+      expect(rootReads).toBe(2);
+      // On the thread that answered it, the tree is kept.
+      expect((await restarted.commit(gitdir, expected[4], list[5], blobs, false, () => rootOf(expected[4]))).oid).toBe(expected[5]);
+      expect(rootReads).toBe(2);
+    } finally {
+      await restarted.close();
+    }
+
     // The repository's own fold, on a thread started afresh: the root is read from the repository, and
     // the last commit is written whole.
     const fold = await repo.foldAt(expected[3]);

@@ -34,8 +34,11 @@ export class ObjectWriter {
   /** Jobs out, each with the thread it went to: a thread's exit fails its own jobs, not a newer thread's. */
   private readonly pending = new Map<number, { worker: Worker; resolve: (answer: WriteDone) => void; reject: (err: Error) => void }>();
   private readonly idle: IdleStop;
-  /** The commit the thread's tree is at, as its last answer said; undefined when it has none known. */
-  private threadTree: string | null | undefined = undefined;
+  /**
+   * The commit a thread's tree is at, as its last commit's answer said, and which thread that was: an
+   * answer of a thread since stopped says nothing of the one running now.
+   */
+  private threadTree: { readonly worker: Worker; readonly at: string | null } | undefined = undefined;
 
   constructor(
     readonly useThread = existsSync(WORKER_FILE),
@@ -70,40 +73,40 @@ export class ObjectWriter {
     rootOf: () => Promise<Uint8Array>,
   ): Promise<{ readonly oid: string; readonly root: Uint8Array }> {
     if (!this.useThread) throw new Error('the mirror folds commits on a thread only from its compiled code');
-    const root = this.threadTree === base && this.worker ? undefined : base === null ? new Uint8Array(0) : await rootOf();
+    const known = this.threadTree;
+    const kept = known !== undefined && known.worker === this.worker && known.at === base;
+    const root = kept ? undefined : base === null ? new Uint8Array(0) : await rootOf();
     const packed = packBlobs(blobs);
     this.threadTree = undefined;
-    const answer = await this.send({ kind: 'commit', id: this.nextId++, gitdir, base, ...(root ? { root } : {}), publish, blobs: packed, write }, [
+    const { answer, worker } = await this.send({ kind: 'commit', id: this.nextId++, gitdir, base, ...(root ? { root } : {}), publish, blobs: packed, write }, [
       packed.bytes,
     ]);
     if (!answer.commit) throw new Error('mirror object writer: a commit job answered without its commit');
-    this.threadTree = answer.commit.oid;
+    this.threadTree = { worker, at: answer.commit.oid };
     return answer.commit;
   }
 
-  private async send(job: ThreadJob, transfer: ArrayBuffer[]): Promise<WriteDone> {
+  private async send(job: ThreadJob, transfer: ArrayBuffer[]): Promise<{ answer: WriteDone; worker: Worker }> {
     const worker = this.start();
     this.idle.cancel();
-    return new Promise<WriteDone>((resolve, reject) => {
+    const answer = await new Promise<WriteDone>((resolve, reject) => {
       this.pending.set(job.id, { worker, resolve, reject });
       // Held while a batch is out, so a command with nothing else to wait on does not exit before it is written.
       worker.ref();
       worker.postMessage(job, transfer);
     });
+    return { answer, worker };
   }
 
   async close(): Promise<void> {
     this.idle.cancel();
     const worker = this.worker;
     this.worker = null;
-    this.threadTree = undefined;
     if (worker) await worker.terminate();
   }
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    // A new thread has no tree, whatever an answer of the last one, arriving after it was stopped, said.
-    this.threadTree = undefined;
     const w = new Worker(WORKER_FILE);
     w.unref();
     w.on('message', (answer: WriteAnswer) => {
@@ -125,10 +128,7 @@ export class ObjectWriter {
   }
 
   private fail(w: Worker, err: Error): void {
-    if (this.worker === w) {
-      this.worker = null;
-      this.threadTree = undefined;
-    }
+    if (this.worker === w) this.worker = null;
     for (const [id, waiting] of this.pending) {
       if (waiting.worker !== w) continue;
       this.pending.delete(id);
