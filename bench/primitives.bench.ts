@@ -7,7 +7,9 @@
  * Huffman coding only against level 1; the heads a one-node publish to 100,000 nodes keeps, layered over
  * the last ones against copied (ledger/store/heads-memo.ts); each node's head bucket kept against hashed
  * again (retectl's readDelta); a tar archive of 20,000 blobs written by retectl's own ustar writer against
- * tar-stream's (apps/retectl/src/blob-tar.ts). Prints the time of each side and their ratio; nothing here
+ * tar-stream's (apps/retectl/src/blob-tar.ts); a stamp's data written as canonical JSON in canonical
+ * order against walked, and a chunk of 10,000 stamps' chain hashes and ledger rows as the append
+ * writes them against its way before (ledger/store/append.ts). Prints the time of each side and their ratio; nothing here
  * touches a database or the network.
  *
  *   npm run bench:primitives [-- --rounds 5]
@@ -17,7 +19,7 @@ import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import * as jose from 'jose';
 import { pack } from 'tar-stream';
 import { Readable } from 'node:stream';
-import { bucketOf, sha256Hex, signBundle } from '#bundle';
+import { bucketOf, canonicalJson, chainHashBytes, chainHashOf, chainedText, chainedTextOf, sha256Hex, signBundle } from '#bundle';
 import type { NodeHead } from '../apps/coordinator/src/ledger/domain/ledger.decider.js';
 import { advanceHeads } from '../apps/coordinator/src/ledger/store/heads-memo.js';
 import { blobArchive } from '../apps/retectl/src/blob-tar.js';
@@ -89,7 +91,93 @@ async function pairs(): Promise<Pair[]> {
     return Readable.from(tar as AsyncIterable<Buffer>);
   };
   const digests = [...blobs.keys()];
+  // A chunk of a 10,000-node publish's stamps as the ledger's append takes them: the data in canonical
+  // order (as the decider writes it now) and in the order it was written before.
+  const recorded_at = new Date(0).toISOString();
+  const stamps = fleet.slice(0, 10_000).map((node, i) => {
+    const artifacts = [{ name: 'flor.json', sha256: sha256Hex(`a${i}`), size: 400 + (i % 300) }];
+    return {
+      stream: `node:${node}`,
+      revision: 2,
+      type: 'node_set_stamped',
+      ordered: { artifacts, node, publish_id: 'f0e6c2a4-1b7d-4c55-9a3e-2d8b6f1e9c07', retired: false, set_digest: sha256Hex(node), version: 2 },
+      inserted: { node, version: 2, set_digest: sha256Hex(node), retired: false, artifacts, publish_id: 'f0e6c2a4-1b7d-4c55-9a3e-2d8b6f1e9c07' },
+    };
+  });
+  const genesis = '0'.repeat(64);
+  // The append before (ledger/store/append.ts): each event's whole chained text from its fields, the
+  // hash from hex, and the row cut back out of that text.
+  const appendBefore = () => {
+    const rows: string[] = [];
+    const hashes: Buffer[] = [];
+    const kept: object[] = [];
+    let prev = genesis;
+    stamps.forEach((e, i) => {
+      const fields = {
+        position: i + 1,
+        stream: e.stream,
+        revision: e.revision,
+        type: e.type,
+        data: e.inserted,
+        meta: { actor: 'ops', kid: 'k1' },
+        recorded_at,
+      };
+      const text = chainedText(fields);
+      const hash = chainHashOf(prev, text);
+      const meta = canonicalJson(fields.meta);
+      const rest = `,"meta":${meta},"position":${fields.position},"recorded_at":${JSON.stringify(recorded_at)},"revision":${fields.revision},"stream":${JSON.stringify(fields.stream)},"type":${JSON.stringify(fields.type)}}`;
+      if (!text.endsWith(rest)) throw new Error('not chained as cut');
+      rows.push(
+        `{"d":${text.slice(8, text.length - rest.length)},"m":${meta},"r":${e.revision},"s":${JSON.stringify(e.stream)},"t":${JSON.stringify(e.type)}}`,
+      );
+      hashes.push(Buffer.from(hash, 'hex'));
+      kept.push({ ...fields, prev_hash: prev, hash });
+      prev = hash;
+    });
+    return [rows.join(','), Buffer.concat(hashes), kept];
+  };
+  // The append now: the data's text written once (canonical order: the runtime's serialiser), one
+  // meta's text for all, hashes as bytes into one buffer.
+  const meta = { actor: 'ops', kid: 'k1' };
+  const appendNow = () => {
+    const rows: string[] = [];
+    const hashes = Buffer.allocUnsafe((stamps.length + 1) * 32);
+    const kept: object[] = [];
+    const metaText = canonicalJson(meta);
+    let prev: Uint8Array = Buffer.from(genesis, 'hex');
+    let prevHex = genesis;
+    stamps.forEach((e, i) => {
+      const data = canonicalJson(e.ordered);
+      const bytes = chainHashBytes(prev, chainedTextOf(data, metaText, { position: i + 1, stream: e.stream, revision: e.revision, type: e.type, recorded_at }));
+      hashes.set(bytes, (i + 1) * 32);
+      rows.push(`{"d":${data},"m":${metaText},"r":${e.revision},"s":${JSON.stringify(e.stream)},"t":${JSON.stringify(e.type)}}`);
+      const hash = bytes.toString('hex');
+      kept.push({ position: i + 1, stream: e.stream, revision: e.revision, type: e.type, data: e.ordered, meta, recorded_at, prev_hash: prevHex, hash });
+      prev = bytes;
+      prevHex = hash;
+    });
+    return [rows.join(','), hashes, kept];
+  };
+  const [now, before] = [appendNow(), appendBefore()];
+  if (now[0] !== before[0] || (now[1] as Buffer).subarray(32).toString('hex') !== (before[1] as Buffer).toString('hex'))
+    throw new Error('the two appends write different rows or hashes');
   return [
+    {
+      what: "a stamp's data as canonical JSON",
+      chosen: 'canonical order',
+      other: 'walked',
+      n: 100_000,
+      chosenFn: (i) => canonicalJson(stamps[i % stamps.length].ordered),
+      otherFn: (i) => canonicalJson(stamps[i % stamps.length].inserted),
+    },
+    {
+      what: "10,000 stamps' chain hashes and rows (ledger append)",
+      chosen: 'data written once',
+      other: 'cut from the chain text',
+      n: 10,
+      chosenFn: appendNow,
+      otherFn: appendBefore,
+    },
     {
       what: 'tar archive of 20,000 blobs (retectl publish)',
       chosen: 'ustar writer',

@@ -20,6 +20,43 @@ describe('canonical JSON', () => {
     expect(() => canonicalJson({ f: () => 1 })).toThrow('$.f');
   });
 
+  it('writes data already in canonical order as the general walk does, and the rest that way', () => {
+    // In canonical order: written by the runtime's serialiser; each must be the same text.
+    expect(canonicalJson({ a: [1, { b: null, c: 'é\n' }], d: true, e: -0, f: 1e21 })).toBe('{"a":[1,{"b":null,"c":"é\\n"}],"d":true,"e":0,"f":1e+21}');
+    expect(canonicalJson({ a: undefined, b: [] })).toBe('{"b":[]}');
+    // What JSON.stringify would write otherwise goes the general way: a toJSON is not called, a boxed
+    // string is an object of its characters, a class instance is its own properties.
+    expect(canonicalJson({ a: new Date(0) })).toBe('{"a":{}}');
+    // eslint-disable-next-line @typescript-eslint/no-wrapper-object-types
+    expect(canonicalJson({ a: new String('hi') as String })).toBe('{"a":{"0":"h","1":"i"}}');
+    class Point {
+      constructor(
+        readonly x: number,
+        readonly y: number,
+      ) {}
+    }
+    expect(canonicalJson(new Point(1, 2))).toBe('{"x":1,"y":2}');
+    // Integer-like keys, which an object lists first, are sorted as text.
+    expect(canonicalJson({ 2: 'b', 10: 'a' })).toBe('{"10":"a","2":"b"}');
+    // Refusals are the general walk's, naming where, though the keys are in order.
+    expect(() => canonicalJson({ a: [1, undefined] })).toThrow('unsupported undefined at $.a[1]');
+    expect(() => canonicalJson({ a: [1, , 3] })).toThrow('$.a[1]');
+    expect(() => canonicalJson({ a: 1, b: Infinity })).toThrow('non-finite number at $.b');
+    expect(() => canonicalJson({ a: 10n })).toThrow('unsupported bigint at $.a');
+    expect(() => canonicalJson({ a: Symbol('s') })).toThrow('unsupported symbol at $.a');
+  });
+
+  it('writes any JSON value in canonical order exactly as in any other order', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        // Parsed from canonical text, objects hold their keys in canonical order (but integer-like ones).
+        const ordered: unknown = JSON.parse(canonicalJson(value));
+        const shuffled = reorder(ordered);
+        expect(canonicalJson(ordered)).toBe(canonicalJson(shuffled));
+      }),
+    );
+  });
+
   it('does not depend on the order keys were inserted in', () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (dict) => {
@@ -122,3 +159,15 @@ describe('set digest', () => {
     expect(EMPTY_SET_DIGEST).toBe(sha256Hex('[]'));
   });
 });
+
+/** The same value with every object's keys inserted in reverse order. */
+function reorder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reorder);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reorder(v)]),
+    );
+  return value;
+}

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
 import { sha256Hex } from './digest.js';
 
@@ -37,4 +38,24 @@ export function chainedText(event: ChainedFields): string {
 /** The chain hash of an event whose chainedText is `text`. */
 export function chainHashOf(prevHash: string, text: string): string {
   return sha256Hex(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(text, 'utf8')]));
+}
+
+/**
+ * chainedText from the canonical text of the event's data and meta, already written: a ledger append
+ * writes each event's data once, for its row and its chain text alike, and a publish's thousands of
+ * events share one meta. The other fields' keys are fixed, so their order is written out here; the
+ * result is chainedText's, byte for byte (chain.unit.spec.ts holds them to it).
+ */
+export function chainedTextOf(data: string, meta: string, event: Omit<ChainedFields, 'data' | 'meta'>): string {
+  if (!Number.isSafeInteger(event.position) || !Number.isSafeInteger(event.revision))
+    throw new TypeError(`a ledger event's position and revision are integers, not ${event.position} and ${event.revision}`);
+  return (
+    `{"data":${data},"meta":${meta},"position":${event.position},"recorded_at":${JSON.stringify(event.recorded_at)}` +
+    `,"revision":${event.revision},"stream":${JSON.stringify(event.stream)},"type":${JSON.stringify(event.type)}}`
+  );
+}
+
+/** chainHashOf with the hashes as bytes, as the append path keeps them: no hex parsed or written. */
+export function chainHashBytes(prevHash: Uint8Array, text: string): Buffer {
+  return createHash('sha256').update(prevHash).update(text, 'utf8').digest();
 }

@@ -136,10 +136,10 @@ export class LedgerWriter {
           const decision = decide(command, heads, { publishId });
           await options.admit?.(trx, governedBy(decision));
           // A stamp names the key its bundle is signed with: the trust head's signer, read under the lock.
-          const inputs = decision.events.map((event) => ({
-            event,
-            meta: event.type === 'node_set_stamped' ? { actor: options.actor, kid: trust.signingKid } : { actor: options.actor },
-          }));
+          // One meta object for each kind, so the append writes its text once for the publish.
+          const stampMeta = { actor: options.actor, kid: trust.signingKid };
+          const otherMeta = { actor: options.actor };
+          const inputs = decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? stampMeta : otherMeta }));
           return { inputs, result: { decision, allHeads, head } };
         },
         (events) => this.project(trx, events),

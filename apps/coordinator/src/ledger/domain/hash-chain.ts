@@ -1,8 +1,8 @@
-import { chainHash, chainHashOf, chainedText, type ChainedFields } from '#bundle';
+import { chainHash, chainHashBytes, chainHashOf, chainedText, chainedTextOf, type ChainedFields } from '#bundle';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-export { chainHash, chainHashOf, chainedText, type ChainedFields };
+export { chainHash, chainHashBytes, chainHashOf, chainedText, chainedTextOf, type ChainedFields };
 
 export type ChainVerdict =
   { readonly ok: true; readonly position: number; readonly hash: string } | { readonly ok: false; readonly position: number; readonly reason: string };

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { HASH_SIZE, canonicalJson } from '#bundle';
 import type { Database } from '../../db/index.js';
-import { chainHashOf, chainedText } from '../domain/hash-chain.js';
+import { chainHashBytes, chainedTextOf } from '../domain/hash-chain.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import type { LedgerHead } from './read-head.js';
 import type { StoredEvent } from './ledger-row.js';
@@ -28,30 +28,45 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
   const recorded_at = recordedAt.toISOString();
   const stored: StoredEvent[] = [];
   const sent: Promise<void>[] = [];
-  let prev = head;
+  const metaText = sharedText();
+  let position = head.position;
+  let prevHex = head.hash;
+  let prev: Uint8Array = Buffer.from(head.hash, 'hex');
   for (let i = 0; i < inputs.length; i += CHUNK) {
-    const first = prev;
+    const before = position;
+    const count = Math.min(CHUNK, inputs.length - i);
     const rows: string[] = [];
-    const hashes: Buffer[] = [Buffer.from(first.hash, 'hex')];
-    for (const { event, meta } of inputs.slice(i, i + CHUNK)) {
-      const fields = {
-        position: prev.position + 1,
+    // The hash before the chunk, then each row's.
+    const hashes = Buffer.allocUnsafe((count + 1) * HASH_SIZE);
+    hashes.set(prev, 0);
+    for (let j = 0; j < count; j++) {
+      const { event, meta } = inputs[i + j];
+      position += 1;
+      const data = canonicalJson(event.data);
+      const metaJson = metaText(meta);
+      const hashBytes = chainHashBytes(
+        prev,
+        chainedTextOf(data, metaJson, { position, stream: event.stream, revision: event.revision, type: event.type, recorded_at }),
+      );
+      hashes.set(hashBytes, (j + 1) * HASH_SIZE);
+      rows.push(ledgerRow(data, metaJson, event));
+      const hash = hashBytes.toString('hex');
+      // The event's own type and data, so its kind of stored event.
+      stored.push({
+        position,
         stream: event.stream,
         revision: event.revision,
         type: event.type,
-        data: event.data as Record<string, unknown>,
+        data: event.data,
         meta,
         recorded_at,
-      };
-      const text = chainedText(fields);
-      const hash = chainHashOf(prev.hash, text);
-      rows.push(ledgerRow(text, fields));
-      hashes.push(Buffer.from(hash, 'hex'));
-      // The event's own type and data, so its kind of stored event.
-      stored.push({ ...fields, prev_hash: prev.hash, hash } as StoredEvent);
-      prev = { position: fields.position, hash };
+        prev_hash: prevHex,
+        hash,
+      } as StoredEvent);
+      prev = hashBytes;
+      prevHex = hash;
     }
-    sent.push(sendRows(trx, first.position, recorded_at, rows, Buffer.concat(hashes)));
+    sent.push(sendRows(trx, before, recorded_at, rows, hashes));
     // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
@@ -67,23 +82,29 @@ function sendRows(trx: Transaction<Database>, before: number, recordedAt: string
   return insert;
 }
 
-/** How the chained text of every event begins: its data is the first key. */
-const DATA_KEY = '{"data":';
+/**
+ * The canonical text of each event's meta, written once for a run of events that share one meta
+ * object (a publish's stamps do): the last one's text is kept.
+ */
+function sharedText(): (meta: Record<string, unknown>) => string {
+  let last: Record<string, unknown> | null = null;
+  let text = '';
+  return (meta) => {
+    if (meta !== last) {
+      text = canonicalJson(meta);
+      last = meta;
+    }
+    return text;
+  };
+}
 
 /**
- * A ledger row as PostgreSQL is sent it: what differs from row to row, cut from the very text its
- * chain hash covers, so no event is serialised twice. The chained text is canonical JSON with its keys
- * in order (`data`, `meta`, `position`, `recorded_at`, `revision`, `stream`, `type`): the event's data
- * is the text between the first key and the rest, which is rebuilt here from its small fields and must
- * match. The position, the time and the hashes, the same or one apart on every row, go beside it.
+ * A ledger row as PostgreSQL is sent it: the canonical text of the event's data and meta, the very
+ * texts its chain hash covers, and its small fields. The position, the time and the hashes, the same
+ * or one apart on every row, go beside it.
  */
-function ledgerRow(text: string, fields: { position: number; stream: string; revision: number; type: string; meta: unknown; recorded_at: string }): string {
-  const meta = canonicalJson(fields.meta);
-  const rest =
-    `,"meta":${meta},"position":${fields.position},"recorded_at":${JSON.stringify(fields.recorded_at)}` +
-    `,"revision":${fields.revision},"stream":${JSON.stringify(fields.stream)},"type":${JSON.stringify(fields.type)}}`;
-  if (!text.startsWith(DATA_KEY) || !text.endsWith(rest)) throw new Error(`ledger event ${fields.position} is not chained as the append path reads it`);
-  return `{"d":${text.slice(DATA_KEY.length, text.length - rest.length)},"m":${meta},"r":${fields.revision},"s":${JSON.stringify(fields.stream)},"t":${JSON.stringify(fields.type)}}`;
+function ledgerRow(data: string, meta: string, event: { readonly stream: string; readonly revision: number; readonly type: string }): string {
+  return `{"d":${data},"m":${meta},"r":${event.revision},"s":${JSON.stringify(event.stream)},"t":${JSON.stringify(event.type)}}`;
 }
 
 /**
