@@ -35,6 +35,8 @@ function inCanonicalOrder(value: unknown): boolean {
       return Number.isFinite(value);
     case 'object': {
       if (Array.isArray(value)) {
+        // An array of a class of its own may have a toJSON.
+        if (Object.getPrototypeOf(value) !== Array.prototype) return false;
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
           if (!inCanonicalOrder(item)) return false;

@@ -36,6 +36,12 @@ describe('canonical JSON', () => {
       ) {}
     }
     expect(canonicalJson(new Point(1, 2))).toBe('{"x":1,"y":2}');
+    class Pair extends Array<number> {
+      toJSON(): string {
+        return 'a pair';
+      }
+    }
+    expect(canonicalJson({ a: Pair.from([1, 2]) })).toBe('{"a":[1,2]}');
     // Integer-like keys, which an object lists first, are sorted as text.
     expect(canonicalJson({ 2: 'b', 10: 'a' })).toBe('{"10":"a","2":"b"}');
     // Refusals are the general walk's, naming where, though the keys are in order.
