@@ -3,7 +3,7 @@ import { setDigest, sha256Hex } from '#bundle';
 import type { Database } from '../db/index.js';
 import { verifyLedger } from '../ledger/index.js';
 import { treeObjectSorted, type TreeEntry } from './domain/git-object.js';
-import { authorOf, commitMessage, MirrorTree } from './domain/mirror-tree.js';
+import { authorOf, blobsFrom, commitMessage, MirrorTree } from './domain/mirror-tree.js';
 import type { MirrorPublish } from './domain/publish-group.js';
 import type { AuditRepo, StoredCommit } from './repo/audit-repo.js';
 import { readCheckpoint } from './store/checkpoint.js';
@@ -57,11 +57,11 @@ export async function verifyWithMirror(db: Kysely<Database>, repo: AuditRepo): P
     let publishes = 0;
     let mirroredPosition = 0;
     let headNodes = 0;
-    for await (const { items, blobOf } of publishPages(db, 0)) {
+    for await (const { items, blobs } of publishPages(db, 0)) {
       for (const item of items) {
         if (item.kind !== 'publish') continue;
         const p = item.publish;
-        const { commit } = tree.apply(p, blobOf);
+        const { commit } = tree.apply(p, blobsFrom(blobs, `the publish at ${p.position}`));
         const actual = history[publishes];
         publishes++;
         if (!actual) continue;

@@ -1,8 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/index.js';
 import { readEvents } from '../../ledger/index.js';
-import type { GitObject } from '../domain/git-object.js';
-import { blobsFrom } from '../domain/mirror-tree.js';
 import { PublishGrouper, type GroupItem } from '../domain/publish-group.js';
 import { readLedgerBlobs } from '../../bundles/index.js';
 
@@ -10,7 +8,6 @@ export interface PublishPage {
   readonly items: readonly GroupItem[];
   /** The bodies of the artifacts the page's publishes name, by sha256. */
   readonly blobs: ReadonlyMap<string, Uint8Array>;
-  readonly blobOf: (sha256: string) => GitObject;
 }
 
 /**
@@ -30,8 +27,7 @@ export async function* publishPages(db: Kysely<Database>, after: number, pageSiz
       db,
       items.flatMap((i) => (i.kind === 'publish' ? i.publish.stamps.flatMap((s) => s.artifacts.map((a) => a.sha256)) : [])),
     );
-    const page = `the ledger's page after position ${after}`;
-    yield { items, blobs, blobOf: blobsFrom(blobs, page) };
+    yield { items, blobs };
     if (events.length < pageSize) return;
     after = events[events.length - 1].position;
   }
