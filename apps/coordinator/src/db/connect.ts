@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import { migrations } from '../../../../migrations/index.js';
+import { CopyingClient, copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
 
@@ -33,7 +34,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
  */
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, Client: CopyingClient });
     // An idle pooled connection the server closed (PostgreSQL stopped or restarted) is dropped by the
     // pool, which then emits 'error'; unheard, that would end the process. The next query opens a new
     // connection and fails or succeeds on its own, and /readyz says which.
@@ -50,7 +51,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
     mkdirSync(dir, { recursive: true });
     if (!existsSync(join(dir, 'PG_VERSION'))) await createDataDirApart(dir);
     const pglite = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...pgliteSettings()] });
-    const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    const kysely = new Kysely<Database>({ dialect: new PGliteDialect(copyingEmbedded(pglite)) });
     const close = async () => {
       try {
         await kysely.destroy();
@@ -116,7 +117,7 @@ export async function openMemoryDatabase(loadDataDir?: File | Blob): Promise<Db>
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGliteDialect } = await import('kysely-pglite-dialect');
   const pglite = await PGlite.create(loadDataDir ? { loadDataDir } : {});
-  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(copyingEmbedded(pglite)) });
   return { kysely, kind: 'pglite', pglite, close: () => kysely.destroy() };
 }
 

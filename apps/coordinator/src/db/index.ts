@@ -5,6 +5,7 @@ export { registerBackupRoute } from './backup-http.js';
 export { BatchFlusher } from './batch-flusher.js';
 export { BatchLoader } from './batch-loader.js';
 export { type Change, type ChangeFeed, openChangeFeed } from './change-feed.js';
+export { copyField, copyInto } from './copy-in.js';
 export { type Db, migrateToLatest, openDatabase } from './connect.js';
 export { DataDirError } from './data-dir-lock.js';
 export type { ApiTokensTable, Database, LedgerTable, PackagesTable, RevocationReason, StoredArtifact } from './database.js';

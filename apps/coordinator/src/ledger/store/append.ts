@@ -1,17 +1,19 @@
-import { sql, type Transaction } from 'kysely';
-import { HASH_SIZE, canonicalJson } from '#bundle';
-import type { Database } from '../../db/index.js';
+import type { Transaction } from 'kysely';
+import { canonicalJson } from '#bundle';
+import { copyField, copyInto, type Database } from '../../db/index.js';
 import { chainHashBytes, chainedTextOf } from '../domain/hash-chain.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import type { LedgerHead } from './read-head.js';
 import type { StoredEvent } from './ledger-row.js';
 
 /**
- * Rows per statement. They travel as two parameters (a JSON document and their hashes as bytes), so a
- * statement's text and plan stay the same whatever its rows; the limit only bounds the parameters'
- * size in memory.
+ * Rows per COPY. A chunk is sent while the next is hashed; the limit bounds the chunk's text in
+ * memory.
  */
 const CHUNK = 10_000;
+
+/** The ledger's columns in the order of a COPY line's fields (`ledgerLine`). */
+const COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];
 
 export interface AppendInput {
   readonly event: LedgerEvent;
@@ -33,12 +35,8 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
   let prevHex = head.hash;
   let prev: Uint8Array = Buffer.from(head.hash, 'hex');
   for (let i = 0; i < inputs.length; i += CHUNK) {
-    const before = position;
     const count = Math.min(CHUNK, inputs.length - i);
-    const rows: string[] = [];
-    // The hash before the chunk, then each row's.
-    const hashes = Buffer.allocUnsafe((count + 1) * HASH_SIZE);
-    hashes.set(prev, 0);
+    let lines = '';
     for (let j = 0; j < count; j++) {
       const { event, meta } = inputs[i + j];
       position += 1;
@@ -48,9 +46,8 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
         prev,
         chainedTextOf(data, metaJson, { position, stream: event.stream, revision: event.revision, type: event.type, recorded_at }),
       );
-      hashes.set(hashBytes, (j + 1) * HASH_SIZE);
-      rows.push(ledgerRow(data, metaJson, event));
       const hash = hashBytes.toString('hex');
+      lines += ledgerLine(position, event, data, metaJson, recorded_at, prevHex, hash);
       // The event's own type and data, so its kind of stored event.
       stored.push({
         position,
@@ -66,7 +63,7 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
       prev = hashBytes;
       prevHex = hash;
     }
-    sent.push(sendRows(trx, before, recorded_at, rows, hashes));
+    sent.push(sendRows(trx, lines));
     // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
@@ -75,9 +72,9 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
   return stored;
 }
 
-/** Starts inserting rows; its failure is the caller's to await, and not unhandled meanwhile. */
-function sendRows(trx: Transaction<Database>, before: number, recordedAt: string, rows: readonly string[], hashes: Buffer): Promise<void> {
-  const insert = insertRows(trx, before, recordedAt, rows, hashes);
+/** Starts copying rows in; its failure is the caller's to await, and not unhandled meanwhile. */
+function sendRows(trx: Transaction<Database>, lines: string): Promise<void> {
+  const insert = trx.executeQuery(copyInto('ledger', COLUMNS, lines)).then(() => undefined);
   insert.catch(() => undefined);
   return insert;
 }
@@ -99,33 +96,21 @@ function sharedText(): (meta: Record<string, unknown>) => string {
 }
 
 /**
- * A ledger row as PostgreSQL is sent it: the canonical text of the event's data and meta, the very
- * texts its chain hash covers, and its small fields. The position, the time and the hashes, the same
- * or one apart on every row, go beside it.
+ * A ledger row as a line of COPY's text format: the canonical text of the event's data and meta, the
+ * very texts its chain hash covers, which PostgreSQL parses into jsonb as it would the same text in a
+ * statement, and its other columns as text. Three statements' ways of sending rows came before
+ * (bench/README.md): nine parameters a row made PostgreSQL parse and plan every statement anew; an
+ * array parameter per column cost as much in escaping its elements; one JSON document of the rows was
+ * parsed whole before each row's fields were taken from it.
  */
-function ledgerRow(data: string, meta: string, event: { readonly stream: string; readonly revision: number; readonly type: string }): string {
-  return `{"d":${data},"m":${meta},"r":${event.revision},"s":${JSON.stringify(event.stream)},"t":${JSON.stringify(event.type)}}`;
-}
-
-/**
- * Inserts rows in one statement: the rows as one JSON array, which PostgreSQL reads into columns, and
- * their hashes as one bytea parameter (the hash before the first row, then each row's), HASH_SIZE
- * bytes each, bound once as a one-row FROM item and cut by offset for both a row's hash and the one
- * before it. A thousand rows of nine parameters each made it parse and plan every
- * statement anew, and `pg` serialise each parameter; an array parameter per column costs as much in
- * escaping its elements (bench/README.md, bench:publish). Parsing the document into jsonb is most of
- * PostgreSQL's work for the rows, so it holds only what differs from row to row: a row's position is
- * the one before the statement's plus its place, its previous hash the hash before it. Read as jsonb,
- * each event's data is taken from the document as it is; as json, each one's data was parsed a second
- * time.
- */
-async function insertRows(trx: Transaction<Database>, before: number, recordedAt: string, rows: readonly string[], hashes: Buffer): Promise<void> {
-  if (hashes.length !== (rows.length + 1) * HASH_SIZE) throw new Error(`ledger rows and their hashes differ in number`);
-  await sql`INSERT INTO ledger (position, stream, revision, type, data, meta, recorded_at, prev_hash, hash)
-    SELECT ${before}::bigint + e.n, e.s, e.r, e.t, e.d, e.m, ${recordedAt}::timestamptz,
-      encode(substring(k.h FROM (e.n::integer - 1) * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex'),
-      encode(substring(k.h FROM e.n::integer * ${HASH_SIZE} + 1 FOR ${HASH_SIZE}), 'hex')
-    FROM (SELECT ${hashes}::bytea AS h) AS k, ROWS FROM (jsonb_to_recordset(${`[${rows.join(',')}]`}::jsonb) AS (d jsonb, m jsonb, r integer, s text, t text)) WITH ORDINALITY AS e(d, m, r, s, t, n)`.execute(
-    trx,
-  );
+function ledgerLine(
+  position: number,
+  event: { readonly stream: string; readonly revision: number; readonly type: string },
+  data: string,
+  meta: string,
+  recordedAt: string,
+  prevHash: string,
+  hash: string,
+): string {
+  return `${position}\t${copyField(event.stream)}\t${event.revision}\t${copyField(event.type)}\t${copyField(data)}\t${copyField(meta)}\t${recordedAt}\t${prevHash}\t${hash}\n`;
 }
