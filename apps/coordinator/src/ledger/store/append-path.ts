@@ -1,10 +1,10 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/index.js';
 import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
-import { appendEvents, type AppendInput } from './append.js';
+import { sendEvents, settledInOrder, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';
 import { lockLedger } from './lock.js';
-import { extendTree } from './tree.js';
+import { growTree, readTreeGrowth } from './tree.js';
 import { nextRecordedAt, readLedgerHead, type LedgerHead } from './read-head.js';
 
 /** What a writer decides its events from: the ledger head and signing trust read under the lock. */
@@ -44,14 +44,17 @@ export async function appendUnderLock<T>(
   const { inputs, result, trustAfter, recordedAt } = await decide({ head, trust });
   if (inputs.length === 0) return { stored: [], result };
   const at = recordedAt ?? (await nextRecordedAt(trx));
-  const stored = await appendEvents(trx, head, inputs, at);
   // The Merkle tree grows with the chain, in the same transaction: a rolled-back append leaves neither.
-  await extendTree(
+  // What it reads is read first, so that its hashes are computed while PostgreSQL writes the rows, and
+  // its statements and the read models' follow the rows on the transaction's connection.
+  const growth = await readTreeGrowth(trx, head.position, inputs.length);
+  const { stored, written } = await sendEvents(trx, head, inputs, at);
+  const grown = growTree(
     trx,
-    head.position,
+    growth,
     stored.map((e) => e.hash),
   );
-  await project(stored);
+  await settledInOrder([written, grown, project(stored)]);
   await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };
 }

@@ -2,11 +2,13 @@ import { sql, type Kysely } from 'kysely';
 import { canonicalJson, sha256Hex } from '#bundle';
 import { testDatabases } from '../../../../../test/support/databases.js';
 import type { Database, Db } from '../../db/index.js';
+import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { project } from '../../projections/project.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import { appendEvents, type AppendInput } from './append.js';
 import { readLedgerHead } from './read-head.js';
-import { extendTree, readTreeRoot, treeSize } from './tree.js';
+import { readTreeRoot, treeSize } from './tree.js';
+import { appendUnderLock } from './append-path.js';
 import { verifyLedger } from './verify.js';
 
 /**
@@ -109,18 +111,22 @@ function secondPublish(): LedgerEvent[] {
   ];
 }
 
-/** The append path's writes, as appendUnderLock makes them, in one transaction. */
+/** The signing trust, which these rows do not depend on: no checkpoint is signed here. */
+const unsigned: CheckpointSigner = {
+  trustUnderLock: async () => ({ version: 1, signingKid: 'kid-"1"', doc: {} as TrustHead['doc'], document: '{}', digest: '' }),
+  stampCheckpoint: async () => undefined,
+};
+
+/** The append path's writes in one transaction: the rows, the tree and the read models. */
 async function append(db: Kysely<Database>, events: readonly LedgerEvent[]): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const head = await readLedgerHead(trx);
-    const stored = await appendEvents(trx, head, inputsOf(events), AT);
-    await extendTree(
+  await db.transaction().execute((trx) =>
+    appendUnderLock(
       trx,
-      head.position,
-      stored.map((e) => e.hash),
-    );
-    await project(trx, stored);
-  });
+      unsigned,
+      async () => ({ inputs: inputsOf(events), result: null, recordedAt: AT }),
+      (stored) => project(trx, stored),
+    ),
+  );
 }
 
 /** sha256 of a table's rows, every column as PostgreSQL writes it as text (times in UTC): the same on both databases. */
@@ -173,10 +179,11 @@ describe.each(testDatabases)('the rows an append writes, on $name', (database) =
     expect(await verifyLedger(db.kysely)).toEqual({ ok: true, position: NODES + 5, hash: second.head });
 
     // A publish whose last event collides with one the ledger holds (a stream revision taken), past the
-    // first statement's rows: the whole append is rolled back, the rows already sent included.
+    // first statement's rows: the whole append is rolled back, the rows already sent included. The error
+    // is the rows' own, not that of the tree's or the read models' statements sent after them.
     const id = publishId(3);
     const stamps = Array.from({ length: NODES }, (_, i) => stamp(nodeName(i), i === NODES - 1 ? 1 : 3, id));
-    await expect(append(db.kysely, [...stamps, record(id, [])])).rejects.toThrow(/ledger_stream_revision_key/);
+    await expect(append(db.kysely, [...stamps, record(id, [])])).rejects.toThrow('duplicate key value violates unique constraint "ledger_stream_revision_key"');
     expect(await state(db.kysely)).toEqual(second);
     expect(await treeSize(db.kysely)).toBe(NODES + 5);
 

@@ -27,9 +27,27 @@ export interface AppendInput {
  * events (tree.ts) is extended by the append path, not here.
  */
 export async function appendEvents(trx: Transaction<Database>, head: LedgerHead, inputs: readonly AppendInput[], recordedAt: Date): Promise<StoredEvent[]> {
+  const { stored, written } = await sendEvents(trx, head, inputs, recordedAt);
+  await written;
+  return stored;
+}
+
+/**
+ * `appendEvents` without waiting for the rows: resolves once every event is hashed and its rows sent,
+ * with the stored events and `written`, which settles when PostgreSQL has written all the rows (or
+ * with the first refusal). Statements the caller sends after it run after the rows on the
+ * transaction's connection; should the rows be refused, they fail in the aborted transaction, and
+ * `written` holds the cause.
+ */
+export async function sendEvents(
+  trx: Transaction<Database>,
+  head: LedgerHead,
+  inputs: readonly AppendInput[],
+  recordedAt: Date,
+): Promise<{ readonly stored: StoredEvent[]; readonly written: Promise<void> }> {
   const recorded_at = recordedAt.toISOString();
   const stored: StoredEvent[] = [];
-  const sent: Promise<void>[] = [];
+  const sent: Promise<unknown>[] = [];
   const metaText = sharedText();
   let position = head.position;
   let prevHex = head.hash;
@@ -67,14 +85,29 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
     // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  // In order, so a failure is the statement's own, not the aborted transaction the next ones met.
-  for (const insert of sent) await insert;
-  return stored;
+  return { stored, written: settledInOrder(sent) };
 }
 
-/** Starts copying rows in; its failure is the caller's to await, and not unhandled meanwhile. */
-function sendRows(trx: Transaction<Database>, lines: string): Promise<void> {
-  const insert = trx.executeQuery(copyInto('ledger', COLUMNS, lines)).then(() => undefined);
+/**
+ * Settles when all have, with the first failure in their order: a failure is the statement's own,
+ * not the aborted transaction the ones after it met. None of them, nor the whole, is unhandled
+ * meanwhile: the caller awaits the whole.
+ */
+export function settledInOrder(sent: readonly Promise<unknown>[]): Promise<void> {
+  for (const s of sent) s.catch(() => undefined);
+  const all = (async () => {
+    for (const s of sent) await s;
+  })();
+  all.catch(() => undefined);
+  return all;
+}
+
+/**
+ * Starts copying rows in; its failure is the caller's to await (settledInOrder), and not unhandled
+ * while the next rows are hashed.
+ */
+function sendRows(trx: Transaction<Database>, lines: string): Promise<unknown> {
+  const insert = trx.executeQuery(copyInto('ledger', COLUMNS, lines));
   insert.catch(() => undefined);
   return insert;
 }

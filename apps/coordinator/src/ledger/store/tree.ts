@@ -64,15 +64,46 @@ export async function readChainHashes(db: Kysely<Database>, first: number, count
  * hashes given, that is all it does: the tree catches up to the first `size` events.
  */
 export async function extendTree(db: Kysely<Database>, size: number, chainHashes: readonly string[] = []): Promise<void> {
+  await growTree(db, await readTreeGrowth(db, size, chainHashes.length), chainHashes);
+}
+
+/** What extending the tree by `count` events after the first `size` reads from the database. */
+export interface TreeGrowth {
+  /** How many events the tree covered. */
+  readonly from: number;
+  /** The chain hashes of the events before `size` that it did not cover. */
+  readonly behind: readonly string[];
+  /** The left siblings the new leaves' subtrees need. */
+  readonly read: HashRead;
+  readonly count: number;
+}
+
+/**
+ * Reads what `growTree` needs to extend the tree by `count` events after the first `size`: the append
+ * path reads it before it sends the events' rows, so that the new hashes are computed while
+ * PostgreSQL writes those rows (a read sent after them would wait for them).
+ */
+export async function readTreeGrowth(db: Kysely<Database>, size: number, count: number): Promise<TreeGrowth> {
   const from = await treeSize(db);
   if (from > size) throw new Error(`the ledger tree covers ${from} events, more than the ${size} before this append`);
-  const hashes = [...(await readChainHashes(db, from + 1, size - from)), ...chainHashes];
+  const behind = await readChainHashes(db, from + 1, size - from);
+  const read = await readTreeHashes(db, appendCoords(from, behind.length + count));
+  return { from, behind, read, count };
+}
+
+/**
+ * Extends the tree as `growth` read it by the events whose chain hashes are given, one for each event
+ * it was read for. The hashes are computed before the first await; the statements that store them
+ * follow any the caller sent before.
+ */
+export async function growTree(db: Kysely<Database>, growth: TreeGrowth, chainHashes: readonly string[]): Promise<void> {
+  if (chainHashes.length !== growth.count) throw new Error(`the ledger tree was read for ${growth.count} new events, not ${chainHashes.length}`);
+  const hashes = [...growth.behind, ...chainHashes];
   if (hashes.length === 0) return;
-  const read = await readTreeHashes(db, appendCoords(from, hashes.length));
   const made = appendLeaves(
-    from,
+    growth.from,
     hashes.map((h) => leafHash(Buffer.from(h, 'hex'))),
-    read,
+    growth.read,
   );
   for (let i = 0; i < made.length; i += INSERT_CHUNK) await insertHashes(db, made.slice(i, i + INSERT_CHUNK));
 }
