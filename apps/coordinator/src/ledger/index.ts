@@ -10,6 +10,7 @@ export type { Ineligible } from './domain/ledger.decider.js';
 export type {
   IdentityRecorded,
   IneligibleNode,
+  LedgerEvent,
   NodeSetStamped,
   PackagePushed,
   PublishKind,

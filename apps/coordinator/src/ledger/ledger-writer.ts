@@ -12,7 +12,7 @@ import { governedBy } from './domain/changed-nodes.js';
 import type { IdentityRecorded } from './domain/ledger.events.js';
 import { decidePackagePush, type PushedPackage } from './domain/package.decider.js';
 import { LedgerAppended } from './ledger-appended.event.js';
-import { appendUnderLock } from './store/append-path.js';
+import { appendUnderLock, type AppendProjection } from './store/append-path.js';
 import { recordIdentity } from './store/record-identity.js';
 import { loadDecisionInput, type LedgerRequest } from './store/decision-input.js';
 import { advanceHeads, HeadsMemo, type HeadsSnapshot } from './store/heads-memo.js';
@@ -29,7 +29,6 @@ import {
   type LedgerBlobs,
   type RecordedPackages,
 } from './ledger-ports.js';
-import type { StoredEvent } from './store/ledger-row.js';
 import { readLedgerHead, readStreamRevision } from './store/read-head.js';
 
 export interface WriteOptions {
@@ -142,7 +141,7 @@ export class LedgerWriter {
           const inputs = decision.events.map((event) => ({ event, meta: event.type === 'node_set_stamped' ? stampMeta : otherMeta }));
           return { inputs, result: { decision, allHeads, head } };
         },
-        (events) => this.project(trx, events),
+        this.projectionFor(trx),
       );
       const { decision, allHeads, head } = decided;
       if (stored.length === 0) {
@@ -221,7 +220,7 @@ export class LedgerWriter {
           await this.blobs.put(trx, pushed.sha256, content);
           return { inputs: [{ event: decision.event, meta: { actor } }], result: null };
         },
-        (events) => this.project(trx, events),
+        this.projectionFor(trx),
       );
       return stored.length > 0 ? { created: true, position: stored[0].position } : { created: false, position: recorded as number };
     });
@@ -245,8 +244,13 @@ export class LedgerWriter {
   }
 
   /** Read models move in the appending transaction: a write with no projection registered is refused, not half done. */
-  private async project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
-    if (!this.projection) throw new Error('no read-model projection is registered with the ledger writer');
-    await this.projection.project(trx, events);
+  /** The registered read models, as an append inside `trx` asks them to follow it. */
+  private projectionFor(trx: Transaction<Database>): AppendProjection {
+    const projection = this.projection;
+    if (!projection) throw new Error('no read-model projection is registered with the ledger writer');
+    return {
+      stamps: (run, decided) => projection.projectStamps(trx, run, decided),
+      rest: (stored) => projection.project(trx, stored, true),
+    };
   }
 }

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/index.js';
-import { type LedgerProjection, type PublishRecorded, type StoredEvent, type StoredOf, bundleEtag, headsAtPublish } from '../ledger/index.js';
+import { type LedgerEvent, type LedgerProjection, type PublishRecorded, type StoredEvent, type StoredOf, bundleEtag, headsAtPublish } from '../ledger/index.js';
 import { projectRollouts } from './rollouts.projection.js';
 
 const CHUNK = 1000;
@@ -12,12 +12,11 @@ const STAMPS_CHUNK = 10_000;
  * a read model never shows what the ledger does not hold. Events of one publish must arrive together: a node version row takes its message from
  * the publish record that closes the group.
  */
-export async function project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
+export async function project(trx: Transaction<Database>, events: readonly StoredEvent[], stampsProjected = false): Promise<void> {
   await projectPackages(trx, events);
   await projectRollouts(trx, events);
-  const records = new Map<string, PublishRecorded['data']>();
-  for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id, e.data);
-  const stamps = events.filter((e): e is StoredOf<'node_set_stamped'> => e.type === 'node_set_stamped');
+  const records = recordsOf(events);
+  const stamps = stampsProjected ? [] : stampsOf(events);
   if (stamps.length === 0 && records.size === 0 && !events.some((e) => e.type === 'publish_confirmed')) return;
 
   for (let i = 0; i < stamps.length; i += STAMPS_CHUNK) await projectStamps(trx, stamps.slice(i, i + STAMPS_CHUNK), records);
@@ -44,6 +43,27 @@ export async function project(trx: Transaction<Database>, events: readonly Store
       .execute();
   }
 }
+
+/**
+ * The stamps among `run`, a run of appended events, ahead of the rest of its append (`project` with
+ * `stampsProjected`): each publish's message and confirmation window come from its record among
+ * `decided`, every event of the append.
+ */
+export async function projectStampRun(trx: Transaction<Database>, run: readonly StoredEvent[], decided: readonly LedgerEvent[]): Promise<void> {
+  const stamps = stampsOf(run);
+  if (stamps.length === 0) return;
+  const records = recordsOf(decided);
+  for (let i = 0; i < stamps.length; i += STAMPS_CHUNK) await projectStamps(trx, stamps.slice(i, i + STAMPS_CHUNK), records);
+}
+
+function recordsOf(events: readonly (StoredEvent | LedgerEvent)[]): Map<string, PublishRecorded['data']> {
+  const records = new Map<string, PublishRecorded['data']>();
+  for (const e of events) if (e.type === 'publish_recorded') records.set(e.data.publish_id, e.data);
+  return records;
+}
+
+const stampsOf = (events: readonly StoredEvent[]): StoredOf<'node_set_stamped'>[] =>
+  events.filter((e): e is StoredOf<'node_set_stamped'> => e.type === 'node_set_stamped');
 
 /**
  * Each stamp's node version and its node's head, in one statement that reads the stamps from the
@@ -124,8 +144,12 @@ async function projectPackages(trx: Transaction<Database>, events: readonly Stor
 
 /** The read models as the ledger writer sees them: registered with it by the projections module. */
 export class ReadModelProjection implements LedgerProjection {
-  project(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void> {
-    return project(trx, events);
+  project(trx: Transaction<Database>, events: readonly StoredEvent[], stampsProjected?: boolean): Promise<void> {
+    return project(trx, events, stampsProjected);
+  }
+
+  projectStamps(trx: Transaction<Database>, run: readonly StoredEvent[], decided: readonly LedgerEvent[]): Promise<void> {
+    return projectStampRun(trx, run, decided);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/index.js';
+import type { LedgerEvent } from '../domain/ledger.events.js';
 import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { sendEvents, settledInOrder, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';
@@ -24,6 +25,17 @@ export interface Decided<T> {
 }
 
 /**
+ * How the read models follow an append (LedgerProjection, bound to the transaction). The stamps of each
+ * run of events are projected as soon as the run's rows are sent, everything else once all are.
+ */
+export interface AppendProjection {
+  stamps(run: readonly StoredEvent[], decided: readonly LedgerEvent[]): Promise<void>;
+  rest(stored: readonly StoredEvent[]): Promise<void>;
+}
+
+const NO_PROJECTION: AppendProjection = { stamps: async () => {}, rest: async () => {} };
+
+/**
  * The one path events take into the ledger, inside the caller's transaction: take the lock, read
  * the signing trust under it (a key rotation is wholly before this append or after it) and the
  * head, let the caller decide its events from them, append them chained to the head and grow the
@@ -36,7 +48,7 @@ export async function appendUnderLock<T>(
   trx: Transaction<Database>,
   signer: CheckpointSigner,
   decide: (at: AppendContext) => Promise<Decided<T>>,
-  project: (stored: readonly StoredEvent[]) => Promise<void> = async () => {},
+  project: AppendProjection = NO_PROJECTION,
 ): Promise<{ readonly stored: readonly StoredEvent[]; readonly result: T }> {
   await lockLedger(trx);
   const trust = await signer.trustUnderLock(trx);
@@ -46,15 +58,17 @@ export async function appendUnderLock<T>(
   const at = recordedAt ?? (await nextRecordedAt(trx));
   // The Merkle tree grows with the chain, in the same transaction: a rolled-back append leaves neither.
   // What it reads is read first, so that its hashes are computed while PostgreSQL writes the rows, and
-  // its statements and the read models' follow the rows on the transaction's connection.
+  // its statements follow the rows on the transaction's connection. So do each run's stamps' heads
+  // and versions, and then the rest of the read models.
   const growth = await readTreeGrowth(trx, head.position, inputs.length);
-  const { stored, written } = await sendEvents(trx, head, inputs, at);
+  const decided = inputs.map((i) => i.event);
+  const { stored, written } = await sendEvents(trx, head, inputs, at, (run) => project.stamps(run, decided));
   const grown = growTree(
     trx,
     growth,
     stored.map((e) => e.hash),
   );
-  await settledInOrder([written, grown, project(stored)]);
+  await settledInOrder([written, grown, project.rest(stored)]);
   await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };
 }

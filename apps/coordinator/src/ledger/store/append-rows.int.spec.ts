@@ -3,7 +3,7 @@ import { canonicalJson, sha256Hex } from '#bundle';
 import { testDatabases } from '../../../../../test/support/databases.js';
 import type { Database, Db } from '../../db/index.js';
 import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
-import { project } from '../../projections/project.js';
+import { project, projectStampRun } from '../../projections/project.js';
 import type { LedgerEvent } from '../domain/ledger.events.js';
 import { appendEvents, type AppendInput } from './append.js';
 import { readLedgerHead } from './read-head.js';
@@ -120,12 +120,10 @@ const unsigned: CheckpointSigner = {
 /** The append path's writes in one transaction: the rows, the tree and the read models. */
 async function append(db: Kysely<Database>, events: readonly LedgerEvent[]): Promise<void> {
   await db.transaction().execute((trx) =>
-    appendUnderLock(
-      trx,
-      unsigned,
-      async () => ({ inputs: inputsOf(events), result: null, recordedAt: AT }),
-      (stored) => project(trx, stored),
-    ),
+    appendUnderLock(trx, unsigned, async () => ({ inputs: inputsOf(events), result: null, recordedAt: AT }), {
+      stamps: (run, decided) => projectStampRun(trx, run, decided),
+      rest: (stored) => project(trx, stored, true),
+    }),
   );
 }
 

@@ -12,6 +12,10 @@ import type { StoredEvent } from './ledger-row.js';
  */
 const CHUNK = 10_000;
 
+/** Events hashed between two turns of the event loop. */
+const TURN = 1_000;
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** The ledger's columns in the order of a COPY line's fields (`ledgerLine`). */
 const COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];
 
@@ -35,7 +39,9 @@ export async function appendEvents(trx: Transaction<Database>, head: LedgerHead,
 /**
  * `appendEvents` without waiting for the rows: resolves once every event is hashed and its rows sent,
  * with the stored events and `written`, which settles when PostgreSQL has written all the rows (or
- * with the first refusal). Statements the caller sends after it run after the rows on the
+ * with the first refusal). `afterRows` is called with each run of events right after its rows are
+ * sent, so its statements follow them; `written` waits for it too, and a failure there is reported
+ * before the rows after it. Statements the caller sends after it run after the rows on the
  * transaction's connection; should the rows be refused, they fail in the aborted transaction, and
  * `written` holds the cause.
  */
@@ -44,6 +50,7 @@ export async function sendEvents(
   head: LedgerHead,
   inputs: readonly AppendInput[],
   recordedAt: Date,
+  afterRows?: (run: readonly StoredEvent[]) => Promise<unknown>,
 ): Promise<{ readonly stored: StoredEvent[]; readonly written: Promise<void> }> {
   const recorded_at = recordedAt.toISOString();
   const stored: StoredEvent[] = [];
@@ -80,26 +87,29 @@ export async function sendEvents(
       } as StoredEvent);
       prev = hashBytes;
       prevHex = hash;
+      // A COPY goes on only when the event loop answers PostgreSQL (its request for the rows, its
+      // readiness for the next): a turn every TURN events keeps it from waiting for a whole chunk's hashing.
+      if (j % TURN === TURN - 1) await turn();
     }
     sent.push(sendRows(trx, lines));
+    if (afterRows) sent.push(quiet(afterRows(stored.slice(i, i + count))));
     // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await turn();
   }
-  return { stored, written: settledInOrder(sent) };
+  return { stored, written: quiet(settledInOrder(sent)) };
 }
 
 /**
- * Settles when all have, with the first failure in their order: a failure is the statement's own,
- * not the aborted transaction the ones after it met. None of them, nor the whole, is unhandled
- * meanwhile: the caller awaits the whole.
+ * Settles when all have, then fails with the first failure in their order: a failure is the
+ * statement's own, not the aborted transaction the ones after it met. Waiting for all matters as
+ * much: the transaction ends when its callback does, so a statement sent after that would run
+ * outside it, on a connection the pool may have given to another. None of them is unhandled
+ * meanwhile.
  */
-export function settledInOrder(sent: readonly Promise<unknown>[]): Promise<void> {
-  for (const s of sent) s.catch(() => undefined);
-  const all = (async () => {
-    for (const s of sent) await s;
-  })();
-  all.catch(() => undefined);
-  return all;
+export async function settledInOrder(sent: readonly Promise<unknown>[]): Promise<void> {
+  const settled = await Promise.allSettled(sent);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**
@@ -107,9 +117,13 @@ export function settledInOrder(sent: readonly Promise<unknown>[]): Promise<void>
  * while the next rows are hashed.
  */
 function sendRows(trx: Transaction<Database>, lines: string): Promise<unknown> {
-  const insert = trx.executeQuery(copyInto('ledger', COLUMNS, lines));
-  insert.catch(() => undefined);
-  return insert;
+  return quiet(trx.executeQuery(copyInto('ledger', COLUMNS, lines)));
+}
+
+/** The promise, its failure not unhandled until someone awaits it. */
+function quiet<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 /**
