@@ -5,7 +5,7 @@ import type { CheckpointSigner, TrustHead } from '../ledger-ports.js';
 import { sendEvents, settledInOrder, type AppendInput } from './append.js';
 import type { StoredEvent } from './ledger-row.js';
 import { lockLedger } from './lock.js';
-import { growTree, readTreeGrowth } from './tree.js';
+import { readTreeGrowth, treeGrower } from './tree.js';
 import { nextRecordedAt, readLedgerHead, type LedgerHead } from './read-head.js';
 
 /** What a writer decides its events from: the ledger head and signing trust read under the lock. */
@@ -57,18 +57,17 @@ export async function appendUnderLock<T>(
   if (inputs.length === 0) return { stored: [], result };
   const at = recordedAt ?? (await nextRecordedAt(trx));
   // The Merkle tree grows with the chain, in the same transaction: a rolled-back append leaves neither.
-  // What it reads is read first, so that its hashes are computed while PostgreSQL writes the rows, and
-  // its statements follow the rows on the transaction's connection. So do each run's stamps' heads
-  // and versions, and then the rest of the read models.
+  // What it reads is read first; then each run of events' tree hashes, and its stamps' heads and
+  // versions, are sent right after the run's rows, so PostgreSQL writes them while the next run is
+  // hashed. The rest of the read models follow.
   const growth = await readTreeGrowth(trx, head.position, inputs.length);
+  const tree = treeGrower(trx, growth);
   const decided = inputs.map((i) => i.event);
-  const { stored, written } = await sendEvents(trx, head, inputs, at, (run) => project.stamps(run, decided));
-  const grown = growTree(
-    trx,
-    growth,
-    stored.map((e) => e.hash),
+  const { stored, written } = await sendEvents(trx, head, inputs, at, (run) =>
+    settledInOrder([tree.run(run.map((e) => e.hash)), project.stamps(run, decided)]),
   );
-  await settledInOrder([written, grown, project.rest(stored)]);
+  await settledInOrder([written, project.rest(stored)]);
+  tree.done();
   await signer.stampCheckpoint(trx, trustAfter ?? trust, recordedAt);
   return { stored, result };
 }

@@ -8,6 +8,7 @@ import {
   openTreeCheckpoint,
   splitOf,
   EMPTY_ROOT,
+  sha256Hex,
   verifyConsistency,
   verifyInclusion,
   inclusionCoords,
@@ -15,7 +16,7 @@ import {
 } from '#bundle';
 import { testDatabases } from '../../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../../test/support/ledger-harness.js';
-import { readTreeHashes, readTreeRoot, treeSize } from './tree.js';
+import { readTreeGrowth, readTreeHashes, readTreeRoot, treeGrower, treeSize } from './tree.js';
 
 // An implementation that is not ours: Sigstore's verifier of transparency-log inclusion proofs and checkpoints.
 const require = createRequire(import.meta.url);
@@ -82,6 +83,31 @@ describe.each(testDatabases)('the ledger Merkle tree on $name', (database) => {
       const proof = consistencyProof(m, n, await readTreeHashes(h.db.kysely, consistencyCoords(m, n)));
       expect(verifyConsistency(m, n, old, root, proof)).toBe(true);
     }
+  });
+
+  it('grows run by run, as an append sends its rows, to the tree it grows to in one piece', async () => {
+    await h.publish({ a: { 'flor.json': 'one' }, b: { 'flor.json': 'one' } });
+    const before = await chain();
+    const hashes = Array.from({ length: 60 }, (_, i) => sha256Hex(`event ${i}`));
+    // Runs that end on odd and even leaves alike, so a left sibling is often one a run before made.
+    const runs = [1, 2, 3, 5, 8, 13, 1, 27];
+    const grower = treeGrower(h.db.kysely, await readTreeGrowth(h.db.kysely, before.length, hashes.length));
+    let at = 0;
+    for (const n of runs) {
+      await grower.run(hashes.slice(at, at + n));
+      at += n;
+    }
+    expect(at).toBe(hashes.length);
+    grower.done();
+    expect(() => grower.done()).not.toThrow();
+    await expect(grower.run([sha256Hex('one more')])).rejects.toThrow('the ledger tree was read for 60 new events, and is given more');
+    const leaves = [...before, ...hashes.map((x) => leafHash(Buffer.from(x, 'hex')))];
+    expect(await treeSize(h.db.kysely)).toBe(leaves.length);
+    for (let size = before.length; size <= leaves.length; size++) expect((await readTreeRoot(h.db.kysely, size)).equals(mth(leaves.slice(0, size)))).toBe(true);
+
+    const short = treeGrower(h.db.kysely, await readTreeGrowth(h.db.kysely, leaves.length, 3));
+    await short.run([sha256Hex('a'), sha256Hex('b')]);
+    expect(() => short.done()).toThrow('the ledger tree was read for 3 new events, and is given 2');
   });
 
   it('catches up with events a replica of an older build appended without the tree', async () => {

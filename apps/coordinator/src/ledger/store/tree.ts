@@ -64,7 +64,9 @@ export async function readChainHashes(db: Kysely<Database>, first: number, count
  * hashes given, that is all it does: the tree catches up to the first `size` events.
  */
 export async function extendTree(db: Kysely<Database>, size: number, chainHashes: readonly string[] = []): Promise<void> {
-  await growTree(db, await readTreeGrowth(db, size, chainHashes.length), chainHashes);
+  const grower = treeGrower(db, await readTreeGrowth(db, size, chainHashes.length));
+  await grower.run(chainHashes);
+  grower.done();
 }
 
 /** What extending the tree by `count` events after the first `size` reads from the database. */
@@ -79,7 +81,7 @@ export interface TreeGrowth {
 }
 
 /**
- * Reads what `growTree` needs to extend the tree by `count` events after the first `size`: the append
+ * Reads what `treeGrower` needs to extend the tree by `count` events after the first `size`: the append
  * path reads it before it sends the events' rows, so that the new hashes are computed while
  * PostgreSQL writes those rows (a read sent after them would wait for them).
  */
@@ -92,20 +94,40 @@ export async function readTreeGrowth(db: Kysely<Database>, size: number, count: 
 }
 
 /**
- * Extends the tree as `growth` read it by the events whose chain hashes are given, one for each event
- * it was read for. The hashes are computed before the first await; the statements that store them
- * follow any the caller sent before.
+ * Extends the tree as `growth` read it run by run: `run` with the chain hashes of the next events
+ * computes their hashes before its first await, and stores them in statements that follow any the
+ * caller sent before; `done` checks that every event it was read for came. A left sibling made by an
+ * earlier run is the last hash made on its level, so that is all kept between runs.
  */
-export async function growTree(db: Kysely<Database>, growth: TreeGrowth, chainHashes: readonly string[]): Promise<void> {
-  if (chainHashes.length !== growth.count) throw new Error(`the ledger tree was read for ${growth.count} new events, not ${chainHashes.length}`);
-  const hashes = [...growth.behind, ...chainHashes];
-  if (hashes.length === 0) return;
-  const made = appendLeaves(
-    growth.from,
-    hashes.map((h) => leafHash(Buffer.from(h, 'hex'))),
-    growth.read,
-  );
-  for (let i = 0; i < made.length; i += INSERT_CHUNK) await insertHashes(db, made.slice(i, i + INSERT_CHUNK));
+export function treeGrower(db: Kysely<Database>, growth: TreeGrowth): { run(chainHashes: readonly string[]): Promise<void>; done(): void } {
+  let at = growth.from;
+  let behind = growth.behind;
+  let left = growth.count;
+  const lastMade = new Map<number, { readonly index: number; readonly hash: Uint8Array }>();
+  const read: HashRead = (c) => {
+    const made = lastMade.get(c.level);
+    return made?.index === c.index ? made.hash : growth.read(c);
+  };
+  return {
+    async run(chainHashes) {
+      if (chainHashes.length > left) throw new Error(`the ledger tree was read for ${growth.count} new events, and is given more`);
+      left -= chainHashes.length;
+      const hashes = [...behind, ...chainHashes];
+      behind = [];
+      if (hashes.length === 0) return;
+      const made = appendLeaves(
+        at,
+        hashes.map((h) => leafHash(Buffer.from(h, 'hex'))),
+        read,
+      );
+      at += hashes.length;
+      for (const m of made) lastMade.set(m.coord.level, { index: m.coord.index, hash: m.hash });
+      for (let i = 0; i < made.length; i += INSERT_CHUNK) await insertHashes(db, made.slice(i, i + INSERT_CHUNK));
+    },
+    done() {
+      if (left !== 0) throw new Error(`the ledger tree was read for ${growth.count} new events, and is given ${growth.count - left}`);
+    },
+  };
 }
 
 /**
