@@ -1,4 +1,4 @@
-/** The database: its tables, the connection, the change feed between replicas, batching helpers, and backup. */
+/** The database: its tables, the connection (with rows copied in by COPY), the change feed between replicas, batching helpers, and backup. */
 export { anyOf } from './any-of.js';
 export { fetchBackup, localBackup, restoreInto } from './backup-cli.js';
 export { registerBackupRoute } from './backup-http.js';
