@@ -59,42 +59,49 @@ export async function sendEvents(
   let position = head.position;
   let prevHex = head.hash;
   let prev: Uint8Array = Buffer.from(head.hash, 'hex');
-  for (let i = 0; i < inputs.length; i += CHUNK) {
-    const count = Math.min(CHUNK, inputs.length - i);
-    let lines = '';
-    for (let j = 0; j < count; j++) {
-      const { event, meta } = inputs[i + j];
-      position += 1;
-      const data = canonicalJson(event.data);
-      const metaJson = metaText(meta);
-      const hashBytes = chainHashBytes(
-        prev,
-        chainedTextOf(data, metaJson, { position, stream: event.stream, revision: event.revision, type: event.type, recorded_at }),
-      );
-      const hash = hashBytes.toString('hex');
-      lines += ledgerLine(position, event, data, metaJson, recorded_at, prevHex, hash);
-      // The event's own type and data, so its kind of stored event.
-      stored.push({
-        position,
-        stream: event.stream,
-        revision: event.revision,
-        type: event.type,
-        data: event.data,
-        meta,
-        recorded_at,
-        prev_hash: prevHex,
-        hash,
-      } as StoredEvent);
-      prev = hashBytes;
-      prevHex = hash;
-      // A COPY goes on only when the event loop answers PostgreSQL (its request for the rows, its
-      // readiness for the next): a turn every TURN events keeps it from waiting for a whole chunk's hashing.
-      if (j % TURN === TURN - 1) await turn();
+  try {
+    for (let i = 0; i < inputs.length; i += CHUNK) {
+      const count = Math.min(CHUNK, inputs.length - i);
+      let lines = '';
+      for (let j = 0; j < count; j++) {
+        const { event, meta } = inputs[i + j];
+        position += 1;
+        const data = canonicalJson(event.data);
+        const metaJson = metaText(meta);
+        const hashBytes = chainHashBytes(
+          prev,
+          chainedTextOf(data, metaJson, { position, stream: event.stream, revision: event.revision, type: event.type, recorded_at }),
+        );
+        const hash = hashBytes.toString('hex');
+        lines += ledgerLine(position, event, data, metaJson, recorded_at, prevHex, hash);
+        // The event's own type and data, so its kind of stored event.
+        stored.push({
+          position,
+          stream: event.stream,
+          revision: event.revision,
+          type: event.type,
+          data: event.data,
+          meta,
+          recorded_at,
+          prev_hash: prevHex,
+          hash,
+        } as StoredEvent);
+        prev = hashBytes;
+        prevHex = hash;
+        // A COPY goes on only when the event loop answers PostgreSQL (its request for the rows, its
+        // readiness for the next): a turn every TURN events keeps it from waiting for a whole chunk's hashing.
+        if (j % TURN === TURN - 1) await turn();
+      }
+      sent.push(sendRows(trx, lines));
+      if (afterRows) sent.push(quiet(afterRows(stored.slice(i, i + count))));
+      // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
+      await turn();
     }
-    sent.push(sendRows(trx, lines));
-    if (afterRows) sent.push(quiet(afterRows(stored.slice(i, i + count))));
-    // A turn of the event loop sends them: the next rows are hashed while PostgreSQL writes these.
-    await turn();
+  } catch (err) {
+    // An event that cannot be written (its data is not JSON): the runs already sent are waited for
+    // before the error ends the transaction, so that none runs after it.
+    await Promise.allSettled(sent);
+    throw err;
   }
   return { stored, written: quiet(settledInOrder(sent)) };
 }
