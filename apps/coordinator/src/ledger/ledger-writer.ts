@@ -243,8 +243,10 @@ export class LedgerWriter {
     return recordIdentity(trx, this.signer, subject, type, data, actor);
   }
 
-  /** Read models move in the appending transaction: a write with no projection registered is refused, not half done. */
-  /** The registered read models, as an append inside `trx` asks them to follow it. */
+  /**
+   * The registered read models, as an append inside `trx` asks them to follow it: they move in the
+   * appending transaction, so a write with no projection registered is refused, not half done.
+   */
   private projectionFor(trx: Transaction<Database>): AppendProjection {
     const projection = this.projection;
     if (!projection) throw new Error('no read-model projection is registered with the ledger writer');
