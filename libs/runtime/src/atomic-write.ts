@@ -31,6 +31,28 @@ export function isTempName(name: string): boolean {
   return /^\..+\.tmp-\d+-[0-9a-f]{8}$/.test(name);
 }
 
+/**
+ * A temp file no writer will rename any more: its name is a temp name, and the process it names wrote
+ * it before this one's current write began (this process) or is gone. A temp of a live process is
+ * its write in flight, which another process sweeping the same folder must leave alone.
+ */
+export function isLeftoverTemp(name: string): boolean {
+  const m = /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/.exec(name);
+  if (!m) return false;
+  const pid = Number(m[1]);
+  return pid === process.pid || !isRunning(pid);
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export function fsyncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {

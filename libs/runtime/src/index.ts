@@ -17,6 +17,7 @@ export { backoffDelay, upperHalfJitter } from './backoff.js';
 export { jsonLineLog, logLevelFrom, silentLog, type Log, type LogLevel, type JsonLineLogOptions } from './json-log.js';
 export {
   fsyncDir,
+  isLeftoverTemp,
   isTempName,
   replaceFileUnsynced,
   symlinkAtomic,

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -196,13 +197,19 @@ describe('file resources on the real filesystem', () => {
     expect(statSync(join(host, 'etc/conf.d')).isDirectory()).toBe(true);
   });
 
-  it('clears the temp file a killed agent left next to a resource', async () => {
+  it("clears the temp file a killed agent left next to a resource, and leaves a live writer's", async () => {
     mkdirSync(join(host, 'etc'), { recursive: true });
-    const stray = join(host, 'etc', '.motd.tmp-12345-0badcafe');
-    writeFileSync(stray, 'half a write');
-    const motd = file('etc/motd', 'hello\n');
-    await pass([motd]);
-    expect(readdirSync(join(host, 'etc'))).toEqual(['motd']);
+    // A process that has exited, and one still running: another agent of this host, mid-write.
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)']);
+    try {
+      writeFileSync(join(host, 'etc', `.motd.tmp-${gone}-0badcafe`), 'half a write');
+      writeFileSync(join(host, 'etc', `.motd.tmp-${live.pid}-5eedf00d`), 'a write in flight');
+      await pass([file('etc/motd', 'hello\n')]);
+      expect(readdirSync(join(host, 'etc')).sort()).toEqual([`.motd.tmp-${live.pid}-5eedf00d`, 'motd']);
+    } finally {
+      live.kill();
+    }
   });
 
   it('deletes a copy of an original that no entry points at any more (a kill after the restore was recorded)', async () => {

@@ -4,7 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileArtifactName, type FileResource, type OriginalFile, type OwnedFiles } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { AgentError } from '../errors.js';
-import { fsyncDir, isTempName, writeFileAtomic, writeFileDurable } from '#runtime';
+import { fsyncDir, isLeftoverTemp, writeFileAtomic, writeFileDurable } from '#runtime';
 import type { UserDb } from './user-db.js';
 
 /** Where the pass keeps its record: owned-files.json and the originals/ copies, both in the state dir. */
@@ -51,7 +51,11 @@ function ensureParents(dir: string): void {
   }
 }
 
-/** Temp files of this path that a killed agent left next to it: the host's folders are not the agent's to litter. */
+/**
+ * Temp files of this path that a killed agent left next to it: the host's folders are not the agent's
+ * to litter. One a live process is writing is left alone: two agents of one host declaring the same
+ * file write it each in turn, and removing the other's temp failed its rename.
+ */
 function sweepTemps(path: string): void {
   const prefix = `.${basename(path)}.tmp-`;
   let names: string[];
@@ -60,7 +64,7 @@ function sweepTemps(path: string): void {
   } catch {
     return;
   }
-  for (const n of names) if (n.startsWith(prefix) && isTempName(n)) rmSync(join(dirname(path), n), { force: true });
+  for (const n of names) if (n.startsWith(prefix) && isLeftoverTemp(n)) rmSync(join(dirname(path), n), { force: true });
 }
 
 /** Temp file in the same folder, owner then mode, fsync, rename, fsync the folder. */
