@@ -14,15 +14,15 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { HASH_SIZE, canonicalJson, sha256Hex } from '#bundle';
 import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
-import { copyField, copyInto } from '../apps/coordinator/src/db/copy-in.js';
+import { copyInto } from '../apps/coordinator/src/db/copy-in.js';
 import type { Database } from '../apps/coordinator/src/db/database.js';
+import { LEDGER_COLUMNS, ledgerLine } from '../apps/coordinator/src/ledger/store/append.js';
 import { parseCli } from './support/cli.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
 const CHUNK = 10_000;
-const COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];
 const RECORDED_AT = '2026-12-04T10:20:30.456Z';
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 
@@ -106,9 +106,8 @@ function sendByCopy(trx: Transaction<Database>, rows: readonly Row[]): Promise<u
   const sent: Promise<unknown>[] = [];
   for (let i = 0; i < rows.length; i += CHUNK) {
     let lines = '';
-    for (const r of rows.slice(i, i + CHUNK))
-      lines += `${r.position}\t${copyField(r.stream)}\t${r.revision}\t${copyField(r.type)}\t${copyField(r.data)}\t${copyField(r.meta)}\t${RECORDED_AT}\t${r.prevHash}\t${r.hash}\n`;
-    sent.push(trx.executeQuery(copyInto('ledger', COLUMNS, lines)));
+    for (const r of rows.slice(i, i + CHUNK)) lines += ledgerLine(r.position, r, r.data, r.meta, RECORDED_AT, r.prevHash, r.hash);
+    sent.push(trx.executeQuery(copyInto('ledger', LEDGER_COLUMNS, lines)));
   }
   return sent;
 }

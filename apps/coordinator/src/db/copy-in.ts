@@ -23,7 +23,7 @@ export class CopyRows {
 
 /**
  * A query that copies rows into a table, for `executeQuery` inside the caller's transaction: both
- * databases' connections recognise its one parameter (`copyingPool`, `copyingEmbedded`) and send the
+ * databases' connections recognise its one parameter (`CopyingClient`, `copyingEmbedded`) and send the
  * rows as COPY data rather than as a parameter.
  */
 export function copyInto(table: string, columns: readonly string[], lines: string): CompiledQuery {

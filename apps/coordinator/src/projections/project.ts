@@ -52,9 +52,13 @@ export async function project(trx: Transaction<Database>, events: readonly Store
 export async function projectStampRun(trx: Transaction<Database>, run: readonly StoredEvent[], decided: readonly LedgerEvent[]): Promise<void> {
   const stamps = stampsOf(run);
   if (stamps.length === 0) return;
-  const records = recordsOf(decided);
+  let records = recordsOfAppend.get(decided);
+  if (!records) recordsOfAppend.set(decided, (records = recordsOf(decided)));
   for (let i = 0; i < stamps.length; i += STAMPS_CHUNK) await projectStamps(trx, stamps.slice(i, i + STAMPS_CHUNK), records);
 }
+
+/** Each append's publish records, collected on its first run rather than once per run (an append of 100,000 stamps has ten). */
+const recordsOfAppend = new WeakMap<readonly LedgerEvent[], Map<string, PublishRecorded['data']>>();
 
 function recordsOf(events: readonly (StoredEvent | LedgerEvent)[]): Map<string, PublishRecorded['data']> {
   const records = new Map<string, PublishRecorded['data']>();

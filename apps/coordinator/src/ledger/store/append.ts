@@ -17,7 +17,7 @@ const TURN = 1_000;
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The ledger's columns in the order of a COPY line's fields (`ledgerLine`). */
-const COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];
+export const LEDGER_COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];
 
 export interface AppendInput {
   readonly event: LedgerEvent;
@@ -124,7 +124,7 @@ export async function settledInOrder(sent: readonly Promise<unknown>[]): Promise
  * while the next rows are hashed.
  */
 function sendRows(trx: Transaction<Database>, lines: string): Promise<unknown> {
-  return quiet(trx.executeQuery(copyInto('ledger', COLUMNS, lines)));
+  return quiet(trx.executeQuery(copyInto('ledger', LEDGER_COLUMNS, lines)));
 }
 
 /** The promise, its failure not unhandled until someone awaits it. */
@@ -157,7 +157,7 @@ function sharedText(): (meta: Record<string, unknown>) => string {
  * array parameter per column cost as much in escaping its elements; one JSON document of the rows was
  * parsed whole before each row's fields were taken from it.
  */
-function ledgerLine(
+export function ledgerLine(
   position: number,
   event: { readonly stream: string; readonly revision: number; readonly type: string },
   data: string,
