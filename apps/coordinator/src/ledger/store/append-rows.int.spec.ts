@@ -12,9 +12,10 @@ import { appendUnderLock } from './append-path.js';
 import { verifyLedger } from './verify.js';
 
 /**
- * The rows an append writes (the ledger's, the Merkle tree's, the node heads and versions) for fixed
- * events at a fixed time, held to digests of what the append path wrote before its rows went in as
- * one array parameter per column: taken from the build before that change, on both databases. A
+ * The rows an append writes (the ledger's, the Merkle tree's, the node heads and versions, the
+ * publishes) for fixed events at a fixed time, held to digests of what the append path wrote before
+ * its rows went in as one array parameter per column: taken from the build before that change, on
+ * both databases (the publishes' from the build before their row was read from the ledger's). A
  * publish larger than one statement's rows, strings that an array literal must escape, and a second
  * publish moving some of the heads again.
  */
@@ -32,6 +33,7 @@ const EXPECTED = {
     heads: '0470350c34cbffb84e37dfcfb781b9a27765fda516a9166d3ecbe93f1925eccf',
     versions: '0923c964a008a1964e35da837aa41d3183d6647fe98e68477a75c74cc33adab8',
     tree: '69da9e6d451ed5b8c5736280db3bc16bddc17ded6c95015afba0e25c58d8a24c',
+    publishes: 'c91112f7cc168a0b33656b4298a18a412a0157ff2becaa3d1878fbad166acfd7',
   },
   second: {
     position: NODES + 5,
@@ -41,6 +43,7 @@ const EXPECTED = {
     heads: 'a12bbea6e15aac1f616eb77f5c193c0be111873d4b18d02a704c9ae0391461f6',
     versions: 'c0d8ba62b5685d413cba20bccb0ae581106f89af89fa146daa376650487bf06d',
     tree: '1cc69a137ccb7eb760b45c6595a098580de1d376d2cd065fee09b54040c0a911',
+    publishes: '629cba76efa68f9d8ada6a49862f078500e8badf5137abb239394adecb61016d',
   },
 };
 
@@ -156,6 +159,11 @@ async function state(db: Kysely<Database>) {
         FROM node_versions ORDER BY node, version`,
     ),
     tree: await rowsDigest(db, `SELECT level::text, idx::text, encode(hash, 'hex') FROM ledger_tree ORDER BY level, idx`),
+    publishes: await rowsDigest(
+      db,
+      `SELECT publish_id, position::text, kind, actor, message, changed::text, unchanged::text, ${utc('recorded_at')}, accepted_ineligible::text
+        FROM publishes ORDER BY position`,
+    ),
   };
 }
 
@@ -207,6 +215,16 @@ describe.each(testDatabases)('the rows an append writes, on $name', (database) =
     await expect(refused).rejects.toThrow(
       `projecting 2 stamps at ledger positions ${NODES + 6}-${NODES + 8} found 3: the stamps given are not a run of the ledger`,
     );
+    expect(await state(db.kysely)).toEqual(second);
+
+    // A publish's row is read from its record's ledger row: a record given at a position the ledger
+    // holds something else at is refused, not projected from that.
+    const misplaced = publishId(6);
+    const moved = db.kysely.transaction().execute(async (trx) => {
+      const stored = await appendEvents(trx, await readLedgerHead(trx), inputsOf([stamp(nodeName(7), 2, misplaced), record(misplaced, [])]), AT);
+      await project(trx, [{ ...stored[1], position: stored[0].position }]);
+    });
+    await expect(moved).rejects.toThrow(`projecting publish ${misplaced} found no record of it at ledger position ${NODES + 6}`);
     expect(await state(db.kysely)).toEqual(second);
   });
 });
