@@ -1,6 +1,7 @@
 import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 import { randomFillSync } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
+import { processRunning } from './process-running.js';
 
 /**
  * Random bytes for temp names, drawn a page at a time: a compile names a staging folder for each of
@@ -27,8 +28,11 @@ export function tempNameFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomHex8()}`);
 }
 
+/** A name tempNameFor makes: `.<name>.tmp-<pid of the writer>-<8 hex digits>`. */
+const TEMP_NAME = /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/;
+
 export function isTempName(name: string): boolean {
-  return /^\..+\.tmp-\d+-[0-9a-f]{8}$/.test(name);
+  return TEMP_NAME.test(name);
 }
 
 /**
@@ -37,20 +41,10 @@ export function isTempName(name: string): boolean {
  * its write in flight, which another process sweeping the same folder must leave alone.
  */
 export function isLeftoverTemp(name: string): boolean {
-  const m = /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/.exec(name);
+  const m = TEMP_NAME.exec(name);
   if (!m) return false;
   const pid = Number(m[1]);
-  return pid === process.pid || !isRunning(pid);
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process runs, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return pid === process.pid || !processRunning(pid);
 }
 
 export function fsyncDir(dir: string): void {

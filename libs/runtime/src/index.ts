@@ -27,4 +27,5 @@ export {
   writeJsonAtomic,
   type FileOwner,
 } from './atomic-write.js';
+export { processRunning } from './process-running.js';
 export { LARGE_WORK, largeWorkBegun, memoryReleases, releaseMemorySoon } from './memory-release.js';

@@ -3,6 +3,7 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rena
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { processRunning } from '#runtime';
 
 /** In the data dir, next to `db/`: whoever holds it is the only process with the embedded database open. */
 export const LOCK_FILE = 'coordinator.lock';
@@ -141,12 +142,7 @@ function readLock(path: string): { holder: LockHolder; ino: number } | null {
 function isRunning(holder: LockHolder, path: string): boolean {
   // Our own pid: this process holds it, or a previous process had the same pid (a container restarted as pid 1).
   if (holder.pid === process.pid) return heldHere.has(path);
-  try {
-    process.kill(holder.pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    // EPERM: the pid runs, as another user.
-  }
+  if (!processRunning(holder.pid)) return false;
   const start = procStart(holder.pid);
   return holder.proc_start === null || start === null || start === holder.proc_start;
 }

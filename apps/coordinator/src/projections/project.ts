@@ -28,8 +28,8 @@ export async function project(trx: Transaction<Database>, events: readonly Store
 
 /**
  * A publish's row, read from its record's ledger row the same transaction wrote, as the stamps are
- * (projectStamps): the record's list of changed nodes is one entry per node, and sent again as a
- * parameter PostgreSQL parsed it a second time (a 100,000-node publish's list took 200-290 ms to bind;
+ * (projectStamps): the record's list of changed nodes has one entry per node, and sent again as a
+ * parameter it was parsed a second time (a 100,000-node publish's list took 200-290 ms to bind;
  * bench/README.md, bench:publish).
  */
 async function projectPublishRecord(trx: Transaction<Database>, e: StoredOf<'publish_recorded'>): Promise<void> {
