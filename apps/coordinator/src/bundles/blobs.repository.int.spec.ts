@@ -47,6 +47,13 @@ describe.each(testDatabases)('the blob store, on $name', (database) => {
       ].sort(),
     );
     expect(await missingBlobs(db.kysely, [absent, blobs[1].sha256, 'NOT-A-DIGEST'])).toEqual(['NOT-A-DIGEST', absent].sort());
+    // Each missing digest once, sorted, however often it was asked; none when all are stored; no query for no digest.
+    const absents = Array.from({ length: 50 }, (_, i) => createHash('sha256').update(`absent ${i}`).digest('hex'));
+    const asked = [...absents, ...blobs.map((b) => b.sha256), ...absents.slice(0, 10), 'NOT-A-DIGEST'];
+    expect(await missingBlobs(db.kysely, asked)).toEqual([...absents, 'NOT-A-DIGEST'].sort());
+    expect(await missingBlobs(db.kysely, [...blobs.map((b) => b.sha256), blobs[3].sha256])).toEqual([]);
+    expect(await missingBlobs(db.kysely, ['b', 'a', 'b'])).toEqual(['a', 'b']);
+    expect(await missingBlobs(db.kysely, [])).toEqual([]);
 
     // A key that is not a sha256 in lower-case hex is refused, and the batch it came in stores nothing.
     const upper = blob(Buffer.from('upper-case key'));
