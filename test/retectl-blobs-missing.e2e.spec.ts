@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { createServer, request, type Server } from 'node:http';
 import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import { CoordinatorClient } from '../apps/retectl/src/client.js';
-import { missingBlobs } from '../apps/retectl/src/commands/publish.js';
+import { ARCHIVE_BLOBS, BLOB_REQUESTS_IN_FLIGHT, missingBlobs, uploadBlobs } from '../apps/retectl/src/commands/publish.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 
@@ -9,7 +10,7 @@ import { Client } from './support/http.js';
  * A fleet of 100,000 nodes with two artifacts each names 200,000 digests: more than one
  * POST /v1/blobs/missing may ask about. retectl asks in slices and puts the answers together.
  */
-describe('retectl asking which blobs are missing, past one request', () => {
+describe('retectl asking which blobs are missing and sending them, past one request', () => {
   let coordinator: CoordinatorProcess;
   let admin: Client;
   beforeAll(async () => {
@@ -44,4 +45,80 @@ describe('retectl asking which blobs are missing, past one request', () => {
     // What the coordinator answers is filtered by what this tree offers.
     expect(await missingBlobs(client, [digests[0], digests[1]], (d) => d === digests[1], 1)).toEqual([digests[1]]);
   });
+
+  it("sends a large tree's blobs in archives, two in flight, and one PUT each where the coordinator has no archive route", async () => {
+    const blobsOf = (n: number, tag: string) =>
+      new Map(
+        Array.from({ length: n }, (_, i) => {
+          const content = Buffer.from(`${tag} ${i} ${randomBytes(8).toString('hex')}\n`);
+          return [createHash('sha256').update(content).digest('hex'), content] as const;
+        }),
+      );
+    const client = (url: string) => new CoordinatorClient({ url, token: coordinator.adminToken! });
+
+    // Through a relay that counts the archive requests open at once.
+    const relay = await startRelay(coordinator.url, false);
+    try {
+      const blobs = blobsOf(2 * ARCHIVE_BLOBS + 5, 'archived');
+      const digests = [...blobs.keys()];
+      let ticks = 0;
+      await uploadBlobs(client(relay.url), digests, blobs, { tick: () => ticks++ });
+      expect(relay.archives).toBe(3);
+      expect(relay.mostArchivesOpen).toBe(BLOB_REQUESTS_IN_FLIGHT);
+      expect(ticks).toBe(blobs.size);
+      expect(await missingBlobs(client(coordinator.url), digests, () => true)).toEqual([]);
+    } finally {
+      await relay.close();
+    }
+
+    // A coordinator that answers the archive route 404, as one from before it did.
+    const old = await startRelay(coordinator.url, true);
+    try {
+      const blobs = blobsOf(25, 'one by one');
+      const digests = [...blobs.keys()];
+      await uploadBlobs(client(old.url), digests, blobs);
+      expect(old.archives).toBeGreaterThanOrEqual(1);
+      expect(old.puts).toBe(blobs.size);
+      expect(await missingBlobs(client(coordinator.url), digests, () => true)).toEqual([]);
+    } finally {
+      await old.close();
+    }
+  });
 });
+
+/** An HTTP relay on loopback to `target`, counting archive uploads and PUTs; with `noArchives`, it answers every archive upload 404. */
+async function startRelay(target: string, noArchives: boolean) {
+  const counts = { archives: 0, puts: 0, archivesOpen: 0, mostArchivesOpen: 0 };
+  const server: Server = createServer((req, res) => {
+    const archive = req.method === 'POST' && req.url === '/v1/blobs';
+    if (req.method === 'PUT') counts.puts++;
+    if (archive) counts.archives++;
+    if (archive && noArchives) {
+      req.resume();
+      req.on('end', () => res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}'));
+      return;
+    }
+    if (archive) counts.mostArchivesOpen = Math.max(counts.mostArchivesOpen, ++counts.archivesOpen);
+    const onward = request(new URL(req.url!, target), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(res);
+      answer.on('end', () => archive && counts.archivesOpen--);
+    });
+    req.pipe(onward);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get archives() {
+      return counts.archives;
+    },
+    get puts() {
+      return counts.puts;
+    },
+    get mostArchivesOpen() {
+      return counts.mostArchivesOpen;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

@@ -1,9 +1,10 @@
 import { blobArchive } from '../../apps/retectl/src/blob-tar.js';
+import { ARCHIVE_BLOBS, BLOB_REQUESTS_IN_FLIGHT } from '../../apps/retectl/src/commands/publish.js';
+import { eachInFlight } from '../../apps/retectl/src/in-flight.js';
 import { MAX_DIGESTS_PER_ASK } from '#contracts';
 import type { HttpClient } from './http.js';
 
-/** Blobs per archive request, as retectl sends them. */
-export const ARCHIVE_BLOBS = 20_000;
+export { ARCHIVE_BLOBS };
 
 /** A tar archive of these blobs, each entry named by its sha256, packed as retectl packs it (blobArchive). */
 export async function tarOf(digests: readonly string[], blobs: ReadonlyMap<string, Buffer>): Promise<Buffer> {
@@ -12,23 +13,28 @@ export async function tarOf(digests: readonly string[], blobs: ReadonlyMap<strin
   return Buffer.concat(chunks);
 }
 
-/** The digests the coordinator lacks of these, asked as retectl asks (POST /v1/blobs/missing, in slices). */
+/** The digests the coordinator lacks of these, asked as retectl asks (POST /v1/blobs/missing, in slices, BLOB_REQUESTS_IN_FLIGHT at a time). */
 export async function missingBlobs(api: HttpClient, token: string, digests: readonly string[]): Promise<string[]> {
-  const missing: string[] = [];
-  for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK) {
-    const answer = await api.expect(200, 'POST', '/v1/blobs/missing', { token, body: { digests: digests.slice(i, i + MAX_DIGESTS_PER_ASK) } });
-    missing.push(...answer.json<{ missing: string[] }>().missing);
-  }
-  return missing;
+  const slices: string[][] = [];
+  for (let i = 0; i < digests.length; i += MAX_DIGESTS_PER_ASK) slices.push(digests.slice(i, i + MAX_DIGESTS_PER_ASK));
+  const answers = await eachInFlight(
+    slices,
+    BLOB_REQUESTS_IN_FLIGHT,
+    async (slice) => (await api.expect(200, 'POST', '/v1/blobs/missing', { token, body: { digests: slice } })).json<{ missing: string[] }>().missing,
+  );
+  return answers.flat();
+}
+
+/** Sends these blobs as retectl does: tar archives of ARCHIVE_BLOBS, BLOB_REQUESTS_IN_FLIGHT at a time, each packed as it is sent. */
+export async function sendArchives(api: HttpClient, token: string, digests: readonly string[], blobs: ReadonlyMap<string, Buffer>): Promise<void> {
+  const batches: string[][] = [];
+  for (let i = 0; i < digests.length; i += ARCHIVE_BLOBS) batches.push(digests.slice(i, i + ARCHIVE_BLOBS));
+  await eachInFlight(batches, BLOB_REQUESTS_IN_FLIGHT, async (batch) =>
+    api.expect(200, 'POST', '/v1/blobs', { token, body: await tarOf(batch, blobs), headers: { 'content-type': 'application/x-tar' } }),
+  );
 }
 
 /** Uploads the blobs the coordinator lacks, as retectl does: the missing ones, in tar archives of ARCHIVE_BLOBS. */
 export async function uploadBlobs(api: HttpClient, token: string, blobs: ReadonlyMap<string, Buffer>): Promise<void> {
-  const missing = await missingBlobs(api, token, [...blobs.keys()]);
-  for (let i = 0; i < missing.length; i += ARCHIVE_BLOBS)
-    await api.expect(200, 'POST', '/v1/blobs', {
-      token,
-      body: await tarOf(missing.slice(i, i + ARCHIVE_BLOBS), blobs),
-      headers: { 'content-type': 'application/x-tar' },
-    });
+  await sendArchives(api, token, await missingBlobs(api, token, [...blobs.keys()]), blobs);
 }

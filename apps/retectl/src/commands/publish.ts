@@ -9,6 +9,7 @@ import { note, out, outJson, plural, trace, traceMs } from '../output.js';
 import { countsReporter, publishNodes, waitForPublish, type WaitResult } from '../publish-wait.js';
 import { progressBar } from '../progress.js';
 import { blobArchive } from '../blob-tar.js';
+import { eachInFlight } from '../in-flight.js';
 import { formatPublish, LIST_LIMIT, publishResourcesLine } from '../summary.js';
 import { parseResources } from '../resources-json.js';
 import { loadPublishable } from '../rete-dir.js';
@@ -39,12 +40,20 @@ export interface PublishOptions extends ConnectionFlags, RolloutFlags {
   readonly all?: boolean;
 }
 
+/** One PUT per blob, for a coordinator without the archive route: this many at a time. */
 const UPLOAD_CONCURRENCY = 8;
 /** Below this many uploads a bar would only flicker. */
 const PROGRESS_THRESHOLD = 10;
 /** Blobs per archive request: a large tree goes in a few requests, each well under the coordinator's limit. */
-const ARCHIVE_BLOBS = 20_000;
+export const ARCHIVE_BLOBS = 20_000;
 const ARCHIVE_BYTES = 64 * 1024 * 1024;
+/**
+ * Requests of a large tree's blobs in flight at once, questions about them and archives alike: while
+ * PostgreSQL stores one archive (or answers one question) the coordinator reads the next, so its
+ * database and its event loop work side by side. Two, not more: the coordinator holds each archive
+ * in memory until it is stored (bench/README.md, bench:publish).
+ */
+export const BLOB_REQUESTS_IN_FLIGHT = 2;
 
 /**
  * The digests the coordinator has no blob for, asked in slices of at most MAX_DIGESTS_PER_ASK (a
@@ -57,12 +66,13 @@ export async function missingBlobs(
   offered: (sha: string) => boolean,
   perAsk = MAX_DIGESTS_PER_ASK,
 ): Promise<string[]> {
-  const missing: string[] = [];
-  for (let i = 0; i < digests.length; i += perAsk) {
-    const { body } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: digests.slice(i, i + perAsk) } });
-    for (const sha of body.missing) if (offered(sha)) missing.push(sha);
-  }
-  return missing;
+  const slices: string[][] = [];
+  for (let i = 0; i < digests.length; i += perAsk) slices.push(digests.slice(i, i + perAsk));
+  const answers = await eachInFlight(slices, BLOB_REQUESTS_IN_FLIGHT, async (slice) => {
+    const { body } = await client.call('POST', '/v1/blobs/missing', BlobsMissingResponse, { json: { digests: slice } });
+    return body.missing.filter(offered);
+  });
+  return answers.flat();
 }
 
 /** Times the heads are read again when the ledger moves under a delta, before the whole tree is sent. */
@@ -301,21 +311,27 @@ async function printWaited(client: CoordinatorClient, publishId: string, w: Wait
 }
 
 /**
- * Sends the missing blobs as tar archives (POST /v1/blobs), each entry named by its sha256 and
- * written as the request streams, the bar ticking as entries go out. A coordinator without the
- * archive route gets one PUT per blob, as before.
+ * Sends the missing blobs as tar archives (POST /v1/blobs), BLOB_REQUESTS_IN_FLIGHT at a time, each
+ * entry named by its sha256 and written as the request streams, the bar ticking as entries go out.
+ * A coordinator without the archive route gets one PUT per blob, as before.
  */
-async function uploadBlobs(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
-  for (const batch of archiveBatches(missing, bytes)) {
-    try {
-      await client.call('POST', '/v1/blobs', BlobArchiveResponse, {
+export async function uploadBlobs(
+  client: CoordinatorClient,
+  missing: readonly string[],
+  bytes: ReadonlyMap<string, Buffer>,
+  bar: { tick(): void } = { tick() {} },
+): Promise<void> {
+  try {
+    await eachInFlight(archiveBatches(missing, bytes), BLOB_REQUESTS_IN_FLIGHT, (batch) =>
+      client.call('POST', '/v1/blobs', BlobArchiveResponse, {
         stream: { body: blobArchive(batch, bytes, () => bar.tick()), contentType: 'application/x-tar' },
         timeoutMs: 600_000,
-      });
-    } catch (e) {
-      if (!(e instanceof RetectlError && e.code === 'not_found')) throw e;
-      return putEach(client, missing, bytes, bar);
-    }
+      }),
+    );
+  } catch (e) {
+    if (!(e instanceof RetectlError && e.code === 'not_found')) throw e;
+    // Blobs an archive stored before the refusal are PUT again: the store keeps the first and says so.
+    await putEach(client, missing, bytes, bar);
   }
 }
 
@@ -339,12 +355,8 @@ export function archiveBatches(digests: readonly string[], bytes: ReadonlyMap<st
 }
 
 async function putEach(client: CoordinatorClient, missing: readonly string[], bytes: ReadonlyMap<string, Buffer>, bar: { tick(): void }): Promise<void> {
-  const queue = [...missing];
-  const worker = async () => {
-    for (let sha = queue.shift(); sha !== undefined; sha = queue.shift()) {
-      await client.call('PUT', `/v1/blobs/${sha}`, z.unknown(), { raw: bytes.get(sha)! });
-      bar.tick();
-    }
-  };
-  await Promise.all(Array.from({ length: UPLOAD_CONCURRENCY }, worker));
+  await eachInFlight(missing, UPLOAD_CONCURRENCY, async (sha) => {
+    await client.call('PUT', `/v1/blobs/${sha}`, z.unknown(), { raw: bytes.get(sha)! });
+    bar.tick();
+  });
 }
