@@ -34,11 +34,11 @@ import { cpuProfArgs, startCoordinator } from './support/coordinator.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
 import { CoordinatorClient } from '../apps/retectl/src/client.js';
-import { BLOB_REQUESTS_IN_FLIGHT, publishTree } from '../apps/retectl/src/commands/publish.js';
+import { ARCHIVE_BLOBS, BLOB_REQUESTS_IN_FLIGHT, publishTree } from '../apps/retectl/src/commands/publish.js';
 import { localHeads } from '../apps/retectl/src/delta.js';
 import { treeInMemory } from '../apps/retectl/src/tree-to-publish.js';
 import { HttpClient } from './support/http.js';
-import { ARCHIVE_BLOBS, missingBlobs, sendArchives } from './support/blobs.js';
+import { missingBlobs, sendArchives } from './support/blobs.js';
 import { REPO_ROOT } from './support/paths.js';
 import { fmt, formatTable, median, ms } from './support/table.js';
 
