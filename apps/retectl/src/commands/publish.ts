@@ -321,17 +321,29 @@ export async function uploadBlobs(
   bytes: ReadonlyMap<string, Buffer>,
   bar: { tick(): void } = { tick() {} },
 ): Promise<void> {
+  // Entries counted as they went out: an archive refused after some did has counted blobs the PUTs count again.
+  let counted = 0;
+  const tick = () => {
+    counted++;
+    bar.tick();
+  };
   try {
     await eachInFlight(archiveBatches(missing, bytes), BLOB_REQUESTS_IN_FLIGHT, (batch) =>
       client.call('POST', '/v1/blobs', BlobArchiveResponse, {
-        stream: { body: blobArchive(batch, bytes, () => bar.tick()), contentType: 'application/x-tar' },
+        stream: { body: blobArchive(batch, bytes, tick), contentType: 'application/x-tar' },
         timeoutMs: 600_000,
       }),
     );
   } catch (e) {
     if (!(e instanceof RetectlError && e.code === 'not_found')) throw e;
     // Blobs an archive stored before the refusal are PUT again: the store keeps the first and says so.
-    await putEach(client, missing, bytes, bar);
+    // The bar moves on only once the PUTs pass what it counted already, so it never counts past the total.
+    let put = 0;
+    await putEach(client, missing, bytes, {
+      tick() {
+        if (++put > counted) bar.tick();
+      },
+    });
   }
 }
 
