@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCoordinatorProcess } from './support/coordinator-process.js';
+import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
+import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { Client } from './support/http.js';
 
 /** Loaded before the coordinator: at its exit, appends the runtime's own modules it loaded (process.moduleLoadList) to $MODULES_LOG. */
@@ -37,5 +38,39 @@ describe("the coordinator's runtime modules", () => {
     expect(loaded).toContain('NativeModule http');
     // node:http's ES namespace reads every export once, and three of them load undici (http-namespace.ts).
     expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
+  });
+
+  // V8 prints a line for each function it marks for an optimizing compiler (and another as it compiles it).
+  const optimizing = (lines: readonly string[]) => lines.filter((l) => / for optimization to (MAGLEV|TURBOFAN)/.test(l));
+  const untilListening = (c: CoordinatorProcess) =>
+    c.output.slice(
+      0,
+      c.output.findIndex((l) => l.startsWith('listening: ')),
+    );
+
+  (hasPostgres ? it : it.skip)('starts on PostgreSQL without optimizing its start-up code, and optimizes what requests run once it listens', async () => {
+    const coordinator = await startCoordinatorProcess({ databaseUrl: await createPostgresDatabase(), nodeArgs: ['--trace-opt'] });
+    try {
+      const started = untilListening(coordinator);
+      // Only what node's own start ran before the coordinator's entry point held the tiers (two path
+      // helpers on Node.js 26); a coordinator starting with them marks about 500 functions before it listens.
+      expect(optimizing(started).length).toBeLessThan(20);
+      const admin = new Client(coordinator.url).as(coordinator.adminToken);
+      for (let i = 0; i < 3000; i++) expect((await admin.get('/v1/ledger/head')).status).toBe(200);
+      const after = optimizing(coordinator.output.slice(started.length));
+      expect(after.some((l) => l.includes('to MAGLEV'))).toBe(true);
+      expect(after.some((l) => l.includes('to TURBOFAN'))).toBe(true);
+    } finally {
+      await coordinator.stop();
+    }
+  });
+
+  it('starts on the embedded database with the optimizing tiers, which left it holding less there', async () => {
+    const coordinator = await startCoordinatorProcess({ nodeArgs: ['--trace-opt'] });
+    try {
+      expect(optimizing(untilListening(coordinator)).length).toBeGreaterThan(100);
+    } finally {
+      await coordinator.stop();
+    }
   });
 });
