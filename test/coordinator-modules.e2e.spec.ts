@@ -65,7 +65,7 @@ describe("the coordinator's runtime modules", () => {
     }
   });
 
-  it('starts on the embedded database with the optimizing tiers, which left it holding less there', async () => {
+  it('starts on the embedded database with the compilers, which left it holding less there', async () => {
     const coordinator = await startCoordinatorProcess({ nodeArgs: ['--trace-opt'] });
     try {
       expect(optimizing(untilListening(coordinator)).length).toBeGreaterThan(100);

@@ -12,15 +12,15 @@ import { changeKeys } from './trust/index.js';
 import { createLogger, startCoordinator } from './server.js';
 import { rebuildMirror } from './mirror/index.js';
 import { letYoungGenerationGrow } from './young-generation.js';
-import { letOptimizingTiersRun } from './optimizing-tiers.js';
+import { letCompilerTiersRun } from './compiler-tiers.js';
 import { releaseMemorySoon } from '#runtime';
 
 const program = new Command('coordinator').description('Florete coordinator: the configuration ledger and bundle server').showHelpAfterError();
-// Only serve gains from a small young generation and no optimizing at start-up; the other commands do their work straight away.
+// Only serve gains from a small young generation and the interpreter alone at start-up; the other commands do their work straight away.
 program.hook('preAction', (_program, action) => {
   if (action.name() !== 'serve') {
     letYoungGenerationGrow();
-    letOptimizingTiersRun();
+    letCompilerTiersRun();
   }
 });
 
@@ -29,15 +29,15 @@ program
   .description('migrate the database and serve the API (PORT, HOST, FLORETE_DATA, DATABASE_URL)')
   .action(async () => {
     const config = loadConfig();
-    // The optimizing compilers held off through start-up leave an idle coordinator on PostgreSQL holding
-    // less; on the embedded database, more (optimizing-tiers.ts): there they run from here.
-    if (!config.databaseUrl) letOptimizingTiersRun();
+    // V8's compilers held off through start-up leave an idle coordinator on PostgreSQL holding
+    // less; on the embedded database, more (compiler-tiers.ts): there they run from here.
+    if (!config.databaseUrl) letCompilerTiersRun();
     const log = createLogger(config);
     const announce = (line: string) => process.stdout.write(`${line}\n`);
     const running = await startCoordinator(config, log, { announce, terminal: process.stdout.isTTY === true });
     announce(`listening: ${running.url}`);
     letYoungGenerationGrow();
-    letOptimizingTiersRun();
+    letCompilerTiersRun();
     // Starting is large work too: compiling every module, the migrations, the embedded database's
     // WebAssembly read from its file. What it left behind is garbage an idle coordinator might not
     // collect for hours, and V8 keeps the pages meanwhile; so once it has listened for a second, one

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// The young generation is held small and the optimizing compilers off before anything else is loaded,
+// The young generation is held small and V8's compilers off before anything else is loaded,
 // compiling the modules included; the commands come after, by a dynamic import (see
-// young-generation.ts and optimizing-tiers.ts).
+// young-generation.ts and compiler-tiers.ts).
 import { holdYoungGeneration } from './young-generation.js';
-import { holdOptimizingTiers } from './optimizing-tiers.js';
+import { holdCompilerTiers } from './compiler-tiers.js';
 import { importHttpWithoutUndici } from './http-namespace.js';
 
 // The coordinator is built and tested on Node.js 22 and later (its dependencies need it); on an older
@@ -14,7 +14,7 @@ if (major < 22 || (major === 22 && minor < 12)) {
   process.exit(1);
 }
 holdYoungGeneration();
-holdOptimizingTiers();
+holdCompilerTiers();
 // Before the framework imports node:http: its ES namespace, built here, does not load undici (http-namespace.ts).
 await importHttpWithoutUndici();
 await import('./cli.js');
