@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { givenFlags } from './node-flags.js';
 
 /**
  * V8 runs a function in its interpreter first, compiles it to plain machine code once it has run a
@@ -22,10 +23,7 @@ let held = false;
 
 /** Whether the process was started with its own choice of tiers, as a node flag or in NODE_OPTIONS (V8 reads `_` as `-`). */
 export function tiersChosen(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((arg) => {
-    const name = /^--(?:no-)?([a-z_-]+)(?:=|$)/.exec(arg.replace(/_/g, '-'))?.[1];
-    return name !== undefined && CHOOSING.has(name);
-  });
+  return givenFlags(execArgv, nodeOptions).some((name) => CHOOSING.has(name));
 }
 
 /** Holds the compilers off, unless the operator chose a tier. */

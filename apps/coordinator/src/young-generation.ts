@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { givenFlags } from './node-flags.js';
 
 /**
  * The JavaScript heap's young generation (new space) doubles whenever enough of it survives a
@@ -19,7 +20,7 @@ let held = false;
 
 /** Whether the process was started with its own growth factor, as a node flag or in NODE_OPTIONS (V8 reads `_` as `-`). */
 export function growthChosen(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((arg) => arg.replace(/_/g, '-').startsWith(FLAG));
+  return givenFlags(execArgv, nodeOptions).includes(FLAG.slice(2));
 }
 
 /** Holds the young generation at its starting size, unless the operator chose the growth factor. */
