@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +39,29 @@ describe("the coordinator's runtime modules", () => {
     expect(loaded).toContain('NativeModule http');
     // node:http's ES namespace reads every export once, and three of them load undici (http-namespace.ts).
     expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
+  });
+
+  it("starts and serves without building a date format for the framework's console logger, which never prints", async () => {
+    // Counts the formatters the runtime builds, on stderr: building one has ICU open its locale data (date-formats.ts).
+    const countDateFormats = `data:text/javascript,${encodeURIComponent(
+      "const R = Intl.DateTimeFormat; Intl.DateTimeFormat = new Proxy(R, { construct: (t, a) => { process.stderr.write('date format built\\n' + new Error().stack + '\\n'); return Reflect.construct(t, a); } });",
+    )}`;
+    const coordinator = await startCoordinatorProcess({ nodeArgs: ['--import', countDateFormats] });
+    try {
+      const anon = new Client(coordinator.url);
+      const admin = anon.as(coordinator.adminToken);
+      const sha = await admin.putBlob('{"node":"alpha"}\n');
+      expect((await admin.post('/v1/publishes', { message: 'formats', nodes: { alpha: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
+      expect((await admin.get('/v1/no-such-route')).status).toBe(404);
+      expect((await anon.get('/v1/ledger/head')).status).toBe(401);
+    } finally {
+      await coordinator.stop();
+    }
+    // Nest's two logger modules each built one as they loaded, before the entry point deferred them.
+    expect(coordinator.output.filter((l) => l === 'date format built')).toEqual([]);
+    // The count itself works: a process that builds one with the same preload says so.
+    const control = spawnSync(process.execPath, ['--import', countDateFormats, '-e', 'new Intl.DateTimeFormat()'], { encoding: 'utf8' });
+    expect(control.stderr.split('\n')).toContain('date format built');
   });
 
   // V8 prints a line for each function it marks for an optimizing compiler (and another as it compiles it).

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // The young generation is held small and V8's compilers off before anything else is loaded,
 // compiling the modules included; the commands come after, by a dynamic import (see
-// young-generation.ts and compiler-tiers.ts).
+// young-generation.ts and compiler-tiers.ts). Node's http module and Nest's common module are
+// imported first, each so that it leaves out what the coordinator does not use (http-namespace.ts,
+// date-formats.ts).
 import { holdYoungGeneration } from './young-generation.js';
 import { holdCompilerTiers } from './compiler-tiers.js';
 import { importHttpWithoutUndici } from './http-namespace.js';
+import { withDeferredDateFormats } from './date-formats.js';
 
 // The coordinator is built and tested on Node.js 22 and later (its dependencies need it); on an older
 // line it would fail somewhere deep and late, so it says so before doing anything.
@@ -17,4 +20,6 @@ holdYoungGeneration();
 holdCompilerTiers();
 // Before the framework imports node:http: its ES namespace, built here, does not load undici (http-namespace.ts).
 await importHttpWithoutUndici();
+// Nest's logger modules build date formats for its console logger, which never prints here (date-formats.ts).
+await withDeferredDateFormats(() => import('@nestjs/common'));
 await import('./cli.js');
