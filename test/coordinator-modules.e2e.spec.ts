@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +62,50 @@ describe("the coordinator's runtime modules", () => {
     // The count itself works: a process that builds one with the same preload says so.
     const control = spawnSync(process.execPath, ['--import', countDateFormats, '-e', 'new Intl.DateTimeFormat()'], { encoding: 'utf8' });
     expect(control.stderr.split('\n')).toContain('date format built');
+  });
+
+  it('commits its audit mirror, restarts and reads the mirror back without loading isomorphic-git', async () => {
+    // At exit, appends the CommonJS modules the process loaded (isomorphic-git is one) to $MODULES_LOG.
+    const recordPackages = `data:text/javascript,${encodeURIComponent(
+      "import { appendFileSync } from 'node:fs'; import { createRequire } from 'node:module'; const r = createRequire(process.cwd() + '/'); process.on('exit', () => appendFileSync(process.env.MODULES_LOG, Object.keys(r.cache).join('\\n') + '\\n'));",
+    )}`;
+    const dataDir = join(base, 'restarted');
+    const publishMirrored = async (c: CoordinatorProcess, token: string, node: string) => {
+      const admin = new Client(c.url).as(token);
+      const sha = await admin.putBlob(`{"node":"${node}"}\n`);
+      expect((await admin.post('/v1/publishes', { message: node, nodes: { [node]: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
+      for (let i = 0; ; i++) {
+        const ready = await new Client(c.url).get('/readyz');
+        if (ready.body.mirror.lag === 0 && ready.body.mirror.state === 'writing') return;
+        if (i > 200) throw new Error(`the mirror did not catch up: ${JSON.stringify(ready.body.mirror)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const runs = [join(base, 'first.txt'), join(base, 'again.txt')];
+    const first = await startCoordinatorProcess({ dataDir, env: { MODULES_LOG: runs[0] }, nodeArgs: ['--import', recordPackages] });
+    const token = first.adminToken!;
+    try {
+      await publishMirrored(first, token, 'alpha');
+    } finally {
+      await first.stop();
+    }
+    // Started again, the mirror reads its head commit for the ledger position it holds, then folds the
+    // next publish onto that commit's root tree.
+    const again = await startCoordinatorProcess({ dataDir, env: { MODULES_LOG: runs[1] }, nodeArgs: ['--import', recordPackages] });
+    try {
+      await publishMirrored(again, token, 'beta');
+    } finally {
+      await again.stop();
+    }
+    for (const run of runs) {
+      const loaded = readFileSync(run, 'utf8').split('\n');
+      expect(loaded.some((m) => m.includes('node_modules/pg'))).toBe(true);
+      expect(loaded.filter((m) => m.includes('isomorphic-git'))).toEqual([]);
+    }
+    // The repository it made is one git reads: two commits, the second on the first, and nothing corrupt.
+    const git = (...args: string[]) => execFileSync('git', ['--git-dir', join(dataDir, 'audit.git'), ...args], { encoding: 'utf8' });
+    expect(git('log', '--format=%s', 'main').trim().split('\n')).toHaveLength(2);
+    expect(() => git('fsck', '--strict')).not.toThrow();
   });
 
   // V8 prints a line for each function it marks for an optimizing compiler (and another as it compiles it).

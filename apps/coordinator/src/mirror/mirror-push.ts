@@ -1,7 +1,5 @@
-import git from 'isomorphic-git';
-import http from 'isomorphic-git/http/node';
 import type { Logger } from 'pino';
-import { auditFs } from './repo/audit-repo.js';
+import { auditFs, loadIsomorphicGit } from './repo/audit-repo.js';
 
 export interface PushTarget {
   readonly url: string;
@@ -21,7 +19,9 @@ export interface PushOptions {
   readonly push?: (gitdir: string, target: PushTarget) => Promise<void>;
 }
 
+/** Pushes with isomorphic-git, loaded with its HTTP client on the first push (audit-repo.ts). */
 async function isomorphicPush(gitdir: string, target: PushTarget): Promise<void> {
+  const [git, { default: http }] = await Promise.all([loadIsomorphicGit(), import('isomorphic-git/http/node')]);
   const result = await git.push({
     fs: auditFs,
     http,

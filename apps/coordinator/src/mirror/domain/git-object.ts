@@ -87,3 +87,35 @@ export function commitObject(c: CommitFields): GitObject {
   lines.push(`author ${signature(c.author)}`, `committer ${signature(c.committer)}`, '', c.message);
   return gitObject('commit', Buffer.from(lines.join('\n'), 'utf8'));
 }
+
+/** A commit as the mirror reads it back: its first parent only (the mirror's history is a line). */
+export interface ParsedCommit {
+  readonly tree: string;
+  readonly parent: string | null;
+  readonly author: { readonly name: string; readonly email: string; readonly timestamp: number };
+  /** Carriage returns and leading blank lines dropped, ending in exactly one newline, as git shows a message. */
+  readonly message: string;
+}
+
+/**
+ * A commit's content: `tree` first, then its parents, then the other headers (`author`, `committer`,
+ * a signature's lines continued with a leading space), a blank line and the message.
+ */
+export function parseCommit(content: Uint8Array): ParsedCommit {
+  const text = Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString('utf8');
+  const blank = text.indexOf('\n\n');
+  const headers = (blank === -1 ? text : text.slice(0, blank)).split('\n').filter((h) => !h.startsWith(' '));
+  const valueOf = (h: string) => h.slice(h.indexOf(' ') + 1);
+  if (!headers[0]?.startsWith('tree ')) throw new Error(`a commit starts with its tree, not ${JSON.stringify(headers[0]?.slice(0, 40) ?? '')}`);
+  const parents = headers.filter((h) => h.startsWith('parent '));
+  const authorLine = headers.find((h) => h.startsWith('author '));
+  const author = authorLine ? /^(.*) <(.*)> (\S*) (\S*)$/.exec(valueOf(authorLine)) : null;
+  if (!author) throw new Error(`a commit names its author as "name <email> seconds zone", not ${JSON.stringify(authorLine?.slice(0, 80) ?? 'nobody')}`);
+  const message = blank === -1 ? '' : text.slice(blank + 2);
+  return {
+    tree: valueOf(headers[0]),
+    parent: parents.length ? valueOf(parents[0]) : null,
+    author: { name: author[1], email: author[2], timestamp: Number(author[3]) },
+    message: `${message.replace(/\r/g, '').replace(/^\n+/, '').replace(/\n+$/, '')}\n`,
+  };
+}

@@ -1,10 +1,9 @@
 import * as nodeFs from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import git from 'isomorphic-git';
-import { parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
+import { parseCommit, parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
 import { BRANCH, ledgerPositionOf, MirrorTree } from '../domain/mirror-tree.js';
-import { writeFileAtomicSync } from './loose-objects.js';
+import { readLooseObjectSync, writeFileAtomicSync } from './loose-objects.js';
 import { FoldHere, ThreadFold, type MirrorFold } from './mirror-fold.js';
 import { ObjectWriter } from './object-writer.js';
 
@@ -25,6 +24,28 @@ const fs = {
     lstat: async (path: string) => nodeFs.lstatSync(path),
   },
 };
+
+/**
+ * isomorphic-git, loaded the first time an object is not loose: the mirror writes its commits and
+ * small batches loose and reads them itself, so it is needed only for what sits in a pack (a large
+ * commit's trees and blobs) and to push. Loaded at start-up it held about 3 MiB of an idle coordinator
+ * (bench:rss, bench/README.md).
+ */
+let isomorphicGit: Promise<typeof import('isomorphic-git').default> | undefined;
+export const loadIsomorphicGit = () => (isomorphicGit ??= import('isomorphic-git').then((m) => m.default));
+
+/**
+ * A new bare repository, laid out as `git init --bare` and isomorphic-git's init lay one out: the
+ * config written last, so a repository with a config is whole.
+ */
+function initBareRepository(gitdir: string): void {
+  for (const dir of ['hooks', 'info', 'objects/info', 'objects/pack', 'refs/heads', 'refs/tags']) nodeFs.mkdirSync(join(gitdir, dir), { recursive: true });
+  writeFileAtomicSync(join(gitdir, 'HEAD'), `ref: ${BRANCH}\n`);
+  writeFileAtomicSync(
+    join(gitdir, 'config'),
+    '[core]\n\trepositoryformatversion = 0\n\tfilemode = false\n\tbare = true\n\tsymlinks = false\n\tignorecase = true\n',
+  );
+}
 
 export interface RepoHead {
   readonly commit: string | null;
@@ -49,9 +70,7 @@ export class AuditRepo {
   private constructor(readonly gitdir: string) {}
 
   static async open(gitdir: string): Promise<AuditRepo> {
-    if (!nodeFs.existsSync(join(gitdir, 'HEAD'))) {
-      await git.init({ fs, gitdir, bare: true, defaultBranch: 'main' });
-    }
+    if (!nodeFs.existsSync(join(gitdir, 'HEAD'))) initBareRepository(gitdir);
     const repo = new AuditRepo(gitdir);
     await mkdir(join(gitdir, 'objects', 'info'), { recursive: true });
     // Small commits' objects are loose; a large commit's trees and blobs go into a pack of their own,
@@ -85,7 +104,7 @@ export class AuditRepo {
    * has one, so hashing a large publish's objects keeps off this event loop, else on this thread.
    */
   async foldAt(commit: string | null): Promise<MirrorFold> {
-    const rootOf = async (at: string) => this.readObject((await this.readCommit(at)).tree);
+    const rootOf = async (at: string) => this.readObject((await this.readCommit(at)).tree, 'tree');
     if (this.writer.useThread) return new ThreadFold(this.writer, this.gitdir, commit, rootOf);
     return new FoldHere(commit ? MirrorTree.resume(commit, parseTree(await rootOf(commit))) : MirrorTree.empty(), (objects) => this.writeObjects(objects));
   }
@@ -133,23 +152,28 @@ export class AuditRepo {
   }
 
   async readCommit(oid: string): Promise<StoredCommit> {
-    const { commit } = await git.readCommit({ fs, gitdir: this.gitdir, oid });
-    return { oid, tree: commit.tree, parent: commit.parent[0] ?? null, author: commit.author, message: commit.message };
+    return { oid, ...parseCommit(await this.readObject(oid, 'commit')) };
   }
 
   async readTree(oid: string): Promise<TreeEntry[]> {
-    return parseTree(await this.readObject(oid));
+    return parseTree(await this.readObject(oid, 'tree'));
   }
 
-  /** An object's content, without its type and size. */
-  private async readObject(oid: string): Promise<Uint8Array> {
-    const { object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content' });
-    return object as Uint8Array;
+  /** An object's content, without its type and size: read here when it is loose, else from its pack. */
+  private async readObject(oid: string, type: GitObject['type']): Promise<Uint8Array> {
+    const found = readLooseObjectSync(this.gitdir, oid) ?? (await this.readPacked(oid));
+    if (found.type !== type) throw new Error(`git object ${oid} is a ${found.type}, not a ${type}`);
+    return found.content;
+  }
+
+  /** An object from a pack, by isomorphic-git, which checks its bytes against its name as the loose reader does. */
+  private async readPacked(oid: string): Promise<{ type: string; content: Uint8Array }> {
+    const { type, object } = await (await loadIsomorphicGit()).readObject({ fs, gitdir: this.gitdir, oid, format: 'content' });
+    return { type, content: object as Uint8Array };
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {
-    const { blob } = await git.readBlob({ fs, gitdir: this.gitdir, oid });
-    return blob;
+    return this.readObject(oid, 'blob');
   }
 
   /** Commits from the root to `tip` along first parents. */

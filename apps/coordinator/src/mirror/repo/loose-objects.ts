@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { constants as zlibConstants, deflateSync } from 'node:zlib';
+import { constants as zlibConstants, deflateSync, inflateSync } from 'node:zlib';
 import { packedObjects } from './pack-index.js';
 
 /** The parts of a git object the writer needs; its id was computed when it was built. */
@@ -90,6 +90,32 @@ export function writeLooseObjectsSync(gitdir: string, objects: readonly LooseObj
     const wrapped = Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]);
     writeFileAtomicSync(path, deflateObject(wrapped));
   }
+}
+
+/**
+ * A loose object as the repository holds it, or undefined when it is not loose (it may be in a pack).
+ * Its bytes are checked against its name, as git does, so an object changed on disk is reported
+ * rather than read.
+ */
+export function readLooseObjectSync(gitdir: string, oid: string): LooseObject | undefined {
+  const path = join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+  let stored: Buffer;
+  try {
+    stored = nodeFs.readFileSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const wrapped = inflateSync(stored);
+  const computed = createHash('sha1').update(wrapped).digest('hex');
+  if (computed !== oid) throw new Error(`git object ${oid} is corrupt: its bytes hash to ${computed} (${path})`);
+  const nul = wrapped.indexOf(0);
+  const [type, size] = wrapped.toString('latin1', 0, nul === -1 ? 0 : nul).split(' ');
+  const content = wrapped.subarray(nul + 1);
+  if ((type !== 'blob' && type !== 'tree' && type !== 'commit') || Number(size) !== content.length) {
+    throw new Error(`git object ${oid} has no header of a blob, tree or commit of its size (${path})`);
+  }
+  return { type, oid, content };
 }
 
 /**
