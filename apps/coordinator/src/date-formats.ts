@@ -2,8 +2,8 @@
  * Nest's two logger modules each build an `Intl.DateTimeFormat` for the default locale as they are
  * first imported, for the timestamps of Nest's own console logger. Building one has ICU open the
  * locale's calendar and time zone data and look through the locales it has, which touched pages of
- * the node binary's ICU data all over: an idle coordinator held about 6 MiB more for those two
- * formatters (bench:rss; the figures are in bench/README.md). The coordinator logs through pino and
+ * the node binary's ICU data all over, held by an idle coordinator for two formatters that never
+ * format (bench:rss; the figures are in bench/README.md). The coordinator logs through pino and
  * Nest's console logger never prints, so the entry point imports Nest's common module first with the
  * formatters made meanwhile deferred: each is built the first time one of its methods or properties
  * is read, with the arguments it was made with, and then answers as one built at once would. Every

@@ -28,8 +28,8 @@ const fs = {
 /**
  * isomorphic-git, loaded the first time an object is not loose: the mirror writes its commits and
  * small batches loose and reads them itself, so it is needed only for what sits in a pack (a large
- * commit's trees and blobs) and to push. Loaded at start-up it held about 3 MiB of an idle coordinator
- * (bench:rss, bench/README.md).
+ * commit's trees and blobs) and to push. Loaded at start-up, its modules stayed resident in an idle
+ * coordinator that never used them (bench:rss; the figures are in bench/README.md).
  */
 let isomorphicGit: Promise<typeof import('isomorphic-git').default> | undefined;
 export const loadIsomorphicGit = () => (isomorphicGit ??= import('isomorphic-git').then((m) => m.default));
@@ -61,7 +61,7 @@ export interface StoredCommit {
   readonly message: string;
 }
 
-/** The bare audit repository on disk: objects written by isomorphic-git, refs and info files kept current for dumb HTTP. */
+/** The bare audit repository on disk: objects written and read by the mirror itself, refs and info files kept current for dumb HTTP. */
 export class AuditRepo {
   /** The head this process last wrote, so a warm worker need not re-read its commit for the trailer. */
   private lastHead: RepoHead | null = null;
