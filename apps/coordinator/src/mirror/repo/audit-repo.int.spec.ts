@@ -78,7 +78,12 @@ describe("the audit repository's object reader", () => {
     writeFileSync(path, other);
     const repo = await AuditRepo.open(made.gitdir);
     try {
-      await expect(repo.readCommit(made.root)).rejects.toThrow(`git object ${made.root} is corrupt`);
+      await expect(repo.readCommit(made.root)).rejects.toThrow(`git object ${made.root} is corrupt: its bytes hash to ${made.blob}`);
+      // Bytes that are no zlib stream at all, as a torn copy would leave.
+      const treePath = join(made.gitdir, 'objects', made.tree.slice(0, 2), made.tree.slice(2));
+      rmSync(treePath);
+      writeFileSync(treePath, 'not a git object');
+      await expect(repo.readTree(made.tree)).rejects.toThrow(`git object ${made.tree} is corrupt: incorrect header check`);
     } finally {
       await repo.close();
     }

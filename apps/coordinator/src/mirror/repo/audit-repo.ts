@@ -35,16 +35,17 @@ let isomorphicGit: Promise<typeof import('isomorphic-git').default> | undefined;
 export const loadIsomorphicGit = () => (isomorphicGit ??= import('isomorphic-git').then((m) => m.default));
 
 /**
- * A new bare repository, laid out as `git init --bare` and isomorphic-git's init lay one out: the
- * config written last, so a repository with a config is whole.
+ * A new bare repository, laid out as `git init --bare` and isomorphic-git's init lay one out. HEAD is
+ * written last: `open` takes a directory with a HEAD for a repository made whole, and makes one again
+ * where a crash left less.
  */
 function initBareRepository(gitdir: string): void {
   for (const dir of ['hooks', 'info', 'objects/info', 'objects/pack', 'refs/heads', 'refs/tags']) nodeFs.mkdirSync(join(gitdir, dir), { recursive: true });
-  writeFileAtomicSync(join(gitdir, 'HEAD'), `ref: ${BRANCH}\n`);
   writeFileAtomicSync(
     join(gitdir, 'config'),
     '[core]\n\trepositoryformatversion = 0\n\tfilemode = false\n\tbare = true\n\tsymlinks = false\n\tignorecase = true\n',
   );
+  writeFileAtomicSync(join(gitdir, 'HEAD'), `ref: ${BRANCH}\n`);
 }
 
 export interface RepoHead {

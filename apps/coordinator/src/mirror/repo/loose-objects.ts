@@ -106,7 +106,12 @@ export function readLooseObjectSync(gitdir: string, oid: string): LooseObject | 
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
-  const wrapped = inflateSync(stored);
+  let wrapped: Buffer;
+  try {
+    wrapped = inflateSync(stored);
+  } catch (err) {
+    throw new Error(`git object ${oid} is corrupt: ${(err as Error).message} (${path})`);
+  }
   const computed = createHash('sha1').update(wrapped).digest('hex');
   if (computed !== oid) throw new Error(`git object ${oid} is corrupt: its bytes hash to ${computed} (${path})`);
   const nul = wrapped.indexOf(0);
