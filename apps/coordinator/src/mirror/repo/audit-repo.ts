@@ -3,7 +3,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseCommit, parseTree, type GitObject, type TreeEntry } from '../domain/git-object.js';
 import { BRANCH, ledgerPositionOf, MirrorTree } from '../domain/mirror-tree.js';
-import { readLooseObjectSync, writeFileAtomicSync } from './loose-objects.js';
+import { looseObjectPath, readLooseObjectSync, writeFileAtomicSync } from './loose-objects.js';
 import { FoldHere, ThreadFold, type MirrorFold } from './mirror-fold.js';
 import { ObjectWriter } from './object-writer.js';
 
@@ -149,7 +149,7 @@ export class AuditRepo {
   }
 
   async hasObject(oid: string): Promise<boolean> {
-    return nodeFs.existsSync(join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2)));
+    return nodeFs.existsSync(looseObjectPath(this.gitdir, oid));
   }
 
   async readCommit(oid: string): Promise<StoredCommit> {

@@ -92,13 +92,18 @@ export function writeLooseObjectsSync(gitdir: string, objects: readonly LooseObj
   }
 }
 
+/** Where git keeps a loose object: `objects/<2 hex>/<38 hex>`. */
+export function looseObjectPath(gitdir: string, oid: string): string {
+  return join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+}
+
 /**
  * A loose object as the repository holds it, or undefined when it is not loose (it may be in a pack).
  * Its bytes are checked against its name, as git does, so an object changed on disk is reported
  * rather than read.
  */
 export function readLooseObjectSync(gitdir: string, oid: string): LooseObject | undefined {
-  const path = join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+  const path = looseObjectPath(gitdir, oid);
   let stored: Buffer;
   try {
     stored = nodeFs.readFileSync(path);
