@@ -21,6 +21,7 @@ import * as m0019 from './0019-token-scopes.js';
 import * as m0020 from './0020-ledger-tree.js';
 import * as m0021 from './0021-node-witnesses.js';
 import * as m0022 from './0022-node-heads-hot.js';
+import * as m0023 from './0023-node-versions-from-the-ledger.js';
 
 /** Forward-only migrations, in order. Listed statically so the built coordinator needs no file scanning. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020-ledger-tree': m0020,
   '0021-node-witnesses': m0021,
   '0022-node-heads-hot': m0022,
+  '0023-node-versions-from-the-ledger': m0023,
 };

@@ -50,6 +50,7 @@ export interface NodeHeadsTable {
   confirmed_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** A view over the ledger's stamps, for reading by hand (migration 0023); the coordinator reads a node's versions by stream (ledger/store/versions.ts). */
 export interface NodeVersionsTable {
   node: string;
   version: number;

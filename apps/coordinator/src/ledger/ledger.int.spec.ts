@@ -92,10 +92,10 @@ describe.each(testDatabases)('ledger on $name', (database) => {
     await h.publish({ alpha: { f: '1' }, beta: { f: '1' } });
     const before = await h.head();
     const headsBefore = await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute();
-    // The database refuses gamma's version row: by then the events are appended and the heads upserted.
+    // The database refuses gamma's head: by then the events are appended and alpha's and beta's heads moved.
     await sql`CREATE FUNCTION test_refuse_gamma() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.node = 'gamma' THEN RAISE EXCEPTION 'projecting gamma failed'; END IF; RETURN NEW; END $$`.execute(h.db.kysely);
-    await sql`CREATE TRIGGER test_refuse_gamma BEFORE INSERT ON node_versions FOR EACH ROW EXECUTE FUNCTION test_refuse_gamma()`.execute(h.db.kysely);
+    await sql`CREATE TRIGGER test_refuse_gamma BEFORE INSERT ON node_heads FOR EACH ROW EXECUTE FUNCTION test_refuse_gamma()`.execute(h.db.kysely);
     await expect(h.publish({ alpha: { f: '2' }, beta: { f: '3' }, gamma: { f: '4' } })).rejects.toThrow('projecting gamma failed');
     expect(await h.head()).toEqual(before);
     expect(await h.db.kysely.selectFrom('node_heads').selectAll().orderBy('node').execute()).toEqual(headsBefore);

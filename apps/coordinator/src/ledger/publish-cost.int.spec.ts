@@ -1,9 +1,11 @@
+import { sql } from 'kysely';
 import { sha256Hex } from '#bundle';
 import type { PublishRequest } from '#contracts';
 import { testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { ledgerBlobs, putBlob } from '../bundles/blobs.repository.js';
 import type { LedgerBlobs } from './ledger-ports.js';
+import { loadVersion, readVersionsPage } from './store/versions.js';
 import { writerOf } from '../../../../test/support/ledger-harness.js';
 import { PublishTreeHandler } from './commands/publish-tree.handler.js';
 import { PublishTreeCommand } from './commands/publish-tree.command.js';
@@ -64,6 +66,49 @@ describe.each(testDatabases)('publish cost on $name', (database) => {
     expect(await h.db.kysely.selectFrom('node_heads').select(['etag', 'updated_at']).where('node', '=', 'n7').executeTakeFirstOrThrow()).toEqual(
       untouchedBefore,
     );
+  });
+
+  it(`stores each stamp of an all-changed publish of ${NODES} nodes once: in the ledger, its tree, and its node's head`, async () => {
+    const gens = ['{"stored":1}\n', '{"stored":2}\n'].map((c) => Buffer.from(c));
+    for (const c of gens) await putBlob(h.db.kysely, sha256Hex(c), c);
+    const tree = (gen: number): PublishRequest => ({
+      message: 'stored once',
+      nodes: Object.fromEntries(Array.from({ length: NODES }, (_, i) => [`t${i}`, { artifacts: { 'flor.json': sha256Hex(gens[gen]) } }])),
+    });
+    await h.publishRequest(tree(0));
+    // Every table, as the database lists them (a view is not one): what a stamp costs is the rows it adds.
+    const rowsPerTable = async () => {
+      const tables = await h.db.kysely
+        .selectFrom('information_schema.tables' as never)
+        .select('table_name' as never)
+        .where('table_schema' as never, '=', 'public' as never)
+        .where('table_type' as never, '=', 'BASE TABLE' as never)
+        .execute();
+      const counts = new Map<string, number>();
+      for (const { table_name: table } of tables as { table_name: string }[])
+        counts.set(table, Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(h.db.kysely)).rows[0].n));
+      return counts;
+    };
+    const before = await rowsPerTable();
+
+    expect((await h.publishRequest(tree(1))).changed).toHaveLength(NODES);
+
+    const after = await rowsPerTable();
+    const grown = Object.fromEntries([...after].map(([table, n]) => [table, n - (before.get(table) ?? 0)]).filter(([, d]) => (d as number) > 0));
+    // The stamps and the publish's record; each one's leaf in the tree and the complete subtrees it closes; the record's row.
+    expect(grown).toEqual({ ledger: NODES + 1, ledger_tree: expect.any(Number), publishes: 1 });
+    expect(grown.ledger_tree).toBeGreaterThanOrEqual(NODES + 1);
+    expect(grown.ledger_tree).toBeLessThan(2 * (NODES + 1) + 64);
+    // The versions are still there to read, each node's from its stamps.
+    expect(await loadVersion(h.db.kysely, 't5', 2)).toMatchObject({
+      version: 2,
+      retired: false,
+      artifacts: [{ name: 'flor.json', sha256: sha256Hex(gens[1]) }],
+    });
+    expect((await readVersionsPage(h.db.kysely, 't5', null, 10)).map((v) => [v.version, v.message])).toEqual([
+      [2, 'stored once'],
+      [1, 'stored once'],
+    ]);
   });
 
   it(`decides a large publish against the heads of the moment, whoever moved them`, async () => {

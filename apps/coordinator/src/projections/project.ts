@@ -43,7 +43,7 @@ async function projectPublishRecord(trx: Transaction<Database>, e: StoredOf<'pub
 
 /**
  * The stamps among `run`, a run of appended events, ahead of the rest of its append (`project` with
- * `stampsProjected`): each publish's message and confirmation window come from its record among
+ * `stampsProjected`): each publish's confirmation window comes from its record among
  * `decided`, every event of the append.
  */
 export async function projectStampRun(trx: Transaction<Database>, run: readonly StoredEvent[], decided: readonly LedgerEvent[]): Promise<void> {
@@ -67,12 +67,12 @@ const stampsOf = (events: readonly StoredEvent[]): StoredOf<'node_set_stamped'>[
   events.filter((e): e is StoredOf<'node_set_stamped'> => e.type === 'node_set_stamped');
 
 /**
- * Each stamp's node version and its node's head, in one statement that reads the stamps from the
- * ledger rows the same transaction wrote: PostgreSQL already holds each event's data as jsonb, so
- * nothing is serialised, sent or parsed a second time (a large publish's stamps sent again as a JSON
- * document were a large part of what PostgreSQL did for it; bench/README.md, bench:publish).
- * Only each publish's message and confirmation window travel, from the record that closes its
- * group. The stamps are a run of the ledger (both callers pass contiguous events), so the rows of
+ * Each stamp's node's head, in one statement that reads the stamps from the ledger rows the same
+ * transaction wrote: PostgreSQL already holds each event's data as jsonb, so nothing is serialised,
+ * sent or parsed a second time (a large publish's stamps sent again as a JSON document were a large
+ * part of what PostgreSQL did for it; bench/README.md, bench:publish). Only each publish's
+ * confirmation window travels, from the record that closes its group. A node's versions are its
+ * stamps in the ledger itself (ledger/store/versions.ts): nothing else is written for them. The stamps are a run of the ledger (both callers pass contiguous events), so the rows of
  * that type between the first and the last position are exactly these; a count that differs aborts
  * the transaction rather than project something else.
  */
@@ -85,23 +85,20 @@ async function projectStamps(
   const to = stamps[stamps.length - 1].position;
   const publishes = [...new Set(stamps.map((e) => e.data.publish_id))].map((id) => {
     const record = records.get(id);
-    return { publish_id: id, message: record?.message ?? '', confirm_within: record?.confirm_within ?? null };
+    return { publish_id: id, confirm_within: record?.confirm_within ?? null };
   });
   // Nothing is signed here: the key the event names signs the bundle when its node fetches it (PollRoute).
   // The ETag is bundleEtag(kid, hash): the first 40 hex digits of sha256("<kid>:<event hash>"), quoted.
   const result = await sql`WITH p AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(publishes)}::jsonb) AS p(publish_id text, message text, confirm_within integer)
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(publishes)}::jsonb) AS p(publish_id text, confirm_within integer)
     ), s AS (
       SELECT l.data->>'node' AS node, (l.data->>'version')::integer AS version, l.data->>'set_digest' AS set_digest,
         (l.data->>'retired')::boolean AS retired, l.data->'artifacts' AS artifacts, l.data->>'publish_id' AS publish_id,
-        l.position, l.recorded_at, l.meta->>'kid' AS kid, l.meta->>'actor' AS actor,
+        l.position, l.recorded_at, l.meta->>'kid' AS kid,
         '"' || left(encode(sha256(convert_to((l.meta->>'kid') || ':' || l.hash, 'UTF8')), 'hex'), 40) || '"' AS etag,
-        coalesce(p.message, '') AS message, p.confirm_within
+        p.confirm_within
       FROM ledger l LEFT JOIN p ON p.publish_id = l.data->>'publish_id'
       WHERE l.position BETWEEN ${from} AND ${to} AND l.type = 'node_set_stamped'
-    ), versions AS (
-      INSERT INTO node_versions (node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at)
-      SELECT node, version, set_digest, retired, artifacts, publish_id, position, actor, message, recorded_at FROM s
     )
     INSERT INTO node_heads (node, version, set_digest, retired, artifacts, publish_id, position, kid, etag, updated_at, confirm_within, confirmed_by)
     SELECT node, version, set_digest, retired, artifacts, publish_id, position, kid, etag, recorded_at, confirm_within, NULL FROM s

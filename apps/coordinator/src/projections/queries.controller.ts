@@ -6,9 +6,9 @@ import { DB, type Db } from '../db/index.js';
 import { HeadBucketIndex } from './head-bucket-index.js';
 import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Principal } from '../common/index.js';
 import { readBlobs } from '../bundles/index.js';
-import { loadVersion } from '../ledger/index.js';
+import { loadVersion, readVersionsPage } from '../ledger/index.js';
 import { diffSets } from './artifact-diff.js';
-import { isPublished, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage, readVersionsPage } from './queries.repository.js';
+import { isPublished, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage } from './queries.repository.js';
 import { failedLines, recordedLabelBuckets, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
 
 const iso = (d: Date | string): string => new Date(d).toISOString();

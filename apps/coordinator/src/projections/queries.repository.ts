@@ -53,16 +53,6 @@ export async function isPublished(db: Kysely<Database>, node: string): Promise<b
   return row !== undefined;
 }
 
-/** Up to `limit + 1` of the node's versions, newest first, below version `before` when given. */
-export async function readVersionsPage(db: Kysely<Database>, node: string, before: number | null, limit: number) {
-  let select = db.selectFrom('node_versions').selectAll().where('node', '=', node);
-  if (before !== null) select = select.where('version', '<', before);
-  return select
-    .orderBy('version', 'desc')
-    .limit(limit + 1)
-    .execute();
-}
-
 /** The outcomes the node reported for the given versions. */
 export async function readOutcomes(db: Kysely<Database>, node: string, versions: readonly number[]) {
   return db

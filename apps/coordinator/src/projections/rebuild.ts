@@ -12,7 +12,6 @@ export async function rebuildProjections(db: Kysely<Database>): Promise<number> 
   return db.transaction().execute(async (trx) => {
     await lockLedger(trx);
     await trx.deleteFrom('node_heads').execute();
-    await trx.deleteFrom('node_versions').execute();
     await trx.deleteFrom('publishes').execute();
     await trx.deleteFrom('packages').execute();
     await trx.deleteFrom('rollouts').execute();

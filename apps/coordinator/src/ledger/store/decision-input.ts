@@ -1,7 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/index.js';
 import { changedNodesOf, type ArtifactRef, type Heads, type LedgerCommand } from '../domain/ledger.decider.js';
-import { loadHeadDigests, loadHeads, loadVersion } from './heads.js';
+import { loadHeadDigests, loadHeads } from './heads.js';
+import { loadVersion } from './versions.js';
 import type { RecordedRolloutPlan } from '../domain/ledger.events.js';
 import type { Control } from '../domain/rollout.js';
 import { decideStep } from '../domain/rollout.js';

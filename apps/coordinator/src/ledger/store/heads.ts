@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
-import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
-import type { NodeHead, NodeSet } from '../domain/ledger.decider.js';
+import { type Database, anyOf } from '../../db/index.js';
+import type { NodeHead } from '../domain/ledger.decider.js';
 
 /** Nodes per statement: a 10,000-node tree is one indexed read, 100,000 nodes ten. */
 const CHUNK = 10_000;
@@ -44,16 +44,6 @@ export async function headsAtPublish(db: Kysely<Database>, publishId: string): P
     JOIN node_heads h ON h.node = c.entry->>'node'
     WHERE p.publish_id = ${publishId} AND h.publish_id = ${publishId}`.execute(db);
   return rows;
-}
-
-export async function loadVersion(db: Kysely<Database>, node: string, version: number): Promise<NodeSet | undefined> {
-  const r = await db
-    .selectFrom('node_versions')
-    .select(['version', 'set_digest', 'retired', 'artifacts'])
-    .where('node', '=', node)
-    .where('version', '=', version)
-    .executeTakeFirst();
-  return r ? { version: r.version, setDigest: r.set_digest, retired: r.retired, artifacts: r.artifacts as StoredArtifact[] } : undefined;
 }
 
 function chunk<T>(items: readonly T[]): T[][] {

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { type Database, type StoredArtifact, anyOf } from '../../db/index.js';
 import { DomainError } from '../../common/index.js';
+import { loadVersionArtifacts } from './versions.js';
 import { ACTIVE, evolve, type RecordedRolloutEvent, type RolloutState, type WaveFacts } from '../domain/rollout.js';
 
 /** A rollout's full id from the id or a prefix of it (8 characters or more, as retectl prints them); 404 or 409 otherwise. */
@@ -110,15 +111,6 @@ export async function stillUnconfirmed(db: Kysely<Database>, state: RolloutState
 
 /** Each released node's set at the version it had before the rollout (none when it had none), for a rollback; `only` narrows to those nodes. */
 export async function loadPrevious(db: Kysely<Database>, state: RolloutState, only?: readonly string[]): Promise<Map<string, StoredArtifact[]>> {
-  const out = new Map<string, StoredArtifact[]>();
   const wanted = [...(only ?? state.stamped.keys())].map((node) => ({ node, version: state.targets.get(node)?.from ?? 0 })).filter((w) => w.version > 0);
-  for (let i = 0; i < wanted.length; i += 10_000) {
-    const slice = wanted.slice(i, i + 10_000);
-    const { rows } = await sql<{ node: string; artifacts: StoredArtifact[]; retired: boolean }>`
-      SELECT v.node, v.artifacts, v.retired FROM node_versions v
-      JOIN unnest(${sql.val(slice.map((w) => w.node))}::text[], ${sql.val(slice.map((w) => w.version))}::int[]) AS w(node, version)
-        ON w.node = v.node AND w.version = v.version`.execute(db);
-    for (const r of rows) out.set(r.node, r.retired ? [] : r.artifacts);
-  }
-  return out;
+  return loadVersionArtifacts(db, wanted);
 }
