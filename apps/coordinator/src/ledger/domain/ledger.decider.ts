@@ -139,14 +139,17 @@ export interface Decision {
 
 const NO_CHANGE = (unchanged: number): Decision => ({ events: [], changed: [], unchanged, acceptedIneligible: [] });
 
-/** Nodes of a tree whose set digest differs from their head: the only ones a publish touches. */
+/**
+ * Nodes of a tree whose set digest differs from their head: the only ones a publish touches. A head
+ * read with its artifacts is compared pair by pair, which says whether the digests differ without
+ * taking one (the stamp takes the changed node's once); a head read with its digest only, by digest.
+ */
 export function changedNodesOf(nodes: ReadonlyMap<string, readonly ArtifactRef[]>, heads: Heads): string[] {
   const changed: string[] = [];
   for (const [node, artifacts] of nodes) {
     const head = heads.get(node);
     if (!head || head.retired) changed.push(node);
-    else if (head.artifacts !== undefined && sameArtifacts(head.artifacts, artifacts)) continue;
-    else if (head.setDigest !== setDigest(artifacts)) changed.push(node);
+    else if (head.artifacts !== undefined ? !sameArtifacts(head.artifacts, artifacts) : head.setDigest !== setDigest(artifacts)) changed.push(node);
   }
   return changed;
 }

@@ -94,6 +94,13 @@ describe('ledger decider', () => {
       const digestsOnly = new Map([...heads].map(([k, h]) => [k, { version: h.version, setDigest: h.setDigest, retired: h.retired }]));
       expect(changedNodesOf(tree, digestsOnly)).toEqual(changed);
     });
+
+    it('judges a head that carries its artifacts by them alone, taking no digest of the new set', () => {
+      // A head whose digest is the new set's while its artifacts are not: only a digest taken of the
+      // new set would call it unchanged. (A real head's digest is its artifacts'; this one tells whether a digest was taken.)
+      const misleading = new Map<string, NodeHead>([['n', { ...headOf({ 'a.json': A }), setDigest: setDigest(refs({ 'a.json': C })) }]]);
+      expect(changedNodesOf(new Map([['n', refs({ 'a.json': C })]]), misleading)).toEqual(['n']);
+    });
   });
 
   describe('publish', () => {
