@@ -42,7 +42,7 @@ export { VerifyWithMirrorQuery } from './queries/verify-with-mirror.query.js';
 export { appendUnderLock } from './store/append-path.js';
 export { appendEvents } from './store/append.js';
 export { headsAtPublish } from './store/heads.js';
-export { loadVersion, nodeStream, readVersionsPage, type NodeVersionRow } from './store/versions.js';
+export { loadVersion, readVersionsPage } from './store/versions.js';
 export type { StoredEvent, StoredOf } from './store/ledger-row.js';
 export { lockLedger } from './store/lock.js';
 export { allEvents, readEvents } from './store/read-events.js';

@@ -72,9 +72,10 @@ const stampsOf = (events: readonly StoredEvent[]): StoredOf<'node_set_stamped'>[
  * sent or parsed a second time (a large publish's stamps sent again as a JSON document were a large
  * part of what PostgreSQL did for it; bench/README.md, bench:publish). Only each publish's
  * confirmation window travels, from the record that closes its group. A node's versions are its
- * stamps in the ledger itself (ledger/store/versions.ts): nothing else is written for them. The stamps are a run of the ledger (both callers pass contiguous events), so the rows of
- * that type between the first and the last position are exactly these; a count that differs aborts
- * the transaction rather than project something else.
+ * stamps in the ledger itself (ledger/store/versions.ts): nothing else is written for them. The
+ * stamps are a run of the ledger (both callers pass contiguous events), so the rows of that type
+ * between the first and the last position are exactly these; a count that differs aborts the
+ * transaction rather than project something else.
  */
 async function projectStamps(
   trx: Transaction<Database>,

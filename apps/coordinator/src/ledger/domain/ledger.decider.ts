@@ -527,6 +527,12 @@ function admitIneligible(stamped: readonly string[], facts: IneligibleFacts): In
   );
 }
 
+/**
+ * A node's stream: its stamps, each one's revision its version. The history reads a node's versions by
+ * it (ledger/store/versions.ts).
+ */
+export const nodeStream = (node: string): `node:${string}` => `node:${node}`;
+
 function stamp(
   node: string,
   head: NodeHead | undefined,
@@ -539,7 +545,7 @@ function stamp(
   const version = (head?.version ?? 0) + 1;
   return {
     type: 'node_set_stamped',
-    stream: `node:${node}`,
+    stream: nodeStream(node),
     revision: version,
     // In canonical order (artifacts' too: name, sha256, size), which the ledger's append writes fastest.
     data: {

@@ -1,13 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, StoredArtifact } from '../../db/index.js';
-import type { NodeSet } from '../domain/ledger.decider.js';
+import { nodeStream, type NodeSet } from '../domain/ledger.decider.js';
 
-/**
- * A node's versions are its stamps in the ledger: its stream is `node:<name>` and each stamp's
- * revision its version (the decider's `stamp`), so the ledger's (stream, revision) key finds them.
- * Nothing copies them into a table of their own (migration 0023).
- */
-export const nodeStream = (node: string): string => `node:${node}`;
+// A node's versions are its stamps in the ledger: its stream is `nodeStream(node)` and each stamp's
+// revision its version, so the ledger's (stream, revision) key finds them. Nothing copies them into a
+// table of their own (migration 0023).
 
 /** One version of a node as the history lists it: its stamp, and its publish's message. */
 export interface NodeVersionRow {
