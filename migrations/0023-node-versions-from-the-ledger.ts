@@ -9,9 +9,10 @@ import { type Kysely, sql } from 'kysely';
  * (ledger/store/versions.ts), which the view's `node` column, taken from the event's data, cannot
  * use.
  *
- * Nothing is lost: every row the table held is a ledger row's fields. A replica of the build before,
- * during a rolling upgrade, fails its publishes (it inserts into the view), and they roll back whole:
- * replace every replica before publishing again.
+ * Nothing is lost: every row the table held is a ledger row's fields. A replica of the build before
+ * reads through the view, but its publishes fail (it inserts into the view) and roll back whole, so
+ * this migration does not roll: stop every replica, migrate, start the new build on each (the
+ * operator's guide, "Upgrading the coordinator").
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TABLE node_versions`.execute(db);
