@@ -14,6 +14,13 @@ export interface ChainedFields {
 }
 
 /**
+ * A node's stream in the ledger: its stamps, each one's revision its version. The coordinator stamps
+ * and reads a node's versions by it; a node rebuilds its own stamp with it to check its bundle is in
+ * the log (log-proof.ts).
+ */
+export const nodeStream = (node: string): `node:${string}` => `node:${node}`;
+
+/**
  * hash = sha256(prev_hash ‖ canonical_json(event without hashes)): each event seals the whole ledger
  * before it (docs/architecture.md, ledger invariants). Here, not in the coordinator, because a node
  * recomputes the chain hash of its own stamp event to check that its bundle is in the log.

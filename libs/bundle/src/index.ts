@@ -104,7 +104,7 @@ export {
   type Witness,
   type Cosigned,
 } from './cosignature.js';
-export { chainHash, chainHashBytes, chainHashOf, chainedText, chainedTextOf, type ChainedFields } from './chain.js';
+export { chainHash, chainHashBytes, chainHashOf, chainedText, chainedTextOf, nodeStream, type ChainedFields } from './chain.js';
 export {
   TREE_SIZE_HEADER,
   TREE_CHECKPOINT_HEADER,

@@ -1,6 +1,6 @@
 import type { BundlePayload } from '#contracts';
 import { canonicalJson } from './canonical-json.js';
-import { chainHash } from './chain.js';
+import { chainHash, nodeStream } from './chain.js';
 import { consistencyHashes, expandInclusion, extensionHashes, frontierRoot, HASH_SIZE, leafHash, verifyInclusion } from './merkle.js';
 import { parseCheckpoint } from './checkpoint.js';
 import { treeCheckpointText, treeOrigin, type TreeCheckpoint } from './tree-checkpoint.js';
@@ -119,7 +119,7 @@ export function stampEntry(
     if (Object.hasOwn(leaf.data, k)) throw new LogProofError('not_in_log', `${TREE_LEAF_HEADER} names the field ${k}, which the bundle carries itself`);
   return chainHash(leaf.prev_hash, {
     position: payload.position,
-    stream: `node:${payload.node}`,
+    stream: nodeStream(payload.node),
     revision: leaf.revision,
     type: 'node_set_stamped',
     data: {

@@ -1,4 +1,4 @@
-import { EMPTY_SET_DIGEST, setDigest } from '#bundle';
+import { EMPTY_SET_DIGEST, nodeStream, setDigest } from '#bundle';
 import { DomainError } from '../../common/index.js';
 import type {
   IneligibleNode,
@@ -526,12 +526,6 @@ function admitIneligible(stamped: readonly string[], facts: IneligibleFacts): In
     { nodes: refused },
   );
 }
-
-/**
- * A node's stream: its stamps, each one's revision its version. The history reads a node's versions by
- * it (ledger/store/versions.ts).
- */
-export const nodeStream = (node: string): `node:${string}` => `node:${node}`;
 
 function stamp(
   node: string,

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, StoredArtifact } from '../../db/index.js';
-import { nodeStream, type NodeSet } from '../domain/ledger.decider.js';
+import { nodeStream } from '#bundle';
+import type { NodeSet } from '../domain/ledger.decider.js';
 
 // A node's versions are its stamps in the ledger: its stream is `nodeStream(node)` and each stamp's
 // revision its version, so the ledger's (stream, revision) key finds them. Nothing copies them into a
