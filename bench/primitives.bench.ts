@@ -7,7 +7,8 @@
  * Huffman coding only against level 1; the heads a one-node publish to 100,000 nodes keeps, layered over
  * the last ones against copied (ledger/store/heads-memo.ts); each node's head bucket kept against hashed
  * again (retectl's readDelta); a tar archive of 20,000 blobs written by retectl's own ustar writer against
- * tar-stream's (apps/retectl/src/blob-tar.ts); a stamp's data written as canonical JSON in canonical
+ * tar-stream's (apps/retectl/src/blob-tar.ts), and read by the coordinator's own reader against tar-stream's
+ * extract (apps/coordinator/src/bundles/tar-reader.ts); a stamp's data written as canonical JSON in canonical
  * order against walked, and a chunk of 10,000 stamps' chain hashes and ledger rows as the append
  * writes them against its way before (ledger/store/append.ts). Prints the time of each side and their ratio; nothing here
  * touches a database or the network.
@@ -17,12 +18,13 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import * as jose from 'jose';
-import { pack } from 'tar-stream';
+import { extract, pack } from 'tar-stream';
 import { Readable } from 'node:stream';
 import { bucketOf, canonicalJson, chainHashBytes, chainHashOf, chainedText, chainedTextOf, sha256Hex, signBundle } from '#bundle';
 import type { NodeHead } from '../apps/coordinator/src/ledger/domain/ledger.decider.js';
 import { advanceHeads } from '../apps/coordinator/src/ledger/store/heads-memo.js';
 import { blobArchive } from '../apps/retectl/src/blob-tar.js';
+import { readBlobArchive } from '../apps/coordinator/src/bundles/blob-archive.js';
 import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
@@ -91,6 +93,36 @@ async function pairs(): Promise<Pair[]> {
     return Readable.from(tar as AsyncIterable<Buffer>);
   };
   const digests = [...blobs.keys()];
+  // The same archive as it arrives over HTTP, in 64 KiB chunks, for the coordinator to read.
+  const written: Buffer[] = [];
+  for await (const chunk of blobArchive(digests, blobs, () => {})) written.push(chunk as Buffer);
+  const archive = Buffer.concat(written);
+  const arriving = () => {
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < archive.length; at += 65_536) pieces.push(archive.subarray(at, at + 65_536));
+    return Readable.from(pieces, { objectMode: false });
+  };
+  const limits = { archiveBytes: archive.length, blobBytes: 1 << 20 };
+  // The coordinator's reader before tar-reader.ts: tar-stream's extract, each entry and its chunks taken
+  // by async iteration, its digest checked.
+  const readByTarStream = async (body: Readable) => {
+    const tar = extract();
+    body.pipe(tar as never);
+    const read = new Map<string, Buffer>();
+    for await (const entry of tar) {
+      const hash = createHash('sha256');
+      const chunks: Buffer[] = [];
+      for await (const chunk of entry as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        chunks.push(chunk);
+      }
+      if (hash.digest('hex') !== entry.header.name) throw new Error(`${entry.header.name} does not hash to its name`);
+      read.set(entry.header.name, Buffer.concat(chunks));
+    }
+    return read.size;
+  };
+  if ((await readBlobArchive(arriving(), limits, () => {})).length !== blobs.size || (await readByTarStream(arriving())) !== blobs.size)
+    throw new Error('the two readers read different archives');
   // A chunk of a 10,000-node publish's stamps as the ledger's append takes them: the data in canonical
   // order (as the decider writes it now) and in the order it was written before.
   const recorded_at = new Date(0).toISOString();
@@ -185,6 +217,14 @@ async function pairs(): Promise<Pair[]> {
       n: 5,
       chosenFn: () => drain(blobArchive(digests, blobs, () => {})),
       otherFn: () => drain(tarStream(digests)),
+    },
+    {
+      what: 'tar archive of 20,000 blobs read (coordinator)',
+      chosen: 'own reader',
+      other: 'tar-stream',
+      n: 5,
+      chosenFn: () => readBlobArchive(arriving(), limits, () => {}),
+      otherFn: () => readByTarStream(arriving()),
     },
     {
       what: 'heads kept after a one-node publish, 100,000 heads',

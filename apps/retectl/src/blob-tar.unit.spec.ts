@@ -24,7 +24,7 @@ async function collect(stream: AsyncIterable<unknown>): Promise<Buffer> {
 }
 
 describe('blobArchive', () => {
-  it('is read back by tar-stream, the reader the coordinator uses, entry for entry', async () => {
+  it('is read back by tar-stream, a reader of its own, entry for entry', async () => {
     const archive = await collect(blobArchive(order, blobs, () => {}));
     expect(archive.length % 512).toBe(0);
     const tar = extract();

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { extract, type Header } from 'tar-stream';
 import { SHA256_PATTERN } from '#contracts';
 import { DomainError } from '../common/index.js';
+import { TarError, TarReader, type TarHeader } from './tar-reader.js';
 
 export interface ArchiveLimits {
   /** Largest archive, counted as its bytes arrive. */
@@ -21,7 +21,7 @@ export interface ArchiveBlob {
  * be the sha256 of its content (lowercase hex), a plain file, no larger than a blob may be. Returns a
  * refusal, or null when the entry may be read.
  */
-export function entryRefusal(header: Pick<Header, 'name' | 'type' | 'size'>, index: number, blobBytes: number): DomainError | null {
+export function entryRefusal(header: TarHeader, index: number, blobBytes: number): DomainError | null {
   const where = `archive entry ${index + 1}`;
   if (header.type !== 'file')
     return new DomainError('invalid_archive', `${where} is a ${header.type}, not a file: the archive holds only blobs`, { entry: index + 1 });
@@ -37,70 +37,81 @@ export function entryRefusal(header: Pick<Header, 'name' | 'type' | 'size'>, ind
 }
 
 /**
- * Reads a tar archive of blobs as it arrives: each entry's digest is checked as its bytes are read,
- * and the first entry that fails (a wrong digest, a name that is not one, something that is not tar,
- * an archive cut short or over the limit) refuses the whole upload. Nothing is returned, so nothing is
- * stored, from a refused upload. Entries repeating a digest are read once.
+ * Reads a tar archive of blobs as it arrives: each entry's digest is checked as soon as its bytes have
+ * come, and the first entry that fails (a wrong digest, a name that is not one, something that is not
+ * tar, an archive cut short or over the limit) refuses the whole upload. Nothing is returned, so
+ * nothing is stored, from a refused upload. Entries repeating a digest are read once.
  *
  * `stop` is called on a refusal, so the caller can stop receiving the rest of the body.
  */
-export async function readBlobArchive(body: Readable, limits: ArchiveLimits, stop: () => void): Promise<ArchiveBlob[]> {
-  const tar = extract();
+export function readBlobArchive(body: Readable, limits: ArchiveLimits, stop: () => void): Promise<ArchiveBlob[]> {
   const blobs = new Map<string, Buffer>();
-  let received = 0;
-  let refusal: Error | null = null;
-  const refuse = (err: Error) => {
-    if (refusal) return;
-    refusal = err;
-    body.unpipe(tar as never);
-    stop();
-    tar.destroy(err);
-  };
-  body.on('data', (chunk: Buffer) => {
-    received += chunk.length;
-    if (received > limits.archiveBytes) refuse(new DomainError('body_too_large', `blob archives are limited to ${limits.archiveBytes} bytes`));
+  const tar = new TarReader(
+    {
+      header(header, index) {
+        const bad = entryRefusal(header, index, limits.blobBytes);
+        if (bad) throw bad;
+      },
+      content(header, content, index) {
+        const actual = hash('sha256', content);
+        if (actual !== header.name) {
+          throw new DomainError('digest_mismatch', `archive entry ${index + 1} is named ${header.name} but its content hashes to ${actual}`, {
+            entry: index + 1,
+            expected: header.name,
+            actual,
+          });
+        }
+        // The chunk's own bytes, not a copy: the archive is held until its blobs are stored either way.
+        if (!blobs.has(actual)) blobs.set(actual, content);
+      },
+    },
+    limits.blobBytes,
+  );
+  return new Promise((resolve, reject) => {
+    let received = 0;
+    let settled = false;
+    const finish = (err: unknown): void => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('close', onClose);
+      if (err === undefined) {
+        resolve([...blobs].map(([sha256, content]) => ({ sha256, content })));
+        return;
+      }
+      stop();
+      reject(err instanceof TarError ? archiveError(err) : err);
+    };
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > limits.archiveBytes) return finish(new DomainError('body_too_large', `blob archives are limited to ${limits.archiveBytes} bytes`));
+      try {
+        tar.push(chunk);
+      } catch (err) {
+        finish(err);
+      }
+    };
+    const onEnd = (): void => {
+      try {
+        tar.end();
+        if (tar.entries === 0 && received === 0) throw new DomainError('invalid_archive', 'the request body is empty: expected a tar archive of blobs');
+        finish(undefined);
+      } catch (err) {
+        finish(err);
+      }
+    };
+    // A connection that closes before the body ends: the archive was cut short.
+    const onClose = (): void => finish(new TarError('the archive ends in the middle of an entry (the upload was cut short)', 'cut_short', tar.entries));
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('close', onClose);
+    body.once('error', (err) => finish(err));
   });
-  body.once('error', (err) => refuse(err));
-  // A body that ends before the archive does: tar-stream reports it when it is finalised.
-  body.pipe(tar as never);
-  let index = 0;
-  try {
-    for await (const entry of tar) {
-      const header = entry.header;
-      const bad = entryRefusal(header, index, limits.blobBytes);
-      if (bad) throw bad;
-      const hash = createHash('sha256');
-      const chunks: Buffer[] = [];
-      for await (const chunk of entry as AsyncIterable<Buffer>) {
-        hash.update(chunk);
-        chunks.push(chunk);
-      }
-      const actual = hash.digest('hex');
-      if (actual !== header.name) {
-        throw new DomainError('digest_mismatch', `archive entry ${index + 1} is named ${header.name} but its content hashes to ${actual}`, {
-          entry: index + 1,
-          expected: header.name,
-          actual,
-        });
-      }
-      if (!blobs.has(actual)) blobs.set(actual, Buffer.concat(chunks));
-      index++;
-    }
-  } catch (err) {
-    const reason = refusal ?? (err instanceof DomainError ? err : archiveError(err, index));
-    refuse(reason);
-    throw reason;
-  }
-  if (refusal) throw refusal;
-  if (index === 0 && received === 0) throw new DomainError('invalid_archive', 'the request body is empty: expected a tar archive of blobs');
-  return [...blobs].map(([sha256, content]) => ({ sha256, content }));
 }
 
-/** tar-stream's own errors (not tar at all, cut short) as a refusal naming where it happened. */
-function archiveError(err: unknown, index: number): DomainError {
-  const message = err instanceof Error ? err.message : String(err);
-  const what = /unexpected end/i.test(message)
-    ? 'the archive ends in the middle of an entry (the upload was cut short)'
-    : `the body is not a tar archive (${message.slice(0, 200)})`;
-  return new DomainError('invalid_archive', `${what}, at entry ${index + 1}`, { entry: index + 1 }, { cause: err });
+/** The tar reader's refusal, naming where it happened. */
+function archiveError(err: TarError): DomainError {
+  const what = err.kind === 'cut_short' ? err.message : `the body is not a tar archive (${err.message})`;
+  return new DomainError('invalid_archive', `${what}, at entry ${err.entries + 1}`, { entry: err.entries + 1 });
 }
