@@ -1,7 +1,7 @@
 /**
  * A tar archive read as its bytes arrive, in the caller's turn: `push` takes each chunk and hands
- * every whole entry to `onEntry` before it returns, `end` says whether the archive stopped where an
- * entry did. No stream, no promise, no event per entry: an upload of 100,000 small blobs is 100,000
+ * the handler every header and every whole entry it completes before it returns; `end` says whether
+ * the archive stopped where an entry did. No stream, no promise, no event per entry: an upload of 100,000 small blobs is 100,000
  * entries, and a streaming reader's turns of the event loop for each cost more than the entries'
  * own bytes (bench/README.md, bench:primitives).
  *
@@ -158,11 +158,12 @@ export class TarReader {
     if (flag === GNU_LONG_NAME) this.next.name = textOf(content, 0, content.length);
     else if (flag === PAX) {
       const records = paxRecords(content, this.count);
-      if (records.path !== undefined) this.next.name = records.path;
-      if (records.size !== undefined) {
-        if (!/^[0-9]{1,15}$/.test(records.size))
-          throw new TarError(`a pax header gives the size ${JSON.stringify(records.size.slice(0, 40))}`, 'not_tar', this.count);
-        this.next.size = Number(records.size);
+      const path = records.get('path');
+      const size = records.get('size');
+      if (path !== undefined) this.next.name = path;
+      if (size !== undefined) {
+        if (!/^[0-9]{1,15}$/.test(size)) throw new TarError(`a pax header gives the size ${JSON.stringify(size.slice(0, 40))}`, 'not_tar', this.count);
+        this.next.size = Number(size);
       }
     }
   }
@@ -217,17 +218,18 @@ function textOf(buf: Buffer, start: number, length: number): string {
 }
 
 /** A pax header's records, `<length> <key>=<value>\n` each. */
-function paxRecords(content: Buffer, entries: number): Record<string, string> {
-  const records: Record<string, string> = {};
+function paxRecords(content: Buffer, entries: number): Map<string, string> {
+  const records = new Map<string, string>();
   for (let at = 0; at < content.length && content[at] !== 0;) {
     const space = content.indexOf(0x20, at);
-    const length = space === -1 ? NaN : Number(content.toString('latin1', at, space));
-    if (!Number.isInteger(length) || length <= space - at || at + length > content.length || content[at + length - 1] !== 0x0a) {
+    const digits = space === -1 ? '' : content.toString('latin1', at, space);
+    const length = /^[0-9]{1,9}$/.test(digits) ? Number(digits) : NaN;
+    if (!(length > space - at) || at + length > content.length || content[at + length - 1] !== 0x0a) {
       throw new TarError('a pax header holds a record that is not `<length> <key>=<value>`', 'not_tar', entries);
     }
     const record = content.toString('utf8', space + 1, at + length - 1);
     const eq = record.indexOf('=');
-    if (eq > 0) records[record.slice(0, eq)] = record.slice(eq + 1);
+    if (eq > 0) records.set(record.slice(0, eq), record.slice(eq + 1));
     at += length;
   }
   return records;

@@ -132,6 +132,15 @@ describe('TarReader', () => {
     expect(readAll(archive).entries).toEqual([{ name: 'x', type: 'file', content: 'twelve bytes' }]);
   });
 
+  it('refuses a pax record whose length is not a number of digits, or does not end where it says', () => {
+    for (const record of ['1e1 path=ab\n', ' 11 path=a\n', '11 path=abc\n', '99 path=a\n']) {
+      const body = Buffer.alloc(512);
+      body.write(record);
+      const archive = Buffer.concat([headerBlock('PaxHeader/x', record.length, 'x'), body, headerBlock('x', 0, '0'), Buffer.alloc(1024)]);
+      expect(thrown(() => readAll(archive))).toMatchObject({ kind: 'not_tar', message: expect.stringMatching(/pax header holds a record/) });
+    }
+  });
+
   it('reads an archive that ends with its last entry, without the end-of-archive blocks, and skips a whole record of them', async () => {
     const archive = await tarStreamOf([{ name: 'a', content: 'x' }]);
     expect(readAll(archive.subarray(0, 1024)).entries).toEqual([{ name: 'a', type: 'file', content: 'x' }]);
