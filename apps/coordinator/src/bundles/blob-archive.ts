@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { sha256Hex } from '#bundle';
 import { SHA256_PATTERN } from '#contracts';
 import { DomainError } from '../common/index.js';
 import { TarError, TarReader, type TarHeader } from './tar-reader.js';
@@ -53,7 +53,7 @@ export function readBlobArchive(body: Readable, limits: ArchiveLimits, stop: () 
         if (bad) throw bad;
       },
       content(header, content, index) {
-        const actual = hash('sha256', content);
+        const actual = sha256Hex(content);
         if (actual !== header.name) {
           throw new DomainError('digest_mismatch', `archive entry ${index + 1} is named ${header.name} but its content hashes to ${actual}`, {
             entry: index + 1,
@@ -102,7 +102,7 @@ export function readBlobArchive(body: Readable, limits: ArchiveLimits, stop: () 
       }
     };
     // A connection that closes before the body ends: the archive was cut short.
-    const onClose = (): void => finish(new TarError('the archive ends in the middle of an entry (the upload was cut short)', 'cut_short', tar.entries));
+    const onClose = (): void => finish(tar.cutShort());
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('close', onClose);
@@ -113,5 +113,5 @@ export function readBlobArchive(body: Readable, limits: ArchiveLimits, stop: () 
 /** The tar reader's refusal, naming where it happened. */
 function archiveError(err: TarError): DomainError {
   const what = err.kind === 'cut_short' ? err.message : `the body is not a tar archive (${err.message})`;
-  return new DomainError('invalid_archive', `${what}, at entry ${err.entries + 1}`, { entry: err.entries + 1 });
+  return new DomainError('invalid_archive', `${what}, at entry ${err.entries + 1}`, { entry: err.entries + 1 }, { cause: err });
 }

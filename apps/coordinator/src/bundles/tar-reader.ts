@@ -119,9 +119,12 @@ export class TarReader {
 
   /** The archive's bytes have all come: throws when they stop inside a header or an entry. */
   end(): void {
-    if (this.current || this.heldBytes > 0) {
-      throw new TarError('the archive ends in the middle of an entry (the upload was cut short)', 'cut_short', this.count);
-    }
+    if (this.current || this.heldBytes > 0) throw this.cutShort();
+  }
+
+  /** The refusal of an archive whose bytes stopped coming here: at its end, or with its connection. */
+  cutShort(): TarError {
+    return new TarError('the archive ends in the middle of an entry (the upload was cut short)', 'cut_short', this.count);
   }
 
   private readHeader(block: Buffer): void {
