@@ -3,6 +3,7 @@ import { ReteFile, type ReteErrorCode } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
+import { readPlainYaml } from './plain-yaml.js';
 import { decodeUtf8 } from './utf8.js';
 
 /**
@@ -57,11 +58,11 @@ export function parseFile(source: Source, cache?: ParseCache): { parsed?: Parsed
   return { parsed: placedLater(source, result.parsed.data), diagnostics: result.diagnostics };
 }
 
-/** A cached file's data, with places found by parsing the file once, the first time one is read. */
+/** A file's data, with places found by parsing the file once, the first time one is read. */
 function placedLater(source: Source, data: ReteFile): ParsedFile {
   let parsed: ParsedFile | undefined;
   const place = (path: readonly PropertyKey[]): Place => {
-    parsed ??= parseNow(source).parsed;
+    parsed ??= parseNow(source, true).parsed;
     return parsed?.placeOf(path) ?? { file: source.file, line: 1, col: 1 };
   };
   return {
@@ -79,13 +80,25 @@ function placedLater(source: Source, data: ReteFile): ParsedFile {
   };
 }
 
-function parseNow(source: Source): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
+/**
+ * Parses one file now. `places`: with the yaml package's document, whose nodes know where they were
+ * written, for a file whose places are asked for.
+ */
+function parseNow(source: Source, places = false): { parsed?: ParsedFile; diagnostics: Diagnostic[] } {
   let text: string;
   if ('bytes' in source) {
     const decoded = decodeUtf8(source.bytes);
     if (!decoded.ok) return { diagnostics: [notUtf8(source.file, source.bytes, decoded.offset, decoded.before)] };
     text = decoded.text;
   } else text = source.text;
+  // A text of plain YAML is read without the yaml package's document (readPlainYaml); one that does not
+  // pass the schema is parsed again below, for the places of its problems. `packages` is left to the
+  // package: its versions are kept as written (keepPackageVersionsAsWritten).
+  const plain = places || text.includes('packages') ? undefined : readPlainYaml(text);
+  if (plain) {
+    const result = ReteFile.safeParse(plain.value ?? {});
+    if (result.success) return { parsed: placedLater(source, result.data), diagnostics: [] };
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, strict: true });
   const at = (offset: number): Place => {

@@ -109,6 +109,37 @@ describe('parseFile', () => {
     });
   });
 
+  it('gives the same data and places for plain YAML as for YAML only the yaml package reads', () => {
+    const plainText = 'nodes:\n  - name: alpha\n    kind: server\n    listen: 10.0.0.1:7946 # edge\n    services:\n      - { name: web, port: 443 }\n';
+    // The same file with an anchor and its alias, which the plain reader leaves to the package.
+    const aliased =
+      plainText.replace('name: web', 'name: &svc web') +
+      '  - name: beta\n    kind: server\n    listen: 10.0.0.2:7946\n    services:\n      - { name: *svc, port: 80 }\n';
+    const plain = parseFile({ file: 'n.yaml', text: plainText });
+    const other = parseFile({ file: 'n.yaml', text: aliased });
+    expect(plain.diagnostics).toEqual([]);
+    expect(other.diagnostics).toEqual([]);
+    expect(other.parsed!.data.nodes![0]).toEqual(plain.parsed!.data.nodes![0]);
+    expect(other.parsed!.data.nodes![1].services).toEqual([{ name: 'web', port: 80 }]);
+    // The anchor moves what follows it on its line.
+    for (const [file, portCol] of [
+      [plain, 28],
+      [other, 33],
+    ] as const) {
+      expect({ ...file.parsed!.placeOf(['nodes', 0, 'listen']) }).toEqual({ file: 'n.yaml', line: 4, col: 13 });
+      expect({ ...file.parsed!.placeOf(['nodes', 0, 'services', 0, 'port']) }).toEqual({ file: 'n.yaml', line: 6, col: portCol });
+    }
+  });
+
+  it('reports a plain file that breaks the schema at the place of each problem', () => {
+    const { parsed, diagnostics } = parseFile({
+      file: 'n.yaml',
+      text: 'nodes:\n  - name: alpha\n    kind: server\n    listen: 10.0.0.1:7946\n    colour: red\n',
+    });
+    expect(parsed).toBeUndefined();
+    expect(diagnostics.map(formatDiagnostic)).toEqual([expect.stringMatching(/^n\.yaml:5:5: nodes\[0\]\.colour: unknown key "colour" \[unknown_key\]$/)]);
+  });
+
   describe('with a cache', () => {
     const text = 'nodes:\n  - name: alpha\n    kind: server\n    listen: 10.0.0.1:7946\n    services:\n      - { name: web, port: 443 }\n';
 

@@ -1,0 +1,323 @@
+/**
+ * A reader for the plain YAML a rete is written in, for speed: block mappings and sequences, one-line
+ * flow collections, plain, single- and double-quoted scalars, comments. It gives the same value the
+ * `yaml` package's `parseDocument(...).toJS()` gives (YAML 1.2, core schema), or nothing at all for a
+ * text it does not read with certainty: anchors, aliases, tags, block scalars, multi-line scalars and
+ * flow collections, explicit keys, quoted keys, several documents, numbers it would have to spell out
+ * (`0x1F`, `1e3`, `0644`), a duplicate key, anything the package would call an error. The caller then
+ * parses that text with the package, which says what and where any error is.
+ *
+ * Why: the package builds a concrete syntax tree and a document of nodes, each with its source range,
+ * which is most of a large rete's compile (about 0.7 µs a byte, and three times that in a new process,
+ * its code not yet compiled); a rete's files are long lists of the same few shapes.
+ */
+
+/** The value of a YAML text, or undefined where the text is one for the `yaml` package to read. */
+export function readPlainYaml(text: string): { value: unknown } | undefined {
+  if (UNREAD.test(text)) return undefined;
+  try {
+    const reader = new BlockReader(text);
+    return { value: reader.document() };
+  } catch (e) {
+    if (e === DECLINE) return undefined;
+    throw e;
+  }
+}
+
+/** Characters the reader leaves to the package wherever they are: tabs, carriage returns, a BOM, controls, Unicode's line breaks. */
+const UNREAD = /[\t\r\uFEFF\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029]/;
+
+/** Thrown to give the text to the package. */
+const DECLINE = Symbol('decline');
+
+function decline(): never {
+  throw DECLINE;
+}
+
+/** A block key: what the reader takes as a key without asking how YAML would resolve it. */
+const KEY = /^([A-Za-z_][A-Za-z0-9_-]*):(?: +|$)/;
+/** Keys that YAML reads as a null or a boolean, or that an object cannot hold as its own. */
+const SPECIAL_KEYS = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE', 'false', 'False', 'FALSE', '__proto__']);
+
+/** A plain scalar's value that YAML 1.2's core schema reads as a number, in the forms the reader spells out. */
+const DECIMAL = /^(?:0|-?[1-9][0-9]{0,14})$/;
+/** Every other form the core schema reads as a null, a boolean or a number: left to the package. */
+const CORE_SPECIAL =
+  /^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+/** A first character that starts something other than a plain scalar (or may, by what follows it). */
+const NOT_PLAIN_START = new Set(['?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', "'", '"', '%', '@', '`']);
+
+/** A plain scalar's value: the core schema's null, booleans and decimal integers; any other special form declines. */
+function plainValue(text: string): unknown {
+  if (text === 'null' || text === '~') return null;
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  if (DECIMAL.test(text)) return Number(text);
+  if (CORE_SPECIAL.test(text)) decline();
+  return text;
+}
+
+interface Line {
+  /** Where the line's content starts: its indentation. */
+  indent: number;
+  /** The line without its indentation. */
+  content: string;
+}
+
+/** Reads the block structure line by line; a value on a line is read by readInline. */
+class BlockReader {
+  private readonly lines: Line[] = [];
+  private at = 0;
+
+  constructor(text: string) {
+    for (const raw of text.split('\n')) {
+      // Indentation is spaces only: not String.trimStart, which takes any Unicode space.
+      const indent = spacesFrom(raw, 0);
+      const content = raw.slice(indent);
+      if (spacesFrom(content, 0) === content.length || content.startsWith('#')) continue;
+      if (raw.startsWith('---') || raw.startsWith('...') || raw.startsWith('%')) decline();
+      this.lines.push({ indent, content });
+    }
+  }
+
+  document(): unknown {
+    if (this.lines.length === 0) return null;
+    if (this.lines[0].indent !== 0) decline();
+    const value = this.block(0);
+    if (this.at !== this.lines.length) decline();
+    return value;
+  }
+
+  /** The collection whose first line is the current one, at `indent`. */
+  private block(indent: number): unknown {
+    return isItem(this.lines[this.at].content) ? this.sequence(indent) : this.mapping(indent);
+  }
+
+  private mapping(indent: number): Record<string, unknown> {
+    const map: Record<string, unknown> = {};
+    while (this.at < this.lines.length) {
+      const line = this.lines[this.at];
+      if (line.indent < indent) break;
+      if (line.indent > indent || isItem(line.content)) decline();
+      const key = KEY.exec(line.content);
+      if (!key || SPECIAL_KEYS.has(key[1]) || Object.hasOwn(map, key[1])) decline();
+      const rest = line.content.slice(key[0].length);
+      this.at++;
+      map[key[1]] = rest === '' || rest.startsWith('#') ? this.nested(indent, true) : readInline(rest);
+    }
+    return map;
+  }
+
+  private sequence(indent: number): unknown[] {
+    const list: unknown[] = [];
+    while (this.at < this.lines.length) {
+      const line = this.lines[this.at];
+      // A key at the sequence's indentation ends it: the sequence was that of a key at the same indentation.
+      if (line.indent < indent || (line.indent === indent && !isItem(line.content))) break;
+      if (line.indent > indent) decline();
+      const rest = line.content.slice(spacesFrom(line.content, 1));
+      if (rest === '' || rest.startsWith('#')) {
+        this.at++;
+        list.push(this.nested(indent, false));
+      } else if (isItem(rest)) {
+        decline();
+      } else if (KEY.test(rest)) {
+        // A mapping begun on the item's line: its keys are at the column of the first one.
+        const column = line.indent + line.content.length - rest.length;
+        this.lines[this.at] = { indent: column, content: rest };
+        list.push(this.mapping(column));
+      } else {
+        this.at++;
+        list.push(readInline(rest));
+      }
+    }
+    return list;
+  }
+
+  /**
+   * The value of a key or an item written on the lines after it: a collection indented further, a
+   * sequence at the key's own indentation (a mapping's value only), or else null.
+   */
+  private nested(indent: number, ofKey: boolean): unknown {
+    const next = this.lines[this.at];
+    if (next && next.indent > indent) return this.block(next.indent);
+    if (ofKey && next && next.indent === indent && isItem(next.content)) return this.sequence(indent);
+    return null;
+  }
+}
+
+/** Where the spaces from `at` end. */
+function spacesFrom(text: string, at: number): number {
+  while (text.charCodeAt(at) === 32) at++;
+  return at;
+}
+
+/** Whether a line's content is a block sequence's item. */
+function isItem(content: string): boolean {
+  return content.startsWith('-') && (content.length === 1 || content[1] === ' ');
+}
+
+/** A value written after a key or an item marker on one line, with nothing but a comment after it. */
+function readInline(text: string): unknown {
+  const scanner = new InlineScanner(text);
+  const value = scanner.value(false);
+  scanner.end();
+  return value;
+}
+
+/** Reads a value from one line: a scalar or a flow collection, which must close on the same line. */
+class InlineScanner {
+  private at = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** The value starting here; `flow` inside a flow collection, where `,`, `]` and `}` end a plain scalar. */
+  value(flow: boolean): unknown {
+    const c = this.text[this.at];
+    if (c === '[') return this.flowSequence();
+    if (c === '{') return this.flowMapping();
+    if (c === '"') return this.doubleQuoted();
+    if (c === "'") return this.singleQuoted();
+    return this.plain(flow);
+  }
+
+  /** Nothing but spaces and a comment may follow the value. */
+  end(): void {
+    this.spaces();
+    if (this.at < this.text.length && this.text[this.at] !== '#') decline();
+    // A comment needs a space before it ("a#b" is a scalar, read as such by plain()).
+    if (this.at < this.text.length && this.text[this.at - 1] !== ' ') decline();
+  }
+
+  private spaces(): void {
+    this.at = spacesFrom(this.text, this.at);
+  }
+
+  private plain(flow: boolean): unknown {
+    const start = this.at;
+    const first = this.text[start];
+    if (first === undefined || NOT_PLAIN_START.has(first)) decline();
+    // "-" starts a plain scalar only before a character that could not end one.
+    const second = this.text[start + 1];
+    if (first === '-' && (second === undefined || second === ' ' || (flow && FLOW_INDICATORS.has(second)))) decline();
+    let end = start;
+    for (;;) {
+      const c = this.text[end];
+      if (c === undefined) break;
+      if (c === '#' && this.text[end - 1] === ' ') break;
+      if (c === ':') {
+        const after = this.text[end + 1];
+        // ": " or a closing ":" makes a key here: left to the package.
+        if (after === undefined || after === ' ' || (flow && (after === ',' || after === ']' || after === '}'))) decline();
+      }
+      if (flow && (c === ',' || c === ']' || c === '}')) break;
+      if (flow && (c === '[' || c === '{')) decline();
+      end++;
+    }
+    this.at = end;
+    // Without the spaces before a comment or a flow indicator (not String.trimEnd: any Unicode space).
+    while (end > start && this.text.charCodeAt(end - 1) === 32) end--;
+    return plainValue(this.text.slice(start, end));
+  }
+
+  private doubleQuoted(): string {
+    let out = '';
+    let i = this.at + 1;
+    for (;;) {
+      const c = this.text[i];
+      if (c === undefined) decline();
+      if (c === '"') break;
+      if (c === '\\') {
+        const escaped = ESCAPES.get(this.text[i + 1]);
+        if (escaped === undefined) decline();
+        out += escaped;
+        i += 2;
+        continue;
+      }
+      out += c;
+      i++;
+    }
+    this.at = i + 1;
+    return out;
+  }
+
+  private singleQuoted(): string {
+    let out = '';
+    let i = this.at + 1;
+    for (;;) {
+      const c = this.text[i];
+      if (c === undefined) decline();
+      if (c === "'") {
+        if (this.text[i + 1] !== "'") break;
+        out += "'";
+        i += 2;
+        continue;
+      }
+      out += c;
+      i++;
+    }
+    this.at = i + 1;
+    return out;
+  }
+
+  private flowSequence(): unknown[] {
+    const list: unknown[] = [];
+    this.at++;
+    this.spaces();
+    if (this.text[this.at] === ']') {
+      this.at++;
+      return list;
+    }
+    for (;;) {
+      this.spaces();
+      list.push(this.value(true));
+      this.spaces();
+      const c = this.text[this.at++];
+      if (c === ']') return list;
+      if (c !== ',') decline();
+      // A trailing comma, or an empty entry: left to the package.
+      this.spaces();
+      if (this.text[this.at] === ']' || this.text[this.at] === ',') decline();
+    }
+  }
+
+  private flowMapping(): Record<string, unknown> {
+    const map: Record<string, unknown> = {};
+    this.at++;
+    this.spaces();
+    if (this.text[this.at] === '}') {
+      this.at++;
+      return map;
+    }
+    for (;;) {
+      this.spaces();
+      const key = FLOW_KEY.exec(this.text.slice(this.at));
+      if (!key || SPECIAL_KEYS.has(key[1]) || Object.hasOwn(map, key[1])) decline();
+      this.at += key[0].length;
+      map[key[1]] = this.value(true);
+      this.spaces();
+      const c = this.text[this.at++];
+      if (c === '}') return map;
+      if (c !== ',') decline();
+      this.spaces();
+      if (this.text[this.at] === '}' || this.text[this.at] === ',') decline();
+    }
+  }
+}
+
+/** The characters that end a plain scalar inside a flow collection. */
+const FLOW_INDICATORS = new Set([',', '[', ']', '{', '}']);
+
+/** A key in a flow mapping, with the ": " after it. */
+const FLOW_KEY = /^([A-Za-z_][A-Za-z0-9_-]*): +/;
+
+/** The escapes of a double-quoted scalar the reader knows; any other declines. */
+const ESCAPES = new Map([
+  ['n', '\n'],
+  ['t', '\t'],
+  ['\\', '\\'],
+  ['"', '"'],
+  ['/', '/'],
+  ['0', '\0'],
+  ['r', '\r'],
+]);
