@@ -9,7 +9,8 @@
  * again (retectl's readDelta); a tar archive of 20,000 blobs written by retectl's own ustar writer against
  * tar-stream's (apps/retectl/src/blob-tar.ts), and read by the coordinator's own reader against tar-stream's
  * extract (apps/coordinator/src/bundles/tar-reader.ts); a stamp's data written as canonical JSON in canonical
- * order against walked, and a chunk of 10,000 stamps' chain hashes and ledger rows as the append
+ * order against walked; a rete's site file of 1,000 nodes read by the plain YAML reader against the yaml
+ * package's document (libs/rete/src/plain-yaml.ts); and a chunk of 10,000 stamps' chain hashes and ledger rows as the append
  * writes them against its way before (ledger/store/append.ts). Prints the time of each side and their ratio; nothing here
  * touches a database or the network.
  *
@@ -26,6 +27,10 @@ import { advanceHeads } from '../apps/coordinator/src/ledger/store/heads-memo.js
 import { blobArchive } from '../apps/retectl/src/blob-tar.js';
 import { readBlobArchive } from '../apps/coordinator/src/bundles/blob-archive.js';
 import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js';
+import { LineCounter, parseDocument } from 'yaml';
+import { ReteFile } from '#contracts';
+import { parseFile } from '#rete';
+import { fleetRete } from './support/fleet-rete.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
 import { fmt, formatTable, median } from './support/table.js';
@@ -63,6 +68,7 @@ async function pairs(): Promise<Pair[]> {
   const tree = Buffer.concat(
     Array.from({ length: 10_000 }, (_, i) => Buffer.concat([Buffer.from(`40000 node-${String(i).padStart(5, '0')}\0`), randomBytes(20)])),
   );
+  const site = [...fleetRete(2000).values()][1];
   const fleet = Array.from({ length: 100_000 }, (_, i) => `node-${String(i).padStart(6, '0')}`);
   const heads = new Map<string, NodeHead>(fleet.map((node) => [node, { version: 1, setDigest: sha256Hex(node), retired: false }]));
   const stampOf = (i: number) => ({ node: fleet[(i * 7919) % fleet.length], version: 2, set_digest: 'x', retired: false, artifacts: [], publish_id: 'p' });
@@ -209,6 +215,16 @@ async function pairs(): Promise<Pair[]> {
       n: 10,
       chosenFn: appendNow,
       otherFn: appendBefore,
+    },
+    {
+      what: `a site file of 1,000 nodes, ${fmt(site.length / 1024)} KiB, parsed and checked (rete)`,
+      chosen: 'plain reader',
+      other: 'yaml document',
+      n: 20,
+      chosenFn: () => parseFile({ file: 'site.yaml', text: site }),
+      // parseFile before the plain reader: the package's document, its value, the schema.
+      otherFn: () =>
+        ReteFile.safeParse(parseDocument(site, { lineCounter: new LineCounter(), prettyErrors: false, strict: true }).toJS({ maxAliasCount: 100 })),
     },
     {
       what: 'tar archive of 20,000 blobs (retectl publish)',
