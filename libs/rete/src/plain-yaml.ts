@@ -176,8 +176,7 @@ class InlineScanner {
     const c = this.text[this.at];
     if (c === '[') return this.flowSequence();
     if (c === '{') return this.flowMapping();
-    if (c === '"') return this.doubleQuoted();
-    if (c === "'") return this.singleQuoted();
+    if (c === '"' || c === "'") return this.quoted();
     return this.plain(flow);
   }
 
@@ -220,96 +219,78 @@ class InlineScanner {
     return plainValue(this.text.slice(start, end));
   }
 
-  private doubleQuoted(): string {
+  /** A quoted scalar on one line: double-quoted with the escapes of ESCAPES, single-quoted with '' for a quote. */
+  private quoted(): string {
+    const quote = this.text[this.at];
     let out = '';
     let i = this.at + 1;
     for (;;) {
       const c = this.text[i];
       if (c === undefined) decline();
-      if (c === '"') break;
-      if (c === '\\') {
+      if (c === quote) {
+        if (quote === '"' || this.text[i + 1] !== "'") break;
+        out += "'";
+        i += 2;
+      } else if (c === '\\' && quote === '"') {
         const escaped = ESCAPES.get(this.text[i + 1]);
         if (escaped === undefined) decline();
         out += escaped;
         i += 2;
-        continue;
+      } else {
+        out += c;
+        i++;
       }
-      out += c;
-      i++;
     }
     this.at = i + 1;
     return out;
   }
 
-  private singleQuoted(): string {
-    let out = '';
-    let i = this.at + 1;
-    for (;;) {
-      const c = this.text[i];
-      if (c === undefined) decline();
-      if (c === "'") {
-        if (this.text[i + 1] !== "'") break;
-        out += "'";
-        i += 2;
-        continue;
-      }
-      out += c;
-      i++;
+  /**
+   * A flow collection on one line, from its opening bracket to `close`: `entry` reads each entry. A
+   * trailing comma or an empty entry is left to the package.
+   */
+  private flow(close: string, entry: () => void): void {
+    this.at++;
+    this.spaces();
+    if (this.text[this.at] === close) {
+      this.at++;
+      return;
     }
-    this.at = i + 1;
-    return out;
+    for (;;) {
+      this.spaces();
+      entry();
+      this.spaces();
+      const c = this.text[this.at++];
+      if (c === close) return;
+      if (c !== ',') decline();
+      this.spaces();
+      if (this.text[this.at] === close || this.text[this.at] === ',') decline();
+    }
   }
 
   private flowSequence(): unknown[] {
     const list: unknown[] = [];
-    this.at++;
-    this.spaces();
-    if (this.text[this.at] === ']') {
-      this.at++;
-      return list;
-    }
-    for (;;) {
-      this.spaces();
-      list.push(this.value(true));
-      this.spaces();
-      const c = this.text[this.at++];
-      if (c === ']') return list;
-      if (c !== ',') decline();
-      // A trailing comma, or an empty entry: left to the package.
-      this.spaces();
-      if (this.text[this.at] === ']' || this.text[this.at] === ',') decline();
-    }
+    this.flow(']', () => list.push(this.value(true)));
+    return list;
   }
 
   private flowMapping(): Record<string, unknown> {
     const map: Record<string, unknown> = {};
-    this.at++;
-    this.spaces();
-    if (this.text[this.at] === '}') {
-      this.at++;
-      return map;
-    }
-    for (;;) {
-      this.spaces();
-      const key = FLOW_KEY.exec(this.text.slice(this.at));
+    this.flow('}', () => {
+      FLOW_KEY.lastIndex = this.at;
+      const key = FLOW_KEY.exec(this.text);
       if (!key || SPECIAL_KEYS.has(key[1]) || Object.hasOwn(map, key[1])) decline();
       this.at += key[0].length;
       map[key[1]] = this.value(true);
-      this.spaces();
-      const c = this.text[this.at++];
-      if (c === '}') return map;
-      if (c !== ',') decline();
-      this.spaces();
-      if (this.text[this.at] === '}' || this.text[this.at] === ',') decline();
-    }
+    });
+    return map;
   }
 }
-
 /** The characters that end a plain scalar inside a flow collection. */
 const FLOW_INDICATORS = new Set([',', '[', ']', '{', '}']);
 
-/** A key in a flow mapping, with the ": " after it. */
-const FLOW_KEY = /^([A-Za-z_][A-Za-z0-9_-]*): +/;
+/** A key in a flow mapping, with the ": " after it, where the reader is (sticky). */
+const FLOW_KEY = /([A-Za-z_][A-Za-z0-9_-]*): +/y;
 
 /** The escapes of a double-quoted scalar the reader knows; any other declines. */
 const ESCAPES = new Map([
