@@ -27,6 +27,14 @@ export function readPlainYaml(text: string): { value: unknown } | undefined {
 /** Characters the reader leaves to the package wherever they are: tabs, carriage returns, a BOM, controls, Unicode's line breaks. */
 const UNREAD = /[\t\r\uFEFF\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029]/;
 
+/**
+ * The deepest nesting the reader reads, of block collections and, apart, of flow collections on a
+ * line. The package refuses a text nested deeper than its stack allows, a depth that moves with the
+ * stack and the compiler's state (600 to 800 flow collections in a new process): below it, so that
+ * what the reader reads the package reads too, and so that the reader's own stack never runs out.
+ */
+const MAX_DEPTH = 64;
+
 /** Thrown to give the text to the package. */
 const DECLINE = Symbol('decline');
 
@@ -34,8 +42,11 @@ function decline(): never {
   throw DECLINE;
 }
 
-/** A block key: what the reader takes as a key without asking how YAML would resolve it. */
-const KEY = /^([A-Za-z_][A-Za-z0-9_-]*):(?: +|$)/;
+/**
+ * A block key: what the reader takes as a key without asking how YAML would resolve it. Not longer
+ * than 1,024 characters, which the package refuses in a block mapping.
+ */
+const KEY = /^([A-Za-z_][A-Za-z0-9_-]{0,1023}):(?: +|$)/;
 /** Keys that YAML reads as a null or a boolean, or that an object cannot hold as its own. */
 const SPECIAL_KEYS = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE', 'false', 'False', 'FALSE', '__proto__']);
 
@@ -68,6 +79,7 @@ interface Line {
 class BlockReader {
   private readonly lines: Line[] = [];
   private at = 0;
+  private depth = 0;
 
   constructor(text: string) {
     for (const raw of text.split('\n')) {
@@ -94,6 +106,7 @@ class BlockReader {
   }
 
   private mapping(indent: number): Record<string, unknown> {
+    if (++this.depth > MAX_DEPTH) decline();
     const map: Record<string, unknown> = {};
     while (this.at < this.lines.length) {
       const line = this.lines[this.at];
@@ -105,10 +118,12 @@ class BlockReader {
       this.at++;
       map[key[1]] = rest === '' || rest.startsWith('#') ? this.nested(indent, true) : readInline(rest);
     }
+    this.depth--;
     return map;
   }
 
   private sequence(indent: number): unknown[] {
+    if (++this.depth > MAX_DEPTH) decline();
     const list: unknown[] = [];
     while (this.at < this.lines.length) {
       const line = this.lines[this.at];
@@ -131,6 +146,7 @@ class BlockReader {
         list.push(readInline(rest));
       }
     }
+    this.depth--;
     return list;
   }
 
@@ -168,6 +184,7 @@ function readInline(text: string): unknown {
 /** Reads a value from one line: a scalar or a flow collection, which must close on the same line. */
 class InlineScanner {
   private at = 0;
+  private depth = 0;
 
   constructor(private readonly text: string) {}
 
@@ -250,10 +267,12 @@ class InlineScanner {
    * trailing comma or an empty entry is left to the package.
    */
   private flow(close: string, entry: () => void): void {
+    if (++this.depth > MAX_DEPTH) decline();
     this.at++;
     this.spaces();
     if (this.text[this.at] === close) {
       this.at++;
+      this.depth--;
       return;
     }
     for (;;) {
@@ -261,7 +280,10 @@ class InlineScanner {
       entry();
       this.spaces();
       const c = this.text[this.at++];
-      if (c === close) return;
+      if (c === close) {
+        this.depth--;
+        return;
+      }
       if (c !== ',') decline();
       this.spaces();
       if (this.text[this.at] === close || this.text[this.at] === ',') decline();

@@ -317,6 +317,27 @@ describe('readPlainYaml', () => {
     }
   });
 
+  it('declines a block key longer than the 1,024 characters the package allows, and reads one that long', () => {
+    for (const text of [`${'a'.repeat(1025)}: 1`, `${'a'.repeat(1025)}:`, `x:\n  ${'a'.repeat(1025)}: 1`, `- ${'a'.repeat(1025)}: 1`]) {
+      expect(byPackage(text)).toHaveProperty('error');
+      expect(readPlainYaml(text)).toBeUndefined();
+    }
+    expect(agrees(`${'a'.repeat(1024)}: 1`)).toBe('read');
+    expect(agrees(`- ${'a'.repeat(1024)}: 1`)).toBe('read');
+  });
+
+  it('declines nesting deeper than it reads, where the package may run out of stack, and never runs out of its own', () => {
+    const deep = (n: number) => [
+      `a: ${'['.repeat(n)}${']'.repeat(n)}`,
+      `a: ${'{a: '.repeat(n)}1${' }'.repeat(n)}`,
+      Array.from({ length: n }, (_, i) => `${' '.repeat(i)}a:`).join('\n'),
+      Array.from({ length: n }, (_, i) => `${' '.repeat(i)}-`).join('\n'),
+    ];
+    // At 6,000 the reader without a bound ran out of stack (the block texts hold n²/2 spaces: no deeper).
+    for (const text of [...deep(65), ...deep(800), ...deep(6000)]) expect(readPlainYaml(text)).toBeUndefined();
+    for (const text of deep(60)) expect(agrees(text)).toBe('read');
+  });
+
   it('reads a site file of the shape retectl compiles at fleet size', () => {
     const text = [
       'nodes:',
