@@ -1,6 +1,6 @@
 /**
  * Compile benchmark: `retectl compile` (the built CLI, its own process, as an operator runs it) on a
- * generated fleet (support/fleet-rete.ts: one file per site of 1,000 servers with the site's ACL,
+ * generated fleet (libs/rete/src/testing/fleet-rete.ts: one file per site of 1,000 servers with the site's ACL,
  * and a message of the day on every web server by tag) at each size:
  *   (a) full compile: a fresh copy of the rete, every node new, nothing kept from an earlier compile
  *   (b) recompile, nothing changed
@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onCleanup, runBench } from './support/cleanup.js';
 import { sizesAndRepeat } from './support/cli.js';
-import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
+import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from '../libs/rete/src/testing/fleet-rete.js';
 import { lastLine, timedRetectl } from './support/retectl-run.js';
 import { fmt, formatTable, medianOf, wallAndCpu } from './support/table.js';
 

@@ -30,7 +30,7 @@ import { storedZlib } from '../apps/coordinator/src/mirror/repo/loose-objects.js
 import { LineCounter, parseDocument } from 'yaml';
 import { ReteFile } from '#contracts';
 import { parseFile } from '#rete';
-import { fleetRete } from './support/fleet-rete.js';
+import { fleetRete } from '../libs/rete/src/testing/fleet-rete.js';
 import { runBench, UsageError } from './support/cleanup.js';
 import { parseCli } from './support/cli.js';
 import { fmt, formatTable, median } from './support/table.js';

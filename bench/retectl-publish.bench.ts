@@ -1,6 +1,6 @@
 /**
  * retectl publish benchmark: `retectl publish` of one changed web server in a generated fleet
- * (support/fleet-rete.ts), the whole command as an operator runs it (the built CLI in its own process),
+ * (libs/rete/src/testing/fleet-rete.ts), the whole command as an operator runs it (the built CLI in its own process),
  * against the built coordinator on a throwaway PostgreSQL (mirror off), in two ways, in turns:
  *   (a) with the compile record: the YAML is what the last compile read, so publish takes the tree
  *       from .flor/cache/compiled.v8 and reads back from .flor/compiled only the nodes it sends
@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { onCleanup, runBench } from './support/cleanup.js';
 import { sizesAndRepeat } from './support/cli.js';
 import { startCoordinator } from './support/coordinator.js';
-import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from './support/fleet-rete.js';
+import { fleetFileOf, fleetRete, SITE_SIZE, writeRete } from '../libs/rete/src/testing/fleet-rete.js';
 import { startThrowawayPostgres } from './support/postgres.js';
 import { lastLine, timedRetectl, type RetectlRun } from './support/retectl-run.js';
 import { fmt, formatTable, median, medianOf, ms, wallAndCpu } from './support/table.js';

@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { parseDocument, stringify } from 'yaml';
 import { readPlainYaml } from './plain-yaml.js';
-import { fleetRete } from '../../../bench/support/fleet-rete.js';
+import { fleetRete } from './testing/fleet-rete.js';
 
 /** What parse-file reads with the `yaml` package: the value, or an error if the package found one. */
 function byPackage(text: string): { value: unknown } | { error: string } {

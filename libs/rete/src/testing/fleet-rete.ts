@@ -1,3 +1,6 @@
+// A generated fleet, the rete an operator of a large mesh would write: what the benchmarks compile,
+// publish and parse, and what the rete's own tests read. Not exported from the library (#rete): only
+// the benchmarks and tests import it, so nothing an operator runs loads it.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
