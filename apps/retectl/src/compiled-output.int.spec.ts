@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bucketOf } from '#bundle';
@@ -79,5 +79,33 @@ describe('the node lines of a record read from its file', () => {
     // Its generation and nothing after it.
     writeFileSync(join(root, NODE_LINES), file.subarray(0, GENERATION.length));
     expect(() => readRecord(root)!.nodes.bytes()).toThrow('changed while it was read, by another compile');
+  });
+});
+
+describe('writeCompiled told that every node folder held its stamp', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'florete-stamps-held-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  const nodes = () => Array.from({ length: 3 }, (_, i) => [name(i), new Map([['flor.json', `{"n":${i}}\n`]])] as const);
+  const digests = () => join(root, '.flor', 'compiled', name(1), 'digests.json');
+
+  it("takes that word only for the record of the generation it names, and otherwise stats each node's folder", () => {
+    writeCompiled(root, nodes());
+    rmSync(digests());
+    // Said of another record (one that another compile has replaced since): each folder is statted, the file put back.
+    writeCompiled(root, nodes(), undefined, undefined, undefined, 'ffffffffffffffff');
+    expect(existsSync(digests())).toBe(true);
+
+    // Said of this record, as checkStamps found it: the folders are not statted again, so a file deleted after that check is not seen.
+    const generation = readRecord(root)!.generation!;
+    rmSync(digests());
+    writeCompiled(root, nodes(), undefined, undefined, undefined, generation);
+    expect(existsSync(digests())).toBe(false);
+    // The record still holds the stamp that folder had before: the next compile finds it moved, and puts the file back.
+    writeCompiled(root, nodes());
+    expect(existsSync(digests())).toBe(true);
   });
 });

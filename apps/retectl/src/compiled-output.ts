@@ -931,6 +931,11 @@ function nodeFolders(base: string): Set<string> {
  * old one and renamed over it. So a reader never sees half a file or half a new node, and nothing is
  * fsynced: nothing uses the compiled tree unchecked (publish and plan compare it with a fresh compile,
  * `flor agent apply --set` with its digests.json), so a write a crash lost is a refusal, never a wrong set.
+ *
+ * A node whose set is the one the record says and whose folder still has the stamp the record says
+ * is unchanged, and not read. `stampsHeld` is the generation of a record whose every node folder was
+ * found with its stamp just before (checkStamps): when the record read here is that one, the
+ * folders are not statted again one by one.
  */
 export function writeCompiled(
   root: string,
@@ -938,11 +943,13 @@ export function writeCompiled(
   onNode: () => void = () => {},
   inputs?: CompileInputs,
   rete?: RecordedRete,
+  stampsHeld?: string,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
   const before = nodeFolders(base);
   const record = readRecord(root);
+  const stampsChecked = stampsHeld !== undefined && record?.generation === stampsHeld;
   // Replaced by another compile since it was read: as without a record, every node's files are read back.
   let recordedNodes: Map<string, string> | undefined;
   try {
@@ -970,7 +977,11 @@ export function writeCompiled(
       setDigest = writeNewNode(base, node, artifacts);
       files.written += artifacts.size + 1;
       added.push(node);
-    } else if (recorded !== undefined && recorded.startsWith(`${fingerprint} `) && recorded.startsWith(`${fingerprint} ${folderStamp(dir)} `)) {
+    } else if (
+      recorded !== undefined &&
+      recorded.startsWith(`${fingerprint} `) &&
+      (stampsChecked || recorded.startsWith(`${fingerprint} ${folderStamp(dir)} `))
+    ) {
       next.set(node, recorded);
       files.unchanged += artifacts.size + 1;
       unchanged.push(node);

@@ -189,6 +189,27 @@ describe('retectl compile on a real folder', () => {
     expect(onDisk()).toEqual(cold());
   });
 
+  it('after an edit the quick path does not take, still puts back a compiled file deleted by hand in a node the edit does not reach', async () => {
+    await compile();
+    const before = age();
+    rmSync(join(compiled, 'gamma', 'digests.json'));
+    // A service's port: every node is validated and compiled again, and only alpha's sets change.
+    write('nodes/servers.yaml', SERVERS.replace('port: 443', 'port: 8443'));
+    const out = await compile();
+    expect(out).toMatch(/^~ alpha: flor\.json$/m);
+    // A digest list put back changes none of gamma's artifacts: it is not listed.
+    expect(out).not.toMatch(/gamma/);
+    expect(onDisk()).toEqual(cold());
+    // Nothing else was written: the other nodes were found unchanged by their sets and their folders' stamps.
+    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json', 'gamma/digests.json']);
+    // And with every folder as compiled, the same edit back writes alpha's files alone.
+    const then = age();
+    write('nodes/servers.yaml', SERVERS);
+    expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
+    expect(touched(then, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json']);
+    expect(onDisk()).toEqual(cold());
+  });
+
   it('repairs a compiled file edited in place by hand once publish or plan has found it stale', async () => {
     await compile();
     const flor = join(compiled, 'beta', 'mgmt', 'flor.json');

@@ -44,64 +44,11 @@ export interface CompileOptions {
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
   const progress = lateProgress();
-  // The record first: its folder stamps are checked (on a large tree, by a worker) while the YAML is read and parsed.
+  // The record first: its folder stamps are checked (on a large tree, by a worker) while the YAML is read, parsed and validated.
   const record = readRecord(options.dir);
   const stamps = record?.inputs && sameBase(options.dir, record) ? checkStamps(options.dir, record) : undefined;
-  let quick: Awaited<ReturnType<typeof quickRecompile>>;
-  let inputs: Inputs;
-  try {
-    inputs = readInputs(options.dir, record);
-    quick = record && stamps ? await quickRecompile(options.dir, record, stamps, inputs) : undefined;
-  } finally {
-    // Its answer is no longer needed: the quick path has it or is not taken.
-    stamps?.stop();
-  }
-  const { sources, cache, files, yamlStamps, read } = inputs;
-  let nodeCount: number;
-  let change: WrittenTree;
-  if (quick) {
-    if (!options.json) for (const d of quick.diagnostics) note(d);
-    ({ nodes: nodeCount, change } = quick);
-  } else {
-    const counted: ParseCache = {
-      get: (digest) => {
-        progress.tick();
-        return cache.get(digest);
-      },
-      set: (digest, data) => cache.set(digest, data),
-    };
-    // What file resources read, kept with the record: a later quick path reads them again to compare.
-    const sourcesRead = new Map<string, string>();
-    const recording: ReadSource = (path) => {
-      const got = read(path);
-      sourcesRead.set(path, readSourceDigest(got));
-      return got;
-    };
-    progress.stage('parsing', sources.length);
-    try {
-      const { rete, diagnostics } = validateDir(options.dir, options.json, {
-        sources,
-        cache: counted,
-        readSource: recording,
-        validated: () => progress.done(),
-      });
-      // Only now: a compile that refuses the rete leaves the folder as it found it.
-      cache.save();
-      progress.stage('compiling', rete.nodes.length);
-      const inputs: CompileInputs = {
-        parser: cache.parser,
-        files,
-        yamlStamps,
-        sources: sourcesRead,
-        diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
-      };
-      // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
-      change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), inputs, recordedRete(rete, nodeLabels(rete)));
-      nodeCount = rete.nodes.length;
-    } finally {
-      progress.done();
-    }
-  }
+  // Their answer serves the quick path, or the full compile's unchanged nodes; once the tree is written, none is needed.
+  const { nodeCount, change } = await compileTree(options, record, stamps, progress).finally(() => stamps?.stop());
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
   for (const n of change.added) out(`+ ${n}: new`);
@@ -112,6 +59,66 @@ export async function run(options: CompileOptions): Promise<void> {
     `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${nodeCount - change.added.length - change.changed.length} unchanged; ` +
       `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
   );
+}
+
+/**
+ * The quick recompile when it can be taken (quickRecompile), else the full one: validates the rete,
+ * compiles every node and writes what differs. Unchanged nodes are found by their sets and their
+ * folders' stamps; when `stamps` found every folder with the stamp the record says, by their sets alone.
+ */
+async function compileTree(
+  options: CompileOptions,
+  record: CompileRecord | undefined,
+  stamps: StampCheck | undefined,
+  progress: ReturnType<typeof lateProgress>,
+): Promise<{ nodeCount: number; change: WrittenTree }> {
+  const inputs = readInputs(options.dir, record);
+  const quick = record && stamps ? await quickRecompile(options.dir, record, stamps, inputs) : undefined;
+  if (quick) {
+    if (!options.json) for (const d of quick.diagnostics) note(d);
+    return { nodeCount: quick.nodes, change: quick.change };
+  }
+  const { sources, cache, files, yamlStamps, read } = inputs;
+  const counted: ParseCache = {
+    get: (digest) => {
+      progress.tick();
+      return cache.get(digest);
+    },
+    set: (digest, data) => cache.set(digest, data),
+  };
+  // What file resources read, kept with the record: a later quick path reads them again to compare.
+  const sourcesRead = new Map<string, string>();
+  const recording: ReadSource = (path) => {
+    const got = read(path);
+    sourcesRead.set(path, readSourceDigest(got));
+    return got;
+  };
+  progress.stage('parsing', sources.length);
+  try {
+    const { rete, diagnostics } = validateDir(options.dir, options.json, {
+      sources,
+      cache: counted,
+      readSource: recording,
+      validated: () => progress.done(),
+    });
+    // Only now: a compile that refuses the rete leaves the folder as it found it.
+    cache.save();
+    // The stamps were checked meanwhile (on a large tree, by the worker, while this thread validated).
+    const stampsHeld = record && stamps && (await stamps.holds()) ? record.generation : undefined;
+    progress.stage('compiling', rete.nodes.length);
+    const compiledFrom: CompileInputs = {
+      parser: cache.parser,
+      files,
+      yamlStamps,
+      sources: sourcesRead,
+      diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
+    };
+    // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
+    const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), compiledFrom, recordedRete(rete, nodeLabels(rete)), stampsHeld);
+    return { nodeCount: rete.nodes.length, change };
+  } finally {
+    progress.done();
+  }
 }
 
 /** The YAML files, their digests and the stamps to keep of them, the parse cache and the reader of resources' source files. */
