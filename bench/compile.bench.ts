@@ -168,24 +168,22 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     const c = await compile(dir);
     expectSummary(c, 'one change, cold caches', { added: 0, changed: affected, unchanged: nodes - affected, written: 2 * affected });
     cold.push(c);
+    /** An edit of the moved node's file and the edit undone, both compiled and checked. */
+    const thereAndBack = async (file: string, text: string, what: string, counts: Parameters<typeof expectSummary>[2]): Promise<Run[]> => {
+      writeFileSync(join(dir, file), text);
+      const there = await compile(dir);
+      expectSummary(there, what, counts);
+      put(0);
+      const back = await compile(dir);
+      expectSummary(back, `${what}, undone`, counts);
+      return [there, back];
+    };
     if (dbText !== undefined) {
       const reached = { added: 0, changed: siteNodes - 1, unchanged: nodes - siteNodes + 1, written: 2 * (siteNodes - 1) };
-      writeFileSync(join(dir, fleetFileOf(db)), dbText);
-      const s = await compile(dir);
-      expectSummary(s, 'a database moved', reached);
-      put(0);
-      const b = await compile(dir);
-      expectSummary(b, 'the database moved back', reached);
-      siteRuns.push(s, b);
+      siteRuns.push(...(await thereAndBack(fleetFileOf(db), dbText, 'a database moved', reached)));
     }
     const moves = { added: 0, changed: 1, unchanged: nodes - 1, written: 2 };
-    writeFileSync(join(dir, fleetFileOf(moved)), serviceText);
-    const p = await compile(dir);
-    expectSummary(p, 'a service port moved', moves);
-    put(0);
-    const q = await compile(dir);
-    expectSummary(q, 'the service port moved back', moves);
-    serviceRuns.push(p, q);
+    serviceRuns.push(...(await thereAndBack(fleetFileOf(moved), serviceText, 'a service port moved', moves)));
   }
   return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, floor };
 }
