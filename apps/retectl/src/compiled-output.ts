@@ -87,7 +87,7 @@ export interface CompileRecord {
   readonly inputs?: CompileInputs;
   /**
    * The generation the labels' file begins with, in a record read with its rete: a quick recompile,
-   * which moves only listen addresses, keeps the labels' file of the record it read, and the record
+   * which moves only listen addresses and service ports, keeps the labels' file of the record it read, and the record
    * it writes names that file's generation. A record made by a full compile has none (its own).
    */
   readonly labelsGeneration?: string;
@@ -1093,7 +1093,7 @@ export function rewriteNodes(
     };
   }
   // What is carried over from the record is read before its files are removed: the node lines. The
-  // labels' file stays, unread: only where nodes listen changed, so every node's tags and groups are as recorded.
+  // labels' file stays, unread: only where nodes and their services listen changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
   const { rete, labelsGeneration } = record;
@@ -1110,7 +1110,7 @@ export function rewriteNodes(
   const nodesRecorded = recorded.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
-  // Only where nodes listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
+  // Only where nodes and their services listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
   writeRecord(root, {
     nodes: nodesRecorded,
     buckets,

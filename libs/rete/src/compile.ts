@@ -1,6 +1,6 @@
 import { AGENT_JSON, fileArtifactName, FLOR_JSON, RESOURCES_JSON, type AgentJson, type FlorJson, type ResourcesJson } from '#contracts';
 import { cmp } from './diagnostics.js';
-import type { AclSource, NodeResources, Rete } from './model.js';
+import type { AclSource, NodeResources, Rete, ReteNodeModel } from './model.js';
 import { presortedPretty, sortedPretty } from './sorted-json.js';
 
 /** An artifact's exact bytes: text (UTF-8) for the JSON artifacts, raw bytes for file contents. */
@@ -110,12 +110,17 @@ export function* compileNodes(rete: Rete): Generator<[string, ReadonlyMap<string
       listen: n.listen,
       mesh: rete.mesh.name,
       node: n.name,
-      services: [...n.services].sort((a, b) => cmp(a.name, b.name)).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol })),
+      services: florServices(n.services),
     };
     // A health check's keys vary with its kind: the one place the general sort is needed.
     const agentText = agent.sync.health_checks ? sortedPretty(agent) : presortedPretty(agent);
     yield [n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, agentText], [FLOR_JSON, presortedPretty(flor)], ...resources(n.resources)])];
   }
+}
+
+/** A node's services as its flor.json lists them: by name. */
+export function florServices(services: ReteNodeModel['services']): FlorJson['services'] {
+  return [...services].sort((a, b) => cmp(a.name, b.name)).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol }));
 }
 
 /**

@@ -16,7 +16,7 @@ export type {
 } from './model.js';
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
-export { listenMoves, moveListens } from './listen-moves.js';
+export { addressMoves, moveAddresses, type AddressMoves } from './address-moves.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export {
   planPublish,

@@ -10,6 +10,7 @@ import {
   type ReteErrorCode,
   type ReteFile,
   type ReteHealthCheck,
+  type ReteNode,
   type ReteWarningCode,
 } from '#contracts';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
@@ -125,13 +126,14 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     }
     const byName = new Map<string, Place>();
     const byPort = new Map<string, Place>();
-    (n.services ?? []).forEach((s, i) => {
+    const services = servicesOf(n);
+    services.forEach((s, i) => {
       const p = [...def.path, 'services', i];
       const namePlace = def.file.placeOf([...p, 'name']);
       const seen = byName.get(s.name);
       if (seen) error('duplicate_service', namePlace, [...p, 'name'], `node "${name}" publishes service "${s.name}" twice: here and at ${placeText(seen)}`);
       else byName.set(s.name, namePlace);
-      const key = `${s.port}/${s.protocol ?? 'tcp'}`;
+      const key = portKey(s);
       const portPlace = def.file.placeOf([...p, 'port']);
       const taken = byPort.get(key);
       if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
@@ -149,7 +151,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       listen: n.listen,
       tags: uniqueSorted(n.tags ?? []),
       sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), watch: sync.watch, ...confirm },
-      services: (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' })),
+      services,
       place: def.place,
     });
   }
@@ -304,8 +306,16 @@ function compiledCheck(c: ReteHealthCheck): HealthCheck {
   return { name: c.name, kind: 'http', url: c.http as string, expect_status: c.expect_status ?? DEFAULT_EXPECT_STATUS, timeout };
 }
 
+/** A node's services as the rete's model holds them: the protocol filled in. */
+export function servicesOf(n: ReteNode): ReteNodeModel['services'] {
+  return (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' }));
+}
+
+/** Where a service listens on its node, as `9100/tcp`: two services of one node may not share it. */
+export const portKey = (s: ReteNodeModel['services'][number]): string => `${s.port}/${s.protocol}`;
+
 /** SSH as the rule sees it: a service on port 22, or one named ssh, whatever port it moved to. */
-const isSsh = (s: { name: string; port: number }): boolean => s.port === 22 || s.name === 'ssh';
+export const isSsh = (s: { name: string; port: number }): boolean => s.port === 22 || s.name === 'ssh';
 
 function seconds(duration: string): number {
   return parseDuration(duration) ?? 0;

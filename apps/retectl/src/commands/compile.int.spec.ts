@@ -193,8 +193,8 @@ describe('retectl compile on a real folder', () => {
     await compile();
     const before = age();
     rmSync(join(compiled, 'gamma', 'digests.json'));
-    // A service's port: every node is validated and compiled again, and only alpha's sets change.
-    write('nodes/servers.yaml', SERVERS.replace('port: 443', 'port: 8443'));
+    // A service more: every node is validated and compiled again, and only alpha's sets change.
+    write('nodes/servers.yaml', SERVERS.replace('services: [{ name: web, port: 443 }]', 'services: [{ name: web, port: 443 }, { name: dns, port: 53 }]'));
     const out = await compile();
     expect(out).toMatch(/^~ alpha: flor\.json$/m);
     // A digest list put back changes none of gamma's artifacts: it is not listed.
@@ -296,6 +296,47 @@ describe('retectl compile on a real folder', () => {
     for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
   });
 
+  it("after a service's port or protocol moves, rewrites that node's flor.json alone, as a compile from nothing would", async () => {
+    await compile();
+    // Taken without parsing or validating the files that did not change: their parse cache entries are not even read.
+    const parsed = join(rete, '.flor', 'cache', 'parsed');
+    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
+    expect(others).toHaveLength(Object.keys(EXAMPLE_RETE).length - 1);
+    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    for (const services of ['{ name: web, port: 8443 }', '{ name: web, port: 8443, protocol: udp }', '{ name: web, port: 443 }']) {
+      const before = age();
+      write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', services));
+      const out = await compile();
+      expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json']);
+      expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
+      expect(onDisk()).toEqual(cold());
+    }
+    for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+  });
+
+  it("after a service moves to SSH's port or onto another service's, compiles in full: the warning, or the error, as a compile from nothing gives it", async () => {
+    write('rete.yaml', EXAMPLE_RETE['rete.yaml'].replace(/^ {2}safety_net: .*\n/m, ''));
+    write('policy.yaml', `${EXAMPLE_RETE['policy.yaml']}  - from: [group:ops]\n    to: [alpha:metrics]\n`);
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: web, port: 443 }, { name: metrics, port: 9100 }'));
+    await compile();
+    // No diagnostic in the file edited next: the quick path would take a move of its addresses.
+    expect(stderr.join('')).toBe('');
+    // Port 22 makes alpha's metrics SSH, on a server of a mesh with no safety net.
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: web, port: 443 }, { name: metrics, port: 22 }'));
+    await compile();
+    expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:2:.*server "alpha" publishes SSH \(service "metrics", port 22\).*\[no_safety_net\]$/m);
+    expect(onDisk()).toEqual(cold());
+    // Back, with no diagnostic again; then onto the web service's port: refused, and nothing written.
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: web, port: 443 }, { name: metrics, port: 9100 }'));
+    await compile();
+    expect(stderr.join('')).toBe('');
+    const before = age();
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: web, port: 443 }, { name: metrics, port: 443 }'));
+    await expect(compile()).rejects.toThrow(/does not validate/);
+    expect(stderr.join('')).toMatch(/\[duplicate_port\]/);
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+  });
+
   it('after a change to a mesh-wide setting, recompiles every node it reaches', async () => {
     await compile();
     write('rete.yaml', EXAMPLE_RETE['rete.yaml'].replace('poll_interval: 5m', 'poll_interval: 2m'));
@@ -383,6 +424,17 @@ describe('retectl compile on a real folder', () => {
         ),
       ],
       ['a comment only', () => write('sites/s3.yaml', `# site three\n${site(3, (i) => (i === 1 ? 8002 : 7946))}`)],
+      ['a metrics port moves', () => write('sites/s3.yaml', site(3, (i) => (i === 1 ? 8002 : 7946)).replace('port: 9100', 'port: 9101'))],
+      [
+        'a metrics port and a listen address move at once, in one node and in two',
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, (i) => (i === 1 || i === 4 ? 8002 : 7946))
+              .replace('port: 9100', 'port: 9102, protocol: udp')
+              .replace(/(s3-n4.*?)port: 9100/, '$1port: 9103'),
+          ),
+      ],
       [
         'moved back',
         () =>

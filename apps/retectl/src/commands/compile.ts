@@ -1,11 +1,12 @@
 import {
+  addressMoves,
   artifactsText,
   compileNodes,
   formatDiagnostic,
-  listenMoves,
-  moveListens,
+  moveAddresses,
   nodeLabels,
   parseFile,
+  type AddressMoves,
   type ArtifactBytes,
   type ParseCache,
   type ReadSource,
@@ -38,8 +39,8 @@ export interface CompileOptions {
  * Validates, then makes .flor/compiled match the rete and says which nodes changed and how long it
  * took. Files parsed before and nodes whose sets did not change cost next to nothing: a recompile
  * after one edit parses the edited file and writes the nodes it changed. When the edit only moved
- * where nodes listen (or nothing changed at all), not even the rest is validated or compiled again:
- * see quickRecompile.
+ * where nodes listen or the ports of their services (or nothing changed at all), not even the rest is
+ * validated or compiled again: see quickRecompile.
  */
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
@@ -146,12 +147,13 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
 
 /**
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
- * compile says what it was compiled from and every YAML file is the same but for nodes' listen
- * addresses (listenMoves). Then the rete is valid as before, with the same diagnostics, and the only
- * compiled files that change are the moved nodes' flor.json and, in each node that names a moved
- * node among its peers, its flor.json: read back from .flor/compiled (checked against the record),
- * with the new addresses put in (moveListens). Which nodes are a moved node's peers is read from its
- * own flor.json: the ACL did not change, and a node's peers name it in turn.
+ * compile says what it was compiled from and every YAML file is the same but for where nodes listen
+ * and the ports and protocols of their services (addressMoves). Then the rete is valid as before, with
+ * the same diagnostics, and the only compiled files that change are the moved nodes' flor.json and,
+ * in each node that names a node whose listen address moved among its peers, its flor.json: read back
+ * from .flor/compiled (checked against the record), with the new addresses put in (moveAddresses).
+ * Which nodes are a moved node's peers is read from its own flor.json: the ACL did not change, and a
+ * node's peers name it in turn.
  *
  * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
  * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
@@ -181,17 +183,18 @@ async function quickRecompile(
   if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
 
-  const moves = new Map<string, string>();
+  const moves: AddressMoves = { listens: new Map(), services: new Map() };
   for (const source of changed) {
     const before = cache.get(was.files.get(source.file) as string);
     const { parsed, diagnostics } = parseFile(source, cache);
     if (!before || !parsed || diagnostics.length > 0) return undefined;
-    const moved = listenMoves(before, parsed.data);
+    const moved = addressMoves(before, parsed.data);
     if (!moved) return undefined;
-    for (const [node, listen] of moved) moves.set(node, listen);
+    for (const [node, listen] of moved.listens) moves.listens.set(node, listen);
+    for (const [node, services] of moved.services) moves.services.set(node, services);
   }
 
-  // The moved nodes and every node that names one among its peers.
+  // The moved nodes and every node that names one whose listen address moved among its peers.
   const involved = new Map<string, ReadonlyMap<string, ArtifactBytes>>();
   const take = (node: string): boolean => {
     if (involved.has(node)) return true;
@@ -199,7 +202,8 @@ async function quickRecompile(
     if (held) involved.set(node, held);
     return held !== undefined;
   };
-  for (const node of moves.keys()) {
+  for (const node of moves.services.keys()) if (!take(node)) return undefined;
+  for (const node of moves.listens.keys()) {
     if (!take(node)) return undefined;
     const flor = involved.get(node)?.get(FLOR_JSON);
     let peers: unknown;
@@ -214,7 +218,7 @@ async function quickRecompile(
   const rewrites = new Map<string, { old: ReadonlyMap<string, ArtifactBytes>; artifacts: ReadonlyMap<string, ArtifactBytes> }>();
   for (const [node, old] of involved) {
     const flor = old.get(FLOR_JSON);
-    const moved = typeof flor === 'string' ? moveListens(flor, moves, node) : undefined;
+    const moved = typeof flor === 'string' ? moveAddresses(flor, moves, node) : undefined;
     if (moved === undefined) return undefined;
     rewrites.set(node, { old, artifacts: new Map(old).set(FLOR_JSON, moved) });
   }
