@@ -12,17 +12,19 @@
  *   (e) recompile after a change that reaches a whole site: one of its databases' listen port moves,
  *       which changes the sets of every node of its site but the other database (999 of a full site),
  *       then moves back (both timed)
- *   (g) recompile after a change the quick path does not take: the same web server's metrics port
- *       moves, which changes its set alone, yet every node is validated and compiled again; then
- *       moves back (both timed)
+ *   (g) recompile after the same web server's metrics port moves, which changes its set alone: the
+ *       quick path, as for (c); then moves back (both timed)
+ *   (h) recompile after a change the quick path does not take: the same web server gains a service,
+ *       which changes its set alone, yet every node is validated and compiled again; then loses it
+ *       (both timed)
  *   (f) the file system's floor for (a): a bare loop in this process creating the same folders and
  *       files, of the same sizes, as (a) left in .flor/compiled (listed before the clock starts), with
  *       nothing else: no YAML, no compile, no staging folder renamed into place. The baseline for (a)
- * Each is run --repeat times, in rounds of (a) to (g) (medians); the one change moves the port back
+ * Each is run --repeat times, in rounds of (a) to (h) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
  * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
  * time per node, and the ratios one change/full compile, one change/cold caches, site/full compile,
- * a service port/full compile and full compile/floor.
+ * a service port/full compile, a service more/full compile and full compile/floor.
  * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
  * be what the change makes, or the benchmark exits 1.
  *
@@ -111,6 +113,8 @@ interface SizeResult {
   readonly site: Run[];
   /** (g), the port moved and moved back. */
   readonly service: Run[];
+  /** (h), the service added and removed. */
+  readonly added: Run[];
   readonly floor: Run[];
 }
 
@@ -130,10 +134,10 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const db = site * SITE_SIZE + 1;
   const dbText = siteNodes > 3 ? (fleetRete(nodes, db).get(fleetFileOf(db)) as string) : undefined;
   // The moved web server's metrics port, 9100 in the fleet, moved to 9101.
-  const serviceText = (() => {
-    const at = texts[0].indexOf('port: 9100', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
-    return `${texts[0].slice(0, at)}port: 9101${texts[0].slice(at + 'port: 9100'.length)}`;
-  })();
+  const metrics = texts[0].indexOf('port: 9100', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
+  const serviceText = `${texts[0].slice(0, metrics)}port: 9101${texts[0].slice(metrics + 'port: 9100'.length)}`;
+  // And a service more beside it: its flor.json lists it, and nothing reaches it (a warning in the file).
+  const addedText = `${texts[0].slice(0, metrics)}port: 9100 }\n      - { name: dns, port: 53${texts[0].slice(metrics + 'port: 9100'.length)}`;
 
   const full: Run[] = [];
   const none: Run[] = [];
@@ -141,10 +145,11 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const cold: Run[] = [];
   const siteRuns: Run[] = [];
   const serviceRuns: Run[] = [];
+  const addedRuns: Run[] = [];
   const floor: Run[] = [];
   for (let r = 0; r < repeat; r++) {
     say(
-      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, the file system's floor …`,
+      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, a service more, the file system's floor …`,
     );
     const dir = join(base, `round-${r + 1}`);
     writeRete(dir, rete);
@@ -184,14 +189,16 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     }
     const moves = { added: 0, changed: 1, unchanged: nodes - 1, written: 2 };
     serviceRuns.push(...(await thereAndBack(fleetFileOf(moved), serviceText, 'a service port moved', moves)));
+    addedRuns.push(...(await thereAndBack(fleetFileOf(moved), addedText, 'a service added', moves)));
   }
-  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, floor };
+  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, added: addedRuns, floor };
 }
 
 function report(results: readonly SizeResult[]): void {
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
-  const rows = results.map(({ nodes, full, none, one, cold, site, service, floor }) => {
+  const rows = results.map(({ nodes, full, none, one, cold, site, service, added, floor }) => {
     const [f, o, c, p] = [medianOf(full, 'wallMs'), medianOf(one, 'wallMs'), medianOf(cold, 'wallMs'), medianOf(service, 'wallMs')];
+    const a = medianOf(added, 'wallMs');
     const s = site.length > 0 ? medianOf(site, 'wallMs') : undefined;
     return [
       fmt(nodes),
@@ -206,13 +213,15 @@ function report(results: readonly SizeResult[]): void {
       s === undefined ? '—' : fmt(s / f, 3),
       wallAndCpu(service),
       fmt(p / f, 3),
+      wallAndCpu(added),
+      fmt(a / f, 3),
       wallAndCpu(floor),
       fmt(f / medianOf(floor, 'wallMs'), 2),
     ];
   });
   process.stdout.write(
-    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'fs floor', 'full/floor'], rows)}\n` +
-      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port: of their two runs a round); per node: full compile wall time / nodes;\n` +
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a service more', 'more/full', 'fs floor', 'full/floor'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a service more: of their two runs a round); per node: full compile wall time / nodes;\n` +
       `fs floor: the full compile's folders and files created by a bare loop (wall, CPU of that loop)\n`,
   );
 }
