@@ -5,7 +5,7 @@ import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import type { LocalHeads, TreeLabels } from './delta.js';
-import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR } from '#contracts';
+import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR, type ReteFile } from '#contracts';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
 import { digestsJson, sameBytes, type ArtifactBytes, type Rete, type RolloutModel, type TreeChange } from '#rete';
@@ -87,7 +87,7 @@ export interface CompileRecord {
   readonly inputs?: CompileInputs;
   /**
    * The generation the labels' file begins with, in a record read with its rete: a quick recompile,
-   * which moves only listen addresses and service ports, keeps the labels' file of the record it read, and the record
+   * which edits only nodes' own addresses and sync blocks, keeps the labels' file of the record it read, and the record
    * it writes names that file's generation. A record made by a full compile has none (its own).
    */
   readonly labelsGeneration?: string;
@@ -108,6 +108,12 @@ export interface RecordedRete {
   readonly labels: string;
   /** The digest of each bucket of the nodes' labels (labelBuckets of nodeLabels), compared with the coordinator's. */
   readonly labelBuckets: readonly string[];
+  /**
+   * The rete's `defaults:` block as written (empty when it has none), which a node's own sync block is
+   * merged over: a quick recompile of an edited sync block needs it. Absent in a record of an earlier
+   * retectl, which then compiles such an edit in full.
+   */
+  readonly defaults?: NonNullable<ReteFile['defaults']>;
 }
 
 /** The record's view of a validated rete and its nodes' labels (nodeLabels of it). */
@@ -121,6 +127,7 @@ export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>
     labels: text,
     // What labelBuckets(labels) gives, from the lines already worked out.
     labelBuckets: headBuckets(lines),
+    defaults: rete.defaults ?? {},
   };
 }
 
@@ -724,6 +731,7 @@ function keptRete(root: string, r: Partial<RecordedRete> | undefined, generation
     coordinator: r.coordinator,
     ...(r.rollout ? { rollout: r.rollout } : {}),
     labelBuckets: buckets,
+    ...(typeof r.defaults === 'object' && r.defaults !== null ? { defaults: r.defaults } : {}),
     get labels() {
       return (labels ??= readKept(root, RECORD_LABELS, generation));
     },
@@ -757,7 +765,14 @@ function writeRecord(root: string, record: CompileRecord): void {
   const { pieces, index } = nodes.written(generation);
   replaceFileUnsynced(join(root, RECORD_NODES), pieces);
   if (rete && labelsGeneration === undefined) replaceFileUnsynced(join(root, RECORD_LABELS), generation + rete.labels);
-  const kept = rete ? { coordinator: rete.coordinator, ...(rete.rollout ? { rollout: rete.rollout } : {}), labelBuckets: rete.labelBuckets } : undefined;
+  const kept = rete
+    ? {
+        coordinator: rete.coordinator,
+        ...(rete.rollout ? { rollout: rete.rollout } : {}),
+        labelBuckets: rete.labelBuckets,
+        ...(rete.defaults ? { defaults: rete.defaults } : {}),
+      }
+    : undefined;
   replaceFileUnsynced(
     join(root, RECORD),
     serialize({
@@ -1093,7 +1108,7 @@ export function rewriteNodes(
     };
   }
   // What is carried over from the record is read before its files are removed: the node lines. The
-  // labels' file stays, unread: only where nodes and their services listen changed, so every node's tags and groups are as recorded.
+  // labels' file stays, unread: only nodes' own addresses and sync blocks changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
   const { rete, labelsGeneration } = record;
@@ -1110,7 +1125,7 @@ export function rewriteNodes(
   const nodesRecorded = recorded.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
-  // Only where nodes and their services listen changed: the coordinator, the rollout block and every node's tags and groups are as recorded.
+  // Only nodes' own addresses and sync blocks changed: the coordinator, the rollout block, every node's tags and groups and the defaults are as recorded.
   writeRecord(root, {
     nodes: nodesRecorded,
     buckets,

@@ -1,6 +1,6 @@
 import { AGENT_JSON, fileArtifactName, FLOR_JSON, RESOURCES_JSON, type AgentJson, type FlorJson, type ResourcesJson } from '#contracts';
 import { cmp } from './diagnostics.js';
-import type { AclSource, NodeResources, Rete, ReteNodeModel } from './model.js';
+import type { AclSource, NodeResources, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { presortedPretty, sortedPretty } from './sorted-json.js';
 
 /** An artifact's exact bytes: text (UTF-8) for the JSON artifacts, raw bytes for file contents. */
@@ -91,15 +91,7 @@ export function* compileNodes(rete: Rete): Generator<[string, ReadonlyMap<string
       coordinator: rete.mesh.coordinator,
       mesh: rete.mesh.name,
       node: n.name,
-      // Only a node with a window gets its keys, and watch is written only when turned off: every
-      // other node's agent.json keeps its exact bytes. Undefined keys are left out.
-      sync: {
-        confirm_within: n.sync.confirm_within,
-        health_checks: n.sync.health_checks && [...n.sync.health_checks],
-        poll_interval: n.sync.poll_interval,
-        splay: n.sync.splay,
-        watch: n.sync.watch ? undefined : false,
-      },
+      sync: agentSync(n.sync),
     };
     const flor: FlorJson = {
       acl: {
@@ -112,10 +104,29 @@ export function* compileNodes(rete: Rete): Generator<[string, ReadonlyMap<string
       node: n.name,
       services: florServices(n.services),
     };
-    // A health check's keys vary with its kind: the one place the general sort is needed.
-    const agentText = agent.sync.health_checks ? sortedPretty(agent) : presortedPretty(agent);
-    yield [n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, agentText], [FLOR_JSON, presortedPretty(flor)], ...resources(n.resources)])];
+    yield [n.name, new Map<string, ArtifactBytes>([[AGENT_JSON, agentJsonText(agent)], [FLOR_JSON, presortedPretty(flor)], ...resources(n.resources)])];
   }
+}
+
+/**
+ * A node's sync as its agent.json carries it. Only a node with a window gets its keys, and watch is
+ * written only when turned off: every other node's agent.json keeps its exact bytes. Undefined keys
+ * are left out of the text.
+ */
+export function agentSync(sync: SyncSeconds): AgentJson['sync'] {
+  return {
+    confirm_within: sync.confirm_within,
+    health_checks: sync.health_checks && [...sync.health_checks],
+    poll_interval: sync.poll_interval,
+    splay: sync.splay,
+    watch: sync.watch ? undefined : false,
+  };
+}
+
+/** An agent.json's canonical text, from an object whose keys are in canonical order but the health checks'. */
+export function agentJsonText(agent: AgentJson): string {
+  // A health check's keys vary with its kind: the one place the general sort is needed.
+  return agent.sync.health_checks ? sortedPretty(agent) : presortedPretty(agent);
 }
 
 /** A node's services as its flor.json lists them: by name. */

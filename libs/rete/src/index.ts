@@ -1,7 +1,7 @@
 // The rete compiler: validate, compile and plan an operator's YAML. Pure: sources in, data out.
 export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
 export { parseFile, type Source, type ParsedFile, type ParseCache } from './parse-file.js';
-export { validateRete, type Validation } from './validate.js';
+export { validateRete, nodeSync, type Validation, type SyncAt, type SyncDecl } from './validate.js';
 export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';
 export type {
   Rete,
@@ -16,7 +16,7 @@ export type {
 } from './model.js';
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
-export { addressMoves, moveAddresses, type AddressMoves } from './address-moves.js';
+export { localEdits, editFlor, editAgent, type LocalEdits } from './local-edits.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export {
   planPublish,

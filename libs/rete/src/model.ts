@@ -1,4 +1,4 @@
-import type { HealthCheck, PackageManager, RolloutPlanInput } from '#contracts';
+import type { HealthCheck, PackageManager, ReteFile, RolloutPlanInput } from '#contracts';
 import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */
@@ -10,6 +10,8 @@ export interface Rete {
   readonly acl: readonly AclRuleModel[];
   /** The rete's `rollout:` block: the plan a publish uses unless told otherwise. Compiled into no node's set. */
   readonly rollout?: RolloutModel;
+  /** The `defaults:` block as written, when the rete has one: already merged into each node's sync. */
+  readonly defaults?: NonNullable<ReteFile['defaults']>;
 }
 
 export interface RolloutModel {

@@ -93,11 +93,8 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   const refsCheckable = failedFiles === 0;
   if (!mesh && refsCheckable) error('missing_mesh', { file: files[0].file, line: 1, col: 1 }, [], 'no file defines the mesh (mesh: {name, coordinator})');
 
-  const defaultSync = {
-    poll_interval: defaults?.value.sync?.poll_interval ?? DEFAULT_POLL_INTERVAL,
-    splay: defaults?.value.sync?.splay ?? DEFAULT_SPLAY,
-    watch: defaults?.value.sync?.watch ?? true,
-  };
+  const defaultsAt: SyncAt | undefined = defaults && { sync: defaults.value.sync, path: defaults.path, file: defaults.file };
+  const defaultSync = mergedSync(undefined, defaultsAt);
   if (defaults && seconds(defaultSync.splay) > seconds(defaultSync.poll_interval)) {
     const p = [...defaults.path, 'sync', 'splay'];
     error(
@@ -109,21 +106,13 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   }
 
   // The defaults' own checks are judged once, with the defaults' window alone.
-  if (defaults) confirmationOf({ sync: defaults.value.sync, path: defaults.path, file: defaults.file }, undefined, null, error);
+  if (defaultsAt) confirmationOf(defaultsAt, undefined, null, error);
   const nodes: Omit<ReteNodeModel, 'resources'>[] = [];
   const tags = new Set<string>();
   for (const [name, def] of nodeDefs) {
     const n = def.value;
     for (const t of n.tags ?? []) tags.add(t);
-    const sync = {
-      poll_interval: n.sync?.poll_interval ?? defaultSync.poll_interval,
-      splay: n.sync?.splay ?? defaultSync.splay,
-      watch: n.sync?.watch ?? defaultSync.watch,
-    };
-    if (n.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
-      const p = [...def.path, 'sync', n.sync.splay !== undefined ? 'splay' : 'poll_interval'];
-      error('splay_too_long', def.file.placeOf(p), p, `splay ${quoteValue(sync.splay)} is longer than the poll interval ${quoteValue(sync.poll_interval)}`);
-    }
+    const sync = nodeSync(name, { sync: n.sync, path: def.path, file: def.file }, defaultsAt, error);
     const byName = new Map<string, Place>();
     const byPort = new Map<string, Place>();
     const services = servicesOf(n);
@@ -139,18 +128,12 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
       else byPort.set(key, portPlace);
     });
-    const confirm = confirmationOf(
-      { sync: n.sync, path: def.path, file: def.file },
-      defaults && { sync: defaults.value.sync, path: defaults.path, file: defaults.file },
-      name,
-      error,
-    );
     nodes.push({
       name,
       kind: n.kind,
       listen: n.listen,
       tags: uniqueSorted(n.tags ?? []),
-      sync: { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), watch: sync.watch, ...confirm },
+      sync,
       services,
       place: def.place,
     });
@@ -251,16 +234,46 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       groups,
       acl,
       ...(rollout ? { rollout } : {}),
+      ...(defaults ? { defaults: defaults.value } : {}),
     },
     diagnostics: sorted,
   };
 }
 
-type SyncDecl = NonNullable<ReteFile['defaults']>['sync'];
-interface SyncAt {
+/** A `sync:` block as a rete file writes it, in a node or in the defaults. */
+export type SyncDecl = NonNullable<ReteFile['defaults']>['sync'];
+/** A sync block, where it is written: a problem with it is reported there. */
+export interface SyncAt {
   readonly sync: SyncDecl;
   readonly path: readonly PropertyKey[];
   readonly file: { placeOf(path: readonly PropertyKey[]): Place };
+}
+
+type ErrorSink = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) => void;
+
+/**
+ * A node's sync as its agent.json carries it: its own values over the defaults', durations in seconds.
+ * Its errors are the node's own: a splay longer than the poll interval it gives itself, and those of
+ * its confirmation window and health checks (confirmationOf). The defaults' own are reported once, by
+ * validateRete.
+ */
+export function nodeSync(name: string, own: SyncAt, defaults: SyncAt | undefined, error: ErrorSink): SyncSeconds {
+  const sync = mergedSync(own.sync, defaults);
+  if (own.sync && seconds(sync.splay) > seconds(sync.poll_interval)) {
+    const p = [...own.path, 'sync', own.sync.splay !== undefined ? 'splay' : 'poll_interval'];
+    error('splay_too_long', own.file.placeOf(p), p, `splay ${quoteValue(sync.splay)} is longer than the poll interval ${quoteValue(sync.poll_interval)}`);
+  }
+  const confirm = confirmationOf(own, defaults, name, error);
+  return { poll_interval: seconds(sync.poll_interval), splay: seconds(sync.splay), watch: sync.watch, ...confirm };
+}
+
+/** The poll interval, splay and watch a sync block gives, over the defaults' and then the built-in ones. */
+function mergedSync(own: SyncDecl, defaults: SyncAt | undefined): { poll_interval: string; splay: string; watch: boolean } {
+  return {
+    poll_interval: own?.poll_interval ?? defaults?.sync?.poll_interval ?? DEFAULT_POLL_INTERVAL,
+    splay: own?.splay ?? defaults?.sync?.splay ?? DEFAULT_SPLAY,
+    watch: own?.watch ?? defaults?.sync?.watch ?? true,
+  };
 }
 
 /**
@@ -272,7 +285,7 @@ function confirmationOf(
   own: SyncAt,
   defaults: SyncAt | undefined,
   node: string | null,
-  error: (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) => void,
+  error: ErrorSink,
 ): Pick<SyncSeconds, 'confirm_within' | 'health_checks'> {
   const window = own.sync?.confirm_within ?? defaults?.sync?.confirm_within;
   const from = own.sync?.health_checks !== undefined || !defaults ? own : defaults;

@@ -314,6 +314,60 @@ describe('retectl compile on a real folder', () => {
     for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
   });
 
+  it("after a node's own sync block changes, comes or goes, rewrites its agent.json alone, merged over the defaults as a compile from nothing would", async () => {
+    await compile();
+    const parsed = join(rete, '.flor', 'cache', 'parsed');
+    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
+    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    const blocks = [
+      // Its own poll interval, the defaults' splay: 30 s.
+      'sync: { poll_interval: 2m }',
+      'sync: { poll_interval: 2m, watch: false }',
+      'sync: { confirm_within: 2m, health_checks: [{ name: web, http: "https://127.0.0.1/health" }] }',
+      // The same values written otherwise: the same bytes, nothing written.
+      'sync: { confirm_within: 120s, health_checks: [{ name: web, http: "https://127.0.0.1/health" }] }',
+      // Gone again: the defaults' alone.
+      '',
+    ];
+    for (const [i, block] of blocks.entries()) {
+      const before = age();
+      write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
+      const out = await compile();
+      const same = i === 3;
+      expect([block, touched(before, mtimes(compiled))]).toEqual([block, same ? [] : ['alpha/digests.json', 'alpha/mgmt/agent.json']]);
+      expect(out).toMatch(same ? /0 changed, 0 removed, 4 unchanged;/ : /^~ alpha: agent\.json$/m);
+      expect([block, onDisk()]).toEqual([block, cold()]);
+    }
+    for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+  });
+
+  it('after a sync block is edited so that it does not validate, or with a record that lacks the defaults, compiles in full', async () => {
+    await compile();
+    // Longer than the defaults' 5m poll interval: refused, where it is, and nothing written.
+    const before = age();
+    write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { splay: 10m },'));
+    await expect(compile()).rejects.toThrow(/does not validate/);
+    expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:2:\d+: .*splay "10m" is longer than the poll interval "5m".*\[splay_too_long\]$/m);
+    // Health checks with no window to run under.
+    write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { health_checks: [{ name: web, tcp: "127.0.0.1:443" }] },'));
+    await expect(compile()).rejects.toThrow(/does not validate/);
+    expect(stderr.join('')).toMatch(/\[bad_health_check\]$/m);
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+    // A record from a retectl that did not keep the defaults: the edit is compiled in full, which keeps them.
+    write('nodes/servers.yaml', SERVERS);
+    await compile();
+    const path = join(rete, '.flor', 'cache', 'compiled.v8');
+    const record = deserialize(readFileSync(path)) as { rete: Record<string, unknown> };
+    expect(record.rete.defaults).toEqual({ sync: { poll_interval: '5m', splay: '30s' } });
+    delete record.rete.defaults;
+    writeFileSync(path, serialize(record));
+    write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { poll_interval: 2m },'));
+    expect(await compile()).toMatch(/^~ alpha: agent\.json$/m);
+    expect(onDisk()).toEqual(cold());
+    // A quick recompile would have carried the record's rete over as it was.
+    expect(readRecord(rete)?.rete?.defaults).toEqual({ sync: { poll_interval: '5m', splay: '30s' } });
+  });
+
   it("after a service moves to SSH's port or onto another service's, compiles in full: the warning, or the error, as a compile from nothing gives it", async () => {
     write('rete.yaml', EXAMPLE_RETE['rete.yaml'].replace(/^ {2}safety_net: .*\n/m, ''));
     write('policy.yaml', `${EXAMPLE_RETE['policy.yaml']}  - from: [group:ops]\n    to: [alpha:metrics]\n`);
@@ -424,6 +478,27 @@ describe('retectl compile on a real folder', () => {
         ),
       ],
       ['a comment only', () => write('sites/s3.yaml', `# site three\n${site(3, (i) => (i === 1 ? 8002 : 7946))}`)],
+      [
+        "a web server's own sync block, and its monitor's with its own listen address",
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, (i) => (i === 0 ? 8005 : i === 1 ? 8002 : 7946))
+              .replace('name: s3-n5, kind: server,', 'name: s3-n5, kind: server, sync: { poll_interval: 1m, watch: false },')
+              .replace('name: s3-n0, kind: server,', 'name: s3-n0, kind: server, sync: { splay: 1m },'),
+          ),
+      ],
+      [
+        "a database's sync block while a monitor it names among its peers moves",
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, (i) => (i === 0 ? 8006 : i === 1 ? 8002 : 7946)).replace(
+              'name: s3-n1, kind: server,',
+              'name: s3-n1, kind: server, sync: { poll_interval: 10m },',
+            ),
+          ),
+      ],
       ['a metrics port moves', () => write('sites/s3.yaml', site(3, (i) => (i === 1 ? 8002 : 7946)).replace('port: 9100', 'port: 9101'))],
       [
         'a metrics port and a listen address move at once, in one node and in two',

@@ -1,17 +1,21 @@
 import {
-  addressMoves,
   artifactsText,
   compileNodes,
+  editAgent,
+  editFlor,
   formatDiagnostic,
-  moveAddresses,
+  localEdits,
+  nodeSync,
   nodeLabels,
   parseFile,
-  type AddressMoves,
   type ArtifactBytes,
+  type LocalEdits,
   type ParseCache,
   type ReadSource,
+  type SyncDecl,
+  type SyncSeconds,
 } from '#rete';
-import { FLOR_JSON } from '#contracts';
+import { AGENT_JSON, FLOR_JSON } from '#contracts';
 import {
   checkStamps,
   readRecord,
@@ -22,6 +26,7 @@ import {
   writeCompiled,
   type CompileInputs,
   type CompileRecord,
+  type RecordedRete,
   type StampCheck,
   type WrittenTree,
 } from '../compiled-output.js';
@@ -39,8 +44,8 @@ export interface CompileOptions {
  * Validates, then makes .flor/compiled match the rete and says which nodes changed and how long it
  * took. Files parsed before and nodes whose sets did not change cost next to nothing: a recompile
  * after one edit parses the edited file and writes the nodes it changed. When the edit only moved
- * where nodes listen or the ports of their services (or nothing changed at all), not even the rest is
- * validated or compiled again: see quickRecompile.
+ * where nodes listen or the ports of their services, or changed their own sync blocks (or nothing
+ * changed at all), not even the rest is validated or compiled again: see quickRecompile.
  */
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
@@ -147,17 +152,20 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
 
 /**
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
- * compile says what it was compiled from and every YAML file is the same but for where nodes listen
- * and the ports and protocols of their services (addressMoves). Then the rete is valid as before, with
- * the same diagnostics, and the only compiled files that change are the moved nodes' flor.json and,
- * in each node that names a node whose listen address moved among its peers, its flor.json: read back
- * from .flor/compiled (checked against the record), with the new addresses put in (moveAddresses).
- * Which nodes are a moved node's peers is read from its own flor.json: the ACL did not change, and a
- * node's peers name it in turn.
+ * compile says what it was compiled from and every YAML file is the same but for what each node's own
+ * sets hold: where nodes listen, the ports and protocols of their services, and their own sync blocks
+ * (localEdits). Then the rete is valid as before, with the same diagnostics, once each edited sync
+ * block passes validation's checks of it (nodeSync, merged over the defaults the record keeps). The
+ * only compiled files that change are the edited nodes' flor.json (listen address, services) and
+ * agent.json (sync) and, in each node that names a node whose listen address moved among its peers,
+ * its flor.json: read back from .flor/compiled (checked against the record), with the edits put in
+ * (editFlor, editAgent). Which nodes are a moved node's peers is read from its own flor.json: the ACL
+ * did not change, and a node's peers name it in turn.
  *
  * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
  * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
- * otherwise, a diagnostic in a changed file (its line may have moved), a resource's source file
+ * otherwise, a diagnostic in a changed file (its line may have moved), an edited sync block that does
+ * not validate (the full compile reports it where it is), a resource's source file
  * that reads differently, a node folder added or removed in .flor/compiled or a file added, removed
  * or renamed in a node's folder (its folderStamp), or a compiled file of a node involved that is not
  * what the record says. Other nodes' compiled files are not read: one edited in place by hand is
@@ -183,27 +191,38 @@ async function quickRecompile(
   if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
 
-  const moves: AddressMoves = { listens: new Map(), services: new Map() };
+  const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map() };
+  // Each edited sync block as its node's agent.json carries it, merged over the defaults the record keeps.
+  const syncs = new Map<string, SyncSeconds>();
   for (const source of changed) {
     const before = cache.get(was.files.get(source.file) as string);
     const { parsed, diagnostics } = parseFile(source, cache);
     if (!before || !parsed || diagnostics.length > 0) return undefined;
-    const moved = addressMoves(before, parsed.data);
-    if (!moved) return undefined;
-    for (const [node, listen] of moved.listens) moves.listens.set(node, listen);
-    for (const [node, services] of moved.services) moves.services.set(node, services);
+    const found = localEdits(before, parsed.data);
+    if (!found) return undefined;
+    for (const [node, listen] of found.listens) edits.listens.set(node, listen);
+    for (const [node, services] of found.services) edits.services.set(node, services);
+    for (const [node, block] of found.syncs) {
+      const sync = checkedSync(node, block, record.rete.defaults);
+      if (!sync) return undefined;
+      syncs.set(node, sync);
+    }
   }
 
-  // The moved nodes and every node that names one whose listen address moved among its peers.
+  // The edited nodes and every node that names one whose listen address moved among its peers.
   const involved = new Map<string, ReadonlyMap<string, ArtifactBytes>>();
-  const take = (node: string): boolean => {
+  // Those whose flor.json changes: every one but a node whose sync block alone changed.
+  const florEdited = new Set<string>();
+  const take = (node: string, flor = true): boolean => {
+    if (flor) florEdited.add(node);
     if (involved.has(node)) return true;
     const held = recordedNodeFiles(root, record, node);
     if (held) involved.set(node, held);
     return held !== undefined;
   };
-  for (const node of moves.services.keys()) if (!take(node)) return undefined;
-  for (const node of moves.listens.keys()) {
+  for (const node of edits.services.keys()) if (!take(node)) return undefined;
+  for (const node of syncs.keys()) if (!take(node, false)) return undefined;
+  for (const node of edits.listens.keys()) {
     if (!take(node)) return undefined;
     const flor = involved.get(node)?.get(FLOR_JSON);
     let peers: unknown;
@@ -217,10 +236,21 @@ async function quickRecompile(
   }
   const rewrites = new Map<string, { old: ReadonlyMap<string, ArtifactBytes>; artifacts: ReadonlyMap<string, ArtifactBytes> }>();
   for (const [node, old] of involved) {
-    const flor = old.get(FLOR_JSON);
-    const moved = typeof flor === 'string' ? moveAddresses(flor, moves, node) : undefined;
-    if (moved === undefined) return undefined;
-    rewrites.set(node, { old, artifacts: new Map(old).set(FLOR_JSON, moved) });
+    const artifacts = new Map(old);
+    if (florEdited.has(node)) {
+      const flor = old.get(FLOR_JSON);
+      const edited = typeof flor === 'string' ? editFlor(flor, edits, node) : undefined;
+      if (edited === undefined) return undefined;
+      artifacts.set(FLOR_JSON, edited);
+    }
+    const sync = syncs.get(node);
+    if (sync) {
+      const agent = old.get(AGENT_JSON);
+      const edited = typeof agent === 'string' ? editAgent(agent, sync, node) : undefined;
+      if (edited === undefined) return undefined;
+      artifacts.set(AGENT_JSON, edited);
+    }
+    rewrites.set(node, { old, artifacts });
   }
 
   // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
@@ -230,4 +260,18 @@ async function quickRecompile(
   cache.save();
   const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps });
   return { nodes: record.nodes.size, change, diagnostics: was.diagnostics.map((d) => d.text) };
+}
+
+/**
+ * A node's edited sync block as validation makes it (nodeSync), merged over the defaults the record
+ * keeps. Undefined on any error (the full compile reports it where it is) or a record without the
+ * defaults (an earlier retectl's).
+ */
+function checkedSync(node: string, block: SyncDecl, defaults: RecordedRete['defaults']): SyncSeconds | undefined {
+  if (!defaults) return undefined;
+  let failed = false;
+  // Places are for reporting an error, and an error here is only counted.
+  const nowhere = { placeOf: () => ({ file: '', line: 1, col: 1 }) };
+  const sync = nodeSync(node, { sync: block, path: [], file: nowhere }, { sync: defaults.sync, path: [], file: nowhere }, () => (failed = true));
+  return failed ? undefined : sync;
 }
