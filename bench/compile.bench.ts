@@ -14,17 +14,20 @@
  *       then moves back (both timed)
  *   (g) recompile after the same web server's metrics port moves, which changes its set alone: the
  *       quick path, as for (c); then moves back (both timed)
- *   (h) recompile after a change the quick path does not take: the same web server gains a service,
+ *   (h) recompile after the same web server gains a sync block of its own (a poll interval), which
+ *       changes its agent.json alone: the quick path; then loses it (both timed)
+ *   (i) recompile after a change the quick path does not take: the same web server gains a service,
  *       which changes its set alone, yet every node is validated and compiled again; then loses it
  *       (both timed)
  *   (f) the file system's floor for (a): a bare loop in this process creating the same folders and
  *       files, of the same sizes, as (a) left in .flor/compiled (listed before the clock starts), with
  *       nothing else: no YAML, no compile, no staging folder renamed into place. The baseline for (a)
- * Each is run --repeat times, in rounds of (a) to (h) (medians); the one change moves the port back
+ * Each is run --repeat times, in rounds of (a) to (i) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
  * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
  * time per node, and the ratios one change/full compile, one change/cold caches, site/full compile,
- * a service port/full compile, a service more/full compile and full compile/floor.
+ * a service port/full compile, a sync block/full compile, a service more/full compile and full
+ * compile/floor.
  * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
  * be what the change makes, or the benchmark exits 1.
  *
@@ -113,7 +116,9 @@ interface SizeResult {
   readonly site: Run[];
   /** (g), the port moved and moved back. */
   readonly service: Run[];
-  /** (h), the service added and removed. */
+  /** (h), the sync block added and removed. */
+  readonly sync: Run[];
+  /** (i), the service added and removed. */
   readonly added: Run[];
   readonly floor: Run[];
 }
@@ -136,6 +141,9 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   // The moved web server's metrics port, 9100 in the fleet, moved to 9101.
   const metrics = texts[0].indexOf('port: 9100', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
   const serviceText = `${texts[0].slice(0, metrics)}port: 9101${texts[0].slice(metrics + 'port: 9100'.length)}`;
+  // Its own poll interval, in a block of its own before its services.
+  const services = texts[0].indexOf('    services:', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
+  const syncText = `${texts[0].slice(0, services)}    sync: { poll_interval: 1m }\n${texts[0].slice(services)}`;
   // And a service more beside it: its flor.json lists it, and nothing reaches it (a warning in the file).
   const addedText = `${texts[0].slice(0, metrics)}port: 9100 }\n      - { name: dns, port: 53${texts[0].slice(metrics + 'port: 9100'.length)}`;
 
@@ -145,11 +153,12 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const cold: Run[] = [];
   const siteRuns: Run[] = [];
   const serviceRuns: Run[] = [];
+  const syncRuns: Run[] = [];
   const addedRuns: Run[] = [];
   const floor: Run[] = [];
   for (let r = 0; r < repeat; r++) {
     say(
-      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, a service more, the file system's floor …`,
+      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, a sync block, a service more, the file system's floor …`,
     );
     const dir = join(base, `round-${r + 1}`);
     writeRete(dir, rete);
@@ -189,16 +198,17 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     }
     const moves = { added: 0, changed: 1, unchanged: nodes - 1, written: 2 };
     serviceRuns.push(...(await thereAndBack(fleetFileOf(moved), serviceText, 'a service port moved', moves)));
+    syncRuns.push(...(await thereAndBack(fleetFileOf(moved), syncText, 'a sync block added', moves)));
     addedRuns.push(...(await thereAndBack(fleetFileOf(moved), addedText, 'a service added', moves)));
   }
-  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, added: addedRuns, floor };
+  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, sync: syncRuns, added: addedRuns, floor };
 }
 
 function report(results: readonly SizeResult[]): void {
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
-  const rows = results.map(({ nodes, full, none, one, cold, site, service, added, floor }) => {
+  const rows = results.map(({ nodes, full, none, one, cold, site, service, sync, added, floor }) => {
     const [f, o, c, p] = [medianOf(full, 'wallMs'), medianOf(one, 'wallMs'), medianOf(cold, 'wallMs'), medianOf(service, 'wallMs')];
-    const a = medianOf(added, 'wallMs');
+    const [y, a] = [medianOf(sync, 'wallMs'), medianOf(added, 'wallMs')];
     const s = site.length > 0 ? medianOf(site, 'wallMs') : undefined;
     return [
       fmt(nodes),
@@ -213,6 +223,8 @@ function report(results: readonly SizeResult[]): void {
       s === undefined ? '—' : fmt(s / f, 3),
       wallAndCpu(service),
       fmt(p / f, 3),
+      wallAndCpu(sync),
+      fmt(y / f, 3),
       wallAndCpu(added),
       fmt(a / f, 3),
       wallAndCpu(floor),
@@ -220,8 +232,8 @@ function report(results: readonly SizeResult[]): void {
     ];
   });
   process.stdout.write(
-    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a service more', 'more/full', 'fs floor', 'full/floor'], rows)}\n` +
-      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a service more: of their two runs a round); per node: full compile wall time / nodes;\n` +
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a sync block', 'sync/full', 'a service more', 'more/full', 'fs floor', 'full/floor'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a sync block, a service more: of their two runs a round); per node: full compile wall time / nodes;\n` +
       `fs floor: the full compile's folders and files created by a bare loop (wall, CPU of that loop)\n`,
   );
 }
