@@ -71,13 +71,8 @@ function unedited(n: ReteNode): unknown {
  * its peers moved.
  */
 export function editFlor(florText: string, edits: LocalEdits, self: string): string | undefined {
-  let flor: FlorJson;
-  try {
-    flor = JSON.parse(florText) as FlorJson;
-  } catch {
-    return undefined;
-  }
-  if (flor.node !== self || !Array.isArray(flor.acl?.peers) || presortedPretty(flor) !== florText) return undefined;
+  const flor = parsedJson<FlorJson>(florText);
+  if (flor?.node !== self || !Array.isArray(flor.acl?.peers) || presortedPretty(flor) !== florText) return undefined;
   let found = 0;
   const own = edits.listens.get(self);
   if (own !== undefined) {
@@ -103,14 +98,18 @@ export function editFlor(florText: string, edits: LocalEdits, self: string): str
  * exactly what compile writes for the data it holds, or is another node's.
  */
 export function editAgent(agentText: string, sync: SyncSeconds, self: string): string | undefined {
-  let agent: AgentJson;
+  const agent = parsedJson<AgentJson>(agentText);
+  if (agent?.node !== self || typeof agent.sync !== 'object' || agent.sync === null || agentJsonText(agent) !== agentText) return undefined;
+  return agentJsonText({ ...agent, sync: agentSync(sync) });
+}
+
+/** A compiled artifact's JSON, or undefined when it is not JSON. Whether it has the artifact's shape is the caller's to check. */
+function parsedJson<T>(text: string): T | undefined {
   try {
-    agent = JSON.parse(agentText) as AgentJson;
+    return JSON.parse(text) as T;
   } catch {
     return undefined;
   }
-  if (agent?.node !== self || typeof agent.sync !== 'object' || agent.sync === null || agentJsonText(agent) !== agentText) return undefined;
-  return agentJsonText({ ...agent, sync: agentSync(sync) });
 }
 
 /**

@@ -84,44 +84,28 @@ describe('local edits', () => {
       ],
     });
     const after = (list: ReteNode['services']) => file('10.0.0.2:7946', { services: list });
-    expect(localEdits(before, after([{ name: 'web', port: 443 }]))).toBeUndefined();
-    expect(
-      localEdits(
-        before,
-        after([
-          { name: 'web', port: 443 },
-          { name: 'metrics', port: 9100 },
-          { name: 'dns', port: 53 },
-        ]),
-      ),
-    ).toBeUndefined();
-    expect(
-      localEdits(
-        before,
-        after([
-          { name: 'web', port: 443 },
-          { name: 'stats', port: 9100 },
-        ]),
-      ),
-    ).toBeUndefined();
-    expect(
-      localEdits(
-        before,
-        after([
-          { name: 'metrics', port: 9100 },
-          { name: 'web', port: 443 },
-        ]),
-      ),
-    ).toBeUndefined();
-    expect(
-      localEdits(
-        before,
-        after([
-          { name: 'web', port: 443 },
-          { name: 'metrics', port: 443 },
-        ]),
-      ),
-    ).toBeUndefined();
+    const declined: ReteNode['services'][] = [
+      // A service removed, one more, one renamed, the two reordered, two on one port.
+      [{ name: 'web', port: 443 }],
+      [
+        { name: 'web', port: 443 },
+        { name: 'metrics', port: 9100 },
+        { name: 'dns', port: 53 },
+      ],
+      [
+        { name: 'web', port: 443 },
+        { name: 'stats', port: 9100 },
+      ],
+      [
+        { name: 'metrics', port: 9100 },
+        { name: 'web', port: 443 },
+      ],
+      [
+        { name: 'web', port: 443 },
+        { name: 'metrics', port: 443 },
+      ],
+    ];
+    for (const list of declined) expect([list, localEdits(before, after(list))]).toEqual([list, undefined]);
     // The same port over the other protocol is another place to listen.
     expect(
       localEdits(

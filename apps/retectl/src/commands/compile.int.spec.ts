@@ -64,6 +64,19 @@ describe('retectl compile on a real folder', () => {
     for (const file of mtimes(compiled).keys()) utimesSync(join(compiled, file), past, past);
     return mtimes(compiled);
   };
+  /**
+   * Spoils the parse cache entry of every file but the one defining alpha; the check returned fails
+   * unless every such entry is as spoilt, that is: unread by a compile, which would parse the file again.
+   */
+  const spoilOtherEntries = (): (() => void) => {
+    const parsed = join(rete, '.flor', 'cache', 'parsed');
+    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
+    expect(others).toHaveLength(Object.keys(EXAMPLE_RETE).length - 1);
+    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    return () => {
+      for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+    };
+  };
   const compile = async (json = false) => {
     stdout = [];
     stderr = [];
@@ -283,26 +296,20 @@ describe('retectl compile on a real folder', () => {
     await compile();
     const before = age();
     // Taken without parsing or validating the files that did not change: their parse cache entries are not even read.
-    const parsed = join(rete, '.flor', 'cache', 'parsed');
-    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
-    expect(others).toHaveLength(Object.keys(EXAMPLE_RETE).length - 1);
-    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    const unread = spoilOtherEntries();
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
     const out = await compile();
     // beta is in group ops, which reaches alpha:web: alpha names beta among its peers; gamma and laptop do not.
     expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json', 'beta/digests.json', 'beta/mgmt/flor.json']);
     expect(out).toMatch(/0 new, 2 changed, 0 removed, 2 unchanged; files: 4 written, 8 unchanged, 0 removed;/);
     expect(onDisk()).toEqual(cold());
-    for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+    unread();
   });
 
   it("after a service's port or protocol moves, rewrites that node's flor.json alone, as a compile from nothing would", async () => {
     await compile();
     // Taken without parsing or validating the files that did not change: their parse cache entries are not even read.
-    const parsed = join(rete, '.flor', 'cache', 'parsed');
-    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
-    expect(others).toHaveLength(Object.keys(EXAMPLE_RETE).length - 1);
-    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    const unread = spoilOtherEntries();
     for (const services of ['{ name: web, port: 8443 }', '{ name: web, port: 8443, protocol: udp }', '{ name: web, port: 443 }']) {
       const before = age();
       write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', services));
@@ -311,14 +318,12 @@ describe('retectl compile on a real folder', () => {
       expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
       expect(onDisk()).toEqual(cold());
     }
-    for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+    unread();
   });
 
   it("after a node's own sync block changes, comes or goes, rewrites its agent.json alone, merged over the defaults as a compile from nothing would", async () => {
     await compile();
-    const parsed = join(rete, '.flor', 'cache', 'parsed');
-    const others = readdirSync(parsed).filter((e) => !(deserialize(readFileSync(join(parsed, e))) as ReteFile).nodes?.some((n) => n.name === 'alpha'));
-    for (const e of others) writeFileSync(join(parsed, e), 'not a serialised value');
+    const unread = spoilOtherEntries();
     const blocks = [
       // Its own poll interval, the defaults' splay: 30 s.
       'sync: { poll_interval: 2m }',
@@ -338,7 +343,7 @@ describe('retectl compile on a real folder', () => {
       expect(out).toMatch(same ? /0 changed, 0 removed, 4 unchanged;/ : /^~ alpha: agent\.json$/m);
       expect([block, onDisk()]).toEqual([block, cold()]);
     }
-    for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
+    unread();
   });
 
   it('after a sync block is edited so that it does not validate, or with a record that lacks the defaults, compiles in full', async () => {
