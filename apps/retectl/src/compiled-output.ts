@@ -8,7 +8,7 @@ import type { LocalHeads, TreeLabels } from './delta.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR, type ReteFile } from '#contracts';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJson, sameBytes, type ArtifactBytes, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import { digestsJson, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { CompiledSetDigests, NodeLabels } from '#contracts';
 import { RetectlError } from './errors.js';
 
@@ -63,8 +63,11 @@ export interface CompileInputs {
   readonly yamlStamps?: ReadonlyMap<string, string>;
   /** Each file a resource named with source:, with what reading it gave (readSourceDigest). */
   readonly sources: ReadonlyMap<string, string>;
-  /** The diagnostics the rete gave, as printed, with the file each is in. */
-  readonly diagnostics: readonly { readonly file: string; readonly text: string }[];
+  /**
+   * The diagnostics the rete gave, as printed, with the file each is in and where in it (KeptWarning:
+   * a quick recompile of that file checks they stay; a record of an earlier retectl has no place).
+   */
+  readonly diagnostics: readonly ({ readonly file: string; readonly text: string } & KeptWarning)[];
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { AgentJson, FlorJson, ReteFile, ReteNode } from '#contracts';
 import { agentJsonText, agentSync, florServices } from './compile.js';
 import type { SyncSeconds } from './model.js';
+import type { ParsedFile } from './parse-file.js';
+import { dataPath } from './path-text.js';
 import { presortedPretty } from './sorted-json.js';
 import { isSsh, portKey, servicesOf, type SyncDecl } from './validate.js';
 
@@ -101,6 +103,39 @@ export function editAgent(agentText: string, sync: SyncSeconds, self: string): s
   const agent = parsedJson<AgentJson>(agentText);
   if (agent?.node !== self || typeof agent.sync !== 'object' || agent.sync === null || agentJsonText(agent) !== agentText) return undefined;
   return agentJsonText({ ...agent, sync: agentSync(sync) });
+}
+
+/** A warning as a compile's record keeps it: where it is, when the record keeps that. */
+export interface KeptWarning {
+  /** Its data path (pathText), and its line and column: absent in a record of an earlier retectl. */
+  readonly path?: string;
+  readonly line?: number;
+  readonly col?: number;
+}
+
+/**
+ * Whether the warnings a compile's record keeps for a file are what validating it again after these
+ * edits would give. A warning is about a node's service (unused_service, no_safety_net) or a group
+ * (unused_group, empty_group), placed where its data path leads, and what it says depends on that
+ * node or group and on what the edits cannot change (the ACL, the mesh). So each stays as it was when
+ * it is not about an edited node and its path still leads to the line and column it was at: false for
+ * one of an edited node, one moved by lines the edit added or removed above it, or one kept without
+ * its place. An edit that changes what a node's sets hold never makes a warning appear: localEdits
+ * declines a service moved to SSH's port, and a sync block's checks are errors.
+ */
+export function keptWarningsStay(kept: readonly KeptWarning[], file: ParsedFile, edits: LocalEdits): boolean {
+  const nodes = file.data.nodes ?? [];
+  for (const w of kept) {
+    const path = w.path === undefined ? undefined : dataPath(w.path);
+    if (!path || w.line === undefined || w.col === undefined) return false;
+    if (path[0] === 'nodes') {
+      const name = typeof path[1] === 'number' ? nodes[path[1]]?.name : undefined;
+      if (name === undefined || edits.listens.has(name) || edits.services.has(name) || edits.syncs.has(name)) return false;
+    }
+    const place = file.placeOf(path);
+    if (place.line !== w.line || place.col !== w.col) return false;
+  }
+  return true;
 }
 
 /** A compiled artifact's JSON, or undefined when it is not JSON. Whether it has the artifact's shape is the caller's to check. */

@@ -407,7 +407,41 @@ describe('retectl compile on a real folder', () => {
     expect(onDisk()).toEqual(cold());
   });
 
-  it('after a listen address moves in a file that also changed otherwise, or that holds a warning, compiles in full', async () => {
+  it('after an edit of a file that holds a warning about another node, which stays where it was, takes the quick path and gives the warning as before', async () => {
+    const warned = SERVERS.replace('tags: [backend] }', 'tags: [backend], services: [{ name: dns, port: 53 }] }');
+    write('nodes/servers.yaml', warned);
+    await compile();
+    const warning = /^nodes\/servers\.yaml:3:\d+: .*beta:dns.*\[unused_service\]$/m;
+    expect(stderr.join('')).toMatch(warning);
+    const unread = spoilOtherEntries();
+    const before = age();
+    write('nodes/servers.yaml', warned.replace('10.0.0.3:7946', '10.0.0.3:7000'));
+    await compile();
+    expect(stderr.join('')).toMatch(warning);
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/flor.json']);
+    expect(onDisk()).toEqual(cold());
+    unread();
+    // A comment above it moves it a line down: compiled in full, which says where it now is.
+    write('nodes/servers.yaml', `# the servers\n${warned}`);
+    await compile();
+    expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:4:\d+: .*beta:dns.*\[unused_service\]$/m);
+    expect(() => unread()).toThrow();
+    expect(onDisk()).toEqual(cold());
+  });
+
+  it('after an edit of the node a warning is about, compiles in full: what the warning says may have changed', async () => {
+    write('rete.yaml', EXAMPLE_RETE['rete.yaml'].replace(/^ {2}safety_net: .*\n/m, ''));
+    const ssh = (port: number) => SERVERS.replace('{ name: web, port: 443 }', `{ name: web, port: 443 }, { name: ssh, port: ${port} }`);
+    write('nodes/servers.yaml', ssh(2222));
+    await compile();
+    expect(stderr.join('')).toMatch(/server "alpha" publishes SSH \(service "ssh", port 2222\).*\[no_safety_net\]$/m);
+    write('nodes/servers.yaml', ssh(2223));
+    await compile();
+    expect(stderr.join('')).toMatch(/server "alpha" publishes SSH \(service "ssh", port 2223\).*\[no_safety_net\]$/m);
+    expect(onDisk()).toEqual(cold());
+  });
+
+  it('after a listen address moves in a file that also changed otherwise, or whose warning it moves, compiles in full', async () => {
     await compile();
     // A move and a peer granted in the same edit: laptop's and gamma's peers change too.
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.1:7946', '10.0.0.1:7000').replace('tags: [backend] }\n', 'tags: [backend, web] }\n'));

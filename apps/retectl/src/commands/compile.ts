@@ -4,6 +4,7 @@ import {
   editAgent,
   editFlor,
   formatDiagnostic,
+  keptWarningsStay,
   localEdits,
   nodeSync,
   nodeLabels,
@@ -117,7 +118,7 @@ async function compileTree(
       files,
       yamlStamps,
       sources: sourcesRead,
-      diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d) })),
+      diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d), path: d.path, line: d.line, col: d.col })),
     };
     // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
     const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), compiledFrom, recordedRete(rete, nodeLabels(rete)), stampsHeld);
@@ -154,8 +155,10 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
  * compile says what it was compiled from and every YAML file is the same but for what each node's own
  * sets hold: where nodes listen, the ports and protocols of their services, and their own sync blocks
- * (localEdits). Then the rete is valid as before, with the same diagnostics, once each edited sync
- * block passes validation's checks of it (nodeSync, merged over the defaults the record keeps). The
+ * (localEdits). Then the rete is valid as before, once each edited sync block passes validation's
+ * checks of it (nodeSync, merged over the defaults the record keeps), and its warnings are the same
+ * when those of each edited file stay where they were and are not about an edited node
+ * (keptWarningsStay). The
  * only compiled files that change are the edited nodes' flor.json (listen address, services) and
  * agent.json (sync) and, in each node that names a node whose listen address moved among its peers,
  * its flor.json: read back from .flor/compiled (checked against the record), with the edits put in
@@ -164,7 +167,8 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
  *
  * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
  * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
- * otherwise, a diagnostic in a changed file (its line may have moved), an edited sync block that does
+ * otherwise, a warning in a changed file that is about an edited node or that the edit moved, or one
+ * kept without its place (an earlier retectl's record), an edited sync block that does
  * not validate (the full compile reports it where it is), a resource's source file
  * that reads differently, a node folder added or removed in .flor/compiled or a file added, removed
  * or renamed in a node's folder (its folderStamp), or a compiled file of a node involved that is not
@@ -187,8 +191,6 @@ async function quickRecompile(
     if (before === undefined) return undefined;
     if (before !== files.get(source.file)) changed.push(source);
   }
-  const changedFiles = new Set(changed.map((s) => s.file));
-  if (was.diagnostics.some((d) => changedFiles.has(d.file))) return undefined;
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
 
   const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map() };
@@ -199,7 +201,15 @@ async function quickRecompile(
     const { parsed, diagnostics } = parseFile(source, cache);
     if (!before || !parsed || diagnostics.length > 0) return undefined;
     const found = localEdits(before, parsed.data);
-    if (!found) return undefined;
+    if (
+      !found ||
+      !keptWarningsStay(
+        was.diagnostics.filter((d) => d.file === source.file),
+        parsed,
+        found,
+      )
+    )
+      return undefined;
     for (const [node, listen] of found.listens) edits.listens.set(node, listen);
     for (const [node, services] of found.services) edits.services.set(node, services);
     for (const [node, block] of found.syncs) {
