@@ -35,9 +35,9 @@ export interface LocalEdits {
  * The file's schema checks them all, and validation's other checks of them are of the node alone.
  * Two services of one node may not share a port (undefined when they now do), and a server's service
  * on port 22 counts as SSH, which without the mesh's safety net is a warning (undefined when a service
- * moved there). A sync block's checks need the defaults: the caller makes them with nodeSync. So for
- * a file with no diagnostics before the edit, edits found here that nodeSync passes leave the rete
- * valid with none.
+ * moved there). A sync block's checks need the defaults: the caller makes them with nodeSync. So
+ * edits found here that nodeSync passes leave the rete valid, with the warnings it had; whether those
+ * of the edited file are still where they were is keptWarningsStay's to say.
  */
 export function localEdits(before: ReteFile, after: ReteFile): LocalEdits | undefined {
   const keys = Object.keys(before);
