@@ -5,6 +5,7 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^#contracts$': '<rootDir>/libs/contracts/src/index.ts',
+    '^#contracts/plain$': '<rootDir>/libs/contracts/src/plain.ts',
     '^#bundle$': '<rootDir>/libs/bundle/src/index.ts',
     '^#rete$': '<rootDir>/libs/rete/src/index.ts',
     '^#tls$': '<rootDir>/libs/tls/src/index.ts',

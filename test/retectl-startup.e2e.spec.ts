@@ -19,8 +19,8 @@ describe('retectl start-up', () => {
   let base: string;
   let runs = 0;
 
-  /** The built retectl run with args: its exit code, output, and the retectl command modules it loaded. */
-  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[]; builtins: string[] }> => {
+  /** The built retectl run with args: its exit code, output, the retectl command modules it loaded, and whether it loaded zod. */
+  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[]; builtins: string[]; zod: boolean }> => {
     const log = join(base, `loaded-${++runs}.txt`);
     writeFileSync(log, '');
     return new Promise((done) => {
@@ -29,7 +29,8 @@ describe('retectl start-up', () => {
         const loaded = readFileSync(log, 'utf8').split('\n');
         const commands = loaded.filter((url) => url.includes('/apps/retectl/src/commands/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
         const builtins = loaded.filter((line) => line.startsWith('builtin:')).map((line) => line.slice('builtin:'.length));
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)], builtins });
+        const zod = loaded.some((url) => url.includes('/node_modules/zod/'));
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)], builtins, zod });
       });
     });
   };
@@ -50,12 +51,26 @@ describe('retectl start-up', () => {
     expect(run.stdout).toMatch(/^compiled 3 nodes into \.flor\/compiled: 3 new, /m);
   });
 
-  it('--version, --help and an unknown command load no command at all, and answer as before', async () => {
-    expect(await retectl(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n', stderr: '', commands: [] });
+  it('--version, --help and an unknown command load no command and no schema at all, and answer as before', async () => {
+    expect(await retectl(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n', stderr: '', commands: [], zod: false });
     const help = await retectl(['compile', '--help']);
-    expect(help).toMatchObject({ code: 0, stderr: '', commands: [] });
+    expect(help).toMatchObject({ code: 0, stderr: '', commands: [], zod: false });
     expect(help.stdout).toMatch(/^Usage: retectl compile \[options\]\n/);
-    expect(await retectl(['frobnicate'])).toMatchObject({ code: 2, stdout: '', stderr: "retectl: unknown command 'frobnicate'\n", commands: [] });
+    expect(await retectl(['frobnicate'])).toMatchObject({ code: 2, stdout: '', stderr: "retectl: unknown command 'frobnicate'\n", commands: [], zod: false });
+  });
+
+  it('refuses a bad argument before loading any command or schema', async () => {
+    // The argument parsers use the plain contracts: the same checks, without the schemas behind them.
+    const bad = [
+      [['token', 'create', '--role', 'root'], 'must be reader, publisher or admin'],
+      [['publish', '--allow-ineligible', 'Alpha'], '"Alpha" is not a node name'],
+      [['publish', '--confirm-within', '5s'], 'expected a duration from 10s to 7d'],
+    ] as const;
+    for (const [args, message] of bad) {
+      const run = await retectl([...args]);
+      expect(run).toMatchObject({ code: 2, stdout: '', commands: [], zod: false });
+      expect(run.stderr).toContain(message);
+    }
   });
 
   it("a command that talks to a coordinator makes its request without loading the runtime's fetch (undici)", async () => {

@@ -1,10 +1,8 @@
 import { isAbsolute, join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration, Role } from '#contracts';
+import { DNS_LABEL, MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration, ROLES } from '#contracts/plain';
 import { bashCompletion, completionTable, fishCompletion, nodeCommands, zshCompletion } from './completion.js';
-import { DEFAULT_WAIT_SECONDS } from './publish-wait.js';
 import { usageError } from './errors.js';
-import { nodeList } from './ineligible.js';
 import { setVerbose } from './output.js';
 
 export const VERSION = '0.1.0';
@@ -67,11 +65,21 @@ const age = (value: string): number => {
   if (seconds === undefined) throw new InvalidArgumentError('must be a duration such as 90s, 15m, 1h or 2d');
   return seconds;
 };
-const role = (value: string): Role => {
-  const parsed = Role.safeParse(value);
-  if (!parsed.success) throw new InvalidArgumentError('must be reader, publisher or admin');
-  return parsed.data;
+const role = (value: string): (typeof ROLES)[number] => {
+  const known = ROLES.find((r) => r === value);
+  if (known === undefined) throw new InvalidArgumentError('must be reader, publisher or admin');
+  return known;
 };
+/** `--allow-ineligible alpha,beta`, repeatable: every name a node name, in the order given. */
+export function nodeList(value: string, previous: readonly string[] = []): string[] {
+  const names = value.split(',').map((n) => n.trim());
+  const bad = names.find((n) => !DNS_LABEL.test(n));
+  if (bad !== undefined)
+    throw new InvalidArgumentError(bad === '' ? 'names an empty node: give node names separated by commas' : `${JSON.stringify(bad)} is not a node name`);
+  return [...previous, ...names];
+}
+/** `--wait` without a value. */
+export const DEFAULT_WAIT_SECONDS = 300;
 const ttl = (value: string): number => {
   // A bare number would have to guess its unit; the rete never does, so neither does the CLI.
   if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);

@@ -1,16 +1,6 @@
-import { DNS_LABEL, IneligibleNodesProblem } from '#contracts';
+import { IneligibleNodesProblem } from '#contracts';
 import type { BriefingFailure } from '#rete';
-import { InvalidArgumentError } from 'commander';
 import { RetectlError } from './errors.js';
-
-/** `--allow-ineligible alpha,beta`, repeatable: every name a node name, in the order given. */
-export function nodeList(value: string, previous: readonly string[] = []): string[] {
-  const names = value.split(',').map((n) => n.trim());
-  const bad = names.find((n) => !DNS_LABEL.test(n));
-  if (bad !== undefined)
-    throw new InvalidArgumentError(bad === '' ? 'names an empty node: give node names separated by commas' : `${JSON.stringify(bad)} is not a node name`);
-  return [...previous, ...names];
-}
 
 /** A node's failed briefing lines on one line: `clock skew acceptable (900 s …); agent version supported (…)`. */
 export const failedText = (lines: readonly BriefingFailure[]): string =>

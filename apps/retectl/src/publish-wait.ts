@@ -5,8 +5,6 @@ import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
 import { liveLine, type LineStream } from './live-line.js';
 
-/** `--wait` without a value. */
-export const DEFAULT_WAIT_SECONDS = 300;
 const POLL_MS = 1000;
 
 export interface WaitResult {

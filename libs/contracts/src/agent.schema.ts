@@ -3,7 +3,7 @@ import { ArtifactName, NodeName, Sha256, Timestamp } from './primitives.schema.j
 import { AgentLifecycle } from './lifecycle.schema.js';
 import { LocalSetRecord } from './local-set.schema.js';
 import { DEBIAN_PACKAGE_NAME, HostPath, PACKAGE_MANAGER_NAMES } from './host.schema.js';
-import { parseDuration } from './rete.schema.js';
+import { parseDuration } from './plain.js';
 import { TrustKey } from './trust.schema.js';
 
 /**

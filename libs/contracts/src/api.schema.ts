@@ -2,14 +2,10 @@ import { z } from 'zod';
 import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
 import { ActivationPath, HotReloadFallbackCode, OwnedCopy, ReportResource } from './agent.schema.js';
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
-import { parseDuration } from './rete.schema.js';
+import { MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration } from './plain.js';
 import { KeyChangeResponse } from './trust.schema.js';
 import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
 import { PublishLabels, TokenScope } from './scope.schema.js';
-
-/** The shortest and longest operator confirmation window a publish may ask for: 10 s, a week. */
-export const MIN_CONFIRM_WITHIN = 10;
-export const MAX_CONFIRM_WITHIN = 7 * 24 * 3600;
 
 /** The longest message a publish, rollback or retirement may carry. */
 export const MAX_MESSAGE_LENGTH = 4096;

@@ -1,3 +1,4 @@
+export * from './plain.js';
 export * from './primitives.schema.js';
 export * from './host.schema.js';
 export * from './api.schema.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ROLES } from './plain.js';
 
 /** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
 export const NODE_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -29,5 +30,5 @@ export const VersionParam = z
   .transform(Number)
   .pipe(Version);
 export const Timestamp = z.string().describe('RFC 3339 UTC');
-export const Role = z.enum(['admin', 'publisher', 'reader']);
+export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;

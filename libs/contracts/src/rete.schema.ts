@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FILE_MODE, isHostPath, PACKAGE_MANAGER_NAMES, PACKAGE_MANAGERS, POSIX_NAME } from './host.schema.js';
+import { DNS_LABEL, parseDuration } from './plain.js';
 import { MAX_BAKE_SECONDS, MAX_WAVES } from './rollout.schema.js';
 
 /**
@@ -53,19 +54,9 @@ export type ReteWarningCode = (typeof RETE_WARNING_CODES)[number];
 
 const coded = (code: ReteErrorCode, message: string) => ({ message, params: { code } });
 
-export const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const DNS_MESSAGE = 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"';
 export const ReteName = z.string().refine((s) => DNS_LABEL.test(s), coded('bad_name', DNS_MESSAGE));
 
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
-const DURATION = /^([0-9]{1,7}[smhd])+$/;
-/** Seconds of a duration such as `90s`, `5m`, `1h30m`, `2d`; undefined when it is not one. */
-export function parseDuration(text: string): number | undefined {
-  if (!DURATION.test(text)) return undefined;
-  let total = 0;
-  for (const m of text.matchAll(/([0-9]+)([smhd])/g)) total += Number(m[1]) * UNIT_SECONDS[m[2]];
-  return total;
-}
 /** The longest duration a rete may hold: 30 days, far beyond any sensible poll interval. */
 export const MAX_DURATION_SECONDS = 30 * 86400;
 const Duration = (min: number, max = MAX_DURATION_SECONDS) =>
