@@ -346,6 +346,29 @@ describe('retectl compile on a real folder', () => {
     unread();
   });
 
+  it('in a rete without a defaults block, takes a sync block edit as a compile from nothing does, and refuses what does not validate', async () => {
+    const withoutDefaults = EXAMPLE_RETE['rete.yaml'].replace(/^defaults:\n(?: .*\n)+/m, '');
+    expect(withoutDefaults).not.toMatch(/^defaults:/m);
+    write('rete.yaml', withoutDefaults);
+    await compile();
+    const unread = spoilOtherEntries();
+    for (const block of ['sync: { poll_interval: 2m, splay: 10s }', 'sync: { watch: false }', '']) {
+      const before = age();
+      write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
+      const out = await compile();
+      expect([block, touched(before, mtimes(compiled))]).toEqual([block, ['alpha/digests.json', 'alpha/mgmt/agent.json']]);
+      expect(out).toMatch(/^~ alpha: agent\.json$/m);
+      expect([block, onDisk()]).toEqual([block, cold()]);
+    }
+    unread();
+    // With no defaults, a node's health checks still need its own window; the error is where they are, and nothing is written.
+    const before = age();
+    write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { health_checks: [{ name: web, tcp: "127.0.0.1:443" }] },'));
+    await expect(compile()).rejects.toThrow(/does not validate/);
+    expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:2:\d+: .*\[bad_health_check\]$/m);
+    expect(touched(before, mtimes(compiled))).toEqual([]);
+  });
+
   it('after a sync block is edited so that it does not validate, or with a record that lacks the defaults, compiles in full', async () => {
     await compile();
     // Longer than the defaults' 5m poll interval: refused, where it is, and nothing written.
