@@ -3,7 +3,7 @@ import { ReteFile, type ReteErrorCode } from '#contracts';
 import { sha256Hex } from '#bundle';
 import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';
-import { readPlainYaml } from './plain-yaml.js';
+import { readPlainYaml, readPlainYamlPlaced } from './plain-yaml.js';
 import { decodeUtf8 } from './utf8.js';
 
 /**
@@ -58,10 +58,21 @@ export function parseFile(source: Source, cache?: ParseCache): { parsed?: Parsed
   return { parsed: placedLater(source, result.parsed.data), diagnostics: result.diagnostics };
 }
 
-/** A file's data, with places found by parsing the file once, the first time one is read. */
+/**
+ * A file's data, with places found by reading the file once more, the first time one is read: by the
+ * plain reader when it reads the file and the path leads to a value it placed (the place is where the
+ * `yaml` package's node begins, as its tests check), else by the package's document.
+ */
 function placedLater(source: Source, data: ReteFile): ParsedFile {
+  let plain: ReturnType<typeof readPlainYamlPlaced> | null | undefined;
   let parsed: ParsedFile | undefined;
   const place = (path: readonly PropertyKey[]): Place => {
+    if (plain === undefined) {
+      const text = 'bytes' in source ? decodeUtf8(source.bytes) : { ok: true as const, text: source.text };
+      plain = (text.ok && readPlainYamlPlaced(text.text)) || null;
+    }
+    const found = plain?.placeOf(path);
+    if (found) return { file: source.file, line: found.line, col: found.col };
     parsed ??= parseNow(source, true).parsed;
     return parsed?.placeOf(path) ?? { file: source.file, line: 1, col: 1 };
   };

@@ -14,14 +14,61 @@
 
 /** The value of a YAML text, or undefined where the text is one for the `yaml` package to read. */
 export function readPlainYaml(text: string): { value: unknown } | undefined {
+  return read(text, undefined);
+}
+
+/** Where a value was written: its first character's line and column, from 1. */
+export interface PlainPlace {
+  readonly line: number;
+  readonly col: number;
+}
+
+/**
+ * readPlainYaml, with where each value was written: `placeOf(path)` is where the `yaml` package's
+ * node at that path begins (its range's start), or undefined for a path to nothing, to a null written
+ * as nothing (whose place the package decides), or to the document itself.
+ */
+export function readPlainYamlPlaced(text: string): { value: unknown; placeOf(path: readonly PropertyKey[]): PlainPlace | undefined } | undefined {
+  const places: Places = new WeakMap();
+  const got = read(text, places);
+  if (!got) return undefined;
+  const { value } = got;
+  return {
+    value,
+    placeOf(path) {
+      let container: unknown = value;
+      let place: PlainPlace | undefined;
+      for (const seg of path) {
+        if (container === null || typeof container !== 'object') return undefined;
+        place = places.get(container)?.get(typeof seg === 'string' && Array.isArray(container) ? Number(seg) : seg);
+        if (place === undefined) return undefined;
+        container = (container as Record<PropertyKey, unknown>)[seg];
+      }
+      return place;
+    },
+  };
+}
+
+/** Each collection's values' places, by key or index (readPlainYamlPlaced). */
+type Places = WeakMap<object, Map<PropertyKey, PlainPlace>>;
+
+function read(text: string, places: Places | undefined): { value: unknown } | undefined {
   if (UNREAD.test(text)) return undefined;
   try {
-    const reader = new BlockReader(text);
+    const reader = new BlockReader(text, places);
     return { value: reader.document() };
   } catch (e) {
     if (e === DECLINE) return undefined;
     throw e;
   }
+}
+
+/** Notes where `container`'s value at `key` begins, when places are kept. */
+function place(places: Places | undefined, container: object, key: PropertyKey, line: number, col: number): void {
+  if (!places) return;
+  let kept = places.get(container);
+  if (!kept) places.set(container, (kept = new Map()));
+  kept.set(key, { line, col });
 }
 
 /** Characters the reader leaves to the package wherever they are: tabs, carriage returns, a BOM, controls, Unicode's line breaks. */
@@ -73,6 +120,8 @@ interface Line {
   indent: number;
   /** The line without its indentation. */
   content: string;
+  /** Its number in the text, from 1. */
+  number: number;
 }
 
 /** Reads the block structure line by line; a value on a line is read by readInline. */
@@ -81,14 +130,19 @@ class BlockReader {
   private at = 0;
   private depth = 0;
 
-  constructor(text: string) {
+  constructor(
+    text: string,
+    private readonly places?: Places,
+  ) {
+    let number = 0;
     for (const raw of text.split('\n')) {
+      number++;
       // Indentation is spaces only: not String.trimStart, which takes any Unicode space.
       const indent = spacesFrom(raw, 0);
       const content = raw.slice(indent);
       if (spacesFrom(content, 0) === content.length || content.startsWith('#')) continue;
       if (raw.startsWith('---') || raw.startsWith('...') || raw.startsWith('%')) decline();
-      this.lines.push({ indent, content });
+      this.lines.push({ indent, content, number });
     }
   }
 
@@ -116,7 +170,11 @@ class BlockReader {
       if (!key || SPECIAL_KEYS.has(key[1]) || Object.hasOwn(map, key[1])) decline();
       const rest = line.content.slice(key[0].length);
       this.at++;
-      map[key[1]] = rest === '' || rest.startsWith('#') ? this.nested(indent, true) : readInline(rest);
+      if (rest === '' || rest.startsWith('#')) map[key[1]] = this.nested(map, key[1], indent, true);
+      else {
+        place(this.places, map, key[1], line.number, indent + key[0].length + 1);
+        map[key[1]] = readInline(rest, line.number, indent + key[0].length, this.places);
+      }
     }
     this.depth--;
     return map;
@@ -131,19 +189,21 @@ class BlockReader {
       if (line.indent < indent || (line.indent === indent && !isItem(line.content))) break;
       if (line.indent > indent) decline();
       const rest = line.content.slice(spacesFrom(line.content, 1));
+      const column = line.indent + line.content.length - rest.length;
       if (rest === '' || rest.startsWith('#')) {
         this.at++;
-        list.push(this.nested(indent, false));
+        list.push(this.nested(list, list.length, indent, false));
       } else if (isItem(rest)) {
         decline();
       } else if (KEY.test(rest)) {
         // A mapping begun on the item's line: its keys are at the column of the first one.
-        const column = line.indent + line.content.length - rest.length;
-        this.lines[this.at] = { indent: column, content: rest };
+        this.lines[this.at] = { indent: column, content: rest, number: line.number };
+        place(this.places, list, list.length, line.number, column + 1);
         list.push(this.mapping(column));
       } else {
         this.at++;
-        list.push(readInline(rest));
+        place(this.places, list, list.length, line.number, column + 1);
+        list.push(readInline(rest, line.number, column, this.places));
       }
     }
     this.depth--;
@@ -151,13 +211,15 @@ class BlockReader {
   }
 
   /**
-   * The value of a key or an item written on the lines after it: a collection indented further, a
-   * sequence at the key's own indentation (a mapping's value only), or else null.
+   * The value of a key or an item written on the lines after it (`container`'s at `key`): a
+   * collection indented further, a sequence at the key's own indentation (a mapping's value only), or
+   * else null.
    */
-  private nested(indent: number, ofKey: boolean): unknown {
+  private nested(container: object, key: PropertyKey, indent: number, ofKey: boolean): unknown {
     const next = this.lines[this.at];
-    if (next && next.indent > indent) return this.block(next.indent);
-    if (ofKey && next && next.indent === indent && isItem(next.content)) return this.sequence(indent);
+    const at = () => place(this.places, container, key, next.number, next.indent + 1);
+    if (next && next.indent > indent) return (at(), this.block(next.indent));
+    if (ofKey && next && next.indent === indent && isItem(next.content)) return (at(), this.sequence(indent));
     return null;
   }
 }
@@ -173,9 +235,12 @@ function isItem(content: string): boolean {
   return content.startsWith('-') && (content.length === 1 || content[1] === ' ');
 }
 
-/** A value written after a key or an item marker on one line, with nothing but a comment after it. */
-function readInline(text: string): unknown {
-  const scanner = new InlineScanner(text);
+/**
+ * A value written after a key or an item marker on one line, with nothing but a comment after it;
+ * `line` and `column` (from 0) are where `text` begins, for the places of a flow collection's values.
+ */
+function readInline(text: string, line: number, column: number, places: Places | undefined): unknown {
+  const scanner = new InlineScanner(text, line, column, places);
   const value = scanner.value(false);
   scanner.end();
   return value;
@@ -186,7 +251,12 @@ class InlineScanner {
   private at = 0;
   private depth = 0;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly line: number,
+    private readonly column: number,
+    private readonly places: Places | undefined,
+  ) {}
 
   /** The value starting here; `flow` inside a flow collection, where `,`, `]` and `}` end a plain scalar. */
   value(flow: boolean): unknown {
@@ -292,7 +362,10 @@ class InlineScanner {
 
   private flowSequence(): unknown[] {
     const list: unknown[] = [];
-    this.flow(']', () => list.push(this.value(true)));
+    this.flow(']', () => {
+      place(this.places, list, list.length, this.line, this.column + this.at + 1);
+      list.push(this.value(true));
+    });
     return list;
   }
 
@@ -303,6 +376,7 @@ class InlineScanner {
       const key = FLOW_KEY.exec(this.text);
       if (!key || SPECIAL_KEYS.has(key[1]) || Object.hasOwn(map, key[1])) decline();
       this.at += key[0].length;
+      place(this.places, map, key[1], this.line, this.column + this.at + 1);
       map[key[1]] = this.value(true);
     });
     return map;

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import { parseDocument, stringify } from 'yaml';
-import { readPlainYaml } from './plain-yaml.js';
+import { isNode, LineCounter, parseDocument, stringify } from 'yaml';
+import { readPlainYaml, readPlainYamlPlaced } from './plain-yaml.js';
 import { fleetRete } from './testing/fleet-rete.js';
 
 /** What parse-file reads with the `yaml` package: the value, or an error if the package found one. */
@@ -17,19 +17,53 @@ function byPackage(text: string): { value: unknown } | { error: string } {
   }
 }
 
+/** Places the placed reader gave, and paths it left to the package (a null written as nothing): counted over a test's texts. */
+const placeCounts = { given: 0, left: 0 };
+
 /**
  * The reader's one promise: for any text, it gives the value the package gives, in the same key
- * order, or it declines. It never reads a text the package refuses.
+ * order, or it declines. It never reads a text the package refuses. Read with places, it gives the
+ * same value, and for every path into it either the place where the package's node begins or none.
  */
 function agrees(text: string): 'read' | 'declined' {
   const ours = readPlainYaml(text);
-  if (ours === undefined) return 'declined';
+  const placed = readPlainYamlPlaced(text);
+  expect(placed === undefined).toBe(ours === undefined);
+  if (ours === undefined || placed === undefined) return 'declined';
   const theirs = byPackage(text);
   if ('error' in theirs) throw new Error(`read a text the package refuses (${theirs.error}):\n${text}`);
   if (!isDeepStrictEqual(ours.value, theirs.value) || JSON.stringify(ours.value) !== JSON.stringify(theirs.value)) {
     throw new Error(`read ${JSON.stringify(ours.value)} where the package reads ${JSON.stringify(theirs.value)}:\n${text}`);
   }
+  expect(placed.value).toEqual(ours.value);
+  placesAgree(text, placed);
   return 'read';
+}
+
+/** Every path into the value the placed reader gives leads to the place where the package's node begins, or to none. */
+function placesAgree(text: string, placed: NonNullable<ReturnType<typeof readPlainYamlPlaced>>): void {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, strict: true });
+  const walk = (value: unknown, path: PropertyKey[]) => {
+    if (path.length > 0) {
+      const ours = placed.placeOf(path);
+      const node = doc.getIn(path as unknown[], true);
+      if (ours === undefined) {
+        placeCounts.left++;
+        // Only a null written as nothing is left to the package.
+        expect([path, value]).toEqual([path, null]);
+      } else {
+        placeCounts.given++;
+        const start = isNode(node) ? node.range?.[0] : undefined;
+        if (start === undefined) throw new Error(`placed ${JSON.stringify(path)} where the package has no node:\n${text}`);
+        const theirs = lineCounter.linePos(start);
+        if (ours.line !== theirs.line || ours.col !== theirs.col)
+          throw new Error(`placed ${JSON.stringify(path)} at ${ours.line}:${ours.col}, the package at ${theirs.line}:${theirs.col}:\n${text}`);
+      }
+    }
+    if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, [...path, Array.isArray(value) ? Number(k) : k]);
+  };
+  walk(placed.value, []);
 }
 
 /** Scalars as a rete's files write them. */
@@ -220,6 +254,7 @@ function yamlTexts(odd: boolean): fc.Arbitrary<string> {
 describe('readPlainYaml', () => {
   it('reads the rete-shaped texts the yaml package reads, and reads them as it does', () => {
     let read = 0;
+    Object.assign(placeCounts, { given: 0, left: 0 });
     fc.assert(
       fc.property(yamlTexts(false), (text) => {
         expect(byPackage(text)).not.toHaveProperty('error');
@@ -229,6 +264,9 @@ describe('readPlainYaml', () => {
     );
     // The texts are the reader's own kind: it must read nearly all of them, not decline its way to a pass.
     expect(read).toBeGreaterThan(2700);
+    // And placed every value in them: none is a null written as nothing.
+    expect(placeCounts).toEqual({ given: expect.any(Number), left: 0 });
+    expect(placeCounts.given).toBeGreaterThan(20000);
   });
 
   it('reads texts with odd scalars, keys and comments as the yaml package does, or declines them', () => {
