@@ -60,7 +60,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     for (const file of files) {
       const value = file.data[key];
       if (value === undefined) continue;
-      const def = { value: value as NonNullable<ReteFile[K]>, file, path: [key], place: file.placeOf([key]) };
+      const def = definition(value as NonNullable<ReteFile[K]>, file, [key]);
       if (first) error('duplicate_name', def.place, [key], `${key} is defined twice: here and at ${placeText(first.place)}`);
       else first = def;
     }
@@ -70,8 +70,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     const defs = new Map<string, Def<T>>();
     for (const file of files) {
       ((file.data[key] ?? []) as unknown as T[]).forEach((value, i) => {
-        const path = [key, i];
-        const def = { value, file, path, place: file.placeOf(path) };
+        const def = definition(value, file, [key, i]);
         const first = defs.get(value.name);
         if (first)
           error(
@@ -113,20 +112,31 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
     const n = def.value;
     for (const t of n.tags ?? []) tags.add(t);
     const sync = nodeSync(name, { sync: n.sync, path: def.path, file: def.file }, defaultsAt, error);
-    const byName = new Map<string, Place>();
-    const byPort = new Map<string, Place>();
+    // Each service's index by its name and by its port: places are made only for a problem's report.
+    const byName = new Map<string, number>();
+    const byPort = new Map<string, number>();
+    const at = (i: number, key: 'name' | 'port') => [...def.path, 'services', i, key];
     const services = servicesOf(n);
     services.forEach((s, i) => {
-      const p = [...def.path, 'services', i];
-      const namePlace = def.file.placeOf([...p, 'name']);
       const seen = byName.get(s.name);
-      if (seen) error('duplicate_service', namePlace, [...p, 'name'], `node "${name}" publishes service "${s.name}" twice: here and at ${placeText(seen)}`);
-      else byName.set(s.name, namePlace);
+      if (seen !== undefined)
+        error(
+          'duplicate_service',
+          def.file.placeOf(at(i, 'name')),
+          at(i, 'name'),
+          `node "${name}" publishes service "${s.name}" twice: here and at ${placeText(def.file.placeOf(at(seen, 'name')))}`,
+        );
+      else byName.set(s.name, i);
       const key = portKey(s);
-      const portPlace = def.file.placeOf([...p, 'port']);
       const taken = byPort.get(key);
-      if (taken) error('duplicate_port', portPlace, [...p, 'port'], `node "${name}" already publishes a service on ${key} at ${placeText(taken)}`);
-      else byPort.set(key, portPlace);
+      if (taken !== undefined)
+        error(
+          'duplicate_port',
+          def.file.placeOf(at(i, 'port')),
+          at(i, 'port'),
+          `node "${name}" already publishes a service on ${key} at ${placeText(def.file.placeOf(at(taken, 'port')))}`,
+        );
+      else byPort.set(key, i);
     });
     nodes.push({
       name,
@@ -177,11 +187,12 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
         const m = ACL_TARGET.exec(text) as RegExpExecArray;
         const target = { node: m[1], service: m[2] };
         allowed.add(`${target.node}:${target.service}`);
-        const p = ['acl', r, 'to', i];
         const node = nodeDefs.get(target.node);
         if (!refsCheckable) return target;
+        if (node && (node.value.services ?? []).some((s) => s.name === target.service)) return target;
+        const p = ['acl', r, 'to', i];
         if (!node) error('unknown_node', file.placeOf(p), p, `no node is named "${target.node}"`);
-        else if (!(node.value.services ?? []).some((s) => s.name === target.service)) {
+        else {
           const offered = (node.value.services ?? []).map((s) => s.name);
           error(
             'unknown_service',
@@ -250,6 +261,18 @@ export interface SyncAt {
 }
 
 type ErrorSink = (code: ReteErrorCode, place: Place, path: readonly PropertyKey[], message: string) => void;
+
+/** A definition where a file writes it; its place is found when first read (only a problem's report reads it). */
+function definition<T>(value: T, file: ParsedFile, path: readonly PropertyKey[]): Def<T> {
+  return {
+    value,
+    file,
+    path,
+    get place() {
+      return file.placeOf(path);
+    },
+  };
+}
 
 /**
  * A node's sync as its agent.json carries it: its own values over the defaults', durations in seconds.
