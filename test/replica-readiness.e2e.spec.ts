@@ -107,8 +107,23 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
   });
 
   it('takes the replica out once its database stops: /readyz answers 503 promptly, the process keeps running', async () => {
+    // Requests in flight as the database stops, and for a second after: the connections they hold end
+    // under them, or are handed out as the pool learns they have ended. Each request must fail on its
+    // own and leave the process running.
+    let stopping = false;
+    const inFlight = Array.from({ length: 4 }, async () => {
+      while (!stopping)
+        await fetch(`${orphaned.url}/readyz`).then(
+          (r) => r.arrayBuffer(),
+          () => undefined,
+        );
+    });
+    await new Promise((r) => setTimeout(r, 300));
     ownPostgres!.stop();
     ownPostgres = undefined;
+    await new Promise((r) => setTimeout(r, 1000));
+    stopping = true;
+    await Promise.all(inFlight);
     const started = Date.now();
     const direct = await new Client(orphaned.url).get('/readyz');
     const elapsed = Date.now() - started;

@@ -27,6 +27,37 @@ export interface Db {
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
 /**
+ * A pooled connection whose session the server ends (PostgreSQL stopping or restarting, an
+ * administrator terminating it, a session timeout) is dropped, whoever holds it at the time, and never
+ * ends the process.
+ *
+ * The pool hears the connections it holds idle. One in use, mid-request or mid-transaction, reports
+ * the end as an 'error' event on itself, and unheard that would end the process: here it is heard,
+ * and the query running has already failed with the server's reason.
+ *
+ * The server's farewell (an error of severity FATAL) arrives before its socket closes, so a client
+ * released in between would go back to the pool as sound and fail the next request to take it. A
+ * query that fails that way ends the client first, and the pool drops it when it comes back.
+ */
+class PooledClient extends CopyingClient {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+    const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+    this.query = ((...args: unknown[]) => {
+      const result = query(...args);
+      if (result instanceof Promise) result.catch((err: unknown) => this.endIfSessionOver(err));
+      return result;
+    }) as pg.Client['query'];
+  }
+
+  private endIfSessionOver(err: unknown): void {
+    const severity = (err as { severity?: unknown } | null)?.severity;
+    if (severity === 'FATAL' || severity === 'PANIC') void this.end().catch(() => undefined);
+  }
+}
+
+/**
  * PostgreSQL when a URL is given, otherwise the embedded PGlite database under dataDir/db. PGlite is
  * one process's memory over files: a second process opening the same files writes into a copy the
  * first never sees, and the first overwrites it later. So the data dir is locked first, and a second
@@ -34,7 +65,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
  */
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, Client: CopyingClient });
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, Client: PooledClient });
     // An idle pooled connection the server closed (PostgreSQL stopped or restarted) is dropped by the
     // pool, which then emits 'error'; unheard, that would end the process. The next query opens a new
     // connection and fails or succeeds on its own, and /readyz says which.
