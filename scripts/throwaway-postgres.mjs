@@ -43,22 +43,27 @@ export async function startPostgres(bin = findPgBin()) {
   if (process.getuid?.() === 0) spawnSync('chown', ['postgres:postgres', dir]);
   const port = await freePort();
   run(join(bin, 'initdb'), ['-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], true);
-  run(
-    join(bin, 'pg_ctl'),
-    [
-      '-D',
-      join(dir, 'data'),
-      '-l',
-      join(dir, 'log'),
-      '-w',
-      '-t',
-      '60',
-      '-o',
-      `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c max_connections=300`,
-      'start',
-    ],
-    true,
-  );
+  const startServer = () =>
+    run(
+      join(bin, 'pg_ctl'),
+      [
+        '-D',
+        join(dir, 'data'),
+        '-l',
+        join(dir, 'log'),
+        '-w',
+        '-t',
+        '60',
+        '-o',
+        `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c max_connections=300`,
+        'start',
+      ],
+      true,
+    );
+  startServer();
+  // The server stopped with its data kept, as a restart or a crash stops it (`mode`: pg_ctl's fast, every
+  // session told and ended, or immediate, every server process killed); startServer starts it again on the same port.
+  const stopServer = (mode = 'fast') => run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', mode, '-w', 'stop'], true);
   const stop = () => {
     try {
       run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], true);
@@ -67,5 +72,5 @@ export async function startPostgres(bin = findPgBin()) {
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop, stopServer, startServer };
 }

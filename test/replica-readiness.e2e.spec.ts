@@ -12,17 +12,22 @@ import { stopChild } from './support/child.js';
 import { HAPROXY, startHaproxy } from './support/haproxy.js';
 
 /**
- * A replica whose PostgreSQL is gone leaves HAProxy's rotation. Two replicas behind Debian's HAProxy,
- * checked on /readyz as deploy/haproxy/haproxy.cfg checks them; the second runs on a PostgreSQL
- * cluster of its own, which is then stopped. Its /readyz must answer 503, promptly, while the
- * process keeps running, and the proxy must send every request to the first.
+ * A replica whose PostgreSQL is gone leaves HAProxy's rotation, and comes back with it. Two replicas
+ * behind Debian's HAProxy, checked on /readyz as deploy/haproxy/haproxy.cfg checks them; the second
+ * runs on a PostgreSQL cluster of its own, which is then stopped. Its /readyz must answer 503,
+ * promptly, while the process keeps running, and the proxy must send every request to the first.
+ * Started again, the same cluster takes the replica back into rotation, writing as before.
  */
 
 jest.setTimeout(180_000);
 
 interface ThrowawayPostgres {
   readonly url: string;
+  /** Stops the server and removes its files. */
   stop(): void;
+  /** Stops the server, its files kept: `fast` tells every session and ends it, `immediate` kills every server process. */
+  stopServer(mode: 'fast' | 'immediate'): void;
+  startServer(): void;
 }
 
 /** A PostgreSQL cluster of its own, from the script scripts/test.mjs starts the suite's with. */
@@ -97,13 +102,18 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
     return out;
   }
 
-  it('routes to both replicas while both databases answer', async () => {
+  /** The replicas the proxy sends requests to, once both answer through it. */
+  async function bothRouted(): Promise<string[]> {
     const seen = await waitFor('the proxy to route to both replicas', async () => {
       const answers = await throughProxy(6).catch(() => []);
       const servers = new Set(answers.filter((a) => a.status === 200).map((a) => a.server));
       return servers.size === 2 ? servers : undefined;
     });
-    expect([...seen].sort()).toEqual(['s1', 's2']);
+    return [...seen].sort() as string[];
+  }
+
+  it('routes to both replicas while both databases answer', async () => {
+    expect(await bothRouted()).toEqual(['s1', 's2']);
   });
 
   it('takes the replica out once its database stops: /readyz answers 503 promptly, the process keeps running', async () => {
@@ -119,8 +129,7 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
         );
     });
     await new Promise((r) => setTimeout(r, 300));
-    ownPostgres!.stop();
-    ownPostgres = undefined;
+    ownPostgres!.stopServer('immediate');
     await new Promise((r) => setTimeout(r, 1000));
     stopping = true;
     await Promise.all(inFlight);
@@ -137,5 +146,30 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
     await waitFor('the proxy to stop routing to the replica without a database', async () => (await throughProxy(4)).every((a) => a.server === 's1'));
     const answers = await throughProxy(20);
     expect(answers.filter((a) => a.server !== 's1' || a.status !== 200)).toEqual([]);
+  });
+
+  it('takes the replica back once its database starts again: ready, routed to, and writing, the same process', async () => {
+    ownPostgres!.startServer();
+    const orphanedClient = new Client(orphaned.url, orphaned.adminToken);
+    await waitFor('the replica to be ready again', async () => (await orphanedClient.get('/readyz')).status === 200);
+    expect(await bothRouted()).toEqual(['s1', 's2']);
+    // Writes go through connections opened since: a publish is recorded and read back.
+    const before = (await orphanedClient.get('/v1/ledger/head')).body;
+    const sha = await orphanedClient.putBlob(`${JSON.stringify({ node: 'after-restart' })}\n`);
+    const published = await orphanedClient.post('/v1/publishes', {
+      message: 'after the restart',
+      nodes: { 'after-restart': { artifacts: { 'flor.json': sha } } },
+    });
+    expect(published.status).toBe(201);
+    const after = (await orphanedClient.get('/v1/ledger/head')).body;
+    expect(after.position).toBeGreaterThan(before.position);
+    // The mirror, whose lock was a session of the stopped server, takes it again and catches up.
+    const mirror = await waitFor('the mirror to catch up after the restart', async () => {
+      const ready = (await orphanedClient.get('/readyz')).body;
+      return ready?.mirror?.position >= after.position ? ready.mirror : undefined;
+    });
+    expect(mirror).toEqual(expect.objectContaining({ lag: 0 }));
+    expect(mirror.error).toBeUndefined();
+    expect({ exitCode: orphaned.child.exitCode, signal: orphaned.child.signalCode }).toEqual({ exitCode: null, signal: null });
   });
 });
