@@ -37,7 +37,8 @@ import { openDatabase, type Db } from './connect.js';
       await gone(rows[0].pid);
       // The client reads the server's farewell and its socket's end on the event loop's next turns.
       await new Promise((r) => setTimeout(r, 100));
-      await expect(sql`SELECT 1`.execute(held)).rejects.toThrow(/terminat|not queryable/i);
+      // The server's own reason, not that the client is closed.
+      await expect(sql`SELECT 1`.execute(held)).rejects.toThrow('terminating connection due to administrator command');
     });
     const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(db.kysely);
     expect(rows).toEqual([{ one: 1 }]);
@@ -56,5 +57,20 @@ import { openDatabase, type Db } from './connect.js';
     const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(db.kysely);
     expect(rows).toEqual([{ one: 1 }]);
     await gone(pid);
+  });
+
+  it('in a transaction: the caller gets the server’s reason, not the failed rollback’s, and nothing is written', async () => {
+    await sql`CREATE TABLE kept (n int)`.execute(db.kysely);
+    const written = db.kysely.transaction().execute(async (trx) => {
+      await sql`INSERT INTO kept VALUES (1)`.execute(trx);
+      const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx);
+      await sql`SELECT pg_terminate_backend(${rows[0].pid})`.execute(db.kysely);
+      await gone(rows[0].pid);
+      await new Promise((r) => setTimeout(r, 100));
+      await sql`INSERT INTO kept VALUES (2)`.execute(trx);
+    });
+    await expect(written).rejects.toThrow('terminating connection due to administrator command');
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM kept`.execute(db.kysely);
+    expect(rows).toEqual([{ n: 0 }]);
   });
 });

@@ -32,19 +32,27 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
  * ends the process.
  *
  * The pool hears the connections it holds idle. One in use, mid-request or mid-transaction, reports
- * the end as an 'error' event on itself, and unheard that would end the process: here it is heard,
- * and the query running has already failed with the server's reason.
+ * the end as an 'error' event on itself, and unheard that would end the process: here it is heard.
+ * The query running has already failed with the server's reason; any later query on the connection
+ * (a transaction's ROLLBACK, say) fails with that same reason, so the caller's error names what
+ * happened rather than that the connection was closed.
  *
  * The server's farewell (an error of severity FATAL) arrives before its socket closes, so a client
  * released in between would go back to the pool as sound and fail the next request to take it. A
  * query that fails that way ends the client first, and the pool drops it when it comes back.
  */
 class PooledClient extends CopyingClient {
+  /** Why the server ended this connection's session, once it has. */
+  private ended: Error | undefined;
+
   constructor(config?: string | pg.ClientConfig) {
     super(config);
-    this.on('error', () => undefined);
+    this.on('error', (err: Error) => void (this.ended ??= err));
     const query = this.query.bind(this) as (...args: unknown[]) => unknown;
     this.query = ((...args: unknown[]) => {
+      // A query asked for a promise (not a callback, not a submittable such as a cursor) gets the reason.
+      const promised = typeof args[args.length - 1] !== 'function' && typeof (args[0] as { submit?: unknown } | null)?.submit !== 'function';
+      if (this.ended && promised) return Promise.reject(this.ended);
       const result = query(...args);
       if (result instanceof Promise) result.catch((err: unknown) => this.endIfSessionOver(err));
       return result;
@@ -53,7 +61,9 @@ class PooledClient extends CopyingClient {
 
   private endIfSessionOver(err: unknown): void {
     const severity = (err as { severity?: unknown } | null)?.severity;
-    if (severity === 'FATAL' || severity === 'PANIC') void this.end().catch(() => undefined);
+    if (severity !== 'FATAL' && severity !== 'PANIC') return;
+    this.ended ??= err as Error;
+    void this.end().catch(() => undefined);
   }
 }
 
