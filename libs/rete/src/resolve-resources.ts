@@ -126,7 +126,10 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     string,
     { code: ReteErrorCode; file: ParsedFile; path: readonly PropertyKey[]; message: (nodes: string) => string; nodes: string[] }
   >();
+  // How many problems the nodes resolved so far brought: a node's resolution is shared only when it brought none.
+  let reported = 0;
   const clash = (code: ReteErrorCode, at: Declared<unknown>, field: string, other: Place, node: string, message: (nodes: string) => string) => {
+    reported++;
     const path = [...at.path, field];
     const key = `${code}\u0000${placeText(at.file.placeOf(path))}\u0000${placeText(other)}`;
     const found = clashes.get(key);
@@ -135,12 +138,27 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
   };
 
   const out = new Map<string, NodeResources>();
+  // Nodes with no resources of their own that the same entries select resolve alike: the first one's
+  // resolution is theirs too, unless it brought a problem (whose report names each node it hits).
+  const shared = new Map<string, NodeResources>();
   for (const [name, def] of input.nodeDefs) {
-    const blocks = [own.get(name), ...selected.filter((s) => s.nodes.has(name)).map((s) => s.block)].filter((b): b is Block => b !== undefined);
-    if (blocks.length === 0) {
+    const ownBlock = own.get(name);
+    const picked: number[] = [];
+    selected.forEach((s, i) => {
+      if (s.nodes.has(name)) picked.push(i);
+    });
+    if (!ownBlock && picked.length === 0) {
       out.set(name, EMPTY);
       continue;
     }
+    const key = ownBlock ? undefined : picked.join(',');
+    const same = key === undefined ? undefined : shared.get(key);
+    if (same) {
+      out.set(name, same);
+      continue;
+    }
+    const before = reported;
+    const blocks = [...(ownBlock ? [ownBlock] : []), ...picked.map((i) => selected[i].block)];
     const files = new Map<string, Declared<FileResourceModel>>();
     for (const d of blocks.flatMap((b) => b.files)) {
       const first = files.get(d.model.path);
@@ -190,6 +208,7 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
     }
     const contents = new Set([...files.values()].map((d) => d.model.sha256));
     if (contents.size > MAX_FILE_CONTENTS) {
+      reported++;
       error(
         'too_many_artifacts',
         def.place,
@@ -197,7 +216,9 @@ export function resolveResources(input: ResourceInput): Map<string, NodeResource
         `node "${name}" would carry ${contents.size} different file contents; a node's set holds at most ${MAX_FILE_CONTENTS} beside agent.json, flor.json and resources.json`,
       );
     }
-    out.set(name, { files: [...files.values()].map((d) => d.model), packages: [...packages.values()].map((d) => d.model) });
+    const resources: NodeResources = { files: [...files.values()].map((d) => d.model), packages: [...packages.values()].map((d) => d.model) };
+    out.set(name, resources);
+    if (key !== undefined && reported === before) shared.set(key, resources);
   }
   for (const c of clashes.values()) error(c.code, c.file.placeOf(c.path), c.path, c.message(nodesText(c.nodes)));
   return out;

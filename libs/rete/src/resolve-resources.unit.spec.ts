@@ -229,6 +229,31 @@ resources:
     expect(errorsOf(same)).toEqual([]);
   });
 
+  it('refuses too many file contents on each node the same entries select, not only the first', () => {
+    const nodes = Array.from({ length: 3 }, (_, i) => `  - { name: m${i}, kind: server, listen: 10.2.0.${i}:7946, tags: [many] }`).join('\n');
+    const files = Array.from({ length: 254 }, (_, i) => `      - { path: /srv/f${i}, content: "${i}" }`).join('\n');
+    const sources = withResources(`resources:\n  - select: { tags: [many] }\n    files:\n${files}\n`, [{ file: 'many.yaml', text: `nodes:\n${nodes}\n` }]);
+    expect(errorsOf(sources)).toEqual(['many.yaml:2:5 too_many_artifacts', 'many.yaml:3:5 too_many_artifacts', 'many.yaml:4:5 too_many_artifacts']);
+  });
+
+  it('gives nodes the same entries select the same lists, and a node with its own resources its own', () => {
+    const nodes = Array.from({ length: 4 }, (_, i) => `  - { name: w${i}, kind: server, listen: 10.3.0.${i}:7946, tags: [webs] }`).join('\n');
+    const own =
+      '  - name: w9\n    kind: server\n    listen: 10.3.0.9:7946\n    tags: [webs]\n    resources:\n      packages: [{ name: curl, version: "1.0" }]\n';
+    const sources = withResources(
+      'resources:\n  - select: { tags: [webs] }\n    files: [{ path: /etc/motd, content: hi }]\n  - select: { nodes: [w2] }\n    packages: [{ name: jq, version: "1.6" }]\n',
+      [{ file: 'webs.yaml', text: `nodes:\n${nodes}\n${own}` }],
+    );
+    const got = resourcesOf(sources);
+    expect({ w0: got.w0, w1: got.w1, w2: got.w2, w3: got.w3, w9: got.w9 }).toEqual({
+      w0: ['file /etc/motd'],
+      w1: ['file /etc/motd'],
+      w2: ['file /etc/motd', 'package jq 1.6'],
+      w3: ['file /etc/motd'],
+      w9: ['file /etc/motd', 'package curl 1.0'],
+    });
+  });
+
   it('counts a group that selects resources as used', () => {
     const sources = withResources(
       'groups:\n  - { name: fleet, members: [alpha] }\nresources:\n  - select: { groups: [fleet] }\n    packages: [{ name: curl, version: "1.0" }]\n',

@@ -175,12 +175,14 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       const from: AclSource[] = rule.from.map((text, i) => {
         const m = ACL_SOURCE.exec(text) as RegExpExecArray;
         const source: AclSource = { kind: (m[1] as 'group' | 'tag' | undefined) ?? 'node', name: m[2] };
-        const p = ['acl', r, 'from', i];
         if (source.kind === 'group') usedGroups.add(source.name);
         if (!refsCheckable) return source;
-        if (source.kind === 'node' && !nodeDefs.has(source.name)) error('unknown_node', file.placeOf(p), p, `no node is named "${source.name}"`);
-        if (source.kind === 'group' && !groupDefs.has(source.name)) error('unknown_group', file.placeOf(p), p, `no group is named "${source.name}"`);
-        if (source.kind === 'tag' && !tags.has(source.name)) error('unknown_tag', file.placeOf(p), p, `no node carries the tag "${source.name}"`);
+        const known = source.kind === 'node' ? nodeDefs.has(source.name) : source.kind === 'group' ? groupDefs.has(source.name) : tags.has(source.name);
+        if (known) return source;
+        const p = ['acl', r, 'from', i];
+        if (source.kind === 'node') error('unknown_node', file.placeOf(p), p, `no node is named "${source.name}"`);
+        else if (source.kind === 'group') error('unknown_group', file.placeOf(p), p, `no group is named "${source.name}"`);
+        else error('unknown_tag', file.placeOf(p), p, `no node carries the tag "${source.name}"`);
         return source;
       });
       const to = rule.to.map((text, i) => {
@@ -353,8 +355,17 @@ export const portKey = (s: ReteNodeModel['services'][number]): string => `${s.po
 /** SSH as the rule sees it: a service on port 22, or one named ssh, whatever port it moved to. */
 export const isSsh = (s: { name: string; port: number }): boolean => s.port === 22 || s.name === 'ssh';
 
+/** Durations already read: a fleet's nodes repeat a few texts (`5m`, `30s`) 100,000 times over. */
+const durationSeconds = new Map<string, number>();
+const DURATIONS_KEPT = 1024;
+
 function seconds(duration: string): number {
-  return parseDuration(duration) ?? 0;
+  let s = durationSeconds.get(duration);
+  if (s === undefined) {
+    s = parseDuration(duration) ?? 0;
+    if (durationSeconds.size < DURATIONS_KEPT) durationSeconds.set(duration, s);
+  }
+  return s;
 }
 
 function uniqueSorted(list: readonly string[]): string[] {
