@@ -71,7 +71,7 @@ const role = (value: string): (typeof ROLES)[number] => {
   return known;
 };
 /** `--allow-ineligible alpha,beta`, repeatable: every name a node name, in the order given. */
-export function nodeList(value: string, previous: readonly string[] = []): string[] {
+function nodeList(value: string, previous: readonly string[] = []): string[] {
   const names = value.split(',').map((n) => n.trim());
   const bad = names.find((n) => !DNS_LABEL.test(n));
   if (bad !== undefined)
@@ -79,7 +79,7 @@ export function nodeList(value: string, previous: readonly string[] = []): strin
   return [...previous, ...names];
 }
 /** `--wait` without a value. */
-export const DEFAULT_WAIT_SECONDS = 300;
+const DEFAULT_WAIT_SECONDS = 300;
 const ttl = (value: string): number => {
   // A bare number would have to guess its unit; the rete never does, so neither does the CLI.
   if (/^[0-9]+$/.test(value)) throw new InvalidArgumentError(`${value} has no unit: write ${value}s, or a duration such as 1h`);

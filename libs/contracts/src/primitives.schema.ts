@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { ROLES } from './plain.js';
+import { DNS_LABEL, ROLES } from './plain.js';
 
 /** A node name is a DNS label (RFC 1123): 1-63 of [a-z0-9-], not starting or ending with '-'. */
-export const NODE_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+export const NODE_NAME_PATTERN = DNS_LABEL;
 
 export const NodeName = z.string().regex(NODE_NAME_PATTERN, 'must be a DNS label: 1-63 lowercase letters, digits or "-", not starting or ending with "-"');
 export type NodeName = z.infer<typeof NodeName>;
