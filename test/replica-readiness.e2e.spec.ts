@@ -138,6 +138,17 @@ describeReadiness('a replica whose PostgreSQL stops, behind HAProxy', () => {
     const elapsed = Date.now() - started;
     expect({ status: direct.status, body: direct.body }).toEqual({ status: 503, body: expect.objectContaining({ status: 'not ready', database: 'postgres' }) });
     expect(elapsed).toBeLessThan(5_000);
+    // A request that needs the database is told to come back, not that the coordinator failed (500)
+    // or that its token is wrong (401): with the token's own check, which reads the database too.
+    for (const path of ['/v1/publishes', '/v1/ledger/head', '/v1/nodes']) {
+      const away = await new Client(orphaned.url, orphaned.adminToken).get(path);
+      expect({ path, status: away.status, code: away.body?.code, retryAfter: away.headers.get('retry-after') }).toEqual({
+        path,
+        status: 503,
+        code: 'database_unavailable',
+        retryAfter: '5',
+      });
+    }
     // Still serving /healthz: down for the proxy because of its database, not because it crashed.
     expect((await new Client(orphaned.url).get('/healthz')).status).toBe(200);
     expect({ exitCode: orphaned.child.exitCode, signal: orphaned.child.signalCode }).toEqual({ exitCode: null, signal: null });

@@ -17,6 +17,7 @@ const std = {
   401: problem('missing, unknown, expired (code token_expired) or revoked (code token_revoked) credential'),
   403: problem('role, node or scope not allowed'),
   422: problem('invalid input'),
+  503: problem('code database_unavailable: this replica cannot reach its database; retry after Retry-After'),
 };
 /** A node credential revoked at retirement is told apart (code retired_credential) from any other refusal. */
 /** A publish or rollback giving ineligible nodes new content without accepting them gets code ineligible_nodes and their failed lines. */
@@ -133,9 +134,9 @@ const ROUTES: Route[] = [
     responses: {
       200: { description: 'bundle', contentType: 'application/jose', schema: z.string() },
       304: { description: 'If-None-Match matched (after the wait, for a watch)' },
-      503: problem('too many watches held, or shutting down: retry after Retry-After'),
       ...std,
       401: retiredOr401,
+      503: problem('too many watches held, shutting down, or the database unavailable: retry after Retry-After'),
     },
   },
   {

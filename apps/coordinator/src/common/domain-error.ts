@@ -42,6 +42,7 @@ export type DomainErrorCode =
   | 'invalid_prefer'
   | 'too_many_watches'
   | 'shutting_down'
+  | 'database_unavailable'
   | 'rollout_in_progress'
   | 'invalid_rollout'
   | 'rollout_state'

@@ -55,6 +55,7 @@ const STATUS: Record<DomainErrorCode, number> = {
   invalid_prefer: 400,
   too_many_watches: 503,
   shutting_down: 503,
+  database_unavailable: 503,
 };
 
 const TITLES: Record<number, string> = {
@@ -116,6 +117,12 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
               : message;
     return { type: `https://florete.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code };
   }
+  const unavailable = databaseUnavailable(error);
+  if (unavailable !== null) {
+    // The reason names the database's address: the log has it, the caller is told what to do.
+    log?.warn({ err: unavailable }, 'the database did not answer a request');
+    return toProblem(new DomainError('database_unavailable', 'this replica cannot reach its database: try again shortly, or through another replica'));
+  }
   log?.error({ err: error }, 'unhandled error');
   return {
     type: 'https://florete.dev/problems/internal',
@@ -124,6 +131,29 @@ export function toProblem(error: unknown, log?: Logger): ProblemBody {
     detail: 'internal error; the coordinator log has the details',
     code: 'internal',
   };
+}
+
+/** SQLSTATE classes and codes that say the database itself is away, not that a statement was wrong. */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]$|53300$)/;
+/** The socket errors of a connection that could not be opened or was cut. */
+const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+/** What the PostgreSQL client says of a connection that ended or never opened. */
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/;
+
+/**
+ * Why a request's database work failed because the database is away (stopped, restarting, out of
+ * connections, unreachable): its message, or null for any other error. Such a request is not the
+ * caller's fault nor the coordinator's: it is answered 503, to be tried again.
+ */
+export function databaseUnavailable(error: unknown): string | null {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_SOCKET.has(code))) return clip(e.message || code, 200);
+    if (UNAVAILABLE_MESSAGE.test(e.message)) return clip(e.message, 200);
+    // A connection refused on every address tried (IPv6 and IPv4 for a host name) comes as one AggregateError.
+    if (e instanceof AggregateError && e.errors.some((inner) => databaseUnavailable(inner) !== null)) return clip(e.message || 'connection failed', 200);
+  }
+  return null;
 }
 
 const UNSUPPORTED_MEDIA_TYPE = 'this route takes application/json (blob and package uploads take application/octet-stream, blob archives application/x-tar)';
@@ -148,8 +178,12 @@ function clientErrorCode(error: unknown, status: number): string {
   return `http_${status}`;
 }
 
+/** How long a client is asked to wait before it tries a request the database could not serve. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 /** Every problem leaves through here, bounded (see PROBLEM_LIMITS) whatever it carries. */
 export function sendProblem(reply: FastifyReply, problem: ProblemBody): void {
+  if (problem.code === 'database_unavailable') void reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
   void reply
     .status(problem.status)
     .header('content-type', 'application/problem+json')
