@@ -66,7 +66,7 @@ export async function startPostgres(bin = findPgBin()) {
   const stopServer = (mode = 'fast') => run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', mode, '-w', 'stop'], true);
   const stop = () => {
     try {
-      run(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], true);
+      stopServer('immediate');
     } catch {
       /* already stopped */
     }
