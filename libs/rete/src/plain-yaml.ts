@@ -217,9 +217,16 @@ class BlockReader {
    */
   private nested(container: object, key: PropertyKey, indent: number, ofKey: boolean): unknown {
     const next = this.lines[this.at];
-    const at = () => place(this.places, container, key, next.number, next.indent + 1);
-    if (next && next.indent > indent) return (at(), this.block(next.indent));
-    if (ofKey && next && next.indent === indent && isItem(next.content)) return (at(), this.sequence(indent));
+    if (!next) return null;
+    const placed = () => place(this.places, container, key, next.number, next.indent + 1);
+    if (next.indent > indent) {
+      placed();
+      return this.block(next.indent);
+    }
+    if (ofKey && next.indent === indent && isItem(next.content)) {
+      placed();
+      return this.sequence(indent);
+    }
     return null;
   }
 }
