@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pino from 'pino';
 import { hasPostgres, testDatabases } from '../../../../test/support/databases.js';
 import { ledgerHarness, type LedgerHarness } from '../../../../test/support/ledger-harness.js';
 import { openDatabase } from '../db/index.js';
@@ -13,6 +14,8 @@ import { withMirrorLock } from './store/writer-lock.js';
 import { verifyWithMirror } from './verify-mirror.js';
 import { MirrorError } from './mirror-error.js';
 import { rebuildMirror } from './rebuild-mirror.js';
+import { MirrorWorker } from './mirror.worker.js';
+import type { CoordinatorConfig } from '../config.js';
 
 const gitIn =
   (gitdir: string) =>
@@ -191,6 +194,51 @@ describe.each(testDatabases)('git audit mirror on $name', (database) => {
     expect(await readCheckpoint(h.db.kysely)).toEqual(rebuilt.checkpoint);
     expect((await sync()).commits).toBe(0);
     git('fsck', '--strict', '--no-dangling');
+  });
+
+  it("clears a failed run's error at the first commit of a run that writes again, not when that run ends", async () => {
+    await history();
+    const config = { mirror: { enabled: true, gitdir, intervalMs: 3_600_000 } } as CoordinatorConfig;
+    const worker = new MirrorWorker(h.db, config, pino({ level: 'silent' }));
+    await worker.onApplicationBootstrap();
+    try {
+      await worker.idle();
+      expect({ state: worker.state, error: worker.lastError, commits: worker.commits }).toEqual({ state: 'writing', error: null, commits: 4 });
+      const honest = git('rev-parse', 'main').trim();
+      const forged = execFileSync('git', ['--git-dir', gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1'], {
+        encoding: 'utf8',
+        input: git('log', '-1', '--format=%B', 'main'),
+      }).trim();
+      git('update-ref', 'refs/heads/main', forged);
+      await h.publish({ gamma: { f: 'g1' } });
+      worker.kick();
+      await worker.idle();
+      expect({ state: worker.state, error: worker.lastError }).toEqual({ state: 'diverged', error: expect.stringContaining('the checkpoint says') });
+
+      // Put right: the next run writes the two publishes since. Health reads the checkpoint each commit
+      // moves; the error beside it must be gone by then, as /readyz would otherwise show a mirror caught
+      // up with the reason it had stopped.
+      git('update-ref', 'refs/heads/main', honest);
+      await h.publish({ gamma: { f: 'g2' } });
+      const atCommit: { error: string | null; checkpoint: number }[] = [];
+      let commits = worker.commits;
+      Object.defineProperty(worker, 'commits', {
+        get: () => commits,
+        set: (n: number) => {
+          commits = n;
+          atCommit.push({ error: worker.lastError, checkpoint: n });
+        },
+      });
+      worker.kick();
+      await worker.idle();
+      expect(atCommit).toEqual([
+        { error: null, checkpoint: 5 },
+        { error: null, checkpoint: 6 },
+      ]);
+      expect({ state: worker.state, error: worker.lastError }).toEqual({ state: 'writing', error: null });
+    } finally {
+      await worker.onModuleDestroy();
+    }
   });
 
   it('verifies a mirror that agrees with the ledger, and one that only lags', async () => {

@@ -29,6 +29,15 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private again = false;
   private stopped = false;
   private readonly onTick = () => this.kick();
+  /**
+   * A commit on the branch and checkpointed is the mirror writing again: an earlier run's failure is
+   * cleared now, not when this run ends. Health reads the checkpoint from the database, and would
+   * otherwise show the mirror caught up beside the error of a run before it.
+   */
+  private readonly onCommit = () => {
+    this.lastError = null;
+    this.commits++;
+  };
   private readonly stopping = new AbortController();
 
   constructor(
@@ -45,7 +54,7 @@ export class MirrorWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.repo = repo;
     await repo.refreshInfoRefs();
     if (mirror.push) this.pusher = new MirrorPusher(mirror.gitdir, mirror.push, this.log);
-    this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: () => this.commits++, signal: this.stopping.signal });
+    this.sync = new MirrorSync(repo, databaseCheckpoints, { onCommit: this.onCommit, signal: this.stopping.signal });
     this.timer = setInterval(this.onTick, mirror.intervalMs);
     this.timer.unref();
     if (this.pusher && (await repo.readRef())) this.pusher.request();
