@@ -6,6 +6,7 @@ const common = {
   moduleNameMapper: {
     '^#contracts$': '<rootDir>/libs/contracts/src/index.ts',
     '^#contracts/plain$': '<rootDir>/libs/contracts/src/plain.ts',
+    '^#contracts/files$': '<rootDir>/libs/contracts/src/files.ts',
     '^#bundle$': '<rootDir>/libs/bundle/src/index.ts',
     '^#rete$': '<rootDir>/libs/rete/src/index.ts',
     '^#tls$': '<rootDir>/libs/tls/src/index.ts',

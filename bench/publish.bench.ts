@@ -35,7 +35,7 @@ import { startThrowawayPostgres } from './support/postgres.js';
 import { parseCli } from './support/cli.js';
 import { CoordinatorClient } from '../apps/retectl/src/client.js';
 import { ARCHIVE_BLOBS, BLOB_REQUESTS_IN_FLIGHT, publishTree } from '../apps/retectl/src/commands/publish.js';
-import { localHeads } from '../apps/retectl/src/delta.js';
+import { localHeads } from '../apps/retectl/src/local-heads.js';
 import { treeInMemory } from '../apps/retectl/src/tree-to-publish.js';
 import { HttpClient } from './support/http.js';
 import { missingBlobs, sendArchives } from './support/blobs.js';

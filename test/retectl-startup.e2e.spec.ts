@@ -19,8 +19,10 @@ describe('retectl start-up', () => {
   let base: string;
   let runs = 0;
 
-  /** The built retectl run with args: its exit code, output, the retectl command modules it loaded, and whether it loaded zod. */
-  const retectl = (args: string[]): Promise<{ code: number; stdout: string; stderr: string; commands: string[]; builtins: string[]; zod: boolean }> => {
+  /** The built retectl run with args: its exit code, output, the retectl command and contracts modules it loaded, and whether it loaded zod. */
+  const retectl = (
+    args: string[],
+  ): Promise<{ code: number; stdout: string; stderr: string; commands: string[]; contracts: string[]; builtins: string[]; zod: boolean }> => {
     const log = join(base, `loaded-${++runs}.txt`);
     writeFileSync(log, '');
     return new Promise((done) => {
@@ -28,9 +30,18 @@ describe('retectl start-up', () => {
       execFile(process.execPath, ['--import', RECORD_LOADS, RETECTL, ...args], { env }, (error, stdout, stderr) => {
         const loaded = readFileSync(log, 'utf8').split('\n');
         const commands = loaded.filter((url) => url.includes('/apps/retectl/src/commands/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
+        const contracts = loaded.filter((url) => url.includes('/libs/contracts/src/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
         const builtins = loaded.filter((line) => line.startsWith('builtin:')).map((line) => line.slice('builtin:'.length));
         const zod = loaded.some((url) => url.includes('/node_modules/zod/'));
-        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr, commands: [...new Set(commands)], builtins, zod });
+        done({
+          code: error ? ((error as { code?: number }).code ?? 1) : 0,
+          stdout,
+          stderr,
+          commands: [...new Set(commands)],
+          contracts: [...new Set(contracts)].sort(),
+          builtins,
+          zod,
+        });
       });
     });
   };
@@ -40,7 +51,7 @@ describe('retectl start-up', () => {
   });
   afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-  it('compile loads the compile command and no other', async () => {
+  it("compile loads the compile command and no other, and the contracts of the files it reads and writes, not the API's", async () => {
     const dir = join(base, 'rete');
     for (const [file, text] of Object.entries(EXAMPLE_RETE)) {
       mkdirSync(dirname(join(dir, file)), { recursive: true });
@@ -49,6 +60,19 @@ describe('retectl start-up', () => {
     const run = await retectl(['compile', '-C', dir]);
     expect(run).toMatchObject({ code: 0, stderr: '', commands: ['compile.js'] });
     expect(run.stdout).toMatch(/^compiled 3 nodes into \.flor\/compiled: 3 new, /m);
+    // The API's schemas (api.schema.js, the largest, and the agent's and the bundle's behind it) are
+    // built by the commands that talk to a coordinator, not by a compile.
+    expect(run.contracts).toEqual([
+      'artifacts.schema.js',
+      'files.js',
+      'host.schema.js',
+      'local-set.schema.js',
+      'plain.js',
+      'primitives.schema.js',
+      'rete.schema.js',
+      'rollout.schema.js',
+      'trust.schema.js',
+    ]);
   });
 
   it('--version, --help and an unknown command load no command and no schema at all, and answer as before', async () => {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DNS_LABEL } from '#contracts';
+import { DNS_LABEL } from '#contracts/plain';
 import {
   compileRete,
   diffTrees,
@@ -20,7 +20,7 @@ import {
 import { sha256Hex } from '#bundle';
 import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
-import { labelsIn, type LocalHeads, type TreeLabels } from './delta.js';
+import { labelsIn, type LocalHeads, type TreeLabels } from './local-heads.js';
 import { recordedTree, treeInMemory, type TreeToPublish } from './tree-to-publish.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { CompiledSetDigests, DIGESTS_JSON, MGMT_DIR } from '#contracts';
+import { CompiledSetDigests, DIGESTS_JSON, MGMT_DIR } from '#contracts/files';
 import { setDigest, sha256Hex } from '#bundle';
 import type { ArtifactDigests } from '#rete';
-import { localHeads, type LocalHeads } from './delta.js';
+import { localHeads, type LocalHeads } from './local-heads.js';
 import { RetectlError } from './errors.js';
 
 /**

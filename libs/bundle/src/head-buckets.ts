@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { HEAD_BUCKETS } from '#contracts';
+import { HEAD_BUCKETS } from '#contracts/plain';
 import { sha256Hex } from './digest.js';
 
 /**

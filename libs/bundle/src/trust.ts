@@ -1,5 +1,5 @@
 import { createPublicKey, KeyObject, verify, sign } from 'node:crypto';
-import { TrustDocument, type TrustKey } from '#contracts';
+import { TrustDocument, type TrustKey } from '#contracts/files';
 import { canonicalJson } from './canonical-json.js';
 import { sha256Hex } from './digest.js';
 import type { SigningKey } from './jws.js';

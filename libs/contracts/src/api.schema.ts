@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ArtifactName, MAX_ARTIFACTS_PER_NODE, MAX_VERSION, NodeName, Position, Role, Sha256, Timestamp, Version } from './primitives.schema.js';
 import { ActivationPath, HotReloadFallbackCode, OwnedCopy, ReportResource } from './agent.schema.js';
 import { ConvergenceState, CredentialState, NodeLifecycle, stateFilterHint } from './lifecycle.schema.js';
-import { MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration } from './plain.js';
+import { HEAD_BUCKETS, MAX_CONFIRM_WITHIN, MIN_CONFIRM_WITHIN, parseDuration } from './plain.js';
 import { KeyChangeResponse } from './trust.schema.js';
 import { PublishRollout, RolloutId, RolloutPlan } from './rollout.schema.js';
 import { PublishLabels, TokenScope } from './scope.schema.js';
@@ -16,13 +16,6 @@ const Limit = z
   .transform(Number)
   .pipe(z.number().int().min(1).max(1000))
   .default(100);
-
-/**
- * Heads are compared in this many buckets (GET /v1/heads/buckets): a tree that differs from the
- * ledger in a few nodes asks only for the heads of the buckets whose digests differ, about 40 heads
- * each at 10,000 nodes.
- */
-export const HEAD_BUCKETS = 256;
 
 /** Digests one POST /v1/blobs/missing may ask about; a client with more asks in slices of this many. */
 export const MAX_DIGESTS_PER_ASK = 100_000;

@@ -24,3 +24,10 @@ export const MAX_CONFIRM_WITHIN = 7 * 24 * 3600;
 
 /** The roles an API token can hold. */
 export const ROLES = ['admin', 'publisher', 'reader'] as const;
+
+/**
+ * Heads are compared in this many buckets (GET /v1/heads/buckets): a tree that differs from the
+ * ledger in a few nodes asks only for the heads of the buckets whose digests differ, about 40 heads
+ * each at 10,000 nodes. Plain: a compile files its nodes' heads in the same buckets.
+ */
+export const HEAD_BUCKETS = 256;

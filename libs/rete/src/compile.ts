@@ -1,4 +1,4 @@
-import { AGENT_JSON, fileArtifactName, FLOR_JSON, RESOURCES_JSON, type AgentJson, type FlorJson, type ResourcesJson } from '#contracts';
+import { AGENT_JSON, fileArtifactName, FLOR_JSON, RESOURCES_JSON, type AgentJson, type FlorJson, type ResourcesJson } from '#contracts/files';
 import { cmp } from './diagnostics.js';
 import type { AclSource, NodeResources, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { presortedPretty, sortedPretty } from './sorted-json.js';

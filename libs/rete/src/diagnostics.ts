@@ -1,4 +1,4 @@
-import type { ReteErrorCode, ReteWarningCode } from '#contracts';
+import type { ReteErrorCode, ReteWarningCode } from '#contracts/files';
 
 /** One finding of validation, located by the YAML parser's source positions (1-based line and column). */
 export interface Diagnostic {

@@ -1,4 +1,4 @@
-import type { AgentJson, FlorJson, ReteFile, ReteNode } from '#contracts';
+import type { AgentJson, FlorJson, ReteFile, ReteNode } from '#contracts/files';
 import { agentJsonText, agentSync, florServices } from './compile.js';
 import type { SyncSeconds } from './model.js';
 import type { ParsedFile } from './parse-file.js';

@@ -1,4 +1,4 @@
-import type { HealthCheck, PackageManager, ReteFile, RolloutPlanInput } from '#contracts';
+import type { HealthCheck, PackageManager, ReteFile, RolloutPlanInput } from '#contracts/files';
 import type { Place } from './diagnostics.js';
 
 /** The merged, checked rete: what compile turns into artifacts. Durations are whole seconds. */

@@ -1,5 +1,5 @@
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, visit, type Document, type Node as YamlNode } from 'yaml';
-import { ReteFile, type ReteErrorCode } from '#contracts';
+import { ReteFile, type ReteErrorCode } from '#contracts/files';
 import { sha256Hex } from '#bundle';
 import { quoteValue, type Diagnostic, type Place } from './diagnostics.js';
 import { pathText } from './path-text.js';

@@ -1,4 +1,4 @@
-import type { ResourcesJson } from '#contracts';
+import type { ResourcesJson } from '#contracts/files';
 import { setDigest } from '#bundle';
 import { cmp } from './diagnostics.js';
 import { diffResources, type ResourceChange } from './resource-changes.js';

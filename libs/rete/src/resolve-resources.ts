@@ -11,7 +11,7 @@ import {
   type ReteNode,
   type RetePackage,
   type ReteResources,
-} from '#contracts';
+} from '#contracts/files';
 import { sha256Hex } from '#bundle';
 import { cmp, placeText, type Place } from './diagnostics.js';
 import type { FileResourceModel, NodeResources, PackageResourceModel } from './model.js';

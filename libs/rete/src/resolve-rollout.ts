@@ -1,4 +1,4 @@
-import { parseDuration, parseFailureBudget, parseShare, parseWavePercent, type ReteErrorCode, type ReteRollout, type RolloutPlanInput } from '#contracts';
+import { parseDuration, parseFailureBudget, parseShare, parseWavePercent, type ReteErrorCode, type ReteRollout, type RolloutPlanInput } from '#contracts/files';
 import type { Place } from './diagnostics.js';
 import type { RolloutModel } from './model.js';
 import type { Def } from './parse-file.js';

@@ -1,4 +1,4 @@
-import { FILE_ARTIFACT, type FileResource, type PackageResource, type ResourcesJson } from '#contracts';
+import { FILE_ARTIFACT, type FileResource, type PackageResource, type ResourcesJson } from '#contracts/files';
 import { cmp } from './diagnostics.js';
 
 /** What changed on a file that stays: its bytes (digests would be noise to an operator) or an attribute, from → to. */

@@ -1,4 +1,4 @@
-import type { ReteErrorCode } from '#contracts';
+import type { ReteErrorCode } from '#contracts/files';
 import { cmp } from './diagnostics.js';
 
 /** Nodes picked by tags (carrying any of them), groups (their members) or names; one kind per selector. */

@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import type { CompiledSetDigests } from '#contracts';
+import type { CompiledSetDigests } from '#contracts/files';
 import { setDigest, sha256Hex } from '#bundle';
 import type { ArtifactBytes } from './compile.js';
 import { cmp } from './diagnostics.js';

@@ -12,7 +12,7 @@ import {
   type ReteHealthCheck,
   type ReteNode,
   type ReteWarningCode,
-} from '#contracts';
+} from '#contracts/files';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { parseFile, type Def, type ParseCache, type ParsedFile, type Source } from './parse-file.js';

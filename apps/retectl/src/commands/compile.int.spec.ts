@@ -10,7 +10,7 @@ import { RetectlError } from '../errors.js';
 import { checkStamps, readRecord } from '../compiled-output.js';
 import { loadCompiledTree, loadPublishable, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
-import type { LocalHeads } from '../delta.js';
+import type { LocalHeads } from '../local-heads.js';
 
 /** Every node's set digest, as heads hold them: the nodes of every bucket. */
 const setsOf = (heads: LocalHeads | undefined) => heads && new Map(heads.inBuckets(new Set(Array.from({ length: HEAD_BUCKETS }, (_, b) => b))));

@@ -16,7 +16,7 @@ import {
   type SyncDecl,
   type SyncSeconds,
 } from '#rete';
-import { AGENT_JSON, FLOR_JSON } from '#contracts';
+import { AGENT_JSON, FLOR_JSON } from '#contracts/files';
 import {
   checkStamps,
   readRecord,

@@ -1,7 +1,7 @@
 import { bucketOf, headBuckets, labelBuckets } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import { localSetDigest } from '#rete';
-import { labelsIn, labelsToSend, localHeads } from './delta.js';
+import { labelsIn, labelsToSend, localHeads } from './local-heads.js';
 
 const inMemory = (labels: Record<string, { tags: string[]; groups: string[] }>) => labelsIn(new Map(Object.entries(labels)));
 
