@@ -138,14 +138,18 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   // The site's first database (its second node), in the same file as the moved web server.
   const db = site * SITE_SIZE + 1;
   const dbText = siteNodes > 3 ? (fleetRete(nodes, db).get(fleetFileOf(db)) as string) : undefined;
-  // The moved web server's metrics port, 9100 in the fleet, moved to 9101.
-  const metrics = texts[0].indexOf('port: 9100', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
-  const serviceText = `${texts[0].slice(0, metrics)}port: 9101${texts[0].slice(metrics + 'port: 9100'.length)}`;
+  /** The moved web server's file with `removed`, found at or after `from` in its definition, replaced by `inserted`. */
+  const movedDef = texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`);
+  const edited = (from: string, removed: string, inserted: string): string => {
+    const at = texts[0].indexOf(from, movedDef);
+    return `${texts[0].slice(0, at)}${inserted}${texts[0].slice(at + removed.length)}`;
+  };
+  // Its metrics port, 9100 in the fleet, moved to 9101.
+  const serviceText = edited('port: 9100', 'port: 9100', 'port: 9101');
   // Its own poll interval, in a block of its own before its services.
-  const services = texts[0].indexOf('    services:', texts[0].indexOf(`- name: ${fleetNodeName(moved)}\n`));
-  const syncText = `${texts[0].slice(0, services)}    sync: { poll_interval: 1m }\n${texts[0].slice(services)}`;
+  const syncText = edited('    services:', '', '    sync: { poll_interval: 1m }\n');
   // And a service more beside it: its flor.json lists it, and nothing reaches it (a warning in the file).
-  const addedText = `${texts[0].slice(0, metrics)}port: 9100 }\n      - { name: dns, port: 53${texts[0].slice(metrics + 'port: 9100'.length)}`;
+  const addedText = edited('port: 9100', 'port: 9100', 'port: 9100 }\n      - { name: dns, port: 53');
 
   const full: Run[] = [];
   const none: Run[] = [];
