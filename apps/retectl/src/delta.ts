@@ -1,5 +1,4 @@
-import { HeadBuckets } from '#contracts';
-import { HEAD_BUCKETS } from '#contracts/plain';
+import { HEAD_BUCKETS, HeadBuckets } from '#contracts';
 import type { CoordinatorClient } from './client.js';
 import { RetectlError } from './errors.js';
 import type { LocalHeads } from './local-heads.js';
