@@ -29,16 +29,16 @@ describe('retectl start-up', () => {
       const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', LOADED_LOG: log };
       execFile(process.execPath, ['--import', RECORD_LOADS, RETECTL, ...args], { env }, (error, stdout, stderr) => {
         const loaded = readFileSync(log, 'utf8').split('\n');
-        const commands = loaded.filter((url) => url.includes('/apps/retectl/src/commands/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
-        const contracts = loaded.filter((url) => url.includes('/libs/contracts/src/')).map((url) => url.slice(url.lastIndexOf('/') + 1));
+        /** The names of the files loaded from a folder, each once. */
+        const filesIn = (folder: string) => [...new Set(loaded.filter((url) => url.includes(folder)).map((url) => url.slice(url.lastIndexOf('/') + 1)))];
         const builtins = loaded.filter((line) => line.startsWith('builtin:')).map((line) => line.slice('builtin:'.length));
         const zod = loaded.some((url) => url.includes('/node_modules/zod/'));
         done({
           code: error ? ((error as { code?: number }).code ?? 1) : 0,
           stdout,
           stderr,
-          commands: [...new Set(commands)],
-          contracts: [...new Set(contracts)].sort(),
+          commands: filesIn('/apps/retectl/src/commands/'),
+          contracts: filesIn('/libs/contracts/src/').sort(),
           builtins,
           zod,
         });
