@@ -108,13 +108,12 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     if (logs) removeTree(logs);
   });
 
-  it('compiles each node with its digest list beside mgmt/', async () => {
+  it('compiles each node with its digest list beside its artifacts', async () => {
     writeRete({ motd: 'first node: coordinator\n', note: true, secondPort: 7302 });
     expect(await retectl(['compile'])).toMatchObject({ code: 0 });
     const list = digests('first');
     expect(list.node).toBe('first');
-    expect(list.artifacts.map((a) => a.name)).toEqual(readdirSync(join(compiled('first'), 'mgmt')).sort());
-    expect(readdirSync(compiled('first')).sort()).toEqual(['digests.json', 'mgmt']);
+    expect([...list.artifacts.map((a) => a.name), 'digests.json'].sort()).toEqual(readdirSync(compiled('first')).sort());
     // A tree compiled before digest lists existed gets them from the next compile, which changes no node.
     rmSync(join(compiled('first'), 'digests.json'));
     const again = await retectl(['compile']);
@@ -140,7 +139,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(readFileSync(path('etc/motd'), 'utf8')).toBe('first node: coordinator\n');
     expect(readFileSync(path('etc/first-boot.note'), 'utf8')).toBe('raised from a local set, before any coordinator\n');
     // The vertex's config is installed and the vertex restarted once, with no version to name.
-    expect(readFileSync(join(files.installDir, 'flor.json'))).toEqual(readFileSync(join(compiled('first'), 'mgmt/flor.json')));
+    expect(readFileSync(join(files.installDir, 'flor.json'))).toEqual(readFileSync(join(compiled('first'), 'flor.json')));
     expect(restartLines(files)).toEqual(['restart:']);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe(`sets/local-${digest}`);
 
@@ -177,18 +176,17 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     };
     const motdArtifact = digests('first').artifacts.find((a) => a.size === 'first node: coordinator\n'.length && a.name.startsWith('file-'))!.name;
     const tampered = copy('tampered');
-    writeFileSync(join(tampered, 'mgmt', motdArtifact), 'first node: attacker\n'.padEnd('first node: coordinator\n'.length));
+    writeFileSync(join(tampered, motdArtifact), 'first node: attacker\n'.padEnd('first node: coordinator\n'.length));
     const extra = copy('extra');
-    writeFileSync(join(extra, 'mgmt', 'extra.json'), '{}\n');
+    writeFileSync(join(extra, 'extra.json'), '{}\n');
     const missing = copy('missing');
-    rmSync(join(missing, 'mgmt', 'flor.json'));
+    rmSync(join(missing, 'flor.json'));
 
     const cases: [string, string[], string, RegExp][] = [
       [join(bad, 'nowhere'), [], 'not_a_set', /nowhere does not exist/],
-      [join(compiled('first'), 'mgmt'), [], 'not_a_set', /has no digests\.json: give its parent folder/],
       [tampered, [], 'set_mismatch', new RegExp(`${motdArtifact} does not match .*digests\\.json: it has sha256 [0-9a-f]{64}`)],
-      [extra, [], 'set_mismatch', /mgmt\/extra\.json is not in .*digests\.json: an extra file in the set/],
-      [missing, [], 'set_mismatch', /mgmt\/flor\.json is missing: .*digests\.json lists it/],
+      [extra, [], 'set_mismatch', /extra\/extra\.json is not in .*digests\.json: an extra file in the set/],
+      [missing, [], 'set_mismatch', /missing\/flor\.json is missing: .*digests\.json lists it/],
       [compiled('second'), [], 'wrong_node', /holds the set of node second, and this host runs the local set of node first: give --node second/],
       [compiled('first'), ['--node', 'third'], 'wrong_node', /holds the set of node first, not of third \(--node third\)/],
     ];
@@ -202,7 +200,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     const plain = await flor(['agent', 'apply', '--set', tampered, ...files.args]);
     expect(plain.code).toBe(1);
     expect(plain.stdout).toBe('');
-    expect(plain.stderr).toMatch(new RegExp(`^flor: refused: ${tampered}/mgmt/${motdArtifact} does not match .* \\(nothing was changed\\)\\n$`));
+    expect(plain.stderr).toMatch(new RegExp(`^flor: refused: ${tampered}/${motdArtifact} does not match .* \\(nothing was changed\\)\\n$`));
     expect(await socketStatus(files)).toMatchObject({ lifecycle: 'hosted', last_result: 'applied', last_error: null });
   });
 

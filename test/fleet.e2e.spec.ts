@@ -181,7 +181,7 @@ describe('fleet status and node lifecycle with real agents', () => {
   });
 
   it('lost store: an agent whose state dir was wiped enrols again and removes what it owned instead of stranding it', async () => {
-    const compiled = (name: string) => readFileSync(join(env.rete, '.flor/compiled/beta/mgmt', name), 'utf8');
+    const compiled = (name: string) => readFileSync(join(env.rete, '.flor/compiled/beta', name), 'utf8');
     const withExtra = await fleet.publish(
       { beta: { 'agent.json': compiled('agent.json'), 'flor.json': compiled('flor.json'), 'extra.conf': 'only this set has it\n' } },
       'beta with an extra file',

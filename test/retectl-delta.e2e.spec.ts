@@ -261,7 +261,7 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
       expect(await position()).toBe(at);
     };
     // A node not sent is not read: edge-20's file garbled in place (its folder's stamp unmoved) does not stop edge-21's publish.
-    const garbled = compiledFile('edge-20', 'mgmt/flor.json');
+    const garbled = compiledFile('edge-20', 'flor.json');
     const original = readFileSync(garbled);
     writeFileSync(garbled, Buffer.alloc(original.byteLength, 0x20));
     await moveNode('edge-21', 7921);
@@ -274,10 +274,10 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
 
     // A blob it uploads is checked against its digest: garbled in place after the compile, refused.
     await moveNode('edge-22', 7922);
-    const blob = compiledFile('edge-22', 'mgmt/flor.json');
+    const blob = compiledFile('edge-22', 'flor.json');
     const compiled22 = readFileSync(blob);
     writeFileSync(blob, Buffer.alloc(compiled22.byteLength, 0x20));
-    await refusedAndUnmoved(shown('edge-22', 'mgmt/flor.json'), 'was changed');
+    await refusedAndUnmoved(shown('edge-22', 'flor.json'), 'was changed');
     // The refusal dropped the record: the next compile reads the tree back and writes edge-22's file again.
     const repaired = await retectl(env, ['compile']);
     expect(repaired.stdout).toMatch(/^~ edge-22: flor\.json$/m);

@@ -157,7 +157,9 @@ export function buildCli(): { program: Command; status: () => number } {
     dir(
       program
         .command('compile')
-        .description('validate, then write .flor/compiled/<node>/mgmt/{agent.json,flor.json} (and resources.json with file contents for nodes with resources)'),
+        .description(
+          'validate, then write .flor/compiled/<node>/{agent.json,flor.json} (and resources.json with file contents for nodes with resources) beside its digests.json',
+        ),
     ),
   ).action(async (o) => done(await (await compile()).run({ ...o, dir: reteDir(o.dir) })));
   rolloutFlags(

@@ -21,7 +21,7 @@ const RECORD_NODES = join('.flor', 'cache', 'compiled.nodes');
 const RECORD_LABELS = join('.flor', 'cache', 'compiled.labels');
 /** Where earlier formats kept it: removed with the record, so none is ever read again. */
 const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 6;
+const RECORD_FORMAT = 7;
 /** The length of a record's generation, which begins each of its files (hex of 8 random bytes). */
 const GENERATION_LENGTH = 16;
 
@@ -837,8 +837,8 @@ export function checkStamps(
       const source =
         "const { workerData: w } = require('node:worker_threads'); const { statSync } = require('node:fs');" +
         `const stampOf = ${stampOf.toString()};` +
-        `(${checkStampChunks.toString()})(w.state, w.bytes, w.base, w.chunk, (dir) => stampOf(dir, w.mgmt, statSync));`;
-      const started = new Worker(source, { eval: true, workerData: { state, bytes, base, chunk: STAMP_CHUNK, mgmt: MGMT_DIR } });
+        `(${checkStampChunks.toString()})(w.state, w.bytes, w.base, w.chunk, (dir) => stampOf(dir, statSync));`;
+      const started = new Worker(source, { eval: true, workerData: { state, bytes, base, chunk: STAMP_CHUNK } });
       exited = new Promise((resolve) => {
         started.once('exit', resolve);
         // A worker that failed has left a chunk unchecked: holds() answers false.
@@ -898,35 +898,63 @@ export function sameBase(root: string, record: CompileRecord): boolean {
 }
 
 /**
- * When a node's folder and its mgmt/ last had a file added, removed or renamed: a file deleted by
- * hand, or saved by an editor that writes a new file and renames it, shows here. An edit in place
- * does not; publish and plan find that one, and drop the record.
+ * When a node's folder last had a file added, removed or renamed: a file deleted by hand, or saved by
+ * an editor that writes a new file and renames it, shows here. An edit in place does not; publish and
+ * plan find that one, and drop the record. The folder holds every file of the node, its artifacts
+ * beside its digests.json, so one stat a node answers for all of them.
  */
 function folderStamp(dir: string): string {
-  return stampOf(dir, MGMT_DIR, statSync);
+  return stampOf(dir, statSync);
 }
 
 /** folderStamp with what it uses as arguments: a worker runs its source text (checkStamps). */
-function stampOf(dir: string, mgmtDir: string, stat: typeof statSync): string {
-  const node = stat(dir, { throwIfNoEntry: false });
-  const mgmt = stat(`${dir}/${mgmtDir}`, { throwIfNoEntry: false });
-  return `${node?.mtimeMs ?? '-'}/${mgmt?.mtimeMs ?? '-'}`;
+function stampOf(dir: string, stat: typeof statSync): string {
+  return String(stat(dir, { throwIfNoEntry: false })?.mtimeMs ?? '-');
 }
 
-/** One node's artifacts on disk: JSON artifacts as text, file contents as raw bytes. */
-export function readNodeFiles(nodeDir: string): Map<string, ArtifactBytes> {
-  const mgmt = join(nodeDir, MGMT_DIR);
+/**
+ * One node's artifacts on disk: JSON artifacts as text, file contents as raw bytes. Every file of its
+ * folder but digests.json (and a write in flight's dot-file) is one: a file put there by hand is read
+ * as an artifact no longer compiled, which the compile then removes. `folders` gets the names of the
+ * folders in it, none of which a compile writes (a compile by an earlier retectl wrote mgmt/).
+ */
+export function readNodeFiles(nodeDir: string, folders?: string[]): Map<string, ArtifactBytes> {
   const files = new Map<string, ArtifactBytes>();
   let entries;
   try {
-    entries = readdirSync(mgmt, { withFileTypes: true });
+    entries = readdirSync(nodeDir, { withFileTypes: true });
   } catch {
     return files;
   }
   for (const f of entries) {
-    if (!f.isFile() || f.name.startsWith('.')) continue;
-    const path = join(mgmt, f.name);
+    if (f.name.startsWith('.') || f.name === DIGESTS_JSON) continue;
+    if (!f.isFile()) {
+      if (f.isDirectory()) folders?.push(f.name);
+      continue;
+    }
+    const path = join(nodeDir, f.name);
     files.set(f.name, FILE_ARTIFACT.test(f.name) ? readFileSync(path) : readFileSync(path, 'utf8'));
+  }
+  return files;
+}
+
+/**
+ * A node folder's files (readNodeFiles), once the folders in it are gone, none of which a compile
+ * writes: the artifacts in the mgmt/ of a compile by an earlier retectl are first moved out beside
+ * digests.json, where they are kept now, so that they are compared as they were and not written again.
+ */
+function nodeFilesInPlace(dir: string): Map<string, ArtifactBytes> {
+  const folders: string[] = [];
+  const files = readNodeFiles(dir, folders);
+  for (const folder of folders) {
+    if (folder === MGMT_DIR) {
+      for (const [name, content] of readNodeFiles(join(dir, folder))) {
+        if (files.has(name)) continue;
+        renameSync(join(dir, folder, name), join(dir, name));
+        files.set(name, content);
+      }
+    }
+    rmSync(join(dir, folder), { recursive: true, force: true });
   }
   return files;
 }
@@ -943,8 +971,8 @@ function nodeFolders(base: string): Set<string> {
 
 /**
  * Makes .flor/compiled exactly the given nodes (each taken as it comes and let go): writes only files whose bytes differ and removes the
- * folders of nodes no longer defined. Each node's folder holds mgmt/ (its artifacts) and digests.json
- * (their digests: what `flor agent apply --set` checks the folder against). A new node's folder is
+ * folders of nodes no longer defined. Each node's folder holds its artifacts and digests.json beside
+ * them (their digests: what `flor agent apply --set` checks the folder against). A new node's folder is
  * filled under a temporary name and renamed into place whole; a changed file is written beside the
  * old one and renamed over it. So a reader never sees half a file or half a new node, and nothing is
  * fsynced: nothing uses the compiled tree unchecked (publish and plan compare it with a fresh compile,
@@ -1006,7 +1034,7 @@ export function writeCompiled(
       onNode();
       continue;
     } else {
-      const { differ, digests } = updateNode(dir, node, readNodeFiles(dir), artifacts, files);
+      const { differ, digests } = updateNode(dir, node, nodeFilesInPlace(dir), artifacts, files);
       setDigest = digests.set_digest;
       if (differ.length > 0) changed.push({ node, artifacts: differ });
       else unchanged.push(node);
@@ -1052,10 +1080,10 @@ function updateNode(
   for (const name of differ) {
     const content = artifacts.get(name);
     if (content === undefined) {
-      rmSync(join(dir, MGMT_DIR, name), { force: true });
+      rmSync(join(dir, name), { force: true });
       files.removed++;
     } else {
-      replaceFileUnsynced(join(dir, MGMT_DIR, name), content);
+      replaceFileUnsynced(join(dir, name), content);
       files.written++;
     }
   }
@@ -1172,8 +1200,7 @@ function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string,
   const stage = tempNameFor(join(base, node));
   try {
     mkdirSync(stage);
-    mkdirSync(join(stage, MGMT_DIR));
-    for (const [name, content] of artifacts) writeFileSync(join(stage, MGMT_DIR, name), content);
+    for (const [name, content] of artifacts) writeFileSync(join(stage, name), content);
     const { digests, text } = digestsJson(node, artifacts);
     writeFileSync(join(stage, DIGESTS_JSON), text);
     renameSync(stage, join(base, node));

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CompiledSetDigests, DIGESTS_JSON, MGMT_DIR } from '#contracts/files';
+import { CompiledSetDigests, DIGESTS_JSON } from '#contracts/files';
 import { setDigest, sha256Hex } from '#bundle';
 import type { ArtifactDigests } from '#rete';
 import { localHeads, type LocalHeads } from './local-heads.js';
@@ -81,7 +81,7 @@ export function recordedTree(base: string, nodes: { readonly size: number; names
         return refuse(path, 'was changed');
       }
       const digests: ArtifactDigests = new Map(list.artifacts.map((a) => [a.name, a.sha256]));
-      for (const a of list.artifacts) if (!paths.has(a.sha256)) paths.set(a.sha256, `${base}/${node}/${MGMT_DIR}/${a.name}`);
+      for (const a of list.artifacts) if (!paths.has(a.sha256)) paths.set(a.sha256, `${base}/${node}/${a.name}`);
       artifacts.set(node, digests);
       return digests;
     },

@@ -3,7 +3,7 @@ import { AGENT_HOST_PATHS, agentPathAt, CANONICAL_FILE_MODE, DEBIAN_PACKAGE_NAME
 import { NodeName, Sha256 } from './primitives.schema.js';
 
 /**
- * The compiled per-node artifacts retectl writes to .flor/compiled/<node>/mgmt/ and the coordinator
+ * The compiled per-node artifacts retectl writes to .flor/compiled/<node>/ and the coordinator
  * serves inside bundles. On disk they are canonical JSON pretty-printed (libs/bundle canonicalPretty).
  */
 
@@ -167,7 +167,7 @@ export const ResourcesJson = z
   });
 export type ResourcesJson = z.infer<typeof ResourcesJson>;
 
-/** The artifact file names a compiled node folder holds under mgmt/. */
+/** The artifact file names a compiled node folder holds beside its digests.json (and the mirror under mgmt/). */
 export const AGENT_JSON = 'agent.json';
 export const FLOR_JSON = 'flor.json';
 export const RESOURCES_JSON = 'resources.json';

@@ -3,15 +3,18 @@ import { ArtifactName, MAX_ARTIFACTS_PER_NODE, NodeName, Sha256, Timestamp } fro
 
 /**
  * A compiled set on disk, applied without a coordinator: the first node of a mesh runs the set that
- * will raise its coordinator before any coordinator exists. `retectl compile` writes, next to each
- * node's mgmt/ folder, the list of the artifacts in it with their digests; `flor agent apply --set`
+ * will raise its coordinator before any coordinator exists. `retectl compile` writes, in each
+ * node's folder beside its artifacts, the list of those artifacts with their digests; `flor agent apply --set`
  * checks every file against that list before it applies anything. No signature: the operator who
  * runs the command is at the keyboard of the machine it changes.
  */
 
-/** The digest list beside a compiled node's mgmt/ folder: .flor/compiled/<node>/digests.json. */
+/** The digest list beside a compiled node's artifacts: .flor/compiled/<node>/digests.json. */
 export const DIGESTS_JSON = 'digests.json';
-/** The folder of a compiled node that holds its artifacts. */
+/**
+ * The folder that holds a node's artifacts in the audit mirror's tree (`<node>/mgmt/`), and held them
+ * in a compiled node folder written by a retectl before the artifacts sat beside digests.json.
+ */
 export const MGMT_DIR = 'mgmt';
 
 export const DigestEntry = z.strictObject({
@@ -23,7 +26,7 @@ export type DigestEntry = z.infer<typeof DigestEntry>;
 
 /**
  * digests.json: the node the set is for, its set digest (the same digest the coordinator gives the
- * set once it is published) and every artifact of mgmt/, sorted by name. Canonical JSON like every
+ * set once it is published) and every artifact in the node's folder, sorted by name. Canonical JSON like every
  * compiled file, so compiling the same rete twice writes the same bytes.
  */
 export const CompiledSetDigests = z
@@ -34,6 +37,9 @@ export const CompiledSetDigests = z
   })
   .superRefine((d, ctx) => {
     d.artifacts.forEach((a, i) => {
+      // The list sits beside its artifacts: one of them cannot have its name.
+      if (a.name === DIGESTS_JSON)
+        ctx.addIssue({ code: 'custom', path: ['artifacts', i, 'name'], message: `${DIGESTS_JSON} is the list's own name, not an artifact's` });
       const prev = d.artifacts[i - 1];
       if (prev && prev.name >= a.name) {
         ctx.addIssue({

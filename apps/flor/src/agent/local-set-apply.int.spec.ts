@@ -22,8 +22,8 @@ describe('applying a local set', () => {
     if (!rete) throw new Error(JSON.stringify(diagnostics));
     const files = compileRete(rete).get('first')!;
     const out = join(root, name);
-    mkdirSync(join(out, 'mgmt'), { recursive: true });
-    for (const [n, content] of files) writeFileSync(join(out, 'mgmt', n), content);
+    mkdirSync(out, { recursive: true });
+    for (const [n, content] of files) writeFileSync(join(out, n), content);
     writeFileSync(join(out, 'digests.json'), digestsJsonText('first', files));
     return out;
   };

@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canonicalPretty, setDigest, sha256Hex } from '#bundle';
@@ -26,14 +26,15 @@ nodes:
 `,
 };
 
-function compileInto(base: string): Record<string, string> {
+/** Compiles the rete into base/<node>, as retectl compile does; `legacy`, as an earlier retectl did (the artifacts in mgmt/). */
+function compileInto(base: string, legacy = false): Record<string, string> {
   const { rete, diagnostics } = validateRete(Object.entries(RETE).map(([file, text]) => ({ file, text })));
   if (!rete) throw new Error(JSON.stringify(diagnostics));
   const dirs: Record<string, string> = {};
   for (const [node, files] of compileRete(rete)) {
     const dir = join(base, node);
-    mkdirSync(join(dir, 'mgmt'), { recursive: true });
-    for (const [name, content] of files) writeFileSync(join(dir, 'mgmt', name), content);
+    mkdirSync(legacy ? join(dir, 'mgmt') : dir, { recursive: true });
+    for (const [name, content] of files) writeFileSync(legacy ? join(dir, 'mgmt', name) : join(dir, name), content);
     writeFileSync(join(dir, 'digests.json'), digestsJsonText(node, files));
     dirs[node] = dir;
   }
@@ -55,10 +56,10 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
   let first: string;
   let second: string;
   const list = (): CompiledSetDigests => JSON.parse(readFileSync(join(first, 'digests.json'), 'utf8'));
-  /** Rewrites digests.json consistently (sizes, digests, set digest) after a hand edit of mgmt/. */
+  /** Rewrites digests.json consistently (sizes, digests, set digest) after a hand edit of an artifact. */
   const relist = (node = 'first') => {
     const artifacts = list().artifacts.map((a) => {
-      const bytes = readFileSync(join(first, 'mgmt', a.name));
+      const bytes = readFileSync(join(first, a.name));
       return { name: a.name, sha256: sha256Hex(bytes), size: bytes.byteLength };
     });
     writeFileSync(join(first, 'digests.json'), canonicalPretty({ node, set_digest: setDigest(artifacts), artifacts }));
@@ -88,10 +89,32 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     });
   });
 
-  it('names the parent when given the mgmt folder', () => {
-    expect(refusal(join(first, 'mgmt')).message).toBe(
-      `${join(first, 'mgmt')} is not a compiled node folder: it has no digests.json: give its parent folder, ${first}`,
+  it('reads a folder an earlier retectl compiled, its artifacts in mgmt/, and names the parent when given mgmt/', () => {
+    const legacy = compileInto(join(base, 'legacy'), true).first;
+    expect(readdirSync(legacy).sort()).toEqual(['digests.json', 'mgmt']);
+    const set = readCompiledSet(legacy);
+    expect(set.digests).toEqual(readCompiledSet(first).digests);
+    expect(set.files).toEqual(readCompiledSet(first).files);
+    expect(refusal(join(legacy, 'mgmt')).message).toBe(
+      `${join(legacy, 'mgmt')} is not a compiled node folder: it has no digests.json: give its parent folder, ${legacy}`,
     );
+    writeFileSync(join(legacy, 'mgmt', 'extra.json'), '{}\n');
+    expect(refusal(legacy)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(legacy, 'mgmt', 'extra.json')} is not in ${join(legacy, 'digests.json')}: an extra file in the set`,
+    });
+    rmSync(join(legacy, 'mgmt', 'extra.json'));
+    writeFileSync(join(legacy, 'flor.json'), readFileSync(join(legacy, 'mgmt', 'flor.json')));
+    expect(refusal(legacy)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(legacy, 'flor.json')} is not part of a compiled set: the folder holds only digests.json and mgmt/`,
+    });
+    rmSync(join(legacy, 'flor.json'));
+    rmSync(join(legacy, 'mgmt', 'flor.json'));
+    expect(refusal(legacy)).toMatchObject({
+      code: 'set_mismatch',
+      message: `${join(legacy, 'mgmt', 'flor.json')} is missing: ${join(legacy, 'digests.json')} lists it`,
+    });
   });
 
   it('refuses a digest list that is not JSON or not a digest list, naming it', () => {
@@ -99,36 +122,43 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     expect(refusal(first)).toMatchObject({ code: 'not_a_set', message: expect.stringContaining(`${join(first, 'digests.json')} is not JSON`) });
     writeFileSync(join(first, 'digests.json'), JSON.stringify({ node: 'first', artifacts: [] }));
     expect(refusal(first)).toMatchObject({ code: 'not_a_set', message: expect.stringMatching(/digests\.json is not a digest list: set_digest: /) });
+    // The list sits beside its artifacts, so none can have its name.
+    const own = { name: 'digests.json', sha256: '0'.repeat(64), size: 0 };
+    writeFileSync(join(first, 'digests.json'), JSON.stringify({ node: 'first', set_digest: setDigest([own]), artifacts: [own] }));
+    expect(refusal(first)).toMatchObject({
+      code: 'not_a_set',
+      message: expect.stringMatching(/digests\.json is not a digest list: artifacts\.0\.name: digests\.json is the list's own name, not an artifact's$/),
+    });
   });
 
-  it('refuses an extra file in mgmt/ or beside it, naming it', () => {
-    writeFileSync(join(first, 'mgmt', 'extra.json'), '{}\n');
+  it('refuses an extra file or folder beside the artifacts, naming it', () => {
+    writeFileSync(join(first, 'extra.json'), '{}\n');
     expect(refusal(first)).toMatchObject({
       code: 'set_mismatch',
-      message: `${join(first, 'mgmt', 'extra.json')} is not in ${join(first, 'digests.json')}: an extra file in the set`,
+      message: `${join(first, 'extra.json')} is not in ${join(first, 'digests.json')}: an extra file in the set`,
     });
-    rmSync(join(first, 'mgmt', 'extra.json'));
+    rmSync(join(first, 'extra.json'));
     // A compile interrupted before its rename leaves a temp file: not part of the set either.
-    writeFileSync(join(first, 'mgmt', '.flor.json.42.tmp'), '{}\n');
+    writeFileSync(join(first, '.flor.json.42.tmp'), '{}\n');
     expect(refusal(first).message).toContain('.flor.json.42.tmp is not in');
-    rmSync(join(first, 'mgmt', '.flor.json.42.tmp'));
-    writeFileSync(join(first, 'notes.txt'), 'x');
+    rmSync(join(first, '.flor.json.42.tmp'));
+    mkdirSync(join(first, 'notes'));
     expect(refusal(first)).toMatchObject({
       code: 'set_mismatch',
-      message: expect.stringContaining(`${join(first, 'notes.txt')} is not part of a compiled set`),
+      message: `${join(first, 'notes')} is not in ${join(first, 'digests.json')}: an extra file in the set`,
     });
   });
 
   it('refuses a missing artifact, naming it', () => {
-    rmSync(join(first, 'mgmt', 'flor.json'));
+    rmSync(join(first, 'flor.json'));
     expect(refusal(first)).toMatchObject({
       code: 'set_mismatch',
-      message: `${join(first, 'mgmt', 'flor.json')} is missing: ${join(first, 'digests.json')} lists it`,
+      message: `${join(first, 'flor.json')} is missing: ${join(first, 'digests.json')} lists it`,
     });
   });
 
   it('refuses an artifact whose bytes or size differ from the list, naming it and both digests', () => {
-    const flor = join(first, 'mgmt', 'flor.json');
+    const flor = join(first, 'flor.json');
     const text = readFileSync(flor, 'utf8');
     const listed = list().artifacts.find((a) => a.name === 'flor.json')!;
     // Same size, other bytes.
@@ -142,7 +172,7 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
   });
 
   it('refuses a symlink in place of an artifact', () => {
-    const flor = join(first, 'mgmt', 'flor.json');
+    const flor = join(first, 'flor.json');
     cpSync(flor, join(base, 'flor.json'));
     rmSync(flor);
     symlinkSync(join(base, 'flor.json'), flor);
@@ -161,13 +191,13 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     relist('second');
     expect(refusal(first)).toMatchObject({
       code: 'set_mismatch',
-      message: `${join(first, 'mgmt', 'agent.json')} is for node first, ${join(first, 'digests.json')} for second`,
+      message: `${join(first, 'agent.json')} is for node first, ${join(first, 'digests.json')} for second`,
     });
   });
 
   it('refuses a resources.json that declares content the set lacks', () => {
     const motd = list().artifacts.find((a) => a.name.startsWith('file-') && a.size === 'first\n'.length)!;
-    rmSync(join(first, 'mgmt', motd.name));
+    rmSync(join(first, motd.name));
     writeFileSync(
       join(first, 'digests.json'),
       canonicalPretty({
@@ -178,7 +208,7 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     );
     expect(refusal(first)).toMatchObject({
       code: 'set_mismatch',
-      message: `${join(first, 'mgmt', 'resources.json')} declares /srv/first/motd with content ${motd.name}, which the set lacks`,
+      message: `${join(first, 'resources.json')} declares /srv/first/motd with content ${motd.name}, which the set lacks`,
     });
   });
 });

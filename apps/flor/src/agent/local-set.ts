@@ -80,11 +80,13 @@ function parseJson(path: string, bytes: Buffer): unknown {
 }
 
 /**
- * Reads a compiled node folder (`.flor/compiled/<node>`: digests.json and mgmt/) and checks it whole
- * before anything is applied: the folder holds nothing else, mgmt/ holds exactly the files the list
- * names, each with the listed size and sha256, the list's set digest is its artifacts' digest,
+ * Reads a compiled node folder (`.flor/compiled/<node>`: digests.json and the artifacts it lists) and
+ * checks it whole before anything is applied: the folder holds exactly the files the list names and
+ * the list, each with the listed size and sha256, the list's set digest is its artifacts' digest,
  * agent.json is for the node the list names, and resources.json (if any) is valid with every file
- * content present. The first problem refuses the set with the file it is about: nothing is changed.
+ * content present. A folder compiled by an earlier retectl, with the artifacts in mgmt/ beside the
+ * list, is read the same way. The first problem refuses the set with the file it is about: nothing is
+ * changed.
  */
 export function readCompiledSet(source: string): LocalSet {
   const top = lstatOrNull(source);
@@ -102,25 +104,28 @@ export function readCompiledSet(source: string): LocalSet {
   }
   if (!list.isFile()) throw refused('not_a_set', `${listPath} is not a regular file`);
   if (list.size > MAX_DIGESTS_BYTES) throw refused('not_a_set', `${listPath} is ${list.size} bytes: not a digest list (at most ${MAX_DIGESTS_BYTES})`);
-  for (const name of listOrRefuse(source)) {
-    if (name !== DIGESTS_JSON && name !== MGMT_DIR)
-      throw refused('set_mismatch', `${join(source, name)} is not part of a compiled set: the folder holds only ${DIGESTS_JSON} and ${MGMT_DIR}/`);
-  }
+  const entries = listOrRefuse(source);
   const parsed = CompiledSetDigests.safeParse(parseJson(listPath, readOrRefuse(listPath)));
   if (!parsed.success) throw refused('not_a_set', `${listPath} is not a digest list: ${issues(parsed.error)}`);
   const digests = parsed.data;
-
-  const mgmt = join(source, MGMT_DIR);
-  const mgmtStat = lstatOrNull(mgmt);
-  if (!mgmtStat?.isDirectory())
-    throw refused('set_mismatch', `${mgmt} is ${mgmtStat ? 'not a folder' : 'missing'}: the artifacts ${DIGESTS_JSON} lists live there`);
   const listed = new Map(digests.artifacts.map((a) => [a.name, a]));
-  for (const name of listOrRefuse(mgmt)) {
-    if (!listed.has(name)) throw refused('set_mismatch', `${join(mgmt, name)} is not in ${listPath}: an extra file in the set`);
+
+  // A compile by an earlier retectl: the artifacts in mgmt/, and nothing else beside the list.
+  const legacy = entries.includes(MGMT_DIR) && !listed.has(MGMT_DIR) && lstatOrNull(join(source, MGMT_DIR))?.isDirectory() === true;
+  const artifactsDir = legacy ? join(source, MGMT_DIR) : source;
+  if (legacy) {
+    for (const name of entries) {
+      if (name !== DIGESTS_JSON && name !== MGMT_DIR)
+        throw refused('set_mismatch', `${join(source, name)} is not part of a compiled set: the folder holds only ${DIGESTS_JSON} and ${MGMT_DIR}/`);
+    }
+  }
+  for (const name of legacy ? listOrRefuse(artifactsDir) : entries) {
+    if (!legacy && name === DIGESTS_JSON) continue;
+    if (!listed.has(name)) throw refused('set_mismatch', `${join(artifactsDir, name)} is not in ${listPath}: an extra file in the set`);
   }
   const files = new Map<string, Buffer>();
   for (const a of digests.artifacts) {
-    const path = join(mgmt, a.name);
+    const path = join(artifactsDir, a.name);
     const st = lstatOrNull(path);
     if (!st) throw refused('set_mismatch', `${path} is missing: ${listPath} lists it`);
     if (!st.isFile()) throw refused('set_mismatch', `${path} is not a regular file`);
@@ -138,19 +143,19 @@ export function readCompiledSet(source: string): LocalSet {
   if (digest !== digests.set_digest) throw refused('set_mismatch', `${listPath} says set_digest ${digests.set_digest}, its artifacts give ${digest}`);
 
   const agentBytes = files.get(AGENT_JSON);
-  if (!agentBytes) throw refused('not_a_set', `${mgmt} has no ${AGENT_JSON}: not a compiled set`);
-  const agent = AgentJson.safeParse(parseJson(join(mgmt, AGENT_JSON), agentBytes));
-  if (!agent.success) throw refused('not_a_set', `${join(mgmt, AGENT_JSON)} is not a valid ${AGENT_JSON}: ${issues(agent.error)}`);
+  if (!agentBytes) throw refused('not_a_set', `${artifactsDir} has no ${AGENT_JSON}: not a compiled set`);
+  const agent = AgentJson.safeParse(parseJson(join(artifactsDir, AGENT_JSON), agentBytes));
+  if (!agent.success) throw refused('not_a_set', `${join(artifactsDir, AGENT_JSON)} is not a valid ${AGENT_JSON}: ${issues(agent.error)}`);
   if (agent.data.node !== digests.node)
-    throw refused('set_mismatch', `${join(mgmt, AGENT_JSON)} is for node ${agent.data.node}, ${listPath} for ${digests.node}`);
+    throw refused('set_mismatch', `${join(artifactsDir, AGENT_JSON)} is for node ${agent.data.node}, ${listPath} for ${digests.node}`);
 
   const resourcesBytes = files.get(RESOURCES_JSON);
   if (resourcesBytes) {
-    const resources = ResourcesJson.safeParse(parseJson(join(mgmt, RESOURCES_JSON), resourcesBytes));
-    if (!resources.success) throw refused('bad_resources', `${join(mgmt, RESOURCES_JSON)}: ${issues(resources.error)}`);
+    const resources = ResourcesJson.safeParse(parseJson(join(artifactsDir, RESOURCES_JSON), resourcesBytes));
+    if (!resources.success) throw refused('bad_resources', `${join(artifactsDir, RESOURCES_JSON)}: ${issues(resources.error)}`);
     for (const f of resources.data.files) {
       const name = fileArtifactName(f.content.sha256);
-      if (!files.has(name)) throw refused('set_mismatch', `${join(mgmt, RESOURCES_JSON)} declares ${f.path} with content ${name}, which the set lacks`);
+      if (!files.has(name)) throw refused('set_mismatch', `${join(artifactsDir, RESOURCES_JSON)} declares ${f.path} with content ${name}, which the set lacks`);
     }
   }
   return { source, digests, files };

@@ -121,7 +121,7 @@ describe('retectl compile on a real folder', () => {
     const before = age();
     write('nodes/servers.yaml', SERVERS.replace('name: gamma, kind: server,', 'name: gamma, kind: server, sync: { poll_interval: 1m },'));
     const out = await compile();
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/agent.json']);
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/agent.json', 'gamma/digests.json']);
     expect(out).toMatch(/^~ gamma: agent\.json$/m);
     expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
   });
@@ -137,7 +137,7 @@ describe('retectl compile on a real folder', () => {
     );
     const out = await compile();
     expect(existsSync(join(compiled, 'gamma'))).toBe(false);
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/agent.json', 'gamma/mgmt/flor.json']);
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/agent.json', 'gamma/digests.json', 'gamma/flor.json']);
     expect(out).toMatch(/^- gamma: removed$/m);
     expect(out).toMatch(/files: 0 written, 9 unchanged, 3 removed;/);
   });
@@ -161,7 +161,7 @@ describe('retectl compile on a real folder', () => {
 
   it('puts back a compiled file deleted by hand, and one an editor saved over', async () => {
     await compile();
-    const flor = join(compiled, 'beta', 'mgmt', 'flor.json');
+    const flor = join(compiled, 'beta', 'flor.json');
     const good = readFileSync(flor, 'utf8');
     rmSync(join(compiled, 'alpha', 'digests.json'));
     // An editor's save: a new file renamed over the old one.
@@ -181,8 +181,8 @@ describe('retectl compile on a real folder', () => {
     // Each undone by a compile, which puts the file back.
     const edits = [
       () => rmSync(join(compiled, 'gamma', 'digests.json')),
-      () => rmSync(join(compiled, 'laptop', 'mgmt', 'agent.json')),
-      () => renameSync(join(compiled, 'alpha', 'mgmt', 'flor.json'), join(compiled, 'alpha', 'mgmt', 'flor.json.old')),
+      () => rmSync(join(compiled, 'laptop', 'agent.json')),
+      () => renameSync(join(compiled, 'alpha', 'flor.json'), join(compiled, 'alpha', 'flor.json.old')),
       () => writeFileSync(join(compiled, 'beta', 'notes.txt'), 'a file added by hand\n'),
     ];
     for (const edit of edits) {
@@ -214,18 +214,18 @@ describe('retectl compile on a real folder', () => {
     expect(out).not.toMatch(/gamma/);
     expect(onDisk()).toEqual(cold());
     // Nothing else was written: the other nodes were found unchanged by their sets and their folders' stamps.
-    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json', 'gamma/digests.json']);
+    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json', 'gamma/digests.json']);
     // And with every folder as compiled, the same edit back writes alpha's files alone.
     const then = age();
     write('nodes/servers.yaml', SERVERS);
     expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
-    expect(touched(then, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json']);
+    expect(touched(then, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json']);
     expect(onDisk()).toEqual(cold());
   });
 
   it('repairs a compiled file edited in place by hand once publish or plan has found it stale', async () => {
     await compile();
-    const flor = join(compiled, 'beta', 'mgmt', 'flor.json');
+    const flor = join(compiled, 'beta', 'flor.json');
     const good = readFileSync(flor, 'utf8');
     writeFileSync(flor, '{}\n');
     // The record still says beta is as compiled: this compile trusts it.
@@ -282,7 +282,7 @@ describe('retectl compile on a real folder', () => {
     const { rete: checked } = validateRete(readSources(rete), sourceReader(rete));
     const want = new Map<string, string>();
     for (const [node, files] of compileRete(checked!)) {
-      for (const [name, content] of files) want.set(`${node}/mgmt/${name}`, Buffer.from(content).toString('base64'));
+      for (const [name, content] of files) want.set(`${node}/${name}`, Buffer.from(content).toString('base64'));
       want.set(`${node}/digests.json`, Buffer.from(digestsJsonText(node, files)).toString('base64'));
     }
     return want;
@@ -292,6 +292,24 @@ describe('retectl compile on a real folder', () => {
     new Map([...tree].map(([node, files]) => [node, localSetDigest(new Map([...files].map(([name, content]) => [name, sha256Hex(content)])))]));
   const onDisk = (): Map<string, string> => new Map([...mtimes(compiled).keys()].map((f) => [f, readFileSync(join(compiled, f)).toString('base64')]));
 
+  it('moves the artifacts of a tree an earlier retectl compiled out of mgmt/ beside digests.json, and writes none again', async () => {
+    await compile();
+    // The layout of an earlier retectl, whose record this one does not read: the artifacts in each node's mgmt/.
+    for (const node of readdirSync(compiled)) {
+      mkdirSync(join(compiled, node, 'mgmt'));
+      for (const name of readdirSync(join(compiled, node))) {
+        if (name !== 'digests.json' && name !== 'mgmt') renameSync(join(compiled, node, name), join(compiled, node, 'mgmt', name));
+      }
+    }
+    rmSync(join(rete, '.flor', 'cache'), { recursive: true });
+    const out = await compile();
+    expect(out).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
+    expect(readdirSync(join(compiled, 'alpha')).sort()).toEqual(['agent.json', 'digests.json', 'flor.json']);
+    const { rete: checked } = validateRete(readSources(rete));
+    expect(readCompiled(rete)).toEqual(compileRete(checked!));
+    expect(onDisk()).toEqual(cold());
+  });
+
   it("after a node's listen address moves, rewrites its flor.json and those of the nodes that name it among their peers, as a compile from nothing would", async () => {
     await compile();
     const before = age();
@@ -300,7 +318,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
     const out = await compile();
     // beta is in group ops, which reaches alpha:web: alpha names beta among its peers; gamma and laptop do not.
-    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json', 'beta/digests.json', 'beta/mgmt/flor.json']);
+    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json', 'beta/digests.json', 'beta/flor.json']);
     expect(out).toMatch(/0 new, 2 changed, 0 removed, 2 unchanged; files: 4 written, 8 unchanged, 0 removed;/);
     expect(onDisk()).toEqual(cold());
     unread();
@@ -314,7 +332,7 @@ describe('retectl compile on a real folder', () => {
       const before = age();
       write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', services));
       const out = await compile();
-      expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/mgmt/flor.json']);
+      expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json']);
       expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
       expect(onDisk()).toEqual(cold());
     }
@@ -339,7 +357,7 @@ describe('retectl compile on a real folder', () => {
       write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
       const out = await compile();
       const same = i === 3;
-      expect([block, touched(before, mtimes(compiled))]).toEqual([block, same ? [] : ['alpha/digests.json', 'alpha/mgmt/agent.json']]);
+      expect([block, touched(before, mtimes(compiled))]).toEqual([block, same ? [] : ['alpha/agent.json', 'alpha/digests.json']]);
       expect(out).toMatch(same ? /0 changed, 0 removed, 4 unchanged;/ : /^~ alpha: agent\.json$/m);
       expect([block, onDisk()]).toEqual([block, cold()]);
     }
@@ -356,7 +374,7 @@ describe('retectl compile on a real folder', () => {
       const before = age();
       write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
       const out = await compile();
-      expect([block, touched(before, mtimes(compiled))]).toEqual([block, ['alpha/digests.json', 'alpha/mgmt/agent.json']]);
+      expect([block, touched(before, mtimes(compiled))]).toEqual([block, ['alpha/agent.json', 'alpha/digests.json']]);
       expect(out).toMatch(/^~ alpha: agent\.json$/m);
       expect([block, onDisk()]).toEqual([block, cold()]);
     }
@@ -441,7 +459,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', warned.replace('10.0.0.3:7946', '10.0.0.3:7000'));
     await compile();
     expect(stderr.join('')).toMatch(warning);
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/mgmt/flor.json']);
+    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/flor.json']);
     expect(onDisk()).toEqual(cold());
     unread();
     // A comment above it moves it a line down: compiled in full, which says where it now is.
@@ -723,7 +741,7 @@ describe('retectl compile on a real folder', () => {
     // A file edited by hand since: stale, whatever the record says.
     await compile();
     expect(loadCompiledTree(rete).heads).toBeDefined();
-    writeFileSync(join(compiled, 'gamma', 'mgmt', 'agent.json'), '{}\n');
+    writeFileSync(join(compiled, 'gamma', 'agent.json'), '{}\n');
     expect(() => loadCompiledTree(rete)).toThrow(expect.objectContaining({ code: 'stale_compile' }));
   });
 
@@ -911,7 +929,7 @@ describe('retectl compile on a real folder', () => {
     writeFileSync(v8File, serialize(record));
     expect(loadPublishable(rete).fromRecord).toBe(true);
     expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
-    expect(readFileSync(join(compiled, 'beta', 'mgmt', 'flor.json'), 'utf8')).toContain('10.0.0.2:7947');
+    expect(readFileSync(join(compiled, 'beta', 'flor.json'), 'utf8')).toContain('10.0.0.2:7947');
 
     // Stamps that are not a map of strings are not taken: every file is read, and the edit is seen.
     const garbled = deserialize(readFileSync(v8File)) as { inputs: { yamlStamps: unknown } };
@@ -922,6 +940,6 @@ describe('retectl compile on a real folder', () => {
       expect(readRecord(rete)?.inputs?.yamlStamps).toBeUndefined();
     }
     expect(await compile()).toMatch(/2 changed/);
-    expect(readFileSync(join(compiled, 'beta', 'mgmt', 'flor.json'), 'utf8')).toContain('10.0.0.2:7949');
+    expect(readFileSync(join(compiled, 'beta', 'flor.json'), 'utf8')).toContain('10.0.0.2:7949');
   });
 });
