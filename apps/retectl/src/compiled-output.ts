@@ -810,7 +810,7 @@ export interface StampCheck {
 
 /**
  * Starts checking that every node's folder still has the folderStamp the record says: no file added,
- * removed or renamed in it since (a digests.json deleted by hand, an editor's save). Two stats a node,
+ * removed or renamed in it since (a digests.json deleted by hand, an editor's save). One stat a node,
  * which on a large tree is most of a quick recompile; from `workerFrom` nodes a worker thread makes
  * them while the caller goes on (parsing the edited file), and holds() then shares what is left.
  * Either way every node is checked, and a worker that fails or stops leaves its chunks unchecked,
