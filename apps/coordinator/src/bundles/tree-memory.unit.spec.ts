@@ -23,7 +23,7 @@ import {
   verifyInclusion,
 } from '#bundle';
 import type { Database } from '../db/index.js';
-import { TreeMemory, TreeProofs, treeHeldOf, withStampLeaf, type TreeHeld } from './tree-memory.js';
+import { HASH_SLICE, TreeMemory, TreeProofs, treeHeldOf, withStampLeaf, type TreeHeld } from './tree-memory.js';
 
 const held = (size: number | null): TreeHeld => ({ size, keeps: null });
 
@@ -122,6 +122,31 @@ describe('TreeMemory', () => {
     await memory.ensure(120);
     expect(reads).toHaveLength(1);
     expect(memory.root(250).equals(mth(leaves.slice(0, 250)))).toBe(true);
+  });
+
+  it('hashes a large catch-up in slices, the event loop turning between them, and starts again when reset meanwhile', async () => {
+    const many = Array.from({ length: 5 * HASH_SLICE + 7 }, (_, i) => leafHash(Buffer.from(`entry ${i}`)));
+    const whole = new TreeMemory(noDb);
+    whole.append(many);
+    for (const resetAt of [null, 2 * HASH_SLICE]) {
+      const memory = new TreeMemory(fakeDb(() => many).db);
+      // The sizes memory has at each turn of the event loop while it catches up.
+      const seen: number[] = [];
+      let done = false;
+      const watch = (): void => {
+        seen.push(memory.size);
+        if (memory.size === resetAt && !seen.slice(0, -1).includes(resetAt)) memory.reset();
+        if (!done) setImmediate(watch);
+      };
+      setImmediate(watch);
+      await memory.ensure(many.length).finally(() => (done = true));
+      // After each full slice; with a reset at the second, the load begins again from nothing.
+      const slices = [1, 2, 3, 4, 5].map((k) => k * HASH_SLICE);
+      expect(seen.filter((n) => n > 0 && n < many.length)).toEqual(resetAt === null ? slices : [...slices.slice(0, 2), ...slices]);
+      expect(memory.size).toBe(many.length);
+      expect(memory.root(many.length).equals(whole.root(many.length))).toBe(true);
+      expect(memory.bytes).toBe(whole.bytes);
+    }
   });
 
   it('fails a catch-up over a gap in ledger_tree', async () => {
