@@ -915,10 +915,11 @@ function stampOf(dir: string, stat: typeof statSync): string {
 /**
  * One node's artifacts on disk: JSON artifacts as text, file contents as raw bytes. Every file of its
  * folder but digests.json (and a write in flight's dot-file) is one: a file put there by hand is read
- * as an artifact no longer compiled, which the compile then removes. `folders` gets the names of the
- * folders in it, none of which a compile writes (a compile by an earlier retectl wrote mgmt/).
+ * as an artifact no longer compiled, which the compile then removes. `strays` gets the names of what
+ * else is in it that a compile does not write: folders (a compile by an earlier retectl wrote mgmt/),
+ * and the temporary file of a write that stopped halfway.
  */
-export function readNodeFiles(nodeDir: string, folders?: string[]): Map<string, ArtifactBytes> {
+export function readNodeFiles(nodeDir: string, strays?: string[]): Map<string, ArtifactBytes> {
   const files = new Map<string, ArtifactBytes>();
   let entries;
   try {
@@ -927,9 +928,9 @@ export function readNodeFiles(nodeDir: string, folders?: string[]): Map<string, 
     return files;
   }
   for (const f of entries) {
-    if (f.name.startsWith('.') || f.name === DIGESTS_JSON) continue;
-    if (!f.isFile()) {
-      if (f.isDirectory()) folders?.push(f.name);
+    if (f.name === DIGESTS_JSON) continue;
+    if (f.name.startsWith('.') || !f.isFile()) {
+      if (f.isDirectory() || isTempName(f.name)) strays?.push(f.name);
       continue;
     }
     const path = join(nodeDir, f.name);
@@ -939,22 +940,23 @@ export function readNodeFiles(nodeDir: string, folders?: string[]): Map<string, 
 }
 
 /**
- * A node folder's files (readNodeFiles), once the folders in it are gone, none of which a compile
- * writes: the artifacts in the mgmt/ of a compile by an earlier retectl are first moved out beside
- * digests.json, where they are kept now, so that they are compared as they were and not written again.
+ * A node folder's files (readNodeFiles), once the strays in it are gone (folders, a stopped write's
+ * temporary file), none of which a compile writes: the artifacts in the mgmt/ of a compile by an
+ * earlier retectl are first moved out beside digests.json, where they are kept now, so that they are
+ * compared as they were and not written again.
  */
 function nodeFilesInPlace(dir: string): Map<string, ArtifactBytes> {
-  const folders: string[] = [];
-  const files = readNodeFiles(dir, folders);
-  for (const folder of folders) {
-    if (folder === MGMT_DIR) {
-      for (const [name, content] of readNodeFiles(join(dir, folder))) {
+  const strays: string[] = [];
+  const files = readNodeFiles(dir, strays);
+  for (const stray of strays) {
+    if (stray === MGMT_DIR) {
+      for (const [name, content] of readNodeFiles(join(dir, stray))) {
         if (files.has(name)) continue;
-        renameSync(join(dir, folder, name), join(dir, name));
+        renameSync(join(dir, stray, name), join(dir, name));
         files.set(name, content);
       }
     }
-    rmSync(join(dir, folder), { recursive: true, force: true });
+    rmSync(join(dir, stray), { recursive: true, force: true });
   }
   return files;
 }

@@ -292,7 +292,7 @@ describe('retectl compile on a real folder', () => {
     new Map([...tree].map(([node, files]) => [node, localSetDigest(new Map([...files].map(([name, content]) => [name, sha256Hex(content)])))]));
   const onDisk = (): Map<string, string> => new Map([...mtimes(compiled).keys()].map((f) => [f, readFileSync(join(compiled, f)).toString('base64')]));
 
-  it('moves the artifacts of a tree an earlier retectl compiled out of mgmt/ beside digests.json, and writes none again', async () => {
+  it("moves the artifacts of a tree an earlier retectl compiled out of mgmt/ beside digests.json, writes none again, and removes a stopped write's temporary file", async () => {
     await compile();
     // The layout of an earlier retectl, whose record this one does not read: the artifacts in each node's mgmt/.
     for (const node of readdirSync(compiled)) {
@@ -301,6 +301,8 @@ describe('retectl compile on a real folder', () => {
         if (name !== 'digests.json' && name !== 'mgmt') renameSync(join(compiled, node, name), join(compiled, node, 'mgmt', name));
       }
     }
+    // And the temporary file of a write that stopped halfway, which no compile renames any more.
+    writeFileSync(join(compiled, 'alpha', '.flor.json.tmp-1-0123abcd'), '{');
     rmSync(join(rete, '.flor', 'cache'), { recursive: true });
     const out = await compile();
     expect(out).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
