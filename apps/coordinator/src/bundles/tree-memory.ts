@@ -24,6 +24,7 @@ import {
   type HashRead,
 } from '#bundle';
 import type { IncomingHttpHeaders } from 'node:http';
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Database } from '../db/index.js';
 
 /** Leaves read from ledger_tree in one statement while catching up. */
@@ -35,7 +36,6 @@ const LOAD_PAGE = 50_000;
  * (ChangeFeed.settle).
  */
 export const HASH_SLICE = 4096;
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Consistency proofs kept per checkpoint (by the size they start from): most nodes hold one of a few sizes. */
 const PROOFS_KEPT = 4096;
 /** Tree checkpoint notes whose proofs are kept ready. */

@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Transaction } from 'kysely';
 import { canonicalJson } from '#bundle';
 import { copyField, copyInto, type Database } from '../../db/index.js';
@@ -14,7 +15,6 @@ const CHUNK = 10_000;
 
 /** Events hashed between two turns of the event loop. */
 const TURN = 1_000;
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The ledger's columns in the order of a COPY line's fields (`ledgerLine`). */
 export const LEDGER_COLUMNS = ['position', 'stream', 'revision', 'type', 'data', 'meta', 'recorded_at', 'prev_hash', 'hash'];

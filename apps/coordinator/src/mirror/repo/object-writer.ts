@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { setImmediate as turn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { packBlobs, packObjects, writeLooseObjectsSync, type LooseObject } from './loose-objects.js';
@@ -142,7 +143,7 @@ async function writeHere(gitdir: string, objects: readonly LooseObject[]): Promi
   if (objects.length >= PACK_FROM) return writeObjectsSync(gitdir, objects);
   const dirs = new Set<string>();
   for (let i = 0; i < objects.length; i += WRITE_SLICE) {
-    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    if (i > 0) await turn();
     writeLooseObjectsSync(gitdir, objects, i, Math.min(i + WRITE_SLICE, objects.length), dirs);
   }
 }
