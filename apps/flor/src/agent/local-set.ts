@@ -119,8 +119,8 @@ export function readCompiledSet(source: string): LocalSet {
         throw refused('set_mismatch', `${join(source, name)} is not part of a compiled set: the folder holds only ${DIGESTS_JSON} and ${MGMT_DIR}/`);
     }
   }
-  for (const name of legacy ? listOrRefuse(artifactsDir) : entries) {
-    if (!legacy && name === DIGESTS_JSON) continue;
+  const present = legacy ? listOrRefuse(artifactsDir) : entries.filter((name) => name !== DIGESTS_JSON);
+  for (const name of present) {
     if (!listed.has(name)) throw refused('set_mismatch', `${join(artifactsDir, name)} is not in ${listPath}: an extra file in the set`);
   }
   const files = new Map<string, Buffer>();
