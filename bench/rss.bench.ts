@@ -54,18 +54,21 @@ async function coordinatorIdle(
   settleMs: number,
   options: { databaseUrl?: string; dataDir?: string },
   publish?: { nodes: number; afterMs: number },
-): Promise<{ idle: Resident; published?: Resident }> {
+): Promise<{ idle: Resident; published?: Resident; publishMs?: number }> {
   const c = await startCoordinator({ ...options, env: { FLORETE_BODY_LIMIT: String(64 * 1024 * 1024) } });
   await sleep(settleMs);
   const idle = residentOf(c.child.pid!);
   let published: Resident | undefined;
+  let publishMs: number | undefined;
   if (publish && publish.nodes > 0) {
+    const start = performance.now();
     await publishFleet(c.url, c.adminToken!, publish.nodes);
+    publishMs = performance.now() - start;
     await sleep(publish.afterMs);
     published = residentOf(c.child.pid!);
   }
   await c.stop();
-  return { idle, published };
+  return { idle, published, publishMs };
 }
 
 runBench('bench:rss', async () => {
@@ -106,6 +109,12 @@ runBench('bench:rss', async () => {
     fmt((m.rss - bare.rss) / MiB),
     fmt(m.rss / bare.rss, 1),
   ];
+  for (const [name, run] of [
+    ['embedded', fresh],
+    ['PostgreSQL', postgres],
+  ] as const) {
+    if (run.publishMs !== undefined) process.stdout.write(`${name}: ${fmt(nodes)} nodes uploaded and published in ${fmt(run.publishMs)} ms\n`);
+  }
   process.stdout.write(
     `${formatTable(
       [`process, idle after ${settle} s`, 'RSS MiB', 'peak MiB', 'over bare MiB', '× bare'],
