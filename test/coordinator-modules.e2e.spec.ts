@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
@@ -106,6 +106,56 @@ describe("the coordinator's runtime modules", () => {
     const git = (...args: string[]) => execFileSync('git', ['--git-dir', join(dataDir, 'audit.git'), ...args], { encoding: 'utf8' });
     expect(git('log', '--format=%s', 'main').trim().split('\n')).toHaveLength(2);
     expect(() => git('fsck', '--strict')).not.toThrow();
+  });
+
+  // V8's worker threads, by the names the runtime gives them (node-V8Worker on Node.js 26, V8Worker on 24).
+  const v8Workers = (pid: number) =>
+    readdirSync(`/proc/${pid}/task`).filter((task) => {
+      try {
+        return /V8Worker$/.test(readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim());
+      } catch {
+        return false; // the thread ended meanwhile
+      }
+    }).length;
+  const publishOne = async (c: CoordinatorProcess, node: string) => {
+    const admin = new Client(c.url).as(c.adminToken);
+    const sha = await admin.putBlob(`{"node":"${node}"}\n`);
+    expect((await admin.post('/v1/publishes', { message: node, nodes: { [node]: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
+  };
+
+  it('serves on the embedded database with one V8 worker thread, the runtime started again in the same process', async () => {
+    const coordinator = await startCoordinatorProcess();
+    try {
+      const pid = coordinator.child.pid!;
+      expect(v8Workers(pid)).toBe(1);
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--v8-pool-size=1');
+      await publishOne(coordinator, 'alpha');
+      expect(v8Workers(pid)).toBe(1);
+    } finally {
+      await coordinator.stop();
+    }
+    // Started once, as the process's own output says: one first admin token, one listening line.
+    expect(coordinator.output.filter((l) => l.startsWith('listening: '))).toHaveLength(1);
+  });
+
+  it("keeps the runtime's pool where the operator sized it on the embedded database", async () => {
+    const coordinator = await startCoordinatorProcess({ nodeArgs: ['--v8-pool-size=2'] });
+    try {
+      expect(v8Workers(coordinator.child.pid!)).toBe(2);
+      await publishOne(coordinator, 'alpha');
+    } finally {
+      await coordinator.stop();
+    }
+  });
+
+  (hasPostgres ? it : it.skip)("keeps the runtime's pool of four on PostgreSQL", async () => {
+    const coordinator = await startCoordinatorProcess({ databaseUrl: await createPostgresDatabase() });
+    try {
+      expect(v8Workers(coordinator.child.pid!)).toBe(4);
+      expect(readFileSync(`/proc/${coordinator.child.pid!}/cmdline`, 'utf8')).not.toContain('--v8-pool-size');
+    } finally {
+      await coordinator.stop();
+    }
   });
 
   // V8 prints a line for each function it marks for an optimizing compiler (and another as it compiles it).

@@ -1,0 +1,47 @@
+import { givenFlags } from './node-flags.js';
+
+/**
+ * V8 does its background work on a pool of worker threads, four by default (`--v8-pool-size`): the
+ * garbage collector's concurrent and parallel phases, and compiling WebAssembly. On the embedded
+ * database, start-up spreads the compiling of PostgreSQL's WebAssembly and the collections of
+ * start-up over the four, and what each thread allocated and freed stays in its own arena of the
+ * C library's allocator. An idle embedded coordinator held 220 to 245 MiB with four threads, and
+ * about 181 MiB with one, doing the same work (bench:rss; the figures are in bench/README.md).
+ *
+ * The pool is sized once, when the runtime starts. So `serve` on the embedded database starts the
+ * runtime again, first thing, with `--v8-pool-size=1`: the same process (`process.execve`: the same
+ * pid, arguments and environment, so a service manager sees nothing), before anything is loaded.
+ * Left alone:
+ * - on PostgreSQL, where a large fleet's publishes give the collector real work for its threads;
+ * - when the operator sized the pool, on the command line or in NODE_OPTIONS;
+ * - when a debugger was asked for (`--inspect…`): one attached to the first start would lose it;
+ * - on a Node.js without `process.execve` (before 22.15).
+ */
+export const EMBEDDED_POOL_SIZE = 1;
+
+/**
+ * The arguments to start the runtime again with for a pool of one thread (`process.argv`'s form: the
+ * runtime's path first), or undefined where the pool is left as it is (see above). `argv` and
+ * `execArgv` are the process's own; the command is the first argument after the script, `serve` when
+ * there is none.
+ */
+export function withOneWorkerThread(
+  argv: readonly string[],
+  execArgv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): string[] | undefined {
+  const command = argv[2];
+  if (command !== undefined && command !== 'serve') return undefined;
+  // An empty DATABASE_URL is unset, as the configuration reads it (config.ts).
+  if (env.DATABASE_URL) return undefined;
+  const given = givenFlags(execArgv, env.NODE_OPTIONS);
+  if (given.includes('v8-pool-size') || given.some((name) => name.startsWith('inspect'))) return undefined;
+  return [argv[0], ...execArgv, `--v8-pool-size=${EMBEDDED_POOL_SIZE}`, ...argv.slice(1)];
+}
+
+/** Starts the runtime again with a pool of one worker thread where `withOneWorkerThread` says so; otherwise returns. */
+export function startWithOneWorkerThread(): void {
+  if (typeof process.execve !== 'function') return;
+  const args = withOneWorkerThread(process.argv, process.execArgv, process.env);
+  if (args) process.execve(process.execPath, args, process.env);
+}
