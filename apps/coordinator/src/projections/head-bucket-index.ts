@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { BucketMaps, bucketDigest, bucketOf } from '#bundle';
 import { HEAD_BUCKETS } from '#contracts';
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -142,7 +143,6 @@ async function headsSince(trx: Transaction<Database>, kept: Snapshot, position: 
 /** Rows or buckets worked on between two turns of the event loop, when many heads are brought in. */
 const SLICE = 4096;
 const BUCKET_SLICE = 16;
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A new snapshot with these heads: only the buckets they touch are copied and digested again. Many
@@ -159,7 +159,7 @@ async function advance(
   const bucketOfRow = new Uint8Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
     bucketOfRow[i] = bucketOf(rows[i].node);
-    if (sliced && (i + 1) % SLICE === 0) await nextTurn();
+    if (sliced && (i + 1) % SLICE === 0) await turn();
   }
   const { maps: members, touched } = from.members.edit((set) => {
     for (let i = 0; i < rows.length; i++) set(rows[i].node, { digest: rows[i].set_digest, retired: rows[i].retired }, bucketOfRow[i]);
@@ -171,7 +171,7 @@ async function advance(
     const active: [string, string][] = [];
     for (const [node, m] of members.buckets[b]) if (!m.retired) active.push([node, m.digest]);
     digests[b] = bucketDigest(active);
-    if (sliced && ++digested % BUCKET_SLICE === 0) await nextTurn();
+    if (sliced && ++digested % BUCKET_SLICE === 0) await turn();
   }
   return { position: head.position, hash: head.hash, members, digests };
 }

@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { commitObject, gitObject, treeObject, treeObjectSorted, type GitObject, type Signature, type TreeEntry } from './git-object.js';
 import type { MirrorPublish } from './publish-group.js';
 
@@ -93,7 +94,7 @@ export class MirrorTree {
   async applyInSlices(publish: MirrorPublish, blobOf: BlobOf, slice = 256): Promise<CommitResult> {
     const objects: GitObject[] = [];
     for (let i = 0; i < publish.stamps.length; i++) {
-      if (i > 0 && i % slice === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (i > 0 && i % slice === 0) await turn();
       this.applyStamp(publish.stamps[i], blobOf, objects);
     }
     return this.commitFor(publish, objects);
