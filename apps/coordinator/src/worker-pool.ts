@@ -39,9 +39,23 @@ export function withOneWorkerThread(
   return [argv[0], ...execArgv, `--v8-pool-size=${EMBEDDED_POOL_SIZE}`, ...argv.slice(1)];
 }
 
-/** Starts the runtime again with a pool of one worker thread where `withOneWorkerThread` says so; otherwise returns. */
-export function startWithOneWorkerThread(): void {
-  if (typeof process.execve !== 'function') return;
+/**
+ * Starts the runtime again with a pool of one worker thread where `withOneWorkerThread` says so;
+ * otherwise returns. A start again that fails (the runtime's file no longer executable, say) is said on
+ * stderr and the coordinator goes on with the pool it has: it holds more memory, and serves the same.
+ */
+export function startWithOneWorkerThread(
+  execve: typeof process.execve = process.execve?.bind(process),
+  warn: (line: string) => void = (line) => void process.stderr.write(`${line}\n`),
+): void {
+  if (typeof execve !== 'function') return;
   const args = withOneWorkerThread(process.argv, process.execArgv, process.env);
-  if (args) process.execve(process.execPath, args, process.env);
+  if (!args) return;
+  try {
+    execve(process.execPath, args, process.env);
+  } catch (err) {
+    warn(
+      `coordinator: could not start the runtime again with one V8 worker thread (${err instanceof Error ? err.message : String(err)}); serving with the pool it has`,
+    );
+  }
 }

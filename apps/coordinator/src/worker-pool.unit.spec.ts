@@ -1,4 +1,4 @@
-import { withOneWorkerThread } from './worker-pool.js';
+import { startWithOneWorkerThread, withOneWorkerThread } from './worker-pool.js';
 
 describe('withOneWorkerThread', () => {
   const node = '/usr/bin/node';
@@ -17,5 +17,28 @@ describe('withOneWorkerThread', () => {
     expect(withOneWorkerThread([node, main, 'serve'], [], { NODE_OPTIONS: '--max-old-space-size=512 --v8_pool_size=2' })).toBeUndefined();
     expect(withOneWorkerThread([node, main, 'serve'], ['--inspect=9229'], {})).toBeUndefined();
     expect(withOneWorkerThread([node, main, 'serve'], [], { NODE_OPTIONS: '--inspect-brk' })).toBeUndefined();
+  });
+
+  it('goes on with the pool it has, and says so, when starting again fails', () => {
+    const saved = { argv: process.argv, env: process.env.DATABASE_URL };
+    process.argv = [process.execPath, '/opt/florete/main.js', 'serve'];
+    delete process.env.DATABASE_URL;
+    const lines: string[] = [];
+    const calls: (readonly string[] | undefined)[] = [];
+    try {
+      startWithOneWorkerThread(
+        ((_file: string, args?: readonly string[]) => {
+          calls.push(args);
+          throw new Error('EACCES: permission denied');
+        }) as typeof process.execve,
+        (line) => lines.push(line),
+      );
+    } finally {
+      process.argv = saved.argv;
+      if (saved.env !== undefined) process.env.DATABASE_URL = saved.env;
+    }
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toContain('--v8-pool-size=1');
+    expect(lines).toEqual([expect.stringContaining('could not start the runtime again with one V8 worker thread (EACCES: permission denied)')]);
   });
 });
