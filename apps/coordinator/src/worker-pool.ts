@@ -5,8 +5,8 @@ import { givenFlags } from './node-flags.js';
  * garbage collector's concurrent and parallel phases, and compiling WebAssembly. On the embedded
  * database, start-up spreads the compiling of PostgreSQL's WebAssembly and the collections of
  * start-up over the four, and what each thread allocated and freed stays in its own arena of the
- * C library's allocator. An idle embedded coordinator held 220 to 245 MiB with four threads, and
- * about 181 MiB with one, doing the same work (bench:rss; the figures are in bench/README.md).
+ * C library's allocator. An idle embedded coordinator held markedly less with one thread doing the
+ * same work, and a publish took no longer (bench:rss; the figures are in bench/README.md).
  *
  * The pool is sized once, when the runtime starts. So `serve` on the embedded database starts the
  * runtime again, first thing, with `--v8-pool-size=1`: the same process (`process.execve`: the same
