@@ -134,7 +134,7 @@ describe("the coordinator's runtime modules", () => {
     } finally {
       await coordinator.stop();
     }
-    // Started once, as the process's own output says: one first admin token, one listening line.
+    // The first start gave way to the second before it listened: one listening line.
     expect(coordinator.output.filter((l) => l.startsWith('listening: '))).toHaveLength(1);
   });
 
