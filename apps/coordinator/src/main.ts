@@ -2,9 +2,9 @@
 // On the embedded database, serve starts the runtime again with one V8 worker thread before anything
 // else (worker-pool.ts). Then the young generation is held small and V8's compilers off before
 // anything else is loaded, compiling the modules included; the commands come after, by a dynamic
-// import (see young-generation.ts and compiler-tiers.ts). Node's http module and Nest's common module are
-// imported first, each so that it leaves out what the coordinator does not use (http-namespace.ts,
-// date-formats.ts).
+// import (see young-generation.ts and compiler-tiers.ts). Node's http module and Nest's common
+// module are imported first, each so that it leaves out what the coordinator does not use
+// (http-namespace.ts, date-formats.ts).
 import { startWithOneWorkerThread } from './worker-pool.js';
 import { holdYoungGeneration } from './young-generation.js';
 import { holdCompilerTiers } from './compiler-tiers.js';
