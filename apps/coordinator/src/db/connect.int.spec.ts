@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createPostgresDatabase, hasPostgres } from '../../../../test/support/databases.js';
 import { openDatabase, type Db } from './connect.js';
@@ -72,5 +75,59 @@ import { openDatabase, type Db } from './connect.js';
     await expect(written).rejects.toThrow('terminating connection due to administrator command');
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM kept`.execute(db.kysely);
     expect(rows).toEqual([{ n: 0 }]);
+  });
+});
+
+/**
+ * The embedded database's shared memory is resident whole from start, so its size is an idle embedded
+ * coordinator's memory. It is sized for one process: a buffer pool smaller than the tables it serves,
+ * and a lock table for ten sessions. Both still do a large transaction's work.
+ */
+describe('the embedded database on a data dir', () => {
+  let dataDir: string;
+  let db: Db | undefined;
+
+  // One data dir for the cases: creating one runs initdb, several seconds.
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'florete-embedded-'));
+  });
+
+  afterEach(async () => {
+    await db?.close();
+    db = undefined;
+  });
+
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  const shown = async (setting: string) => (await sql<Record<string, string>>`SELECT current_setting(${setting}) AS value`.execute(db!.kysely)).rows[0].value;
+
+  it('holds 8 MB of shared memory, and keeps and reads back tables larger than its buffer pool', async () => {
+    db = await openDatabase({ dataDir });
+    expect(await shown('shared_memory_size')).toBe('8MB');
+    expect(await shown('shared_buffers')).toBe('4MB');
+    expect(await shown('max_connections')).toBe('10');
+
+    // About 20 MB of rows that do not compress, five times the buffer pool, written in one transaction.
+    await sql`CREATE TABLE wide (n int PRIMARY KEY, body text NOT NULL)`.execute(db.kysely);
+    await sql`INSERT INTO wide SELECT i, (SELECT string_agg(md5(i::text || '.' || j::text), '') FROM generate_series(1, 60) AS j) FROM generate_series(1, 10000) AS i`.execute(
+      db.kysely,
+    );
+    await db.close();
+
+    db = await openDatabase({ dataDir });
+    const { rows } = await sql<{ n: number; bytes: number; distinct: number }>`
+      SELECT count(*)::int AS n, sum(length(body))::int AS bytes, count(DISTINCT body)::int AS distinct FROM wide`.execute(db.kysely);
+    expect(rows).toEqual([{ n: 10000, bytes: 10000 * 60 * 32, distinct: 10000 }]);
+    const { rows: size } = await sql<{ bytes: number }>`SELECT pg_total_relation_size('wide')::int AS bytes`.execute(db.kysely);
+    expect(size[0].bytes).toBeGreaterThan(4 * 4 * 1024 * 1024);
+  });
+
+  it('takes a thousand locks in one transaction', async () => {
+    db = await openDatabase({ dataDir });
+    const held = await db.kysely.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(i) FROM generate_series(1, 1000) AS i`.execute(trx);
+      return (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`.execute(trx)).rows[0].n;
+    });
+    expect(held).toBe(1000);
   });
 });
