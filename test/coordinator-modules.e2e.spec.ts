@@ -117,18 +117,21 @@ describe("the coordinator's runtime modules", () => {
         return false; // the thread ended meanwhile
       }
     }).length;
+  // The process's environment as the runtime started with it (after execve, the second start's).
+  const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
   const publishOne = async (c: CoordinatorProcess, node: string) => {
     const admin = new Client(c.url).as(c.adminToken);
     const sha = await admin.putBlob(`{"node":"${node}"}\n`);
     expect((await admin.post('/v1/publishes', { message: node, nodes: { [node]: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
   };
 
-  it('serves on the embedded database with one V8 worker thread, the runtime started again in the same process', async () => {
+  it('serves on the embedded database with one V8 worker thread and the allocator tuned, the runtime started again in the same process', async () => {
     const coordinator = await startCoordinatorProcess();
     try {
       const pid = coordinator.child.pid!;
       expect(v8Workers(pid)).toBe(1);
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--v8-pool-size=1');
+      expect(environ(pid)).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768');
       await publishOne(coordinator, 'alpha');
       expect(v8Workers(pid)).toBe(1);
     } finally {
@@ -136,6 +139,17 @@ describe("the coordinator's runtime modules", () => {
     }
     // The first start gave way to the second before it listened: one listening line.
     expect(coordinator.output.filter((l) => l.startsWith('listening: '))).toHaveLength(1);
+  });
+
+  it('keeps the GLIBC_TUNABLES the operator set on the embedded database', async () => {
+    const coordinator = await startCoordinatorProcess({ env: { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' } });
+    try {
+      const pid = coordinator.child.pid!;
+      expect(v8Workers(pid)).toBe(1);
+      expect(environ(pid).filter((v) => v.startsWith('GLIBC_TUNABLES='))).toEqual(['GLIBC_TUNABLES=glibc.malloc.arena_max=2']);
+    } finally {
+      await coordinator.stop();
+    }
   });
 
   it("keeps the runtime's pool where the operator sized it on the embedded database", async () => {
@@ -153,6 +167,7 @@ describe("the coordinator's runtime modules", () => {
     try {
       expect(v8Workers(coordinator.child.pid!)).toBe(4);
       expect(readFileSync(`/proc/${coordinator.child.pid!}/cmdline`, 'utf8')).not.toContain('--v8-pool-size');
+      expect(environ(coordinator.child.pid!)).not.toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768');
     } finally {
       await coordinator.stop();
     }

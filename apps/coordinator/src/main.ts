@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// On the embedded database, serve starts the runtime again with one V8 worker thread before anything
-// else (worker-pool.ts). Then the young generation is held small and V8's compilers off before
-// anything else is loaded, compiling the modules included; the commands come after, by a dynamic
-// import (see young-generation.ts and compiler-tiers.ts). Node's http module and Nest's common
-// module are imported first, each so that it leaves out what the coordinator does not use
-// (http-namespace.ts, date-formats.ts).
-import { startWithOneWorkerThread } from './worker-pool.js';
+// On the embedded database, serve starts the runtime again with one V8 worker thread and the C
+// library allocator's mmap threshold held low, before anything else (embedded-runtime.ts). Then the
+// young generation is held small and V8's compilers off before anything else is loaded, compiling
+// the modules included; the commands come after, by a dynamic import (see young-generation.ts and
+// compiler-tiers.ts). Node's http module and Nest's common module are imported first, each so that
+// it leaves out what the coordinator does not use (http-namespace.ts, date-formats.ts).
+import { startEmbeddedRuntime } from './embedded-runtime.js';
 import { holdYoungGeneration } from './young-generation.js';
 import { holdCompilerTiers } from './compiler-tiers.js';
 import { importHttpWithoutUndici } from './http-namespace.js';
@@ -18,7 +18,7 @@ if (major < 22 || (major === 22 && minor < 12)) {
   process.stderr.write(`coordinator: needs Node.js 22.12 or later; this is ${process.version} (${process.execPath})\n`);
   process.exit(1);
 }
-startWithOneWorkerThread();
+startEmbeddedRuntime();
 holdYoungGeneration();
 holdCompilerTiers();
 // Before the framework imports node:http: its ES namespace, built here, does not load undici (http-namespace.ts).
