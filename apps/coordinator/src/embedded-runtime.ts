@@ -14,7 +14,8 @@ import { givenFlags } from './node-flags.js';
  *   (`GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768`). A block that size or larger gets pages of
  *   its own, given back to the system when it is freed. By default the threshold rises to the size
  *   of any such block freed, and later blocks up to that size come from the arenas, where what
- *   start-up's compiling freed (V8's 32 KiB working segments, among others) stayed resident.
+ *   start-up's compiling freed stayed resident (V8 compiles in working memory of segments of up
+ *   to 32 KiB).
  *   A publish of thousands of nodes takes about a tenth longer (each such block is new pages from
  *   the system), and the coordinator holds far less after it. Only glibc reads the variable; another
  *   C library ignores it.
