@@ -15,10 +15,9 @@ import { givenFlags } from './node-flags.js';
  *   its own, given back to the system when it is freed. By default the threshold rises to the size
  *   of any such block freed, and later blocks up to that size come from the arenas, where what
  *   start-up's compiling freed stayed resident (V8 compiles in working memory of segments of up
- *   to 32 KiB).
- *   A publish of thousands of nodes takes about a tenth longer (each such block is new pages from
- *   the system), and the coordinator holds far less after it. Only glibc reads the variable; another
- *   C library ignores it.
+ *   to 32 KiB). A publish of thousands of nodes takes a tenth to a fifth longer (each such block is
+ *   new pages from the system), and the coordinator holds far less after it. Only glibc reads the
+ *   variable; another C library ignores it.
  *
  * So `serve` on the embedded database starts the runtime again, first thing, with both: the same
  * process (`process.execve`: the same pid and arguments, so a service manager sees nothing), before
