@@ -101,6 +101,35 @@ describe('the embedded database on a data dir', () => {
 
   const shown = async (setting: string) => (await sql<Record<string, string>>`SELECT current_setting(${setting}) AS value`.execute(db!.kysely)).rows[0].value;
 
+  it('keeps of the unpacked installation only what a running server reads, in a buffer of its own', async () => {
+    db = await openDatabase({ dataDir });
+    const fs = db.pglite!.Module.FS;
+    // initdb's inputs, ICU's data and the encoding conversions are gone...
+    for (const path of [
+      '/pglite/share/postgresql/postgres.bki',
+      '/pglite/share/postgresql/information_schema.sql',
+      '/pglite/icu/icudt76l/coll/root.res',
+      '/pglite/lib/postgresql/utf8_and_sjis.so',
+    ]) {
+      expect([path, fs.analyzePath(path).exists]).toEqual([path, false]);
+    }
+    // ...and what is kept no longer holds PGlite's 6 MB buffer.
+    const utc = fs.lookupPath('/pglite/share/postgresql/timezone/UTC', {}).node as unknown as { contents: Uint8Array };
+    expect(utc.contents.length).toBeGreaterThan(0);
+    expect(utc.contents.buffer.byteLength).toBeLessThan(2 * 1024 * 1024);
+
+    // The kept files read back whole: a time zone's rules, and PL/pgSQL's library.
+    const { rows } = await db.kysely.transaction().execute(async (trx) => {
+      await sql`SET LOCAL TIME ZONE 'Europe/Paris'`.execute(trx);
+      return sql<{
+        summer: string;
+        winter: string;
+      }>`SELECT '2026-07-01 12:00+00'::timestamptz::text AS summer, '2026-01-01 12:00+00'::timestamptz::text AS winter`.execute(trx);
+    });
+    expect(rows).toEqual([{ summer: '2026-07-01 14:00:00+02', winter: '2026-01-01 13:00:00+01' }]);
+    await sql`DO $$ BEGIN PERFORM 1; END $$`.execute(db.kysely);
+  });
+
   it('holds 8 MB of shared memory, and keeps and reads back tables larger than its buffer pool', async () => {
     db = await openDatabase({ dataDir });
     expect(await shown('shared_memory_size')).toBe('8MB');

@@ -10,6 +10,7 @@ import { migrations } from '../../../../migrations/index.js';
 import { CopyingClient, copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { InstallationBundle, type InstallationFs } from './installation-files.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -91,7 +92,9 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
     const dir = join(options.dataDir, 'db');
     mkdirSync(dir, { recursive: true });
     if (!existsSync(join(dir, 'PG_VERSION'))) await createDataDirApart(dir);
-    const pglite = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...pgliteSettings()] });
+    const installation = await InstallationBundle.open();
+    const pglite = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...pgliteSettings()], fsBundle: installation });
+    installation.keepServingFiles(pglite.Module.FS as unknown as InstallationFs);
     const kysely = new Kysely<Database>({ dialect: new PGliteDialect(copyingEmbedded(pglite)) });
     const close = async () => {
       try {
