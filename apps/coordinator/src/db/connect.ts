@@ -123,19 +123,24 @@ function compileDatabaseLightly(): void {
 
 /**
  * The embedded database's memory. PostgreSQL's shared memory sits in the process's own memory here
- * and is touched whole at start, so all of it stays resident in an idle coordinator. Two settings
+ * and is touched whole at start, so all of it stays resident in an idle coordinator. These settings
  * size it:
- * - `shared_buffers`, the buffer pool: 4 MB keeps 512 pages of table and index. What does not fit is
+ * - `shared_buffers`, the buffer pool: 2 MB keeps 256 pages of table and index. What does not fit is
  *   read again from the files, which the system's page cache keeps in memory anyway; a 10,000-node
- *   publish took no longer with it than with 16 MB (bench:rss, in bench/README.md).
+ *   publish took no longer with it than with 4 MB (bench/README.md).
  * - `max_connections`: the embedded database serves this one process over one session, but its lock
  *   table and per-session slots are sized for PostgreSQL's default of 100. At 10 the lock table still
  *   holds well over a thousand locks for one transaction.
- * Together 8 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
+ * - Slots for what never runs here, each with its own share of the lock table: autovacuum's workers
+ *   (the database runs as one process, without them), and replication's senders and slots.
+ * Together 5 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
  * serves one coordinator and a small fleet; a large fleet runs on PostgreSQL.
  */
 export function pgliteSettings(): string[] {
-  return ['-c', 'shared_buffers=4MB', '-c', 'max_connections=10'];
+  return [
+    ...['-c', 'shared_buffers=2MB', '-c', 'max_connections=10'],
+    ...['-c', 'autovacuum_worker_slots=1', '-c', 'max_wal_senders=0', '-c', 'max_replication_slots=0'],
+  ];
 }
 
 /**
