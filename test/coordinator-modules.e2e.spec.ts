@@ -125,12 +125,12 @@ describe("the coordinator's runtime modules", () => {
     expect((await admin.post('/v1/publishes', { message: node, nodes: { [node]: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
   };
 
-  it('serves on the embedded database with one V8 worker thread and the allocator tuned, the runtime started again in the same process', async () => {
+  it('serves on the embedded database with one V8 worker thread, V8 working on the main thread and the allocator tuned, the runtime started again in the same process', async () => {
     const coordinator = await startCoordinatorProcess();
     try {
       const pid = coordinator.child.pid!;
       expect(v8Workers(pid)).toBe(1);
-      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--v8-pool-size=1');
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['--v8-pool-size=1', '--single-threaded']));
       expect(environ(pid)).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768');
       await publishOne(coordinator, 'alpha');
       expect(v8Workers(pid)).toBe(1);

@@ -1,8 +1,8 @@
 import { givenFlags } from './node-flags.js';
 
 /**
- * Two settings of the runtime that an idle coordinator on the embedded database holds markedly less
- * memory with (bench:rss; the figures are in bench/README.md). Both are read once, when the runtime
+ * Three settings of the runtime that an idle coordinator on the embedded database holds markedly less
+ * memory with (bench:rss; the figures are in bench/README.md). All are read once, when the runtime
  * starts.
  *
  * - **One V8 worker thread** (`--v8-pool-size=1`; four by default). V8 does its background work on
@@ -10,6 +10,10 @@ import { givenFlags } from './node-flags.js';
  *   the embedded database, start-up spreads the compiling of PostgreSQL's WebAssembly and the
  *   collections of start-up over the four, and what each thread allocated and freed stays in its own
  *   arena of the C library's allocator.
+ * - **V8's work done on the main thread** (`--single-threaded`): the collector's marking and
+ *   sweeping, and the optimising compiler's work, which otherwise run beside it on the worker. What
+ *   the worker allocated for them, in its own arena of the C library's allocator, stayed resident in
+ *   an idle coordinator. A publish of thousands of nodes takes about a tenth longer.
  * - **The C library allocator's mmap threshold at 32 KiB**
  *   (`GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768`). A block that size or larger gets pages of
  *   its own, given back to the system when it is freed. By default the threshold rises to the size
@@ -19,7 +23,7 @@ import { givenFlags } from './node-flags.js';
  *   new pages from the system), and the coordinator holds far less after it. Only glibc reads the
  *   variable; another C library ignores it.
  *
- * So `serve` on the embedded database starts the runtime again, first thing, with both: the same
+ * So `serve` on the embedded database starts the runtime again, first thing, with all three: the same
  * process (`process.execve`: the same pid and arguments, so a service manager sees nothing), before
  * anything is loaded. The pool flag on the command line marks the second start, which goes on. Left
  * alone:
@@ -31,6 +35,7 @@ import { givenFlags } from './node-flags.js';
  * A GLIBC_TUNABLES the operator set is kept as it is.
  */
 export const EMBEDDED_POOL_SIZE = 1;
+export const EMBEDDED_V8_FLAGS = [`--v8-pool-size=${EMBEDDED_POOL_SIZE}`, '--single-threaded'] as const;
 export const EMBEDDED_MALLOC_TUNABLES = 'glibc.malloc.mmap_threshold=32768';
 
 /** What to start the runtime again with: `process.argv`'s form (the runtime's path first), and the environment. */
@@ -56,7 +61,7 @@ export function embeddedRuntime(
   const given = givenFlags(execArgv, env.NODE_OPTIONS);
   if (given.includes('v8-pool-size') || given.some((name) => name.startsWith('inspect'))) return undefined;
   return {
-    args: [argv[0], ...execArgv, `--v8-pool-size=${EMBEDDED_POOL_SIZE}`, ...argv.slice(1)],
+    args: [argv[0], ...execArgv, ...EMBEDDED_V8_FLAGS, ...argv.slice(1)],
     env: env.GLIBC_TUNABLES === undefined ? { ...env, GLIBC_TUNABLES: EMBEDDED_MALLOC_TUNABLES } : { ...env },
   };
 }

@@ -5,14 +5,14 @@ describe('embeddedRuntime', () => {
   const main = '/opt/florete/main.js';
   const tunables = 'glibc.malloc.mmap_threshold=32768';
 
-  it('starts serve on the embedded database again with a pool of one and the allocator tuned, keeping the flags, arguments and environment', () => {
+  it('starts serve on the embedded database again with a pool of one, V8 working on the main thread and the allocator tuned, keeping the flags, arguments and environment', () => {
     expect(embeddedRuntime([node, main, 'serve'], ['--enable-source-maps'], { FLORETE_DATA: '/var/lib/florete' })).toEqual({
-      args: [node, '--enable-source-maps', '--v8-pool-size=1', main, 'serve'],
+      args: [node, '--enable-source-maps', '--v8-pool-size=1', '--single-threaded', main, 'serve'],
       env: { FLORETE_DATA: '/var/lib/florete', GLIBC_TUNABLES: tunables },
     });
     // serve is the command when none is given; an empty DATABASE_URL is unset.
     expect(embeddedRuntime([node, main], [], { DATABASE_URL: '' })).toEqual({
-      args: [node, '--v8-pool-size=1', main],
+      args: [node, '--v8-pool-size=1', '--single-threaded', main],
       env: { DATABASE_URL: '', GLIBC_TUNABLES: tunables },
     });
   });
@@ -20,7 +20,7 @@ describe('embeddedRuntime', () => {
   it('keeps a GLIBC_TUNABLES the operator set, even one that says nothing of malloc, or an empty one', () => {
     for (const given of ['glibc.pthread.rseq=0', ''])
       expect(embeddedRuntime([node, main, 'serve'], [], { GLIBC_TUNABLES: given })).toEqual({
-        args: [node, '--v8-pool-size=1', main, 'serve'],
+        args: [node, '--v8-pool-size=1', '--single-threaded', main, 'serve'],
         env: { GLIBC_TUNABLES: given },
       });
   });
@@ -28,8 +28,8 @@ describe('embeddedRuntime', () => {
   it('leaves PostgreSQL, the other commands, a pool the operator sized and a debugger alone', () => {
     // The second start, which has the pool flag and the tunables, goes on.
     const again = embeddedRuntime([node, main, 'serve'], [], {})!;
-    expect(again.args).toEqual([node, '--v8-pool-size=1', main, 'serve']);
-    expect(embeddedRuntime([node, main, 'serve'], ['--v8-pool-size=1'], again.env)).toBeUndefined();
+    expect(again.args).toEqual([node, '--v8-pool-size=1', '--single-threaded', main, 'serve']);
+    expect(embeddedRuntime([node, main, 'serve'], ['--v8-pool-size=1', '--single-threaded'], again.env)).toBeUndefined();
     expect(embeddedRuntime([node, main, 'serve'], ['--v8-pool-size=4'], {})).toBeUndefined();
     expect(embeddedRuntime([node, main, 'serve'], [], { NODE_OPTIONS: '--max-old-space-size=512 --v8_pool_size=2' })).toBeUndefined();
     expect(embeddedRuntime([node, main, 'serve'], [], { DATABASE_URL: 'postgres://db/florete' })).toBeUndefined();
