@@ -13,7 +13,8 @@ import { givenFlags } from './node-flags.js';
  * - **V8's work done on the main thread** (`--single-threaded`): the collector's marking and
  *   sweeping, and the optimising compiler's work, which otherwise run beside it on the worker. What
  *   the worker allocated for them, in its own arena of the C library's allocator, stayed resident in
- *   an idle coordinator. A publish of thousands of nodes takes about a tenth longer.
+ *   an idle coordinator. A publish of thousands of nodes takes about a tenth longer, the first after
+ *   start a sixth to a third (the optimising compiler's work on that publish's thread).
  * - **The C library allocator's mmap threshold at 32 KiB**
  *   (`GLIBC_TUNABLES=glibc.malloc.mmap_threshold=32768`). A block that size or larger gets pages of
  *   its own, given back to the system when it is freed. By default the threshold rises to the size
