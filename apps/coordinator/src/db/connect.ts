@@ -125,21 +125,22 @@ function compileDatabaseLightly(): void {
  * The embedded database's memory. PostgreSQL's shared memory sits in the process's own memory here
  * and is touched whole at start, so all of it stays resident in an idle coordinator. These settings
  * size it:
- * - `shared_buffers`, the buffer pool: 1 MB keeps 128 pages of table and index, many times what one
- *   session's statements pin at once. What does not fit is read again from the files, which the
- *   system's page cache keeps in memory anyway; 10,000-node publishes took no longer with it than
- *   with 2 or 4 MB (bench/README.md).
+ * - `shared_buffers`, the buffer pool: 4 MB keeps 512 pages of table and index. What does not fit is
+ *   read again from the files, which the system's page cache keeps in memory anyway; a 10,000-node
+ *   publish took no longer with it than with 16 MB (bench:rss, in bench/README.md). A smaller pool
+ *   held less, but an idle coordinator then wrote back pages its start-up had left dirty, at any
+ *   moment, as its own periodic reads needed room.
  * - `max_connections`: the embedded database serves this one process over one session, but its lock
  *   table and per-session slots are sized for PostgreSQL's default of 100. At 10 the lock table still
  *   holds well over a thousand locks for one transaction.
  * - Slots for what never runs here, each with its own share of the lock table: autovacuum's workers
  *   (the database runs as one process, without them), and replication's senders and slots.
- * Together 4 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
+ * Together 7 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
  * serves one coordinator and a small fleet; a large fleet runs on PostgreSQL.
  */
 export function pgliteSettings(): string[] {
   return [
-    ...['-c', 'shared_buffers=1MB', '-c', 'max_connections=10'],
+    ...['-c', 'shared_buffers=4MB', '-c', 'max_connections=10'],
     ...['-c', 'autovacuum_worker_slots=1', '-c', 'max_wal_senders=0', '-c', 'max_replication_slots=0'],
   ];
 }
