@@ -35,7 +35,7 @@ export function registerBackupRoute(
         .header('content-type', 'application/x-tar')
         .header('cache-control', 'no-store')
         .header('content-disposition', `attachment; filename="florete-backup-${parts.manifest.created_at.replace(/[:.]/g, '')}.tar"`)
-        .send(backupTar(parts));
+        .send(await backupTar(parts));
     } catch (err) {
       sendProblem(reply, toProblem(err, log));
       return reply;

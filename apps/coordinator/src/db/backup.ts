@@ -3,7 +3,6 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readd
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sql } from 'kysely';
-import { extract as tarExtract, pack as tarPack } from 'tar-stream';
 import { z } from 'zod';
 import type { Db } from './connect.js';
 import { pgliteSettings } from './connect.js';
@@ -83,8 +82,12 @@ export async function takeBackup(db: Db, files: { signingKeysFile: string; repoK
   };
 }
 
-/** The backup as one tar stream, as the admin API sends it; every entry 0600. */
-export function backupTar(parts: BackupParts): Readable {
+/**
+ * The backup as one tar stream, as the admin API sends it; every entry 0600. The tar library is
+ * loaded here and in `readBackupTar`, on the first backup: it is no part of a coordinator serving polls.
+ */
+export async function backupTar(parts: BackupParts): Promise<Readable> {
+  const { pack: tarPack } = await import('tar-stream');
   const pack = tarPack();
   const mtime = new Date(parts.manifest.created_at);
   // The manifest last: a reader that sees it has seen every file it names.
@@ -95,6 +98,7 @@ export function backupTar(parts: BackupParts): Readable {
 
 /** Reads a backup tar (from the admin API) into parts, refusing unknown entries and files that do not match the manifest. */
 export async function readBackupTar(stream: Readable): Promise<BackupParts> {
+  const { extract: tarExtract } = await import('tar-stream');
   const extract = tarExtract();
   const files = new Map<string, Buffer>();
   const known = new Set<string>(Object.values(BACKUP_FILES));

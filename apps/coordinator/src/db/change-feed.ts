@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Db } from './connect.js';
 
@@ -68,7 +68,9 @@ export interface ChangeFeed {
 export async function openChangeFeed(db: Db, log: Logger, options: FeedOptions = DEFAULT_FEED_OPTIONS): Promise<ChangeFeed> {
   if (db.kind === 'pglite') return openEmbeddedFeed(db);
   if (!db.databaseUrl) throw new Error('a PostgreSQL change feed needs the database URL');
-  const feed = new PostgresFeed(db, db.databaseUrl, log, options);
+  // Loaded here, as the pool is (postgres-client.ts): an embedded coordinator never loads `pg`.
+  const { Client } = (await import('pg')).default;
+  const feed = new PostgresFeed(db, db.databaseUrl, log, options, Client);
   await feed.start();
   return feed;
 }
@@ -114,6 +116,7 @@ class PostgresFeed implements ChangeFeed {
     private readonly url: string,
     private readonly log: Logger,
     private readonly options: FeedOptions,
+    private readonly Client: typeof pg.Client,
   ) {}
 
   subscribe(fn: (change: Change) => void): void {
@@ -142,7 +145,7 @@ class PostgresFeed implements ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: this.name });
+    const client = new this.Client({ connectionString: this.url, application_name: this.name });
     // A new connection waits for nothing the last one was sending.
     this.tail = Promise.resolve();
     const down = (why: string) => {

@@ -3,11 +3,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
-import pg from 'pg';
 import { migrations } from '../../../../migrations/index.js';
-import { CopyingClient, copyingEmbedded } from './copy-in.js';
+import { copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { InstallationBundle, type InstallationFs } from './installation-files.js';
@@ -24,50 +23,6 @@ export interface Db {
   close(): Promise<void>;
 }
 
-// int8 as text by default: positions stay exact and are normalised to numbers at the repository boundary.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
-
-/**
- * A pooled connection whose session the server ends (PostgreSQL stopping or restarting, an
- * administrator terminating it, a session timeout) is dropped, whoever holds it at the time, and never
- * ends the process.
- *
- * The pool hears the connections it holds idle. One in use, mid-request or mid-transaction, reports
- * the end as an 'error' event on itself, and unheard that would end the process: here it is heard.
- * The query running has already failed with the server's reason; any later query on the connection
- * (a transaction's ROLLBACK, say) fails with that same reason, so the caller's error names what
- * happened rather than that the connection was closed.
- *
- * The server's farewell (an error of severity FATAL) arrives before its socket closes, so a client
- * released in between would go back to the pool as sound and fail the next request to take it. A
- * query that fails that way ends the client first, and the pool drops it when it comes back.
- */
-class PooledClient extends CopyingClient {
-  /** Why the server ended this connection's session, once it has. */
-  private ended: Error | undefined;
-
-  constructor(config?: string | pg.ClientConfig) {
-    super(config);
-    this.on('error', (err: Error) => void (this.ended ??= err));
-    const query = this.query.bind(this) as (...args: unknown[]) => unknown;
-    this.query = ((...args: unknown[]) => {
-      // A query asked for a promise (not a callback, not a submittable such as a cursor) gets the reason.
-      const promised = typeof args[args.length - 1] !== 'function' && typeof (args[0] as { submit?: unknown } | null)?.submit !== 'function';
-      if (this.ended && promised) return Promise.reject(this.ended);
-      const result = query(...args);
-      if (result instanceof Promise) result.catch((err: unknown) => this.endIfSessionOver(err));
-      return result;
-    }) as pg.Client['query'];
-  }
-
-  private endIfSessionOver(err: unknown): void {
-    const severity = (err as { severity?: unknown } | null)?.severity;
-    if (severity !== 'FATAL' && severity !== 'PANIC') return;
-    this.ended ??= err as Error;
-    void this.end().catch(() => undefined);
-  }
-}
-
 /**
  * PostgreSQL when a URL is given, otherwise the embedded PGlite database under dataDir/db. PGlite is
  * one process's memory over files: a second process opening the same files writes into a copy the
@@ -76,12 +31,9 @@ class PooledClient extends CopyingClient {
  */
 export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, Client: PooledClient });
-    // An idle pooled connection the server closed (PostgreSQL stopped or restarted) is dropped by the
-    // pool, which then emits 'error'; unheard, that would end the process. The next query opens a new
-    // connection and fails or succeeds on its own, and /readyz says which.
-    pool.on('error', () => undefined);
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    // Loaded only here: a coordinator on the embedded database never holds the PostgreSQL client.
+    const { openPostgres } = await import('./postgres-client.js');
+    const kysely = openPostgres(options.databaseUrl, options.poolSize ?? 10);
     return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, close: () => kysely.destroy() };
   }
   const lock = lockDataDir(options.dataDir, options.command ?? 'coordinator');

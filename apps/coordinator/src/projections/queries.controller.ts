@@ -7,7 +7,6 @@ import { HeadBucketIndex } from './head-bucket-index.js';
 import { DomainError, parseInput, Access, CurrentPrincipal, scopeOf, type Principal } from '../common/index.js';
 import { readBlobs } from '../bundles/index.js';
 import { loadVersion, readVersionsPage } from '../ledger/index.js';
-import { diffSets } from './artifact-diff.js';
 import { isPublished, readHeadsPage, readNodeResources, readOutcomes, readPublish, readPublishesPage } from './queries.repository.js';
 import { failedLines, recordedLabelBuckets, scopedFilter, scopeView, type ScopeView } from '../identity/index.js';
 
@@ -194,6 +193,8 @@ export class QueriesController {
       const bytes = Buffer.from(blobs.get(sha) ?? new Uint8Array());
       return decodeUtf8(bytes) ?? `(binary, ${bytes.byteLength} bytes, sha256 ${sha})\n`;
     };
+    // Loaded on the first diff asked for: the diff library is no part of a coordinator that serves polls.
+    const { diffSets } = await import('./artifact-diff.js');
     return { node: name, from: q.from, to: q.to, changed: diffSets(name, from, to, text) };
   }
 
