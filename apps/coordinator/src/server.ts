@@ -5,7 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { pino, type Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
-import { migrateToLatest, openDatabase, type Db, openChangeFeed, type ChangeFeed, registerBackupRoute } from './db/index.js';
+import { migrateToLatest, openDatabase, writeBackStartUp, type Db, openChangeFeed, type ChangeFeed, registerBackupRoute } from './db/index.js';
 import { SigningKeyStore, Metrics, observeRequestLatency } from './core/index.js';
 import { AptRepository, RepoKey, foldFlatDist } from './packages/index.js';
 import {
@@ -146,6 +146,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
     registerDocsRoutes(fastify);
 
     await app.listen(config.port, config.host);
+    await writeBackStartUp(db);
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const url = `${certificate ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;

@@ -77,24 +77,35 @@ function compileDatabaseLightly(): void {
  * The embedded database's memory. PostgreSQL's shared memory sits in the process's own memory here
  * and is touched whole at start, so all of it stays resident in an idle coordinator. These settings
  * size it:
- * - `shared_buffers`, the buffer pool: 4 MB keeps 512 pages of table and index. What does not fit is
+ * - `shared_buffers`, the buffer pool: 1 MB keeps 128 pages of table and index. What does not fit is
  *   read again from the files, which the system's page cache keeps in memory anyway; a 10,000-node
- *   publish took no longer with it than with 16 MB (bench:rss, in bench/README.md). A smaller pool
- *   held less, but an idle coordinator then wrote back pages its start-up had left dirty, at any
- *   moment, as its own periodic reads needed room.
+ *   publish took no longer with it than with 16 MB (bench:rss, in bench/README.md). A pool this
+ *   small needs room for what an idle coordinator reads now and then, and a page start-up left dirty
+ *   would then be written back at any moment; `writeBackStartUp` writes them all once it serves.
  * - `max_connections`: the embedded database serves this one process over one session, but its lock
  *   table and per-session slots are sized for PostgreSQL's default of 100. At 10 the lock table still
  *   holds well over a thousand locks for one transaction.
  * - Slots for what never runs here, each with its own share of the lock table: autovacuum's workers
  *   (the database runs as one process, without them), and replication's senders and slots.
- * Together 7 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
+ * Together 4 MB of shared memory instead of 24 (`SHOW shared_memory_size`). The embedded database
  * serves one coordinator and a small fleet; a large fleet runs on PostgreSQL.
  */
 export function pgliteSettings(): string[] {
   return [
-    ...['-c', 'shared_buffers=4MB', '-c', 'max_connections=10'],
+    ...['-c', 'shared_buffers=1MB', '-c', 'max_connections=10'],
     ...['-c', 'autovacuum_worker_slots=1', '-c', 'max_wal_senders=0', '-c', 'max_replication_slots=0'],
   ];
+}
+
+/**
+ * Once the coordinator serves: the embedded database writes back every page its start-up changed
+ * (migrations, the first admin token, the reads that set a row's commit hint), which its small buffer
+ * pool (`pgliteSettings`) would otherwise write back whenever an idle coordinator's own reads needed the
+ * room. After it, an idle coordinator leaves its data dir as it is. PostgreSQL's own checkpointer sees
+ * to its pages.
+ */
+export async function writeBackStartUp(db: Db): Promise<void> {
+  if (db.kind === 'pglite') await sql`CHECKPOINT`.execute(db.kysely);
 }
 
 /**
