@@ -45,14 +45,6 @@ export interface InstallationFs {
   chmod(path: string, mode: number): void;
 }
 
-/** What was kept and removed: the bytes each holds. */
-export interface InstallationTrim {
-  keptFiles: number;
-  keptBytes: number;
-  removedFiles: number;
-  removedBytes: number;
-}
-
 /**
  * PGlite's installation file as a Blob that remembers the one buffer it was read into
  * (`fsBundle`, which PGlite reads once).
@@ -87,14 +79,13 @@ export class InstallationBundle extends Blob {
 
   /**
    * Keep only what a serving database reads, in a buffer of its own, and release the installation's.
-   * Undefined when PGlite did not read this bundle, and then nothing is touched.
+   * False when PGlite did not read this bundle, and then nothing is touched.
    */
-  keepServingFiles(fs: InstallationFs): InstallationTrim | undefined {
+  keepServingFiles(fs: InstallationFs): boolean {
     const held = this.held;
-    if (!held || held.detached) return undefined;
+    if (!held || held.detached) return false;
     const rootMount = fs.lookupPath('/').node.mount;
     const kept: { path: string; mode: number; size: number }[] = [];
-    const trim: InstallationTrim = { keptFiles: 0, keptBytes: 0, removedFiles: 0, removedBytes: 0 };
     const walk = (dir: string): void => {
       for (const name of fs.readdir(dir)) {
         if (name === '.' || name === '..') continue;
@@ -104,11 +95,8 @@ export class InstallationBundle extends Blob {
         const { mode, size } = fs.lstat(path);
         if (fs.isDir(mode)) walk(path);
         else if (!fs.isFile(mode)) continue;
-        else if (NOT_SERVED.some((re) => re.test(path))) {
-          fs.unlink(path);
-          trim.removedFiles++;
-          trim.removedBytes += size;
-        } else kept.push({ path, mode, size });
+        else if (NOT_SERVED.some((re) => re.test(path))) fs.unlink(path);
+        else kept.push({ path, mode, size });
       }
     };
     for (const dir of UNPACKED_INTO) walk(dir);
@@ -129,10 +117,8 @@ export class InstallationBundle extends Blob {
       fs.close(to);
       fs.chmod(file.path, file.mode);
       offset += file.size;
-      trim.keptFiles++;
-      trim.keptBytes += file.size;
     }
     held.transfer(0);
-    return trim;
+    return true;
   }
 }
