@@ -78,10 +78,10 @@ function compileDatabaseLightly(): void {
  * and is touched whole at start, so all of it stays resident in an idle coordinator. These settings
  * size it:
  * - `shared_buffers`, the buffer pool: 1 MB keeps 128 pages of table and index. What does not fit is
- *   read again from the files, which the system's page cache keeps in memory anyway; a 10,000-node
- *   publish took no longer with it than with 16 MB (bench:rss, in bench/README.md). A pool this
- *   small needs room for what an idle coordinator reads now and then, and a page start-up left dirty
- *   would then be written back at any moment; `writeBackStartUp` writes them all once it serves.
+ *   read again from the files, which the system's page cache keeps in memory anyway; 10,000-node
+ *   publishes took no longer with it than with 2 or 4 MB (bench/README.md). A pool this small needs
+ *   room for what an idle coordinator reads now and then, and a page start-up left dirty would then
+ *   be written back at any moment; `writeBackStartUp` writes them all once it serves.
  * - `max_connections`: the embedded database serves this one process over one session, but its lock
  *   table and per-session slots are sized for PostgreSQL's default of 100. At 10 the lock table still
  *   holds well over a thousand locks for one transaction.
@@ -101,8 +101,9 @@ export function pgliteSettings(): string[] {
  * Once the coordinator serves: the embedded database writes back every page its start-up changed
  * (migrations, the first admin token, the reads that set a row's commit hint), which its small buffer
  * pool (`pgliteSettings`) would otherwise write back whenever an idle coordinator's own reads needed the
- * room. After it, an idle coordinator leaves its data dir as it is. PostgreSQL's own checkpointer sees
- * to its pages.
+ * room. After it, nothing start-up changed is left to write back while the coordinator idles (a
+ * first read of a row whose commit hint was never set still dirties its page). PostgreSQL's own
+ * checkpointer sees to its pages.
  */
 export async function writeBackStartUp(db: Db): Promise<void> {
   if (db.kind === 'pglite') await sql`CHECKPOINT`.execute(db.kysely);

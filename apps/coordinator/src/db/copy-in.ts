@@ -23,8 +23,7 @@ export class CopyRows {
 /**
  * A query that copies rows into a table, for `executeQuery` inside the caller's transaction: both
  * databases' connections recognise its one parameter (`CopyingClient` in postgres-client.ts,
- * `copyingEmbedded`) and send the
- * rows as COPY data rather than as a parameter.
+ * `copyingEmbedded`) and send the rows as COPY data rather than as a parameter.
  */
 export function copyInto(table: string, columns: readonly string[], lines: string): CompiledQuery {
   const rows = new CopyRows(table, columns, Buffer.from(lines, 'utf8'));

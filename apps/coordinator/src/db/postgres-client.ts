@@ -85,7 +85,7 @@ type QueryFn = (config: unknown, values?: unknown, callback?: unknown) => unknow
  * `pg`'s client, with `copyInto`'s query sent as a COPY from the client. Every other query is the
  * client's own.
  */
-export class CopyingClient extends pg.Client {
+class CopyingClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
     super(config);
     const query = this.query.bind(this) as QueryFn;
