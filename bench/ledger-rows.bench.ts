@@ -13,7 +13,8 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { HASH_SIZE, canonicalJson, sha256Hex } from '#bundle';
-import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
+import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
+import { migrateToLatest } from '../apps/coordinator/src/db/migrate.js';
 import { copyInto } from '../apps/coordinator/src/db/copy-in.js';
 import type { Database } from '../apps/coordinator/src/db/database.js';
 import { LEDGER_COLUMNS, ledgerLine } from '../apps/coordinator/src/ledger/store/append.js';

@@ -29,7 +29,8 @@ import {
   leafHash,
   type Coord,
 } from '#bundle';
-import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
+import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
+import { migrateToLatest } from '../apps/coordinator/src/db/migrate.js';
 import { readTreeHashes } from '../apps/coordinator/src/ledger/store/tree.js';
 import { TreeMemory, TreeProofs, withStampLeaf } from '../apps/coordinator/src/bundles/tree-memory.js';
 import * as jose from 'jose';

@@ -12,7 +12,7 @@ import { bundlePayloadBytes } from '../apps/coordinator/src/ledger/domain/bundle
 import { signHeadBundle } from '../apps/coordinator/src/bundles/head-bundle.js';
 import { appendEvents } from '../apps/coordinator/src/ledger/store/append.js';
 import { nextRecordedAt, readLedgerHead } from '../apps/coordinator/src/ledger/store/read-head.js';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -28,7 +28,7 @@ describe.each(kinds)('0014-bundles-signed-on-fetch on %s', (kind) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
 
   it('keeps each head signed by the key of its stored JWS, under the same ETag, and signs on fetch the very bytes that were stored', async () => {
     expect((await migrator().migrateTo('0013-poll-notify')).error).toBeUndefined();

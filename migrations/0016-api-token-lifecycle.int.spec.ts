@@ -3,7 +3,7 @@ import { createPostgresDatabase, hasPostgres } from '../test/support/databases.j
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { appendEvents } from '../apps/coordinator/src/ledger/store/append.js';
 import { nextRecordedAt, readLedgerHead, readStreamRevision } from '../apps/coordinator/src/ledger/store/read-head.js';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -14,7 +14,7 @@ describe.each(kinds)('0016-api-token-lifecycle on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
 
   it('takes each existing token creator from its ledger event, gives none an expiry, and lets an older build keep inserting', async () => {
     expect((await migrator().migrateTo('0015-rollouts')).error).toBeUndefined();

@@ -5,7 +5,7 @@ import { appendEvents } from '../apps/coordinator/src/ledger/store/append.js';
 import { readLedgerHead } from '../apps/coordinator/src/ledger/store/read-head.js';
 import { readTreeRoot, treeSize } from '../apps/coordinator/src/ledger/store/tree.js';
 import { EMPTY_ROOT, leafHash, nodeHash, splitOf } from '#bundle';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -23,7 +23,7 @@ describe.each(kinds)('0020-ledger-tree on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
 
   it('builds the tree of the events already in the ledger, across its batches, to the RFC 6962 root of their chain hashes', async () => {
     expect((await migrator().migrateTo('0019-token-scopes')).error).toBeUndefined();

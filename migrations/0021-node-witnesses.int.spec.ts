@@ -1,7 +1,7 @@
 import { Migrator } from 'kysely/migration';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -12,7 +12,7 @@ describe.each(kinds)('0021-node-witnesses on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
 
   it('keeps status rows as they were, lets an older build write them, and holds one witness key a node', async () => {
     expect((await migrator().migrateTo('0020-ledger-tree')).error).toBeUndefined();

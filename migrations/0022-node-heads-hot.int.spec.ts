@@ -3,7 +3,7 @@ import { Migrator } from 'kysely/migration';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import type { Database } from '../apps/coordinator/src/db/index.js';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 
@@ -51,7 +51,7 @@ describe.each(kinds)('0022-node-heads-hot on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
 
   it('keeps the heads as they were, drops the publish index and leaves each row room to move in place', async () => {
     expect((await migrator().migrateTo('0021-node-witnesses')).error).toBeUndefined();

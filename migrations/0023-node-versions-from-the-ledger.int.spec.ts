@@ -3,7 +3,7 @@ import { Migrator } from 'kysely/migration';
 import { createPostgresDatabase, hasPostgres } from '../test/support/databases.js';
 import { openDatabase, openMemoryDatabase, type Db } from '../apps/coordinator/src/db/connect.js';
 import { loadVersion, readVersionsPage } from '../apps/coordinator/src/ledger/index.js';
-import { migrations } from './index.js';
+import { loadMigrations } from './index.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 const at = new Date('2026-12-05T10:00:00Z');
@@ -59,7 +59,7 @@ describe.each(kinds)('0023-node-versions-from-the-ledger on %s', (kind) => {
   });
   afterEach(() => db.close());
 
-  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: async () => migrations } });
+  const migrator = () => new Migrator({ db: db.kysely, provider: { getMigrations: () => loadMigrations() } });
   const versions = () => sql`SELECT * FROM node_versions ORDER BY node, version`.execute(db.kysely).then((r) => r.rows);
 
   it('keeps every version the table held, read from the stamps, and refuses a row written to it', async () => {

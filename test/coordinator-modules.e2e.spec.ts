@@ -76,6 +76,43 @@ describe("the coordinator's runtime modules", () => {
     }
   });
 
+  it('has a new data dir created and migrated by a process of its own, and loads no migration on a database that has them all', async () => {
+    const recordResolved = `data:text/javascript,${encodeURIComponent(
+      "import { appendFileSync } from 'node:fs'; import { registerHooks } from 'node:module'; registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); appendFileSync(process.env.MODULES_LOG, r.url + '\\n'); return r; } });",
+    )}`;
+    const dataDir = join(base, 'migrated-apart');
+    const runs = [join(base, 'migrated-new.txt'), join(base, 'migrated-again.txt')];
+    const logs: string[][] = [];
+    for (const run of runs) {
+      const coordinator = await startCoordinatorProcess({
+        dataDir,
+        env: { MODULES_LOG: run, FLORETE_LOG_LEVEL: 'info' },
+        nodeArgs: ['--import', recordResolved],
+      });
+      try {
+        expect((await new Client(coordinator.url).get('/healthz')).status).toBe(200);
+        // A fresh data dir's first admin token is in the file it names; served again, the token is not shown.
+        if (coordinator.adminToken) {
+          const admin = new Client(coordinator.url).as(coordinator.adminToken);
+          const sha = await admin.putBlob('{"node":"alpha"}\n');
+          expect((await admin.post('/v1/publishes', { message: 'migrated apart', nodes: { alpha: { artifacts: { 'flor.json': sha } } } })).status).toBe(201);
+        }
+      } finally {
+        await coordinator.stop();
+      }
+      logs.push(coordinator.output);
+      const urls = readFileSync(run, 'utf8').split('\n');
+      // The recording works: the database's own modules are in it.
+      expect(urls.some((url) => url.includes('/node_modules/kysely/'))).toBe(true);
+      expect(urls.filter((url) => /\/migrations\/\d{4}-|\/kysely\/dist\/[a-z]+\/migration\//.test(url))).toEqual([]);
+    }
+    // The first start still says what it applied (in the child that created the data dir); the second applied nothing.
+    const migrated = (lines: string[]) =>
+      lines.filter((l) => l.includes('"database migrated"')).map((l) => (JSON.parse(l) as { migrations: string[] }).migrations);
+    expect(migrated(logs[0])).toEqual([expect.arrayContaining(['0001-ledger', '0002-projections'])]);
+    expect(migrated(logs[1])).toEqual([]);
+  });
+
   it("starts and serves without building a date format for the framework's console logger, which never prints", async () => {
     // Counts the formatters the runtime builds, on stderr: building one has ICU open its locale data (date-formats.ts).
     const countDateFormats = `data:text/javascript,${encodeURIComponent(

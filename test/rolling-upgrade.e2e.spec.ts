@@ -46,8 +46,9 @@ function buildNextRelease(root: string): string {
   );
   const index = join(root, 'dist/migrations/index.js');
   const text = readFileSync(index, 'utf8');
-  const patched = text.replace(/^/, `import * as next from './${NEW_MIGRATION}.js';\n`).replace(/\n};/, `\n    '${NEW_MIGRATION}': next,\n};`);
-  if (!patched.includes(`'${NEW_MIGRATION}': next`)) throw new Error(`could not add ${NEW_MIGRATION} to ${index}`);
+  const entry = `'${NEW_MIGRATION}': () => import('./${NEW_MIGRATION}.js'),`;
+  const patched = text.replace(/\n};/, `\n    ${entry}\n};`);
+  if (!patched.includes(entry)) throw new Error(`could not add ${NEW_MIGRATION} to ${index}`);
   writeFileSync(index, patched);
   return join(root, 'dist/apps/coordinator/src/main.js');
 }
@@ -125,7 +126,7 @@ const tree = (marker: string) => ({ nodes: { alpha: { artifacts: {} as Record<st
     const before = await snapshot();
     const serve = await coordinatorCli(OLD_MAIN, ['serve'], { DATABASE_URL: url, ...env() });
     expect(serve.code).toBe(1);
-    const lastMigration = readFileSync(resolve('dist/migrations/index.js'), 'utf8').match(/'(\d{4}-[a-z-]+)': m\d+,\n};/)![1];
+    const lastMigration = readFileSync(resolve('dist/migrations/index.js'), 'utf8').match(/'(\d{4}-[a-z-]+)': \(\) => import\('[^']+'\),\n};/)![1];
     expect(serve.stderr).toContain(
       `coordinator: the database schema is newer than this coordinator build: it has migration ${NEW_MIGRATION}, which this build (newest migration ${lastMigration}) does not know, so a newer build migrated it. Run the newer build (upgrade this replica), or restore a backup taken before the upgrade; this build changed nothing`,
     );

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { migrateToLatest, openDatabase, openMemoryDatabase, type Db } from '../../apps/coordinator/src/db/connect.js';
+import { openDatabase, openMemoryDatabase, type Db } from '../../apps/coordinator/src/db/connect.js';
+import { migrateToLatest } from '../../apps/coordinator/src/db/migrate.js';
 
 export interface TestDatabase {
   readonly name: 'pglite' | 'postgres';

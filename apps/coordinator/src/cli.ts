@@ -57,7 +57,8 @@ program
   .description('run the database migrations and exit')
   .action(async () => {
     await withDb('migrate', async (db) => {
-      const applied = await migrateToLatest(db.kysely);
+      // A data dir created new was migrated as it was created.
+      const applied = [...db.migrated, ...(await migrateToLatest(db.kysely))];
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     });
   });

@@ -72,7 +72,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, command: 'serve' });
   let feed: ChangeFeed | undefined;
   try {
-    const applied = await migrateToLatest(db.kysely);
+    const applied = [...db.migrated, ...(await migrateToLatest(db.kysely))];
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from './connect.js';
-import { pgliteSettings } from './connect.js';
+import { pgliteSettings } from './new-data-dir.js';
 import { lockDataDir } from './data-dir-lock.js';
 
 /**

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { migrations } from '../../../../migrations/index.js';
 import { createPostgresDatabase, hasPostgres } from '../../../../test/support/databases.js';
-import { migrateToLatest, openDatabase, openMemoryDatabase, SchemaTooNewError, type Db } from './connect.js';
+import { openDatabase, openMemoryDatabase, type Db } from './connect.js';
+import { migrateToLatest, SchemaTooNewError } from './migrate.js';
 
 const kinds = hasPostgres ? ['pglite', 'postgres'] : ['pglite'];
 const names = Object.keys(migrations);
