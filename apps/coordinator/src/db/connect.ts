@@ -8,7 +8,7 @@ import { copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { InstallationBundle, type InstallationFs } from './installation-files.js';
-import { pgliteSettings } from './new-data-dir.js';
+import { createDataDir, pgliteSettings } from './new-data-dir.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -93,11 +93,11 @@ export async function writeBackStartUp(db: Db): Promise<void> {
  * the database's own memory, which never shrinks, and compile code a later start never runs. So a new
  * data dir is created and migrated by a short-lived child process (`new-data-dir.ts`): everything it
  * touched goes back to the system when it exits, and this process then opens the finished files like
- * any later start. The names of the migrations it applied, in order. Run from the TypeScript sources
- * (no built script beside this one), it runs here.
+ * any later start. Returns the names of the migrations applied, in order. Run from the TypeScript
+ * sources (no built script beside this one), it runs here.
  */
 async function createDataDirApart(dir: string): Promise<string[]> {
-  if (import.meta.url.endsWith('.ts')) return (await import('./new-data-dir.js')).createDataDir(dir);
+  if (import.meta.url.endsWith('.ts')) return createDataDir(dir);
   const script = fileURLToPath(new URL('./new-data-dir.js', import.meta.url));
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [script, dir], { env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
