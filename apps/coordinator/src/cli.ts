@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { Command, InvalidArgumentError } from 'commander';
 import { MAX_API_TOKEN_TTL, MIN_API_TOKEN_TTL, parseDuration, Role } from '#contracts';
 import { loadConfig } from './config.js';
-import { migrateToLatest, openDatabase, DataDirError, fetchBackup, localBackup, restoreInto } from './db/index.js';
+import { migrateOpened, migrateToLatest, openDatabase, DataDirError, fetchBackup, localBackup, restoreInto } from './db/index.js';
 import { SigningKeyStore } from './core/index.js';
 import { expiryOf, issueApiToken } from './identity/index.js';
 import { rebuildProjections } from './projections/index.js';
@@ -57,8 +57,7 @@ program
   .description('run the database migrations and exit')
   .action(async () => {
     await withDb('migrate', async (db) => {
-      // A data dir created new was migrated as it was created.
-      const applied = [...db.migrated, ...(await migrateToLatest(db.kysely))];
+      const applied = await migrateOpened(db);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     });
   });

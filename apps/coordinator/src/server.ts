@@ -5,7 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { pino, type Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import type { CoordinatorConfig } from './config.js';
-import { migrateToLatest, openDatabase, writeBackStartUp, type Db, openChangeFeed, type ChangeFeed, registerBackupRoute } from './db/index.js';
+import { migrateOpened, openDatabase, writeBackStartUp, type Db, openChangeFeed, type ChangeFeed, registerBackupRoute } from './db/index.js';
 import { SigningKeyStore, Metrics, observeRequestLatency } from './core/index.js';
 import { AptRepository, RepoKey, foldFlatDist } from './packages/index.js';
 import {
@@ -72,7 +72,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger = 
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize, command: 'serve' });
   let feed: ChangeFeed | undefined;
   try {
-    const applied = [...db.migrated, ...(await migrateToLatest(db.kysely))];
+    const applied = await migrateOpened(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     feed = await openChangeFeed(db, log);
     const keys = await SigningKeyStore.open(config.signingKeysFile);

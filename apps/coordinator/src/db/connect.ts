@@ -8,6 +8,7 @@ import { copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { InstallationBundle, type InstallationFs } from './installation-files.js';
+import { migrateToLatest } from './migrate.js';
 import { createDataDir, pgliteSettings } from './new-data-dir.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -105,6 +106,14 @@ async function createDataDirApart(dir: string): Promise<string[]> {
       else resolve((JSON.parse(stdout) as { applied: string[] }).applied);
     });
   });
+}
+
+/**
+ * Applies the migrations the database lacks: the names of every migration applied to it since it was
+ * opened, those a new data dir was created with (`Db.migrated`) first.
+ */
+export async function migrateOpened(db: Db): Promise<string[]> {
+  return [...db.migrated, ...(await migrateToLatest(db.kysely))];
 }
 
 /** In-memory PGlite, for tests that need a real database but no files; optionally from a dumped data dir. */

@@ -6,7 +6,7 @@ export { BatchFlusher } from './batch-flusher.js';
 export { BatchLoader } from './batch-loader.js';
 export { type Change, type ChangeFeed, openChangeFeed } from './change-feed.js';
 export { copyField, copyInto } from './copy-in.js';
-export { type Db, openDatabase, writeBackStartUp } from './connect.js';
+export { type Db, migrateOpened, openDatabase, writeBackStartUp } from './connect.js';
 export { migrateToLatest } from './migrate.js';
 export { DataDirError } from './data-dir-lock.js';
 export type { ApiTokensTable, Database, LedgerTable, PackagesTable, RevocationReason, StoredArtifact } from './database.js';

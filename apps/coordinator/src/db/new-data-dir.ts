@@ -1,5 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Kysely } from 'kysely';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 
@@ -35,7 +36,6 @@ export function pgliteSettings(): string[] {
 export async function createDataDir(dir: string): Promise<string[]> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGliteDialect } = await import('kysely-pglite-dialect');
-  const { Kysely } = await import('kysely');
   const pglite = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...pgliteSettings()] });
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   try {
