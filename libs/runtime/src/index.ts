@@ -1,6 +1,6 @@
 // Small pieces the project's programs share: newline-delimited JSON over unix sockets, the
-// retry backoff, the JSON line log, crash-safe file writes and giving the heap's pages back after
-// large work.
+// retry backoff, the JSON line log, crash-safe file writes, giving the heap's pages back after
+// large work, and work run in a short-lived child process.
 export { readLines } from './line-reader.js';
 export { socketIsLive } from './socket-liveness.js';
 export {
@@ -29,3 +29,4 @@ export {
 } from './atomic-write.js';
 export { processRunning } from './process-running.js';
 export { LARGE_WORK, largeWorkBegun, memoryReleases, releaseMemorySoon } from './memory-release.js';
+export { runApart, runAsScript, type ApartWork } from './apart.js';

@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Kysely, sql } from 'kysely';
+import { runApart } from '#runtime';
 import { copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -94,17 +93,15 @@ export async function writeBackStartUp(db: Db): Promise<void> {
  * the database's own memory, which never shrinks, and compile code a later start never runs. So a new
  * data dir is created and migrated by a short-lived child process (`new-data-dir.ts`): everything it
  * touched goes back to the system when it exits, and this process then opens the finished files like
- * any later start. Returns the names of the migrations applied, in order. Run from the TypeScript
- * sources (no built script beside this one), it runs here.
+ * any later start. Returns the names of the migrations applied, in order.
  */
-async function createDataDirApart(dir: string): Promise<string[]> {
-  if (import.meta.url.endsWith('.ts')) return createDataDir(dir);
-  const script = fileURLToPath(new URL('./new-data-dir.js', import.meta.url));
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, dir], { env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`creating the embedded database in ${dir} failed: ${stderr.trim() || err.message}`, { cause: err }));
-      else resolve((JSON.parse(stdout) as { applied: string[] }).applied);
-    });
+function createDataDirApart(dir: string): Promise<string[]> {
+  return runApart({
+    from: import.meta.url,
+    script: './new-data-dir.js',
+    arg: dir,
+    here: () => createDataDir(dir),
+    failure: `creating the embedded database in ${dir} failed`,
   });
 }
 

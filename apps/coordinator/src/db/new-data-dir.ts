@@ -1,6 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Kysely } from 'kysely';
+import { runAsScript } from '#runtime';
 import type { Database } from './database.js';
 import { migrateToLatest } from './migrate.js';
 
@@ -45,13 +44,5 @@ export async function createDataDir(dir: string): Promise<string[]> {
   }
 }
 
-// Run as a script (`node new-data-dir.js <dir>`): prints {"applied": […]}; a failure is on stderr, exit 1.
-if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  createDataDir(process.argv[2]).then(
-    (applied) => process.stdout.write(`${JSON.stringify({ applied })}\n`),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+// `node new-data-dir.js <dir>` prints the names applied as a JSON array.
+runAsScript(import.meta.url, createDataDir);

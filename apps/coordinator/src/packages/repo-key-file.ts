@@ -1,7 +1,7 @@
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as openpgp from 'openpgp';
+import { runAsScript } from '#runtime';
 
 /**
  * Creates the apt repository's key file when it does not exist, reads it as an OpenPGP private key,
@@ -52,13 +52,5 @@ async function createKeyFile(path: string): Promise<string> {
   }
 }
 
-// Run as a script (the path as given may go through a symlink; the module's own path does not).
-if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  checkKeyFile(process.argv[2]).then(
-    (fingerprint) => process.stdout.write(`${JSON.stringify({ fingerprint })}\n`),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+// `node repo-key-file.js <path>` prints the fingerprint as a JSON string.
+runAsScript(import.meta.url, checkKeyFile);

@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { PrivateKey } from 'openpgp';
+import { runApart } from '#runtime';
 
 interface Loaded {
   readonly openpgp: typeof import('openpgp');
@@ -66,17 +65,13 @@ export class RepoKey {
   }
 }
 
-/**
- * checkKeyFile in a child process, which takes OpenPGP.js's memory with it when it exits. Run from
- * the TypeScript sources (no built script beside this one), it runs here.
- */
-async function checkApart(path: string): Promise<string> {
-  if (import.meta.url.endsWith('.ts')) return (await import('./repo-key-file.js')).checkKeyFile(path);
-  const script = fileURLToPath(new URL('./repo-key-file.js', import.meta.url));
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, path], { env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`the apt repository key ${path}: ${stderr.trim() || err.message}`, { cause: err }));
-      else resolve((JSON.parse(stdout) as { fingerprint: string }).fingerprint);
-    });
+/** checkKeyFile in a child process, which takes OpenPGP.js's memory with it when it exits. */
+function checkApart(path: string): Promise<string> {
+  return runApart({
+    from: import.meta.url,
+    script: './repo-key-file.js',
+    arg: path,
+    here: async () => (await import('./repo-key-file.js')).checkKeyFile(path),
+    failure: `the apt repository key ${path}`,
   });
 }
