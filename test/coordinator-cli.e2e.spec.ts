@@ -146,6 +146,29 @@ describe('coordinator commands', () => {
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, position: expect.any(Number) });
   });
+
+  // A mistyped FLORETE_DATA must not verify, back up or rekey a database made on the spot: the
+  // commands that work on what a coordinator recorded refuse a data dir without one, and create nothing.
+  it('refuses verify, backup, rebuild, mirror rebuild and the key commands on a data dir that holds no database, naming it, creating nothing', () => {
+    const root = mkdtempSync(join(tmpdir(), 'florete-cli-none-'));
+    try {
+      const absent = join(root, 'mistyped');
+      const empty = join(root, 'empty');
+      mkdirSync(empty);
+      const commands = [['verify'], ['backup', join(root, 'backup')], ['rebuild'], ['mirror', 'rebuild'], ['keys', 'rotate'], ['keys', 'revoke', 'k1']];
+      for (const dir of [absent, empty]) {
+        for (const args of commands) {
+          const r = coordinator(dir, ...args);
+          expect({ args, status: r.status, stdout: r.stdout }).toEqual({ args, status: 1, stdout: '' });
+          expect(r.stderr).toContain(`${dir} holds no coordinator database`);
+        }
+      }
+      expect(readdirSync(root).sort()).toEqual(['empty']);
+      expect(readdirSync(empty)).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
 
 /**

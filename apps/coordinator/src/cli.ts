@@ -56,7 +56,7 @@ program
   .command('migrate')
   .description('run the database migrations and exit')
   .action(async () => {
-    await withDb('migrate', async (db) => {
+    await withDb('migrate', { existing: false }, async (db) => {
       const applied = await migrateOpened(db);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     });
@@ -108,7 +108,7 @@ async function createToken(command: string, request: TokenOptions & { role: Role
   if (request.name.trim() === '') throw new InvalidArgumentError('--name must not be empty');
   if (request.ttl !== undefined && !request.expiry) throw new InvalidArgumentError('give --ttl or --no-expiry, not both');
   const config = loadConfig();
-  await withDb(command, async (db) => {
+  await withDb(command, { existing: false }, async (db) => {
     await migrateToLatest(db.kysely);
     const store = await SigningKeyStore.open(config.signingKeysFile);
     await store.reloadIfChanged();
@@ -132,7 +132,7 @@ keys
   .command('rotate')
   .description('a new signing key: a new trust version signed by the old key, every node head moved to the new one; the old key stops signing')
   .action(async () => {
-    await withDb('keys rotate', async (db) => {
+    await withDb('keys rotate', { existing: true }, async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const r = await changeKeys(db.kysely, store, { kind: 'rotate' }, 'coordinator-cli');
@@ -144,7 +144,7 @@ keys
   .argument('<kid>', 'the key to revoke')
   .description('a trust version that revokes the key; agents refuse anything it signs (revoking the signing key also rotates)')
   .action(async (kid: string) => {
-    await withDb('keys revoke', async (db) => {
+    await withDb('keys revoke', { existing: true }, async (db) => {
       await migrateToLatest(db.kysely);
       const store = await SigningKeyStore.open(loadConfig().signingKeysFile);
       const r = await changeKeys(db.kysely, store, { kind: 'revoke', kid }, 'coordinator-cli');
@@ -156,7 +156,7 @@ program
   .command('rebuild')
   .description('drop every projection and replay it from the ledger')
   .action(async () => {
-    await withDb('rebuild', async (db) => {
+    await withDb('rebuild', { existing: true }, async (db) => {
       await migrateToLatest(db.kysely);
       const n = await rebuildProjections(db.kysely);
       process.stdout.write(`replayed ${n} events\n`);
@@ -168,7 +168,7 @@ mirror
   .command('rebuild')
   .description('rebuild the mirror from the ledger into a fresh directory and swap it in (repairs a diverged mirror)')
   .action(async () => {
-    await withDb('mirror rebuild', async (db) => {
+    await withDb('mirror rebuild', { existing: true }, async (db) => {
       await migrateToLatest(db.kysely);
       const progress = process.stderr.isTTY ? (position: number) => process.stderr.write(`\rmirrored up to ledger position ${position}`) : undefined;
       const result = await rebuildMirror(db, loadConfig().mirror.gitdir, progress);
@@ -204,7 +204,7 @@ program
   .command('verify')
   .description('recompute the ledger hash chain')
   .action(async () => {
-    await withDb('verify', async (db) => {
+    await withDb('verify', { existing: true }, async (db) => {
       const verdict = await verifyLedger(db.kysely);
       process.stdout.write(`${JSON.stringify(verdict)}\n`);
       if (!verdict.ok) process.exitCode = 1;
@@ -215,11 +215,17 @@ function isHeldByServe(err: unknown): boolean {
   return err instanceof DataDirError && err.code === 'data_dir_locked' && err.holder?.command === 'serve';
 }
 
-async function withDb(command: string, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
+/**
+ * Runs `fn` on the database, which `serve` must not hold meanwhile (the data dir's lock). `existing`:
+ * a command that works on what a coordinator recorded refuses a data dir without a database rather
+ * than make one (a mistyped FLORETE_DATA would verify an empty ledger); migrate and the token commands
+ * create it, as serve does.
+ */
+async function withDb(command: string, options: { existing: boolean }, fn: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<void>): Promise<void> {
   const config = loadConfig();
   let db;
   try {
-    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command });
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, command, existing: options.existing });
   } catch (err) {
     // Break-glass means no admin token is at hand, so the API the lock's message points to is closed.
     if (err instanceof DataDirError && err.code === 'data_dir_locked' && command === 'token create-admin') {

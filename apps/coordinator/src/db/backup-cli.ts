@@ -12,7 +12,7 @@ export async function localBackup(config: CoordinatorConfig, dir: string): Promi
   if (config.databaseUrl) throw new BackupError(PG_ADVICE);
   // Before the database is opened: a backup that could not be written opens nothing.
   checkBackupDirFree(dir);
-  const db = await openDatabase({ dataDir: config.dataDir, command: 'backup' });
+  const db = await openDatabase({ dataDir: config.dataDir, command: 'backup', existing: true });
   try {
     const parts = await takeBackup(db, config);
     writeBackupDir(dir, parts);

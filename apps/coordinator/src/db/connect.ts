@@ -5,7 +5,7 @@ import { Kysely, sql } from 'kysely';
 import { runApart } from '#runtime';
 import { copyingEmbedded } from './copy-in.js';
 import type { Database } from './database.js';
-import { lockDataDir } from './data-dir-lock.js';
+import { DataDirError, lockDataDir } from './data-dir-lock.js';
 import { InstallationBundle, type InstallationFs } from './installation-files.js';
 import { migrateToLatest } from './migrate.js';
 import { createDataDir, pgliteSettings } from './new-data-dir.js';
@@ -29,14 +29,30 @@ export interface Db {
  * one process's memory over files: a second process opening the same files writes into a copy the
  * first never sees, and the first overwrites it later. So the data dir is locked first, and a second
  * process fails before opening anything. `command` names this process in the lock for the refusal.
+ * A data dir without a database gets a new one, unless `existing` asks for one already there: then
+ * it is refused, and nothing is created (not even the lock file).
  */
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolSize?: number; command?: string }): Promise<Db> {
+export async function openDatabase(options: {
+  databaseUrl?: string;
+  dataDir: string;
+  poolSize?: number;
+  command?: string;
+  /** Only a database that exists: for the commands that work on what a coordinator recorded (verify, backup, rebuild, the keys). */
+  existing?: boolean;
+}): Promise<Db> {
   if (options.databaseUrl) {
     // Loaded only here: a coordinator on the embedded database never holds the PostgreSQL client.
     const { openPostgres } = await import('./postgres-client.js');
     const kysely = openPostgres(options.databaseUrl, options.poolSize ?? 10);
     return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, migrated: [], close: () => kysely.destroy() };
   }
+  if (options.existing && !existsSync(join(options.dataDir, 'db', 'PG_VERSION')))
+    throw new DataDirError(
+      'no_database',
+      `${options.dataDir} holds no coordinator database: \`${options.command ?? 'this command'}\` works on the data dir a coordinator serves ` +
+        '(FLORETE_DATA); `coordinator serve` or `coordinator migrate` creates one',
+      null,
+    );
   const lock = lockDataDir(options.dataDir, options.command ?? 'coordinator');
   try {
     compileDatabaseLightly();

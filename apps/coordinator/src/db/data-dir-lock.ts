@@ -18,7 +18,7 @@ const LockHolder = z.object({
 });
 export type LockHolder = z.infer<typeof LockHolder>;
 
-export type DataDirErrorCode = 'data_dir_locked' | 'bad_lock_file';
+export type DataDirErrorCode = 'data_dir_locked' | 'bad_lock_file' | 'no_database';
 
 export class DataDirError extends Error {
   constructor(
