@@ -46,7 +46,8 @@ export async function openDatabase(options: {
     const kysely = openPostgres(options.databaseUrl, options.poolSize ?? 10);
     return { kysely, kind: 'postgres', databaseUrl: options.databaseUrl, migrated: [], close: () => kysely.destroy() };
   }
-  if (options.existing && !existsSync(join(options.dataDir, 'db', 'PG_VERSION')))
+  const dir = join(options.dataDir, 'db');
+  if (options.existing && !holdsDatabase(dir))
     throw new DataDirError(
       'no_database',
       `${options.dataDir} holds no coordinator database: \`${options.command ?? 'this command'}\` works on the data dir a coordinator serves ` +
@@ -58,9 +59,9 @@ export async function openDatabase(options: {
     compileDatabaseLightly();
     const { PGlite } = await import('@electric-sql/pglite');
     const { PGliteDialect } = await import('kysely-pglite-dialect');
-    const dir = join(options.dataDir, 'db');
     mkdirSync(dir, { recursive: true });
-    const migrated = existsSync(join(dir, 'PG_VERSION')) ? [] : await createDataDirApart(dir);
+    // Asked again under the lock: a process that held it may have created the database meanwhile.
+    const migrated = holdsDatabase(dir) ? [] : await createDataDirApart(dir);
     const installation = await InstallationBundle.open();
     const pglite = await PGlite.create(dir, { startParams: [...PGlite.defaultStartParams, ...pgliteSettings()], fsBundle: installation });
     installation.keepServingFiles(pglite.Module.FS as unknown as InstallationFs);
@@ -77,6 +78,11 @@ export async function openDatabase(options: {
     lock.release();
     throw err;
   }
+}
+
+/** Whether `dir` holds an embedded database: initdb writes PG_VERSION into every one it creates. */
+function holdsDatabase(dir: string): boolean {
+  return existsSync(join(dir, 'PG_VERSION'));
 }
 
 /**
