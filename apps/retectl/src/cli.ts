@@ -159,7 +159,8 @@ export function buildCli(): { program: Command; status: () => number } {
         .command('compile')
         .description(
           'validate, then write .flor/compiled/<node>/{agent.json,flor.json} (and resources.json with file contents for nodes with resources) beside its digests.json',
-        ),
+        )
+        .option('--all', 'list every node that changed (else the first 20, then the summary)'),
     ),
   ).action(async (o) => done(await (await compile()).run({ ...o, dir: reteDir(o.dir) })));
   rolloutFlags(

@@ -77,10 +77,10 @@ describe('retectl compile on a real folder', () => {
       for (const e of others) expect(readFileSync(join(parsed, e), 'utf8')).toBe('not a serialised value');
     };
   };
-  const compile = async (json = false) => {
+  const compile = async (json = false, all = false) => {
     stdout = [];
     stderr = [];
-    await run({ dir: rete, json });
+    await run({ dir: rete, json, all });
     return stdout.join('');
   };
 
@@ -106,6 +106,23 @@ describe('retectl compile on a real folder', () => {
       /^compiled 4 nodes into \.flor\/compiled: 4 new, 0 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed; \d+\.\d\d s$/,
     );
     expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
+  });
+
+  it('lists at most 20 of the nodes that changed unless --all, as plan and publish do, then the summary', async () => {
+    const edges = Array.from({ length: 25 }, (_, i) => `edge-${String(i).padStart(2, '0')}`);
+    write('nodes/edges.yaml', `nodes:\n${edges.map((n, i) => `  - { name: ${n}, kind: server, listen: 10.0.1.${i + 1}:7946 }\n`).join('')}`);
+    const first = (await compile()).split('\n');
+    // Added nodes in name order: alpha, beta, then the edges before gamma and laptop.
+    expect(first.slice(0, 21)).toEqual([...['alpha', 'beta', ...edges.slice(0, 18)].map((n) => `+ ${n}: new`), '… and 9 more; --all to list them']);
+    expect(first.slice(21)).toEqual([expect.stringMatching(/^compiled 29 nodes into \.flor\/compiled: 29 new, 0 changed, 0 removed, 0 unchanged; /), '']);
+
+    rmSync(join(rete, 'nodes/edges.yaml'));
+    const all = (await compile(false, true)).split('\n');
+    expect(all.slice(0, 25)).toEqual(edges.map((n) => `- ${n}: removed`));
+    expect(all.slice(25)).toEqual([expect.stringMatching(/^compiled 4 nodes into \.flor\/compiled: 0 new, 0 changed, 25 removed, 4 unchanged; /), '']);
+    // --json stays complete without --all.
+    write('nodes/edges.yaml', `nodes:\n${edges.map((n, i) => `  - { name: ${n}, kind: server, listen: 10.0.1.${i + 1}:7946 }\n`).join('')}`);
+    expect((JSON.parse(await compile(true)) as { added: string[] }).added).toEqual(edges);
   });
 
   it('writes no file when nothing changed: every mtime stays as it was', async () => {

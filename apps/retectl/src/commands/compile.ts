@@ -34,11 +34,14 @@ import {
 import { note, out, outJson } from '../output.js';
 import { DiskParseCache } from '../parse-cache.js';
 import { lateProgress } from '../progress.js';
+import { bounded } from '../summary.js';
 import { COMPILED_DIR, fileClock, knownFrom, readSourceDigest, readSources, settledStamps, sourceReader, validateDir, type ReteSource } from '../rete-dir.js';
 
 export interface CompileOptions {
   readonly dir: string;
   readonly json?: boolean;
+  /** List every node that changed, not the first LIST_LIMIT. */
+  readonly all?: boolean;
 }
 
 /**
@@ -58,13 +61,19 @@ export async function run(options: CompileOptions): Promise<void> {
   const { nodeCount, change } = await compileTree(options, record, stamps, progress).finally(() => stamps?.stop());
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
-  for (const n of change.added) out(`+ ${n}: new`);
-  for (const c of change.changed) out(`~ ${c.node}: ${artifactsText(c.artifacts)}`);
-  for (const n of change.removed) out(`- ${n}: removed`);
   const counts = change.files;
+  // The nodes that changed, at most LIST_LIMIT unless --all (as plan and publish list them), then the summary: one write.
+  const listed = [
+    ...change.added.map((n) => `+ ${n}: new`),
+    ...change.changed.map((c) => `~ ${c.node}: ${artifactsText(c.artifacts)}`),
+    ...change.removed.map((n) => `- ${n}: removed`),
+  ];
   out(
-    `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${nodeCount - change.added.length - change.changed.length} unchanged; ` +
-      `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
+    [
+      ...bounded(listed, (line) => [line], { all: options.all }),
+      `compiled ${nodeCount} nodes into ${COMPILED_DIR}: ${change.added.length} new, ${change.changed.length} changed, ${change.removed.length} removed, ${nodeCount - change.added.length - change.changed.length} unchanged; ` +
+        `files: ${counts.written} written, ${counts.unchanged} unchanged, ${counts.removed} removed; ${seconds.toFixed(2)} s`,
+    ].join('\n'),
   );
 }
 
