@@ -110,7 +110,8 @@ describe('retectl compile on a real folder', () => {
 
   it('lists at most 20 of the nodes that changed unless --all, as plan and publish do, then the summary', async () => {
     const edges = Array.from({ length: 25 }, (_, i) => `edge-${String(i).padStart(2, '0')}`);
-    write('nodes/edges.yaml', `nodes:\n${edges.map((n, i) => `  - { name: ${n}, kind: server, listen: 10.0.1.${i + 1}:7946 }\n`).join('')}`);
+    const edgesYaml = `nodes:\n${edges.map((n, i) => `  - { name: ${n}, kind: server, listen: 10.0.1.${i + 1}:7946 }\n`).join('')}`;
+    write('nodes/edges.yaml', edgesYaml);
     const first = (await compile()).split('\n');
     // Added nodes in name order: alpha, beta, then the edges before gamma and laptop.
     expect(first.slice(0, 21)).toEqual([...['alpha', 'beta', ...edges.slice(0, 18)].map((n) => `+ ${n}: new`), '… and 9 more; --all to list them']);
@@ -121,7 +122,7 @@ describe('retectl compile on a real folder', () => {
     expect(all.slice(0, 25)).toEqual(edges.map((n) => `- ${n}: removed`));
     expect(all.slice(25)).toEqual([expect.stringMatching(/^compiled 4 nodes into \.flor\/compiled: 0 new, 0 changed, 25 removed, 4 unchanged; /), '']);
     // --json stays complete without --all.
-    write('nodes/edges.yaml', `nodes:\n${edges.map((n, i) => `  - { name: ${n}, kind: server, listen: 10.0.1.${i + 1}:7946 }\n`).join('')}`);
+    write('nodes/edges.yaml', edgesYaml);
     expect((JSON.parse(await compile(true)) as { added: string[] }).added).toEqual(edges);
   });
 
