@@ -127,9 +127,14 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(await socketStatus(files)).toMatchObject({ lifecycle: 'hosted', local_set: null, applied_version: 0 });
 
     const digest = digests('first').set_digest;
-    // Copied to the machine as the operator guide copies it, to the folder it names (under this test's host root).
+    // Written as the operator guide writes it (retectl compiled --out) to the folder it copies it to (under this test's host root).
     const copied = path(setFoldersIn(readFileSync('docs/operator-guide.md', 'utf8'))[0].slice(1));
-    cpSync(compiled('first'), copied, { recursive: true });
+    expect(await retectl(['compiled', 'first', '--out', copied])).toMatchObject({
+      code: 0,
+      stdout: `wrote the set of node first (${digest}) to ${copied}: 6 artifacts and digests.json\n`,
+    });
+    expect(readdirSync(copied).sort()).toEqual(readdirSync(compiled('first')).sort());
+    for (const name of readdirSync(copied)) expect(readFileSync(join(copied, name))).toEqual(readFileSync(join(compiled('first'), name)));
     const r = await flor(['agent', 'apply', '--set', copied, ...files.args]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(r.stdout).toBe(`applied local set ${digest} (node first) from ${copied}: 3 resources, activation restart\n`);

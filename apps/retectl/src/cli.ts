@@ -12,6 +12,7 @@ export const VERSION = '0.1.0';
  * needs, not what every command does (HTTP client, ledger and audit code for a compile).
  */
 const compile = () => import('./commands/compile.js');
+const compiled = () => import('./commands/compiled.js');
 const configSet = () => import('./commands/config-set.js');
 const configShow = () => import('./commands/config-show.js');
 const configUnset = () => import('./commands/config-unset.js');
@@ -163,6 +164,20 @@ export function buildCli(): { program: Command; status: () => number } {
         .option('--all', 'list every node that changed (else the first 20, then the summary)'),
     ),
   ).action(async (o) => done(await (await compile()).run({ ...o, dir: reteDir(o.dir) })));
+  json(
+    dir(
+      program
+        .command('compiled')
+        .argument('<node>')
+        .argument('[artifact]', "print this artifact's exact bytes alone (flor.json, agent.json, file-<sha256>, …)")
+        .description(
+          "a node's compiled set, as a publish would send it: every artifact with its size and sha256, or written as a folder for flor agent apply --set",
+        )
+        .option('--out <dir>', "write the node's folder there (its artifacts beside digests.json): a new or empty folder"),
+    ),
+  ).action(async (node: string, artifact: string | undefined, o) =>
+    done(await (await compiled()).run({ ...o, node, ...(artifact !== undefined ? { artifact } : {}), dir: reteDir(o.dir) })),
+  );
   rolloutFlags(
     json(
       remote(

@@ -349,6 +349,11 @@ function fromRecord(recorded: RecordedRete, tree: TreeToPublish, validated: () =
 function checkedTree(root: string, rete: Rete, record: CompileRecord | undefined): { tree: CompiledTree; heads?: LocalHeads } {
   const expected = compileRete(rete);
   const onDisk = readCompiled(root);
+  // Never compiled (or its output removed): not a tree older than the YAML, none at all.
+  if (onDisk.size === 0 && expected.size > 0) {
+    forgetRecord(root);
+    throw new RetectlError('stale_compile', `nothing is compiled in ${COMPILED_DIR} yet: run retectl compile`);
+  }
   const d = diffTrees(onDisk, expected);
   if (d.added.length + d.changed.length + d.removed.length > 0) {
     // Changed since the last compile, perhaps by hand: the next compile reads it all back, not trusting its record.

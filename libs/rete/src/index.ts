@@ -16,6 +16,7 @@ export type {
 } from './model.js';
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
+export { decodeUtf8 } from './utf8.js';
 export { localEdits, editFlor, editAgent, keptWarningsStay, type LocalEdits, type KeptWarning } from './local-edits.js';
 export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
 export {

@@ -1,0 +1,106 @@
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { decodeUtf8, digestsJson } from '#rete';
+import { DIGESTS_JSON } from '#contracts/files';
+import { tempNameFor } from '#runtime';
+import { RetectlError, usageError } from '../errors.js';
+import { out, outJson, plural } from '../output.js';
+import { loadPublishable } from '../rete-dir.js';
+
+export interface CompiledOptions {
+  readonly dir: string;
+  readonly node: string;
+  /** One artifact's exact bytes on stdout, nothing else. */
+  readonly artifact?: string;
+  /** Write the node's folder there (its artifacts beside their digests.json) instead of printing. */
+  readonly out?: string;
+  readonly json?: boolean;
+}
+
+/**
+ * One node's compiled set, as the last compile wrote it: printed (each artifact with its size and
+ * sha256, as `retectl show` prints a version the coordinator holds), one artifact's bytes alone, or
+ * written as a folder for `flor agent apply --set` on a first node. What is given is what a publish
+ * would send: the compiled tree must still be the YAML's (else stale_compile, as for plan and publish),
+ * and every file read is checked against the digests the compile recorded.
+ */
+export async function run(options: CompiledOptions): Promise<void> {
+  if (options.artifact !== undefined && options.out !== undefined) throw usageError('give an artifact to print or --out, not both');
+  const { tree } = loadPublishable(options.dir);
+  if (!tree.has(options.node)) {
+    const names = tree.names();
+    const some = names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '');
+    throw new RetectlError(
+      'not_found',
+      `node ${options.node} is not in the compiled tree (${plural(names.length, 'node')}${names.length > 0 ? `: ${some}` : ''})`,
+    );
+  }
+  const digests = tree.artifacts(options.node);
+  const files = new Map([...digests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, sha]) => [name, tree.bytes(sha)] as const));
+  const setDigest = tree.heads().setOf(options.node) as string;
+
+  if (options.artifact !== undefined) {
+    const bytes = files.get(options.artifact);
+    if (bytes === undefined)
+      throw new RetectlError('not_found', `node ${options.node} has no artifact ${options.artifact}: it has ${[...files.keys()].join(', ')}`);
+    process.stdout.write(bytes);
+    return;
+  }
+
+  const artifacts = [...files].map(([name, bytes]) => ({ name, sha256: digests.get(name) as string, size: bytes.byteLength }));
+  if (options.out !== undefined) {
+    writeFolder(options.out, options.node, files, setDigest);
+    if (options.json) return outJson({ node: options.node, set_digest: setDigest, out: options.out, artifacts });
+    out(`wrote the set of node ${options.node} (${setDigest}) to ${options.out}: ${plural(files.size, 'artifact')} and ${DIGESTS_JSON}`);
+    return;
+  }
+
+  const shown = [...files].map(([name, bytes]) => {
+    const text = decodeUtf8(bytes);
+    return { ...artifacts.find((a) => a.name === name)!, encoding: text.ok ? 'utf-8' : 'base64', content: text.ok ? text.text : bytes.toString('base64') };
+  });
+  if (options.json) return outJson({ node: options.node, set_digest: setDigest, artifacts: shown });
+  out(`node ${options.node} as compiled, set ${setDigest}`);
+  for (const a of shown) {
+    out(`--- ${a.name} (${a.size} bytes, sha256 ${a.sha256})`);
+    out(a.encoding === 'utf-8' ? a.content : `(binary, base64)\n${a.content}`);
+  }
+}
+
+/**
+ * The node's folder as `flor agent apply --set` reads it: its artifacts beside digests.json. Filled
+ * under a temporary name beside `dir` and renamed into place whole, so a copy that stops halfway leaves
+ * no folder to apply. A folder already there is refused unless empty: writing a set into one that
+ * holds other files would mix two sets.
+ */
+function writeFolder(dir: string, node: string, files: ReadonlyMap<string, Buffer>, setDigest: string): void {
+  let entries: string[] | undefined;
+  try {
+    entries = readdirSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR') throw new RetectlError('io', `--out ${dir} is a file: give a folder to create`);
+    if (code !== 'ENOENT') throw new RetectlError('io', `--out ${dir}: ${(e as Error).message}`);
+  }
+  if (entries !== undefined && entries.length > 0)
+    throw new RetectlError('io', `--out ${dir} is not empty (${entries.length} entries): give a new folder, so that no other set's files are mixed in`);
+  const { digests, text } = digestsJson(node, files);
+  // The record's set digest and the one worked out from the bytes read: one set, or the tree moved under us.
+  if (digests.set_digest !== setDigest) throw new RetectlError('stale_compile', `the compiled files of ${node} changed while read: run retectl compile`);
+  try {
+    mkdirSync(dirname(dir), { recursive: true });
+  } catch (e) {
+    throw new RetectlError('io', `--out ${dir}: ${(e as Error).message}`);
+  }
+  const stage = tempNameFor(join(dirname(dir), basename(dir)));
+  try {
+    mkdirSync(stage);
+    for (const [name, bytes] of files) writeFileSync(join(stage, name), bytes);
+    writeFileSync(join(stage, DIGESTS_JSON), text);
+    // rename(2) replaces an empty folder, and fails on one that another process filled meanwhile.
+    renameSync(stage, dir);
+  } catch (e) {
+    rmSync(stage, { recursive: true, force: true });
+    throw new RetectlError('io', `--out ${dir}: ${(e as Error).message}`);
+  }
+}
