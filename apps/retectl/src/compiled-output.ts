@@ -8,12 +8,11 @@ import type { LocalHeads, TreeLabels } from './local-heads.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR, type ReteFile } from '#contracts/files';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { digestsJson, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import { cmp, digestsJson, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { CompiledSetDigests, NodeLabels } from '#contracts';
 import { RetectlError } from './errors.js';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /** What the last compile wrote, node by node, and what it was compiled from: see readRecord. */
 const RECORD = join('.flor', 'cache', 'compiled.v8');
 /** The record's node lines (RecordedNodes' text) and its labels (RecordedRete's), each in a file of its own: see writeRecord. */

@@ -347,14 +347,13 @@ function fromRecord(recorded: RecordedRete, tree: TreeToPublish, validated: () =
  * they differ. With the record of the compile that wrote it (recordFor), the heads it keeps.
  */
 function checkedTree(root: string, rete: Rete, record: CompileRecord | undefined): { tree: CompiledTree; heads?: LocalHeads } {
-  const expected = compileRete(rete);
   const onDisk = readCompiled(root);
-  // Never compiled (or its output removed): not a tree older than the YAML, none at all.
-  if (onDisk.size === 0 && expected.size > 0) {
+  // Never compiled (or its output removed): not a tree older than the YAML, none at all; said before the rete is compiled to compare.
+  if (onDisk.size === 0 && rete.nodes.length > 0) {
     forgetRecord(root);
     throw new RetectlError('stale_compile', `nothing is compiled in ${COMPILED_DIR} yet: run retectl compile`);
   }
-  const d = diffTrees(onDisk, expected);
+  const d = diffTrees(onDisk, compileRete(rete));
   if (d.added.length + d.changed.length + d.removed.length > 0) {
     // Changed since the last compile, perhaps by hand: the next compile reads it all back, not trusting its record.
     forgetRecord(root);

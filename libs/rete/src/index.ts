@@ -1,5 +1,5 @@
 // The rete compiler: validate, compile and plan an operator's YAML. Pure: sources in, data out.
-export { formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
+export { cmp, formatDiagnostic, sortDiagnostics, placeText, type Diagnostic, type Place } from './diagnostics.js';
 export { parseFile, type Source, type ParsedFile, type ParseCache } from './parse-file.js';
 export { validateRete, nodeSync, type Validation, type SyncDecl } from './validate.js';
 export { noSources, type ReadSource, type SourceFile } from './resolve-resources.js';

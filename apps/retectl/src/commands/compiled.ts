@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { decodeUtf8, digestsJson } from '#rete';
+import { dirname, join } from 'node:path';
+import { cmp, decodeUtf8, digestsJson } from '#rete';
 import { DIGESTS_JSON } from '#contracts/files';
 import { tempNameFor } from '#runtime';
 import { RetectlError, usageError } from '../errors.js';
@@ -36,7 +36,7 @@ export async function run(options: CompiledOptions): Promise<void> {
     );
   }
   const digests = tree.artifacts(options.node);
-  const files = new Map([...digests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, sha]) => [name, tree.bytes(sha)] as const));
+  const files = new Map([...digests].sort(([a], [b]) => cmp(a, b)).map(([name, sha]) => [name, tree.bytes(sha)] as const));
   const setDigest = tree.heads().setOf(options.node) as string;
 
   if (options.artifact !== undefined) {
@@ -49,15 +49,16 @@ export async function run(options: CompiledOptions): Promise<void> {
 
   const artifacts = [...files].map(([name, bytes]) => ({ name, sha256: digests.get(name) as string, size: bytes.byteLength }));
   if (options.out !== undefined) {
-    writeFolder(options.out, options.node, files, setDigest);
+    writeFolder(options.out, options.node, files);
     if (options.json) return outJson({ node: options.node, set_digest: setDigest, out: options.out, artifacts });
     out(`wrote the set of node ${options.node} (${setDigest}) to ${options.out}: ${plural(files.size, 'artifact')} and ${DIGESTS_JSON}`);
     return;
   }
 
-  const shown = [...files].map(([name, bytes]) => {
+  const shown = artifacts.map((a) => {
+    const bytes = files.get(a.name) as Buffer;
     const text = decodeUtf8(bytes);
-    return { ...artifacts.find((a) => a.name === name)!, encoding: text.ok ? 'utf-8' : 'base64', content: text.ok ? text.text : bytes.toString('base64') };
+    return { ...a, encoding: text.ok ? 'utf-8' : 'base64', content: text.ok ? text.text : bytes.toString('base64') };
   });
   if (options.json) return outJson({ node: options.node, set_digest: setDigest, artifacts: shown });
   out(`node ${options.node} as compiled, set ${setDigest}`);
@@ -73,7 +74,7 @@ export async function run(options: CompiledOptions): Promise<void> {
  * no folder to apply. A folder already there is refused unless empty: writing a set into one that
  * holds other files would mix two sets.
  */
-function writeFolder(dir: string, node: string, files: ReadonlyMap<string, Buffer>, setDigest: string): void {
+function writeFolder(dir: string, node: string, files: ReadonlyMap<string, Buffer>): void {
   let entries: string[] | undefined;
   try {
     entries = readdirSync(dir);
@@ -84,15 +85,15 @@ function writeFolder(dir: string, node: string, files: ReadonlyMap<string, Buffe
   }
   if (entries !== undefined && entries.length > 0)
     throw new RetectlError('io', `--out ${dir} is not empty (${entries.length} entries): give a new folder, so that no other set's files are mixed in`);
-  const { digests, text } = digestsJson(node, files);
-  // The record's set digest and the one worked out from the bytes read: one set, or the tree moved under us.
-  if (digests.set_digest !== setDigest) throw new RetectlError('stale_compile', `the compiled files of ${node} changed while read: run retectl compile`);
+  // The bytes were each checked against the compile's digests as they were read (loadPublishable), so
+  // the list worked out from them is the one the compile wrote, set digest and all.
+  const { text } = digestsJson(node, files);
   try {
     mkdirSync(dirname(dir), { recursive: true });
   } catch (e) {
     throw new RetectlError('io', `--out ${dir}: ${(e as Error).message}`);
   }
-  const stage = tempNameFor(join(dirname(dir), basename(dir)));
+  const stage = tempNameFor(dir);
   try {
     mkdirSync(stage);
     for (const [name, bytes] of files) writeFileSync(join(stage, name), bytes);
