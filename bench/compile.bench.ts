@@ -6,8 +6,8 @@
  *   (b) recompile, nothing changed
  *   (c) recompile after one change: one web server's listen port moves, which changes its own set
  *       and the sets of its site's monitor and databases (their peer lists name it)
- *   (d) the same one change with .flor/cache removed first: every YAML file parsed and every compiled
- *       file read back to compare, which is what every compile did before the cache. The baseline
+ *   (d) the same one change with .flor/cache removed first: every YAML file parsed and every node's
+ *       compiled entry read back to compare, which is what every compile did before the cache. The baseline
  *       for (c), measured in the same run, in turns with it
  *   (e) recompile after a change that reaches a whole site: one of its databases' listen port moves,
  *       which changes the sets of every node of its site but the other database (999 of a full site),
@@ -19,12 +19,12 @@
  *   (i) recompile after a change the quick path does not take: the same web server gains a service,
  *       which changes its set alone, yet every node is validated and compiled again; then loses it
  *       (both timed)
- *   (f) the file system's floor for (a): a bare loop in this process creating the same folders and
- *       files, of the same sizes, as (a) left in .flor/compiled (listed before the clock starts), with
- *       nothing else: no YAML, no compile, no staging folder renamed into place. The baseline for (a)
+ *   (f) the file system's floor for (a): a bare loop in this process writing as many bytes as (a)
+ *       left in .flor/compiled (its pack and index, measured before the clock starts) to one file, in
+ *       4 MB slices, with nothing else: no YAML, no compile. The baseline for (a)
  * Each is run --repeat times, in rounds of (a) to (i) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
- * system: a full compile's creating 500,000 files is mostly the kernel's), the full compile's wall
+ * system), the full compile's wall
  * time per node, and the ratios one change/full compile, one change/cold caches, site/full compile,
  * a service port/full compile, a sync block/full compile, a service more/full compile and full
  * compile/floor.
@@ -33,7 +33,7 @@
  *
  *   npm run bench:compile [-- --sizes 10000,100000 --repeat 3]
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onCleanup, runBench } from './support/cleanup.js';
@@ -68,42 +68,27 @@ function expectSummary(run: Run, what: string, expected: { added: number; change
   if (wrong) throw new Error(`${what}: expected ${JSON.stringify(expected)}, retectl said: ${run.summary}`);
 }
 
-/** A compiled tree's shape: each node's folder and its files' paths (relative to it) and sizes. */
-type Shape = readonly (readonly [string, readonly (readonly [string, number])[]])[];
-
-function shapeOf(compiled: string): Shape {
-  const files = (dir: string, prefix: string): [string, number][] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? files(join(dir, e.name), `${prefix}${e.name}/`) : [[`${prefix}${e.name}`, statSync(join(dir, e.name)).size] as [string, number]],
-    );
-  return readdirSync(compiled, { withFileTypes: true })
-    .filter((e) => e.isDirectory())
-    .map((e) => [e.name, files(join(compiled, e.name), '')] as const);
+/** A compiled tree's files (its packs and index) and their bytes in all. */
+function bytesOf(compiled: string): { files: number; bytes: number } {
+  const names = readdirSync(compiled);
+  return { files: names.length, bytes: names.reduce((sum, name) => sum + statSync(join(compiled, name)).size, 0) };
 }
 
-/** (f): the same folders and files created by a bare loop, timed (wall, and this process's CPU). */
-function createShape(into: string, shape: Shape): Run {
-  // Each size's bytes made before the clock starts.
-  const bytes = new Map<number, Buffer>();
-  for (const [, files] of shape) for (const [, size] of files) if (!bytes.has(size)) bytes.set(size, Buffer.alloc(size, 0x78));
-  const of = (size: number): Buffer => bytes.get(size) as Buffer;
+/** (f): as many bytes written to one file by a bare loop, in 4 MB slices, timed (wall, and this process's CPU). */
+function writeBytes(into: string, total: number): Run {
+  const slice = Buffer.alloc(4 << 20, 0x78);
   mkdirSync(into, { recursive: true });
   const cpu = process.cpuUsage();
   const started = performance.now();
-  let count = 0;
-  for (const [node, files] of shape) {
-    const dir = join(into, node);
-    mkdirSync(dir);
-    for (const [path, size] of files) {
-      const slash = path.lastIndexOf('/');
-      if (slash > 0) mkdirSync(join(dir, path.slice(0, slash)), { recursive: true });
-      writeFileSync(join(dir, path), of(size));
-      count++;
-    }
+  const fd = openSync(join(into, 'pack'), 'w');
+  try {
+    for (let left = total; left > 0; left -= slice.length) writeSync(fd, slice, 0, Math.min(left, slice.length));
+  } finally {
+    closeSync(fd);
   }
   const wallMs = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { wallMs, cpuMs: (used.user + used.system) / 1000, summary: `${shape.length} folders, ${count} files` };
+  return { wallMs, cpuMs: (used.user + used.system) / 1000, summary: `${total} bytes` };
 }
 
 interface SizeResult {
@@ -171,9 +156,12 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     const f = await compile(dir);
     expectSummary(f, 'full compile', { added: nodes, changed: 0, unchanged: 0 });
     full.push(f);
-    const shape = shapeOf(join(dir, '.flor', 'compiled'));
-    if (shape.length !== nodes) throw new Error(`full compile: ${nodes} node folders expected in .flor/compiled, found ${shape.length}`);
-    floor.push(createShape(join(base, `floor-${r + 1}`), shape));
+    const compiled = join(dir, '.flor', 'compiled');
+    const lines = readFileSync(join(compiled, 'index'), 'utf8').split('\n').length - 2;
+    if (lines !== nodes) throw new Error(`full compile: ${nodes} nodes expected in .flor/compiled/index, found ${lines}`);
+    const written = bytesOf(compiled);
+    if (written.files !== 2) throw new Error(`full compile: one pack and its index expected in .flor/compiled, found ${written.files} files`);
+    floor.push(writeBytes(join(base, `floor-${r + 1}`), written.bytes));
     const n = await compile(dir);
     expectSummary(n, 'no change', { added: 0, changed: 0, unchanged: nodes, written: 0 });
     none.push(n);
@@ -238,7 +226,7 @@ function report(results: readonly SizeResult[]): void {
   process.stdout.write(
     `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a sync block', 'sync/full', 'a service more', 'more/full', 'fs floor', 'full/floor'], rows)}\n` +
       `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a sync block, a service more: of their two runs a round); per node: full compile wall time / nodes;\n` +
-      `fs floor: the full compile's folders and files created by a bare loop (wall, CPU of that loop)\n`,
+      `fs floor: as many bytes as the full compile's pack and index, written to one file in 4 MB slices by a bare loop (wall, CPU of that loop)\n`,
   );
 }
 

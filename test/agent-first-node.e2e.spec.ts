@@ -9,6 +9,7 @@ import { byNode, retectl as runRetectl, type RetectlEnv } from './support/fleet.
 import { setFoldersIn } from './support/agent-unit.js';
 import { agentFiles, flor, removeTree, socketStatus, startAgent, stopAllAgents, type AgentFiles } from './fixtures/agent/harness.js';
 import { freePort } from './support/free-port.js';
+import { packedNode, packedText } from '../apps/retectl/src/testing/packed-tree.js';
 
 jest.setTimeout(240_000);
 
@@ -56,8 +57,15 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
   const restarts = (f: AgentFiles) => join(logs, f === files ? 'first.log' : 'second.log');
   const restartLines = (f: AgentFiles) => (existsSync(restarts(f)) ? readFileSync(restarts(f), 'utf8').split('\n').filter(Boolean) : []);
   const retectl = (args: readonly string[]) => runRetectl(env, args);
-  const compiled = (node: string) => join(env.rete, '.flor/compiled', node);
-  const digests = (node: string): CompiledSetDigests => JSON.parse(readFileSync(join(compiled(node), 'digests.json'), 'utf8'));
+  let folders = 0;
+  /** A node's compiled set as a folder of its own, as `retectl compiled <node> --out` writes it (read from the packs apart from retectl). */
+  const compiled = (node: string) => {
+    const dir = join(logs, `set-${node}-${++folders}`);
+    mkdirSync(dir);
+    for (const [name, bytes] of packedNode(env.rete, node)) writeFileSync(join(dir, name), bytes);
+    return dir;
+  };
+  const digests = (node: string): CompiledSetDigests => JSON.parse(packedText(env.rete, node, 'digests.json'));
   const path = (rel: string) => join(host, rel);
   const envFile = () => path('etc/florete-coordinator/coordinator.env');
 
@@ -108,17 +116,12 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     if (logs) removeTree(logs);
   });
 
-  it('compiles each node with its digest list beside its artifacts', async () => {
+  it("compiles each node's entry: its digest list, then every artifact it names", async () => {
     writeRete({ motd: 'first node: coordinator\n', note: true, secondPort: 7302 });
     expect(await retectl(['compile'])).toMatchObject({ code: 0 });
     const list = digests('first');
     expect(list.node).toBe('first');
-    expect([...list.artifacts.map((a) => a.name), 'digests.json'].sort()).toEqual(readdirSync(compiled('first')).sort());
-    // A tree compiled before digest lists existed gets them from the next compile, which changes no node.
-    rmSync(join(compiled('first'), 'digests.json'));
-    const again = await retectl(['compile']);
-    expect(again.stdout).toMatch(/0 new, 0 changed, 0 removed, 2 unchanged; files: 1 written, \d+ unchanged, 0 removed; \d+\.\d\d s$/m);
-    expect(digests('first')).toEqual(list);
+    expect([...list.artifacts.map((a) => a.name), 'digests.json'].sort()).toEqual([...packedNode(env.rete, 'first').keys()].sort());
   });
 
   it('applies the set on a hosted agent from an empty state dir: the files appear, status says hosted and names the local set', async () => {
@@ -133,8 +136,9 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
       code: 0,
       stdout: `wrote the set of node first (${digest}) to ${copied}: 6 artifacts and digests.json\n`,
     });
-    expect(readdirSync(copied).sort()).toEqual(readdirSync(compiled('first')).sort());
-    for (const name of readdirSync(copied)) expect(readFileSync(join(copied, name))).toEqual(readFileSync(join(compiled('first'), name)));
+    const set = packedNode(env.rete, 'first');
+    expect(readdirSync(copied).sort()).toEqual([...set.keys()].sort());
+    for (const name of readdirSync(copied)) expect(readFileSync(join(copied, name))).toEqual(set.get(name));
     const r = await flor(['agent', 'apply', '--set', copied, ...files.args]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(r.stdout).toBe(`applied local set ${digest} (node first) from ${copied}: 3 resources, activation restart\n`);
@@ -144,7 +148,7 @@ describe.each(hasPostgres ? ['pglite', 'postgres'] : ['pglite'])('the first node
     expect(readFileSync(path('etc/motd'), 'utf8')).toBe('first node: coordinator\n');
     expect(readFileSync(path('etc/first-boot.note'), 'utf8')).toBe('raised from a local set, before any coordinator\n');
     // The vertex's config is installed and the vertex restarted once, with no version to name.
-    expect(readFileSync(join(files.installDir, 'flor.json'))).toEqual(readFileSync(join(compiled('first'), 'flor.json')));
+    expect(readFileSync(join(files.installDir, 'flor.json'))).toEqual(set.get('flor.json'));
     expect(restartLines(files)).toEqual(['restart:']);
     expect(readlinkSync(join(files.stateDir, 'active'))).toBe(`sets/local-${digest}`);
 

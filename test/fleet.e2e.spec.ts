@@ -5,6 +5,7 @@ import { jest } from '@jest/globals';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client } from './support/http.js';
 import { byNode, retectl as runRetectl, writeFleetRete, type PublishView, type RetectlEnv } from './support/fleet.js';
+import { packedText } from '../apps/retectl/src/testing/packed-tree.js';
 import {
   agentFiles,
   Fleet,
@@ -181,7 +182,7 @@ describe('fleet status and node lifecycle with real agents', () => {
   });
 
   it('lost store: an agent whose state dir was wiped enrols again and removes what it owned instead of stranding it', async () => {
-    const compiled = (name: string) => readFileSync(join(env.rete, '.flor/compiled/beta', name), 'utf8');
+    const compiled = (name: string) => packedText(env.rete, 'beta', name);
     const withExtra = await fleet.publish(
       { beta: { 'agent.json': compiled('agent.json'), 'flor.json': compiled('flor.json'), 'extra.conf': 'only this set has it\n' } },
       'beta with an extra file',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
@@ -13,6 +13,7 @@ import { readDelta } from '../apps/retectl/src/delta.js';
 import { labelsIn } from '../apps/retectl/src/local-heads.js';
 import { loadPublishable } from '../apps/retectl/src/rete-dir.js';
 import { treeInMemory, type TreeToPublish } from '../apps/retectl/src/tree-to-publish.js';
+import { editPacked, packedIndex, packedText } from '../apps/retectl/src/testing/packed-tree.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 import { retectl, writeFleetRete, type RetectlEnv, type ReteNode } from './support/fleet.js';
@@ -252,48 +253,52 @@ describe.each(targets)('publishing the difference from the ledger ($database)', 
 
   it('reads of .flor/compiled only what it sends, each checked against the compile record: a file changed by hand since is refused, the ledger unmoved', async () => {
     // As the refusal names them: from the rete folder retectl runs in.
-    const shown = (node: string, file: string) => join('.flor', 'compiled', node, file);
-    const compiledFile = (node: string, file: string) => join(env.rete, shown(node, file));
-    const refusedAndUnmoved = async (path: string, what: string) => {
+    const packOf = (node: string) => join('.flor', 'compiled', `pack-${packedIndex(env.rete).get(node)!.pack}`);
+    const refusedAndUnmoved = async (node: string, what: string) => {
       const at = await position();
       const run = await retectl(env, ['publish', '-m', 'refused']);
-      expect(run).toEqual({ code: 1, stdout: '', stderr: `retectl: ${path} ${what} since the last compile: run retectl compile\n` });
+      expect(run).toEqual({ code: 1, stdout: '', stderr: `retectl: ${packOf(node)} ${what}, since the last compile; run retectl compile\n` });
       expect(await position()).toBe(at);
     };
-    // A node not sent is not read: edge-20's file garbled in place (its folder's stamp unmoved) does not stop edge-21's publish.
-    const garbled = compiledFile('edge-20', 'flor.json');
-    const original = readFileSync(garbled);
-    writeFileSync(garbled, Buffer.alloc(original.byteLength, 0x20));
+    // A node not sent is not read: edge-20's file garbled inside its pack after the compile does not stop edge-21's publish.
     await moveNode('edge-21', 7921);
+    const original = packedText(env.rete, 'edge-20', 'flor.json');
+    editPacked(env.rete, 'edge-20', 'flor.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
     const one = await publishJson('-m', 'edge-21 moves');
     expect({ sent: one.sent, changed: one.changed }).toEqual({
       sent: 1,
       changed: [{ node: 'edge-21', from: expect.any(Number), to: one.changed[0].from + 1 }],
     });
-    writeFileSync(garbled, original);
-
-    // A blob it uploads is checked against its digest: garbled in place after the compile, refused.
+    // The next compile finds edge-20's pack rewritten since its record, reads every entry of it back, and writes edge-20's again.
     await moveNode('edge-22', 7922);
-    const blob = compiledFile('edge-22', 'flor.json');
-    const compiled22 = readFileSync(blob);
-    writeFileSync(blob, Buffer.alloc(compiled22.byteLength, 0x20));
-    await refusedAndUnmoved(shown('edge-22', 'flor.json'), 'was changed');
-    // The refusal dropped the record: the next compile reads the tree back and writes edge-22's file again.
+    expect(packedText(env.rete, 'edge-20', 'flor.json')).toBe(original);
+
+    // A node it sends is checked against its digests: edge-22's file garbled inside its pack after the compile, refused.
+    const compiled22 = packedText(env.rete, 'edge-22', 'flor.json');
+    editPacked(env.rete, 'edge-22', 'flor.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
+    await refusedAndUnmoved('edge-22', "was changed: edge-22's flor.json is not the one compiled");
+    // The refusal dropped the record: the next compile reads the tree back and writes edge-22's entry again.
     const repaired = await retectl(env, ['compile']);
     expect(repaired.stdout).toMatch(/^~ edge-22: flor\.json$/m);
-    expect(readFileSync(blob)).toEqual(compiled22);
+    expect(packedText(env.rete, 'edge-22', 'flor.json')).toBe(compiled22);
 
-    // A sent node's digests.json must give the set digest the record holds.
-    const list = compiledFile('edge-22', 'digests.json');
-    const listText = readFileSync(list, 'utf8');
-    writeFileSync(list, listText.replace(/"sha256": "[0-9a-f]{64}"/, `"sha256": "${'0'.repeat(64)}"`));
-    await refusedAndUnmoved(shown('edge-22', 'digests.json'), 'was changed');
+    // A sent node's digest list must give the set digest the record holds.
+    const listText = packedText(env.rete, 'edge-22', 'digests.json');
+    editPacked(env.rete, 'edge-22', 'digests.json', (bytes) => bytes.toString().replace(/"sha256": "[0-9a-f]{64}"/, `"sha256": "${'0'.repeat(64)}"`));
+    await refusedAndUnmoved('edge-22', 'was changed: the digest list of edge-22 is not the one compiled');
     expect((await retectl(env, ['compile'])).stdout).toMatch(/; files: 1 written, /);
-    expect(readFileSync(list, 'utf8')).toBe(listText);
-    rmSync(list);
-    await refusedAndUnmoved(shown('edge-22', 'digests.json'), 'was removed');
+    expect(packedText(env.rete, 'edge-22', 'digests.json')).toBe(listText);
+    const pack = packOf('edge-22');
+    rmSync(join(env.rete, pack));
+    const at = await position();
+    expect(await retectl(env, ['publish', '-m', 'refused'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `retectl: ${pack} was removed, since the last compile; run retectl compile\n`,
+    });
+    expect(await position()).toBe(at);
     expect((await retectl(env, ['compile'])).code).toBe(0);
-    expect(readFileSync(list, 'utf8')).toBe(listText);
+    expect(packedText(env.rete, 'edge-22', 'digests.json')).toBe(listText);
     const fixed = await publishJson('-m', 'edge-22 moves');
     expect({ sent: fixed.sent, changed: fixed.changed }).toEqual({
       sent: 1,

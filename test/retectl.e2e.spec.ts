@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
+import { packedNode, packedText } from '../apps/retectl/src/testing/packed-tree.js';
 import { startCoordinatorProcess, type CoordinatorProcess } from './support/coordinator-process.js';
 import { Client, STACK_TRACE } from './support/http.js';
 
@@ -75,7 +76,7 @@ describe('retectl against a real coordinator', () => {
   });
 
   describe('the operator scenario', () => {
-    const compiled = (node: string, file: string) => readFileSync(join(rete, '.flor/compiled', node, file), 'utf8');
+    const compiled = (node: string, file: string) => packedText(rete, node, file);
 
     it('init writes an example rete that validates and compiles as it is', async () => {
       expect((await retectl(['init', rete], { cwd: home })).code).toBe(0);
@@ -504,7 +505,7 @@ describe('retectl against a real coordinator', () => {
     let res: string;
     const KEY = Buffer.from([0x99, 0x01, 0x0d, 0x04, 0xff, 0x00, 0x80, 0x0a]); // a binary keyring, not UTF-8
     const sha = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-    const nodeDir = (node: string) => join(res, '.flor/compiled', node);
+    const compiledSet = (node: string) => packedNode(res, node);
     /** The plan without the nodes other tests published on this coordinator (listed as kept, `! …`). */
     const ours = (stdout: string) => stdout.replace(/^! .*\n/gm, '');
     const resourcesYaml = (agentVersion: string, curl: boolean) => `resources:
@@ -536,8 +537,8 @@ ${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : 
     it('compile writes resources.json and the file contents for the nodes that have resources, and only for them', async () => {
       const c = await retectl(['compile', '-C', res], { cwd: home });
       expect(c).toEqual(expect.objectContaining({ code: 0, stderr: '' }));
-      expect(readdirSync(nodeDir('db-1')).sort()).toEqual(['agent.json', 'digests.json', 'flor.json']);
-      const json = JSON.parse(readFileSync(join(nodeDir('web-1'), 'resources.json'), 'utf8'));
+      expect([...compiledSet('db-1').keys()].sort()).toEqual(['agent.json', 'digests.json', 'flor.json']);
+      const json = JSON.parse(compiledSet('web-1').get('resources.json')!.toString());
       expect(json.files.map((f: { path: string }) => f.path)).toEqual(['/etc/motd', '/etc/apt/sources.list.d/florete.list', '/usr/share/keyrings/florete.gpg']);
       expect(json.files[2]).toEqual({
         path: '/usr/share/keyrings/florete.gpg',
@@ -550,7 +551,11 @@ ${curl ? '      - { name: curl, version: 7.88.1-10+deb12u8, manager: apt }\n' : 
         { manager: 'apt', name: 'florete-agent', version: '0.1.0-1' },
         { manager: 'apt', name: 'curl', version: '7.88.1-10+deb12u8' },
       ]);
-      expect(readFileSync(join(nodeDir('web-1'), `file-${sha(KEY)}`)).equals(KEY)).toBe(true);
+      expect(
+        compiledSet('web-1')
+          .get(`file-${sha(KEY)}`)!
+          .equals(KEY),
+      ).toBe(true);
       expect(withoutFiles((await retectl(['compile', '-C', res], { cwd: home })).stdout)).toMatch(/0 new, 0 changed, 0 removed, 3 unchanged\n$/);
     });
 

@@ -42,7 +42,7 @@ export function buildCli(done: (outcome: Promise<Outcome>) => void): Command {
     .action((opts: sync.RunOptions) => done(import('./commands/sync.command.js').then((m) => m.run(opts))));
 
   common(agent.command('apply').description('apply a compiled node folder locally, before the node is enrolled (the first node of a mesh)'))
-    .requiredOption('--set <dir>', 'the compiled node folder retectl compile writes: .flor/compiled/<node> (digests.json and the artifacts it lists)')
+    .requiredOption('--set <dir>', 'the compiled node folder retectl writes: retectl compiled <node> --out <dir> (digests.json and the artifacts it lists)')
     .option('--node <name>', 'the node this host is to be: the set must be its set')
     .option('--json', 'print the outcome as JSON')
     .action((opts: applySet.RunOptions) => done(import('./commands/apply-set.command.js').then((m) => m.run(opts))));

@@ -159,7 +159,7 @@ export function buildCli(): { program: Command; status: () => number } {
       program
         .command('compile')
         .description(
-          'validate, then write .flor/compiled/<node>/{agent.json,flor.json} (and resources.json with file contents for nodes with resources) beside its digests.json',
+          "validate, then write each node's agent.json and flor.json (and resources.json with file contents for nodes with resources) and its digest list into .flor/compiled; retectl compiled <node> shows them",
         )
         .option('--all', 'list every node that changed (else the first 20, then the summary)'),
     ),

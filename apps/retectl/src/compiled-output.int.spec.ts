@@ -1,11 +1,14 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bucketOf } from '#bundle';
-import { forgetRecord, readRecord, RecordedNodes, writeCompiled } from './compiled-output.js';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '#bundle';
+import { forgetRecord, MAX_PACKS, packsHold, readCompiledTree, readRecord, RecordedNodes, writeCompiled } from './compiled-output.js';
+import { editPacked, packedText } from './testing/packed-tree.js';
 import { RetectlError } from './errors.js';
 
-const NODE_LINES = join('.flor', 'cache', 'compiled.nodes');
+const NODE_LINES = join('.flor', 'compiled', 'index');
 const GENERATION = '0123456789abcdef';
 const name = (i: number): string => `node-${String(i).padStart(5, '0')}`;
 
@@ -62,13 +65,12 @@ describe('the node lines of a record read from its file', () => {
     expect(() => layered.with(new Map([['node-x', 'x']]))).toThrow('compile record: node-x is not recorded');
   });
 
-  it('reads the lines into memory a worker shares, and takes a file cut short since as another compile', () => {
+  it('reads the lines as the file holds them, and takes a file cut short since as another compile', () => {
     writeCompiled(
       root,
       Array.from({ length: 20 }, (_, i) => [name(i), new Map([['flor.json', `{"n":${i}}\n`]])] as const),
     );
     const bytes = readRecord(root)!.nodes.bytes();
-    expect(bytes.buffer).toBeInstanceOf(SharedArrayBuffer);
     const file = readFileSync(join(root, NODE_LINES));
     expect(Buffer.from(bytes)).toEqual(file.subarray(GENERATION.length));
 
@@ -82,30 +84,82 @@ describe('the node lines of a record read from its file', () => {
   });
 });
 
-describe('writeCompiled told that every node folder held its stamp', () => {
+describe('writeCompiled told that every pack held its stamp', () => {
   let root: string;
   beforeEach(() => {
-    root = mkdtempSync(join(tmpdir(), 'florete-stamps-held-'));
+    root = mkdtempSync(join(tmpdir(), 'florete-packs-held-'));
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
   const nodes = () => Array.from({ length: 3 }, (_, i) => [name(i), new Map([['flor.json', `{"n":${i}}\n`]])] as const);
-  const digests = () => join(root, '.flor', 'compiled', name(1), 'digests.json');
+  const spoil = () => editPacked(root, name(1), 'flor.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
+  const flor = () => packedText(root, name(1), 'flor.json');
 
-  it("takes that word only for the record of the generation it names, and otherwise stats each node's folder", () => {
+  it("takes that word only for the record of the generation it names, and otherwise reads each node's entry back", () => {
     writeCompiled(root, nodes());
-    rmSync(digests());
-    // Said of another record (one that another compile has replaced since): each folder is statted, the file put back.
+    spoil();
+    // Said of another record (one that another compile has replaced since): each entry is read, the spoilt one written again.
     writeCompiled(root, nodes(), undefined, undefined, undefined, 'ffffffffffffffff');
-    expect(existsSync(digests())).toBe(true);
+    expect(flor()).toBe('{"n":1}\n');
 
-    // Said of this record, as checkStamps found it: the folders are not statted again, so a file deleted after that check is not seen.
+    // Said of this record, as packsHold found it: the entries are not read, so a byte changed after that check is not seen.
     const generation = readRecord(root)!.generation!;
-    rmSync(digests());
+    spoil();
     writeCompiled(root, nodes(), undefined, undefined, undefined, generation);
-    expect(existsSync(digests())).toBe(false);
-    // The record still holds the stamp that folder had before: the next compile finds it moved, and puts the file back.
+    expect(flor()).toBe(' '.repeat(8));
+    // The record still holds the stamp that pack had before: the next compile finds it moved, and writes the entry again.
+    expect(packsHold(root, readRecord(root)!)).toBe(false);
     writeCompiled(root, nodes());
-    expect(existsSync(digests())).toBe(true);
+    expect(flor()).toBe('{"n":1}\n');
+  });
+});
+
+describe('writeCompiled folding packs', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'florete-fold-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  const packs = () => readdirSync(join(root, '.flor', 'compiled')).filter((f) => f.startsWith('pack-'));
+  /** Twelve nodes, those up to `round` edited once: each round changes one node more. */
+  const tree = (round: number) =>
+    new Map(Array.from({ length: 12 }, (_, i) => [name(i), new Map([['flor.json', `{"n":${i},"edited":${i <= round}}\n`]])] as const));
+  const asRead = (nodes: Map<string, Map<string, string>>) => new Map([...nodes].map(([n, set]) => [n, new Map(set)]));
+
+  it('folds every pack but the largest into the new one when they would number more than MAX_PACKS, the tree read back the same', () => {
+    writeCompiled(root, tree(0));
+    const [first] = packs();
+    const counts: number[] = [];
+    for (let round = 1; round <= MAX_PACKS + 2; round++) {
+      const nodes = tree(round);
+      writeCompiled(root, nodes);
+      counts.push(packs().length);
+      expect(readCompiledTree(root)).toEqual(asRead(nodes));
+      expect(packsHold(root, readRecord(root)!)).toBe(true);
+    }
+    // One more pack a change, up to MAX_PACKS; then the small ones folded into the new one, beside the first.
+    expect(counts).toEqual([2, 3, 4, 5, 6, 7, 8, 2, 3, 4]);
+    expect(packs()).toContain(first);
+  });
+
+  it('folds a pack when more than a tenth of it, and at least 4 MB, is entries no node reads, and removes one no node reads at all', () => {
+    const big = randomBytes(5 << 20);
+    const nodes = tree(0) as Map<string, Map<string, string | Buffer>>;
+    writeCompiled(root, new Map([...nodes, ['large', new Map([[`file-${sha256Hex(big)}`, big]])]]));
+    const [first] = packs();
+    writeCompiled(root, nodes);
+    // The 5 MB entry gone, every live entry of that pack copied into a new one, and the pack removed.
+    expect(packs()).toHaveLength(1);
+    expect(packs()).not.toContain(first);
+    expect(statSync(join(root, '.flor', 'compiled', packs()[0])).size).toBeLessThan(10_000);
+    expect(readCompiledTree(root)).toEqual(asRead(nodes as Map<string, Map<string, string>>));
+    // Every node changed: the old pack, read by no node, goes.
+    const [second] = packs();
+    const changed = tree(0);
+    for (const set of changed.values()) set.set('agent.json', '{}\n');
+    writeCompiled(root, changed);
+    expect(packs()).toHaveLength(1);
+    expect(packs()).not.toContain(second);
   });
 });

@@ -1,26 +1,34 @@
 import { hash, randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { types } from 'node:util';
-import { Worker } from 'node:worker_threads';
 import { deserialize, serialize } from 'node:v8';
 import type { LocalHeads, TreeLabels } from './local-heads.js';
-import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, MGMT_DIR, type ReteFile } from '#contracts/files';
+import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, type ReteFile } from '#contracts/files';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
-import { isTempName, replaceFileUnsynced, tempNameFor } from '#runtime';
-import { cmp, digestsJson, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
-import type { CompiledSetDigests, NodeLabels } from '#contracts';
+import { isTempName, replaceFileUnsynced } from '#runtime';
+import { cmp, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import type { NodeLabels } from '#contracts';
 import { RetectlError } from './errors.js';
+import { entryArtifacts, PackReader, PackWriter, packName, packStamp, parseLocation, removeUnnamed } from './compiled-pack.js';
 
 export const COMPILED_DIR = join('.flor', 'compiled');
 /** What the last compile wrote, node by node, and what it was compiled from: see readRecord. */
 const RECORD = join('.flor', 'cache', 'compiled.v8');
-/** The record's node lines (RecordedNodes' text) and its labels (RecordedRete's), each in a file of its own: see writeRecord. */
-const RECORD_NODES = join('.flor', 'cache', 'compiled.nodes');
+/**
+ * The record's node lines (RecordedNodes' text), which are the compiled tree's index: where each node's
+ * entry is in the packs beside it. Kept with the packs, not in .flor/cache (safe to delete), as the
+ * packs cannot be read without it; the record names its generation.
+ */
+const INDEX = join('.flor', 'compiled', 'index');
+const RECORD_NODES = INDEX;
+/** Where an earlier format kept the node lines: removed by the compile that writes the index. */
+const OLD_NODES = join('.flor', 'cache', 'compiled.nodes');
+/** The record's labels (RecordedRete's), in a file of their own: see writeRecord. */
 const RECORD_LABELS = join('.flor', 'cache', 'compiled.labels');
 /** Where earlier formats kept it: removed with the record, so none is ever read again. */
 const OLD_RECORD = join('.flor', 'cache', 'compiled.json');
-const RECORD_FORMAT = 7;
+const RECORD_FORMAT = 8;
 /** The length of a record's generation, which begins each of its files (hex of 8 random bytes). */
 const GENERATION_LENGTH = 16;
 
@@ -71,12 +79,12 @@ export interface CompileInputs {
 
 /**
  * The record of the last compile: each node's set fingerprint as it was written to .flor/compiled,
- * with its folderStamp then and its set digest (the one in its digests.json); how many files the tree holds; when .flor/compiled itself last had a
- * folder added or removed; and what the tree was compiled from. A node whose fingerprint and stamp
- * are unchanged is left alone without reading its files, which is what makes a recompile of a large
- * rete cost what changed. Anything that may have made it wrong removes it (a compile about to write,
- * a publish that found the tree stale), and without one every node's files are read back and
- * compared, as after a crash.
+ * where its entry is and its set digest (the one in its digest list): the node lines, which are the
+ * tree's index; how many files the tree holds; each pack's stamp when it was written; and what the
+ * tree was compiled from. A node whose fingerprint is unchanged, in packs whose stamps are unchanged,
+ * is left alone without reading its entry, which is what makes a recompile of a large rete cost what
+ * changed. Anything that may have made it wrong removes it (a publish that found the tree stale), and
+ * without one every node's entry is read back, checked and compared, as after a crash.
  */
 export interface CompileRecord {
   readonly nodes: RecordedNodes;
@@ -85,7 +93,8 @@ export interface CompileRecord {
   /** What publish takes from the rete beside the tree, as this compile validated it. */
   readonly rete?: RecordedRete;
   readonly files: number;
-  readonly base: string;
+  /** Each pack the node lines name, with its stamp when they were written (packStamp). */
+  readonly packs: ReadonlyMap<string, string>;
   readonly inputs?: CompileInputs;
   /**
    * The generation the labels' file begins with, in a record read with its rete: a quick recompile,
@@ -163,21 +172,21 @@ export function recordedLabels(rete: RecordedRete, has: (node: string) => boolea
 }
 
 /**
- * Each node's record entry (`<fingerprint> <folder stamp>`), kept as one text of `<node> <entry>` lines
+ * Each node's record entry (`<fingerprint> <entry location> <set digest> <bucket>`), kept as one text of `<node> <entry>` lines
  * in name order: reading 100,000 of them back is copying one string, where a Map of them took a
  * tenth of a second to rebuild, and a recompile that rewrites a few nodes looks up only those.
  *
  * A record read from its file holds the lines as the file's bytes, decoded into a text only when a
  * caller needs every line as one (names, toMap, nodeSets). A recompile that rewrites a few nodes
- * never does: it checks the stamps in the bytes, finds its nodes' entries there, and writes the new
- * record as the old bytes around the new entries (with, written). At 100,000 nodes the text is 16 MB,
- * and each copy of it (decoded, spliced, encoded again, sent to the stamps' worker) cost this machine
- * 60 to 100 ms, most of it the kernel giving the process fresh pages.
+ * never does: it finds its nodes' entries in the bytes, and writes the new record as the old bytes
+ * around the new entries (with, written). At 100,000 nodes the text is 16 MB, and each copy of it
+ * (decoded, spliced, encoded again) cost this machine 60 to 100 ms, most of it the kernel giving the
+ * process fresh pages.
  */
 export class RecordedNodes {
-  /** `\n<node> <fingerprint> <folder stamp> <set digest> <head bucket>` for each node, then `\n`; made when first needed. */
+  /** `\n<node> <fingerprint> <entry location> <set digest> <head bucket>` for each node, then `\n`; made when first needed. */
   private loaded: string | undefined;
-  /** The same lines' bytes, read from the record's file into shared memory (a worker checks the stamps in them); when first needed. */
+  /** The same lines' bytes, as read from the record's file; when first needed. */
   private raw: Buffer | undefined;
 
   private constructor(
@@ -215,24 +224,19 @@ export class RecordedNodes {
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
-  /**
-   * The lines' bytes (UTF-8) in shared memory: as read from the record's file, or the text copied
-   * there. A worker given them reads the same memory.
-   */
+  /** The lines' bytes (UTF-8): as read from the record's file, or the text encoded. */
   bytes(): Uint8Array {
     if (this.raw === undefined) {
       // A record's lines from its file (a layer never has a file of its own; a text made here is copied).
       if (this.kept) this.raw = this.kept.bytes();
       else {
-        const { text } = this;
-        this.raw = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
-        this.raw.write(text, 'utf8');
+        this.raw = Buffer.from(this.text, 'utf8');
       }
     }
     return this.raw;
   }
 
-  /** These nodes with their lines read now: for a caller about to remove the record's files. */
+  /** These nodes with their lines read now: for a caller about to replace the record's files. */
   whole(): RecordedNodes {
     if (this.kept) this.bytes();
     return this;
@@ -513,7 +517,7 @@ function spliced(text: string, entries: ReadonlyMap<string, string>, entryAt: (n
  * that the file still begins with the record's generation.
  */
 interface KeptNodes {
-  /** The lines' bytes after the generation, read whole into shared memory (readKeptShared). */
+  /** The lines' bytes after the generation, read whole (readKeptBytes). */
   bytes(): Buffer;
   /** Where each bucket's lines start; none for a text whose offsets are not byte offsets. */
   readonly index?: BucketIndex;
@@ -528,19 +532,19 @@ function recordChanged(file: string): RetectlError {
 
 /** A file of the record after its generation, which must be `generation`. */
 function readKept(root: string, file: string, generation: string): string {
-  return readKeptShared(root, file, generation).toString('utf8');
+  return readKeptBytes(root, file, generation).toString('utf8');
 }
 
 /**
- * A file of the record after its generation, which must be `generation`, as bytes in shared memory:
- * read straight there, never decoded or copied (RecordedNodes.bytes).
+ * A file of the record after its generation, which must be `generation`, as bytes: read straight into
+ * one buffer, never decoded or copied (RecordedNodes.bytes).
  */
-function readKeptShared(root: string, file: string, generation: string): Buffer {
+function readKeptBytes(root: string, file: string, generation: string): Buffer {
   const fd = openKept(root, file, generation);
   try {
     const size = fstatSync(fd).size - GENERATION_LENGTH;
     if (size < 1) throw recordChanged(file);
-    const bytes = Buffer.from(new SharedArrayBuffer(size));
+    const bytes = Buffer.allocUnsafeSlow(size);
     let read = 0;
     for (let n = 1; read < size && n > 0; read += n) n = readSync(fd, bytes, read, size - read, GENERATION_LENGTH + read);
     // Shorter or longer than when it was opened, or not lines: not the file that compile wrote.
@@ -660,13 +664,15 @@ export function readRecord(root: string): CompileRecord | undefined {
       count?: unknown;
       index?: { starts?: unknown; lines?: unknown };
       files?: unknown;
-      base?: unknown;
+      packs?: unknown;
       inputs?: CompileInputs;
       buckets?: unknown;
       rete?: Partial<RecordedRete>;
     };
     const { buckets, generation, count } = record;
-    if (record.format !== RECORD_FORMAT || typeof record.files !== 'number' || typeof record.base !== 'string') return undefined;
+    const { packs } = record;
+    if (record.format !== RECORD_FORMAT || typeof record.files !== 'number') return undefined;
+    if (!types.isMap(packs) || ![...packs].every(([id, stamp]) => typeof id === 'string' && typeof stamp === 'string')) return undefined;
     if (typeof generation !== 'string' || generation.length !== GENERATION_LENGTH || typeof count !== 'number') return undefined;
     if (!Array.isArray(buckets) || buckets.length !== HEAD_BUCKETS || !buckets.every((b) => typeof b === 'string')) return undefined;
     if (generationOf(join(root, RECORD_NODES)) !== generation) return undefined;
@@ -676,7 +682,7 @@ export function readRecord(root: string): CompileRecord | undefined {
         ? { starts: index.starts, lines: index.lines }
         : undefined;
     const nodes = RecordedNodes.kept(count, {
-      bytes: () => readKeptShared(root, RECORD_NODES, generation),
+      bytes: () => readKeptBytes(root, RECORD_NODES, generation),
       ...(indexed ? { index: indexed, linesIn: (only: ReadonlySet<number>) => linesAt(root, generation, indexed, only) } : {}),
     });
     const labelsGeneration = typeof record.labelsGeneration === 'string' ? record.labelsGeneration : generation;
@@ -686,7 +692,7 @@ export function readRecord(root: string): CompileRecord | undefined {
       buckets,
       ...(rete ? { rete } : {}),
       files: record.files,
-      base: record.base,
+      packs: packs as Map<string, string>,
       ...(record.inputs && types.isMap(record.inputs.files) ? { inputs: takenInputs(record.inputs) } : {}),
       ...(rete ? { labelsGeneration } : {}),
       generation,
@@ -741,14 +747,13 @@ function keptRete(root: string, r: Partial<RecordedRete> | undefined, generation
 }
 
 /**
- * Makes the next compile read every node's files back: for when .flor/compiled may not be what the
- * record says. `keepLabels` leaves the labels' file for the record that a quick recompile writes
- * next: without compiled.v8 naming it, it is no record's.
+ * Makes the next compile read every node's entry back, each checked: for when .flor/compiled may not be
+ * what the record says. The index stays: the packs are read through it, each entry checked.
  */
-export function forgetRecord(root: string, { keepLabels = false }: { keepLabels?: boolean } = {}): void {
+export function forgetRecord(root: string): void {
   rmSync(join(root, RECORD), { force: true });
-  rmSync(join(root, RECORD_NODES), { force: true });
-  if (!keepLabels) rmSync(join(root, RECORD_LABELS), { force: true });
+  rmSync(join(root, OLD_NODES), { force: true });
+  rmSync(join(root, RECORD_LABELS), { force: true });
   rmSync(join(root, OLD_RECORD), { force: true });
 }
 
@@ -789,136 +794,28 @@ function writeRecord(root: string, record: CompileRecord): void {
   );
 }
 
-/** When .flor/compiled last had a node folder added, removed or renamed (by a compile or by hand). */
-function baseStamp(base: string): string {
-  return String(statSync(base, { throwIfNoEntry: false })?.mtimeMs ?? '-');
-}
-
-/** Nodes a thread claims at a time when checking the stamps (checkStamps). */
-const STAMP_CHUNK = 1000;
-/** From how many nodes checkStamps has a worker check stamps beside the main thread. */
-export const STAMP_WORKER_FROM = 5000;
-
-/** Whether every node's folder still has its stamp, once checkStamps has checked them all. */
-export interface StampCheck {
-  /** Checks on this thread the chunks no worker has claimed yet, then waits for the worker's. */
-  holds(): Promise<boolean>;
-  /** Stops the check without an answer: for a caller that no longer needs one. */
-  stop(): void;
-}
+/** More packs than this, and a compile folds the smaller ones into the pack it writes (writeCompiled). */
+export const MAX_PACKS = 8;
+/** A pack is folded for what no node reads in it only from this many such bytes (and a tenth of it): below, they cost nothing worth a copy. */
+const FOLD_DEAD_BYTES = 4 << 20;
 
 /**
- * Starts checking that every node's folder still has the folderStamp the record says: no file added,
- * removed or renamed in it since (a digests.json deleted by hand, an editor's save). One stat a node,
- * which on a large tree is most of a quick recompile; from `workerFrom` nodes a worker thread makes
- * them while the caller goes on (parsing the edited file), and holds() then shares what is left.
- * Either way every node is checked, and a worker that fails or stops leaves its chunks unchecked,
- * which is an answer of false (the full compile that follows repairs whatever differs). `share: false`
- * leaves every chunk to the worker (for tests: the worker alone checks the tree).
+ * Whether every pack the record names still has the stamp it had when the record was written (its size
+ * and mtime): one stat a pack. While they hold, a node's entry is what the record's line says, and a
+ * compile whose node's set is the one recorded leaves it without reading it.
  */
-export function checkStamps(
-  root: string,
-  record: CompileRecord,
-  { workerFrom = STAMP_WORKER_FROM, share = true }: { workerFrom?: number; share?: boolean } = {},
-): StampCheck {
+export function packsHold(root: string, record: CompileRecord): boolean {
   const base = join(root, COMPILED_DIR);
-  const count = record.nodes.size;
-  // Shared with the worker, not copied to it.
-  const bytes = record.nodes.bytes();
-  const chunks = Math.ceil(count / STAMP_CHUNK);
-  // [next chunk to claim, chunks checked, a stamp differed], shared with the worker.
-  const state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
-  let worker: Worker | undefined;
-  let exited: Promise<unknown> = Promise.resolve();
-  if (count >= workerFrom) {
-    try {
-      // Source text, not a module file: the packaged CLI is one file. Both functions take all they use as arguments.
-      const source =
-        "const { workerData: w } = require('node:worker_threads'); const { statSync } = require('node:fs');" +
-        `const stampOf = ${stampOf.toString()};` +
-        `(${checkStampChunks.toString()})(w.state, w.bytes, w.base, w.chunk, (dir) => stampOf(dir, statSync));`;
-      const started = new Worker(source, { eval: true, workerData: { state, bytes, base, chunk: STAMP_CHUNK } });
-      exited = new Promise((resolve) => {
-        started.once('exit', resolve);
-        // A worker that failed has left a chunk unchecked: holds() answers false.
-        started.once('error', () => undefined);
-      });
-      worker = started;
-    } catch {
-      worker = undefined;
-    }
-  }
-  return {
-    async holds() {
-      if (share || !worker) checkStampChunks(state, bytes, base, STAMP_CHUNK, folderStamp);
-      // Wait for the worker only while a chunk it claimed is unchecked: not for one still starting, which
-      // finds nothing left to claim (stop ends it).
-      if (Atomics.load(state, 2) === 0 && Atomics.load(state, 1) < chunks) await exited;
-      return Atomics.load(state, 2) === 0 && Atomics.load(state, 1) === chunks;
-    },
-    stop() {
-      Atomics.store(state, 2, 1);
-      void worker?.terminate();
-    },
-  };
+  for (const [id, stamp] of record.packs) if (packStamp(base, id) !== stamp) return false;
+  return true;
 }
 
 /**
- * Checks the stamps of the nodes of `bytes` (RecordedNodes' lines), STAMP_CHUNK lines at a time, each
- * chunk claimed from `state` (see checkStamps) so that threads share them; stops at the first stamp
- * that differs, or when another thread found one. Uses nothing but its arguments: a worker runs its
- * source text.
+ * One node's artifacts on disk in a folder of an earlier retectl's layout (a folder a node): JSON
+ * artifacts as text, file contents as raw bytes. Every file of the folder but digests.json (and a write
+ * in flight's dot-file) is one. Read once, by the compile that moves the tree into packs.
  */
-function checkStampChunks(state: Int32Array, bytes: Uint8Array, base: string, chunk: number, stamp: (dir: string) => string): void {
-  const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  // Where each chunk's first line starts.
-  const starts: number[] = [];
-  for (let at = 1, line = 0; at < lines.length; at = lines.indexOf(10, at) + 1, line++) if (line % chunk === 0) starts.push(at);
-  for (let c = Atomics.add(state, 0, 1); c < starts.length; c = Atomics.add(state, 0, 1)) {
-    const end = c + 1 < starts.length ? starts[c + 1] : lines.length;
-    for (let at = starts[c]; at < end;) {
-      if (Atomics.load(state, 2) !== 0) return;
-      const eol = lines.indexOf(10, at);
-      const [node, , recorded] = lines.toString('utf8', at, eol).split(' ', 3);
-      // Not path.join: the same path, without normalising 100,000 of them.
-      if (stamp(`${base}/${node}`) !== recorded) {
-        Atomics.store(state, 2, 1);
-        return;
-      }
-      at = eol + 1;
-    }
-    Atomics.add(state, 1, 1);
-  }
-}
-
-/** Whether .flor/compiled still has the node folders the record says: none added, removed or renamed since. */
-export function sameBase(root: string, record: CompileRecord): boolean {
-  return baseStamp(join(root, COMPILED_DIR)) === record.base;
-}
-
-/**
- * When a node's folder last had a file added, removed or renamed: a file deleted by hand, or saved by
- * an editor that writes a new file and renames it, shows here. An edit in place does not; publish and
- * plan find that one, and drop the record. The folder holds every file of the node, its artifacts
- * beside its digests.json, so one stat a node answers for all of them.
- */
-function folderStamp(dir: string): string {
-  return stampOf(dir, statSync);
-}
-
-/** folderStamp with what it uses as arguments: a worker runs its source text (checkStamps). */
-function stampOf(dir: string, stat: typeof statSync): string {
-  return String(stat(dir, { throwIfNoEntry: false })?.mtimeMs ?? '-');
-}
-
-/**
- * One node's artifacts on disk: JSON artifacts as text, file contents as raw bytes. Every file of its
- * folder but digests.json (and a write in flight's dot-file) is one: a file put there by hand is read
- * as an artifact no longer compiled, which the compile then removes. `strays` gets the names of what
- * else is in it that a compile does not write: folders (a compile by an earlier retectl wrote mgmt/),
- * and the temporary file of a write that stopped halfway.
- */
-export function readNodeFiles(nodeDir: string, strays?: string[]): Map<string, ArtifactBytes> {
+export function readNodeFiles(nodeDir: string): Map<string, ArtifactBytes> {
   const files = new Map<string, ArtifactBytes>();
   let entries;
   try {
@@ -927,62 +824,122 @@ export function readNodeFiles(nodeDir: string, strays?: string[]): Map<string, A
     return files;
   }
   for (const f of entries) {
-    if (f.name === DIGESTS_JSON) continue;
-    if (f.name.startsWith('.') || !f.isFile()) {
-      if (f.isDirectory() || isTempName(f.name)) strays?.push(f.name);
-      continue;
-    }
+    if (f.name === DIGESTS_JSON || f.name.startsWith('.') || !f.isFile()) continue;
     const path = join(nodeDir, f.name);
     files.set(f.name, FILE_ARTIFACT.test(f.name) ? readFileSync(path) : readFileSync(path, 'utf8'));
   }
   return files;
 }
 
-/**
- * A node folder's files (readNodeFiles), once the strays in it are gone (folders, a stopped write's
- * temporary file), none of which a compile writes: the artifacts in the mgmt/ of a compile by an
- * earlier retectl are first moved out beside digests.json, where they are kept now, so that they are
- * compared as they were and not written again.
- */
-function nodeFilesInPlace(dir: string): Map<string, ArtifactBytes> {
-  const strays: string[] = [];
-  const files = readNodeFiles(dir, strays);
-  for (const stray of strays) {
-    if (stray === MGMT_DIR) {
-      for (const [name, content] of readNodeFiles(join(dir, stray))) {
-        if (files.has(name)) continue;
-        renameSync(join(dir, stray, name), join(dir, name));
-        files.set(name, content);
-      }
-    }
-    rmSync(join(dir, stray), { recursive: true, force: true });
-  }
-  return files;
-}
-
-/** The node folders in .flor/compiled, after removing what a compile that stopped halfway left of its staging. */
-function nodeFolders(base: string): Set<string> {
+/** The node folders of an earlier retectl's layout in .flor/compiled, and the staging folders of its stopped writes. */
+function oldFolders(base: string): { nodes: Set<string>; strays: string[] } {
   const nodes = new Set<string>();
-  for (const entry of readdirSync(base, { withFileTypes: true })) {
-    if (isTempName(entry.name)) rmSync(join(base, entry.name), { recursive: true, force: true });
-    else if (entry.isDirectory() && DNS_LABEL.test(entry.name)) nodes.add(entry.name);
+  const strays: string[] = [];
+  let entries;
+  try {
+    entries = readdirSync(base, { withFileTypes: true });
+  } catch {
+    return { nodes, strays };
   }
-  return nodes;
+  for (const entry of entries) {
+    if (!entry.isDirectory()) continue;
+    if (DNS_LABEL.test(entry.name)) nodes.add(entry.name);
+    else if (isTempName(entry.name)) strays.push(entry.name);
+  }
+  return { nodes, strays };
+}
+
+/** A node line's fields after its name: `<fingerprint> <location> <set digest> <bucket>`. */
+function lineFields(line: string): { fingerprint: string; location: string; set: string } {
+  const [fingerprint, location, set] = line.split(' ');
+  return { fingerprint, location, set };
 }
 
 /**
- * Makes .flor/compiled exactly the given nodes (each taken as it comes and let go): writes only files whose bytes differ and removes the
- * folders of nodes no longer defined. Each node's folder holds its artifacts and digests.json beside
- * them (their digests: what `flor agent apply --set` checks the folder against). A new node's folder is
- * filled under a temporary name and renamed into place whole; a changed file is written beside the
- * old one and renamed over it. So a reader never sees half a file or half a new node, and nothing is
- * fsynced: nothing uses the compiled tree unchecked (publish and plan compare it with a fresh compile,
- * `flor agent apply --set` with its digests.json), so a write a crash lost is a refusal, never a wrong set.
+ * The tree's index as it is on disk (.flor/compiled/index), whatever record there is: each node's
+ * line by name, read whole; undefined when there is none this build can read.
+ */
+export function readIndex(root: string): Map<string, string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(join(root, INDEX), 'utf8');
+  } catch {
+    return undefined;
+  }
+  if (text.length < GENERATION_LENGTH + 1 || text[GENERATION_LENGTH] !== '\n' || !text.endsWith('\n')) return undefined;
+  const lines = new Map<string, string>();
+  for (let start = GENERATION_LENGTH + 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
+    const space = text.indexOf(' ', start);
+    if (space < 0 || space > end) return undefined;
+    lines.set(text.slice(start, space), text.slice(space + 1, end));
+  }
+  return lines;
+}
+
+/** A node's entry as its line says, checked (PackReader.read), as the compile holds artifacts; or what is wrong with it. */
+function entryOf(reader: PackReader, node: string, line: string): Map<string, ArtifactBytes> | { problem: string } {
+  const { location, set } = lineFields(line);
+  const got = reader.read(node, location, set);
+  return 'problem' in got ? got : entryArtifacts(got);
+}
+
+/**
+ * A node's files as the compile compares them with what it compiles now: its entry, checked; or, when
+ * the entry was damaged since (by hand, by a disk), what its digest list still says it holds
+ * (PackReader.slices), so that only the files that differ are reported and counted, and `damaged` says
+ * the entry is written again whatever they are. A node of an earlier retectl's folder is read from it.
+ */
+function heldFiles(reader: PackReader, node: string, line: string): { files: Map<string, ArtifactBytes>; damaged: boolean } {
+  const got = entryOf(reader, node, line);
+  if (got instanceof Map) return { files: got, damaged: false };
+  const slices = reader.slices(lineFields(line).location);
+  return {
+    files: slices ? new Map([...slices].map(([name, bytes]) => [name, FILE_ARTIFACT.test(name) ? bytes : bytes.toString('utf8')])) : new Map(),
+    damaged: true,
+  };
+}
+
+/**
+ * Every node of the compiled tree with its artifacts, each entry checked as it is read; a node whose
+ * entry is not what its line says is given with no artifact, so that it differs from what the rete
+ * compiles to. Empty when nothing is compiled.
+ */
+export function readCompiledTree(root: string): Map<string, Map<string, ArtifactBytes>> {
+  const tree = new Map<string, Map<string, ArtifactBytes>>();
+  const index = readIndex(root);
+  if (!index) return tree;
+  const reader = new PackReader(join(root, COMPILED_DIR));
+  try {
+    for (const [node, line] of index) {
+      const got = entryOf(reader, node, line);
+      tree.set(node, got instanceof Map ? got : new Map());
+    }
+  } finally {
+    reader.close();
+  }
+  return tree;
+}
+
+/**
+ * Makes .flor/compiled hold exactly the given nodes (each taken as it comes and let go): the nodes whose
+ * sets changed are written into a new pack, each with its digests.json text (what `retectl compiled
+ * --out` writes beside the artifacts, and `flor agent apply --set` checks the folder against), and
+ * every other node's entry stays where it is. Then the index names where each node's entry is, and the
+ * packs it no longer names are removed. A pack is never written again once named and the index is
+ * replaced whole, so a reader sees the tree before the compile or after it, never half of one; a
+ * compile that stops halfway leaves the tree and its record as they were, and a temporary file the next
+ * one removes. Nothing is fsynced: nothing uses the compiled tree unchecked, so a write a crash lost is
+ * a refusal, never a wrong set.
  *
- * A node whose set is the one the record says and whose folder still has the stamp the record says
- * is unchanged, and not read. `stampsHeld` is the generation of a record whose every node folder was
- * found with its stamp just before (checkStamps): when the record read here is that one, the
- * folders are not statted again one by one.
+ * A node whose set is the one the record says, in a pack that still has the stamp the record says, is
+ * unchanged, and not read (`packsHeld`: the generation of a record whose packs were found with their
+ * stamps just before, packsHold). Any other node's entry is read, checked and compared, so that what is
+ * written is what differs. A tree of an earlier retectl's layout (a folder a node) is read as such,
+ * written into a pack, and its folders removed.
+ *
+ * When the packs would number more than MAX_PACKS, or more than a tenth of a pack (and at least
+ * FOLD_DEAD_BYTES) is entries no node names any more, its live entries are copied into the new pack, as git folds loose objects and small
+ * packs into one: the tree never holds many packs or much that nothing reads.
  */
 export function writeCompiled(
   root: string,
@@ -990,130 +947,167 @@ export function writeCompiled(
   onNode: () => void = () => {},
   inputs?: CompileInputs,
   rete?: RecordedRete,
-  stampsHeld?: string,
+  packsHeld?: string,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   mkdirSync(base, { recursive: true });
-  const before = nodeFolders(base);
   const record = readRecord(root);
-  const stampsChecked = stampsHeld !== undefined && record?.generation === stampsHeld;
-  // Replaced by another compile since it was read: as without a record, every node's files are read back.
-  let recordedNodes: Map<string, string> | undefined;
-  try {
-    recordedNodes = record?.nodes.toMap();
-  } catch {
-    recordedNodes = undefined;
-  }
-  // Whatever happens below, the record goes before anything is written: a compile that stops halfway
-  // must not leave a record of a tree it changed, nor of the inputs it was compiling.
-  if (record) forgetRecord(root);
+  const trusted = packsHeld !== undefined && record?.generation === packsHeld;
+  const index = readIndex(root);
+  // Without an index, the tree an earlier retectl wrote (a folder a node), if any.
+  const old = index ? { nodes: new Set<string>(), strays: [] } : oldFolders(base);
+  const reader = new PackReader(base);
+  const pack = new PackWriter(base);
   const next = new Map<string, string>();
   const added: string[] = [];
   const changed: { node: string; artifacts: string[] }[] = [];
   const unchanged: string[] = [];
   const files = { written: 0, unchanged: 0, removed: 0 };
   let total = 0;
-
-  for (const [node, artifacts] of nodes) {
-    const fingerprint = setFingerprint(artifacts);
-    const dir = join(base, node);
-    const recorded = recordedNodes?.get(node);
-    total += artifacts.size + 1;
-    let setDigest: string;
-    if (!before.has(node)) {
-      setDigest = writeNewNode(base, node, artifacts);
-      files.written += artifacts.size + 1;
-      added.push(node);
-    } else if (
-      recorded !== undefined &&
-      recorded.startsWith(`${fingerprint} `) &&
-      (stampsChecked || recorded.startsWith(`${fingerprint} ${folderStamp(dir)} `))
-    ) {
-      next.set(node, recorded);
-      files.unchanged += artifacts.size + 1;
-      unchanged.push(node);
+  try {
+    for (const [node, artifacts] of nodes) {
+      const fingerprint = setFingerprint(artifacts);
+      const line = index?.get(node);
+      total += artifacts.size + 1;
+      if (line !== undefined && trusted && line.startsWith(`${fingerprint} `)) {
+        next.set(node, line);
+        files.unchanged += artifacts.size + 1;
+        unchanged.push(node);
+        onNode();
+        continue;
+      }
+      const held =
+        line !== undefined ? heldFiles(reader, node, line) : old.nodes.has(node) ? { files: readNodeFiles(join(base, node)), damaged: false } : undefined;
+      if (held === undefined) added.push(node);
+      else {
+        const was = held.files;
+        const differ = [...new Set([...was.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(was.get(a), artifacts.get(a)));
+        if (differ.length === 0 && line !== undefined && !held.damaged) {
+          // The same bytes where the index says: the entry stays (its line written again with this fingerprint).
+          next.set(node, `${fingerprint} ${line.slice(line.indexOf(' ') + 1)}`);
+          files.unchanged += artifacts.size + 1;
+          unchanged.push(node);
+          onNode();
+          continue;
+        }
+        if (differ.length > 0) changed.push({ node, artifacts: differ });
+        else unchanged.push(node);
+        countFiles(was, artifacts, differ, files, held.damaged);
+      }
+      const { location, digests } = pack.add(node, artifacts);
+      next.set(node, `${fingerprint} ${location} ${digests.set_digest} ${bucketOf(node)}`);
+      if (held === undefined) files.written += artifacts.size + 1;
       onNode();
-      continue;
-    } else {
-      const { differ, digests } = updateNode(dir, node, nodeFilesInPlace(dir), artifacts, files);
-      setDigest = digests.set_digest;
-      if (differ.length > 0) changed.push({ node, artifacts: differ });
-      else unchanged.push(node);
     }
-    next.set(node, `${fingerprint} ${folderStamp(dir)} ${setDigest} ${bucketOf(node)}`);
-    onNode();
+    const removed = [...(index?.keys() ?? old.nodes)].filter((n) => !next.has(n)).sort(cmp);
+    for (const node of removed) {
+      const line = index?.get(node);
+      files.removed += (line !== undefined ? heldFiles(reader, node, line).files : readNodeFiles(join(base, node))).size + 1;
+    }
+    foldPacks(base, next, pack, reader);
+    pack.finish();
+    const nodesRecorded = RecordedNodes.of(next);
+    const named = new Set([...next.values()].map((line) => lineFields(line).location.slice(0, 16)));
+    writeRecord(root, {
+      nodes: nodesRecorded,
+      buckets: nodesRecorded.heads().buckets,
+      ...(rete ? { rete } : {}),
+      files: total,
+      // A pack taken on the record's word keeps the stamp the record says, so that a change made since the check still shows; any other was read whole just now, or written.
+      packs: new Map([...named].map((id) => [id, (trusted && id !== pack.id ? record?.packs.get(id) : undefined) ?? packStamp(base, id) ?? '-'])),
+      ...(inputs ? { inputs } : {}),
+    });
+    reader.close();
+    removeUnnamed(base, named);
+    // An earlier retectl's layout, now in a pack: its folders, and what its stopped writes left.
+    for (const dir of [...old.nodes, ...old.strays]) rmSync(join(base, dir), { recursive: true, force: true });
+    rmSync(join(root, OLD_NODES), { force: true });
+    // In name order whatever order the nodes came in.
+    return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
+  } catch (e) {
+    pack.abort();
+    reader.close();
+    throw e;
   }
-  const removed = [...before].filter((n) => !next.has(n)).sort(cmp);
-  for (const node of removed) {
-    const dir = join(base, node);
-    files.removed += readNodeFiles(dir).size + (readText(join(dir, DIGESTS_JSON)) === undefined ? 0 : 1);
-    rmSync(dir, { recursive: true, force: true });
-  }
-  const nodesRecorded = RecordedNodes.of(next);
-  writeRecord(root, {
-    nodes: nodesRecorded,
-    buckets: nodesRecorded.heads().buckets,
-    ...(rete ? { rete } : {}),
-    files: total,
-    base: baseStamp(base),
-    ...(inputs ? { inputs } : {}),
-  });
-  // In name order whatever order the nodes came in.
-  return { added: added.sort(cmp), changed: changed.sort((a, b) => cmp(a.node, b.node)), removed, unchanged: unchanged.sort(cmp), files };
 }
 
 /**
- * Makes one existing node's folder hold these artifacts, given what it holds now: writes the files
- * whose bytes differ, removes those no longer compiled, then its digests.json if that differs.
- * Returns the artifacts that differed.
+ * Counts a node's files as the summary gives them: an artifact whose bytes differ is written, one no
+ * longer compiled removed, the others unchanged; its digest list is written when any artifact differs
+ * (it names their sha256s), and unchanged otherwise. A node's entry is written whole into a pack, but
+ * what an operator is told is what changed.
  */
-function updateNode(
-  dir: string,
-  node: string,
-  old: ReadonlyMap<string, ArtifactBytes>,
+function countFiles(
+  was: ReadonlyMap<string, ArtifactBytes>,
   artifacts: ReadonlyMap<string, ArtifactBytes>,
+  differ: readonly string[],
   files: { written: number; unchanged: number; removed: number },
-): { differ: string[]; digests: CompiledSetDigests } {
-  const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
-  const { digests: setDigests, text: digests } = digestsJson(node, artifacts);
-  const digestsPath = join(dir, DIGESTS_JSON);
-  const digestsSame = readText(digestsPath) === digests;
-  for (const name of differ) {
-    const content = artifacts.get(name);
-    if (content === undefined) {
-      rmSync(join(dir, name), { force: true });
-      files.removed++;
-    } else {
-      replaceFileUnsynced(join(dir, name), content);
-      files.written++;
-    }
+  damaged = false,
+): void {
+  const gone = differ.filter((a) => !artifacts.has(a)).length;
+  const written = differ.length - gone;
+  // A damaged entry's digest list is written again even when every artifact is the same.
+  const list = differ.length > 0 || damaged ? 1 : 0;
+  files.written += written + list;
+  files.removed += gone;
+  files.unchanged += artifacts.size - written + (1 - list);
+}
+
+/**
+ * Copies into `pack` the live entries of each earlier pack that is more than a tenth entries no line
+ * names (at least FOLD_DEAD_BYTES of them), and, when the packs would number more than MAX_PACKS, of every pack but the largest: the bytes
+ * as they are (each is checked when read, as any entry), and each line moved to where its entry now is.
+ */
+function foldPacks(base: string, lines: Map<string, string>, pack: PackWriter, reader: PackReader): void {
+  const live = new Map<string, number>();
+  for (const line of lines.values()) {
+    const at = parseLocation(lineFields(line).location);
+    if (at && at.pack !== pack.id) live.set(at.pack, (live.get(at.pack) ?? 0) + at.length);
   }
-  files.unchanged += artifacts.size - differ.filter((a) => artifacts.has(a)).length;
-  // Written after the artifacts, so it lists what the folder holds.
-  if (digestsSame) files.unchanged++;
-  else {
-    replaceFileUnsynced(digestsPath, digests);
-    files.written++;
+  const sizes = new Map([...live.keys()].map((id) => [id, Number(packStamp(base, id)?.split(':')[0] ?? 0)]));
+  const largest = [...sizes].sort((a, b) => b[1] - a[1])[0]?.[0];
+  const tooMany = live.size + (pack.size > 0 ? 1 : 0) > MAX_PACKS;
+  const dead = (id: string, bytes: number): number => (sizes.get(id) ?? 0) - bytes;
+  const folded = new Set(
+    [...live]
+      .filter(([id, bytes]) => (dead(id, bytes) * 10 > (sizes.get(id) ?? 0) && dead(id, bytes) >= FOLD_DEAD_BYTES) || (tooMany && id !== largest))
+      .map(([id]) => id),
+  );
+  if (folded.size === 0) return;
+  for (const [node, line] of lines) {
+    const { fingerprint, location, set } = lineFields(line);
+    const at = parseLocation(location);
+    if (!at || !folded.has(at.pack)) continue;
+    const bytes = reader.raw(at);
+    if (bytes === undefined)
+      throw new RetectlError('stale_compile', `${join(base, packName(at.pack))} was removed while the compile read it: run retectl compile again`);
+    lines.set(node, `${fingerprint} ${pack.addRaw(bytes, at.digestsLength)} ${set} ${bucketOf(node)}`);
   }
-  return { differ, digests: setDigests };
 }
 
 /**
  * A node's files on disk, when they are exactly what the record says was written there (its set
- * fingerprint); undefined when the record does not know the node or the files differ.
+ * fingerprint, and its entry as its digest list says); undefined when the record does not know the node
+ * or the entry differs.
  */
 export function recordedNodeFiles(root: string, record: CompileRecord, node: string): Map<string, ArtifactBytes> | undefined {
-  const recorded = record.nodes.get(node);
-  if (recorded === undefined) return undefined;
-  const files = readNodeFiles(join(root, COMPILED_DIR, node));
-  return recorded.startsWith(`${setFingerprint(files)} `) ? files : undefined;
+  const line = record.nodes.get(node);
+  if (line === undefined) return undefined;
+  const reader = new PackReader(join(root, COMPILED_DIR));
+  try {
+    const got = entryOf(reader, node, line);
+    return got instanceof Map && line.startsWith(`${setFingerprint(got)} `) ? got : undefined;
+  } finally {
+    reader.close();
+  }
 }
 
 /**
  * Writes new artifacts for some nodes of a tree the record holds, every other node left as the
  * record says it is: the quick path of a recompile that knows which nodes its change reaches. `old`
- * is what each node's folder holds now (recordedNodeFiles). The record is removed before the first
- * write and written again, with these inputs, once all are written.
+ * is what each node's entry holds now (recordedNodeFiles). The nodes that differ go into a small pack
+ * of their own; the index and the record are written once it is named, so a compile that stops
+ * halfway leaves both as they were.
  */
 export function rewriteNodes(
   root: string,
@@ -1139,24 +1133,34 @@ export function rewriteNodes(
       files,
     };
   }
-  // What is carried over from the record is read before its files are removed: the node lines. The
+  // What is carried over from the record is read before the index is replaced: the node lines. The
   // labels' file stays, unread: only nodes' own addresses and sync blocks changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
   const { rete, labelsGeneration } = record;
-  if (nodes.size > 0) forgetRecord(root, { keepLabels: true });
-  for (const [node, { old, artifacts }] of nodes) {
-    const dir = join(base, node);
-    // Counted again below, as what this node holds now.
-    files.unchanged -= old.size + 1;
-    const { differ, digests } = updateNode(dir, node, old, artifacts, files);
-    if (differ.length > 0) changed.push({ node, artifacts: differ });
-    next.set(node, `${setFingerprint(artifacts)} ${folderStamp(dir)} ${digests.set_digest} ${bucketOf(node)}`);
+  const pack = new PackWriter(base);
+  try {
+    for (const [node, { old, artifacts }] of nodes) {
+      const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
+      if (differ.length === 0) continue;
+      changed.push({ node, artifacts: differ });
+      // Counted again, as what this node holds now.
+      files.unchanged -= old.size + 1;
+      countFiles(old, artifacts, differ, files);
+      const { location, digests } = pack.add(node, artifacts);
+      next.set(node, `${setFingerprint(artifacts)} ${location} ${digests.set_digest} ${bucketOf(node)}`);
+    }
+    pack.finish();
+  } catch (e) {
+    pack.abort();
+    throw e;
   }
   const total = files.written + files.unchanged;
   const nodesRecorded = recorded.with(next);
   // Only the buckets of the rewritten nodes can have changed.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
+  const packs = new Map(record.packs);
+  if (next.size > 0) packs.set(pack.id, packStamp(base, pack.id) ?? '-');
   // Only nodes' own addresses and sync blocks changed: the coordinator, the rollout block, every node's tags and groups and the defaults are as recorded.
   writeRecord(root, {
     nodes: nodesRecorded,
@@ -1164,7 +1168,7 @@ export function rewriteNodes(
     ...(rete ? { rete } : {}),
     ...(labelsGeneration !== undefined ? { labelsGeneration } : {}),
     files: total,
-    base: record.base,
+    packs,
     inputs,
   });
   const touched = new Set(changed.map((c) => c.node));
@@ -1194,28 +1198,4 @@ function sameInputs(was: CompileInputs | undefined, now: CompileInputs): boolean
     was.diagnostics.length === now.diagnostics.length &&
     was.diagnostics.every((d, i) => d.file === now.diagnostics[i].file && d.text === now.diagnostics[i].text)
   );
-}
-
-/** A node that has no folder yet: filled under a temporary name, then renamed into place whole. */
-function writeNewNode(base: string, node: string, artifacts: ReadonlyMap<string, ArtifactBytes>): string {
-  const stage = tempNameFor(join(base, node));
-  try {
-    mkdirSync(stage);
-    for (const [name, content] of artifacts) writeFileSync(join(stage, name), content);
-    const { digests, text } = digestsJson(node, artifacts);
-    writeFileSync(join(stage, DIGESTS_JSON), text);
-    renameSync(stage, join(base, node));
-    return digests.set_digest;
-  } catch (e) {
-    rmSync(stage, { recursive: true, force: true });
-    throw e;
-  }
-}
-
-function readText(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
 }

@@ -106,6 +106,31 @@ describe('compiled packs', () => {
     again.close();
   });
 
+  it("gives a refused entry's files as its digest list still names them, and nothing when the list is not one", () => {
+    const { id, at } = pack(new Map([['beta', setOf('beta')]]));
+    const path = join(dir, packName(id));
+    const bytes = readFileSync(path);
+    const beta = parseLocation(at.get('beta')!.location)!;
+    const damaged = Buffer.from(bytes);
+    damaged[beta.offset + beta.length - 3] ^= 0x20;
+    writeFileSync(path, damaged);
+    const reader = new PackReader(dir);
+    expect('problem' in reader.read('beta', at.get('beta')!.location, at.get('beta')!.set)).toBe(true);
+    const slices = reader.slices(at.get('beta')!.location)!;
+    expect([...slices.keys()]).toEqual(['agent.json', 'flor.json']);
+    expect(slices.get('agent.json')!.toString()).toBe(setOf('beta').get('agent.json'));
+    expect(slices.get('flor.json')!.equals(Buffer.from(setOf('beta').get('flor.json') as string))).toBe(false);
+    reader.close();
+    const garbled = Buffer.from(bytes);
+    garbled[beta.offset] = 0x20;
+    garbled[beta.offset + 1] = 0x5b;
+    writeFileSync(path, garbled);
+    const again = new PackReader(dir);
+    expect(again.slices(at.get('beta')!.location)).toBeUndefined();
+    expect(again.slices('not a location')).toBeUndefined();
+    again.close();
+  });
+
   it("refuses an entry read as another node's, under a set digest other than the compile's, or past the pack's end", () => {
     const { id, at } = pack(
       new Map([

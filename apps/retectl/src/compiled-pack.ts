@@ -72,6 +72,13 @@ export class PackWriter {
     return { location: `${this.id}:${start}:${head.length}:${this.offset - start}`, digests, text };
   }
 
+  /** Appends an entry as another pack holds it (PackReader.raw): its bytes, the first `digestsLength` of them its digest list. */
+  addRaw(bytes: Buffer, digestsLength: number): string {
+    const start = this.offset;
+    this.push(bytes);
+    return `${this.id}:${start}:${digestsLength}:${bytes.length}`;
+  }
+
   /** Writes what is left and names the pack; false when nothing was added (and nothing written). */
   finish(): boolean {
     if (this.stage === undefined && this.pending.length === 0) return false;
@@ -138,12 +145,9 @@ export class PackReader {
   read(node: string, location: string, expected: string): PackedEntry | { readonly problem: string } {
     const at = parseLocation(location);
     if (!at) return { problem: `has no entry of ${node} where the compile's index says (${location})` };
-    const fd = this.fd(at.pack);
-    if (fd === undefined) return { problem: 'was removed' };
-    const bytes = Buffer.alloc(at.length);
-    let read = 0;
-    for (let n = 1; read < at.length && n > 0; read += n) n = readSync(fd, bytes, read, at.length - read, at.offset + read);
-    if (read !== at.length) return { problem: `was cut short: the entry of ${node} ends past its end` };
+    if (this.fd(at.pack) === undefined) return { problem: 'was removed' };
+    const bytes = this.raw(at);
+    if (bytes === undefined) return { problem: `was cut short: the entry of ${node} ends past its end` };
     const text = bytes.toString('utf8', 0, at.digestsLength);
     let parsed;
     try {
@@ -165,6 +169,50 @@ export class PackReader {
     }
     if (from !== at.length) return { problem: `was changed: the entry of ${node} holds more than its digest list names` };
     return { digests: list, text, artifacts };
+  }
+
+  /**
+   * What an entry that read() refused holds, as far as its digest list can still be read: each artifact
+   * the list names, sliced from the entry by the sizes it gives, unchecked. For a compile to tell which
+   * of a damaged entry's files differ from what it compiles now; undefined when the list is not one
+   * (or names more than the entry holds), or the pack is gone or cut short.
+   */
+  slices(location: string): Map<string, Buffer> | undefined {
+    const at = parseLocation(location);
+    const bytes = at && this.raw(at);
+    if (!at || !bytes) return undefined;
+    let list: { artifacts?: unknown };
+    try {
+      list = JSON.parse(bytes.toString('utf8', 0, at.digestsLength)) as { artifacts?: unknown };
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(list.artifacts)) return undefined;
+    const slices = new Map<string, Buffer>();
+    let from = at.digestsLength;
+    for (const a of list.artifacts as { name?: unknown; size?: unknown }[]) {
+      if (typeof a?.name !== 'string' || !Number.isSafeInteger(a.size) || (a.size as number) < 0) return undefined;
+      const end = from + (a.size as number);
+      if (end > bytes.length) return undefined;
+      slices.set(a.name, bytes.subarray(from, end));
+      from = end;
+    }
+    return slices;
+  }
+
+  /** An entry's bytes as they are, unchecked; undefined when its pack is gone or ends before it does. */
+  raw(at: EntryLocation): Buffer | undefined {
+    return this.bytesAt(at.pack, at.offset, at.length);
+  }
+
+  /** `length` bytes of a pack from `offset`, unchecked; undefined when the pack is gone or ends before them. */
+  bytesAt(pack: string, offset: number, length: number): Buffer | undefined {
+    const fd = this.fd(pack);
+    if (fd === undefined) return undefined;
+    const bytes = Buffer.alloc(length);
+    let read = 0;
+    for (let n = 1; read < length && n > 0; read += n) n = readSync(fd, bytes, read, length - read, offset + read);
+    return read === length ? bytes : undefined;
   }
 
   /** Lets every opened pack go. */

@@ -44,7 +44,9 @@ describe('shell completion from the program', () => {
   const inRete = (run: (dir: string) => string): string => {
     const dir = mkdtempSync(join(tmpdir(), 'retectl-completion-'));
     try {
-      for (const n of ['alpha', 'beta']) mkdirSync(join(dir, '.flor/compiled', n), { recursive: true });
+      // The index as a compile writes it: its generation, then a line a node (name, fingerprint, entry, set digest, bucket).
+      mkdirSync(join(dir, '.flor/compiled'), { recursive: true });
+      writeFileSync(join(dir, '.flor/compiled/index'), '0123456789abcdef\nalpha fp 0123456789abcdef:0:10:20 set 7\nbeta fp 0123456789abcdef:20:10:20 set 9\n');
       return run(dir);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DNS_LABEL } from '#contracts/plain';
 import {
   compileRete,
   diffTrees,
@@ -18,7 +17,7 @@ import {
   type Source,
 } from '#rete';
 import { sha256Hex } from '#bundle';
-import { COMPILED_DIR, forgetRecord, readNodeFiles, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
+import { COMPILED_DIR, forgetRecord, readCompiledTree, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
 import { labelsIn, type LocalHeads, type TreeLabels } from './local-heads.js';
 import { recordedTree, treeInMemory, type TreeToPublish } from './tree-to-publish.js';
@@ -245,15 +244,9 @@ export function validateDir(
   return { rete, diagnostics };
 }
 
-/** The compiled tree on disk: JSON artifacts as text, file contents as raw bytes. */
+/** The compiled tree on disk: JSON artifacts as text, file contents as raw bytes (a node whose entry was changed by hand, none). */
 export function readCompiled(root: string): Map<string, Map<string, ArtifactBytes>> {
-  const base = join(root, COMPILED_DIR);
-  const tree = new Map<string, Map<string, ArtifactBytes>>();
-  if (!existsSync(base)) return tree;
-  for (const node of readdirSync(base, { withFileTypes: true })) {
-    if (node.isDirectory() && DNS_LABEL.test(node.name)) tree.set(node.name, readNodeFiles(join(base, node.name)));
-  }
-  return tree;
+  return readCompiledTree(root);
 }
 
 /**

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { CompiledSetDigests, DIGESTS_JSON } from '#contracts/files';
-import { setDigest, sha256Hex } from '#bundle';
+import { sha256Hex } from '#bundle';
 import type { ArtifactDigests } from '#rete';
 import { localHeads, type LocalHeads } from './local-heads.js';
 import { RetectlError } from './errors.js';
+import { PackReader, packName, parseLocation } from './compiled-pack.js';
 
 /**
  * The tree a publish sends: every node's name, and each node's artifact digests and each digest's
@@ -41,19 +40,28 @@ export function treeInMemory(digests: ReadonlyMap<string, ArtifactDigests>, byte
 
 /**
  * The tree the compile record stands for: its nodes, set digests and buckets are the record's, and a
- * node's artifacts and bytes are read from `base` (.flor/compiled) only when a publish asks for them,
- * each checked as it is read: the node's digests.json must give the set digest the record holds, and
- * each file the sha256 its digests.json names. Anything else was changed by hand since the compile:
- * `stale` is called (to drop the record) and the publish is refused before it sends anything of it.
+ * node's artifacts are read from the packs in `base` (.flor/compiled) only when a publish asks for
+ * them, each entry checked as it is read (PackReader.read: its digest list must give the set digest
+ * the record holds, and each artifact the sha256 the list names); an artifact's bytes are read again
+ * when sent, and checked again. Anything else was changed by hand since the compile: `stale` is called
+ * (to drop the record) and the publish is refused before it sends anything of it.
  */
-export function recordedTree(base: string, nodes: { readonly size: number; names(): readonly string[] }, heads: LocalHeads, stale: () => void): TreeToPublish {
+export function recordedTree(
+  base: string,
+  nodes: { readonly size: number; names(): readonly string[]; get(node: string): string | undefined },
+  heads: LocalHeads,
+  stale: () => void,
+): TreeToPublish {
   const artifacts = new Map<string, ArtifactDigests>();
   // Listed only when asked for (a whole tree sent, every node's labels): a delta of a few nodes never needs them.
   let names: readonly string[] | undefined;
-  const paths = new Map<string, string>();
-  const refuse = (path: string, what: string): never => {
+  // Where each digest's bytes are: a pack, an offset and a length, from the entry that named it first.
+  const places = new Map<string, { pack: string; offset: number; size: number }>();
+  const reader = new PackReader(base);
+  const refuse = (file: string, what: string): never => {
+    reader.close();
     stale();
-    throw new RetectlError('stale_compile', `${path} ${what} since the last compile: run retectl compile`);
+    throw new RetectlError('stale_compile', `${base}/${file} ${what}, since the last compile; run retectl compile`);
   };
   return {
     size: nodes.size,
@@ -63,38 +71,27 @@ export function recordedTree(base: string, nodes: { readonly size: number; names
     artifacts(node) {
       const known = artifacts.get(node);
       if (known) return known;
-      const path = `${base}/${node}/${DIGESTS_JSON}`;
-      let text: string;
-      try {
-        text = readFileSync(path, 'utf8');
-      } catch {
-        return refuse(path, 'was removed');
+      const line = nodes.get(node) ?? '';
+      const location = line.split(' ')[1] ?? '';
+      const at = parseLocation(location);
+      const got = reader.read(node, location, heads.setOf(node) ?? '');
+      if (!at) return refuse('index', `was changed: its line of ${node} names no entry`);
+      if ('problem' in got) return refuse(packName(at.pack), got.problem);
+      const digests: ArtifactDigests = new Map(got.digests.artifacts.map((a) => [a.name, a.sha256]));
+      let offset = at.offset + at.digestsLength;
+      for (const a of got.digests.artifacts) {
+        if (!places.has(a.sha256)) places.set(a.sha256, { pack: at.pack, offset, size: a.size });
+        offset += a.size;
       }
-      let parsed;
-      try {
-        parsed = CompiledSetDigests.safeParse(JSON.parse(text));
-      } catch {
-        parsed = undefined;
-      }
-      const list = parsed?.success ? parsed.data : undefined;
-      if (!list || list.node !== node || setDigest(list.artifacts) !== list.set_digest || list.set_digest !== heads.setOf(node)) {
-        return refuse(path, 'was changed');
-      }
-      const digests: ArtifactDigests = new Map(list.artifacts.map((a) => [a.name, a.sha256]));
-      for (const a of list.artifacts) if (!paths.has(a.sha256)) paths.set(a.sha256, `${base}/${node}/${a.name}`);
       artifacts.set(node, digests);
       return digests;
     },
     bytes(sha) {
-      const path = paths.get(sha);
-      if (path === undefined) throw new TypeError(`no node asked for holds ${sha}`);
-      let bytes: Buffer;
-      try {
-        bytes = readFileSync(path);
-      } catch {
-        return refuse(path, 'was removed');
-      }
-      return sha256Hex(bytes) === sha ? bytes : refuse(path, 'was changed');
+      const place = places.get(sha);
+      if (place === undefined) throw new TypeError(`no node asked for holds ${sha}`);
+      const bytes = reader.bytesAt(place.pack, place.offset, place.size);
+      if (bytes === undefined) return refuse(packName(place.pack), 'was removed or cut short');
+      return sha256Hex(bytes) === sha ? bytes : refuse(packName(place.pack), 'was changed');
     },
   };
 }

@@ -3,7 +3,7 @@ import { AGENT_HOST_PATHS, agentPathAt, CANONICAL_FILE_MODE, DEBIAN_PACKAGE_NAME
 import { NodeName, Sha256 } from './primitives.schema.js';
 
 /**
- * The compiled per-node artifacts retectl writes to .flor/compiled/<node>/ and the coordinator
+ * The compiled per-node artifacts retectl writes into .flor/compiled (each node's entry in a pack) and the coordinator
  * serves inside bundles. On disk they are canonical JSON pretty-printed (libs/bundle canonicalPretty).
  */
 

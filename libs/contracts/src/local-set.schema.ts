@@ -9,7 +9,7 @@ import { ArtifactName, MAX_ARTIFACTS_PER_NODE, NodeName, Sha256, Timestamp } fro
  * runs the command is at the keyboard of the machine it changes.
  */
 
-/** The digest list beside a compiled node's artifacts: .flor/compiled/<node>/digests.json. */
+/** A compiled node's digest list: the head of its entry in a compiled pack, and digests.json beside its artifacts in the folder `retectl compiled <node> --out` writes. */
 export const DIGESTS_JSON = 'digests.json';
 /**
  * The folder that holds a node's artifacts in the audit mirror's tree (`<node>/mgmt/`), and held them

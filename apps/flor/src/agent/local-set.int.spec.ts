@@ -7,7 +7,7 @@ import { compileRete, digestsJsonText, validateRete } from '#rete';
 import { configDigest, keepsLocalConfig } from './local-config.js';
 import { LocalSetRefused, readCompiledSet } from './local-set.js';
 
-/** A compiled node folder as retectl compile writes it, for a node with two file resources. */
+/** A compiled node folder as `retectl compiled <node> --out` writes it, for a node with two file resources. */
 const RETE = {
   'rete.yaml': `mesh:
   name: first
@@ -85,7 +85,9 @@ describe('reading a compiled node folder for flor agent apply --set', () => {
     rmSync(join(second, 'digests.json'));
     expect(refusal(second)).toMatchObject({
       code: 'not_a_set',
-      message: expect.stringMatching(/^\S+\/second is not a compiled node folder: it has no digests\.json: give the folder retectl compile writes/),
+      message: expect.stringMatching(
+        /^\S+\/second is not a compiled node folder: it has no digests\.json: give the folder retectl writes for the node, retectl compiled <node> --out <dir>/,
+      ),
     });
   });
 

@@ -80,7 +80,7 @@ function parseJson(path: string, bytes: Buffer): unknown {
 }
 
 /**
- * Reads a compiled node folder (`.flor/compiled/<node>`: digests.json and the artifacts it lists) and
+ * Reads a compiled node folder (as `retectl compiled <node> --out <dir>` writes it: digests.json and the artifacts it lists) and
  * checks it whole before anything is applied: the folder holds exactly the files the list names and
  * the list, each with the listed size and sha256, the list's set digest is its artifacts' digest,
  * agent.json is for the node the list names, and resources.json (if any) is valid with every file
@@ -91,7 +91,7 @@ function parseJson(path: string, bytes: Buffer): unknown {
 export function readCompiledSet(source: string): LocalSet {
   const top = lstatOrNull(source);
   if (!top) throw refused('not_a_set', `${source} does not exist`);
-  if (!top.isDirectory()) throw refused('not_a_set', `${source} is not a folder: give the compiled node folder retectl compile writes, .flor/compiled/<node>`);
+  if (!top.isDirectory()) throw refused('not_a_set', `${source} is not a folder: give the node's folder retectl writes, retectl compiled <node> --out <dir>`);
   const listPath = join(source, DIGESTS_JSON);
   const list = lstatOrNull(listPath);
   if (!list) {
@@ -99,7 +99,7 @@ export function readCompiledSet(source: string): LocalSet {
     const hint =
       basename(source) === MGMT_DIR && existsSync(join(parent, DIGESTS_JSON))
         ? `: give its parent folder, ${parent}`
-        : `: give the folder retectl compile writes for the node, .flor/compiled/<node> (a compile by an older retectl wrote no ${DIGESTS_JSON}: compile again)`;
+        : `: give the folder retectl writes for the node, retectl compiled <node> --out <dir> (a compile by an older retectl wrote no ${DIGESTS_JSON}: compile again)`;
     throw refused('not_a_set', `${source} is not a compiled node folder: it has no ${DIGESTS_JSON}${hint}`);
   }
   if (!list.isFile()) throw refused('not_a_set', `${listPath} is not a regular file`);

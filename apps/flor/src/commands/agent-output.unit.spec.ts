@@ -64,7 +64,7 @@ describe('agent output', () => {
     const digest = 'ab'.repeat(32);
     const o = (x: Partial<ApplySetOutcome>): ApplySetOutcome => ({
       result: 'applied',
-      source: '/r/.flor/compiled/first',
+      source: '/r/first-set',
       node: 'first',
       set_digest: digest,
       activation: 'restart',
@@ -73,7 +73,7 @@ describe('agent output', () => {
       ...x,
     });
     expect(describeApplySet(o({ resources: [{ kind: 'file', path: '/etc/motd', outcome: 'applied' }] }))).toBe(
-      `applied local set ${digest} (node first) from /r/.flor/compiled/first: 1 resource, activation restart`,
+      `applied local set ${digest} (node first) from /r/first-set: 1 resource, activation restart`,
     );
     expect(describeApplySet(o({ result: 'unchanged', activation: null }))).toBe(`local set ${digest} (node first) is already in effect: nothing to do`);
     expect(describeApplySet(o({ result: 'refused', node: null, set_digest: null, activation: null, code: 'not_a_set', reason: '/x does not exist' }))).toBe(
@@ -107,7 +107,7 @@ describe('agent output', () => {
       freshness: null,
       confirmation: null,
       watch: null,
-      local_set: { node: 'first', set_digest: 'cd'.repeat(32), source: '/r/.flor/compiled/first', applied_at: '2026-12-01T09:00:00.000Z' },
+      local_set: { node: 'first', set_digest: 'cd'.repeat(32), source: '/r/first-set', applied_at: '2026-12-01T09:00:00.000Z' },
     };
     const text = formatStatus(status);
     expect(text).toMatch(/^active version   0 \(local set\)$/m);
@@ -117,7 +117,7 @@ describe('agent output', () => {
     );
     expect(formatStatus({ ...status, watch: { state: 'off', since: null, reason: null } })).toMatch(/^watch +off \(sync.watch: false\): polling only$/m);
     expect(text).toMatch(new RegExp(`^applied version  local set ${'cd'.repeat(32)}$`, 'm'));
-    expect(text).toMatch(/^local set        node first, from \/r\/\.flor\/compiled\/first, applied at 2026-12-01T09:00:00\.000Z$/m);
+    expect(text).toMatch(/^local set        node first, from \/r\/first-set, applied at 2026-12-01T09:00:00\.000Z$/m);
     expect(formatStatus({ ...status, local_set: null })).not.toMatch(/local set/);
     // A coordinator's version switched to and not yet in effect: active is that version, not the local set.
     expect(formatStatus({ ...status, active_version: 1 })).toMatch(/^active version   1$/m);

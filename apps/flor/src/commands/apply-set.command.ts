@@ -5,7 +5,7 @@ import { callControlSocket } from '../agent/control-socket.js';
 import { AgentError, UsageError } from '../errors.js';
 
 /**
- * One line for people: `applied local set 3f2a… (node first) from /root/rete/.flor/compiled/first:
+ * One line for people: `applied local set 3f2a… (node first) from /root/first-set:
  * 3 resources, activation restart`, `local set 3f2a… (node first) is already in effect: nothing to do`,
  * `refused: …`, `failed: …`.
  */
@@ -34,7 +34,7 @@ export type RunOptions = CommonOptions & { set: string; node?: string; json?: bo
 /** Asks the daemon to apply a compiled node folder; true when it applied it or it already was in effect. */
 export async function run(options: RunOptions): Promise<boolean> {
   if (options.node !== undefined && !NodeName.safeParse(options.node).success) throw new UsageError(`--node ${options.node} is not a node name (a DNS label)`);
-  if (options.set.trim() === '') throw new UsageError('--set needs the compiled node folder, e.g. .flor/compiled/<node>');
+  if (options.set.trim() === '') throw new UsageError('--set needs the compiled node folder, as retectl compiled <node> --out <dir> writes it');
   const config = loadConfig(options);
   const dir = stateDirFor(options, config);
   // The daemon's working directory is not the operator's: it gets the absolute path.

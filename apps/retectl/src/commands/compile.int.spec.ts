@@ -1,13 +1,14 @@
 import { jest } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { HEAD_BUCKETS, type ReteFile } from '#contracts';
 import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, nodeLabels, validateRete } from '#rete';
 import { bucketOf, headBuckets, labelBuckets, sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
-import { checkStamps, readRecord } from '../compiled-output.js';
+import { packsHold, readRecord } from '../compiled-output.js';
+import { editPacked, packedIndex, packedNode, packedPacks, packedText } from '../testing/packed-tree.js';
 import { loadCompiledTree, loadPublishable, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
 import type { LocalHeads } from '../local-heads.js';
@@ -15,23 +16,12 @@ import type { LocalHeads } from '../local-heads.js';
 /** Every node's set digest, as heads hold them: the nodes of every bucket. */
 const setsOf = (heads: LocalHeads | undefined) => heads && new Map(heads.inBuckets(new Set(Array.from({ length: HEAD_BUCKETS }, (_, b) => b))));
 
-/** Every file under dir, by its path from dir, with its mtime in nanoseconds. */
-function mtimes(dir: string): Map<string, bigint> {
-  const found = new Map<string, bigint>();
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const path = join(d, e.name);
-      if (e.isDirectory()) walk(path);
-      else found.set(relative(dir, path), statSync(path, { bigint: true }).mtimeNs);
-    }
-  };
-  walk(dir);
-  return found;
-}
+/** Where each node's entry is, as the compiled index says: a node whose entry a compile wrote again has a new place. */
+const entries = (rete: string): Map<string, string> => new Map([...packedIndex(rete)].map(([node, e]) => [node, `${e.pack}:${e.offset}:${e.length}`]));
 
-/** The files whose mtime moved (or that came or went) between two listings. */
-const touched = (before: Map<string, bigint>, after: Map<string, bigint>): string[] =>
-  [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f)).sort();
+/** The nodes whose entries a compile wrote (or that came or went) between two listings. */
+const touched = (before: Map<string, string>, after: Map<string, string>): string[] =>
+  [...new Set([...before.keys(), ...after.keys()])].filter((n) => before.get(n) !== after.get(n)).sort();
 
 /** Long enough for files written before it to have settled (rete-dir.ts, settledStamps: two seconds). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 2100));
@@ -58,12 +48,8 @@ describe('retectl compile on a real folder', () => {
     mkdirSync(dirname(join(rete, file)), { recursive: true });
     writeFileSync(join(rete, file), text);
   };
-  /** Sets every compiled file's mtime into the past, so that any write shows. */
-  const age = (): Map<string, bigint> => {
-    const past = new Date('2001-01-01T00:00:00Z');
-    for (const file of mtimes(compiled).keys()) utimesSync(join(compiled, file), past, past);
-    return mtimes(compiled);
-  };
+  /** Where each node's entry is now, so that any entry written again shows. */
+  const age = (): Map<string, string> => entries(rete);
   /**
    * Spoils the parse cache entry of every file but the one defining alpha; the check returned fails
    * unless every such entry is as spoilt, that is: unread by a compile, which would parse the file again.
@@ -105,7 +91,9 @@ describe('retectl compile on a real folder', () => {
     expect(out.split('\n').at(-2)).toMatch(
       /^compiled 4 nodes into \.flor\/compiled: 4 new, 0 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed; \d+\.\d\d s$/,
     );
-    expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
+    // One pack of every node's entry, and the index that says where each is.
+    expect(readdirSync(compiled).sort()).toEqual(['index', ...packedPacks(rete)]);
+    expect(packedPacks(rete)).toHaveLength(1);
   });
 
   it('lists at most 20 of the nodes that changed unless --all, as plan and publish do, then the summary', async () => {
@@ -126,25 +114,31 @@ describe('retectl compile on a real folder', () => {
     expect((JSON.parse(await compile(true)) as { added: string[] }).added).toEqual(edges);
   });
 
-  it('writes no file when nothing changed: every mtime stays as it was', async () => {
+  it('writes no file when nothing changed: no entry written, no pack added', async () => {
     await compile();
     const before = age();
+    const packs = packedPacks(rete);
     const out = await compile();
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(touched(before, entries(rete))).toEqual([]);
+    expect(packedPacks(rete)).toEqual(packs);
     expect(out).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
   });
 
-  it("after one node's edit rewrites only that node's changed files and its digest list", async () => {
+  it("after one node's edit writes only that node's entry, into a pack of its own beside the first", async () => {
     await compile();
     const before = age();
+    const [first] = packedPacks(rete);
     write('nodes/servers.yaml', SERVERS.replace('name: gamma, kind: server,', 'name: gamma, kind: server, sync: { poll_interval: 1m },'));
     const out = await compile();
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/agent.json', 'gamma/digests.json']);
+    expect(touched(before, entries(rete))).toEqual(['gamma']);
+    expect(packedPacks(rete)).toHaveLength(2);
+    expect(packedPacks(rete)).toContain(first);
     expect(out).toMatch(/^~ gamma: agent\.json$/m);
     expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
+    expect(onDisk()).toEqual(cold());
   });
 
-  it('removes the folder of a node no longer in the rete and leaves the others untouched', async () => {
+  it('drops the entry of a node no longer in the rete and leaves the others where they are', async () => {
     await compile();
     const before = age();
     write(
@@ -154,76 +148,81 @@ describe('retectl compile on a real folder', () => {
         .join('\n'),
     );
     const out = await compile();
-    expect(existsSync(join(compiled, 'gamma'))).toBe(false);
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/agent.json', 'gamma/digests.json', 'gamma/flor.json']);
+    expect(packedIndex(rete).has('gamma')).toBe(false);
+    expect(touched(before, entries(rete))).toEqual(['gamma']);
     expect(out).toMatch(/^- gamma: removed$/m);
     expect(out).toMatch(/files: 0 written, 9 unchanged, 3 removed;/);
   });
 
-  it('without the record of the last compile (a crash), reads every file back and still writes none that is the same', async () => {
+  it('without the record of the last compile (a crash), reads every entry back and still writes none that is the same', async () => {
     await compile();
     const before = age();
+    const packs = packedPacks(rete);
     rmSync(join(rete, '.flor', 'cache'), { recursive: true });
-    await compile();
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
+    expect(touched(before, entries(rete))).toEqual([]);
+    expect(packedPacks(rete)).toEqual(packs);
   });
 
-  it('puts back a node folder deleted by hand', async () => {
+  it('puts back a pack deleted by hand, every node of it', async () => {
     await compile();
     const good = readCompiled(rete);
-    rmSync(join(compiled, 'gamma'), { recursive: true });
+    for (const pack of packedPacks(rete)) rmSync(join(compiled, pack));
     const out = await compile();
-    expect(out).toMatch(/^\+ gamma: new$/m);
+    expect(out).toMatch(/^~ alpha: agent\.json, flor\.json$/m);
+    expect(out).toMatch(/0 new, 4 changed, 0 removed, 0 unchanged; files: 12 written, 0 unchanged, 0 removed;/);
     expect(readCompiled(rete)).toEqual(good);
-  });
-
-  it('puts back a compiled file deleted by hand, and one an editor saved over', async () => {
-    await compile();
-    const flor = join(compiled, 'beta', 'flor.json');
-    const good = readFileSync(flor, 'utf8');
-    rmSync(join(compiled, 'alpha', 'digests.json'));
-    // An editor's save: a new file renamed over the old one.
-    writeFileSync(`${flor}.swp`, '{}\n');
-    renameSync(`${flor}.swp`, flor);
-    const out = await compile();
-    expect(out).toMatch(/^~ beta: flor\.json$/m);
-    expect(readFileSync(flor, 'utf8')).toBe(good);
-    expect(existsSync(join(compiled, 'alpha', 'digests.json'))).toBe(true);
-  });
-
-  it('checks every node folder stamp on this thread, in a worker (a large tree), or both, and finds a file deleted or renamed in any', async () => {
-    await compile();
-    const ways = [{ workerFrom: Infinity }, { workerFrom: 0 }, { workerFrom: 0, share: false }];
-    const holds = () => Promise.all(ways.map((way) => checkStamps(rete, readRecord(rete)!, way).holds()));
-    expect(await holds()).toEqual([true, true, true]);
-    // Each undone by a compile, which puts the file back.
-    const edits = [
-      () => rmSync(join(compiled, 'gamma', 'digests.json')),
-      () => rmSync(join(compiled, 'laptop', 'agent.json')),
-      () => renameSync(join(compiled, 'alpha', 'flor.json'), join(compiled, 'alpha', 'flor.json.old')),
-      () => writeFileSync(join(compiled, 'beta', 'notes.txt'), 'a file added by hand\n'),
-    ];
-    for (const edit of edits) {
-      edit();
-      expect(await holds()).toEqual([false, false, false]);
-      await compile();
-      expect(await holds()).toEqual([true, true, true]);
-    }
-  });
-
-  it('after a listen address moves, still puts back a compiled file deleted by hand in a node the move does not reach', async () => {
-    await compile();
-    rmSync(join(compiled, 'gamma', 'digests.json'));
-    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
-    await compile();
-    expect(existsSync(join(compiled, 'gamma', 'digests.json'))).toBe(true);
     expect(onDisk()).toEqual(cold());
   });
 
-  it('after an edit the quick path does not take, still puts back a compiled file deleted by hand in a node the edit does not reach', async () => {
+  it('puts back a compiled file changed by hand inside a pack, and a digest list', async () => {
+    await compile();
+    const good = packedText(rete, 'beta', 'flor.json');
+    editPacked(rete, 'beta', 'flor.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
+    editPacked(rete, 'alpha', 'digests.json', (bytes) => bytes.toString().replace('"alpha"', '"alphb"'));
+    const out = await compile();
+    expect(out).toMatch(/^~ beta: flor\.json$/m);
+    // A digest list put back changes none of alpha's artifacts: it is not listed, and its list alone is counted as written.
+    expect(out).not.toMatch(/alpha/);
+    expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 3 written, 9 unchanged, 0 removed;/);
+    expect(packedText(rete, 'beta', 'flor.json')).toBe(good);
+    expect(onDisk()).toEqual(cold());
+  });
+
+  it('finds any pack the record names written, cut or removed since, by its size and mtime', async () => {
+    await compile();
+    expect(packsHold(rete, readRecord(rete)!)).toBe(true);
+    // Each undone by a compile, which writes the nodes of the pack again.
+    const [pack] = packedPacks(rete);
+    const edits = [
+      () => editPacked(rete, 'gamma', 'flor.json', (bytes) => bytes),
+      () => writeFileSync(join(compiled, packedPacks(rete)[0]), Buffer.concat([readFileSync(join(compiled, packedPacks(rete)[0])), Buffer.from('more')])),
+      () => writeFileSync(join(compiled, packedPacks(rete)[0]), readFileSync(join(compiled, packedPacks(rete)[0])).subarray(0, 100)),
+      () => rmSync(join(compiled, packedPacks(rete)[0])),
+    ];
+    for (const edit of edits) {
+      edit();
+      expect(packsHold(rete, readRecord(rete)!)).toBe(false);
+      await compile();
+      expect(packsHold(rete, readRecord(rete)!)).toBe(true);
+      expect(onDisk()).toEqual(cold());
+    }
+    expect(packedPacks(rete)).not.toContain(pack);
+  });
+
+  it('after a listen address moves, still puts back a compiled file changed by hand in a node the move does not reach', async () => {
+    await compile();
+    editPacked(rete, 'gamma', 'digests.json', (bytes) => bytes.toString().replace('"gamma"', '"gammb"'));
+    write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
+    await compile();
+    expect(JSON.parse(packedText(rete, 'gamma', 'digests.json')).node).toBe('gamma');
+    expect(onDisk()).toEqual(cold());
+  });
+
+  it('after an edit the quick path does not take, still puts back a compiled file changed by hand in a node the edit does not reach', async () => {
     await compile();
     const before = age();
-    rmSync(join(compiled, 'gamma', 'digests.json'));
+    editPacked(rete, 'gamma', 'digests.json', (bytes) => bytes.toString().replace('"gamma"', '"gammb"'));
     // A service more: every node is validated and compiled again, and only alpha's sets change.
     write('nodes/servers.yaml', SERVERS.replace('services: [{ name: web, port: 443 }]', 'services: [{ name: web, port: 443 }, { name: dns, port: 53 }]'));
     const out = await compile();
@@ -231,22 +230,28 @@ describe('retectl compile on a real folder', () => {
     // A digest list put back changes none of gamma's artifacts: it is not listed.
     expect(out).not.toMatch(/gamma/);
     expect(onDisk()).toEqual(cold());
-    // Nothing else was written: the other nodes were found unchanged by their sets and their folders' stamps.
-    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json', 'gamma/digests.json']);
-    // And with every folder as compiled, the same edit back writes alpha's files alone.
+    // Nothing else was written: the other nodes' entries were read back, checked and found the same.
+    expect(touched(before, entries(rete))).toEqual(['alpha', 'gamma']);
+    // And with every pack as the record says, the same edit back writes alpha's entry alone, reading no other.
     const then = age();
     write('nodes/servers.yaml', SERVERS);
     expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
-    expect(touched(then, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json']);
+    expect(touched(then, entries(rete))).toEqual(['alpha']);
     expect(onDisk()).toEqual(cold());
   });
 
-  it('repairs a compiled file edited in place by hand once publish or plan has found it stale', async () => {
+  it('repairs a compiled file edited by hand that the pack stamps missed, once publish or plan has found it stale', async () => {
     await compile();
-    const flor = join(compiled, 'beta', 'flor.json');
-    const good = readFileSync(flor, 'utf8');
-    writeFileSync(flor, '{}\n');
-    // The record still says beta is as compiled: this compile trusts it.
+    const good = packedText(rete, 'beta', 'flor.json');
+    const id = packedIndex(rete).get('beta')!.pack;
+    editPacked(rete, 'beta', 'flor.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
+    // An edit the stamp does not show (a clock set back, a file system with coarse times): the record takes the pack as it is now.
+    const path = join(rete, '.flor', 'cache', 'compiled.v8');
+    const record = deserialize(readFileSync(path)) as { packs: Map<string, string> };
+    const { size, mtimeMs } = statSync(join(compiled, `pack-${id}`));
+    record.packs.set(id, `${size}:${mtimeMs}`);
+    writeFileSync(path, serialize(record));
+    // The record still says beta is as compiled, and the pack has its stamp: this compile trusts it.
     await compile();
     let stale: unknown;
     try {
@@ -257,7 +262,7 @@ describe('retectl compile on a real folder', () => {
     expect(stale).toBeInstanceOf(RetectlError);
     expect((stale as RetectlError).code).toBe('stale_compile');
     const out = await compile();
-    expect(readFileSync(flor, 'utf8')).toBe(good);
+    expect(packedText(rete, 'beta', 'flor.json')).toBe(good);
     expect(out).toMatch(/^~ beta: flor\.json$/m);
     expect(loadCompiledTree(rete).tree.size).toBe(4);
   });
@@ -274,13 +279,13 @@ describe('retectl compile on a real folder', () => {
   it('takes an unreadable parse cache entry for a miss', async () => {
     await compile();
     const parsed = join(rete, '.flor', 'cache', 'parsed');
-    const entries = readdirSync(parsed);
-    expect(entries).toHaveLength(Object.keys(EXAMPLE_RETE).length);
-    for (const e of entries) writeFileSync(join(parsed, e), 'not a serialised value');
+    const cached = readdirSync(parsed);
+    expect(cached).toHaveLength(Object.keys(EXAMPLE_RETE).length);
+    for (const e of cached) writeFileSync(join(parsed, e), 'not a serialised value');
     const before = age();
     const out = await compile();
     expect(out).toMatch(/4 unchanged;/);
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(touched(before, entries(rete))).toEqual([]);
   });
 
   it('answers --json with the nodes and the files it changed', async () => {
@@ -308,23 +313,29 @@ describe('retectl compile on a real folder', () => {
   /** Each node's set digest, worked out from its files. */
   const worked = (tree: ReturnType<typeof loadCompiledTree>['tree']) =>
     new Map([...tree].map(([node, files]) => [node, localSetDigest(new Map([...files].map(([name, content]) => [name, sha256Hex(content)])))]));
-  const onDisk = (): Map<string, string> => new Map([...mtimes(compiled).keys()].map((f) => [f, readFileSync(join(compiled, f)).toString('base64')]));
+  /** Every file of every node's entry, as `<node>/<name>`, read from the packs apart from retectl's reader. */
+  const onDisk = (): Map<string, string> => {
+    const files = new Map<string, string>();
+    for (const node of packedIndex(rete).keys()) for (const [name, bytes] of packedNode(rete, node)) files.set(`${node}/${name}`, bytes.toString('base64'));
+    return files;
+  };
 
-  it("moves the artifacts of a tree an earlier retectl compiled out of mgmt/ beside digests.json, writes none again, and removes a stopped write's temporary file", async () => {
+  it("moves a tree an earlier retectl compiled (a folder a node) into a pack, reporting no node changed, and removes its folders and a stopped write's staging", async () => {
     await compile();
-    // The layout of an earlier retectl, whose record this one does not read: the artifacts in each node's mgmt/.
-    for (const node of readdirSync(compiled)) {
-      mkdirSync(join(compiled, node, 'mgmt'));
-      for (const name of readdirSync(join(compiled, node))) {
-        if (name !== 'digests.json' && name !== 'mgmt') renameSync(join(compiled, node, name), join(compiled, node, 'mgmt', name));
-      }
+    // The layout of an earlier retectl, whose record this one does not read: each node's files in a folder of its own.
+    const nodes = [...packedIndex(rete).keys()];
+    const sets = nodes.map((node) => [node, packedNode(rete, node)] as const);
+    for (const file of readdirSync(compiled)) rmSync(join(compiled, file));
+    for (const [node, set] of sets) {
+      mkdirSync(join(compiled, node));
+      for (const [name, bytes] of set) writeFileSync(join(compiled, node, name), bytes);
     }
-    // And the temporary file of a write that stopped halfway, which no compile renames any more.
-    writeFileSync(join(compiled, 'alpha', '.flor.json.tmp-1-0123abcd'), '{');
+    // And the staging folder of a new node's write that stopped halfway, which no compile renames any more.
+    mkdirSync(join(compiled, '.delta.tmp-1-0123abcd'));
     rmSync(join(rete, '.flor', 'cache'), { recursive: true });
     const out = await compile();
-    expect(out).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/);
-    expect(readdirSync(join(compiled, 'alpha')).sort()).toEqual(['agent.json', 'digests.json', 'flor.json']);
+    expect(out).toMatch(/^compiled 4 nodes into \.flor\/compiled: 0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/m);
+    expect(readdirSync(compiled).sort()).toEqual(['index', ...packedPacks(rete)]);
     const { rete: checked } = validateRete(readSources(rete));
     expect(readCompiled(rete)).toEqual(compileRete(checked!));
     expect(onDisk()).toEqual(cold());
@@ -338,7 +349,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947'));
     const out = await compile();
     // beta is in group ops, which reaches alpha:web: alpha names beta among its peers; gamma and laptop do not.
-    expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json', 'beta/digests.json', 'beta/flor.json']);
+    expect(touched(before, entries(rete))).toEqual(['alpha', 'beta']);
     expect(out).toMatch(/0 new, 2 changed, 0 removed, 2 unchanged; files: 4 written, 8 unchanged, 0 removed;/);
     expect(onDisk()).toEqual(cold());
     unread();
@@ -352,7 +363,7 @@ describe('retectl compile on a real folder', () => {
       const before = age();
       write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', services));
       const out = await compile();
-      expect(touched(before, mtimes(compiled))).toEqual(['alpha/digests.json', 'alpha/flor.json']);
+      expect(touched(before, entries(rete))).toEqual(['alpha']);
       expect(out).toMatch(/0 new, 1 changed, 0 removed, 3 unchanged; files: 2 written, 10 unchanged, 0 removed;/);
       expect(onDisk()).toEqual(cold());
     }
@@ -377,7 +388,7 @@ describe('retectl compile on a real folder', () => {
       write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
       const out = await compile();
       const same = i === 3;
-      expect([block, touched(before, mtimes(compiled))]).toEqual([block, same ? [] : ['alpha/agent.json', 'alpha/digests.json']]);
+      expect([block, touched(before, entries(rete))]).toEqual([block, same ? [] : ['alpha']]);
       expect(out).toMatch(same ? /0 changed, 0 removed, 4 unchanged;/ : /^~ alpha: agent\.json$/m);
       expect([block, onDisk()]).toEqual([block, cold()]);
     }
@@ -394,7 +405,7 @@ describe('retectl compile on a real folder', () => {
       const before = age();
       write('nodes/servers.yaml', SERVERS.replace('tags: [web],', `tags: [web],${block ? ` ${block},` : ''}`));
       const out = await compile();
-      expect([block, touched(before, mtimes(compiled))]).toEqual([block, ['alpha/agent.json', 'alpha/digests.json']]);
+      expect([block, touched(before, entries(rete))]).toEqual([block, ['alpha']]);
       expect(out).toMatch(/^~ alpha: agent\.json$/m);
       expect([block, onDisk()]).toEqual([block, cold()]);
     }
@@ -404,7 +415,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { health_checks: [{ name: web, tcp: "127.0.0.1:443" }] },'));
     await expect(compile()).rejects.toThrow(/does not validate/);
     expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:2:\d+: .*\[bad_health_check\]$/m);
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(touched(before, entries(rete))).toEqual([]);
   });
 
   it('after a sync block is edited so that it does not validate, or with a record that lacks the defaults, compiles in full', async () => {
@@ -418,7 +429,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('tags: [web],', 'tags: [web], sync: { health_checks: [{ name: web, tcp: "127.0.0.1:443" }] },'));
     await expect(compile()).rejects.toThrow(/does not validate/);
     expect(stderr.join('')).toMatch(/\[bad_health_check\]$/m);
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(touched(before, entries(rete))).toEqual([]);
     // A record from a retectl that did not keep the defaults: the edit is compiled in full, which keeps them.
     write('nodes/servers.yaml', SERVERS);
     await compile();
@@ -454,7 +465,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: web, port: 443 }, { name: metrics, port: 443 }'));
     await expect(compile()).rejects.toThrow(/does not validate/);
     expect(stderr.join('')).toMatch(/\[duplicate_port\]/);
-    expect(touched(before, mtimes(compiled))).toEqual([]);
+    expect(touched(before, entries(rete))).toEqual([]);
   });
 
   it('after a change to a mesh-wide setting, recompiles every node it reaches', async () => {
@@ -479,7 +490,7 @@ describe('retectl compile on a real folder', () => {
     write('nodes/servers.yaml', warned.replace('10.0.0.3:7946', '10.0.0.3:7000'));
     await compile();
     expect(stderr.join('')).toMatch(warning);
-    expect(touched(before, mtimes(compiled))).toEqual(['gamma/digests.json', 'gamma/flor.json']);
+    expect(touched(before, entries(rete))).toEqual(['gamma']);
     expect(onDisk()).toEqual(cold());
     unread();
     // A comment above it moves it a line down: compiled in full, which says where it now is.
@@ -754,21 +765,21 @@ describe('retectl compile on a real folder', () => {
       for (const [n, set] of members) expect(loaded.heads!.setOf(n)).toBe(set);
     }
     expect(loaded.heads!.setOf('no-such-node')).toBeUndefined();
-    for (const [node, set] of worked(loaded.tree)) expect(JSON.parse(readFileSync(join(compiled, node, 'digests.json'), 'utf8')).set_digest).toBe(set);
+    for (const [node, set] of worked(loaded.tree)) expect(JSON.parse(packedText(rete, node, 'digests.json')).set_digest).toBe(set);
     // The same tree from YAML the record was not made from: worked out again.
     write('nodes/servers.yaml', `# a comment\n${SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7947')}`);
     expect(loadCompiledTree(rete).heads).toBeUndefined();
     // A file edited by hand since: stale, whatever the record says.
     await compile();
     expect(loadCompiledTree(rete).heads).toBeDefined();
-    writeFileSync(join(compiled, 'gamma', 'agent.json'), '{}\n');
+    editPacked(rete, 'gamma', 'agent.json', (bytes) => Buffer.alloc(bytes.length, 0x20));
     expect(() => loadCompiledTree(rete)).toThrow(expect.objectContaining({ code: 'stale_compile' }));
   });
 
   it('keeps the node lines and the labels in files of their own: a publish reads the lines of its buckets alone, and a file of another compile is never taken', async () => {
     await compile();
     const cache = join(rete, '.flor', 'cache');
-    const nodesFile = join(cache, 'compiled.nodes');
+    const nodesFile = join(compiled, 'index');
     const labelsFile = join(cache, 'compiled.labels');
     const whole = loadCompiledTree(rete);
     const expected = worked(whole.tree);
@@ -833,7 +844,8 @@ describe('retectl compile on a real folder', () => {
     await settle();
     await compile();
     const cache = join(rete, '.flor', 'cache');
-    const [v8File, nodesFile, labelsFile] = ['compiled.v8', 'compiled.nodes', 'compiled.labels'].map((f) => join(cache, f));
+    const [v8File, labelsFile] = ['compiled.v8', 'compiled.labels'].map((f) => join(cache, f));
+    const nodesFile = join(compiled, 'index');
     const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
     const recordFiles = () => ({ v8: read(v8File), nodes: read(nodesFile), labels: read(labelsFile) });
     /** The record's three files, their mtimes set into the past first, so that any write shows. */
@@ -903,7 +915,7 @@ describe('retectl compile on a real folder', () => {
   it("keeps the YAML files' stamps once they have settled, and takes a file's digest from the record while its stamp is the one kept", async () => {
     const yaml = ['nodes/devices.yaml', 'nodes/servers.yaml', 'policy.yaml', 'repository.yaml', 'rete.yaml'];
     const v8File = join(rete, '.flor', 'cache', 'compiled.v8');
-    const nodesFile = join(rete, '.flor', 'cache', 'compiled.nodes');
+    const nodesFile = join(compiled, 'index');
     const kept = () => readRecord(rete)?.inputs?.yamlStamps;
     const read = (f: string) => ({ bytes: readFileSync(f), mtime: statSync(f, { bigint: true }).mtimeNs });
 
@@ -949,17 +961,17 @@ describe('retectl compile on a real folder', () => {
     writeFileSync(v8File, serialize(record));
     expect(loadPublishable(rete).fromRecord).toBe(true);
     expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged/);
-    expect(readFileSync(join(compiled, 'beta', 'flor.json'), 'utf8')).toContain('10.0.0.2:7947');
+    expect(packedText(rete, 'beta', 'flor.json')).toContain('10.0.0.2:7947');
 
     // Stamps that are not a map of strings are not taken: every file is read, and the edit is seen.
     const garbled = deserialize(readFileSync(v8File)) as { inputs: { yamlStamps: unknown } };
-    for (const stamps of [['nodes/servers.yaml'], new Map([['nodes/servers.yaml', 7]])]) {
+    for (const stamps of [['nodes'], new Map([['nodes/servers.yaml', 7]])]) {
       garbled.inputs.yamlStamps = stamps;
       writeFileSync(v8File, serialize(garbled));
       expect(readRecord(rete)?.inputs).toBeDefined();
       expect(readRecord(rete)?.inputs?.yamlStamps).toBeUndefined();
     }
     expect(await compile()).toMatch(/2 changed/);
-    expect(readFileSync(join(compiled, 'beta', 'flor.json'), 'utf8')).toContain('10.0.0.2:7949');
+    expect(packedText(rete, 'beta', 'flor.json')).toContain('10.0.0.2:7949');
   });
 });

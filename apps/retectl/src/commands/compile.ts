@@ -18,17 +18,16 @@ import {
 } from '#rete';
 import { AGENT_JSON, FLOR_JSON } from '#contracts/files';
 import {
-  checkStamps,
+  MAX_PACKS,
+  packsHold,
   readRecord,
   recordedNodeFiles,
   recordedRete,
   rewriteNodes,
-  sameBase,
   writeCompiled,
   type CompileInputs,
   type CompileRecord,
   type RecordedRete,
-  type StampCheck,
   type WrittenTree,
 } from '../compiled-output.js';
 import { note, out, outJson } from '../output.js';
@@ -54,11 +53,10 @@ export interface CompileOptions {
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
   const progress = lateProgress();
-  // The record first: its folder stamps are checked (on a large tree, by a worker) while the YAML is read, parsed and validated.
   const record = readRecord(options.dir);
-  const stamps = record?.inputs && sameBase(options.dir, record) ? checkStamps(options.dir, record) : undefined;
-  // Their answer serves the quick path, or the full compile's unchanged nodes; once the tree is written, none is needed.
-  const { nodeCount, change } = await compileTree(options, record, stamps, progress).finally(() => stamps?.stop());
+  // One stat a pack: while every pack is as the record says, so is every node's entry in it.
+  const held = record?.inputs !== undefined && packsHold(options.dir, record);
+  const { nodeCount, change } = await compileTree(options, record, held, progress);
   const seconds = (performance.now() - started) / 1000;
   if (options.json) return outJson({ ...change, seconds: Math.round(seconds * 1000) / 1000 });
   const counts = change.files;
@@ -79,17 +77,17 @@ export async function run(options: CompileOptions): Promise<void> {
 
 /**
  * The quick recompile when it can be taken (quickRecompile), else the full one: validates the rete,
- * compiles every node and writes what differs. Unchanged nodes are found by their sets and their
- * folders' stamps; when `stamps` found every folder with the stamp the record says, by their sets alone.
+ * compiles every node and writes what differs. When `held` (every pack the record names has the stamp
+ * it says), unchanged nodes are found by their sets alone; otherwise every node's entry is read back.
  */
 async function compileTree(
   options: CompileOptions,
   record: CompileRecord | undefined,
-  stamps: StampCheck | undefined,
+  held: boolean,
   progress: ReturnType<typeof lateProgress>,
 ): Promise<{ nodeCount: number; change: WrittenTree }> {
   const inputs = readInputs(options.dir, record);
-  const quick = record && stamps ? await quickRecompile(options.dir, record, stamps, inputs) : undefined;
+  const quick = record && held ? quickRecompile(options.dir, record, inputs) : undefined;
   if (quick) {
     if (!options.json) for (const d of quick.diagnostics) note(d);
     return { nodeCount: quick.nodes, change: quick.change };
@@ -119,8 +117,7 @@ async function compileTree(
     });
     // Only now: a compile that refuses the rete leaves the folder as it found it.
     cache.save();
-    // The stamps were checked meanwhile (on a large tree, by the worker, while this thread validated).
-    const stampsHeld = record && stamps && (await stamps.holds()) ? record.generation : undefined;
+    const packsHeld = record && held ? record.generation : undefined;
     progress.stage('compiling', rete.nodes.length);
     const compiledFrom: CompileInputs = {
       parser: cache.parser,
@@ -130,7 +127,7 @@ async function compileTree(
       diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d), path: d.path, line: d.line, col: d.col })),
     };
     // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
-    const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), compiledFrom, recordedRete(rete, nodeLabels(rete)), stampsHeld);
+    const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), compiledFrom, recordedRete(rete, nodeLabels(rete)), packsHeld);
     return { nodeCount: rete.nodes.length, change };
   } finally {
     progress.done();
@@ -179,21 +176,20 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
  * otherwise, a warning in a changed file that is about an edited node or that the edit moved, or one
  * kept without its place (an earlier retectl's record), an edited sync block that does
  * not validate (the full compile reports it where it is), a resource's source file
- * that reads differently, a node folder added or removed in .flor/compiled or a file added, removed
- * or renamed in a node's folder (its folderStamp), or a compiled file of a node involved that is not
- * what the record says. Other nodes' compiled files are not read: one edited in place by hand is
- * found by publish and plan, which then drop the record, and the next compile is a full one that
- * repairs it, as before.
+ * that reads differently, a pack of .flor/compiled not as the record says (the caller checks each
+ * one's stamp), as many packs as MAX_PACKS, or a compiled entry of a node involved that is not what
+ * the record says.
  */
-async function quickRecompile(
+function quickRecompile(
   root: string,
   record: CompileRecord,
-  stamps: StampCheck,
   { sources, files, yamlStamps, cache, read }: Inputs,
-): Promise<{ nodes: number; change: WrittenTree; diagnostics: string[] } | undefined> {
+): { nodes: number; change: WrittenTree; diagnostics: string[] } | undefined {
   const was = record.inputs;
   // A record without what publish takes from the rete (an earlier retectl's): one full compile makes it whole.
   if (!was || !record.rete || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
+  // Each quick recompile adds a small pack: past MAX_PACKS, the full compile folds them into one.
+  if (record.packs.size >= MAX_PACKS) return undefined;
   const changed: ReteSource[] = [];
   for (const source of sources) {
     const before = was.files.get(source.file);
@@ -271,9 +267,6 @@ async function quickRecompile(
     }
     rewrites.set(node, { old, artifacts });
   }
-
-  // A file deleted or replaced by hand in any node's folder: the full compile puts it back.
-  if (!(await stamps.holds())) return undefined;
 
   for (const digest of files.values()) cache.keep(digest);
   cache.save();

@@ -7,6 +7,7 @@ import { sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
 import { run as compile } from './compile.js';
 import { run } from './compiled.js';
+import { editPacked, packedNode } from '../testing/packed-tree.js';
 
 /** Not UTF-8 (0xff never is): the listing gives it as base64, the artifact argument as its bytes. */
 const BLOB = Buffer.from([0x00, 0xff, 0x10, 0x80, 0x0a]);
@@ -73,7 +74,7 @@ describe('retectl compiled on a real folder', () => {
     });
 
     it('lists every artifact of the node with its size and sha256, text as text and other bytes as base64', async () => {
-      const onDisk = folder(join(compiled, 'gamma'));
+      const onDisk = packedNode(rete, 'gamma');
       const digests = JSON.parse(onDisk.get('digests.json')!.toString()) as { set_digest: string };
       const blobName = `file-${sha256Hex(BLOB)}`;
       const names = [...onDisk.keys()].filter((n) => n !== 'digests.json').sort();
@@ -108,7 +109,7 @@ describe('retectl compiled on a real folder', () => {
 
     it("prints one artifact's exact bytes alone", async () => {
       expect(await compiledRun('gamma', { artifact: `file-${sha256Hex(BLOB)}` })).toEqual(BLOB);
-      expect(await compiledRun('alpha', { artifact: 'flor.json' })).toEqual(readFileSync(join(compiled, 'alpha', 'flor.json')));
+      expect(await compiledRun('alpha', { artifact: 'flor.json' })).toEqual(packedNode(rete, 'alpha').get('flor.json'));
       const e = await refusal('alpha', { artifact: 'resources.json' });
       expect(e.code).toBe('not_found');
       expect(e.message).toBe('node alpha has no artifact resources.json: it has agent.json, flor.json');
@@ -117,9 +118,9 @@ describe('retectl compiled on a real folder', () => {
     it('writes the folder flor agent apply --set reads: the artifacts beside the digests.json that lists them', async () => {
       const out = join(base, 'copy', 'gamma-set');
       const said = (await compiledRun('gamma', { out })).toString();
-      const digests = JSON.parse(readFileSync(join(compiled, 'gamma', 'digests.json'), 'utf8')) as { set_digest: string };
+      const digests = JSON.parse(packedNode(rete, 'gamma').get('digests.json')!.toString()) as { set_digest: string };
       expect(said).toBe(`wrote the set of node gamma (${digests.set_digest}) to ${out}: 5 artifacts and digests.json\n`);
-      expect(folder(out)).toEqual(folder(join(compiled, 'gamma')));
+      expect(folder(out)).toEqual(packedNode(rete, 'gamma'));
       const artifacts = new Map([...folder(out)].filter(([n]) => n !== 'digests.json'));
       expect(readFileSync(join(out, 'digests.json'), 'utf8')).toBe(
         digestsJsonText('gamma', new Map([...artifacts].map(([n, b]) => [n, n.startsWith('file-') ? b : b.toString()]))),
@@ -128,7 +129,7 @@ describe('retectl compiled on a real folder', () => {
       const empty = join(base, 'empty');
       mkdirSync(empty);
       await compiledRun('alpha', { out: empty });
-      expect(folder(empty)).toEqual(folder(join(compiled, 'alpha')));
+      expect(folder(empty)).toEqual(packedNode(rete, 'alpha'));
       expect(readdirSync(base).sort()).toEqual(['copy', 'empty', 'rete']);
     });
 
@@ -159,11 +160,13 @@ describe('retectl compiled on a real folder', () => {
     });
 
     it('refuses a compiled file changed by hand since the compile, and writes no folder', async () => {
-      writeFileSync(join(compiled, 'alpha', 'flor.json'), readFileSync(join(compiled, 'alpha', 'flor.json'), 'utf8').replace('10.0.0.2', '10.0.0.9'));
+      editPacked(rete, 'alpha', 'flor.json', (bytes) => bytes.toString().replace('10.0.0.2', '10.0.0.9'));
       const out = join(base, 'edited');
       const e = await refusal('alpha', { out });
       expect(e.code).toBe('stale_compile');
-      expect(e.message).toBe(`${compiled}/alpha/flor.json was changed since the last compile: run retectl compile`);
+      expect(e.message).toMatch(
+        new RegExp(`^${compiled}/pack-[0-9a-f]{16} was changed: alpha's flor.json is not the one compiled, since the last compile; run retectl compile$`),
+      );
       expect(existsSync(out)).toBe(false);
     });
 
