@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { bucketOf } from '#bundle';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '#bundle';
-import { forgetRecord, MAX_PACKS, packsHold, readCompiledTree, readRecord, RecordedNodes, writeCompiled } from './compiled-output.js';
+import { forgetRecord, MAX_PACKS, packsHold, readCompiled, readRecord, RecordedNodes, writeCompiled } from './compiled-output.js';
 import { editPacked, packedText } from './testing/packed-tree.js';
 import { RetectlError } from './errors.js';
 
@@ -135,7 +135,7 @@ describe('writeCompiled folding packs', () => {
       const nodes = tree(round);
       writeCompiled(root, nodes);
       counts.push(packs().length);
-      expect(readCompiledTree(root)).toEqual(asRead(nodes));
+      expect(readCompiled(root)).toEqual(asRead(nodes));
       expect(packsHold(root, readRecord(root)!)).toBe(true);
     }
     // One more pack a change, up to MAX_PACKS; then the small ones folded into the new one, beside the first.
@@ -153,7 +153,7 @@ describe('writeCompiled folding packs', () => {
     expect(packs()).toHaveLength(1);
     expect(packs()).not.toContain(first);
     expect(statSync(join(root, '.flor', 'compiled', packs()[0])).size).toBeLessThan(10_000);
-    expect(readCompiledTree(root)).toEqual(asRead(nodes as Map<string, Map<string, string>>));
+    expect(readCompiled(root)).toEqual(asRead(nodes as Map<string, Map<string, string>>));
     // Every node changed: the old pack, read by no node, goes.
     const [second] = packs();
     const changed = tree(0);

@@ -7,7 +7,7 @@ import type { LocalHeads, TreeLabels } from './local-heads.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, type ReteFile } from '#contracts/files';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced } from '#runtime';
-import { cmp, sameBytes, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import { cmp, differingArtifacts, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { NodeLabels } from '#contracts';
 import { RetectlError } from './errors.js';
 import { entryArtifacts, PackReader, PackWriter, packName, packStamp, parseLocation, removeUnnamed } from './compiled-pack.js';
@@ -850,7 +850,7 @@ function oldFolders(base: string): { nodes: Set<string>; strays: string[] } {
 }
 
 /** A node line's fields after its name: `<fingerprint> <location> <set digest> <bucket>`. */
-function lineFields(line: string): { fingerprint: string; location: string; set: string } {
+export function lineFields(line: string): { fingerprint: string; location: string; set: string } {
   const [fingerprint, location, set] = line.split(' ');
   return { fingerprint, location, set };
 }
@@ -880,7 +880,7 @@ export function readIndex(root: string): Map<string, string> | undefined {
 function entryOf(reader: PackReader, node: string, line: string): Map<string, ArtifactBytes> | { problem: string } {
   const { location, set } = lineFields(line);
   const got = reader.read(node, location, set);
-  return 'problem' in got ? got : entryArtifacts(got);
+  return 'problem' in got ? got : entryArtifacts(got.artifacts);
 }
 
 /**
@@ -893,10 +893,7 @@ function heldFiles(reader: PackReader, node: string, line: string): { files: Map
   const got = entryOf(reader, node, line);
   if (got instanceof Map) return { files: got, damaged: false };
   const slices = reader.slices(lineFields(line).location);
-  return {
-    files: slices ? new Map([...slices].map(([name, bytes]) => [name, FILE_ARTIFACT.test(name) ? bytes : bytes.toString('utf8')])) : new Map(),
-    damaged: true,
-  };
+  return { files: slices ? entryArtifacts(slices) : new Map(), damaged: true };
 }
 
 /**
@@ -904,7 +901,7 @@ function heldFiles(reader: PackReader, node: string, line: string): { files: Map
  * entry is not what its line says is given with no artifact, so that it differs from what the rete
  * compiles to. Empty when nothing is compiled.
  */
-export function readCompiledTree(root: string): Map<string, Map<string, ArtifactBytes>> {
+export function readCompiled(root: string): Map<string, Map<string, ArtifactBytes>> {
   const tree = new Map<string, Map<string, ArtifactBytes>>();
   const index = readIndex(root);
   if (!index) return tree;
@@ -981,7 +978,7 @@ export function writeCompiled(
       if (held === undefined) added.push(node);
       else {
         const was = held.files;
-        const differ = [...new Set([...was.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(was.get(a), artifacts.get(a)));
+        const differ = differingArtifacts(was, artifacts);
         if (differ.length === 0 && line !== undefined && !held.damaged) {
           // The same bytes where the index says: the entry stays (its line written again with this fingerprint).
           next.set(node, `${fingerprint} ${line.slice(line.indexOf(' ') + 1)}`);
@@ -1141,7 +1138,7 @@ export function rewriteNodes(
   const pack = new PackWriter(base);
   try {
     for (const [node, { old, artifacts }] of nodes) {
-      const differ = [...new Set([...old.keys(), ...artifacts.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), artifacts.get(a)));
+      const differ = differingArtifacts(old, artifacts);
       if (differ.length === 0) continue;
       changed.push({ node, artifacts: differ });
       // Counted again, as what this node holds now.

@@ -52,7 +52,7 @@ describe('compiled packs', () => {
         const { location, set: digest } = at.get(node)!;
         const entry = entryOf(reader.read(node, location, digest));
         expect(entry.text).toBe(digestsJson(node, set).text);
-        const read = entryArtifacts(entry);
+        const read = entryArtifacts(entry.artifacts);
         expect([...read.keys()].sort()).toEqual([...set.keys()].sort());
         // Text as text, bytes as bytes (compared whole: element by element, a 5 MB buffer takes jest seconds).
         for (const [name, content] of set) {

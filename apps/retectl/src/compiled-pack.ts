@@ -251,9 +251,9 @@ export class PackReader {
   }
 }
 
-/** An entry's artifacts as the compile holds them: JSON artifacts as text, file contents as bytes (readNodeFiles' shape). */
-export function entryArtifacts(entry: PackedEntry): Map<string, ArtifactBytes> {
-  return new Map([...entry.artifacts].map(([name, bytes]) => [name, FILE_ARTIFACT.test(name) ? bytes : bytes.toString('utf8')]));
+/** An entry's artifacts (or a damaged one's slices) as the compile holds them: JSON artifacts as text, file contents as bytes (readNodeFiles' shape). */
+export function entryArtifacts(artifacts: ReadonlyMap<string, Buffer>): Map<string, ArtifactBytes> {
+  return new Map([...artifacts].map(([name, bytes]) => [name, FILE_ARTIFACT.test(name) ? bytes : bytes.toString('utf8')]));
 }
 
 /** The ids of the packs in `dir` and each one's stamp (its size and mtime: a pack rewritten since shows a new one). */

@@ -6,7 +6,6 @@ import {
   formatDiagnostic,
   validateRete,
   bytesOf,
-  type ArtifactBytes,
   type ArtifactDigests,
   type CompiledTree,
   type Diagnostic,
@@ -17,14 +16,14 @@ import {
   type Source,
 } from '#rete';
 import { sha256Hex } from '#bundle';
-import { COMPILED_DIR, forgetRecord, readCompiledTree, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
+import { COMPILED_DIR, forgetRecord, readCompiled, readRecord, recordedLabels, type CompileRecord, type RecordedRete } from './compiled-output.js';
 import { DiskParseCache } from './parse-cache.js';
 import { labelsIn, type LocalHeads, type TreeLabels } from './local-heads.js';
 import { recordedTree, treeInMemory, type TreeToPublish } from './tree-to-publish.js';
 import { RetectlError } from './errors.js';
 import { note } from './output.js';
 
-export { COMPILED_DIR } from './compiled-output.js';
+export { COMPILED_DIR, readCompiled } from './compiled-output.js';
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -242,11 +241,6 @@ export function validateDir(
     throw new RetectlError('invalid_rete', `the rete does not validate: ${errors} error${errors === 1 ? '' : 's'}`);
   }
   return { rete, diagnostics };
-}
-
-/** The compiled tree on disk: JSON artifacts as text, file contents as raw bytes (a node whose entry was changed by hand, none). */
-export function readCompiled(root: string): Map<string, Map<string, ArtifactBytes>> {
-  return readCompiledTree(root);
 }
 
 /**

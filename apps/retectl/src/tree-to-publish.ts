@@ -3,6 +3,7 @@ import type { ArtifactDigests } from '#rete';
 import { localHeads, type LocalHeads } from './local-heads.js';
 import { RetectlError } from './errors.js';
 import { PackReader, packName, parseLocation } from './compiled-pack.js';
+import { lineFields } from './compiled-output.js';
 
 /**
  * The tree a publish sends: every node's name, and each node's artifact digests and each digest's
@@ -71,8 +72,7 @@ export function recordedTree(
     artifacts(node) {
       const known = artifacts.get(node);
       if (known) return known;
-      const line = nodes.get(node) ?? '';
-      const location = line.split(' ')[1] ?? '';
+      const { location = '' } = lineFields(nodes.get(node) ?? '');
       const at = parseLocation(location);
       const got = reader.read(node, location, heads.setOf(node) ?? '');
       if (!at) return refuse('index', `was changed: its line of ${node} names no entry`);

@@ -18,7 +18,7 @@ export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from
 export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
 export { decodeUtf8 } from './utf8.js';
 export { localEdits, editFlor, editAgent, keptWarningsStay, type LocalEdits, type KeptWarning } from './local-edits.js';
-export { bytesOf, diffTrees, sameBytes, type TreeChange } from './tree-diff.js';
+export { bytesOf, diffTrees, differingArtifacts, sameBytes, type TreeChange } from './tree-diff.js';
 export {
   planPublish,
   nodesToInspect,

@@ -20,14 +20,17 @@ export function diffTrees(before: CompiledTree, after: CompiledTree): TreeChange
       added.push(node);
       continue;
     }
-    const now = after.get(node) as ReadonlyMap<string, ArtifactBytes>;
-    const names = [...new Set([...old.keys(), ...now.keys()])].sort(cmp);
-    const artifacts = names.filter((a) => !sameBytes(old.get(a), now.get(a)));
+    const artifacts = differingArtifacts(old, after.get(node) as ReadonlyMap<string, ArtifactBytes>);
     if (artifacts.length > 0) changed.push({ node, artifacts });
     else unchanged.push(node);
   }
   const removed = [...before.keys()].filter((n) => !after.has(n)).sort(cmp);
   return { added, changed, removed, unchanged };
+}
+
+/** The artifacts of one node whose bytes differ between two of its sets (one only in either counts), in name order. */
+export function differingArtifacts(old: ReadonlyMap<string, ArtifactBytes>, now: ReadonlyMap<string, ArtifactBytes>): string[] {
+  return [...new Set([...old.keys(), ...now.keys()])].sort(cmp).filter((a) => !sameBytes(old.get(a), now.get(a)));
 }
 
 /** Whether two artifacts hold the same bytes, whichever of them is text and whichever raw. */
