@@ -3,7 +3,7 @@ import { arch, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { AptSandbox, buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
+import { AptSandbox, buildNodejsProvider, claimPackage, installedVersion, releasePackage, sh, versionAtLeast } from './fixtures/package/apt.js';
 import { agentFiles, agentJson, Fleet, florJson, removeTree, socketStatus, waitFor } from './fixtures/agent/harness.js';
 import { lockAgentPackage } from './support/agent-package.js';
 import { startCoordinatorProcess } from './support/coordinator-process.js';
@@ -78,6 +78,7 @@ describe('the agent package (npm run package:agent)', () => {
   afterAll(async () => {
     // Only what this test installed, and only if a failure left it there.
     if (installedAgent && (await installedVersion('florete-agent')) !== null) await apt.aptGet(['purge', 'florete-agent']);
+    if (installedAgent) await releasePackage('florete-agent');
     if (installedProvider) await apt.aptGet(['purge', 'florete-fixture-nodejs-provider']);
     rmSync(work, { recursive: true, force: true });
     rmSync(apt.root, { recursive: true, force: true });
@@ -206,8 +207,7 @@ describe('the agent package (npm run package:agent)', () => {
   });
 
   it('installs with dpkg as /usr/bin/flor with its unit and config, and purges without a trace', async () => {
-    if ((await installedVersion('florete-agent')) !== null)
-      throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
+    await claimPackage('florete-agent', (name) => apt.aptGet(['purge', name]));
     // dpkg checks Depends against installed packages only. Where Node came from a tarball, nothing
     // installed is nodejs: a local fixture package then says the node on PATH is (Provides:
     // nodejs (= its version)), and is purged afterwards. Where a nodejs >= 20 package is installed,

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { jest } from '@jest/globals';
-import { AptSandbox, buildNodejsProvider, installedVersion, sh, versionAtLeast } from './fixtures/package/apt.js';
+import { AptSandbox, buildNodejsProvider, claimPackage, installedVersion, releasePackage, sh, versionAtLeast } from './fixtures/package/apt.js';
 import { createPostgresDatabase, hasPostgres } from './support/databases.js';
 
 // Building the package compiles the tree and installs its production dependencies from the registry.
@@ -200,6 +200,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     for (const stop of running) await stop().catch(() => undefined);
     // Only what this test installed or created, and only if a failure left it there.
     if (installed && (await installedVersion(NAME)) !== null) await apt.aptGet(['purge', NAME]);
+    if (installed) await releasePackage(NAME);
     if (installedProvider) await apt.aptGet(['purge', PROVIDER]);
     if (!userExisted && userExists()) await sh('deluser', ['--system', '--quiet', USER]);
     rmSync(work, { recursive: true, force: true });
@@ -270,8 +271,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
   });
 
   it('installs with apt: its user, a 0700 state dir, the conffile readable by the service only, a unit systemd accepts', async () => {
-    if ((await installedVersion(NAME)) !== null)
-      throw new Error(`${NAME} is already installed on this machine: this test installs and purges its own, so remove that one first`);
+    await claimPackage(NAME, (name) => apt.aptGet(['purge', name]));
     // dpkg checks Depends against installed packages only; where Node came from a tarball, a fixture
     // package says the node on PATH is nodejs (no --force-depends).
     const realNode = await installedVersion('nodejs');

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join, resolve } from 'node:path';
 import { canonicalPretty, sha256Hex } from '#bundle';
 import { fileArtifactName, type FileResource } from '#contracts';
-import { buildNodejsProvider, installedVersion, sh, versionAtLeast, type Run } from '../fixtures/package/apt.js';
+import { buildNodejsProvider, claimPackage, installedVersion, processAlive, releasePackage, sh, versionAtLeast, type Run } from '../fixtures/package/apt.js';
 import type { AptWorld } from './apt-repo.js';
 import { runRetectl } from './retectl-process.js';
 import { stopChild } from './child.js';
@@ -86,14 +86,6 @@ export function resourceArtifacts(
 
 const LOCK = '/run/lock/florete-test-agent-package';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * One machine, one /usr/bin/flor: the test files that install the florete-agent package (and the
@@ -114,7 +106,7 @@ export async function lockAgentPackage(waitMs = 1_500_000): Promise<() => void> 
     }
     const holder = Number(existsSync(join(LOCK, 'pid')) ? readFileSync(join(LOCK, 'pid'), 'utf8') : NaN);
     // A folder without a pid yet is a holder between its two steps: wait for it.
-    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(LOCK, { recursive: true, force: true });
+    if (Number.isInteger(holder) && holder > 0 && !processAlive(holder)) rmSync(LOCK, { recursive: true, force: true });
     else if (Date.now() > deadline) throw new Error(`${LOCK} still held by pid ${holder} after ${waitMs / 1000} s`);
     else await sleep(500);
   }
@@ -135,8 +127,7 @@ export class InstalledAgent {
   ) {}
 
   async install(deb: string): Promise<void> {
-    if ((await installedVersion('florete-agent')) !== null)
-      throw new Error('florete-agent is already installed on this machine: this test installs and purges its own, so remove that one first');
+    await claimPackage('florete-agent', (name) => aptGet(this.world, ['purge', name]));
     const realNode = await installedVersion('nodejs');
     if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
       const r = await aptGet(this.world, ['install', await buildNodejsProvider(this.work, AGENT_NODE_VERSION.slice(1))]);
@@ -153,6 +144,7 @@ export class InstalledAgent {
   async purge(): Promise<void> {
     if (this.installed && (await installedVersion('florete-agent')) !== null) await aptGet(this.world, ['purge', 'florete-agent']);
     if (this.provider) await aptGet(this.world, ['purge', 'florete-fixture-nodejs-provider']);
+    if (this.installed) await releasePackage('florete-agent');
   }
 }
 
