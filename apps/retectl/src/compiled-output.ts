@@ -899,13 +899,19 @@ function heldFiles(reader: PackReader, node: string, line: string): { files: Map
 /**
  * Every node of the compiled tree with its artifacts, each entry checked as it is read; a node whose
  * entry is not what its line says is given with no artifact, so that it differs from what the rete
- * compiles to. Empty when nothing is compiled.
+ * compiles to. A tree an earlier retectl wrote (a folder a node, no index) is read from its folders
+ * as that retectl read it, so that plan and publish take it until the next compile moves it into a
+ * pack. Empty when nothing is compiled.
  */
 export function readCompiled(root: string): Map<string, Map<string, ArtifactBytes>> {
   const tree = new Map<string, Map<string, ArtifactBytes>>();
+  const base = join(root, COMPILED_DIR);
   const index = readIndex(root);
-  if (!index) return tree;
-  const reader = new PackReader(join(root, COMPILED_DIR));
+  if (!index) {
+    for (const node of [...oldFolders(base).nodes].sort(cmp)) tree.set(node, readNodeFiles(join(base, node)));
+    return tree;
+  }
+  const reader = new PackReader(base);
   try {
     for (const [node, line] of index) {
       const got = entryOf(reader, node, line);

@@ -333,10 +333,16 @@ describe('retectl compile on a real folder', () => {
     // And the staging folder of a new node's write that stopped halfway, which no compile renames any more.
     mkdirSync(join(compiled, '.delta.tmp-1-0123abcd'));
     rmSync(join(rete, '.flor', 'cache'), { recursive: true });
+    // Plan and publish take it as it is until then, and find it stale as they would have.
+    const { rete: checked } = validateRete(readSources(rete));
+    expect(loadCompiledTree(rete).tree).toEqual(compileRete(checked!));
+    expect(loadPublishable(rete).tree.names()).toEqual(nodes.sort());
+    writeFileSync(join(compiled, 'gamma', 'agent.json'), '{}\n');
+    expect(() => loadCompiledTree(rete)).toThrow(expect.objectContaining({ code: 'stale_compile', message: expect.stringContaining('gamma') }));
+    writeFileSync(join(compiled, 'gamma', 'agent.json'), sets.find(([n]) => n === 'gamma')![1].get('agent.json')!);
     const out = await compile();
     expect(out).toMatch(/^compiled 4 nodes into \.flor\/compiled: 0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written, 12 unchanged, 0 removed;/m);
     expect(readdirSync(compiled).sort()).toEqual(['index', ...packedPacks(rete)]);
-    const { rete: checked } = validateRete(readSources(rete));
     expect(readCompiled(rete)).toEqual(compileRete(checked!));
     expect(onDisk()).toEqual(cold());
   });
