@@ -855,6 +855,12 @@ export function lineFields(line: string): { fingerprint: string; location: strin
   return { fingerprint, location, set };
 }
 
+/** The pack a node line's entry is in: the id its location starts with (packName's 16 hex digits). */
+function packOfLine(line: string): string {
+  const at = line.indexOf(' ') + 1;
+  return line.slice(at, at + 16);
+}
+
 /**
  * The tree's index as it is on disk (.flor/compiled/index), whatever record there is: each node's
  * line by name, read whole; undefined when there is none this build can read.
@@ -962,6 +968,13 @@ export function writeCompiled(
   const reader = new PackReader(base);
   const pack = new PackWriter(base);
   const next = new Map<string, string>();
+  // Each head bucket's nodes and set digests, gathered as the lines are made: its digest needs no line split again.
+  const members: [string, string][][] = Array.from({ length: HEAD_BUCKETS }, () => []);
+  const keep = (node: string, line: string, set: string, bucket: number) => {
+    next.set(node, line);
+    members[bucket].push([node, set]);
+  };
+  const kept = (node: string, line: string) => keep(node, line, lineFields(line).set, Number(line.slice(line.lastIndexOf(' ') + 1)));
   const added: string[] = [];
   const changed: { node: string; artifacts: string[] }[] = [];
   const unchanged: string[] = [];
@@ -973,7 +986,7 @@ export function writeCompiled(
       const line = index?.get(node);
       total += artifacts.size + 1;
       if (line !== undefined && trusted && line.startsWith(`${fingerprint} `)) {
-        next.set(node, line);
+        kept(node, line);
         files.unchanged += artifacts.size + 1;
         unchanged.push(node);
         onNode();
@@ -987,7 +1000,7 @@ export function writeCompiled(
         const differ = differingArtifacts(was, artifacts);
         if (differ.length === 0 && line !== undefined && !held.damaged) {
           // The same bytes where the index says: the entry stays (its line written again with this fingerprint).
-          next.set(node, `${fingerprint} ${line.slice(line.indexOf(' ') + 1)}`);
+          kept(node, `${fingerprint} ${line.slice(line.indexOf(' ') + 1)}`);
           files.unchanged += artifacts.size + 1;
           unchanged.push(node);
           onNode();
@@ -998,7 +1011,8 @@ export function writeCompiled(
         countFiles(was, artifacts, differ, files, held.damaged);
       }
       const { location, digests } = pack.add(node, artifacts);
-      next.set(node, `${fingerprint} ${location} ${digests.set_digest} ${bucketOf(node)}`);
+      const bucket = bucketOf(node);
+      keep(node, `${fingerprint} ${location} ${digests.set_digest} ${bucket}`, digests.set_digest, bucket);
       if (held === undefined) files.written += artifacts.size + 1;
       onNode();
     }
@@ -1010,10 +1024,11 @@ export function writeCompiled(
     foldPacks(base, next, pack, reader);
     pack.finish();
     const nodesRecorded = RecordedNodes.of(next);
-    const named = new Set([...next.values()].map((line) => lineFields(line).location.slice(0, 16)));
+    const named = new Set<string>();
+    for (const line of next.values()) named.add(packOfLine(line));
     writeRecord(root, {
       nodes: nodesRecorded,
-      buckets: nodesRecorded.heads().buckets,
+      buckets: members.map(bucketDigest),
       ...(rete ? { rete } : {}),
       files: total,
       // A pack taken on the record's word keeps the stamp the record says, so that a change made since the check still shows; any other was read whole just now, or written.
@@ -1064,8 +1079,9 @@ function countFiles(
 function foldPacks(base: string, lines: Map<string, string>, pack: PackWriter, reader: PackReader): void {
   const live = new Map<string, number>();
   for (const line of lines.values()) {
-    const at = parseLocation(lineFields(line).location);
-    if (at && at.pack !== pack.id) live.set(at.pack, (live.get(at.pack) ?? 0) + at.length);
+    // Most lines of a large compile name the new pack: told by its id alone, without parsing the location.
+    const at = packOfLine(line) === pack.id ? undefined : parseLocation(lineFields(line).location);
+    if (at) live.set(at.pack, (live.get(at.pack) ?? 0) + at.length);
   }
   const sizes = new Map([...live.keys()].map((id) => [id, Number(packStamp(base, id)?.split(':')[0] ?? 0)]));
   const largest = [...sizes].sort((a, b) => b[1] - a[1])[0]?.[0];
