@@ -331,30 +331,28 @@ export class RecordedNodes {
    */
   bucketDigests(known: readonly string[], only: ReadonlySet<number>): string[] {
     const members = new Map<number, [string, string][]>([...only].map((b) => [b, []]));
-    this.eachIn(only, (bucket, node, set) => members.get(bucket)!.push([node, set]));
+    // bucketDigest puts each bucket's members in name order itself.
+    this.eachIn(only, (bucket, node, set) => members.get(bucket)!.push([node, set]), false);
     return known.map((digest, b) => {
       const these = members.get(b);
       return these ? bucketDigest(these) : digest;
     });
   }
 
-  /** Each node of these buckets with its bucket and set digest: only their lines are split into fields. */
-  private eachIn(only: ReadonlySet<number>, visit: (bucket: number, node: string, set: string) => void): void {
+  /**
+   * Each node of these buckets with its bucket and set digest, in name order unless `ordered` is
+   * false (then bucket by bucket): only their lines are read, and of each only the fields visited.
+   */
+  private eachIn(only: ReadonlySet<number>, visit: (bucket: number, node: string, set: string) => void, ordered = true): void {
     const lines = this.linesIn(only);
     if (lines) {
-      // In name order, as the text gives them.
-      for (const line of lines.sort(cmp)) {
-        const [node, , , set, bucket] = line.split(' ');
-        visit(Number(bucket), node, set);
-      }
+      for (const line of ordered ? lines.sort(cmp) : lines) visitLine(line, 0, line.length, visit);
       return;
     }
     const { text } = this;
     for (let start = 1, end = text.indexOf('\n', start); end > 0; start = end + 1, end = text.indexOf('\n', start)) {
       const bucket = Number(text.slice(text.lastIndexOf(' ', end) + 1, end));
-      if (!only.has(bucket)) continue;
-      const [node, , , set] = text.slice(start, end).split(' ');
-      visit(bucket, node, set);
+      if (only.has(bucket)) visitLine(text, start, end, visit);
     }
   }
 
@@ -853,6 +851,14 @@ function oldFolders(base: string): { nodes: Set<string>; strays: string[] } {
 export function lineFields(line: string): { fingerprint: string; location: string; set: string } {
   const [fingerprint, location, set] = line.split(' ');
   return { fingerprint, location, set };
+}
+
+/** A node line's name, set digest and bucket (`<node> <fingerprint> <location> <set digest> <bucket>`, from `start` to `end` of `text`) given to `visit`. */
+function visitLine(text: string, start: number, end: number, visit: (bucket: number, node: string, set: string) => void): void {
+  const name = text.indexOf(' ', start);
+  const set = text.indexOf(' ', text.indexOf(' ', name + 1) + 1) + 1;
+  const bucket = text.indexOf(' ', set);
+  visit(Number(text.slice(bucket + 1, end)), text.slice(start, name), text.slice(set, bucket));
 }
 
 /** The pack a node line's entry is in: the id its location starts with (packName's 16 hex digits). */
