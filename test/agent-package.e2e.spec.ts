@@ -60,6 +60,8 @@ describe('the agent package (npm run package:agent)', () => {
   const unpacked = join(work, 'opt', 'florete-agent');
   let installedProvider = false;
   let installedAgent = false;
+  /** Claimed before anything is installed: given up in afterAll whatever failed after it (releasePackage keeps it while the package is there). */
+  let claimedAgent = false;
   let unlock: (() => void) | undefined;
 
   beforeAll(async () => {
@@ -78,7 +80,7 @@ describe('the agent package (npm run package:agent)', () => {
   afterAll(async () => {
     // Only what this test installed, and only if a failure left it there.
     if (installedAgent && (await installedVersion('florete-agent')) !== null) await apt.aptGet(['purge', 'florete-agent']);
-    if (installedAgent) await releasePackage('florete-agent');
+    if (claimedAgent) await releasePackage('florete-agent');
     if (installedProvider) await apt.aptGet(['purge', 'florete-fixture-nodejs-provider']);
     rmSync(work, { recursive: true, force: true });
     rmSync(apt.root, { recursive: true, force: true });
@@ -208,6 +210,7 @@ describe('the agent package (npm run package:agent)', () => {
 
   it('installs with dpkg as /usr/bin/flor with its unit and config, and purges without a trace', async () => {
     await claimPackage('florete-agent', (name) => apt.aptGet(['purge', name]));
+    claimedAgent = true;
     // dpkg checks Depends against installed packages only. Where Node came from a tarball, nothing
     // installed is nodejs: a local fixture package then says the node on PATH is (Provides:
     // nodejs (= its version)), and is purged afterwards. Where a nodejs >= 20 package is installed,

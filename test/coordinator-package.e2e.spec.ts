@@ -179,6 +179,8 @@ describe('the coordinator package (npm run package:coordinator)', () => {
   const apt = new AptSandbox();
   let installedProvider = false;
   let installed = false;
+  /** Claimed before anything is installed: given up in afterAll whatever failed after it (releasePackage keeps it while the package is there). */
+  let claimed = false;
   const userExisted = userExists();
   const stateExisted = existsSync('/var/lib/florete');
   const etcExisted = existsSync('/etc/florete');
@@ -200,7 +202,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     for (const stop of running) await stop().catch(() => undefined);
     // Only what this test installed or created, and only if a failure left it there.
     if (installed && (await installedVersion(NAME)) !== null) await apt.aptGet(['purge', NAME]);
-    if (installed) await releasePackage(NAME);
+    if (claimed) await releasePackage(NAME);
     if (installedProvider) await apt.aptGet(['purge', PROVIDER]);
     if (!userExisted && userExists()) await sh('deluser', ['--system', '--quiet', USER]);
     rmSync(work, { recursive: true, force: true });
@@ -272,6 +274,7 @@ describe('the coordinator package (npm run package:coordinator)', () => {
 
   it('installs with apt: its user, a 0700 state dir, the conffile readable by the service only, a unit systemd accepts', async () => {
     await claimPackage(NAME, (name) => apt.aptGet(['purge', name]));
+    claimed = true;
     // dpkg checks Depends against installed packages only; where Node came from a tarball, a fixture
     // package says the node on PATH is nodejs (no --force-depends).
     const realNode = await installedVersion('nodejs');

@@ -120,6 +120,7 @@ export async function lockAgentPackage(waitMs = 1_500_000): Promise<() => void> 
 export class InstalledAgent {
   private provider = false;
   private installed = false;
+  private claimed = false;
 
   constructor(
     private readonly world: AptWorld,
@@ -128,6 +129,7 @@ export class InstalledAgent {
 
   async install(deb: string): Promise<void> {
     await claimPackage('florete-agent', (name) => aptGet(this.world, ['purge', name]));
+    this.claimed = true;
     const realNode = await installedVersion('nodejs');
     if (realNode === null || !(await versionAtLeast(realNode, '20'))) {
       const r = await aptGet(this.world, ['install', await buildNodejsProvider(this.work, AGENT_NODE_VERSION.slice(1))]);
@@ -144,7 +146,7 @@ export class InstalledAgent {
   async purge(): Promise<void> {
     if (this.installed && (await installedVersion('florete-agent')) !== null) await aptGet(this.world, ['purge', 'florete-agent']);
     if (this.provider) await aptGet(this.world, ['purge', 'florete-fixture-nodejs-provider']);
-    if (this.installed) await releasePackage('florete-agent');
+    if (this.claimed) await releasePackage('florete-agent');
   }
 }
 
