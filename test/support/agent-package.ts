@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join, resolve } from 'node:path';
 import { canonicalPretty, sha256Hex } from '#bundle';
 import { fileArtifactName, type FileResource } from '#contracts';
-import { buildNodejsProvider, claimPackage, installedVersion, processAlive, releasePackage, sh, versionAtLeast, type Run } from '../fixtures/package/apt.js';
+import { processRunning } from '#runtime';
+import { buildNodejsProvider, claimPackage, installedVersion, releasePackage, sh, versionAtLeast, type Run } from '../fixtures/package/apt.js';
 import type { AptWorld } from './apt-repo.js';
 import { runRetectl } from './retectl-process.js';
 import { stopChild } from './child.js';
@@ -106,7 +107,7 @@ export async function lockAgentPackage(waitMs = 1_500_000): Promise<() => void> 
     }
     const holder = Number(existsSync(join(LOCK, 'pid')) ? readFileSync(join(LOCK, 'pid'), 'utf8') : NaN);
     // A folder without a pid yet is a holder between its two steps: wait for it.
-    if (Number.isInteger(holder) && holder > 0 && !processAlive(holder)) rmSync(LOCK, { recursive: true, force: true });
+    if (Number.isInteger(holder) && holder > 0 && !processRunning(holder)) rmSync(LOCK, { recursive: true, force: true });
     else if (Date.now() > deadline) throw new Error(`${LOCK} still held by pid ${holder} after ${waitMs / 1000} s`);
     else await sleep(500);
   }
