@@ -270,7 +270,6 @@ describe('the agent package (npm run package:agent)', () => {
     if (!stateExisted) expect(existsSync('/var/lib/florete')).toBe(false);
     if (!etcExisted) expect(existsSync('/etc/florete')).toBe(false);
     installedAgent = false;
-    await releasePackage('florete-agent');
 
     if (installedProvider) {
       expect(await apt.aptGet(['purge', 'florete-fixture-nodejs-provider'])).toMatchObject({ code: 0 });

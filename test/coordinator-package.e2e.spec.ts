@@ -390,7 +390,6 @@ describe('the coordinator package (npm run package:coordinator)', () => {
     expect(purge).toMatchObject({ code: 0 });
     installed = false;
     expect(await installedVersion(NAME)).toBeNull();
-    await releasePackage(NAME);
     expect((await sh('dpkg-query', ['-W', NAME])).code).not.toBe(0);
     for (const gone of [
       '/usr/bin/florete-coordinator',
