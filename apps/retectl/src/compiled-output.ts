@@ -7,7 +7,7 @@ import type { LocalHeads, TreeLabels } from './local-heads.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, type ReteFile } from '#contracts/files';
 import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
 import { isTempName, replaceFileUnsynced } from '#runtime';
-import { cmp, differingArtifacts, type ArtifactBytes, type KeptWarning, type Rete, type RolloutModel, type TreeChange } from '#rete';
+import { cmp, differingArtifacts, type ArtifactBytes, type KeptDiagnostic, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { NodeLabels } from '#contracts';
 import { RetectlError } from './errors.js';
 import { entryArtifacts, PackReader, PackWriter, packName, packStamp, parseLocation, removeUnnamed } from './compiled-pack.js';
@@ -71,10 +71,11 @@ export interface CompileInputs {
   /** Each file a resource named with source:, with what reading it gave (readSourceDigest). */
   readonly sources: ReadonlyMap<string, string>;
   /**
-   * The diagnostics the rete gave, as printed, with the file each is in and where in it (KeptWarning:
-   * a quick recompile of that file checks they stay; a record of an earlier retectl has no place).
+   * The diagnostics the rete gave, as printed, with the file each is in and where in it (a quick
+   * recompile of that file makes them again from these: editedWarnings; a record of an earlier retectl
+   * has no place).
    */
-  readonly diagnostics: readonly ({ readonly file: string; readonly text: string } & KeptWarning)[];
+  readonly diagnostics: readonly KeptDiagnostic[];
 }
 
 /**
@@ -98,7 +99,7 @@ export interface CompileRecord {
   readonly inputs?: CompileInputs;
   /**
    * The generation the labels' file begins with, in a record read with its rete: a quick recompile,
-   * which edits only nodes' own addresses and sync blocks, keeps the labels' file of the record it read, and the record
+   * which edits only nodes' own addresses, services and sync blocks, keeps the labels' file of the record it read, and the record
    * it writes names that file's generation. A record made by a full compile has none (its own).
    */
   readonly labelsGeneration?: string;
@@ -292,6 +293,22 @@ export class RecordedNodes {
       (start, space) => text.slice(start, space),
       node,
     );
+  }
+
+  /** Each node whose entry is in one of `packs`, and its entry: found by searching the lines for each pack's id, not split one by one. */
+  entriesInPacks(packs: ReadonlySet<string>): Map<string, string> {
+    const { text } = this;
+    const found = new Map<string, string>();
+    for (const id of packs) {
+      // A location is the only field that holds a pack's id followed by a colon.
+      const needle = ` ${id}:`;
+      for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) {
+        const start = text.lastIndexOf('\n', at) + 1;
+        const name = text.indexOf(' ', start);
+        found.set(text.slice(start, name), text.slice(name + 1, text.indexOf('\n', at)));
+      }
+    }
+    return found;
   }
 
   /** Every node and its entry, in name order. */
@@ -1159,11 +1176,14 @@ export function rewriteNodes(
     };
   }
   // What is carried over from the record is read before the index is replaced: the node lines. The
-  // labels' file stays, unread: only nodes' own addresses and sync blocks changed, so every node's tags and groups are as recorded.
+  // labels' file stays, unread: only nodes' own addresses, services and sync blocks changed, so every node's tags and groups are as recorded.
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
   const { rete, labelsGeneration } = record;
   const pack = new PackWriter(base);
+  // The packs folded into the new one, and the lines of the nodes whose entries moved with them.
+  let folded: ReadonlySet<string> = new Set();
+  const moved = new Map<string, string>();
   try {
     for (const [node, { old, artifacts }] of nodes) {
       const differ = differingArtifacts(old, artifacts);
@@ -1175,18 +1195,22 @@ export function rewriteNodes(
       const { location, digests } = pack.add(node, artifacts);
       next.set(node, `${setFingerprint(artifacts)} ${location} ${digests.set_digest} ${bucketOf(node)}`);
     }
+    // Each quick recompile adds a pack: past MAX_PACKS, the entries still read in every one but the
+    // largest (the full compile's) are copied into this one, and the tree is back to two packs without
+    // a full compile.
+    if (next.size > 0 && record.packs.size + 1 > MAX_PACKS) folded = foldSmallPacks(base, record, recorded, next, moved, pack);
     pack.finish();
   } catch (e) {
     pack.abort();
     throw e;
   }
   const total = files.written + files.unchanged;
-  const nodesRecorded = recorded.with(next);
-  // Only the buckets of the rewritten nodes can have changed.
+  const nodesRecorded = recorded.with(moved.size === 0 ? next : new Map([...moved, ...next]));
+  // Only the buckets of the rewritten nodes can have changed: an entry moved keeps its set digest.
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
-  const packs = new Map(record.packs);
+  const packs = new Map([...record.packs].filter(([id]) => !folded.has(id)));
   if (next.size > 0) packs.set(pack.id, packStamp(base, pack.id) ?? '-');
-  // Only nodes' own addresses and sync blocks changed: the coordinator, the rollout block, every node's tags and groups and the defaults are as recorded.
+  // Only nodes' own addresses, services and sync blocks changed: the coordinator, the rollout block, every node's tags and groups and the defaults are as recorded.
   writeRecord(root, {
     nodes: nodesRecorded,
     buckets,
@@ -1196,6 +1220,8 @@ export function rewriteNodes(
     packs,
     inputs,
   });
+  // Only once the index names none of them.
+  if (folded.size > 0) removeUnnamed(base, new Set(packs.keys()));
   const touched = new Set(changed.map((c) => c.node));
   return {
     added: [],
@@ -1207,6 +1233,40 @@ export function rewriteNodes(
     },
     files,
   };
+}
+
+/**
+ * Copies into `pack` the entries of every node whose line names one of the record's packs but the
+ * largest, each node not rewritten (in `next`) with its line moved to where its entry now is (into
+ * `moved`): the bytes as they are, checked when read as any entry. Returns the packs folded, which no
+ * line names any more.
+ */
+function foldSmallPacks(
+  base: string,
+  record: CompileRecord,
+  recorded: RecordedNodes,
+  next: ReadonlyMap<string, string>,
+  moved: Map<string, string>,
+  pack: PackWriter,
+): Set<string> {
+  const size = (id: string) => Number(record.packs.get(id)?.split(':')[0] ?? 0);
+  const largest = [...record.packs.keys()].sort((a, b) => size(b) - size(a))[0];
+  const folded = new Set([...record.packs.keys()].filter((id) => id !== largest));
+  const reader = new PackReader(base);
+  try {
+    for (const [node, line] of recorded.entriesInPacks(folded)) {
+      if (next.has(node)) continue;
+      const { fingerprint, location, set } = lineFields(line);
+      const at = parseLocation(location);
+      const bytes = at && reader.raw(at);
+      if (!at || bytes === undefined)
+        throw new RetectlError('stale_compile', `${join(base, packName(packOfLine(line)))} changed while the compile read it: run retectl compile again`);
+      moved.set(node, `${fingerprint} ${pack.addRaw(bytes, at.digestsLength)} ${set} ${bucketOf(node)}`);
+    }
+  } finally {
+    reader.close();
+  }
+  return folded;
 }
 
 /** Whether two maps hold the same entries; none is an empty one. */

@@ -17,7 +17,7 @@ export type {
 export { compileNodes, compileRete, type ArtifactBytes, type CompiledTree } from './compile.js';
 export { compiledSetDigests, digestsJson, digestsJsonText } from './set-digests.js';
 export { decodeUtf8 } from './utf8.js';
-export { localEdits, editFlor, editAgent, keptWarningsStay, type LocalEdits, type KeptWarning } from './local-edits.js';
+export { localEdits, editFlor, editAgent, editedWarnings, type LocalEdits, type KeptDiagnostic } from './local-edits.js';
 export { bytesOf, diffTrees, differingArtifacts, sameBytes, type TreeChange } from './tree-diff.js';
 export {
   planPublish,

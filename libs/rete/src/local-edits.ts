@@ -2,9 +2,10 @@ import type { AgentJson, FlorJson, ReteFile, ReteNode } from '#contracts/files';
 import { agentJsonText, agentSync, florServices } from './compile.js';
 import type { SyncSeconds } from './model.js';
 import type { ParsedFile } from './parse-file.js';
-import { dataPath } from './path-text.js';
+import { cmp, formatDiagnostic, placeText, type Diagnostic } from './diagnostics.js';
+import { dataPath, pathText } from './path-text.js';
 import { presortedPretty } from './sorted-json.js';
-import { isSsh, portKey, servicesOf, type SyncDecl } from './validate.js';
+import { isSsh, noSafetyNetMessage, portKey, servicesOf, unusedServiceMessage, type SyncDecl } from './validate.js';
 
 /**
  * What an edit changed, when it changed only what each node's own sets hold: where nodes listen, the
@@ -20,24 +21,24 @@ export interface LocalEdits {
 }
 
 /**
- * What an edit of one rete file changed, when all it changed is where nodes listen, the ports and
- * protocols of their services and their own sync blocks. Undefined for any other change (a key added
- * or removed anywhere but a service's protocol or within a sync block, a node or a service added,
- * removed, renamed or reordered, any other value of a node, the mesh, defaults, groups, ACL rules,
- * resources or rollout), so a caller can take this as the whole difference or compile in full.
+ * What an edit of one rete file changed, when all it changed is where nodes listen, their services
+ * and their own sync blocks. Undefined for any other change (a key added or removed anywhere but in a
+ * node's services or sync block, a node added, removed, renamed or reordered, any other value of a
+ * node, the mesh, defaults, groups, ACL rules, resources or rollout), so a caller can take this as the
+ * whole difference or compile in full.
  *
  * A node's listen address is compiled into exactly two places: its own flor.json and, in every node
- * whose ACL names it, its entry in acl.peers. Its services' ports and protocols are compiled into its
- * own flor.json alone: ACL rules and every other node name a service by its name. Its sync block,
- * merged over the defaults', is compiled into its own agent.json alone. Which nodes are peers depends
- * on none of them.
+ * whose ACL names it, its entry in acl.peers. Its services are compiled into its own flor.json alone:
+ * ACL rules and every other node name a service by its name, so a service added, or one removed that
+ * no rule names, changes no other node. Its sync block, merged over the defaults', is compiled into
+ * its own agent.json alone. Which nodes are peers depends on none of them.
  *
- * The file's schema checks them all, and validation's other checks of them are of the node alone.
- * Two services of one node may not share a port (undefined when they now do), and a server's service
- * on port 22 counts as SSH, which without the mesh's safety net is a warning (undefined when a service
- * moved there). A sync block's checks need the defaults: the caller makes them with nodeSync. So
- * edits found here that nodeSync passes leave the rete valid, with the warnings it had; whether those
- * of the edited file are still where they were is keptWarningsStay's to say.
+ * The file's schema checks them all, and validation's other checks of them are of the node alone:
+ * two services of one node may not share a name or a port (undefined when they now do). A sync
+ * block's checks need the defaults: the caller makes them with nodeSync. What validation warns of a
+ * node's services depends on the ACL rules and the mesh, which the edit did not change: editedWarnings
+ * makes the edited file's warnings again from those the last compile gave, and says when it cannot (a
+ * service removed that a rule may name among them).
  */
 export function localEdits(before: ReteFile, after: ReteFile): LocalEdits | undefined {
   const keys = Object.keys(before);
@@ -54,16 +55,16 @@ export function localEdits(before: ReteFile, after: ReteFile): LocalEdits | unde
     if (!same(a.sync, b.sync)) edits.syncs.set(b.name, b.sync);
     const [old, services] = [servicesOf(a), servicesOf(b)];
     if (same(old, services)) continue;
+    if (new Set(services.map((s) => s.name)).size < services.length) return undefined;
     if (new Set(services.map(portKey)).size < services.length) return undefined;
-    if (services.some((s, j) => isSsh(s) && !isSsh(old[j]))) return undefined;
     edits.services.set(b.name, florServices(services));
   }
   return edits;
 }
 
-/** A node with what localEdits lets change taken out: its listen address, its sync block, and its services but their names. */
+/** A node with what localEdits lets change taken out: its listen address, its sync block and its services. */
 function unedited(n: ReteNode): unknown {
-  return { ...n, listen: '', sync: undefined, services: n.services?.map((s) => s.name) };
+  return { ...n, listen: '', sync: undefined, services: undefined };
 }
 
 /**
@@ -83,6 +84,9 @@ export function editFlor(florText: string, edits: LocalEdits, self: string): str
   }
   const services = edits.services.get(self);
   if (services !== undefined) {
+    const ingress = ingressWith(flor.acl.ingress, flor.services, services);
+    if (!ingress) return undefined;
+    flor.acl.ingress = ingress;
     flor.services = services;
     found++;
   }
@@ -96,6 +100,27 @@ export function editFlor(florText: string, edits: LocalEdits, self: string): str
 }
 
 /**
+ * A node's ingress table with its services as they now are: each service has an entry, the nodes its
+ * ACL lets reach it. No rule names a service added (the rules did not change), so its entry is empty;
+ * one removed goes with its entry, which must be empty (no rule named it). Undefined when the table
+ * does not have an entry for each service it had, or one removed is not empty. Keys in compile's order.
+ */
+function ingressWith(ingress: FlorJson['acl']['ingress'], had: FlorJson['services'], services: FlorJson['services']): FlorJson['acl']['ingress'] | undefined {
+  if (typeof ingress !== 'object' || ingress === null || !Array.isArray(had)) return undefined;
+  const kept = new Set(services.map((s) => s.name));
+  const table = new Map<string, string[]>();
+  for (const s of had) {
+    const allow = Object.hasOwn(ingress, s.name) ? ingress[s.name] : undefined;
+    if (!Array.isArray(allow)) return undefined;
+    if (kept.has(s.name)) table.set(s.name, allow);
+    else if (allow.length > 0) return undefined;
+  }
+  if (Object.keys(ingress).length !== had.length) return undefined;
+  for (const s of services) if (!table.has(s.name)) table.set(s.name, []);
+  return Object.fromEntries([...table].sort(([a], [b]) => cmp(a, b)));
+}
+
+/**
  * A compiled agent.json with the node's sync (nodeSync's) put in. Undefined when the text is not
  * exactly what compile writes for the data it holds, or is another node's.
  */
@@ -105,8 +130,10 @@ export function editAgent(agentText: string, sync: SyncSeconds, self: string): s
   return agentJsonText({ ...agent, sync: agentSync(sync) });
 }
 
-/** A warning as a compile's record keeps it: where it is, when the record keeps that. */
-export interface KeptWarning {
+/** A diagnostic as a compile's record keeps it: the file it is in, its text as printed, and where it is. */
+export interface KeptDiagnostic {
+  readonly file: string;
+  readonly text: string;
   /** Its data path (pathText), and its line and column: absent in a record of an earlier retectl. */
   readonly path?: string;
   readonly line?: number;
@@ -114,29 +141,71 @@ export interface KeptWarning {
 }
 
 /**
- * Whether the warnings a compile's record keeps for a file are what validating it again after these
- * edits would give. A warning is about a node's service (unused_service, no_safety_net) or a group
- * (unused_group, empty_group), placed where its data path leads, and what it says depends on that
- * node or group and on what the edits cannot change (the ACL, the mesh). So each stays as it was when
- * it is not about an edited node and its path still leads to the line and column it was at: false for
- * one of an edited node, one moved by lines the edit added or removed above it, or one kept without
- * its place. An edit that changes what a node's sets hold never makes a warning appear: localEdits
- * declines a service moved to SSH's port, and a sync block's checks are errors.
+ * The warnings validating an edited file again would give, made from those a compile's record keeps
+ * for it (`kept`, all warnings: a record is of a rete that validated), `before` being the file's data
+ * they were given for. Undefined when that cannot be known, and the caller compiles in full.
+ *
+ * A warning is about a node's service (unused_service, no_safety_net) or a group (unused_group,
+ * empty_group), placed where its data path leads, and whether it is given depends on that node or
+ * group and on what the edits cannot change (the ACL rules, the mesh). One about anything but a
+ * service of a node whose services changed says the same at the same path: it is placed again, where
+ * that path now leads. Those of a node whose services changed are made again service by service:
+ * a service kept under its name has the warnings it had (no_safety_net only while it is still SSH,
+ * with its port as it now is); a new one no rule can name (the rules did not change, and named no
+ * service it lacked), so it is unused. Undefined for a service removed that was not unused (a rule may
+ * name it: the full compile reports the error), a server's service that became SSH (whether the mesh
+ * names a safety net is not in the file), or a warning kept without its place (an earlier retectl's
+ * record). In the order validation gives them.
  */
-export function keptWarningsStay(kept: readonly KeptWarning[], file: ParsedFile, edits: LocalEdits): boolean {
-  const nodes = file.data.nodes ?? [];
+export function editedWarnings(kept: readonly KeptDiagnostic[], before: ReteFile, file: ParsedFile, edits: LocalEdits): KeptDiagnostic[] | undefined {
+  const [was, now] = [before.nodes ?? [], file.data.nodes ?? []];
+  const warnings: KeptDiagnostic[] = [];
+  const at = (path: readonly PropertyKey[], code: string, message: string) => {
+    const place = file.placeOf(path);
+    const diagnostic = { severity: 'warning', code, ...place, path: pathText(path), message } as Diagnostic;
+    warnings.push({ file: place.file, text: formatDiagnostic(diagnostic), path: diagnostic.path, line: place.line, col: place.col });
+  };
+  // What each node whose services changed was warned of, by its index and then its services' names.
+  const warned = new Map<number, Map<string, Set<string>>>();
   for (const w of kept) {
     const path = w.path === undefined ? undefined : dataPath(w.path);
-    if (!path || w.line === undefined || w.col === undefined) return false;
-    if (path[0] === 'nodes') {
-      const name = typeof path[1] === 'number' ? nodes[path[1]]?.name : undefined;
-      if (name === undefined || edits.listens.has(name) || edits.services.has(name) || edits.syncs.has(name)) return false;
+    if (!path || w.line === undefined || w.col === undefined) return undefined;
+    const head = `${placeText({ file: w.file, line: w.line, col: w.col })}: `;
+    if (!w.text.startsWith(head)) return undefined;
+    const i = path[0] === 'nodes' && typeof path[1] === 'number' ? path[1] : undefined;
+    if (i === undefined || !edits.services.has(now[i]?.name)) {
+      const place = file.placeOf(path);
+      warnings.push({ ...w, text: `${placeText(place)}: ${w.text.slice(head.length)}`, line: place.line, col: place.col });
+      continue;
     }
-    const place = file.placeOf(path);
-    if (place.line !== w.line || place.col !== w.col) return false;
+    const service = path.length === 4 && path[2] === 'services' && typeof path[3] === 'number' ? was[i]?.services?.[path[3]]?.name : undefined;
+    const code = CODE_AT_END.exec(w.text)?.[1];
+    if (service === undefined || (code !== 'unused_service' && code !== 'no_safety_net')) return undefined;
+    const byService = warned.get(i) ?? new Map<string, Set<string>>();
+    warned.set(i, byService.set(service, (byService.get(service) ?? new Set()).add(code)));
   }
-  return true;
+  for (let i = 0; i < now.length; i++) {
+    const node = now[i];
+    if (!edits.services.has(node.name)) continue;
+    const had = warned.get(i) ?? new Map<string, Set<string>>();
+    const old = new Map(servicesOf(was[i]).map((s) => [s.name, s]));
+    const services = servicesOf(node);
+    const names = new Set(services.map((s) => s.name));
+    for (const name of old.keys()) if (!names.has(name) && !had.get(name)?.has('unused_service')) return undefined;
+    for (const [j, s] of services.entries()) {
+      const [before, codes] = [old.get(s.name), had.get(s.name)];
+      if (node.kind === 'server' && isSsh(s) && !(before && isSsh(before))) return undefined;
+      const path = ['nodes', i, 'services', j];
+      if (!before || codes?.has('unused_service')) at(path, 'unused_service', unusedServiceMessage(node.name, s));
+      if (isSsh(s) && codes?.has('no_safety_net')) at(path, 'no_safety_net', noSafetyNetMessage(node.name, s));
+    }
+  }
+  return warnings.sort((a, b) => (a.line as number) - (b.line as number) || (a.col as number) - (b.col as number) || cmp(codeOf(a.text), codeOf(b.text)));
 }
+
+/** The code a formatted diagnostic ends with (formatDiagnostic): `… [unused_service]`. */
+const CODE_AT_END = /\[([a-z_]+)\]$/;
+const codeOf = (text: string): string => CODE_AT_END.exec(text)?.[1] ?? '';
 
 /** A compiled artifact's JSON, or undefined when it is not JSON. Whether it has the artifact's shape is the caller's to check. */
 function parsedJson<T>(text: string): T | undefined {

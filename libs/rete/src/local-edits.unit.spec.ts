@@ -1,6 +1,10 @@
 import type { ReteFile, ReteNode } from '#contracts';
-import { editAgent, editFlor, localEdits, type LocalEdits } from './local-edits.js';
+import { florServices } from './compile.js';
+import { formatDiagnostic } from './diagnostics.js';
+import { editAgent, editedWarnings, editFlor, localEdits, type KeptDiagnostic, type LocalEdits } from './local-edits.js';
+import { parseFile } from './parse-file.js';
 import { presortedPretty, sortedPretty } from './sorted-json.js';
+import { servicesOf, validateRete } from './validate.js';
 
 const file = (listen: string, extra: Partial<ReteNode> = {}): ReteFile => ({
   nodes: [
@@ -76,7 +80,7 @@ describe('local edits', () => {
     });
   });
 
-  it("gives up on a service added, removed, renamed or reordered, two on one port, or one moved to SSH's port", () => {
+  it('finds services added, removed, renamed or reordered; gives up on two of one name or on one port', () => {
     const before = file('10.0.0.2:7946', {
       services: [
         { name: 'web', port: 443 },
@@ -84,25 +88,48 @@ describe('local edits', () => {
       ],
     });
     const after = (list: ReteNode['services']) => file('10.0.0.2:7946', { services: list });
+    const found: [ReteNode['services'], string[]][] = [
+      // A service removed, one more, one renamed, the two reordered: flor.json lists them by name.
+      [[{ name: 'web', port: 443 }], ['web']],
+      [
+        [
+          { name: 'web', port: 443 },
+          { name: 'metrics', port: 9100 },
+          { name: 'dns', port: 53 },
+        ],
+        ['dns', 'metrics', 'web'],
+      ],
+      [
+        [
+          { name: 'web', port: 443 },
+          { name: 'stats', port: 9100 },
+        ],
+        ['stats', 'web'],
+      ],
+    ];
+    for (const [list, names] of found)
+      expect([
+        list,
+        localEdits(before, after(list))
+          ?.services.get('b')
+          ?.map((s) => s.name),
+      ]).toEqual([list, names]);
+    const reordered = localEdits(
+      before,
+      after([
+        { name: 'metrics', port: 9100 },
+        { name: 'web', port: 443 },
+      ]),
+    );
+    expect(reordered?.services.get('b')).toEqual(florServices(servicesOf(before.nodes?.[1] as ReteNode)));
     const declined: ReteNode['services'][] = [
-      // A service removed, one more, one renamed, the two reordered, two on one port.
-      [{ name: 'web', port: 443 }],
-      [
-        { name: 'web', port: 443 },
-        { name: 'metrics', port: 9100 },
-        { name: 'dns', port: 53 },
-      ],
-      [
-        { name: 'web', port: 443 },
-        { name: 'stats', port: 9100 },
-      ],
-      [
-        { name: 'metrics', port: 9100 },
-        { name: 'web', port: 443 },
-      ],
       [
         { name: 'web', port: 443 },
         { name: 'metrics', port: 443 },
+      ],
+      [
+        { name: 'web', port: 443 },
+        { name: 'web', port: 9100 },
       ],
     ];
     for (const list of declined) expect([list, localEdits(before, after(list))]).toEqual([list, undefined]);
@@ -116,20 +143,6 @@ describe('local edits', () => {
         ]),
       )?.services.get('b'),
     ).toHaveLength(2);
-    // Port 22 makes a service SSH, which may bring a warning this file did not have.
-    expect(
-      localEdits(
-        before,
-        after([
-          { name: 'web', port: 443 },
-          { name: 'metrics', port: 22 },
-        ]),
-      ),
-    ).toBeUndefined();
-    expect(
-      localEdits(file('10.0.0.2:7946', { services: [{ name: 'web', port: 22 }] }), file('10.0.0.2:7946', { services: [{ name: 'web', port: 2222 }] }))?.services
-        .size,
-    ).toBe(1);
   });
 
   it("puts the new addresses into a compiled flor.json, its own and its peers', or says it cannot", () => {
@@ -160,19 +173,26 @@ describe('local edits', () => {
     expect(editFlor('not json', listens([['c', '10.0.0.3:1']]), 'a')).toBeUndefined();
   });
 
-  it("puts a node's moved services into its own flor.json, never into its peers'", () => {
+  it("puts a node's moved, added or removed services into its own flor.json, never into its peers'", () => {
     const flor = {
       acl: { egress: [], ingress: { web: ['b'] }, peers: [{ listen: '10.0.0.2:7946', node: 'b' }] },
       listen: '10.0.0.1:7946',
       mesh: 'm',
       node: 'a',
-      services: [{ name: 'web', port: 443, protocol: 'tcp' }],
+      services: [{ name: 'web', port: 443, protocol: 'tcp' as const }],
     };
     const text = presortedPretty(flor);
     const moved = [{ name: 'web', port: 8443, protocol: 'tcp' as const }];
     expect(editFlor(text, services([['a', moved]]), 'a')).toBe(presortedPretty({ ...flor, services: moved }));
     // A peer's services are not in this node's set: nothing here moved.
     expect(editFlor(text, services([['b', moved]]), 'a')).toBeUndefined();
+    // A service more has an ingress entry no rule fills; one removed takes its entry, which no rule filled, with it.
+    const dns = { name: 'dns', port: 53, protocol: 'udp' as const };
+    const added = editFlor(text, services([['a', [dns, ...flor.services]]]), 'a') as string;
+    expect(added).toBe(sortedPretty({ ...flor, acl: { ...flor.acl, ingress: { dns: [], web: ['b'] } }, services: [dns, ...flor.services] }));
+    expect(editFlor(added, services([['a', flor.services]]), 'a')).toBe(text);
+    // web's entry is not empty: a rule names it, and removing it is not an edit of this node alone.
+    expect(editFlor(added, services([['a', [dns]]]), 'a')).toBeUndefined();
   });
 
   it("puts a node's sync into its agent.json as compile writes it, or says it cannot", () => {
@@ -196,5 +216,77 @@ describe('local edits', () => {
     expect(editAgent(JSON.stringify(agent), { poll_interval: 60, splay: 5, watch: true }, 'a')).toBeUndefined();
     expect(editAgent(text, { poll_interval: 60, splay: 5, watch: true }, 'b')).toBeUndefined();
     expect(editAgent('not json', { poll_interval: 60, splay: 5, watch: true }, 'a')).toBeUndefined();
+  });
+
+  describe('the warnings of an edited file', () => {
+    // A mesh with no safety net, so a server's SSH service is warned of; beta:dns is reached by no rule.
+    const MESH = 'mesh: { name: m, coordinator: https://c.example.net }\nacl:\n  - { from: [alpha], to: [beta:web, beta:ssh] }\n';
+    const nodes = (beta: string, extra = '') =>
+      `nodes:\n  - { name: alpha, kind: server, listen: 10.0.0.1:7946, services: [{ name: metrics, port: 9100 }] }\n${extra}  - name: beta\n    kind: server\n    listen: 10.0.0.2:7946\n    services:\n${beta}`;
+    const BETA = '      - { name: web, port: 443 }\n      - { name: dns, port: 53 }\n      - { name: ssh, port: 22 }\n';
+    /** The warnings of nodes.yaml as a compile's record keeps them, from a validation of the whole rete. */
+    const warningsOf = (text: string): KeptDiagnostic[] => {
+      const { rete, diagnostics } = validateRete([
+        { file: 'rete.yaml', text: MESH },
+        { file: 'nodes.yaml', text },
+      ]);
+      expect(rete).toBeDefined();
+      return diagnostics
+        .filter((d) => d.file === 'nodes.yaml')
+        .map((d) => ({ file: d.file, text: formatDiagnostic(d), path: d.path, line: d.line, col: d.col }));
+    };
+    /** editedWarnings for nodes.yaml edited from `was` to `now`. */
+    const edited = (was: string, now: string): KeptDiagnostic[] | undefined => {
+      const before = parseFile({ file: 'nodes.yaml', text: was }).parsed;
+      const after = parseFile({ file: 'nodes.yaml', text: now }).parsed;
+      const edits = before && after && localEdits(before.data, after.data);
+      if (!before || !after || !edits) throw new Error('not a local edit');
+      return editedWarnings(warningsOf(was), before.data, after, edits);
+    };
+
+    it('are what validating the whole rete again gives, for each edit the quick path takes', () => {
+      const was = nodes(BETA);
+      expect(warningsOf(was).map((w) => w.text)).toEqual([
+        expect.stringMatching(/^nodes\.yaml:2:\d+: nodes\[0\]\.services\[0\]: warning: .*alpha:metrics \[unused_service\]$/),
+        expect.stringMatching(/^nodes\.yaml:8:\d+: nodes\[1\]\.services\[1\]: warning: .*beta:dns \[unused_service\]$/),
+        expect.stringMatching(
+          /^nodes\.yaml:9:\d+: nodes\[1\]\.services\[2\]: warning: server "beta" publishes SSH \(service "ssh", port 22\).*\[no_safety_net\]$/,
+        ),
+      ]);
+      const edits: [string, string][] = [
+        ['a service more', BETA.replace('port: 443 }\n', 'port: 443 }\n      - { name: ntp, port: 123, protocol: udp }\n')],
+        ['an unused service removed', BETA.replace('      - { name: dns, port: 53 }\n', '')],
+        ['an unused service renamed', BETA.replace('name: dns', 'name: resolver')],
+        ['services reordered', '      - { name: ssh, port: 22 }\n      - { name: dns, port: 53 }\n      - { name: web, port: 443 }\n'],
+        ["SSH's port moved", BETA.replace('port: 22', 'port: 2222')],
+        ['a port moved', BETA.replace('port: 53', 'port: 5353')],
+      ];
+      for (const [what, beta] of edits) {
+        const now = nodes(beta);
+        expect([what, edited(was, now)]).toEqual([what, warningsOf(now)]);
+      }
+      // Lines added above: every warning below is placed where it now is, alpha's node edited too.
+      const above = nodes(BETA, '  # the next node\n\n').replace('10.0.0.1:7946', '10.0.0.1:7000');
+      expect(edited(was, above)).toEqual(warningsOf(above));
+      expect(edited(was, above)?.map((w) => w.line)).toEqual([2, 10, 11]);
+    });
+
+    it('are not known when a removed service may be named by a rule, a server gains SSH, or a warning has no place', () => {
+      const was = nodes(BETA);
+      // web is reached: the rule naming it would be an error, which only validating everything reports.
+      expect(edited(was, nodes(BETA.replace('      - { name: web, port: 443 }\n', '')))).toBeUndefined();
+      expect(edited(was, nodes(BETA.replace('name: web', 'name: www')))).toBeUndefined();
+      // A new SSH service, or dns moved onto SSH's port: whether the mesh has a safety net is not in this file.
+      expect(edited(was, nodes(`${BETA}      - { name: ssh2, port: 22, protocol: udp }\n`))).toBeUndefined();
+      expect(edited(was, nodes(BETA.replace('port: 53', 'port: 22, protocol: udp')))).toBeUndefined();
+      // A record of an earlier retectl, which kept no place.
+      const before = parseFile({ file: 'nodes.yaml', text: was }).parsed;
+      const after = parseFile({ file: 'nodes.yaml', text: nodes(BETA.replace('port: 53', 'port: 5353')) }).parsed;
+      if (!before || !after) throw new Error('unparsed');
+      const edits = localEdits(before.data, after.data) as LocalEdits;
+      expect(editedWarnings(warningsOf(was), before.data, after, edits)).toBeDefined();
+      const placeless = warningsOf(was).map(({ file, text }) => ({ file, text }));
+      expect(editedWarnings(placeless, before.data, after, edits)).toBeUndefined();
+    });
   });
 });

@@ -214,7 +214,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
   for (const [name, def] of nodeDefs) {
     (def.value.services ?? []).forEach((s, i) => {
       const p = [...def.path, 'services', i];
-      if (!allowed.has(`${name}:${s.name}`)) warn('unused_service', def.file.placeOf(p), p, `no ACL rule allows anyone to reach ${name}:${s.name}`);
+      if (!allowed.has(`${name}:${s.name}`)) warn('unused_service', def.file.placeOf(p), p, unusedServiceMessage(name, s));
     });
   }
   for (const [name, def] of groupDefs) {
@@ -228,12 +228,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       (def.value.services ?? []).forEach((s, i) => {
         if (!isSsh(s)) return;
         const p = [...def.path, 'services', i];
-        warn(
-          'no_safety_net',
-          def.file.placeOf(p),
-          p,
-          `server "${name}" publishes SSH (service "${s.name}", port ${s.port}) over the mesh, and the rete notes no other way in: a bad publish activates with no confirmation, so keep an out-of-band path and name it in mesh.safety_net`,
-        );
+        warn('no_safety_net', def.file.placeOf(p), p, noSafetyNetMessage(name, s));
       });
     }
   }
@@ -348,6 +343,13 @@ function compiledCheck(c: ReteHealthCheck): HealthCheck {
 export function servicesOf(n: ReteNode): ReteNodeModel['services'] {
   return (n.services ?? []).map((s) => ({ name: s.name, port: s.port, protocol: s.protocol ?? 'tcp' }));
 }
+
+/** What the unused_service warning says of a service no ACL rule names. */
+export const unusedServiceMessage = (node: string, s: { name: string }): string => `no ACL rule allows anyone to reach ${node}:${s.name}`;
+
+/** What the no_safety_net warning says of a server's SSH service in a mesh with no safety net. */
+export const noSafetyNetMessage = (node: string, s: { name: string; port: number }): string =>
+  `server "${node}" publishes SSH (service "${s.name}", port ${s.port}) over the mesh, and the rete notes no other way in: a bad publish activates with no confirmation, so keep an out-of-band path and name it in mesh.safety_net`;
 
 /** Where a service listens on its node, as `9100/tcp`: two services of one node may not share it. */
 export const portKey = (s: ReteNodeModel['services'][number]): string => `${s.port}/${s.protocol}`;

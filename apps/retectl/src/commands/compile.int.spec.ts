@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { HEAD_BUCKETS, type ReteFile } from '#contracts';
-import { compileRete, digestsJsonText, EXAMPLE_RETE, localSetDigest, nodeLabels, validateRete } from '#rete';
+import { compileRete, digestsJsonText, EXAMPLE_RETE, formatDiagnostic, localSetDigest, nodeLabels, validateRete } from '#rete';
 import { bucketOf, headBuckets, labelBuckets, sha256Hex } from '#bundle';
 import { RetectlError } from '../errors.js';
-import { packsHold, readRecord } from '../compiled-output.js';
+import { MAX_PACKS, packsHold, readRecord } from '../compiled-output.js';
 import { editPacked, packedIndex, packedNode, packedPacks, packedText } from '../testing/packed-tree.js';
 import { loadCompiledTree, loadPublishable, readCompiled, readSources, sourceReader } from '../rete-dir.js';
 import { run } from './compile.js';
@@ -223,8 +223,9 @@ describe('retectl compile on a real folder', () => {
     await compile();
     const before = age();
     editPacked(rete, 'gamma', 'digests.json', (bytes) => bytes.toString().replace('"gamma"', '"gammb"'));
-    // A service more: every node is validated and compiled again, and only alpha's sets change.
-    write('nodes/servers.yaml', SERVERS.replace('services: [{ name: web, port: 443 }]', 'services: [{ name: web, port: 443 }, { name: dns, port: 53 }]'));
+    // SSH more on a server (the quick path cannot tell whether it brings a warning): every node is
+    // validated and compiled again, and only alpha's sets change.
+    write('nodes/servers.yaml', SERVERS.replace('services: [{ name: web, port: 443 }]', 'services: [{ name: web, port: 443 }, { name: ssh, port: 22 }]'));
     const out = await compile();
     expect(out).toMatch(/^~ alpha: flor\.json$/m);
     // A digest list put back changes none of gamma's artifacts: it is not listed.
@@ -499,27 +500,80 @@ describe('retectl compile on a real folder', () => {
     expect(touched(before, entries(rete))).toEqual(['gamma']);
     expect(onDisk()).toEqual(cold());
     unread();
-    // A comment above it moves it a line down: compiled in full, which says where it now is.
+    // A comment above it moves it a line down: still the quick path, which says where it now is.
     write('nodes/servers.yaml', `# the servers\n${warned}`);
     await compile();
     expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:4:\d+: .*beta:dns.*\[unused_service\]$/m);
-    expect(() => unread()).toThrow();
+    unread();
     expect(onDisk()).toEqual(cold());
+    // And a compile from nothing says the same.
+    rmSync(join(rete, '.flor'), { recursive: true });
+    const quick = stderr.join('');
+    await compile();
+    expect(stderr.join('')).toBe(quick);
   });
 
-  it('after an edit of the node a warning is about, compiles in full: what the warning says may have changed', async () => {
+  it("after a service is added, takes the quick path: that node's flor.json alone, and the warning nothing reaching it brings, where it is", async () => {
+    await compile();
+    expect(stderr.join('')).toBe('');
+    const unread = spoilOtherEntries();
+    const before = age();
+    const dns = '{ name: web, port: 443 }, { name: dns, port: 53 }';
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', dns));
+    expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
+    expect(stderr.join('')).toMatch(
+      /^nodes\/servers\.yaml:2:\d+: nodes\[0\]\.services\[1\]: warning: no ACL rule allows anyone to reach alpha:dns \[unused_service\]$/m,
+    );
+    expect(touched(before, entries(rete))).toEqual(['alpha']);
+    unread();
+    expect(onDisk()).toEqual(cold());
+    // Renamed, then moved in front of web: the warning follows it.
+    write('nodes/servers.yaml', SERVERS.replace('{ name: web, port: 443 }', '{ name: resolver, port: 53 }, { name: web, port: 443 }'));
+    await compile();
+    expect(stderr.join('')).toMatch(/^nodes\/servers\.yaml:2:\d+: nodes\[0\]\.services\[0\]: warning: .*alpha:resolver \[unused_service\]$/m);
+    unread();
+    expect(onDisk()).toEqual(cold());
+    // Removed again: no warning, alpha's flor.json as it was, and the record says so to the next compile.
+    write('nodes/servers.yaml', SERVERS);
+    expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
+    expect(stderr.join('')).toBe('');
+    unread();
+    expect(onDisk()).toEqual(cold());
+    expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged;/);
+    expect(stderr.join('')).toBe('');
+    // web, which a rule names, removed: validated in full, refused where the rule is, and nothing written.
+    const then = age();
+    write('nodes/servers.yaml', SERVERS.replace('services: [{ name: web, port: 443 }]', 'services: [{ name: www, port: 443 }]'));
+    await expect(compile()).rejects.toThrow(/does not validate/);
+    expect(stderr.join('')).toMatch(/^policy\.yaml:\d+:\d+: .*node "alpha" publishes no service "web" \(it publishes www\) \[unknown_service\]$/m);
+    expect(touched(then, entries(rete))).toEqual([]);
+  });
+
+  it('after an edit of the node a warning is about, takes the quick path, and the warning says what it now does', async () => {
     write('rete.yaml', EXAMPLE_RETE['rete.yaml'].replace(/^ {2}safety_net: .*\n/m, ''));
     const ssh = (port: number) => SERVERS.replace('{ name: web, port: 443 }', `{ name: web, port: 443 }, { name: ssh, port: ${port} }`);
     write('nodes/servers.yaml', ssh(2222));
     await compile();
     expect(stderr.join('')).toMatch(/server "alpha" publishes SSH \(service "ssh", port 2222\).*\[no_safety_net\]$/m);
+    const unread = spoilOtherEntries();
     write('nodes/servers.yaml', ssh(2223));
     await compile();
-    expect(stderr.join('')).toMatch(/server "alpha" publishes SSH \(service "ssh", port 2223\).*\[no_safety_net\]$/m);
+    const warnings = stderr.join('');
+    // Both of ssh's warnings, at one place: in validation's order, by code.
+    expect(warnings.split('\n').filter(Boolean)).toEqual([
+      expect.stringMatching(
+        /^nodes\/servers\.yaml:2:\d+: nodes\[0\]\.services\[1\]: warning: server "alpha" publishes SSH \(service "ssh", port 2223\).*\[no_safety_net\]$/,
+      ),
+      expect.stringMatching(/^nodes\/servers\.yaml:2:\d+: nodes\[0\]\.services\[1\]: warning: .*alpha:ssh \[unused_service\]$/),
+    ]);
+    unread();
     expect(onDisk()).toEqual(cold());
+    rmSync(join(rete, '.flor'), { recursive: true });
+    await compile();
+    expect(stderr.join('')).toBe(warnings);
   });
 
-  it('after a listen address moves in a file that also changed otherwise, or whose warning it moves, compiles in full', async () => {
+  it('after a listen address moves in a file that also changed otherwise, compiles in full; when it moves a warning, says where it now is', async () => {
     await compile();
     // A move and a peer granted in the same edit: laptop's and gamma's peers change too.
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.1:7946', '10.0.0.1:7000').replace('tags: [backend] }\n', 'tags: [backend, web] }\n'));
@@ -628,6 +682,25 @@ describe('retectl compile on a real folder', () => {
           ),
       ],
       [
+        'a service more in one node, a listen address moved in another',
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, (i) => (i === 1 ? 8007 : 7946)).replace(/(s3-n4.*?)port: 9100 }/, '$1port: 9100 }, { name: dns, port: 53, protocol: udp }'),
+          ),
+      ],
+      [
+        'that service renamed and moved in front',
+        () =>
+          write(
+            'sites/s3.yaml',
+            site(3, (i) => (i === 1 ? 8007 : 7946)).replace(
+              /(s3-n4.*?)\{ name: metrics, port: 9100 }/,
+              '$1{ name: resolver, port: 53 }, { name: metrics, port: 9100 }',
+            ),
+          ),
+      ],
+      [
         'moved back',
         () =>
           write(
@@ -686,6 +759,9 @@ describe('retectl compile on a real folder', () => {
       edit();
       await compile();
       expect([what, onDisk()]).toEqual([what, cold()]);
+      // The warnings a compile from nothing gives, in its order and at its places.
+      const warnings = validateRete(readSources(rete), sourceReader(rete)).diagnostics.map((d) => `${formatDiagnostic(d)}\n`);
+      expect([what, stderr.join('')]).toEqual([what, warnings.join('')]);
       // And the record the next publish takes its set digests, buckets and label buckets from.
       const { rete: validated, tree, heads } = loadCompiledTree(rete);
       expect([what, setsOf(heads), heads?.buckets, heads?.labels]).toEqual([
@@ -905,6 +981,35 @@ describe('retectl compile on a real folder', () => {
     expect(read(labelsFile).bytes).not.toEqual(before.labels.bytes);
     expect(publishable()).toEqual({ fromRecord: true, labels: validatedLabels() });
     expect(validatedLabels().alpha.tags).toEqual(['www']);
+  });
+
+  it('after as many quick recompiles as MAX_PACKS, folds their packs into the next one and stays on the quick path', async () => {
+    await compile();
+    const [first] = packedPacks(rete);
+    const firstStamp = stampText(join(compiled, first));
+    const unread = spoilOtherEntries();
+    const moved = { beta: 7946, gamma: 7946 };
+    for (let edit = 1; edit <= MAX_PACKS + 1; edit++) {
+      // beta and gamma in turns: when the packs fold, the other's entry is in a small pack and must move.
+      const node = edit % 2 === 0 ? 'beta' : 'gamma';
+      moved[node] = 7000 + edit;
+      write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', `10.0.0.2:${moved.beta}`).replace('10.0.0.3:7946', `10.0.0.3:${moved.gamma}`));
+      const out = await compile();
+      expect([edit, out]).toEqual([edit, expect.stringMatching(new RegExp(`^~ ${node}: flor\\.json$`, 'm'))]);
+      // Quick: no other file parsed again.
+      unread();
+      expect([edit, onDisk()]).toEqual([edit, cold()]);
+      // A pack more each time, until the one that would make them more than MAX_PACKS: then the first and the new one.
+      const packs = readdirSync(compiled).filter((name) => name !== 'index');
+      expect([edit, packs.length]).toEqual([edit, edit < MAX_PACKS ? edit + 1 : edit - MAX_PACKS + 2]);
+      expect(packs).toContain(first);
+      for (const named of packedPacks(rete)) expect(packs).toContain(named);
+      const record = readRecord(rete);
+      expect(record && packsHold(rete, record)).toBe(true);
+    }
+    // The first pack was never written again; the record and the tree agree: nothing to do.
+    expect(stampText(join(compiled, first))).toBe(firstStamp);
+    expect(await compile()).toMatch(/0 changed, 0 removed, 4 unchanged;/);
   });
 
   it('answers --json after a quick recompile with every node it left unchanged', async () => {

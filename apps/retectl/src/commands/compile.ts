@@ -1,15 +1,17 @@
 import {
   artifactsText,
+  cmp,
   compileNodes,
   editAgent,
   editFlor,
   formatDiagnostic,
-  keptWarningsStay,
+  editedWarnings,
   localEdits,
   nodeSync,
   nodeLabels,
   parseFile,
   type ArtifactBytes,
+  type KeptDiagnostic,
   type LocalEdits,
   type ParseCache,
   type ReadSource,
@@ -18,7 +20,6 @@ import {
 } from '#rete';
 import { AGENT_JSON, FLOR_JSON } from '#contracts/files';
 import {
-  MAX_PACKS,
   packsHold,
   readRecord,
   recordedNodeFiles,
@@ -47,8 +48,8 @@ export interface CompileOptions {
  * Validates, then makes .flor/compiled match the rete and says which nodes changed and how long it
  * took. Files parsed before and nodes whose sets did not change cost next to nothing: a recompile
  * after one edit parses the edited file and writes the nodes it changed. When the edit only moved
- * where nodes listen or the ports of their services, or changed their own sync blocks (or nothing
- * changed at all), not even the rest is validated or compiled again: see quickRecompile.
+ * where nodes listen, changed their services or their own sync blocks (or nothing changed at all),
+ * not even the rest is validated or compiled again: see quickRecompile.
  */
 export async function run(options: CompileOptions): Promise<void> {
   const started = performance.now();
@@ -160,12 +161,11 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
 /**
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
  * compile says what it was compiled from and every YAML file is the same but for what each node's own
- * sets hold: where nodes listen, the ports and protocols of their services, and their own sync blocks
- * (localEdits). Then the rete is valid as before, once each edited sync block passes validation's
- * checks of it (nodeSync, merged over the defaults the record keeps), and its warnings are the same
- * when those of each edited file stay where they were and are not about an edited node
- * (keptWarningsStay). The
- * only compiled files that change are the edited nodes' flor.json (listen address, services) and
+ * sets hold: where nodes listen, their services, and their own sync blocks (localEdits). Then the rete
+ * is valid as before, once each edited sync block passes validation's checks of it (nodeSync, merged
+ * over the defaults the record keeps), and its warnings are those of the record, each edited file's
+ * made again from them (editedWarnings: placed where they now are, a new service warned of as unused).
+ * The only compiled files that change are the edited nodes' flor.json (listen address, services) and
  * agent.json (sync) and, in each node that names a node whose listen address moved among its peers,
  * its flor.json: read back from .flor/compiled (checked against the record), with the edits put in
  * (editFlor, editAgent). Which nodes are a moved node's peers is read from its own flor.json: the ACL
@@ -173,11 +173,12 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
  *
  * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
  * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
- * otherwise, a warning in a changed file that is about an edited node or that the edit moved, or one
- * kept without its place (an earlier retectl's record), an edited sync block that does
+ * otherwise, an edited file whose warnings cannot be known without validating it all (a service
+ * removed that an ACL rule may name, a server's service that became SSH, a warning kept without its
+ * place: an earlier retectl's record), an edited sync block that does
  * not validate (the full compile reports it where it is), a resource's source file
  * that reads differently, a pack of .flor/compiled not as the record says (the caller checks each
- * one's stamp), as many packs as MAX_PACKS, or a compiled entry of a node involved that is not what
+ * one's stamp), or a compiled entry of a node involved that is not what
  * the record says.
  */
 function quickRecompile(
@@ -188,8 +189,6 @@ function quickRecompile(
   const was = record.inputs;
   // A record without what publish takes from the rete (an earlier retectl's): one full compile makes it whole.
   if (!was || !record.rete || was.parser !== cache.parser || was.files.size !== files.size) return undefined;
-  // Each quick recompile adds a small pack: past MAX_PACKS, the full compile folds them into one.
-  if (record.packs.size >= MAX_PACKS) return undefined;
   const changed: ReteSource[] = [];
   for (const source of sources) {
     const before = was.files.get(source.file);
@@ -199,6 +198,8 @@ function quickRecompile(
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
 
   const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map() };
+  // The warnings of each changed file as validating it again would give them.
+  const warned = new Map<string, KeptDiagnostic[]>();
   // Each edited sync block as its node's agent.json carries it, merged over the defaults the record keeps.
   const syncs = new Map<string, SyncSeconds>();
   for (const source of changed) {
@@ -206,15 +207,16 @@ function quickRecompile(
     const { parsed, diagnostics } = parseFile(source, cache);
     if (!before || !parsed || diagnostics.length > 0) return undefined;
     const found = localEdits(before, parsed.data);
-    if (
-      !found ||
-      !keptWarningsStay(
+    const warnings =
+      found &&
+      editedWarnings(
         was.diagnostics.filter((d) => d.file === source.file),
+        before,
         parsed,
         found,
-      )
-    )
-      return undefined;
+      );
+    if (!found || !warnings) return undefined;
+    warned.set(source.file, warnings);
     for (const [node, listen] of found.listens) edits.listens.set(node, listen);
     for (const [node, services] of found.services) edits.services.set(node, services);
     for (const [node, block] of found.syncs) {
@@ -270,8 +272,12 @@ function quickRecompile(
 
   for (const digest of files.values()) cache.keep(digest);
   cache.save();
-  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps });
-  return { nodes: record.nodes.size, change, diagnostics: was.diagnostics.map((d) => d.text) };
+  // Validation's order: by file, then by place (all are warnings, or there would be no record).
+  const diagnostics = [...was.diagnostics.filter((d) => !warned.has(d.file)), ...[...warned.values()].flat()].sort(
+    (a, b) => cmp(a.file, b.file) || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0),
+  );
+  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics });
+  return { nodes: record.nodes.size, change, diagnostics: diagnostics.map((d) => d.text) };
 }
 
 /**
