@@ -59,6 +59,10 @@ describe('the node lines of a record read from its file', () => {
     const known = spliced.heads().buckets.map(() => 'known');
     const only = new Set([...first.keys(), ...then.keys()].map(bucketOf));
     expect(layered.bucketDigests(known, only)).toEqual(spliced.bucketDigests(known, only));
+    // Every bucket, worked out from the bytes read (with the layers' entries put in) as from the lines split one by one.
+    const every = new Set(known.map((_, b) => b));
+    expect(layered.bucketDigests(known, every)).toEqual(spliced.heads().buckets);
+    expect(read.bucketDigests(known, every)).toEqual(RecordedNodes.of(all).heads().buckets);
     expect(layered.toMap()).toEqual(spliced.toMap());
     expect(layered.names(new Set([name(3)]))).toEqual(spliced.names(new Set([name(3)])));
     expect(Buffer.from(layered.bytes())).toEqual(Buffer.concat(expected.pieces).subarray(GENERATION.length));

@@ -5,7 +5,7 @@ import { types } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import type { LocalHeads, TreeLabels } from './local-heads.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, type ReteFile } from '#contracts/files';
-import { bucketDigest, bucketOf, headBuckets, labelLines } from '#bundle';
+import { bucketDigest, bucketOf, headBuckets, labelLines, sha256Hex } from '#bundle';
 import { isTempName, replaceFileUnsynced } from '#runtime';
 import { cmp, differingArtifacts, type ArtifactBytes, type KeptDiagnostic, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { NodeLabels } from '#contracts';
@@ -347,6 +347,8 @@ export class RecordedNodes {
    * every node: a recompile that rewrote a few nodes asks for a few buckets of a large tree.
    */
   bucketDigests(known: readonly string[], only: ReadonlySet<number>): string[] {
+    const fromBytes = this.bucketDigestsInBytes(known, only);
+    if (fromBytes) return fromBytes;
     const members = new Map<number, [string, string][]>([...only].map((b) => [b, []]));
     // bucketDigest puts each bucket's members in name order itself.
     this.eachIn(only, (bucket, node, set) => members.get(bucket)!.push([node, set]), false);
@@ -354,6 +356,49 @@ export class RecordedNodes {
       const these = members.get(b);
       return these ? bucketDigest(these) : digest;
     });
+  }
+
+  /**
+   * bucketDigests without decoding a line, when these nodes are a kept record's read whole, with its
+   * bucket index, or a layer over one (a quick recompile's): the text bucketDigest hashes, each
+   * member's `<node> <set digest>` and a newline, is copied out of the bytes line by line in the order
+   * the index lists them, which is name order, with a layer's entries put in. Undefined otherwise.
+   */
+  private bucketDigestsInBytes(known: readonly string[], only: ReadonlySet<number>): string[] | undefined {
+    const base = this.layer?.base ?? this;
+    const index = base.kept?.index;
+    if (!index || base.raw === undefined) return undefined;
+    const raw = base.buffer();
+    // A layer's nodes by where their lines start, with the text they add.
+    const over = new Map<number, Buffer>();
+    for (const [node, entry] of this.layer?.over ?? []) {
+      const set = lineFields(entry).set;
+      // Node lines with an index are ASCII: a name's length is its bytes'.
+      over.set(base.entryAt(node, true) - node.length - 1, Buffer.from(`${node} ${set}\n`, 'latin1'));
+    }
+    let text = Buffer.allocUnsafe(1 << 16);
+    const digests = [...known];
+    for (const b of only) {
+      let n = 0;
+      for (let i = index.starts[b]; i < index.starts[b + 1]; i++) {
+        const start = index.lines[i];
+        const put = over.get(start);
+        // `<node> <fingerprint> <location> <set digest> <bucket>`: the name with its space, and the fourth field.
+        const name = put ? 0 : raw.indexOf(32, start) + 1;
+        const set = put ? 0 : raw.indexOf(32, raw.indexOf(32, name) + 1) + 1;
+        const end = put ? 0 : raw.indexOf(32, set);
+        const length = put ? put.length : name - start + end - set + 1;
+        if (n + length > text.length) text = Buffer.concat([text.subarray(0, n), Buffer.allocUnsafe(Math.max(text.length, length))]);
+        if (put) n += put.copy(text, n);
+        else {
+          n += raw.copy(text, n, start, name);
+          n += raw.copy(text, n, set, end);
+          text[n++] = 10;
+        }
+      }
+      digests[b] = sha256Hex(text.subarray(0, n));
+    }
+    return digests;
   }
 
   /**
@@ -1128,20 +1173,22 @@ function foldPacks(base: string, lines: Map<string, string>, pack: PackWriter, r
 }
 
 /**
- * A node's files on disk, when they are exactly what the record says was written there (its set
- * fingerprint, and its entry as its digest list says); undefined when the record does not know the node
- * or the entry differs.
+ * Reads nodes' files from the packs, each one's when it is exactly what the record says was written
+ * there (its set fingerprint, and its entry as its digest list says); undefined when the record does
+ * not know the node or the entry differs. One reader for them all, each pack opened once: `close`
+ * when done.
  */
-export function recordedNodeFiles(root: string, record: CompileRecord, node: string): Map<string, ArtifactBytes> | undefined {
-  const line = record.nodes.get(node);
-  if (line === undefined) return undefined;
+export function recordedNodeFiles(root: string, record: CompileRecord): { files(node: string): Map<string, ArtifactBytes> | undefined; close(): void } {
   const reader = new PackReader(join(root, COMPILED_DIR));
-  try {
-    const got = entryOf(reader, node, line);
-    return got instanceof Map && line.startsWith(`${setFingerprint(got)} `) ? got : undefined;
-  } finally {
-    reader.close();
-  }
+  return {
+    files: (node) => {
+      const line = record.nodes.get(node);
+      if (line === undefined) return undefined;
+      const got = entryOf(reader, node, line);
+      return got instanceof Map && line.startsWith(`${setFingerprint(got)} `) ? got : undefined;
+    },
+    close: () => reader.close(),
+  };
 }
 
 /**

@@ -226,31 +226,9 @@ function quickRecompile(
     }
   }
 
-  // The edited nodes and every node that names one whose listen address moved among its peers.
-  const involved = new Map<string, ReadonlyMap<string, ArtifactBytes>>();
-  // Those whose flor.json changes: every one but a node whose sync block alone changed.
-  const florEdited = new Set<string>();
-  const take = (node: string, flor = true): boolean => {
-    if (flor) florEdited.add(node);
-    if (involved.has(node)) return true;
-    const held = recordedNodeFiles(root, record, node);
-    if (held) involved.set(node, held);
-    return held !== undefined;
-  };
-  for (const node of edits.services.keys()) if (!take(node)) return undefined;
-  for (const node of syncs.keys()) if (!take(node, false)) return undefined;
-  for (const node of edits.listens.keys()) {
-    if (!take(node)) return undefined;
-    const flor = involved.get(node)?.get(FLOR_JSON);
-    let peers: unknown;
-    try {
-      peers = (JSON.parse(String(flor)) as { acl?: { peers?: unknown } }).acl?.peers;
-    } catch {
-      return undefined;
-    }
-    if (!Array.isArray(peers)) return undefined;
-    for (const peer of peers as { node?: unknown }[]) if (typeof peer.node !== 'string' || !take(peer.node)) return undefined;
-  }
+  const found = involvedNodes(root, record, edits, syncs);
+  if (!found) return undefined;
+  const { involved, florEdited } = found;
   const rewrites = new Map<string, { old: ReadonlyMap<string, ArtifactBytes>; artifacts: ReadonlyMap<string, ArtifactBytes> }>();
   for (const [node, old] of involved) {
     const artifacts = new Map(old);
@@ -278,6 +256,50 @@ function quickRecompile(
   );
   const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics });
   return { nodes: record.nodes.size, change, diagnostics: diagnostics.map((d) => d.text) };
+}
+
+/**
+ * The nodes an edit reaches, each with its files as the record says they are: the edited nodes and
+ * every node that names one whose listen address moved among its peers (read from the moved node's
+ * own flor.json: the ACL did not change, and a node's peers name it in turn); and those whose
+ * flor.json changes, every one but a node whose sync block alone changed. Undefined when any of
+ * them is not in .flor/compiled as the record says.
+ */
+function involvedNodes(
+  root: string,
+  record: CompileRecord,
+  edits: LocalEdits,
+  syncs: ReadonlyMap<string, SyncSeconds>,
+): { involved: Map<string, ReadonlyMap<string, ArtifactBytes>>; florEdited: Set<string> } | undefined {
+  const involved = new Map<string, ReadonlyMap<string, ArtifactBytes>>();
+  const florEdited = new Set<string>();
+  const recorded = recordedNodeFiles(root, record);
+  const take = (node: string, flor = true): boolean => {
+    if (flor) florEdited.add(node);
+    if (involved.has(node)) return true;
+    const held = recorded.files(node);
+    if (held) involved.set(node, held);
+    return held !== undefined;
+  };
+  try {
+    for (const node of edits.services.keys()) if (!take(node)) return undefined;
+    for (const node of syncs.keys()) if (!take(node, false)) return undefined;
+    for (const node of edits.listens.keys()) {
+      if (!take(node)) return undefined;
+      const flor = involved.get(node)?.get(FLOR_JSON);
+      let peers: unknown;
+      try {
+        peers = (JSON.parse(String(flor)) as { acl?: { peers?: unknown } }).acl?.peers;
+      } catch {
+        return undefined;
+      }
+      if (!Array.isArray(peers)) return undefined;
+      for (const peer of peers as { node?: unknown }[]) if (typeof peer.node !== 'string' || !take(peer.node)) return undefined;
+    }
+  } finally {
+    recorded.close();
+  }
+  return { involved, florEdited };
 }
 
 /**
