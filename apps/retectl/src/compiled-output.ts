@@ -1296,7 +1296,7 @@ function foldSmallPacks(
   moved: Map<string, string>,
   pack: PackWriter,
 ): Set<string> {
-  const size = (id: string) => Number(record.packs.get(id)?.split(':')[0] ?? 0);
+  const size = (id: string) => Number(record.packs.get(id)?.split(':')[0]) || 0;
   const largest = [...record.packs.keys()].sort((a, b) => size(b) - size(a))[0];
   const folded = new Set([...record.packs.keys()].filter((id) => id !== largest));
   const reader = new PackReader(base);
