@@ -271,6 +271,22 @@ describe('local edits', () => {
       expect(edited(was, above)?.map((w) => w.line)).toEqual([2, 10, 11]);
     });
 
+    it('are in validation\'s order when two warnings share a place: services one alias lists, edited through its anchor', () => {
+      // gw2's services are gw1's, through an alias: both of gw2's warnings are placed where the alias is, and validation
+      // orders two warnings of one place and one code by their text (sortDiagnostics): gw2:dns before gw2:web.
+      const gateways = (dns: number) =>
+        `  - name: gw1\n    kind: device\n    listen: 10.0.0.5:7946\n    services: &edge\n      - { name: web, port: 80 }\n      - { name: dns, port: ${dns} }\n` +
+        '  - name: gw2\n    kind: device\n    listen: 10.0.0.6:7946\n    services: *edge\n';
+      const [was, now] = [nodes(BETA, gateways(53)), nodes(BETA, gateways(5353))];
+      const gw2 = (text: string) => warningsOf(text).filter((w) => w.text.includes('gw2:'));
+      expect(gw2(now).map((w) => [w.line, w.col, w.text.replace(/^.*reach /, '')])).toEqual([
+        [12, 15, 'gw2:dns [unused_service]'],
+        [12, 15, 'gw2:web [unused_service]'],
+      ]);
+      // A port moved in the anchor: gw1 and gw2 both edited, and their warnings made again in the services' order.
+      expect(edited(was, now)).toEqual(warningsOf(now));
+    });
+
     it('are not known when a removed service may be named by a rule, a server gains SSH, or a warning has no place', () => {
       const was = nodes(BETA);
       // web is reached: the rule naming it would be an error, which only validating everything reports.
