@@ -573,6 +573,28 @@ describe('retectl compile on a real folder', () => {
     expect(stderr.join('')).toBe(warnings);
   });
 
+  it('after a port moves in services an alias lists on another node, prints the warnings of one place in the order a compile from nothing does', async () => {
+    // gw2's services are gw1's: both of gw2's unused_service warnings are placed where the alias is, and
+    // validation orders two warnings of one place and one code by their text (gw2:dns before gw2:web).
+    const gateways = (dns: number) =>
+      `${SERVERS}  - name: gw1\n    kind: device\n    listen: 10.0.0.5:7946\n    services: &edge\n      - { name: web, port: 80 }\n      - { name: dns, port: ${dns} }\n` +
+      '  - name: gw2\n    kind: device\n    listen: 10.0.0.6:7946\n    services: *edge\n';
+    write('nodes/servers.yaml', gateways(53));
+    await compile();
+    const unread = spoilOtherEntries();
+    write('nodes/servers.yaml', gateways(5353));
+    expect(await compile()).toMatch(/^~ gw2: flor\.json$/m);
+    // The quick path took it.
+    unread();
+    expect(onDisk()).toEqual(cold());
+    const warnings = validateRete(readSources(rete), sourceReader(rete)).diagnostics.map((d) => `${formatDiagnostic(d)}\n`);
+    expect(warnings.filter((w) => w.includes('gw2:'))).toEqual([
+      expect.stringMatching(/^nodes\/servers\.yaml:14:15: nodes\[4\]\.services\[1\]: .*gw2:dns \[unused_service\]\n$/),
+      expect.stringMatching(/^nodes\/servers\.yaml:14:15: nodes\[4\]\.services\[0\]: .*gw2:web \[unused_service\]\n$/),
+    ]);
+    expect(stderr.join('')).toEqual(warnings.join(''));
+  });
+
   it('after a listen address moves in a file that also changed otherwise, compiles in full; when it moves a warning, says where it now is', async () => {
     await compile();
     // A move and a peer granted in the same edit: laptop's and gamma's peers change too.
