@@ -200,7 +200,20 @@ export function editedWarnings(kept: readonly KeptDiagnostic[], before: ReteFile
       if (isSsh(s) && codes?.has('no_safety_net')) at(path, 'no_safety_net', noSafetyNetMessage(node.name, s));
     }
   }
-  return warnings.sort((a, b) => (a.line as number) - (b.line as number) || (a.col as number) - (b.col as number) || cmp(codeOf(a.text), codeOf(b.text)));
+  // sortDiagnostics' order: by place, then code, then message (two warnings of one place: services an alias lists).
+  return warnings.sort(
+    (a, b) =>
+      (a.line as number) - (b.line as number) ||
+      (a.col as number) - (b.col as number) ||
+      cmp(codeOf(a.text), codeOf(b.text)) ||
+      cmp(messageOf(a), messageOf(b)),
+  );
+}
+
+/** A kept warning's message: its text (formatDiagnostic's) without its place, path, severity and code. */
+function messageOf(w: KeptDiagnostic): string {
+  const head = `${placeText({ file: w.file, line: w.line as number, col: w.col as number })}: ${w.path ? `${w.path}: ` : ''}warning: `;
+  return w.text.slice(head.length, w.text.length - ` [${codeOf(w.text)}]`.length);
 }
 
 /** The code a formatted diagnostic ends with (formatDiagnostic): `… [unused_service]`. */
