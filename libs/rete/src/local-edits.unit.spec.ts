@@ -271,7 +271,7 @@ describe('local edits', () => {
       expect(edited(was, above)?.map((w) => w.line)).toEqual([2, 10, 11]);
     });
 
-    it('are in validation\'s order when two warnings share a place: services one alias lists, edited through its anchor', () => {
+    it("are in validation's order when two warnings share a place: services one alias lists, edited through its anchor", () => {
       // gw2's services are gw1's, through an alias: both of gw2's warnings are placed where the alias is, and validation
       // orders two warnings of one place and one code by their text (sortDiagnostics): gw2:dns before gw2:web.
       const gateways = (dns: number) =>
