@@ -5,7 +5,7 @@ import { types } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import type { LocalHeads, TreeLabels } from './local-heads.js';
 import { DIGESTS_JSON, DNS_LABEL, FILE_ARTIFACT, HEAD_BUCKETS, type ReteFile } from '#contracts/files';
-import { bucketDigest, bucketOf, headBuckets, labelLines, sha256Hex } from '#bundle';
+import { bucketDigest, bucketOf, headBuckets, labelLines, labelsText, sha256Hex } from '#bundle';
 import { isTempName, replaceFileUnsynced } from '#runtime';
 import { cmp, differingArtifacts, type ArtifactBytes, type KeptDiagnostic, type Rete, type RolloutModel, type TreeChange } from '#rete';
 import type { NodeLabels } from '#contracts';
@@ -126,10 +126,16 @@ export interface RecordedRete {
    * retectl, which then compiles such an edit in full.
    */
   readonly defaults?: NonNullable<ReteFile['defaults']>;
+  /**
+   * Every tag the rete's files name (namedTags: ACL rules, resources' selectors, the rollout's canary),
+   * sorted: a quick recompile takes a node's tags edited only when it adds or removes none of them.
+   * Absent in a record of an earlier retectl, or when the files' data was not at hand.
+   */
+  readonly namedTags?: readonly string[];
 }
 
-/** The record's view of a validated rete and its nodes' labels (nodeLabels of it). */
-export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>): RecordedRete {
+/** The record's view of a validated rete and its nodes' labels (nodeLabels of it), with the tags its files name when known. */
+export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>, named?: ReadonlySet<string>): RecordedRete {
   const lines = [...labelLines(labels)].sort((a, b) => cmp(a[0], b[0]));
   let text = '\n';
   for (const [node, line] of lines) text += `${node} ${line}\n`;
@@ -140,6 +146,7 @@ export function recordedRete(rete: Rete, labels: ReadonlyMap<string, NodeLabels>
     // What labelBuckets(labels) gives, from the lines already worked out.
     labelBuckets: headBuckets(lines),
     defaults: rete.defaults ?? {},
+    ...(named ? { namedTags: [...named].sort(cmp) } : {}),
   };
 }
 
@@ -800,6 +807,7 @@ function keptRete(root: string, r: Partial<RecordedRete> | undefined, generation
     ...(r.rollout ? { rollout: r.rollout } : {}),
     labelBuckets: buckets,
     ...(typeof r.defaults === 'object' && r.defaults !== null ? { defaults: r.defaults } : {}),
+    ...(Array.isArray(r.namedTags) && r.namedTags.every((t) => typeof t === 'string') ? { namedTags: r.namedTags } : {}),
     get labels() {
       return (labels ??= readKept(root, RECORD_LABELS, generation));
     },
@@ -838,6 +846,7 @@ function writeRecord(root: string, record: CompileRecord): void {
         ...(rete.rollout ? { rollout: rete.rollout } : {}),
         labelBuckets: rete.labelBuckets,
         ...(rete.defaults ? { defaults: rete.defaults } : {}),
+        ...(rete.namedTags ? { namedTags: rete.namedTags } : {}),
       }
     : undefined;
   replaceFileUnsynced(
@@ -1196,19 +1205,22 @@ export function recordedNodeFiles(root: string, record: CompileRecord): { files(
  * record says it is: the quick path of a recompile that knows which nodes its change reaches. `old`
  * is what each node's entry holds now (recordedNodeFiles). The nodes that differ go into a small pack
  * of their own; the index and the record are written once it is named, so a compile that stops
- * halfway leaves both as they were.
+ * halfway leaves both as they were. `labels`, when some nodes' tags changed: the labels' lines and
+ * bucket digests as they now are (editedLabels), written as a labels' file of the new record's
+ * generation; without, the labels' file the record was read with stays, unread.
  */
 export function rewriteNodes(
   root: string,
   record: CompileRecord,
   nodes: ReadonlyMap<string, { readonly old: ReadonlyMap<string, ArtifactBytes>; readonly artifacts: ReadonlyMap<string, ArtifactBytes> }>,
   inputs: CompileInputs,
+  labels?: Pick<RecordedRete, 'labels' | 'labelBuckets'>,
 ): WrittenTree {
   const base = join(root, COMPILED_DIR);
   const next = new Map<string, string>();
   const changed: { node: string; artifacts: string[] }[] = [];
   const files = { written: 0, unchanged: record.files, removed: 0 };
-  if (nodes.size === 0 && sameInputs(record.inputs, inputs)) {
+  if (nodes.size === 0 && !labels && sameInputs(record.inputs, inputs)) {
     // Nothing to write, and the record already says so: it stays as it is, files and all, but for the
     // YAML files' stamps when they moved.
     if (record.generation !== undefined && !sameMaps(record.inputs?.yamlStamps, inputs.yamlStamps)) restampRecord(root, record.generation, inputs);
@@ -1223,10 +1235,12 @@ export function rewriteNodes(
     };
   }
   // What is carried over from the record is read before the index is replaced: the node lines. The
-  // labels' file stays, unread: only nodes' own addresses, services and sync blocks changed, so every node's tags and groups are as recorded.
+  // labels' file stays, unread, unless tags changed: every node's groups, and every other node's tags, are as recorded.
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
-  const { rete, labelsGeneration } = record;
+  const { labelsGeneration: readWith } = record;
+  const rete = labels && record.rete ? { ...record.rete, ...labels } : record.rete;
+  const labelsGeneration = labels ? undefined : readWith;
   const pack = new PackWriter(base);
   // The packs folded into the new one, and the lines of the nodes whose entries moved with them.
   let folded: ReadonlySet<string> = new Set();
@@ -1257,7 +1271,7 @@ export function rewriteNodes(
   const buckets = next.size === 0 ? record.buckets : nodesRecorded.bucketDigests(record.buckets, new Set([...next.keys()].map(bucketOf)));
   const packs = new Map([...record.packs].filter(([id]) => !folded.has(id)));
   if (next.size > 0) packs.set(pack.id, packStamp(base, pack.id) ?? '-');
-  // Only nodes' own addresses, services and sync blocks changed: the coordinator, the rollout block, every node's tags and groups and the defaults are as recorded.
+  // Only nodes' own addresses, services, sync blocks and tags changed: the coordinator, the rollout block, every node's groups and the defaults are as recorded.
   writeRecord(root, {
     nodes: nodesRecorded,
     buckets,
@@ -1280,6 +1294,44 @@ export function rewriteNodes(
     },
     files,
   };
+}
+
+/**
+ * A record's labels (`\n<node> <tags> <groups>\n…`, labelsText of each node with a tag or a group, in
+ * name order) with these nodes' tags as they now are, their groups as they were, and the digests of
+ * the buckets they are in worked out again (the others as `buckets` gives them).
+ */
+export function editedLabels(
+  labels: string,
+  buckets: readonly string[],
+  tags: ReadonlyMap<string, readonly string[]>,
+): Pick<RecordedRete, 'labels' | 'labelBuckets'> {
+  const lines = new Map<string, string>();
+  for (let start = 1, end = labels.indexOf('\n', start); end > 0; start = end + 1, end = labels.indexOf('\n', start)) {
+    const space = labels.indexOf(' ', start);
+    lines.set(labels.slice(start, space), labels.slice(space + 1, end));
+  }
+  for (const [node, now] of tags) {
+    const line = lines.get(node);
+    // labelsText writes `<tags> <groups>`, each a comma-joined list (empty when there is none); a name holds no space or comma.
+    const groups =
+      line === undefined
+        ? []
+        : line
+            .slice(line.indexOf(' ') + 1)
+            .split(',')
+            .filter(Boolean);
+    // labelLines: a node with neither tags nor groups has no line.
+    if (now.length + groups.length === 0) lines.delete(node);
+    else lines.set(node, labelsText({ tags: now, groups }));
+  }
+  const sorted = [...lines].sort((a, b) => cmp(a[0], b[0]));
+  let text = '\n';
+  for (const [node, line] of sorted) text += `${node} ${line}\n`;
+  const touched = new Set([...tags.keys()].map(bucketOf));
+  const members = new Map<number, [string, string][]>([...touched].map((b) => [b, []]));
+  for (const [node, line] of sorted) members.get(bucketOf(node))?.push([node, line]);
+  return { labels: text, labelBuckets: buckets.map((digest, b) => (members.has(b) ? bucketDigest(members.get(b) as [string, string][]) : digest)) };
 }
 
 /**

@@ -221,6 +221,8 @@ export function sourceReader(root: string): ReadSource {
 export interface Checked {
   readonly rete: Rete;
   readonly diagnostics: readonly Diagnostic[];
+  /** Every tag the rete's files name (namedTags). */
+  readonly namedTags?: ReadonlySet<string>;
 }
 
 /**
@@ -233,14 +235,14 @@ export function validateDir(
   quiet = false,
   options: { sources?: readonly Source[]; cache?: ParseCache; readSource?: ReadSource; validated?: () => void } = {},
 ): Checked {
-  const { rete, diagnostics } = validateRete(options.sources ?? readSources(root), options.readSource ?? sourceReader(root), options.cache);
+  const { rete, diagnostics, namedTags } = validateRete(options.sources ?? readSources(root), options.readSource ?? sourceReader(root), options.cache);
   options.validated?.();
   if (!quiet || !rete) for (const d of diagnostics) note(formatDiagnostic(d));
   if (!rete) {
     const errors = diagnostics.filter((d) => d.severity === 'error').length;
     throw new RetectlError('invalid_rete', `the rete does not validate: ${errors} error${errors === 1 ? '' : 's'}`);
   }
-  return { rete, diagnostics };
+  return { rete, diagnostics, ...(namedTags ? { namedTags } : {}) };
 }
 
 /**

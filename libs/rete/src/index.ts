@@ -34,4 +34,4 @@ export {
 export { diffResources, formatResourceChange, artifactsText, type ResourceChange, type FileAttributeChange } from './resource-changes.js';
 export { selectNodes, type NodeSelector, type SelectorKey, type Selectable, type UnknownTarget } from './select-nodes.js';
 export { EXAMPLE_RETE } from './example.js';
-export { nodeLabels } from './labels.js';
+export { namedTags, nodeLabels } from './labels.js';

@@ -18,12 +18,14 @@ export interface LocalEdits {
   readonly services: Map<string, FlorJson['services']>;
   /** Each node whose own sync block changed, and the block as it now is (undefined: removed). */
   readonly syncs: Map<string, SyncDecl>;
+  /** Each node whose tags changed (as a set), with its tags before and now, each sorted and unique. */
+  readonly tags: Map<string, { readonly was: readonly string[]; readonly now: readonly string[] }>;
 }
 
 /**
- * What an edit of one rete file changed, when all it changed is where nodes listen, their services
- * and their own sync blocks. Undefined for any other change (a key added or removed anywhere but in a
- * node's services or sync block, a node added, removed, renamed or reordered, any other value of a
+ * What an edit of one rete file changed, when all it changed is where nodes listen, their services,
+ * their own sync blocks and their tags. Undefined for any other change (a key added or removed anywhere but in a
+ * node's services, sync block or tags, a node added, removed, renamed or reordered, any other value of a
  * node, the mesh, defaults, groups, ACL rules, resources or rollout), so a caller can take this as the
  * whole difference or compile in full.
  *
@@ -31,7 +33,9 @@ export interface LocalEdits {
  * whose ACL names it, its entry in acl.peers. Its services are compiled into its own flor.json alone:
  * ACL rules and every other node name a service by its name, so a service added, or one removed that
  * no rule names, changes no other node. Its sync block, merged over the defaults', is compiled into
- * its own agent.json alone. Which nodes are peers depends on none of them.
+ * its own agent.json alone. Which nodes are peers depends on none of them. A node's tags are in no
+ * compiled file: they are its labels, and what ACL rules, resources and the rollout pick by them; the
+ * caller takes a tag edit only when no file names a tag it adds or removes (namedTags).
  *
  * The file's schema checks them all, and validation's other checks of them are of the node alone:
  * two services of one node may not share a name or a port (undefined when they now do). A sync
@@ -46,13 +50,15 @@ export function localEdits(before: ReteFile, after: ReteFile): LocalEdits | unde
   for (const key of keys) if (key !== 'nodes' && !same(before[key as keyof ReteFile], after[key as keyof ReteFile])) return undefined;
   const [was, now] = [before.nodes ?? [], after.nodes ?? []];
   if (was.length !== now.length) return undefined;
-  const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map() };
+  const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map(), tags: new Map() };
   for (let i = 0; i < was.length; i++) {
     const [a, b] = [was[i], now[i]];
     if (same(a, b)) continue;
     if (!same(unedited(a), unedited(b))) return undefined;
     if (a.listen !== b.listen) edits.listens.set(b.name, b.listen);
     if (!same(a.sync, b.sync)) edits.syncs.set(b.name, b.sync);
+    const [tagsWere, tags] = [tagSet(a), tagSet(b)];
+    if (!same(tagsWere, tags)) edits.tags.set(b.name, { was: tagsWere, now: tags });
     const [old, services] = [servicesOf(a), servicesOf(b)];
     if (same(old, services)) continue;
     if (new Set(services.map((s) => s.name)).size < services.length) return undefined;
@@ -62,10 +68,13 @@ export function localEdits(before: ReteFile, after: ReteFile): LocalEdits | unde
   return edits;
 }
 
-/** A node with what localEdits lets change taken out: its listen address, its sync block and its services. */
+/** A node with what localEdits lets change taken out: its listen address, its sync block, its services and its tags. */
 function unedited(n: ReteNode): unknown {
-  return { ...n, listen: '', sync: undefined, services: undefined };
+  return { ...n, listen: '', sync: undefined, services: undefined, tags: undefined };
 }
+
+/** A node's tags as its labels carry them: sorted, each once. */
+const tagSet = (n: ReteNode): string[] => [...new Set(n.tags ?? [])].sort(cmp);
 
 /**
  * A compiled flor.json with the edited nodes' addresses put in: its own and its peers' listen

@@ -14,12 +14,13 @@ const file = (listen: string, extra: Partial<ReteNode> = {}): ReteFile => ({
   acl: [{ from: ['a'], to: ['b:web'] }],
 });
 /** Only listen addresses moved. */
-const listens = (entries: [string, string][]): LocalEdits => ({ listens: new Map(entries), services: new Map(), syncs: new Map() });
+const listens = (entries: [string, string][]): LocalEdits => ({ listens: new Map(entries), services: new Map(), syncs: new Map(), tags: new Map() });
 /** Listen addresses the same, services moved. */
 const services = (entries: [string, LocalEdits['services'] extends Map<string, infer S> ? S : never][]): LocalEdits => ({
   listens: new Map(),
   services: new Map(entries),
   syncs: new Map(),
+  tags: new Map(),
 });
 
 describe('local edits', () => {
@@ -31,7 +32,7 @@ describe('local edits', () => {
 
   it('gives up on any other change: a node field, a node more or renamed, a rule, a mesh-wide setting', () => {
     const before = file('10.0.0.2:7946');
-    expect(localEdits(before, file('10.0.0.2:7000', { tags: ['db'] }))).toBeUndefined();
+    expect(localEdits(before, file('10.0.0.2:7000', { description: 'the database' }))).toBeUndefined();
     expect(localEdits(before, file('10.0.0.2:7946', { kind: 'device' }))).toBeUndefined();
     expect(localEdits(before, { ...before, nodes: [...(before.nodes ?? []), { name: 'c', kind: 'server', listen: '10.0.0.3:7946' }] })).toBeUndefined();
     expect(localEdits(before, { ...before, nodes: [...(before.nodes ?? [])].reverse() })).toBeUndefined();
@@ -39,9 +40,28 @@ describe('local edits', () => {
     expect(localEdits(before, { ...before, defaults: { sync: { poll_interval: '1m' } } })).toBeUndefined();
   });
 
+  it('finds the nodes whose tags changed as a set, with their tags before and now', () => {
+    const before = file('10.0.0.2:7946', { tags: ['db', 'eu'] });
+    const tags = (was: string[], now: string[]): LocalEdits => ({
+      listens: new Map(),
+      services: new Map(),
+      syncs: new Map(),
+      tags: new Map([['b', { was, now }]]),
+    });
+    expect(localEdits(before, file('10.0.0.2:7946', { tags: ['eu', 'canary', 'db'] }))).toEqual(tags(['db', 'eu'], ['canary', 'db', 'eu']));
+    expect(localEdits(before, file('10.0.0.2:7946'))).toEqual(tags(['db', 'eu'], []));
+    // The same tags in another order, or one written twice: the same labels, nothing changed.
+    expect(localEdits(before, file('10.0.0.2:7946', { tags: ['eu', 'db', 'eu'] }))).toEqual(listens([]));
+  });
+
   it('finds the nodes whose own sync block changed, came or went, with the block as it now is', () => {
     const before = file('10.0.0.2:7946', { sync: { poll_interval: '1m' } });
-    const syncs = (entries: [string, ReteNode['sync']][]): LocalEdits => ({ listens: new Map(), services: new Map(), syncs: new Map(entries) });
+    const syncs = (entries: [string, ReteNode['sync']][]): LocalEdits => ({
+      listens: new Map(),
+      services: new Map(),
+      syncs: new Map(entries),
+      tags: new Map(),
+    });
     expect(localEdits(before, file('10.0.0.2:7946', { sync: { poll_interval: '2m', splay: '5s' } }))).toEqual(
       syncs([['b', { poll_interval: '2m', splay: '5s' }]]),
     );
@@ -52,6 +72,7 @@ describe('local edits', () => {
       listens: new Map([['b', '10.0.0.2:7000']]),
       services: new Map(),
       syncs: new Map([['b', { watch: false }]]),
+      tags: new Map(),
     });
   });
 
@@ -77,6 +98,7 @@ describe('local edits', () => {
       listens: new Map([['b', '10.0.0.2:7000']]),
       services: new Map([['b', listed(8443, 'tcp')]]),
       syncs: new Map(),
+      tags: new Map(),
     });
   });
 

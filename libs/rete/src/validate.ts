@@ -14,6 +14,7 @@ import {
   type ReteWarningCode,
 } from '#contracts/files';
 import { cmp, placeText, quoteValue, sortDiagnostics, type Diagnostic, type Place } from './diagnostics.js';
+import { namedTags } from './labels.js';
 import type { AclRuleModel, AclSource, Rete, ReteNodeModel, SyncSeconds } from './model.js';
 import { parseFile, type Def, type ParseCache, type ParsedFile, type Source } from './parse-file.js';
 import { pathText } from './path-text.js';
@@ -24,6 +25,8 @@ export interface Validation {
   /** Present only when there is no error (warnings allowed). */
   readonly rete?: Rete;
   readonly diagnostics: readonly Diagnostic[];
+  /** With the rete: every tag its files name (namedTags), which a compile's record keeps. */
+  readonly namedTags?: ReadonlySet<string>;
 }
 
 /**
@@ -245,6 +248,7 @@ export function validateRete(sources: readonly Source[], readSource: ReadSource 
       ...(defaults ? { defaults: defaults.value } : {}),
     },
     diagnostics: sorted,
+    namedTags: namedTags(files.map((f) => f.data)),
   };
 }
 

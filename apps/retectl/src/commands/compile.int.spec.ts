@@ -1005,6 +1005,47 @@ describe('retectl compile on a real folder', () => {
     expect(validatedLabels().alpha.tags).toEqual(['www']);
   });
 
+  it('after a tag no file names is added or removed, takes the quick path: no compiled file changes, the labels do', async () => {
+    await compile();
+    const labelsNow = () => {
+      const { heads } = loadCompiledTree(rete);
+      const { rete: recorded } = loadPublishable(rete);
+      return [recorded.labels.all(), heads?.labels];
+    };
+    const fromNothing = () => {
+      const { rete: validated } = loadCompiledTree(rete);
+      return [Object.fromEntries(nodeLabels(validated)), labelBuckets(nodeLabels(validated))];
+    };
+    const unread = spoilOtherEntries();
+    const before = age();
+    // beta gains one, gamma loses its only one (and, in no group, its labels' line).
+    write(
+      'nodes/servers.yaml',
+      SERVERS.replace('tags: [backend] }\n  - { name: gamma', 'tags: [backend, canary] }\n  - { name: gamma').replace(/(gamma.*), tags: \[backend\]/, '$1'),
+    );
+    expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written/);
+    unread();
+    expect(touched(before, entries(rete))).toEqual([]);
+    expect(labelsNow()).toEqual(fromNothing());
+    expect(loadPublishable(rete).rete.labels.all()).toMatchObject({ beta: { tags: ['backend', 'canary'] }, gamma: { tags: [], groups: [] } });
+    expect(onDisk()).toEqual(cold());
+    // And the record it wrote takes the next one too: back as it was.
+    write('nodes/servers.yaml', SERVERS);
+    await compile();
+    unread();
+    expect(labelsNow()).toEqual(fromNothing());
+    // A tag an ACL rule names: who reaches alpha's web changes, so the compile is a full one.
+    write('policy.yaml', `${EXAMPLE_RETE['policy.yaml']}  - from: [tag:backend]\n    to: [alpha:web]\n`);
+    await compile();
+    const then = age();
+    write('nodes/servers.yaml', SERVERS.replace(/(gamma.*), tags: \[backend\]/, '$1'));
+    expect(await compile()).toMatch(/^~ alpha: flor\.json$/m);
+    expect(() => unread()).toThrow();
+    expect(touched(then, entries(rete)).sort()).toEqual(['alpha', 'gamma']);
+    expect(onDisk()).toEqual(cold());
+    expect(labelsNow()).toEqual(fromNothing());
+  });
+
   it('after as many quick recompiles as MAX_PACKS, folds their packs into the next one and stays on the quick path', async () => {
     await compile();
     const [first] = packedPacks(rete);

@@ -20,6 +20,7 @@ import {
 } from '#rete';
 import { AGENT_JSON, FLOR_JSON } from '#contracts/files';
 import {
+  editedLabels,
   packsHold,
   readRecord,
   recordedNodeFiles,
@@ -110,7 +111,7 @@ async function compileTree(
   };
   progress.stage('parsing', sources.length);
   try {
-    const { rete, diagnostics } = validateDir(options.dir, options.json, {
+    const { rete, diagnostics, namedTags } = validateDir(options.dir, options.json, {
       sources,
       cache: counted,
       readSource: recording,
@@ -128,7 +129,14 @@ async function compileTree(
       diagnostics: diagnostics.map((d) => ({ file: d.file, text: formatDiagnostic(d), path: d.path, line: d.line, col: d.col })),
     };
     // What publish takes from the rete beside the tree: while the YAML stays as compiled, it need not validate it again.
-    const change = writeCompiled(options.dir, compileNodes(rete), () => progress.tick(), compiledFrom, recordedRete(rete, nodeLabels(rete)), packsHeld);
+    const change = writeCompiled(
+      options.dir,
+      compileNodes(rete),
+      () => progress.tick(),
+      compiledFrom,
+      recordedRete(rete, nodeLabels(rete), namedTags),
+      packsHeld,
+    );
     return { nodeCount: rete.nodes.length, change };
   } finally {
     progress.done();
@@ -161,7 +169,8 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
 /**
  * A recompile that needs neither validating nor compiling the whole rete, when the record of the last
  * compile says what it was compiled from and every YAML file is the same but for what each node's own
- * sets hold: where nodes listen, their services, and their own sync blocks (localEdits). Then the rete
+ * sets hold: where nodes listen, their services, and their own sync blocks, or their tags when no
+ * file names a tag added or removed (localEdits; the record keeps the tags the files name). Then the rete
  * is valid as before, once each edited sync block passes validation's checks of it (nodeSync, merged
  * over the defaults the record keeps), and its warnings are those of the record, each edited file's
  * made again from them (editedWarnings: placed where they now are, a new service warned of as unused).
@@ -169,11 +178,12 @@ function readInputs(dir: string, record: CompileRecord | undefined): Inputs {
  * agent.json (sync) and, in each node that names a node whose listen address moved among its peers,
  * its flor.json: read back from .flor/compiled (checked against the record), with the edits put in
  * (editFlor, editAgent). Which nodes are a moved node's peers is read from its own flor.json: the ACL
- * did not change, and a node's peers name it in turn.
+ * did not change, and a node's peers name it in turn. Edited tags change the edited nodes' labels in
+ * the record (editedLabels) and no compiled file.
  *
  * Undefined, and the caller compiles in full, on any doubt: no record, one made by another retectl
  * or one without what publish takes from the rete (RecordedRete), a file added, removed or changed
- * otherwise, an edited file whose warnings cannot be known without validating it all (a service
+ * otherwise, a tag added or removed that a file names (or a record that does not say which are), an edited file whose warnings cannot be known without validating it all (a service
  * removed that an ACL rule may name, a server's service that became SSH, a warning kept without its
  * place: an earlier retectl's record), an edited sync block that does
  * not validate (the full compile reports it where it is), a resource's source file
@@ -197,7 +207,7 @@ function quickRecompile(
   }
   for (const [path, digest] of was.sources) if (readSourceDigest(read(path)) !== digest) return undefined;
 
-  const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map() };
+  const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map(), tags: new Map() };
   // The warnings of each changed file as validating it again would give them.
   const warned = new Map<string, KeptDiagnostic[]>();
   // Each edited sync block as its node's agent.json carries it, merged over the defaults the record keeps.
@@ -219,6 +229,14 @@ function quickRecompile(
     warned.set(source.file, warnings);
     for (const [node, listen] of found.listens) edits.listens.set(node, listen);
     for (const [node, services] of found.services) edits.services.set(node, services);
+    // A tag some file names changes what is compiled or picked: only tags named nowhere are labels alone.
+    const named = record.rete.namedTags;
+    for (const [node, tags] of found.tags) {
+      const was = new Set(tags.was);
+      const moved = [...tags.now.filter((t) => !was.has(t)), ...tags.was.filter((t) => !tags.now.includes(t))];
+      if (!named || moved.some((t) => named.includes(t))) return undefined;
+      edits.tags.set(node, tags);
+    }
     for (const [node, block] of found.syncs) {
       const sync = checkedSync(node, block, record.rete.defaults);
       if (!sync) return undefined;
@@ -254,7 +272,12 @@ function quickRecompile(
   const diagnostics = [...was.diagnostics.filter((d) => !warned.has(d.file)), ...[...warned.values()].flat()].sort(
     (a, b) => cmp(a.file, b.file) || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0),
   );
-  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics });
+  // The edited nodes' labels, when their tags changed.
+  const labels =
+    edits.tags.size === 0
+      ? undefined
+      : editedLabels(record.rete.labels, record.rete.labelBuckets, new Map([...edits.tags].map(([node, tags]) => [node, tags.now])));
+  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics }, labels);
   return { nodes: record.nodes.size, change, diagnostics: diagnostics.map((d) => d.text) };
 }
 
