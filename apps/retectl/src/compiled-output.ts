@@ -318,6 +318,13 @@ export class RecordedNodes {
     return found;
   }
 
+  /** The nodes of these buckets, each bucket's in name order. */
+  namesIn(only: ReadonlySet<number>): Map<number, string[]> {
+    const names = new Map<number, string[]>([...only].map((b) => [b, []]));
+    this.eachIn(only, (bucket, node) => names.get(bucket)?.push(node));
+    return names;
+  }
+
   /** Every node and its entry, in name order. */
   toMap(): Map<string, string> {
     const map = new Map<string, string>();
@@ -1299,39 +1306,68 @@ export function rewriteNodes(
 /**
  * A record's labels (`\n<node> <tags> <groups>\n…`, labelsText of each node with a tag or a group, in
  * name order) with these nodes' tags as they now are, their groups as they were, and the digests of
- * the buckets they are in worked out again (the others as `buckets` gives them).
+ * the buckets they are in worked out again (the others as `buckets` gives them). Each edited node's
+ * line is found by a binary search and replaced, removed or put in place; a bucket's members are the
+ * record's node lines of that bucket (`nodes`), each looked up the same way: no line of another
+ * bucket is split and no other node's bucket worked out.
  */
 export function editedLabels(
   labels: string,
   buckets: readonly string[],
   tags: ReadonlyMap<string, readonly string[]>,
+  nodes: RecordedNodes,
 ): Pick<RecordedRete, 'labels' | 'labelBuckets'> {
-  const lines = new Map<string, string>();
-  for (let start = 1, end = labels.indexOf('\n', start); end > 0; start = end + 1, end = labels.indexOf('\n', start)) {
-    const space = labels.indexOf(' ', start);
-    lines.set(labels.slice(start, space), labels.slice(space + 1, end));
-  }
-  for (const [node, now] of tags) {
-    const line = lines.get(node);
+  const was = lineStarts(labels);
+  let text = '';
+  let from = 0;
+  for (const [node, now] of [...tags].sort((a, b) => cmp(a[0], b[0]))) {
+    const start = lineAtOrAfter(labels, was, node);
+    const end = labels.indexOf('\n', start);
+    const has = end > 0 && labels.slice(start, labels.indexOf(' ', start)) === node;
     // labelsText writes `<tags> <groups>`, each a comma-joined list (empty when there is none); a name holds no space or comma.
-    const groups =
-      line === undefined
-        ? []
-        : line
-            .slice(line.indexOf(' ') + 1)
-            .split(',')
-            .filter(Boolean);
+    const line = has ? labels.slice(labels.indexOf(' ', start) + 1, end) : '';
+    const groups = line
+      .slice(line.indexOf(' ') + 1)
+      .split(',')
+      .filter(Boolean);
+    text += labels.slice(from, start);
     // labelLines: a node with neither tags nor groups has no line.
-    if (now.length + groups.length === 0) lines.delete(node);
-    else lines.set(node, labelsText({ tags: now, groups }));
+    if (now.length + groups.length > 0) text += `${node} ${labelsText({ tags: now, groups })}\n`;
+    from = has ? end + 1 : start;
   }
-  const sorted = [...lines].sort((a, b) => cmp(a[0], b[0]));
-  let text = '\n';
-  for (const [node, line] of sorted) text += `${node} ${line}\n`;
-  const touched = new Set([...tags.keys()].map(bucketOf));
-  const members = new Map<number, [string, string][]>([...touched].map((b) => [b, []]));
-  for (const [node, line] of sorted) members.get(bucketOf(node))?.push([node, line]);
-  return { labels: text, labelBuckets: buckets.map((digest, b) => (members.has(b) ? bucketDigest(members.get(b) as [string, string][]) : digest)) };
+  text += labels.slice(from);
+  const starts = lineStarts(text);
+  const digests = [...buckets];
+  for (const [bucket, members] of nodes.namesIn(new Set([...tags.keys()].map(bucketOf)))) {
+    const lines: [string, string][] = [];
+    for (const node of members) {
+      const start = lineAtOrAfter(text, starts, node);
+      const space = text.indexOf(' ', start);
+      if (space > 0 && text.slice(start, space) === node) lines.push([node, text.slice(space + 1, text.indexOf('\n', space))]);
+    }
+    digests[bucket] = bucketDigest(lines);
+  }
+  return { labels: text, labelBuckets: digests };
+}
+
+/** Where each line of `\n<line>\n<line>\n…` starts. */
+function lineStarts(text: string): number[] {
+  const starts: number[] = [];
+  for (let at = 1; at < text.length; at = text.indexOf('\n', at) + 1) starts.push(at);
+  return starts;
+}
+
+/** Where the first line whose name (up to its first space) is `node` or after it in name order starts; the text's end when none. */
+function lineAtOrAfter(text: string, starts: readonly number[], node: string): number {
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const name = text.slice(starts[mid], text.indexOf(' ', starts[mid]));
+    if (name < node) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < starts.length ? starts[lo] : text.length;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { bucketOf, labelBuckets } from '#bundle';
 import { HEAD_BUCKETS, type NodeLabels } from '#contracts';
 import type { Rete } from '#rete';
-import { RecordedNodes, recordedLabels, recordedRete } from './compiled-output.js';
+import { editedLabels, RecordedNodes, recordedLabels, recordedRete } from './compiled-output.js';
 
 /** A record of n nodes, each with a made-up fingerprint, stamp and set digest, in its real head bucket. */
 const recordOf = (n: number, set = (i: number) => `set${i}`): RecordedNodes => {
@@ -100,5 +100,39 @@ describe('recordedLabels', () => {
     const all = given.all();
     expect(Object.keys(all)).toEqual([...tree].sort());
     for (const node of tree) expect(all[node]).toEqual(labels.get(node) ?? { tags: [], groups: [] });
+  });
+});
+
+describe('editedLabels', () => {
+  const name = (i: number) => `node-${String(i).padStart(5, '0')}`;
+  // Some nodes with tags, some with groups only, some with neither (no line).
+  const labelsOf = (edit: (i: number) => readonly string[] | undefined = () => undefined) =>
+    new Map<string, NodeLabels>(
+      Array.from({ length: 3_000 }, (_, i) => [
+        name(i),
+        { tags: [...(edit(i) ?? (i % 3 === 0 ? [] : [`site-${i % 7}`, 'web'].sort()))], groups: i % 5 === 0 ? ['ops', 'staff'] : [] },
+      ]),
+    );
+  const rete = { mesh: { name: 'm', coordinator: 'https://c.example' }, nodes: [], groups: new Map(), acl: [] } as Rete;
+
+  it("gives the labels' lines and bucket digests a record of the edited tags from nothing gives", () => {
+    const before = recordedRete(rete, labelsOf());
+    // The first and last lines, a node gaining its first label, one losing its last, one in a group losing its tags.
+    const edits = new Map<string, readonly string[]>([
+      [name(1), ['canary', 'site-1', 'web']],
+      [name(2999), []],
+      [name(3), ['canary']],
+      [name(4), []],
+      [name(10), []],
+      [name(2998), ['a', 'z']],
+    ]);
+    const got = editedLabels(before.labels, before.labelBuckets, edits, recordOf(3000));
+    const after = recordedRete(
+      rete,
+      labelsOf((i) => edits.get(name(i))),
+    );
+    expect(got.labels).toBe(after.labels);
+    expect(got.labelBuckets).toEqual(after.labelBuckets);
+    expect(got.labelBuckets.filter((d, b) => d !== before.labelBuckets[b]).length).toBeLessThanOrEqual(edits.size);
   });
 });

@@ -276,7 +276,7 @@ function quickRecompile(
   const labels =
     edits.tags.size === 0
       ? undefined
-      : editedLabels(record.rete.labels, record.rete.labelBuckets, new Map([...edits.tags].map(([node, tags]) => [node, tags.now])));
+      : editedLabels(record.rete.labels, record.rete.labelBuckets, new Map([...edits.tags].map(([node, tags]) => [node, tags.now])), record.nodes);
   const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics }, labels);
   return { nodes: record.nodes.size, change, diagnostics: diagnostics.map((d) => d.text) };
 }
