@@ -16,18 +16,19 @@
  *       quick path, as for (c); then moves back (both timed)
  *   (h) recompile after the same web server gains a sync block of its own (a poll interval), which
  *       changes its agent.json alone: the quick path; then loses it (both timed)
- *   (i) recompile after a change the quick path does not take: the same web server gains a service,
- *       which changes its set alone, yet every node is validated and compiled again; then loses it
- *       (both timed)
+ *   (i) recompile after the same web server gains a service, which changes its flor.json alone and
+ *       brings a warning (nothing reaches it): the quick path since 2026-12-08; then loses it (both timed)
+ *   (j) recompile after the same web server gains a tag no file names, which changes its labels alone
+ *       (no compiled file): the quick path since 2026-12-08; then loses it (both timed)
  *   (f) the file system's floor for (a): a bare loop in this process writing as many bytes as (a)
  *       left in .flor/compiled (its pack and index, measured before the clock starts) to one file, in
  *       4 MB slices, with nothing else: no YAML, no compile. The baseline for (a)
- * Each is run --repeat times, in rounds of (a) to (i) (medians); the one change moves the port back
+ * Each is run --repeat times, in rounds of (a) to (j) (medians); the one change moves the port back
  * and forth. For each it prints the wall time and the CPU time of the compile's process (user +
  * system), the full compile's wall
  * time per node, and the ratios one change/full compile, one change/cold caches, site/full compile,
- * a service port/full compile, a sync block/full compile, a service more/full compile and full
- * compile/floor.
+ * a service port/full compile, a sync block/full compile, a service more/full compile, a tag/full
+ * compile and full compile/floor.
  * Each run's summary line is checked: the nodes new, changed and unchanged, and files written, must
  * be what the change makes, or the benchmark exits 1.
  *
@@ -105,6 +106,8 @@ interface SizeResult {
   readonly sync: Run[];
   /** (i), the service added and removed. */
   readonly added: Run[];
+  /** (j), the tag added and removed. */
+  readonly tagged: Run[];
   readonly floor: Run[];
 }
 
@@ -135,6 +138,8 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const syncText = edited('    services:', '', '    sync: { poll_interval: 1m }\n');
   // And a service more beside it: its flor.json lists it, and nothing reaches it (a warning in the file).
   const addedText = edited('port: 9100', 'port: 9100', 'port: 9100 }\n      - { name: dns, port: 53');
+  // And a tag no file names (an owner's mark): its labels change, no compiled file does.
+  const taggedText = edited('    tags: [', '    tags: [', '    tags: [owner-ops, ');
 
   const full: Run[] = [];
   const none: Run[] = [];
@@ -144,10 +149,11 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
   const serviceRuns: Run[] = [];
   const syncRuns: Run[] = [];
   const addedRuns: Run[] = [];
+  const taggedRuns: Run[] = [];
   const floor: Run[] = [];
   for (let r = 0; r < repeat; r++) {
     say(
-      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, a sync block, a service more, the file system's floor …`,
+      `${fmt(nodes)} nodes: round ${r + 1} of ${repeat}: full compile, no change, one change, one change with cold caches, a site, a service port, a sync block, a service more, a tag, the file system's floor …`,
     );
     const dir = join(base, `round-${r + 1}`);
     writeRete(dir, rete);
@@ -192,15 +198,16 @@ async function measure(nodes: number, repeat: number): Promise<SizeResult> {
     serviceRuns.push(...(await thereAndBack(fleetFileOf(moved), serviceText, 'a service port moved', moves)));
     syncRuns.push(...(await thereAndBack(fleetFileOf(moved), syncText, 'a sync block added', moves)));
     addedRuns.push(...(await thereAndBack(fleetFileOf(moved), addedText, 'a service added', moves)));
+    taggedRuns.push(...(await thereAndBack(fleetFileOf(moved), taggedText, 'a tag added', { added: 0, changed: 0, unchanged: nodes, written: 0 })));
   }
-  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, sync: syncRuns, added: addedRuns, floor };
+  return { nodes, full, none, one, cold, site: siteRuns, service: serviceRuns, sync: syncRuns, added: addedRuns, tagged: taggedRuns, floor };
 }
 
 function report(results: readonly SizeResult[]): void {
   const us = (wall: number, nodes: number) => `${fmt((wall * 1000) / nodes, 1)} µs`;
-  const rows = results.map(({ nodes, full, none, one, cold, site, service, sync, added, floor }) => {
+  const rows = results.map(({ nodes, full, none, one, cold, site, service, sync, added, tagged, floor }) => {
     const [f, o, c, p] = [medianOf(full, 'wallMs'), medianOf(one, 'wallMs'), medianOf(cold, 'wallMs'), medianOf(service, 'wallMs')];
-    const [y, a] = [medianOf(sync, 'wallMs'), medianOf(added, 'wallMs')];
+    const [y, a, t] = [medianOf(sync, 'wallMs'), medianOf(added, 'wallMs'), medianOf(tagged, 'wallMs')];
     const s = site.length > 0 ? medianOf(site, 'wallMs') : undefined;
     return [
       fmt(nodes),
@@ -219,13 +226,15 @@ function report(results: readonly SizeResult[]): void {
       fmt(y / f, 3),
       wallAndCpu(added),
       fmt(a / f, 3),
+      wallAndCpu(tagged),
+      fmt(t / f, 3),
       wallAndCpu(floor),
       fmt(f / medianOf(floor, 'wallMs'), 2),
     ];
   });
   process.stdout.write(
-    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a sync block', 'sync/full', 'a service more', 'more/full', 'fs floor', 'full/floor'], rows)}\n` +
-      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a sync block, a service more: of their two runs a round); per node: full compile wall time / nodes;\n` +
+    `${formatTable(['nodes', 'full compile', 'per node', 'no change', 'one change', 'one change, cold caches', 'one/full', 'one/cold', 'a site', 'site/full', 'a service port', 'port/full', 'a sync block', 'sync/full', 'a service more', 'more/full', 'a tag', 'tag/full', 'fs floor', 'full/floor'], rows)}\n` +
+      `wall time (CPU time of the compile process, user + system), medians of ${results[0]?.full.length ?? 0} rounds (a site, a service port, a sync block, a service more, a tag: of their two runs a round); per node: full compile wall time / nodes;\n` +
       `fs floor: as many bytes as the full compile's pack and index, written to one file in 4 MB slices by a bare loop (wall, CPU of that loop)\n`,
   );
 }
