@@ -1046,6 +1046,37 @@ describe('retectl compile on a real folder', () => {
     expect(labelsNow()).toEqual(fromNothing());
   });
 
+  it('after a tag no file names is removed with its line, records the rollout block below it where it now is, as a compile from nothing does', async () => {
+    // One file holds the nodes and, below them, the rollout block, whose canary names a node: no file names a tag.
+    const servers = `nodes:
+  - name: alpha
+    kind: server
+    listen: 10.0.0.1:7946
+    tags: [web]
+    services: [{ name: web, port: 443 }]
+  - name: beta
+    kind: server
+    listen: 10.0.0.2:7946
+    tags: [backend]
+  - name: gamma
+    kind: server
+    listen: 10.0.0.3:7946
+    tags: [owner-x]
+rollout: { canary: { nodes: [gamma] }, waves: [50, 100] }
+`;
+    write('nodes/servers.yaml', servers);
+    await compile();
+    const unread = spoilOtherEntries();
+    // gamma's only tag goes, and its line with it: the rollout block is a line higher.
+    write('nodes/servers.yaml', servers.replace('    tags: [owner-x]\n', ''));
+    expect(await compile()).toMatch(/0 new, 0 changed, 0 removed, 4 unchanged; files: 0 written/);
+    unread();
+    const { rete: validated } = loadCompiledTree(rete);
+    expect(validated.rollout?.place).toEqual({ file: 'nodes/servers.yaml', line: 14, col: 10 });
+    // What publish takes from the record: the rollout block where validating the rete again finds it.
+    expect(loadPublishable(rete).rete.rollout).toEqual(validated.rollout);
+  });
+
   it('after as many quick recompiles as MAX_PACKS, folds their packs into the next one and stays on the quick path', async () => {
     await compile();
     const [first] = packedPacks(rete);
