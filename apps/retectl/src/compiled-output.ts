@@ -1212,22 +1212,24 @@ export function recordedNodeFiles(root: string, record: CompileRecord): { files(
  * record says it is: the quick path of a recompile that knows which nodes its change reaches. `old`
  * is what each node's entry holds now (recordedNodeFiles). The nodes that differ go into a small pack
  * of their own; the index and the record are written once it is named, so a compile that stops
- * halfway leaves both as they were. `labels`, when some nodes' tags changed: the labels' lines and
- * bucket digests as they now are (editedLabels), written as a labels' file of the new record's
- * generation; without, the labels' file the record was read with stays, unread.
+ * halfway leaves both as they were. `rete`: what of the record's rete the edit changed. Its labels,
+ * when some nodes' tags changed: the labels' lines and bucket digests as they now are (editedLabels),
+ * written as a labels' file of the new record's generation (without, the labels' file the record was
+ * read with stays, unread); its rollout block, when lines added or removed above it moved it.
  */
 export function rewriteNodes(
   root: string,
   record: CompileRecord,
   nodes: ReadonlyMap<string, { readonly old: ReadonlyMap<string, ArtifactBytes>; readonly artifacts: ReadonlyMap<string, ArtifactBytes> }>,
   inputs: CompileInputs,
-  labels?: Pick<RecordedRete, 'labels' | 'labelBuckets'>,
+  edited: { readonly labels?: Pick<RecordedRete, 'labels' | 'labelBuckets'>; readonly rollout?: RolloutModel } = {},
 ): WrittenTree {
+  const { labels } = edited;
   const base = join(root, COMPILED_DIR);
   const next = new Map<string, string>();
   const changed: { node: string; artifacts: string[] }[] = [];
   const files = { written: 0, unchanged: record.files, removed: 0 };
-  if (nodes.size === 0 && !labels && sameInputs(record.inputs, inputs)) {
+  if (nodes.size === 0 && !labels && !edited.rollout && sameInputs(record.inputs, inputs)) {
     // Nothing to write, and the record already says so: it stays as it is, files and all, but for the
     // YAML files' stamps when they moved.
     if (record.generation !== undefined && !sameMaps(record.inputs?.yamlStamps, inputs.yamlStamps)) restampRecord(root, record.generation, inputs);
@@ -1246,7 +1248,7 @@ export function rewriteNodes(
   const recorded = record.nodes.whole();
   // labelsGeneration: the one the labels were checked under when the record was read, never another compile's file.
   const { labelsGeneration: readWith } = record;
-  const rete = labels && record.rete ? { ...record.rete, ...labels } : record.rete;
+  const rete = (labels || edited.rollout) && record.rete ? { ...record.rete, ...labels, ...(edited.rollout ? { rollout: edited.rollout } : {}) } : record.rete;
   const labelsGeneration = labels ? undefined : readWith;
   const pack = new PackWriter(base);
   // The packs folded into the new one, and the lines of the nodes whose entries moved with them.

@@ -996,7 +996,7 @@ describe('retectl compile on a real folder', () => {
     expect(loadPublishable(rete).fromRecord).toBe(false);
     writeFileSync(labelsFile, labels);
 
-    // A tag changed: a full compile, which writes the labels anew, under its own generation.
+    // A tag changed (one no file names, with an address: the quick path), which writes the labels anew, under the new generation.
     write('nodes/servers.yaml', SERVERS.replace('10.0.0.2:7946', '10.0.0.2:7948').replace('tags: [web]', 'tags: [www]'));
     await compile();
     expect(generationOf(read(labelsFile).bytes)).toBe(generationOf(read(nodesFile).bytes));

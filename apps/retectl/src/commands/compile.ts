@@ -13,6 +13,7 @@ import {
   type ArtifactBytes,
   type KeptDiagnostic,
   type LocalEdits,
+  type Place,
   type ParseCache,
   type ReadSource,
   type SyncDecl,
@@ -210,6 +211,8 @@ function quickRecompile(
   const edits: LocalEdits = { listens: new Map(), services: new Map(), syncs: new Map(), tags: new Map() };
   // The warnings of each changed file as validating it again would give them.
   const warned = new Map<string, KeptDiagnostic[]>();
+  // The rollout block where it now is, when its file changed (a line added or removed above it moves it).
+  let rollout = record.rete.rollout;
   // Each edited sync block as its node's agent.json carries it, merged over the defaults the record keeps.
   const syncs = new Map<string, SyncSeconds>();
   for (const source of changed) {
@@ -227,6 +230,7 @@ function quickRecompile(
       );
     if (!found || !warnings) return undefined;
     warned.set(source.file, warnings);
+    if (rollout?.place.file === source.file) rollout = { ...rollout, place: parsed.placeOf(['rollout']) };
     for (const [node, listen] of found.listens) edits.listens.set(node, listen);
     for (const [node, services] of found.services) edits.services.set(node, services);
     // A tag some file names changes what is compiled or picked: only tags named nowhere are labels alone.
@@ -277,9 +281,12 @@ function quickRecompile(
     edits.tags.size === 0
       ? undefined
       : editedLabels(record.rete.labels, record.rete.labelBuckets, new Map([...edits.tags].map(([node, tags]) => [node, tags.now])), record.nodes);
-  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics }, labels);
+  const moved = rollout && record.rete.rollout && !samePlace(rollout.place, record.rete.rollout.place) ? rollout : undefined;
+  const change = rewriteNodes(root, record, rewrites, { ...was, files, yamlStamps, diagnostics }, { labels, rollout: moved });
   return { nodes: record.nodes.size, change, diagnostics: diagnostics.map((d) => d.text) };
 }
+
+const samePlace = (a: Place, b: Place): boolean => a.file === b.file && a.line === b.line && a.col === b.col;
 
 /**
  * The nodes an edit reaches, each with its files as the record says they are: the edited nodes and
