@@ -1,4 +1,5 @@
-import { ACL_SOURCE, type NodeLabels, type ReteFile } from '#contracts';
+import type { NodeLabels } from '#contracts';
+import { ACL_SOURCE, type ReteFile } from '#contracts/files';
 import type { Rete } from './model.js';
 
 /**
